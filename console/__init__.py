@@ -1,0 +1,1 @@
+"""The Django project: operator console, settings and the engine's management commands."""
