@@ -1,0 +1,107 @@
+"""``mqadmin``: RocketMQ's operator command line over ``broker.client.admin.MQAdmin``.
+
+Exit codes: 0 done, 1 the operation failed (reason on stderr), 2 the command line was wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from broker.cli_commands import all_commands
+from broker.cli_commands.base import Command, UsageError
+from broker.cli_commands.output import dump_json
+from broker.client.admin import MQAdmin, MQAdminError
+
+PROG = "mqadmin"
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting, so ``main`` returns codes (and tests run in-process)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(message)
+
+
+def _common_flags() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-n", "--namesrvAddr", dest="namesrv",
+                        help="name server address list, host:port;host:port (default: $NAMESRV_ADDR)")
+    common.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    common.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for each request")
+    return common
+
+
+def build_parser(commands: Sequence[Command]) -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="RocketMQ-style administration of name servers and brokers.")
+    subparsers = parser.add_subparsers(dest="command", metavar="<command>", parser_class=_Parser)
+    common = _common_flags()
+    for command in commands:
+        sub = subparsers.add_parser(command.name, help=command.summary, description=command.summary,
+                                    parents=[common], prog=f"{PROG} {command.name}")
+        command.configure(sub)
+    return parser
+
+
+def help_text(commands: Sequence[Command]) -> str:
+    width = max(len(c.name) for c in commands)
+    lines = [f"usage: {PROG} <command> [options]", "", "The most commonly used mqadmin commands are:"]
+    lines += [f"   {c.name:<{width}}  {c.summary}" for c in commands]
+    lines += ["", f"See '{PROG} help <command>' for more information on a specific command."]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    commands = all_commands()
+    parser = build_parser(commands)
+    if not args_in or args_in[0] in ("help", "-h", "--help"):
+        return _help(parser, commands, args_in[1:2])
+    try:
+        args = parser.parse_args(args_in)
+    except UsageError as exc:
+        return _usage_error(args_in[0], str(exc))
+    except SystemExit as exc:  # -h of a subcommand
+        return int(exc.code or 0)
+    by_name = {c.name: c for c in commands}
+    return _execute(by_name[args.command], args)
+
+
+def _help(parser: argparse.ArgumentParser, commands: Sequence[Command], topic: list[str]) -> int:
+    if topic and topic[0] in {c.name for c in commands}:
+        try:
+            parser.parse_args([topic[0], "-h"])
+        except SystemExit:
+            pass
+        return EXIT_OK
+    if topic:
+        return _usage_error("help", f"unknown command {topic[0]!r}")
+    print(help_text(commands))
+    return EXIT_OK
+
+
+def _execute(command: Command, args: argparse.Namespace) -> int:
+    namesrv = args.namesrv or os.environ.get("NAMESRV_ADDR", "")
+    try:
+        with MQAdmin(namesrv, timeout=args.timeout) as admin:
+            output = command.run(admin, args)
+    except UsageError as exc:
+        return _usage_error(command.name, str(exc))
+    except MQAdminError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    print(dump_json(output.data) if args.json else output.text)
+    return EXIT_OK
+
+
+def _usage_error(command: str, message: str) -> int:
+    where = PROG if command.startswith("-") else f"{PROG} {command}"
+    print(f"{where}: error: {message}\nSee '{PROG} help' for usage.", file=sys.stderr)
+    return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

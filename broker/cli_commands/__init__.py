@@ -1,0 +1,12 @@
+"""mqadmin subcommands, one module per group; ``all_commands`` is the registry ``broker.cli`` reads."""
+
+from __future__ import annotations
+
+from broker.cli_commands.base import Command
+
+
+def all_commands() -> list[Command]:
+    from broker.cli_commands import brokers, cluster, group, message, offset, topic
+
+    return [*cluster.COMMANDS, *topic.COMMANDS, *group.COMMANDS, *offset.COMMANDS, *message.COMMANDS,
+            *brokers.COMMANDS]

@@ -1,0 +1,71 @@
+"""Broker subcommands: brokerStatus, getBrokerConfig, updateBrokerConfig."""
+
+from __future__ import annotations
+
+import argparse
+
+from broker.cli_commands.base import Command, add_target, require_target
+from broker.cli_commands.output import CommandOutput
+from broker.client.admin import MQAdmin
+
+
+def _configure_status(parser: argparse.ArgumentParser) -> None:
+    add_target(parser, "fetch runtime data")
+
+
+def _run_status(admin: MQAdmin, args: argparse.Namespace) -> CommandOutput:
+    require_target(args)
+    addrs = admin.resolve_all_addrs(args.broker_addr, args.cluster)
+    tables = {addr: admin.broker_runtime_info(addr) for addr in addrs}
+    width = max((len(k) for table in tables.values() for k in table), default=0)
+    lines = []
+    for addr, table in tables.items():
+        # With several brokers each line names its broker, as RocketMQ's -c output does.
+        prefix = f"{addr:<24} " if len(tables) > 1 else ""
+        lines.extend(f"{prefix}{key:<{width}}: {value}" for key, value in table.items())
+    return CommandOutput({"brokers": tables}, "\n".join(lines))
+
+
+def _configure_get(parser: argparse.ArgumentParser) -> None:
+    add_target(parser, "read the config")
+
+
+def _run_get(admin: MQAdmin, args: argparse.Namespace) -> CommandOutput:
+    require_target(args)
+    addrs = admin.resolve_all_addrs(args.broker_addr, args.cluster)
+    configs = {addr: admin.broker_config(addr) for addr in addrs}
+    blocks = []
+    for addr, config in configs.items():
+        width = max((len(k) for k in config), default=0)
+        body = "\n".join(f"{key:<{width}} = {value}" for key, value in config.items())
+        blocks.append(f"============{addr}============\n{body}")
+    return CommandOutput({"brokers": configs}, "\n\n".join(blocks))
+
+
+def _configure_update(parser: argparse.ArgumentParser) -> None:
+    add_target(parser, "update the config")
+    parser.add_argument("-a", "--updateAllBroker", dest="all_brokers", action="store_true",
+                        help="with -c, slaves too")
+    parser.add_argument("-k", "--key", required=True, help="config key")
+    parser.add_argument("-v", "--value", required=True, help="config value")
+
+
+def _run_update(admin: MQAdmin, args: argparse.Namespace) -> CommandOutput:
+    require_target(args)
+    if args.all_brokers:
+        addrs = admin.resolve_all_addrs(args.broker_addr, args.cluster)
+    else:
+        addrs = admin.resolve_masters(args.broker_addr, args.cluster)
+    for addr in addrs:
+        admin.update_broker_config(addr, {args.key: args.value})
+    text = "\n".join(f"update broker config success, {addr}" for addr in addrs)
+    return CommandOutput({"brokers": addrs, "key": args.key, "value": args.value}, text)
+
+
+COMMANDS = [
+    Command("brokerStatus", "Show a broker's runtime data (versions, TPS, offsets, disk).",
+            _configure_status, _run_status),
+    Command("getBrokerConfig", "Show the config of a broker or of every broker of a cluster.",
+            _configure_get, _run_get),
+    Command("updateBrokerConfig", "Change one broker config key at runtime.", _configure_update, _run_update),
+]

@@ -1,0 +1,1461 @@
+"""Administration API over the remoting protocol (RocketMQ's ``DefaultMQAdminExt``).
+
+``MQAdmin`` talks to name servers and brokers with RocketMQ's admin request codes and returns typed
+results (dataclasses below); it never prints. The ``mqadmin`` CLI and the web console are both
+thin layers over it. Every failure is an ``MQAdminError`` whose message says which address failed
+and why, or which RocketMQ response code a broker answered with.
+"""
+
+from __future__ import annotations
+
+import datetime
+import enum
+import json
+import os
+import random
+import socket
+import struct
+import threading
+import time
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "AdminRequestError",
+    "BrokerData",
+    "BrokerUnreachableError",
+    "ClientConnection",
+    "ClusterInfo",
+    "ConsumeProgress",
+    "ConsumerConnection",
+    "MQAdmin",
+    "MQAdminError",
+    "NameServerUnreachableError",
+    "NotFoundError",
+    "ProducerConnection",
+    "QueueConsumeProgress",
+    "QueueData",
+    "QueueOffsetStatus",
+    "ResetOffsetEntry",
+    "TopicRoute",
+    "TopicStatus",
+    "parse_timestamp",
+]
+
+# Request and response codes the admin uses (RocketMQ's numbers). Part of the remoting adapter
+# at the end of this module: to be imported from broker.remoting once it exists.
+
+
+class RequestCode(enum.IntEnum):
+    SEND_MESSAGE = 10
+    PULL_MESSAGE = 11
+    QUERY_MESSAGE = 12
+    UPDATE_CONSUMER_OFFSET = 15
+    UPDATE_AND_CREATE_TOPIC = 17
+    UPDATE_BROKER_CONFIG = 25
+    GET_BROKER_CONFIG = 26
+    GET_BROKER_RUNTIME_INFO = 28
+    SEARCH_OFFSET_BY_TIMESTAMP = 29
+    GET_MAX_OFFSET = 30
+    GET_MIN_OFFSET = 31
+    VIEW_MESSAGE_BY_ID = 33
+    GET_ROUTEINFO_BY_TOPIC = 105
+    GET_BROKER_CLUSTER_INFO = 106
+    UPDATE_AND_CREATE_SUBSCRIPTIONGROUP = 200
+    GET_TOPIC_STATS_INFO = 202
+    GET_CONSUMER_CONNECTION_LIST = 203
+    GET_PRODUCER_CONNECTION_LIST = 204
+    GET_ALL_TOPIC_LIST_FROM_NAMESERVER = 206
+    DELETE_SUBSCRIPTIONGROUP = 207
+    GET_CONSUME_STATS = 208
+    DELETE_TOPIC_IN_BROKER = 215
+    DELETE_TOPIC_IN_NAMESRV = 216
+    INVOKE_BROKER_TO_RESET_OFFSET = 222
+    QUERY_TOPIC_CONSUME_BY_WHO = 300
+
+
+class ResponseCode(enum.IntEnum):
+    SUCCESS = 0
+    SYSTEM_ERROR = 1
+    SYSTEM_BUSY = 2
+    REQUEST_CODE_NOT_SUPPORTED = 3
+    FLUSH_DISK_TIMEOUT = 10
+    SLAVE_NOT_AVAILABLE = 11
+    FLUSH_SLAVE_TIMEOUT = 12
+    MESSAGE_ILLEGAL = 13
+    SERVICE_NOT_AVAILABLE = 14
+    VERSION_NOT_SUPPORTED = 15
+    NO_PERMISSION = 16
+    TOPIC_NOT_EXIST = 17
+    TOPIC_EXIST_ALREADY = 18
+    PULL_NOT_FOUND = 19
+    PULL_RETRY_IMMEDIATELY = 20
+    PULL_OFFSET_MOVED = 21
+    QUERY_NOT_FOUND = 22
+    SUBSCRIPTION_PARSE_FAILED = 23
+    SUBSCRIPTION_NOT_EXIST = 24
+    SUBSCRIPTION_NOT_LATEST = 25
+    SUBSCRIPTION_GROUP_NOT_EXIST = 26
+    INVALID_PARAMETER = 29
+    CONSUMER_NOT_ONLINE = 206
+    CONSUME_MSG_TIMEOUT = 207
+    NO_MESSAGE = 208
+    BROKER_NOT_EXIST = 211
+    ILLEGAL_OPERATION = 604
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors
+# ---------------------------------------------------------------------------------------------
+
+
+class MQAdminError(Exception):
+    """Any admin operation that could not be done; the message is meant for an operator."""
+
+
+class NotFoundError(MQAdminError):
+    """The thing asked about (topic route, cluster, group, message) does not exist."""
+
+
+class _UnreachableError(MQAdminError):
+    role = "server"
+
+    def __init__(self, addr: str, reason: str) -> None:
+        self.addr = addr
+        self.reason_text = reason
+        super().__init__(f"cannot reach {self.role} {addr} ({reason})")
+
+
+class NameServerUnreachableError(_UnreachableError):
+    role = "name server"
+
+
+class BrokerUnreachableError(_UnreachableError):
+    role = "broker"
+
+
+class AdminRequestError(MQAdminError):
+    """A server answered with a RocketMQ error code: names the server, the code and its remark."""
+
+    def __init__(self, role: str, addr: str, code: int, remark: str | None) -> None:
+        self.role, self.addr, self.code, self.remark = role, addr, code, remark or ""
+        self.code_name = _code_name(code)
+        detail = f": {self.remark}" if self.remark else ""
+        super().__init__(f"{role} {addr} answered {self.code_name} ({code}){detail}")
+
+
+MASTER_ID = 0
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
+TOOLS_PRODUCER_GROUP = "TOOLS_PRODUCER"
+
+
+# ---------------------------------------------------------------------------------------------
+# Results
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BrokerData:
+    cluster: str
+    broker_name: str
+    broker_addrs: dict[int, str]
+
+    @property
+    def master_addr(self) -> str | None:
+        return self.broker_addrs.get(MASTER_ID)
+
+    def any_addr(self) -> str | None:
+        """The master, else the lowest-id slave: reads may be served by either."""
+        if not self.broker_addrs:
+            return None
+        return self.broker_addrs.get(MASTER_ID) or self.broker_addrs[min(self.broker_addrs)]
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    brokers: dict[str, BrokerData]
+    clusters: dict[str, list[str]]
+
+    def brokers_of(self, cluster: str) -> list[BrokerData]:
+        if cluster not in self.clusters:
+            raise NotFoundError(f"cluster {cluster!r} is not known to the name server")
+        return [self.brokers[name] for name in sorted(self.clusters[cluster]) if name in self.brokers]
+
+    def master_addrs(self, cluster: str) -> list[str]:
+        return [b.master_addr for b in self.brokers_of(cluster) if b.master_addr]
+
+    def all_addrs(self, cluster: str) -> list[str]:
+        return [addr for b in self.brokers_of(cluster) for _, addr in sorted(b.broker_addrs.items())]
+
+    def all_master_addrs(self) -> list[str]:
+        return [b.master_addr for _, b in sorted(self.brokers.items()) if b.master_addr]
+
+    def broker_name_of(self, addr: str) -> str | None:
+        for data in self.brokers.values():
+            if addr in data.broker_addrs.values():
+                return data.broker_name
+        return None
+
+
+@dataclass(frozen=True)
+class QueueData:
+    broker_name: str
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int
+    topic_sys_flag: int = 0
+
+
+@dataclass(frozen=True)
+class TopicRoute:
+    topic: str
+    queue_datas: list[QueueData]
+    broker_datas: list[BrokerData]
+    order_topic_conf: str | None = None
+
+    def master_addrs(self) -> list[str]:
+        return [b.master_addr for b in self.broker_datas if b.master_addr]
+
+    def broker(self, broker_name: str) -> BrokerData:
+        for data in self.broker_datas:
+            if data.broker_name == broker_name:
+                return data
+        raise NotFoundError(f"broker {broker_name!r} is not in the route of topic {self.topic!r}")
+
+
+@dataclass(frozen=True)
+class BrokerSummary:
+    """One row of ``clusterList``: a broker address and its runtime figures."""
+
+    cluster: str
+    broker_name: str
+    broker_id: int
+    addr: str
+    version: str
+    in_tps: float
+    out_tps: float
+    page_cache_lock_ms: int
+    hours_of_data: float
+    disk_ratio: float
+    runtime_error: str | None = None
+
+
+@dataclass(frozen=True)
+class QueueOffsetStatus:
+    broker_name: str
+    queue_id: int
+    min_offset: int
+    max_offset: int
+    last_update_timestamp: int
+
+
+@dataclass(frozen=True)
+class TopicStatus:
+    topic: str
+    queues: list[QueueOffsetStatus]
+
+
+@dataclass(frozen=True)
+class QueueConsumeProgress:
+    topic: str
+    broker_name: str
+    queue_id: int
+    broker_offset: int
+    consumer_offset: int
+    diff: int
+    last_timestamp: int
+
+
+@dataclass(frozen=True)
+class ConsumeProgress:
+    group: str
+    queues: list[QueueConsumeProgress]
+    consume_tps: float
+    diff_total: int
+
+
+@dataclass(frozen=True)
+class ClientConnection:
+    client_id: str
+    client_addr: str
+    language: str
+    version: int
+
+
+@dataclass(frozen=True)
+class Subscription:
+    topic: str
+    sub_string: str
+    expression_type: str
+
+
+@dataclass(frozen=True)
+class ConsumerConnection:
+    group: str
+    connections: list[ClientConnection]
+    subscriptions: list[Subscription]
+    consume_type: str
+    message_model: str
+    consume_from_where: str
+
+
+@dataclass(frozen=True)
+class ProducerConnection:
+    group: str
+    connections: list[ClientConnection]
+
+
+@dataclass(frozen=True)
+class ConsumerGroupSummary:
+    """One row of ``consumerProgress`` without ``-g``: a group, its clients and its lag."""
+
+    group: str
+    count: int
+    version: int | None
+    consume_type: str
+    message_model: str
+    consume_tps: float
+    diff_total: int
+
+
+@dataclass(frozen=True)
+class ResetOffsetEntry:
+    broker_name: str
+    queue_id: int
+    offset: int
+
+
+@dataclass(frozen=True)
+class SendResult:
+    send_status: str
+    msg_id: str
+    offset_msg_id: str
+    broker_name: str
+    queue_id: int
+    queue_offset: int
+
+
+@dataclass(frozen=True)
+class PullResult:
+    status: str
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    messages: list[Any] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------------------
+# Timestamps accepted by resetOffsetByTime / queryMsgByKey
+# ---------------------------------------------------------------------------------------------
+
+_HUMAN_TIME_FORMAT = "%Y-%m-%d#%H:%M:%S:%f"
+
+
+def parse_timestamp(text: str) -> int:
+    """``now``, milliseconds since the epoch, or local ``yyyy-MM-dd#HH:mm:ss:SSS`` → epoch ms."""
+    value = text.strip()
+    if value.lower() == "now":
+        return int(time.time() * 1000)
+    if value.isdigit():
+        return int(value)
+    try:
+        moment = datetime.datetime.strptime(value, _HUMAN_TIME_FORMAT)
+    except ValueError:
+        raise ValueError(
+            f"bad timestamp {text!r}: use now, milliseconds, or yyyy-MM-dd#HH:mm:ss:SSS"
+        ) from None
+    return int(moment.timestamp() * 1000)
+
+
+# ---------------------------------------------------------------------------------------------
+# The API
+# ---------------------------------------------------------------------------------------------
+
+
+class MQAdmin:
+    """Synchronous admin client; one per operator session, reusable across calls.
+
+    ``namesrv_addr`` is RocketMQ's ``host:port;host:port`` list. Name servers are tried in order
+    (they hold the same state, N3), so one dead name server does not fail a command.
+    """
+
+    def __init__(self, namesrv_addr: str | Iterable[str], timeout: float = 3.0) -> None:
+        if isinstance(namesrv_addr, str):
+            addrs = [a.strip() for a in namesrv_addr.split(";")]
+        else:
+            addrs = [a.strip() for a in namesrv_addr]
+        # An empty list is allowed: commands aimed at one broker address need no name server.
+        self.namesrv_addrs = [a for a in addrs if a]
+        self._wire = _AdminWire(timeout)
+
+    def close(self) -> None:
+        self._wire.close()
+
+    def __enter__(self) -> MQAdmin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- name server -------------------------------------------------------------------------
+
+    def _namesrv(self, code: int, fields: dict[str, Any] | None = None) -> _Reply:
+        """Ask the first name server that answers; connection failures move to the next one."""
+        if not self.namesrv_addrs:
+            raise MQAdminError("no name server address given (use -n host:port or set NAMESRV_ADDR)")
+        failures: list[str] = []
+        for addr in self.namesrv_addrs:
+            try:
+                return self._wire.call(addr, code, fields, role="name server")
+            except NameServerUnreachableError as exc:
+                failures.append(exc.reason_text)
+        raise NameServerUnreachableError(";".join(self.namesrv_addrs), "; ".join(failures))
+
+    def cluster_info(self) -> ClusterInfo:
+        reply = self._namesrv(RequestCode.GET_BROKER_CLUSTER_INFO)
+        reply.raise_unless_success()
+        return _parse_cluster_info(reply.json())
+
+    def topic_list(self) -> list[str]:
+        reply = self._namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+        reply.raise_unless_success()
+        return sorted(reply.json().get("topicList") or [])
+
+    def topic_route(self, topic: str) -> TopicRoute:
+        reply = self._namesrv(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+        if reply.code == ResponseCode.TOPIC_NOT_EXIST:
+            raise NotFoundError(f"no route for topic {topic!r} on the name server")
+        reply.raise_unless_success()
+        return _parse_topic_route(topic, reply.json())
+
+    def cluster_list(self, cluster: str | None = None) -> list[BrokerSummary]:
+        """Every broker address of the cluster(s) with version, TPS, data age and disk use."""
+        info = self.cluster_info()
+        names = [cluster] if cluster else sorted(info.clusters)
+        rows: list[BrokerSummary] = []
+        for name in names:
+            for data in info.brokers_of(name):
+                for broker_id, addr in sorted(data.broker_addrs.items()):
+                    rows.append(self._broker_summary(name, data.broker_name, broker_id, addr))
+        return rows
+
+    def _broker_summary(self, cluster: str, broker_name: str, broker_id: int, addr: str) -> BrokerSummary:
+        # A broker registered on the name server may already be gone: show it with the reason
+        # rather than failing the whole listing, as an operator wants to see that broker.
+        try:
+            kv = self.broker_runtime_info(addr)
+            error = None
+        except MQAdminError as exc:
+            kv, error = {}, str(exc)
+        earliest = _as_int(kv.get("earliestMessageTimeStamp"))
+        hours = (time.time() * 1000 - earliest) / 3_600_000 if earliest > 0 else 0.0
+        return BrokerSummary(
+            cluster=cluster,
+            broker_name=broker_name,
+            broker_id=broker_id,
+            addr=addr,
+            version=kv.get("brokerVersionDesc", ""),
+            in_tps=_first_float(kv.get("putTps")),
+            out_tps=_first_float(kv.get("getTransferredTps") or kv.get("getTransferedTps")),
+            page_cache_lock_ms=_as_int(kv.get("pageCacheLockTimeMills")),
+            hours_of_data=round(hours, 2),
+            disk_ratio=_first_float(kv.get("commitLogDiskRatio")),
+            runtime_error=error,
+        )
+
+    # -- target resolution -------------------------------------------------------------------
+
+    def resolve_masters(self, broker_addr: str | None, cluster: str | None) -> list[str]:
+        """``-b`` wins over ``-c``; ``-c`` means every master of that cluster."""
+        if broker_addr:
+            return [broker_addr]
+        if cluster:
+            addrs = self.cluster_info().master_addrs(cluster)
+            if not addrs:
+                raise NotFoundError(f"cluster {cluster!r} has no master broker")
+            return addrs
+        raise MQAdminError("a broker address or a cluster name is required")
+
+    def resolve_all_addrs(self, broker_addr: str | None, cluster: str | None) -> list[str]:
+        """Like ``resolve_masters`` but slaves included (read-only views of a cluster)."""
+        if broker_addr:
+            return [broker_addr]
+        if cluster:
+            return self.cluster_info().all_addrs(cluster)
+        raise MQAdminError("a broker address or a cluster name is required")
+
+    def _broker(self, addr: str, code: int, fields: dict[str, Any] | None = None,
+                body: bytes | None = None) -> _Reply:
+        return self._wire.call(addr, code, fields, body, role="broker")
+
+    # -- topics ------------------------------------------------------------------------------
+
+    def create_or_update_topic(self, addr: str, topic: str, read_queue_nums: int = 8,
+                               write_queue_nums: int = 8, perm: int = 6, order: bool = False) -> None:
+        _check_topic_name(topic)
+        fields = _create_topic_fields(topic, read_queue_nums, write_queue_nums, perm, order)
+        self._broker(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, fields).raise_unless_success()
+
+    def delete_topic(self, topic: str, cluster: str | None = None) -> list[str]:
+        """Delete from the cluster's masters (or every broker of the route) and every name server.
+
+        Returns the broker addresses the topic was deleted from.
+        """
+        addrs = self.resolve_masters(None, cluster) if cluster else self.topic_route(topic).master_addrs()
+        for addr in addrs:
+            self._broker(addr, RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": topic}).raise_unless_success()
+        fields = {"topic": topic}
+        if cluster:
+            fields["clusterName"] = cluster
+        for addr in self.namesrv_addrs:
+            reply = self._wire.call(addr, RequestCode.DELETE_TOPIC_IN_NAMESRV, fields, role="name server")
+            reply.raise_unless_success()
+        return addrs
+
+    def topic_status(self, topic: str) -> TopicStatus:
+        route = self.topic_route(topic)
+        queues: list[QueueOffsetStatus] = []
+        for data in route.broker_datas:
+            addr = data.master_addr
+            if not addr:
+                continue
+            reply = self._broker(addr, RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic})
+            reply.raise_unless_success()
+            for mq, offsets in _mq_table(reply.json().get("offsetTable")):
+                queues.append(QueueOffsetStatus(
+                    broker_name=mq.get("brokerName", data.broker_name),
+                    queue_id=int(mq.get("queueId", 0)),
+                    min_offset=_as_int(offsets.get("minOffset")),
+                    max_offset=_as_int(offsets.get("maxOffset")),
+                    last_update_timestamp=_as_int(offsets.get("lastUpdateTimestamp")),
+                ))
+        queues.sort(key=lambda q: (q.broker_name, q.queue_id))
+        return TopicStatus(topic=topic, queues=queues)
+
+    def topic_consumed_by(self, topic: str) -> list[str]:
+        """Groups holding offsets for the topic on any of its brokers."""
+        groups: set[str] = set()
+        for addr in self.topic_route(topic).master_addrs():
+            reply = self._broker(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": topic})
+            reply.raise_unless_success()
+            groups.update(reply.json().get("groupList") or [])
+        return sorted(groups)
+
+    # -- subscription groups -------------------------------------------------------------------
+
+    def create_or_update_subscription_group(self, addr: str, group: str, **options: Any) -> dict[str, Any]:
+        """Send a SubscriptionGroupConfig; ``options`` are its snake_case fields.
+
+        Returns the config as sent (RocketMQ field names) so callers can show it.
+        """
+        config = _subscription_group_config(group, options)
+        body = _to_json_bytes(config)
+        self._broker(addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, body).raise_unless_success()
+        return config
+
+    def delete_subscription_group(self, addr: str, group: str, remove_offset: bool = False) -> None:
+        fields = {"groupName": group, "removeOffset": remove_offset}
+        self._broker(addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, fields).raise_unless_success()
+
+    # -- consumers and producers ---------------------------------------------------------------
+
+    def _group_broker_addrs(self, group: str) -> list[str]:
+        """Brokers that know a group: those of its retry topic, else every master."""
+        try:
+            addrs = self.topic_route(RETRY_GROUP_TOPIC_PREFIX + group).master_addrs()
+        except NotFoundError:
+            addrs = []
+        return addrs or self.cluster_info().all_master_addrs()
+
+    def consumer_progress(self, group: str, topic: str | None = None) -> ConsumeProgress:
+        info = self.cluster_info()
+        queues: list[QueueConsumeProgress] = []
+        tps = 0.0
+        for addr in self._group_broker_addrs(group):
+            fields = {"consumerGroup": group}
+            if topic:
+                fields["topic"] = topic
+            reply = self._broker(addr, RequestCode.GET_CONSUME_STATS, fields)
+            if reply.code in (ResponseCode.TOPIC_NOT_EXIST, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST):
+                continue
+            reply.raise_unless_success()
+            stats = reply.json()
+            tps += float(stats.get("consumeTps") or 0.0)
+            broker_name = info.broker_name_of(addr) or addr
+            queues.extend(_progress_rows(stats.get("offsetTable"), broker_name))
+        if not queues:
+            raise NotFoundError(f"consumer group {group!r} has no consume progress on any broker")
+        queues.sort(key=lambda q: (q.topic, q.broker_name, q.queue_id))
+        return ConsumeProgress(group=group, queues=queues, consume_tps=round(tps, 2),
+                               diff_total=sum(q.diff for q in queues))
+
+    def consumer_groups_progress(self) -> list[ConsumerGroupSummary]:
+        """Every group that has a retry topic, with its online clients and total lag."""
+        rows = []
+        for topic in self.topic_list():
+            if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                continue
+            group = topic[len(RETRY_GROUP_TOPIC_PREFIX):]
+            rows.append(self._group_summary(group))
+        return rows
+
+    def _group_summary(self, group: str) -> ConsumerGroupSummary:
+        try:
+            progress = self.consumer_progress(group)
+            tps, diff = progress.consume_tps, progress.diff_total
+        except NotFoundError:
+            tps, diff = 0.0, 0
+        try:
+            conn = self.consumer_connection(group)
+        except AdminRequestError as exc:
+            if exc.code != ResponseCode.CONSUMER_NOT_ONLINE:
+                raise
+            return ConsumerGroupSummary(group, 0, None, "", "", tps, diff)
+        version = max((c.version for c in conn.connections), default=None)
+        return ConsumerGroupSummary(group, len(conn.connections), version, conn.consume_type,
+                                    conn.message_model, tps, diff)
+
+    def consumer_connection(self, group: str, broker_addr: str | None = None) -> ConsumerConnection:
+        addrs = [broker_addr] if broker_addr else self._group_broker_addrs(group)
+        reply = self._first_success(addrs, RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": group})
+        return _parse_consumer_connection(group, reply.json())
+
+    def producer_connection(self, group: str, topic: str) -> ProducerConnection:
+        addrs = self.topic_route(topic).master_addrs()
+        reply = self._first_success(addrs, RequestCode.GET_PRODUCER_CONNECTION_LIST, {"producerGroup": group})
+        conns = _parse_connections(reply.json().get("connectionSet"))
+        return ProducerConnection(group=group, connections=conns)
+
+    def _first_success(self, addrs: list[str], code: int, fields: dict[str, Any]) -> _Reply:
+        """The first broker answering SUCCESS; the last refusal is raised if none does."""
+        last: _Reply | None = None
+        for addr in addrs:
+            reply = self._broker(addr, code, fields)
+            if reply.code == ResponseCode.SUCCESS:
+                return reply
+            last = reply
+        if last is None:
+            raise NotFoundError("no broker to ask")
+        last.raise_unless_success()
+        raise AssertionError("unreachable")
+
+    # -- offsets -------------------------------------------------------------------------------
+
+    def reset_offset_by_time(self, group: str, topic: str, timestamp: int,
+                             force: bool = True) -> list[ResetOffsetEntry]:
+        """Move the group's offsets on every broker of the topic to the first message at ``timestamp``.
+
+        Online consumers are told by the broker (INVOKE_BROKER_TO_RESET_OFFSET). When the group has
+        no consumer online the broker refuses with CONSUMER_NOT_ONLINE; then, as RocketMQ's tool
+        does, the committed offsets are rewritten directly (search by time + update offset).
+        """
+        route = self.topic_route(topic)
+        entries: list[ResetOffsetEntry] = []
+        for data in route.broker_datas:
+            addr = data.master_addr
+            if not addr:
+                continue
+            fields = {"topic": topic, "group": group, "timestamp": timestamp, "isForce": force}
+            reply = self._broker(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, fields)
+            if reply.code == ResponseCode.CONSUMER_NOT_ONLINE:
+                entries.extend(self._reset_offline(addr, data.broker_name, group, topic, timestamp, force))
+                continue
+            reply.raise_unless_success()
+            for mq, offset in _mq_table(reply.json().get("offsetTable") if reply.body else None):
+                entries.append(ResetOffsetEntry(mq.get("brokerName", data.broker_name),
+                                                int(mq.get("queueId", 0)), _as_int(offset)))
+        entries.sort(key=lambda e: (e.broker_name, e.queue_id))
+        return entries
+
+    def _reset_offline(self, addr: str, broker_name: str, group: str, topic: str, timestamp: int,
+                       force: bool) -> list[ResetOffsetEntry]:
+        reply = self._broker(addr, RequestCode.GET_CONSUME_STATS, {"consumerGroup": group, "topic": topic})
+        reply.raise_unless_success()
+        entries = []
+        for mq, wrapper in _mq_table(reply.json().get("offsetTable")):
+            queue_id = int(mq.get("queueId", 0))
+            current = _as_int(wrapper.get("consumerOffset"))
+            target = self.search_offset(addr, topic, queue_id, timestamp)
+            # Without force an offset only moves backwards, so nothing gets skipped unread.
+            if force or target < current:
+                self.update_consumer_offset(addr, group, topic, queue_id, target)
+            else:
+                target = current
+            entries.append(ResetOffsetEntry(broker_name, queue_id, target))
+        return entries
+
+    def search_offset(self, addr: str, topic: str, queue_id: int, timestamp: int) -> int:
+        fields = {"topic": topic, "queueId": queue_id, "timestamp": timestamp}
+        reply = self._broker(addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, fields)
+        reply.raise_unless_success()
+        return _as_int(reply.ext_fields.get("offset"))
+
+    def update_consumer_offset(self, addr: str, group: str, topic: str, queue_id: int, offset: int) -> None:
+        fields = {"consumerGroup": group, "topic": topic, "queueId": queue_id, "commitOffset": offset}
+        self._broker(addr, RequestCode.UPDATE_CONSUMER_OFFSET, fields).raise_unless_success()
+
+    def min_offset(self, addr: str, topic: str, queue_id: int) -> int:
+        reply = self._broker(addr, RequestCode.GET_MIN_OFFSET, {"topic": topic, "queueId": queue_id})
+        reply.raise_unless_success()
+        return _as_int(reply.ext_fields.get("offset"))
+
+    def max_offset(self, addr: str, topic: str, queue_id: int) -> int:
+        reply = self._broker(addr, RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": queue_id})
+        reply.raise_unless_success()
+        return _as_int(reply.ext_fields.get("offset"))
+
+    # -- messages ------------------------------------------------------------------------------
+
+    def view_message(self, offset_msg_id: str) -> Any:
+        """The message an offsetMsgId names: its store host answers VIEW_MESSAGE_BY_ID."""
+        addr, commit_log_offset = _decode_offset_msg_id(offset_msg_id)
+        reply = self._broker(addr, RequestCode.VIEW_MESSAGE_BY_ID, {"offset": commit_log_offset})
+        reply.raise_unless_success()
+        messages = _decode_messages(reply.body)
+        if not messages:
+            raise NotFoundError(f"no message at commit-log offset {commit_log_offset} of {addr}")
+        return messages[0]
+
+    def query_message_by_id(self, topic: str, msg_id: str) -> list[Any]:
+        """A 32-hex id may be an offsetMsgId or a client msgId; try the first when it decodes to a
+        broker this cluster knows, then fall back to the unique-key index, as RocketMQ does."""
+        if _looks_like_offset_msg_id(msg_id):
+            addr, _ = _decode_offset_msg_id(msg_id)
+            if addr in self._known_broker_addrs():
+                try:
+                    return [self.view_message(msg_id)]
+                except (AdminRequestError, NotFoundError):
+                    pass
+        found = self.query_message_by_unique_key(topic, msg_id)
+        if not found:
+            raise NotFoundError(f"message {msg_id} not found in topic {topic!r}")
+        return found
+
+    def _known_broker_addrs(self) -> set[str]:
+        info = self.cluster_info()
+        return {addr for data in info.brokers.values() for addr in data.broker_addrs.values()}
+
+    def query_message_by_unique_key(self, topic: str, msg_id: str, max_num: int = 32) -> list[Any]:
+        found = self._query_index(topic, msg_id, 0, 2**63 - 1, max_num, unique=True)
+        return [m for m in found if _unique_key_of(m) == msg_id]
+
+    def query_message_by_key(self, topic: str, key: str, begin: int = 0, end: int = 2**63 - 1,
+                             max_num: int = 64) -> list[Any]:
+        found = self._query_index(topic, key, begin, end, max_num, unique=False)
+        # The index matches on key hashes; keep only real matches.
+        return [m for m in found if key in _keys_of(m)][:max_num]
+
+    def _query_index(self, topic: str, key: str, begin: int, end: int, max_num: int,
+                     unique: bool) -> list[Any]:
+        fields = {"topic": topic, "key": key, "maxNum": max_num,
+                  "beginTimestamp": begin, "endTimestamp": end}
+        if unique:
+            fields[UNIQUE_MSG_QUERY_FLAG] = "true"
+        messages: list[Any] = []
+        for addr in self.topic_route(topic).master_addrs():
+            reply = self._broker(addr, RequestCode.QUERY_MESSAGE, fields)
+            if reply.code == ResponseCode.QUERY_NOT_FOUND:
+                continue
+            reply.raise_unless_success()
+            messages.extend(_decode_messages(reply.body))
+        messages.sort(key=_store_timestamp_of)
+        return messages
+
+    def send_message(self, topic: str, body: bytes, tags: str | None = None, keys: str | None = None,
+                     broker_name: str | None = None, queue_id: int | None = None,
+                     producer_group: str = TOOLS_PRODUCER_GROUP) -> SendResult:
+        """Send one test message to a chosen broker/queue or to a random writable queue."""
+        route = self.topic_route(topic)
+        broker_name, queue_id = _choose_queue(route, broker_name, queue_id)
+        addr = route.broker(broker_name).master_addr
+        if not addr:
+            raise NotFoundError(f"broker {broker_name!r} has no master to send to")
+        props = {"UNIQ_KEY": _new_unique_id(), "WAIT": "true"}
+        if tags:
+            props["TAGS"] = tags
+        if keys:
+            props["KEYS"] = keys
+        fields = {"producerGroup": producer_group, "topic": topic, "defaultTopic": "TBW102",
+                  "defaultTopicQueueNums": 4, "queueId": queue_id, "sysFlag": 0,
+                  "bornTimestamp": int(time.time() * 1000), "flag": 0,
+                  "properties": _format_message_properties(props), "reconsumeTimes": 0}
+        reply = self._broker(addr, RequestCode.SEND_MESSAGE, fields, body)
+        reply.raise_unless_success()
+        ext = reply.ext_fields
+        return SendResult(send_status="SEND_OK", msg_id=props["UNIQ_KEY"],
+                          offset_msg_id=ext.get("msgId", ""), broker_name=broker_name,
+                          queue_id=_as_int(ext.get("queueId", queue_id)),
+                          queue_offset=_as_int(ext.get("queueOffset")))
+
+    def pull_messages(self, addr: str, topic: str, queue_id: int, offset: int, max_nums: int = 32,
+                      group: str = TOOLS_CONSUMER_GROUP) -> PullResult:
+        """One non-blocking pull of up to ``max_nums`` messages, committing nothing."""
+        fields = _pull_fields(group, topic, queue_id, offset, max_nums)
+        reply = self._broker(addr, RequestCode.PULL_MESSAGE, fields)
+        status = _PULL_STATUS.get(reply.code)
+        if status is None:
+            reply.raise_unless_success()
+        messages = _decode_messages(reply.body) if status == "FOUND" else []
+        ext = reply.ext_fields
+        return PullResult(status=status or "FOUND", next_begin_offset=_as_int(ext.get("nextBeginOffset")),
+                          min_offset=_as_int(ext.get("minOffset")), max_offset=_as_int(ext.get("maxOffset")),
+                          messages=messages)
+
+    def iter_queue_messages(self, addr: str, topic: str, queue_id: int, start: int, end: int,
+                            group: str = TOOLS_CONSUMER_GROUP) -> Iterator[Any]:
+        """Messages of one queue from ``start`` up to (not including) ``end``."""
+        offset = start
+        while offset < end:
+            result = self.pull_messages(addr, topic, queue_id, offset, min(32, end - offset), group)
+            if result.status != "FOUND" or result.next_begin_offset <= offset:
+                return
+            for message in result.messages:
+                if _queue_offset_of(message) < end:
+                    yield message
+            offset = result.next_begin_offset
+
+    # -- brokers -------------------------------------------------------------------------------
+
+    def broker_runtime_info(self, addr: str) -> dict[str, str]:
+        reply = self._broker(addr, RequestCode.GET_BROKER_RUNTIME_INFO)
+        reply.raise_unless_success()
+        table = reply.json().get("table") or {}
+        return {str(k): str(v) for k, v in sorted(table.items())}
+
+    def broker_config(self, addr: str) -> dict[str, str]:
+        reply = self._broker(addr, RequestCode.GET_BROKER_CONFIG)
+        reply.raise_unless_success()
+        return _parse_properties(reply.body or b"")
+
+    def update_broker_config(self, addr: str, properties: dict[str, str]) -> None:
+        body = _format_properties(properties)
+        self._broker(addr, RequestCode.UPDATE_BROKER_CONFIG, None, body).raise_unless_success()
+
+
+def _progress_rows(table: Any, broker_name: str) -> list[QueueConsumeProgress]:
+    rows = []
+    for mq, wrapper in _mq_table(table):
+        broker_offset = _as_int(wrapper.get("brokerOffset"))
+        consumer_offset = _as_int(wrapper.get("consumerOffset"))
+        rows.append(QueueConsumeProgress(
+            topic=mq.get("topic", ""),
+            broker_name=mq.get("brokerName", broker_name),
+            queue_id=int(mq.get("queueId", 0)),
+            broker_offset=broker_offset,
+            consumer_offset=consumer_offset,
+            diff=max(broker_offset - consumer_offset, 0),
+            last_timestamp=_as_int(wrapper.get("lastTimestamp")),
+        ))
+    return rows
+
+
+def _as_int(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _first_float(value: Any) -> float:
+    """RocketMQ runtime figures like putTps are ``"12.5 11.0 10.2"`` (10 s, 1 min, 10 min)."""
+    if value is None:
+        return 0.0
+    try:
+        return float(str(value).split()[0])
+    except (IndexError, ValueError):
+        return 0.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Wire: one request to one server, and the bodies RocketMQ's admin codes carry
+# ---------------------------------------------------------------------------------------------
+
+UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"
+_FLAG_SUBSCRIPTION = 0x2
+_PULL_STATUS = {
+    ResponseCode.SUCCESS: "FOUND",
+    ResponseCode.PULL_NOT_FOUND: "NO_NEW_MSG",
+    ResponseCode.PULL_RETRY_IMMEDIATELY: "NO_MATCHED_MSG",
+    ResponseCode.PULL_OFFSET_MOVED: "OFFSET_ILLEGAL",
+}
+_SUBSCRIPTION_GROUP_DEFAULTS = {
+    "consumeEnable": True,
+    "consumeFromMinEnable": True,
+    "consumeBroadcastEnable": True,
+    "consumeMessageOrderly": False,
+    "retryQueueNums": 1,
+    "retryMaxTimes": 16,
+    "brokerId": 0,
+    "whichBrokerWhenConsumeSlowly": 1,
+    "notifyConsumerIdsChangedEnable": True,
+}
+
+
+def _code_name(code: int) -> str:
+    try:
+        return ResponseCode(code).name
+    except ValueError:
+        return "UNKNOWN_CODE"
+
+
+@dataclass
+class _Reply:
+    role: str
+    addr: str
+    code: int
+    remark: str | None
+    ext_fields: dict[str, str]
+    body: bytes | None
+
+    def raise_unless_success(self) -> None:
+        if self.code != ResponseCode.SUCCESS:
+            raise AdminRequestError(self.role, self.addr, self.code, self.remark)
+
+    def json(self) -> dict[str, Any]:
+        """The body as RocketMQ's JSON (fastjson dialect: object keys allowed); {} when empty."""
+        if not self.body:
+            return {}
+        try:
+            value = _loads_tolerant(self.body)
+        except ValueError as exc:
+            raise MQAdminError(f"{self.role} {self.addr} sent an unreadable body ({exc})") from None
+        return value if isinstance(value, dict) else {}
+
+
+def _ext_value(value: Any) -> str:
+    # Java's header decoding reads booleans as "true"/"false", never Python's "True".
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _parse_broker_data(raw: dict[str, Any]) -> BrokerData:
+    addrs = {int(k): str(v) for k, v in (raw.get("brokerAddrs") or {}).items()}
+    return BrokerData(cluster=str(raw.get("cluster", "")), broker_name=str(raw.get("brokerName", "")),
+                      broker_addrs=addrs)
+
+
+def _parse_cluster_info(raw: dict[str, Any]) -> ClusterInfo:
+    table = raw.get("brokerAddrTable") or {}
+    brokers = {str(name): _parse_broker_data(data) for name, data in table.items()}
+    clusters = {str(name): sorted(str(b) for b in members)
+                for name, members in (raw.get("clusterAddrTable") or {}).items()}
+    return ClusterInfo(brokers=brokers, clusters=clusters)
+
+
+def _parse_topic_route(topic: str, raw: dict[str, Any]) -> TopicRoute:
+    queues = [
+        QueueData(broker_name=str(q.get("brokerName", "")), read_queue_nums=_as_int(q.get("readQueueNums")),
+                  write_queue_nums=_as_int(q.get("writeQueueNums")), perm=_as_int(q.get("perm")),
+                  topic_sys_flag=_as_int(q.get("topicSysFlag")))
+        for q in raw.get("queueDatas") or []
+    ]
+    brokers = [_parse_broker_data(b) for b in raw.get("brokerDatas") or []]
+    queues.sort(key=lambda q: q.broker_name)
+    brokers.sort(key=lambda b: b.broker_name)
+    return TopicRoute(topic=topic, queue_datas=queues, broker_datas=brokers,
+                      order_topic_conf=raw.get("orderTopicConf"))
+
+
+def _parse_connections(raw: Any) -> list[ClientConnection]:
+    conns = [
+        ClientConnection(client_id=str(c.get("clientId", "")), client_addr=str(c.get("clientAddr", "")),
+                         language=str(c.get("language", "")), version=_as_int(c.get("version")))
+        for c in raw or []
+    ]
+    return sorted(conns, key=lambda c: c.client_id)
+
+
+def _parse_consumer_connection(group: str, raw: dict[str, Any]) -> ConsumerConnection:
+    subs = [
+        Subscription(topic=str(topic), sub_string=str(data.get("subString", "*")),
+                     expression_type=str(data.get("expressionType") or "TAG"))
+        for topic, data in sorted((raw.get("subscriptionTable") or {}).items())
+    ]
+    return ConsumerConnection(
+        group=group,
+        connections=_parse_connections(raw.get("connectionSet")),
+        subscriptions=subs,
+        consume_type=str(raw.get("consumeType", "")),
+        message_model=str(raw.get("messageModel", "")),
+        consume_from_where=str(raw.get("consumeFromWhere", "")),
+    )
+
+
+def _mq_table(table: Any) -> list[tuple[dict[str, Any], Any]]:
+    """Entries of a fastjson map keyed by MessageQueue objects, as (queue fields, value)."""
+    if not table:
+        return []
+    items = table.items() if isinstance(table, dict) else table
+    return [(_mq_fields(key), value) for key, value in items]
+
+
+def _mq_fields(key: Any) -> dict[str, Any]:
+    if isinstance(key, dict):
+        return key
+    if isinstance(key, tuple | frozenset):
+        return dict(key)
+    if isinstance(key, str):
+        parsed = _loads_tolerant(key.encode("utf-8"))
+        return parsed if isinstance(parsed, dict) else {}
+    return {"topic": getattr(key, "topic", ""), "brokerName": getattr(key, "broker_name", ""),
+            "queueId": getattr(key, "queue_id", 0)}
+
+
+def _create_topic_fields(topic: str, read_queue_nums: int, write_queue_nums: int, perm: int,
+                         order: bool) -> dict[str, Any]:
+    return {
+        "topic": topic,
+        "defaultTopic": "TBW102",
+        "readQueueNums": read_queue_nums,
+        "writeQueueNums": write_queue_nums,
+        "perm": perm,
+        "topicFilterType": "SINGLE_TAG",
+        "topicSysFlag": 0,
+        "order": order,
+    }
+
+
+def _subscription_group_config(group: str, options: dict[str, Any]) -> dict[str, Any]:
+    """RocketMQ's SubscriptionGroupConfig JSON from snake_case options over its defaults."""
+    config: dict[str, Any] = {"groupName": group, **_SUBSCRIPTION_GROUP_DEFAULTS}
+    for name, value in options.items():
+        if value is None:
+            continue
+        camel = _camel(name)
+        if camel not in config:
+            raise MQAdminError(f"unknown subscription group option {name!r}")
+        config[camel] = value
+    return config
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+def _to_json_bytes(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode("utf-8")
+
+
+def _pull_fields(group: str, topic: str, queue_id: int, offset: int, max_nums: int) -> dict[str, Any]:
+    # Subscription flag set and "*" sent with it: the broker then needs no registered consumer
+    # of the group to filter for us, and suspendTimeoutMillis 0 means no long polling.
+    return {
+        "consumerGroup": group,
+        "topic": topic,
+        "queueId": queue_id,
+        "queueOffset": offset,
+        "maxMsgNums": max_nums,
+        "sysFlag": _FLAG_SUBSCRIPTION,
+        "commitOffset": 0,
+        "suspendTimeoutMillis": 0,
+        "subscription": "*",
+        "subVersion": 0,
+        "expressionType": "TAG",
+    }
+
+
+def _parse_properties(body: bytes) -> dict[str, str]:
+    """Java ``key=value`` properties text (as GET_BROKER_CONFIG sends it) into a dict."""
+    result: dict[str, str] = {}
+    for line in body.decode("utf-8", errors="replace").splitlines():
+        line = line.strip()
+        if not line or line[0] in "#!":
+            continue
+        key, sep, value = line.partition("=")
+        if sep:
+            result[key.strip()] = value.strip()
+    return dict(sorted(result.items()))
+
+
+def _format_properties(properties: dict[str, str]) -> bytes:
+    return "".join(f"{k}={v}\n" for k, v in properties.items()).encode("utf-8")
+
+
+# ---------------------------------------------------------------------------------------------
+# Remoting adapter. broker/remoting (frame codec, codes, fastjson) had not landed when this admin
+# client was written; this is the minimum the admin needs, kept in one section so it can be
+# replaced by imports from broker.remoting without touching anything above.
+# ---------------------------------------------------------------------------------------------
+
+
+_FRAME_PREFIX = struct.Struct(">ii")  # total length (after itself), serialize type + header length
+_RESPONSE_FLAG = 0x1
+_JAVA_LANGUAGE_VERSION = 401  # RocketMQ V4_9_4: brokers gate nothing admin-related on it
+
+
+class _Connection:
+    """One blocking TCP connection to a server; requests on it are serialised by a lock."""
+
+    def __init__(self, addr: str, timeout: float) -> None:
+        host, _, port = addr.rpartition(":")
+        self.addr = addr
+        self._sock = socket.create_connection((host, int(port)), timeout=timeout)
+        self._sock.settimeout(timeout)
+        self._lock = threading.Lock()
+        self._opaque = 0
+
+    def request(self, code: int, ext_fields: dict[str, str], body: bytes | None) -> dict[str, Any]:
+        with self._lock:
+            self._opaque += 1
+            header = {"code": int(code), "language": "PYTHON", "version": _JAVA_LANGUAGE_VERSION,
+                      "opaque": self._opaque, "flag": 0, "extFields": ext_fields,
+                      "serializeTypeCurrentRPC": "JSON"}
+            raw_header = json.dumps(header, separators=(",", ":")).encode("utf-8")
+            payload = body or b""
+            frame = _FRAME_PREFIX.pack(4 + len(raw_header) + len(payload), len(raw_header))
+            self._sock.sendall(frame + raw_header + payload)
+            while True:
+                reply = self._read_frame()
+                # Only our answer matters; a server-initiated request (flag clear) is ignored.
+                if reply["flag"] & _RESPONSE_FLAG and reply["opaque"] == self._opaque:
+                    return reply
+
+    def _read_frame(self) -> dict[str, Any]:
+        (length,) = struct.unpack(">i", self._read_exact(4))
+        data = self._read_exact(length)
+        header_length = struct.unpack(">i", data[:4])[0] & 0xFFFFFF
+        header = json.loads(data[4:4 + header_length])
+        header["body"] = data[4 + header_length:] or None
+        header.setdefault("flag", 0)
+        header.setdefault("opaque", 0)
+        return header
+
+    def _read_exact(self, size: int) -> bytes:
+        chunks, remaining = [], size
+        while remaining:
+            chunk = self._sock.recv(remaining)
+            if not chunk:
+                raise ConnectionResetError("connection closed by the server")
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        return b"".join(chunks)
+
+    def close(self) -> None:
+        self._sock.close()
+
+
+class _AdminWire:
+    """Request/response to any address, connections cached per address."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self._connections: dict[str, _Connection] = {}
+
+    def call(self, addr: str, code: int, fields: dict[str, Any] | None = None, body: bytes | None = None,
+             role: str = "broker") -> _Reply:
+        ext = {k: _ext_value(v) for k, v in (fields or {}).items() if v is not None}
+        try:
+            raw = self._connection(addr).request(code, ext, body)
+        except (OSError, ValueError) as exc:
+            self._drop(addr)
+            error_type = NameServerUnreachableError if role == "name server" else BrokerUnreachableError
+            raise error_type(addr, _describe_network_error(exc, self.timeout)) from None
+        return _Reply(role=role, addr=addr, code=int(raw.get("code", -1)), remark=raw.get("remark"),
+                      ext_fields={str(k): str(v) for k, v in (raw.get("extFields") or {}).items()},
+                      body=raw.get("body"))
+
+    def _connection(self, addr: str) -> _Connection:
+        if ":" not in addr:
+            raise ValueError(f"bad address {addr!r}, expected host:port")
+        conn = self._connections.get(addr)
+        if conn is None:
+            conn = self._connections[addr] = _Connection(addr, self.timeout)
+        return conn
+
+    def _drop(self, addr: str) -> None:
+        conn = self._connections.pop(addr, None)
+        if conn is not None:
+            conn.close()
+
+    def close(self) -> None:
+        for addr in list(self._connections):
+            self._drop(addr)
+
+
+def _describe_network_error(exc: BaseException, timeout: float) -> str:
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, socket.timeout | TimeoutError):
+        return f"no answer within {timeout:g} s"
+    if isinstance(exc, socket.gaierror):
+        return f"unknown host: {exc.strerror or exc}"
+    return str(exc) or type(exc).__name__
+
+
+class _TolerantJson:
+    """fastjson's dialect: maps keyed by objects (``{{"topic":..}:{..}}``) and bare number keys.
+
+    Plain JSON parsers reject those, yet RocketMQ bodies such as ConsumeStats use them.
+    Object keys come back as tuples of (name, value) pairs so they stay hashable.
+    """
+
+    _scalar = json.JSONDecoder()
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+
+    def parse(self) -> Any:
+        value = self._value()
+        self._skip_ws()
+        if self.pos != len(self.text):
+            raise ValueError(f"extra data at character {self.pos}")
+        return value
+
+    def _value(self) -> Any:
+        self._skip_ws()
+        if self.pos >= len(self.text):
+            raise ValueError("unexpected end of JSON")
+        char = self.text[self.pos]
+        if char == "{":
+            return self._object()
+        if char == "[":
+            return self._array()
+        value, self.pos = self._scalar.raw_decode(self.text, self.pos)
+        return value
+
+    def _object(self) -> dict[Any, Any]:
+        result: dict[Any, Any] = {}
+        self.pos += 1
+        if self._peek() == "}":
+            self.pos += 1
+            return result
+        while True:
+            key = _hashable(self._value())
+            self._expect(":")
+            result[key] = self._value()
+            if self._peek() == ",":
+                self.pos += 1
+                continue
+            self._expect("}")
+            return result
+
+    def _array(self) -> list[Any]:
+        result: list[Any] = []
+        self.pos += 1
+        if self._peek() == "]":
+            self.pos += 1
+            return result
+        while True:
+            result.append(self._value())
+            if self._peek() == ",":
+                self.pos += 1
+                continue
+            self._expect("]")
+            return result
+
+    def _skip_ws(self) -> None:
+        while self.pos < len(self.text) and self.text[self.pos] in " \t\r\n":
+            self.pos += 1
+
+    def _peek(self) -> str:
+        self._skip_ws()
+        return self.text[self.pos] if self.pos < len(self.text) else ""
+
+    def _expect(self, char: str) -> None:
+        if self._peek() != char:
+            raise ValueError(f"expected {char!r} at character {self.pos}")
+        self.pos += 1
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return tuple((k, _hashable(v)) for k, v in value.items())
+    if isinstance(value, list):
+        return tuple(_hashable(v) for v in value)
+    return value
+
+
+def _loads_tolerant(body: bytes) -> Any:
+    return _TolerantJson(body.decode("utf-8")).parse()
+
+
+# Stored-message layout (S1), as VIEW_MESSAGE_BY_ID / QUERY_MESSAGE / PULL_MESSAGE bodies carry it.
+_MAGIC_V1 = -626843481
+_MAGIC_V2 = -626843477  # topic length on 2 bytes instead of 1
+_COMPRESSED_FLAG = 0x1
+_BORN_HOST_V6_FLAG = 0x10
+_STORE_HOST_V6_FLAG = 0x20
+_MSG_HEAD = struct.Struct(">iiiiiqqiq")  # size, magic, body crc, queue id, flag, queue offset,
+#                                          physical offset, sys flag, born timestamp
+_NAME_VALUE_SEPARATOR = "\x01"
+_PROPERTY_SEPARATOR = "\x02"
+
+
+@dataclass(frozen=True)
+class AdminMessage:
+    """A stored message as the admin reads it back (RocketMQ's MessageExt fields)."""
+
+    topic: str
+    queue_id: int
+    queue_offset: int
+    commit_log_offset: int
+    sys_flag: int
+    flag: int
+    born_timestamp: int
+    born_host: str
+    store_timestamp: int
+    store_host: str
+    reconsume_times: int
+    prepared_transaction_offset: int
+    properties: dict[str, str]
+    body: bytes
+    offset_msg_id: str
+
+    @property
+    def msg_id(self) -> str:
+        """The client's unique id when it set one, else the offsetMsgId (RocketMQ's getMsgId)."""
+        return self.properties.get("UNIQ_KEY") or self.offset_msg_id
+
+    @property
+    def tags(self) -> str | None:
+        return self.properties.get("TAGS")
+
+    @property
+    def keys(self) -> list[str]:
+        return [k for k in self.properties.get("KEYS", "").split(" ") if k]
+
+
+def _decode_messages(body: bytes | None) -> list[AdminMessage]:
+    messages = []
+    data = memoryview(body or b"")
+    pos = 0
+    while pos + 4 <= len(data):
+        size = struct.unpack_from(">i", data, pos)[0]
+        if size <= 0 or pos + size > len(data):
+            break
+        messages.append(_decode_message(bytes(data[pos:pos + size])))
+        pos += size
+    return messages
+
+
+def _decode_message(raw: bytes) -> AdminMessage:
+    (_, magic, _, queue_id, flag, queue_offset, physical_offset, sys_flag,
+     born_ts) = _MSG_HEAD.unpack_from(raw, 0)
+    if magic not in (_MAGIC_V1, _MAGIC_V2):
+        raise MQAdminError(f"unknown stored-message magic code {magic}")
+    pos = _MSG_HEAD.size
+    born_host, pos = _read_host(raw, pos, sys_flag & _BORN_HOST_V6_FLAG)
+    store_ts = struct.unpack_from(">q", raw, pos)[0]
+    pos += 8
+    store_host_raw = raw[pos:pos + (20 if sys_flag & _STORE_HOST_V6_FLAG else 8)]
+    store_host, pos = _read_host(raw, pos, sys_flag & _STORE_HOST_V6_FLAG)
+    reconsume_times, prepared_offset, body_len = struct.unpack_from(">iqi", raw, pos)
+    pos += 16
+    body = raw[pos:pos + body_len]
+    pos += body_len
+    if sys_flag & _COMPRESSED_FLAG:
+        body = zlib.decompress(body)
+    topic_len_size = 2 if magic == _MAGIC_V2 else 1
+    topic_len = int.from_bytes(raw[pos:pos + topic_len_size], "big")
+    pos += topic_len_size
+    topic = raw[pos:pos + topic_len].decode("utf-8")
+    pos += topic_len
+    props_len = struct.unpack_from(">h", raw, pos)[0]
+    props = _parse_message_properties(raw[pos + 2:pos + 2 + props_len].decode("utf-8"))
+    offset_msg_id = (store_host_raw + struct.pack(">q", physical_offset)).hex().upper()
+    return AdminMessage(topic, queue_id, queue_offset, physical_offset, sys_flag, flag, born_ts, born_host,
+                        store_ts, store_host, reconsume_times, prepared_offset, props, body, offset_msg_id)
+
+
+def _read_host(raw: bytes, pos: int, ipv6: int) -> tuple[str, int]:
+    size = 16 if ipv6 else 4
+    ip = socket.inet_ntop(socket.AF_INET6 if ipv6 else socket.AF_INET, raw[pos:pos + size])
+    port = struct.unpack_from(">i", raw, pos + size)[0]
+    return f"{ip}:{port}", pos + size + 4
+
+
+def _parse_message_properties(text: str) -> dict[str, str]:
+    props = {}
+    for pair in text.split(_PROPERTY_SEPARATOR):
+        name, sep, value = pair.partition(_NAME_VALUE_SEPARATOR)
+        if sep:
+            props[name] = value
+    return props
+
+
+def _format_message_properties(props: dict[str, str]) -> str:
+    return "".join(f"{k}{_NAME_VALUE_SEPARATOR}{v}{_PROPERTY_SEPARATOR}" for k, v in props.items())
+
+
+def _looks_like_offset_msg_id(msg_id: str) -> bool:
+    # IPv4 store host: 4 + 4 + 8 bytes; IPv6: 16 + 4 + 8 bytes.
+    try:
+        return len(bytes.fromhex(msg_id)) in (16, 28)
+    except ValueError:
+        return False
+
+
+def _decode_offset_msg_id(msg_id: str) -> tuple[str, int]:
+    """offsetMsgId → (store host ``ip:port``, commit-log offset)."""
+    if not _looks_like_offset_msg_id(msg_id):
+        raise MQAdminError(f"{msg_id!r} is not an offsetMsgId (32 or 56 hex digits)")
+    raw = bytes.fromhex(msg_id)
+    host, pos = _read_host(raw, 0, len(raw) == 28)
+    return host, struct.unpack_from(">q", raw, pos)[0]
+
+
+def _unique_key_of(message: AdminMessage) -> str | None:
+    return message.properties.get("UNIQ_KEY")
+
+
+def _keys_of(message: AdminMessage) -> list[str]:
+    return message.keys
+
+
+def _store_timestamp_of(message: AdminMessage) -> int:
+    return message.store_timestamp
+
+
+def _queue_offset_of(message: AdminMessage) -> int:
+    return message.queue_offset
+
+
+_TOPIC_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-%|")
+
+
+def _check_topic_name(topic: str) -> None:
+    """RocketMQ's topic rule: 1..127 characters from ``[a-zA-Z0-9_%|-]``."""
+    if not topic or len(topic) > 127 or not set(topic) <= _TOPIC_NAME_CHARS:
+        raise MQAdminError(f"invalid topic name {topic!r}: 1-127 characters of a-z A-Z 0-9 _ - % |")
+
+
+def _choose_queue(route: TopicRoute, broker_name: str | None, queue_id: int | None) -> tuple[str, int]:
+    writable = [q for q in route.queue_datas if q.perm & 0x2 and q.write_queue_nums > 0]
+    if broker_name:
+        writable = [q for q in writable if q.broker_name == broker_name]
+        if not writable:
+            raise NotFoundError(f"broker {broker_name!r} has no writable queue of topic {route.topic!r}")
+    if not writable:
+        raise NotFoundError(f"topic {route.topic!r} has no writable queue")
+    chosen = random.choice(writable)
+    if queue_id is None:
+        queue_id = random.randrange(chosen.write_queue_nums)
+    elif not 0 <= queue_id < chosen.write_queue_nums:
+        raise MQAdminError(f"queue {queue_id} does not exist on {chosen.broker_name} "
+                           f"(write queues 0..{chosen.write_queue_nums - 1})")
+    return chosen.broker_name, queue_id
+
+
+_unique_counter = 0
+_unique_lock = threading.Lock()
+
+
+def _new_unique_id() -> str:
+    """A client msgId in RocketMQ's 16-byte shape: ip, pid, random, time, counter (hex)."""
+    global _unique_counter
+    with _unique_lock:
+        _unique_counter = (_unique_counter + 1) & 0xFFFF
+        counter = _unique_counter
+    try:
+        ip = socket.inet_aton(socket.gethostbyname(socket.gethostname()))
+    except OSError:
+        ip = bytes(4)
+    raw = ip + struct.pack(">HIIH", os.getpid() & 0xFFFF, random.getrandbits(32),
+                           int(time.time() * 1000) & 0xFFFFFFFF, counter)
+    return raw.hex().upper()
