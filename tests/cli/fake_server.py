@@ -1,0 +1,126 @@
+"""A scripted remoting server for admin-client tests: real TCP frames, canned answers.
+
+Each test installs handlers per request code; every request received is recorded so a test can
+assert which codes and header fields the admin client sent to which server.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+Answer = tuple[int, dict[str, object], bytes | None, str | None]
+Handler = Callable[[dict[str, str], bytes | None], Answer]
+
+
+@dataclass
+class Received:
+    code: int
+    ext_fields: dict[str, str]
+    body: bytes | None
+
+
+@dataclass
+class FakeServer:
+    handlers: dict[int, Handler] = field(default_factory=dict)
+    received: list[Received] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._sock = socket.socket()
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen()
+        self.addr = f"127.0.0.1:{self._sock.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def on(self, code: int, handler: Handler) -> None:
+        self.handlers[code] = handler
+
+    def codes(self) -> list[int]:
+        return [r.code for r in self.received]
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn:
+            while True:
+                try:
+                    header, body = _read_frame(conn)
+                except (ConnectionError, OSError, struct.error):
+                    return
+                ext = header.get("extFields") or {}
+                self.received.append(Received(header["code"], ext, body))
+                handler = self.handlers.get(header["code"])
+                if handler is None:
+                    answer: Answer = (3, {}, None, f"request code {header['code']} not supported")
+                else:
+                    answer = handler(ext, body)
+                conn.sendall(_frame(header["opaque"], *answer))
+
+
+def _read_exact(conn: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = conn.recv(size - len(data))
+        if not chunk:
+            raise ConnectionError("closed")
+        data += chunk
+    return data
+
+
+def _read_frame(conn: socket.socket) -> tuple[dict, bytes | None]:
+    (length,) = struct.unpack(">i", _read_exact(conn, 4))
+    data = _read_exact(conn, length)
+    header_length = struct.unpack(">i", data[:4])[0] & 0xFFFFFF
+    return json.loads(data[4:4 + header_length]), data[4 + header_length:] or None
+
+
+def _frame(opaque: int, code: int, ext: dict[str, object], body: bytes | None, remark: str | None) -> bytes:
+    header = {"code": code, "flag": 1, "opaque": opaque, "language": "JAVA", "version": 401,
+              "remark": remark, "extFields": {k: str(v) for k, v in ext.items()}}
+    raw = json.dumps(header).encode()
+    payload = body or b""
+    return struct.pack(">ii", 4 + len(raw) + len(payload), len(raw)) + raw + payload
+
+
+def ok(body: bytes | str | None = None, **ext: object) -> Answer:
+    if isinstance(body, str):
+        body = body.encode()
+    return 0, ext, body, None
+
+
+def error(code: int, remark: str) -> Answer:
+    return code, {}, None, remark
+
+
+def encode_stored_message(*, topic: str, queue_id: int, queue_offset: int, physical_offset: int,
+                          body: bytes, properties: dict[str, str], store_host: tuple[str, int],
+                          born_ts: int = 1_700_000_000_000, store_ts: int = 1_700_000_000_500) -> bytes:
+    """RocketMQ's stored-message layout (v1 magic, IPv4 hosts), as brokers put it in bodies."""
+    topic_raw = topic.encode()
+    props = "".join(f"{k}\x01{v}\x02" for k, v in properties.items()).encode()
+    host = socket.inet_aton(store_host[0]) + struct.pack(">i", store_host[1])
+    parts = [
+        struct.pack(">iiiiqqiq", -626843481, 0, queue_id, 0, queue_offset, physical_offset, 0, born_ts),
+        socket.inet_aton("10.0.0.9") + struct.pack(">i", 50000),
+        struct.pack(">q", store_ts),
+        host,
+        struct.pack(">iqi", 0, 0, len(body)), body,
+        struct.pack(">b", len(topic_raw)), topic_raw,
+        struct.pack(">h", len(props)), props,
+    ]
+    raw = b"".join(parts)
+    return struct.pack(">i", len(raw) + 4) + raw
