@@ -279,3 +279,75 @@ def test_delete_topic_from_brokers_and_name_server(servers, capsys):
     assert "delete topic [OrderTopic] from NameServer success." in out
     assert all(srv.received[-1].code == RC.DELETE_TOPIC_IN_BROKER for srv in brokers.values())
     assert namesrv.received[-1].ext_fields == {"topic": TOPIC, "clusterName": "DefaultCluster"}
+
+
+def test_topic_list_plain_and_cluster_model(servers, capsys):
+    namesrv, brokers = servers
+    for srv in brokers.values():
+        srv.on(RC.QUERY_TOPIC_CONSUME_BY_WHO, lambda ext, body: ok(json.dumps({"groupList": [GROUP]})))
+    code, out, _ = run(capsys, "topicList", "-n", namesrv.addr)
+    assert code == 0 and out.split() == ["%RETRY%" + GROUP, TOPIC]
+    data = json.loads(run(capsys, "topicList", "-n", namesrv.addr, "-c", "--json")[1])
+    assert {"cluster": ["DefaultCluster"], "topic": TOPIC, "consumerGroups": [GROUP]} in data["topics"]
+    out = run(capsys, "topicList", "-n", namesrv.addr, "-c")[1]
+    assert out.splitlines()[0].split() == ["#Cluster", "Name", "#Topic", "#Consumer", "Group"]
+
+
+def test_consumer_progress_of_every_group(servers, capsys):
+    namesrv, brokers = servers
+    table = f'{mq_key(TOPIC, "broker-a", 0)}:{{"brokerOffset":5,"consumerOffset":1,"lastTimestamp":0}}'
+    brokers["broker-a"].on(RC.GET_CONSUME_STATS, lambda ext, body: ok('{"consumeTps":0,"offsetTable":{'
+                                                                     + table + "}}"))
+    brokers["broker-b"].on(RC.GET_CONSUME_STATS, lambda ext, body: ok('{"consumeTps":0,"offsetTable":{}}'))
+    for srv in brokers.values():
+        srv.on(RC.GET_CONSUMER_CONNECTION_LIST, lambda ext, body: error(206, "not online"))
+    data = json.loads(run(capsys, "consumerProgress", "-n", namesrv.addr, "--json")[1])
+    assert data["groups"] == [{"group": GROUP, "count": 0, "version": None, "consume_type": "",
+                               "message_model": "", "consume_tps": 0.0, "diff_total": 4}]
+    out = run(capsys, "consumerProgress", "-n", namesrv.addr)[1]
+    assert GROUP in out and "OFFLINE" in out
+
+
+def test_send_message_to_a_chosen_queue(servers, capsys):
+    namesrv, brokers = servers
+    brokers["broker-b"].on(RC.SEND_MESSAGE, lambda ext, body: ok(msgId="0A" * 16, queueId=ext["queueId"],
+                                                                 queueOffset=42))
+    code, out, _ = run(capsys, "sendMessage", "-n", namesrv.addr, "-t", TOPIC, "-p", "héllo", "-k", "k1",
+                       "-c", "TagA", "-b", "broker-b", "-i", "1")
+    assert code == 0
+    sent = brokers["broker-b"].received[-1]
+    assert sent.body == "héllo".encode() and sent.ext_fields["queueId"] == "1"
+    props = dict(p.split("\x01") for p in sent.ext_fields["properties"].split("\x02") if p)
+    assert props["TAGS"] == "TagA" and props["KEYS"] == "k1" and len(props["UNIQ_KEY"]) == 32
+    row = out.splitlines()[1].split()
+    assert row[:4] == ["broker-b", "1", "42", "SEND_OK"] and row[4] == props["UNIQ_KEY"]
+    code, _, err = run(capsys, "sendMessage", "-n", namesrv.addr, "-t", TOPIC, "-p", "x", "-b", "broker-b",
+                       "-i", "9")
+    assert code == 1 and "queue 9 does not exist" in err
+
+
+def test_consume_message_pulls_each_queue_without_committing(servers, capsys):
+    namesrv, brokers = servers
+    srv = brokers["broker-a"]
+    host, port = srv.addr.split(":")
+    stored = [encode_stored_message(topic=TOPIC, queue_id=0, queue_offset=i, physical_offset=i * 200,
+                                    body=f"m{i}".encode(), properties={"UNIQ_KEY": f"{i:032X}"},
+                                    store_host=(host, int(port))) for i in range(3)]
+    srv.on(RC.GET_MIN_OFFSET, lambda ext, body: ok(offset=0))
+    srv.on(RC.GET_MAX_OFFSET, lambda ext, body: ok(offset=3 if ext["queueId"] == "0" else 0))
+
+    def pull(ext, body):
+        start = int(ext["queueOffset"])
+        return ok(b"".join(stored[start:start + 2]), nextBeginOffset=min(start + 2, 3), minOffset=0,
+                  maxOffset=3)
+
+    srv.on(RC.PULL_MESSAGE, pull)
+    data = json.loads(run(capsys, "consumeMessage", "-n", namesrv.addr, "-t", TOPIC, "-b", "broker-a",
+                          "--json")[1])
+    assert [(m["brokerName"], m["queueId"], m["queueOffset"], m["body"]) for m in data["messages"]] == [
+        ("broker-a", 0, 0, "m0"), ("broker-a", 0, 1, "m1"), ("broker-a", 0, 2, "m2")]
+    pulls = [r.ext_fields for r in srv.received if r.code == RC.PULL_MESSAGE]
+    assert all(p["commitOffset"] == "0" and p["suspendTimeoutMillis"] == "0" for p in pulls)
+    out = run(capsys, "consumeMessage", "-n", namesrv.addr, "-t", TOPIC, "-b", "broker-a", "-i", "0",
+              "-o", "1", "-c", "1")[1]
+    assert out.splitlines()[1].split()[:3] == ["broker-a", "0", "1"] and "1 message(s)" in out
