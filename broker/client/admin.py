@@ -1140,11 +1140,13 @@ class _Connection:
 
 
 class _AdminWire:
-    """Request/response to any address, connections cached per address."""
+    """Request/response to any address, connections cached per address; safe across threads
+    (a console serves several requests at once through one MQAdmin)."""
 
     def __init__(self, timeout: float) -> None:
         self.timeout = timeout
         self._connections: dict[str, _Connection] = {}
+        self._lock = threading.Lock()
 
     def call(self, addr: str, code: int, fields: dict[str, Any] | None = None, body: bytes | None = None,
              role: str = "broker") -> _Reply:
@@ -1162,13 +1164,15 @@ class _AdminWire:
     def _connection(self, addr: str) -> _Connection:
         if ":" not in addr:
             raise ValueError(f"bad address {addr!r}, expected host:port")
-        conn = self._connections.get(addr)
-        if conn is None:
-            conn = self._connections[addr] = _Connection(addr, self.timeout)
-        return conn
+        with self._lock:
+            conn = self._connections.get(addr)
+            if conn is None:
+                conn = self._connections[addr] = _Connection(addr, self.timeout)
+            return conn
 
     def _drop(self, addr: str) -> None:
-        conn = self._connections.pop(addr, None)
+        with self._lock:
+            conn = self._connections.pop(addr, None)
         if conn is not None:
             conn.close()
 
