@@ -42,7 +42,7 @@ def _run_update(admin: MQAdmin, args: argparse.Namespace) -> CommandOutput:
         config = admin.create_or_update_subscription_group(addr, args.group, **options)
     lines = [f"create subscription group to {addr} success." for addr in addrs]
     lines.append(" ".join(f"{k}={v}" for k, v in config.items()))
-    return CommandOutput({"brokers": addrs, "subscriptionGroupConfig": config}, "\n".join(lines))
+    return CommandOutput({"brokers": addrs, "subscription_group_config": config}, "\n".join(lines))
 
 
 def _configure_delete(parser: argparse.ArgumentParser) -> None:

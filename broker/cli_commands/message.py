@@ -39,7 +39,7 @@ def _run_by_key(admin: MQAdmin, args: argparse.Namespace) -> CommandOutput:
     messages = admin.query_message_by_key(args.topic, args.key, args.begin, args.end, args.max_num)
     views = [describe_message(m) for m in messages]
     table = render_table(("#Message ID", "#QID", "#Offset"),
-                         [(v["msgId"], v["queueId"], v["queueOffset"]) for v in views])
+                         [(v["msg_id"], v["queue_id"], v["queue_offset"]) for v in views])
     return CommandOutput({"messages": views}, table)
 
 
@@ -89,7 +89,7 @@ def _run_consume(admin: MQAdmin, args: argparse.Namespace) -> CommandOutput:
         if len(views) >= args.count:
             break
     table = render_table(("#Broker Name", "#QID", "#Offset", "#MsgId", "#Tags", "#Keys", "#Body"), [
-        (v["brokerName"], v["queueId"], v["queueOffset"], v["msgId"], v["tags"], v["keys"], v["body"])
+        (v["broker_name"], v["queue_id"], v["queue_offset"], v["msg_id"], v["tags"], v["keys"], v["body"])
         for v in views
     ])
     return CommandOutput({"messages": views}, f"{table}\n\n{len(views)} message(s)")
@@ -101,7 +101,7 @@ def _read_queue(admin: MQAdmin, args: argparse.Namespace, broker_name: str, addr
     views: list[dict[str, Any]] = []
     for message in admin.iter_queue_messages(addr, args.topic, queue_id, start, end, args.group):
         view = describe_message(message, broker_name)
-        if args.end is not None and view["storeTimestamp"] > args.end:
+        if args.end is not None and view["store_timestamp"] > args.end:
             break
         views.append(view)
         if len(views) >= limit:

@@ -8,20 +8,20 @@ from broker.cli_commands.output import format_millis, render_pairs
 from broker.client.admin import AdminMessage
 
 _BLOCK_FIELDS = (
-    ("OffsetID:", "offsetMsgId"),
-    ("MsgId:", "msgId"),
+    ("OffsetID:", "offset_msg_id"),
+    ("MsgId:", "msg_id"),
     ("Topic:", "topic"),
     ("Tags:", "tags"),
     ("Keys:", "keys"),
-    ("Queue ID:", "queueId"),
-    ("Queue Offset:", "queueOffset"),
-    ("CommitLog Offset:", "commitLogOffset"),
-    ("Reconsume Times:", "reconsumeTimes"),
-    ("Born Timestamp:", "bornTimestamp"),
-    ("Store Timestamp:", "storeTimestamp"),
-    ("Born Host:", "bornHost"),
-    ("Store Host:", "storeHost"),
-    ("System Flag:", "sysFlag"),
+    ("Queue ID:", "queue_id"),
+    ("Queue Offset:", "queue_offset"),
+    ("CommitLog Offset:", "commit_log_offset"),
+    ("Reconsume Times:", "reconsume_times"),
+    ("Born Timestamp:", "born_timestamp"),
+    ("Store Timestamp:", "store_timestamp"),
+    ("Born Host:", "born_host"),
+    ("Store Host:", "store_host"),
+    ("System Flag:", "sys_flag"),
     ("Properties:", "properties"),
     ("Message Body:", "body"),
 )
@@ -32,7 +32,7 @@ def message_block(view: dict[str, Any]) -> str:
     pairs = []
     for label, key in _BLOCK_FIELDS:
         value = view.get(key)
-        if key in ("bornTimestamp", "storeTimestamp"):
+        if key in ("born_timestamp", "store_timestamp"):
             value = format_millis(value)
         pairs.append((label, value))
     return render_pairs(pairs)
@@ -45,24 +45,24 @@ def describe_message(message: AdminMessage, broker_name: str | None = None) -> d
     except UnicodeDecodeError:
         body, encoding = message.body.hex(), "hex"
     view = {
-        "msgId": message.msg_id,
-        "offsetMsgId": message.offset_msg_id,
+        "msg_id": message.msg_id,
+        "offset_msg_id": message.offset_msg_id,
         "topic": message.topic,
         "tags": message.tags,
         "keys": " ".join(message.keys) or None,
-        "queueId": message.queue_id,
-        "queueOffset": message.queue_offset,
-        "commitLogOffset": message.commit_log_offset,
-        "reconsumeTimes": message.reconsume_times,
-        "bornTimestamp": message.born_timestamp,
-        "storeTimestamp": message.store_timestamp,
-        "bornHost": message.born_host,
-        "storeHost": message.store_host,
-        "sysFlag": message.sys_flag,
+        "queue_id": message.queue_id,
+        "queue_offset": message.queue_offset,
+        "commit_log_offset": message.commit_log_offset,
+        "reconsume_times": message.reconsume_times,
+        "born_timestamp": message.born_timestamp,
+        "store_timestamp": message.store_timestamp,
+        "born_host": message.born_host,
+        "store_host": message.store_host,
+        "sys_flag": message.sys_flag,
         "properties": dict(message.properties),
         "body": body,
-        "bodyEncoding": encoding,
+        "body_encoding": encoding,
     }
     if broker_name is not None:
-        view["brokerName"] = broker_name
+        view["broker_name"] = broker_name
     return view

@@ -21,9 +21,9 @@ def _run_list(admin: MQAdmin, args: argparse.Namespace) -> CommandOutput:
     rows = []
     for topic in topics:
         clusters, groups = _topic_cluster_and_groups(admin, topic)
-        rows.append({"cluster": clusters, "topic": topic, "consumerGroups": groups})
+        rows.append({"cluster": clusters, "topic": topic, "consumer_groups": groups})
     table = render_table(("#Cluster Name", "#Topic", "#Consumer Group"),
-                         [(",".join(r["cluster"]) or "-", r["topic"], ",".join(r["consumerGroups"]) or "-")
+                         [(",".join(r["cluster"]) or "-", r["topic"], ",".join(r["consumer_groups"]) or "-")
                           for r in rows])
     return CommandOutput({"topics": rows}, table)
 
@@ -59,7 +59,7 @@ def _run_update(admin: MQAdmin, args: argparse.Namespace) -> CommandOutput:
               "writeQueueNums": args.write_queue_nums, "perm": args.perm, "order": args.order}
     lines = [f"create topic to {addr} success." for addr in addrs]
     lines.append(" ".join(f"{k}={v}" for k, v in config.items()))
-    return CommandOutput({"brokers": addrs, "topicConfig": config}, "\n".join(lines))
+    return CommandOutput({"brokers": addrs, "topic_config": config}, "\n".join(lines))
 
 
 def _configure_delete(parser: argparse.ArgumentParser) -> None:

@@ -184,8 +184,8 @@ def test_query_msg_by_offset_id_asks_the_store_host(servers, capsys):
     assert "Message Body:" in out and "hello" in out and "TagA" in out
     data = json.loads(run(capsys, "queryMsgById", "-n", namesrv.addr, "-i", offset_id, "--json")[1])
     message = data["messages"][0]
-    assert (message["offsetMsgId"], message["msgId"], message["queueOffset"]) == (offset_id, "AB" * 16, 7)
-    assert message["keys"] == "k1 k2" and message["storeHost"] == srv.addr
+    assert (message["offset_msg_id"], message["msg_id"], message["queue_offset"]) == (offset_id, "AB" * 16, 7)
+    assert message["keys"] == "k1 k2" and message["store_host"] == srv.addr
 
 
 def test_query_by_key_and_unique_id_use_the_index_on_every_broker(servers, capsys):
@@ -202,7 +202,7 @@ def test_query_by_key_and_unique_id_use_the_index_on_every_broker(servers, capsy
     assert {srv.received[-1].ext_fields["key"] for srv in brokers.values()} == {"order-1"}
     data = json.loads(run(capsys, "queryMsgById", "-n", namesrv.addr, "-t", TOPIC, "-i", "CD" * 16,
                           "--json")[1])
-    assert data["messages"][0]["msgId"] == "CD" * 16
+    assert data["messages"][0]["msg_id"] == "CD" * 16
     assert brokers["broker-a"].received[-1].ext_fields["_UNIQUE_KEY_QUERY"] == "true"
     assert run(capsys, "queryMsgByKey", "-n", namesrv.addr, "-t", TOPIC, "-k", "other", "--json")[1] == \
         '{"messages": []}\n'
@@ -288,7 +288,7 @@ def test_topic_list_plain_and_cluster_model(servers, capsys):
     code, out, _ = run(capsys, "topicList", "-n", namesrv.addr)
     assert code == 0 and out.split() == ["%RETRY%" + GROUP, TOPIC]
     data = json.loads(run(capsys, "topicList", "-n", namesrv.addr, "-c", "--json")[1])
-    assert {"cluster": ["DefaultCluster"], "topic": TOPIC, "consumerGroups": [GROUP]} in data["topics"]
+    assert {"cluster": ["DefaultCluster"], "topic": TOPIC, "consumer_groups": [GROUP]} in data["topics"]
     out = run(capsys, "topicList", "-n", namesrv.addr, "-c")[1]
     assert out.splitlines()[0].split() == ["#Cluster", "Name", "#Topic", "#Consumer", "Group"]
 
@@ -344,7 +344,7 @@ def test_consume_message_pulls_each_queue_without_committing(servers, capsys):
     srv.on(RC.PULL_MESSAGE, pull)
     data = json.loads(run(capsys, "consumeMessage", "-n", namesrv.addr, "-t", TOPIC, "-b", "broker-a",
                           "--json")[1])
-    assert [(m["brokerName"], m["queueId"], m["queueOffset"], m["body"]) for m in data["messages"]] == [
+    assert [(m["broker_name"], m["queue_id"], m["queue_offset"], m["body"]) for m in data["messages"]] == [
         ("broker-a", 0, 0, "m0"), ("broker-a", 0, 1, "m1"), ("broker-a", 0, 2, "m2")]
     pulls = [r.ext_fields for r in srv.received if r.code == RC.PULL_MESSAGE]
     assert all(p["commitOffset"] == "0" and p["suspendTimeoutMillis"] == "0" for p in pulls)
