@@ -1,0 +1,214 @@
+"""mqadmin against a real name server and two brokers (subprocesses, tests/cli/live_cluster.py).
+
+Subcommands run in-process through ``broker.cli.main`` (fast) and a few as real subprocesses
+(``python -m broker.cli``). The tests share one cluster and run in file order: later ones use
+what earlier ones created (topic, messages, group offsets).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from broker.cli import main
+from broker.client.admin import MQAdmin
+from tests.cli.live_cluster import CLUSTER, start_cluster
+
+if not all(importlib.util.find_spec(m) for m in ("broker.namesrv.__main__", "broker.server.__main__")):
+    pytest.skip("the name server / broker entry points have not landed yet", allow_module_level=True)
+
+TOPIC = "CliLiveTopic"
+GROUP = "CliLiveGroup"
+MESSAGES = 6
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    live = start_cluster(tmp_path_factory.mktemp("cli-cluster"))
+    yield live
+    live.stop()
+
+
+@pytest.fixture(scope="module")
+def sent() -> dict[str, Any]:
+    return {}
+
+
+def mqadmin(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def ok(capsys, *argv: str) -> str:
+    code, out, err = mqadmin(capsys, *argv)
+    assert code == 0, f"mqadmin {' '.join(argv)} exited {code}: {err}"
+    return out
+
+
+def ok_json(capsys, *argv: str) -> Any:
+    return json.loads(ok(capsys, *argv, "--json"))
+
+
+def eventually(check: Callable[[], Any], timeout: float = 20.0) -> Any:
+    """Retry until ``check`` returns something truthy: registration and indexing are async."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            result = check()
+            if result:
+                return result
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout} s")
+        time.sleep(0.3)
+
+
+def test_cluster_list_shows_both_brokers(cluster, capsys):
+    n = cluster.namesrv_addr
+
+    def both_registered():
+        rows = ok_json(capsys, "clusterList", "-n", n)["brokers"]
+        return rows if len(rows) == 2 else None
+
+    rows = eventually(both_registered)
+    assert {(r["cluster"], r["broker_name"], r["broker_id"]) for r in rows} == {
+        (CLUSTER, "broker-a", 0), (CLUSTER, "broker-b", 0)}
+    assert {r["addr"] for r in rows} == {p.addr for p in cluster.brokers.values()}
+    text = ok(capsys, "clusterList", "-n", n)
+    assert text.splitlines()[0].startswith("#Cluster Name")
+    assert "broker-a" in text and "broker-b" in text
+
+
+def test_update_topic_then_list_and_route(cluster, capsys):
+    n = cluster.namesrv_addr
+    out = ok(capsys, "updateTopic", "-n", n, "-c", CLUSTER, "-t", TOPIC, "-r", "3", "-w", "3")
+    assert out.count("create topic to") == 2
+    eventually(lambda: TOPIC in ok_json(capsys, "topicList", "-n", n)["topics"])
+    assert TOPIC in ok(capsys, "topicList", "-n", n).split()
+
+    def full_route():
+        route = ok_json(capsys, "topicRoute", "-n", n, "-t", TOPIC)
+        return route if len(route["queue_datas"]) == 2 else None
+
+    route = eventually(full_route)
+    assert {(q["broker_name"], q["read_queue_nums"], q["write_queue_nums"], q["perm"])
+            for q in route["queue_datas"]} == {("broker-a", 3, 3, 6), ("broker-b", 3, 3, 6)}
+    table = ok(capsys, "topicRoute", "-n", n, "-t", TOPIC)
+    assert table.splitlines()[-1].split() == ["Total:", "2", "6", "6"]
+
+
+def test_send_messages_then_topic_status(cluster, capsys, sent):
+    n = cluster.namesrv_addr
+    results = []
+    for i in range(MESSAGES):
+        broker = "broker-a" if i % 2 == 0 else "broker-b"
+        results.append(ok_json(capsys, "sendMessage", "-n", n, "-t", TOPIC, "-p", f"body-{i}",
+                               "-k", f"key-{i}", "-c", "TagA", "-b", broker, "-i", "0"))
+    assert all(r["send_status"] == "SEND_OK" for r in results)
+    sent["results"] = results
+    sent["since"] = int(time.time() * 1000) - 60_000
+    status = ok_json(capsys, "topicStatus", "-n", n, "-t", TOPIC)
+    maxima = {(q["broker_name"], q["queue_id"]): q["max_offset"] for q in status["queues"]}
+    assert maxima[("broker-a", 0)] == maxima[("broker-b", 0)] == MESSAGES // 2
+    assert len(maxima) == 6
+    table = ok(capsys, "topicStatus", "-n", n, "-t", TOPIC)
+    assert table.splitlines()[0].split()[:3] == ["#Broker", "Name", "#QID"]
+
+
+def test_query_messages_by_ids_and_key(cluster, capsys, sent):
+    n = cluster.namesrv_addr
+    first = sent["results"][0]
+    by_offset_id = ok_json(capsys, "queryMsgById", "-n", n, "-i", first["offset_msg_id"])["messages"]
+    assert by_offset_id[0]["body"] == "body-0" and by_offset_id[0]["msg_id"] == first["msg_id"]
+    assert "Message Body:" in ok(capsys, "queryMsgById", "-n", n, "-i", first["offset_msg_id"])
+
+    def by_unique_id():
+        return ok_json(capsys, "queryMsgById", "-n", n, "-t", TOPIC, "-i", first["msg_id"])["messages"]
+
+    assert eventually(by_unique_id)[0]["body"] == "body-0"
+
+    def by_key():
+        return ok_json(capsys, "queryMsgByKey", "-n", n, "-t", TOPIC, "-k", "key-3")["messages"]
+
+    found = eventually(by_key)
+    assert [m["body"] for m in found] == ["body-3"]
+    table = ok(capsys, "queryMsgByKey", "-n", n, "-t", TOPIC, "-k", "key-3")
+    assert table.splitlines()[1].split()[0] == sent["results"][3]["msg_id"]
+
+
+def test_consume_message_prints_what_was_sent(cluster, capsys):
+    n = cluster.namesrv_addr
+    data = ok_json(capsys, "consumeMessage", "-n", n, "-t", TOPIC)
+    assert sorted(m["body"] for m in data["messages"]) == sorted(f"body-{i}" for i in range(MESSAGES))
+    text = ok(capsys, "consumeMessage", "-n", n, "-t", TOPIC, "-b", "broker-b", "-i", "0", "-o", "1",
+              "-c", "1")
+    assert "body-3" in text and "1 message(s)" in text
+
+
+def test_sub_group_progress_and_reset(cluster, capsys, sent):
+    n = cluster.namesrv_addr
+    out = ok(capsys, "updateSubGroup", "-n", n, "-c", CLUSTER, "-g", GROUP, "-r", "5")
+    assert out.count("create subscription group to") == 2
+    with MQAdmin(n) as admin:  # a consumer that read one message on each broker's queue 0
+        for broker in cluster.brokers.values():
+            admin.update_consumer_offset(broker.addr, GROUP, TOPIC, 0, 1)
+    progress = ok_json(capsys, "consumerProgress", "-n", n, "-g", GROUP, "-t", TOPIC)
+    lag = {(q["broker_name"], q["queue_id"]): (q["consumer_offset"], q["diff"]) for q in progress["queues"]}
+    assert lag[("broker-a", 0)] == lag[("broker-b", 0)] == (1, MESSAGES // 2 - 1)
+    assert progress["diff_total"] == MESSAGES - 2
+    assert "Consume Diff Total" in ok(capsys, "consumerProgress", "-n", n, "-g", GROUP, "-t", TOPIC)
+    reset = ok_json(capsys, "resetOffsetByTime", "-n", n, "-g", GROUP, "-t", TOPIC, "-s", str(sent["since"]))
+    assert {(e["broker_name"], e["queue_id"], e["offset"]) for e in reset["offsets"]} >= {
+        ("broker-a", 0, 0), ("broker-b", 0, 0)}
+    after = ok_json(capsys, "consumerProgress", "-n", n, "-g", GROUP, "-t", TOPIC)
+    assert after["diff_total"] == MESSAGES
+    groups = ok_json(capsys, "topicList", "-n", n, "-c")["topics"]
+    assert GROUP in next(t["consumer_groups"] for t in groups if t["topic"] == TOPIC)
+
+
+def test_connections_of_offline_groups_fail_clearly(cluster, capsys):
+    code, _, err = mqadmin(capsys, "consumerConnection", "-n", cluster.namesrv_addr, "-g", GROUP)
+    assert code == 1 and err.startswith("mqadmin: broker ")
+
+
+def test_broker_status_and_config(cluster, capsys):
+    addr = cluster.brokers["broker-a"].addr
+    status = ok_json(capsys, "brokerStatus", "-b", addr)["brokers"][addr]
+    assert status, "runtime info is empty"
+    assert ":" in ok(capsys, "brokerStatus", "-n", cluster.namesrv_addr, "-c", CLUSTER)
+    config = ok_json(capsys, "getBrokerConfig", "-b", addr)["brokers"][addr]
+    assert config["brokerName"] == "broker-a"
+    ok(capsys, "updateBrokerConfig", "-b", addr, "-k", "maxMessageSize", "-v", "1048576")
+    assert ok_json(capsys, "getBrokerConfig", "-b", addr)["brokers"][addr]["maxMessageSize"] == "1048576"
+    assert "maxMessageSize" in ok(capsys, "getBrokerConfig", "-n", cluster.namesrv_addr, "-c", CLUSTER)
+
+
+def test_delete_group_and_topic(cluster, capsys):
+    n = cluster.namesrv_addr
+    out = ok(capsys, "deleteSubGroup", "-n", n, "-c", CLUSTER, "-g", GROUP)
+    assert out.count("delete subscription group") == 2
+    out = ok(capsys, "deleteTopic", "-n", n, "-c", CLUSTER, "-t", TOPIC)
+    assert "from NameServer success" in out
+    assert TOPIC not in ok_json(capsys, "topicList", "-n", n)["topics"]
+    code, _, err = mqadmin(capsys, "topicRoute", "-n", n, "-t", TOPIC)
+    assert code == 1 and "no route" in err
+
+
+def test_as_a_subprocess(cluster):
+    proc = subprocess.run([sys.executable, "-m", "broker.cli", "clusterList", "-n", cluster.namesrv_addr,
+                           "--json"], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert len(json.loads(proc.stdout)["brokers"]) == 2
+    proc = subprocess.run([sys.executable, "-m", "broker.cli", "updateTopic", "-n", cluster.namesrv_addr,
+                           "-t", "X"], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 2 and "-b" in proc.stderr
