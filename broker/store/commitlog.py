@@ -1,0 +1,159 @@
+"""The commit log: one append-only log of every message, in fixed-size segments.
+
+Appends happen under one lock (the order of the log is the order of the world); records are
+encoded before the lock is taken and only offsets and the store timestamp are patched inside.
+A segment that cannot fit the next record gets a blank end record and the log rolls over.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from broker.common.message_codec import (
+    BLANK_MAGIC_CODE,
+    MESSAGE_MAGIC_CODE,
+    MESSAGE_MAGIC_CODE_V2,
+    MIN_RECORD_SIZE,
+    MessageDecodeError,
+    encode_blank,
+    patch_store_fields,
+    read_record_size,
+)
+from broker.common.sysflag import (
+    TRANSACTION_PREPARED_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+    transaction_value,
+)
+
+from .mapped_file import MappedFile, MappedFileQueue
+
+# Every segment keeps room for at least a blank record after its last message.
+END_FILE_MIN_BLANK_LENGTH = 8
+
+
+class PendingRecord:
+    """A record encoded outside the lock, waiting for its place in the log."""
+
+    __slots__ = ("buf", "queue_id", "queue_offset", "sys_flag", "topic", "wrote_offset")
+
+    def __init__(self, buf: bytearray, topic: str, queue_id: int, sys_flag: int) -> None:
+        self.buf = buf
+        self.topic = topic
+        self.queue_id = queue_id
+        self.sys_flag = sys_flag
+        self.wrote_offset = 0
+        self.queue_offset = 0
+
+
+class CommitLog:
+    def __init__(self, directory: Path, file_size: int, clock: Callable[[], float] = time.time) -> None:
+        self.files = MappedFileQueue(directory, file_size)
+        self.file_size = file_size
+        self.lock = threading.Lock()
+        # Next logical offset of every (topic, queue id): assigned here, in commit order.
+        self.queue_offsets: dict[tuple[str, int], int] = {}
+        self._clock = clock
+
+    def append(self, records: list[PendingRecord], on_appended: Callable[[PendingRecord, int], None]) -> int:
+        """Append records (one message, or one batch for one queue) atomically in order.
+
+        Returns the store timestamp. ``on_appended(record, store_timestamp)`` runs for each
+        record under the lock, so dispatch requests are queued in commit order.
+        """
+        total = sum(len(r.buf) for r in records)
+        if total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+            raise ValueError(f"{total} bytes cannot fit a commit-log segment of {self.file_size}")
+        with self.lock:
+            store_ts = int(self._clock() * 1000)
+            mapped = self._file_with_room(total)
+            offset = mapped.end_offset
+            for record in records:
+                self._place(record, offset, store_ts)
+                offset += len(record.buf)
+            mapped.append(b"".join(r.buf for r in records) if len(records) > 1 else records[0].buf)
+            for record in records:
+                on_appended(record, store_ts)
+            return store_ts
+
+    def _file_with_room(self, size: int) -> MappedFile:
+        mapped = self.files.last_file_for_write()
+        if mapped.remaining < size + END_FILE_MIN_BLANK_LENGTH:
+            blank_size = mapped.remaining
+            mapped.append(encode_blank(blank_size))
+            mapped.wrote_position = self.file_size
+            mapped = self.files.last_file_for_write()
+        return mapped
+
+    def _place(self, record: PendingRecord, offset: int, store_ts: int) -> None:
+        key = (record.topic, record.queue_id)
+        if transaction_value(record.sys_flag) in (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE):
+            queue_offset = 0  # invisible to consumers: takes no slot in the consume queue
+        else:
+            queue_offset = self.queue_offsets.get(key, 0)
+            self.queue_offsets[key] = queue_offset + 1
+        record.wrote_offset = offset
+        record.queue_offset = queue_offset
+        patch_store_fields(record.buf, 0, queue_offset, offset, store_ts)
+
+    # -- reading ------------------------------------------------------------------------------
+    @property
+    def min_offset(self) -> int:
+        return self.files.min_offset
+
+    @property
+    def max_offset(self) -> int:
+        return self.files.max_offset
+
+    def read(self, offset: int, size: int) -> bytes | None:
+        mapped = self.files.find_file(offset)
+        if mapped is None:
+            return None
+        pos = offset - mapped.file_from_offset
+        if pos + size > mapped.wrote_position:
+            return None
+        return mapped.read(pos, size)
+
+    def record_size_at(self, offset: int) -> int | None:
+        mapped = self.files.find_file(offset)
+        if mapped is None or offset - mapped.file_from_offset + 8 > mapped.wrote_position:
+            return None
+        size, magic = read_record_size(mapped.view, offset - mapped.file_from_offset)
+        return size if magic in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2) else None
+
+    def flush(self) -> int:
+        return self.files.flush()
+
+
+def scan_segment(mapped: MappedFile, start: int, validate: Callable[[memoryview, int], None]):
+    """Yield ``(position, size)`` of each valid record of a segment from ``start``.
+
+    Stops at the blank end record, at zeros (never written) or at the first record that fails
+    ``validate`` (a torn or garbled tail); the last yielded position + size is the valid end.
+    """
+    view = mapped.view
+    pos = start
+    limit = mapped.file_size
+    while pos + 8 <= limit:
+        size, magic = read_record_size(view, pos)
+        if magic == BLANK_MAGIC_CODE and size == limit - pos:
+            return
+        if magic not in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2):
+            return
+        if size < MIN_RECORD_SIZE or pos + size > limit:
+            return
+        try:
+            validate(view, pos)
+        except MessageDecodeError:
+            return
+        yield pos, size
+        pos += size
+
+
+def has_blank_end(mapped: MappedFile, pos: int) -> bool:
+    if pos + 8 > mapped.file_size:
+        return pos == mapped.file_size
+    size, magic = read_record_size(mapped.view, pos)
+    return magic == BLANK_MAGIC_CODE and size == mapped.file_size - pos

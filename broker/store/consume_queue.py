@@ -1,0 +1,185 @@
+"""A topic queue's index into the commit log: 20-byte entries, logical offset N at byte N*20.
+
+Entry = commit-log offset (8) | message size (4) | tag hash code (8). Consumers address
+messages by logical offset; the entry tells where the record lives.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from pathlib import Path
+
+from .mapped_file import MappedFileQueue
+
+ENTRY = struct.Struct(">qiq")
+ENTRY_SIZE = ENTRY.size  # 20
+
+
+class ConsumeQueue:
+    def __init__(self, root: Path, topic: str, queue_id: int, file_size: int) -> None:
+        self.topic = topic
+        self.queue_id = queue_id
+        # Segments must hold a whole number of entries.
+        self.file_size = file_size - file_size % ENTRY_SIZE
+        self.files = MappedFileQueue(root / topic / str(queue_id), self.file_size)
+        self.min_logic_offset = 0  # byte position of the first live entry
+        self.max_physic_offset = 0  # commit-log end of the last entry
+
+    # -- recovery -----------------------------------------------------------------------------
+    def load(self) -> None:
+        self.files.load()
+
+    def recover(self) -> None:
+        """Find the last valid entry: each file is scanned up to its first empty slot."""
+        files = self.files.files
+        for index, mapped in enumerate(files):
+            end = self._valid_entries_end(mapped)
+            mapped.wrote_position = mapped.flushed_position = end
+            if end < self.file_size:
+                for stale in files[index + 1 :]:
+                    stale.destroy()
+                del files[index + 1 :]
+                break
+        self._refresh_max_physic()
+        if files:
+            self.min_logic_offset = files[0].file_from_offset
+
+    def _valid_entries_end(self, mapped) -> int:
+        view = mapped.view
+        lo, hi = 0, self.file_size // ENTRY_SIZE
+        # Entries are written densely, so "non-empty" is monotone: binary search the boundary.
+        while lo < hi:
+            mid = (lo + hi) // 2
+            offset, size, _ = ENTRY.unpack_from(view, mid * ENTRY_SIZE)
+            if size > 0 and offset >= 0:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo * ENTRY_SIZE
+
+    def _refresh_max_physic(self) -> None:
+        self.max_physic_offset = 0
+        last = self.files.last_file
+        if last and last.wrote_position:
+            offset, size, _ = ENTRY.unpack_from(last.view, last.wrote_position - ENTRY_SIZE)
+            self.max_physic_offset = offset + size
+
+    def truncate_dirty(self, commitlog_end: int) -> None:
+        """Drop entries pointing at or beyond ``commitlog_end`` (a cut commit-log tail)."""
+        while self.files.files and self.max_physic_offset > commitlog_end:
+            last = self.files.last_file
+            pos = last.wrote_position
+            while pos > 0:
+                offset, size, _ = ENTRY.unpack_from(last.view, pos - ENTRY_SIZE)
+                if offset + size <= commitlog_end:
+                    break
+                pos -= ENTRY_SIZE
+            self.files.truncate_dirty(last.file_from_offset + pos)
+            if pos == 0 and len(self.files.files) > 1:
+                self.files.files.pop().destroy()
+            self._refresh_max_physic()
+            if pos == 0 and len(self.files.files) <= 1:
+                break
+
+    # -- writing ------------------------------------------------------------------------------
+    def put(self, commitlog_offset: int, size: int, tags_code: int, queue_offset: int) -> bool:
+        """Write the entry for logical ``queue_offset``; a replayed (older) one is skipped."""
+        if commitlog_offset + size <= self.max_physic_offset:
+            return False
+        expected = queue_offset * ENTRY_SIZE
+        if self.files.last_file is None:
+            # An empty queue whose messages start past 0 (its files were removed): begin there.
+            mapped = self.files.create_file(expected - expected % self.file_size)
+            mapped.wrote_position = expected - mapped.file_from_offset
+            self.min_logic_offset = expected
+        else:
+            mapped = self.files.last_file_for_write()
+        current = mapped.file_from_offset + mapped.wrote_position
+        if expected < current:
+            return False
+        if expected > current:
+            raise ValueError(
+                f"consume queue {self.topic}/{self.queue_id} expects offset "
+                f"{current // ENTRY_SIZE}, got {queue_offset}"
+            )
+        mapped.append(ENTRY.pack(commitlog_offset, size, tags_code))
+        self.max_physic_offset = commitlog_offset + size
+        return True
+
+    # -- reading ------------------------------------------------------------------------------
+    @property
+    def min_offset(self) -> int:
+        return self.min_logic_offset // ENTRY_SIZE
+
+    @property
+    def max_offset(self) -> int:
+        """One past the last logical offset (RocketMQ's getMaxOffsetInQueue)."""
+        return self.files.max_offset // ENTRY_SIZE
+
+    def entry(self, queue_offset: int) -> tuple[int, int, int] | None:
+        entries = self.read_entries(queue_offset, 1)
+        return entries[0] if entries else None
+
+    def read_entries(self, queue_offset: int, max_count: int) -> list[tuple[int, int, int]]:
+        """Up to ``max_count`` entries from ``queue_offset``, within one segment."""
+        if queue_offset < self.min_offset or queue_offset >= self.max_offset:
+            return []
+        position = queue_offset * ENTRY_SIZE
+        mapped = self.files.find_file(position)
+        if mapped is None:
+            return []
+        start = position - mapped.file_from_offset
+        end = min(mapped.wrote_position, start + max_count * ENTRY_SIZE)
+        return list(ENTRY.iter_unpack(mapped.view[start:end]))
+
+    def offset_by_time(self, timestamp_ms: int, store_time_of: Callable[[int, int], int]) -> int:
+        """First logical offset whose message was stored at or after ``timestamp_ms``
+        (the max offset when none is) — binary search over store times."""
+        lo, hi = self.min_offset, self.max_offset
+        while lo < hi:
+            mid = (lo + hi) // 2
+            entry = self.entry(mid)
+            if entry is None:
+                lo = mid + 1
+                continue
+            if store_time_of(entry[0], entry[1]) < timestamp_ms:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    # -- retention ----------------------------------------------------------------------------
+    def delete_expired(self, commitlog_min_offset: int) -> int:
+        """Delete segments whose every entry points below ``commitlog_min_offset``."""
+        removed = 0
+        files = self.files.files
+        while len(files) > 1:
+            last_entry = ENTRY.unpack_from(files[0].view, self.file_size - ENTRY_SIZE)
+            if last_entry[0] + last_entry[1] > commitlog_min_offset:
+                break
+            self.files.delete_first(1)
+            removed += 1
+        self._correct_min_offset(commitlog_min_offset)
+        return removed
+
+    def _correct_min_offset(self, commitlog_min_offset: int) -> None:
+        first = self.files.files[0] if self.files.files else None
+        if first is None:
+            return
+        position = max(self.min_logic_offset, first.file_from_offset) - first.file_from_offset
+        while position < first.wrote_position:
+            offset, _, _ = ENTRY.unpack_from(first.view, position)
+            if offset >= commitlog_min_offset:
+                break
+            position += ENTRY_SIZE
+        self.min_logic_offset = first.file_from_offset + position
+
+    def flush(self) -> None:
+        self.files.flush()
+
+    def shutdown(self) -> None:
+        self.files.shutdown()
+
+    def destroy(self) -> None:
+        self.files.destroy()

@@ -1,0 +1,146 @@
+"""What the consume queues and the index learn of each appended message, and the thread
+that tells them — in commit-log order, so a reader never sees offset N+1 before N."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import NamedTuple
+
+from broker.common import message_const as const
+from broker.common.java_hash import tag_hash_code
+from broker.common.message_codec import MessageDecodeError, decode_message
+from broker.common.sysflag import (
+    TRANSACTION_PREPARED_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+    transaction_value,
+)
+
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+log = logging.getLogger(__name__)
+
+
+class DispatchRequest(NamedTuple):
+    topic: str
+    queue_id: int
+    commitlog_offset: int
+    size: int
+    tags_code: int
+    store_timestamp: int
+    queue_offset: int
+    keys: str | None
+    unique_key: str | None
+    sys_flag: int
+    properties: dict[str, str]
+
+    @property
+    def goes_to_consume_queue(self) -> bool:
+        """Prepared and rolled-back transaction messages stay out of consume queues."""
+        return transaction_value(self.sys_flag) not in (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
+
+
+def compute_tags_code(
+    topic: str, properties: dict[str, str], store_timestamp: int, delay_levels_ms: list[int]
+) -> int:
+    """Tag hash for normal topics; for the schedule topic the delivery time (RocketMQ's trick
+    that lets the delay service scan a consume queue by due time)."""
+    if topic == SCHEDULE_TOPIC:
+        level = int(properties.get(const.PROPERTY_DELAY_TIME_LEVEL, "0") or 0)
+        if level > 0 and delay_levels_ms:
+            return store_timestamp + delay_levels_ms[min(level, len(delay_levels_ms)) - 1]
+        return store_timestamp
+    return tag_hash_code(properties.get(const.PROPERTY_TAGS))
+
+
+def request_from_record(buf, pos: int, delay_levels_ms: list[int], check_crc: bool) -> DispatchRequest:
+    """Rebuild the dispatch request of a stored record (recovery path)."""
+    msg = decode_message(buf, pos, read_body=check_crc, check_crc=check_crc)
+    props = msg.properties
+    return DispatchRequest(
+        msg.topic, msg.queue_id, msg.commitlog_offset, msg.store_size,
+        compute_tags_code(msg.topic, props, msg.store_timestamp, delay_levels_ms),
+        msg.store_timestamp, msg.queue_offset, props.get(const.PROPERTY_KEYS),
+        props.get(const.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX), msg.sys_flag, props,
+    )  # fmt: skip
+
+
+class ReputService:
+    """Background thread applying dispatch requests to consume queues and the index.
+
+    Requests are queued by the append path under the commit-log lock, so the deque already
+    holds them in commit order; this thread drains it in batches.
+    """
+
+    def __init__(self, dispatchers: list[Callable[[DispatchRequest], None]]) -> None:
+        self._dispatchers = dispatchers
+        self._queue: deque[DispatchRequest] = deque()
+        self._cond = threading.Condition()
+        self._stopped = False
+        self.dispatched_offset = 0  # commit-log offset up to which everything is dispatched
+        self.listeners: list[Callable[[DispatchRequest], None]] = []
+        self._thread = threading.Thread(target=self._run, name="ReputMessageService", daemon=True)
+
+    def start(self, from_offset: int) -> None:
+        self.dispatched_offset = from_offset
+        self._thread.start()
+
+    def submit(self, request: DispatchRequest) -> None:
+        self._queue.append(request)
+        if len(self._queue) == 1:
+            with self._cond:
+                self._cond.notify()
+
+    def dispatch_now(self, request: DispatchRequest) -> None:
+        """Apply one request synchronously (recovery, before the thread starts)."""
+        for dispatcher in self._dispatchers:
+            dispatcher(request)
+        self.dispatched_offset = request.commitlog_offset + request.size
+
+    def wait_dispatched(self, offset: int, timeout: float | None = None) -> bool:
+        """Block until everything below commit-log ``offset`` is visible to readers."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self.dispatched_offset >= offset or self._stopped, timeout)
+
+    @property
+    def behind(self) -> int:
+        return len(self._queue)
+
+    def _run(self) -> None:
+        queue = self._queue
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: queue or self._stopped, timeout=0.1)
+                if self._stopped and not queue:
+                    self._cond.notify_all()
+                    return
+            self._drain(queue)
+
+    def _drain(self, queue: deque[DispatchRequest]) -> None:
+        dispatchers, listeners = self._dispatchers, self.listeners
+        while queue:
+            request = queue.popleft()
+            try:
+                for dispatcher in dispatchers:
+                    dispatcher(request)
+            except Exception:
+                log.exception("dispatch of the message at %d failed", request.commitlog_offset)
+            self.dispatched_offset = request.commitlog_offset + request.size
+            for listener in listeners:
+                try:
+                    listener(request)
+                except Exception:
+                    log.exception("dispatch listener failed")
+        with self._cond:
+            self._cond.notify_all()
+
+    def shutdown(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
+
+
+__all__ = ["SCHEDULE_TOPIC", "DispatchRequest", "MessageDecodeError", "ReputService"]

@@ -1,0 +1,74 @@
+"""Outcomes of store operations, with RocketMQ's status names."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class PutMessageStatus(enum.Enum):
+    PUT_OK = "PUT_OK"
+    FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
+    CREATE_MAPPED_FILE_FAILED = "CREATE_MAPPED_FILE_FAILED"
+    MESSAGE_ILLEGAL = "MESSAGE_ILLEGAL"
+    PROPERTIES_SIZE_EXCEEDED = "PROPERTIES_SIZE_EXCEEDED"
+    SERVICE_NOT_AVAILABLE = "SERVICE_NOT_AVAILABLE"
+    OS_PAGECACHE_BUSY = "OS_PAGECACHE_BUSY"
+    UNKNOWN_ERROR = "UNKNOWN_ERROR"
+
+
+@dataclass(slots=True)
+class AppendMessageResult:
+    wrote_offset: int = 0
+    wrote_bytes: int = 0
+    msg_id: str = ""
+    store_timestamp: int = 0
+    logics_offset: int = 0
+    msg_num: int = 1
+
+
+@dataclass(slots=True)
+class PutMessageResult:
+    status: PutMessageStatus
+    append: AppendMessageResult | None = None
+    remark: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status is PutMessageStatus.PUT_OK
+
+
+class GetMessageStatus(enum.Enum):
+    FOUND = "FOUND"
+    NO_MATCHED_MESSAGE = "NO_MATCHED_MESSAGE"
+    MESSAGE_WAS_REMOVING = "MESSAGE_WAS_REMOVING"
+    OFFSET_FOUND_NULL = "OFFSET_FOUND_NULL"
+    OFFSET_OVERFLOW_BADLY = "OFFSET_OVERFLOW_BADLY"
+    OFFSET_OVERFLOW_ONE = "OFFSET_OVERFLOW_ONE"
+    OFFSET_TOO_SMALL = "OFFSET_TOO_SMALL"
+    NO_MATCHED_LOGIC_QUEUE = "NO_MATCHED_LOGIC_QUEUE"
+    NO_MESSAGE_IN_QUEUE = "NO_MESSAGE_IN_QUEUE"
+
+
+@dataclass(slots=True)
+class GetMessageResult:
+    status: GetMessageStatus
+    next_begin_offset: int = 0
+    min_offset: int = 0
+    max_offset: int = 0
+    # Raw stored records, sent as-is in pull responses (never decoded on this path).
+    messages: list[bytes] = field(default_factory=list)
+    # Queue offset of each record in ``messages``.
+    queue_offsets: list[int] = field(default_factory=list)
+    suggest_pulling_from_slave: bool = False
+
+    @property
+    def message_count(self) -> int:
+        return len(self.messages)
+
+    @property
+    def buffer_total_size(self) -> int:
+        return sum(len(m) for m in self.messages)
+
+    def body(self) -> bytes:
+        return b"".join(self.messages)

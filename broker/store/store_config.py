@@ -1,0 +1,88 @@
+"""Settings of one message store, named as RocketMQ's MessageStoreConfig (in snake_case)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, fields
+
+ASYNC_FLUSH = "ASYNC_FLUSH"
+SYNC_FLUSH = "SYNC_FLUSH"
+
+
+@dataclass
+class MessageStoreConfig:
+    store_path_root_dir: str = "store"
+    mapped_file_size_commit_log: int = 1024 * 1024 * 1024
+    # 300,000 entries of 20 bytes per consume-queue file.
+    mapped_file_size_consume_queue: int = 300_000 * 20
+    max_message_size: int = 4 * 1024 * 1024
+    max_properties_size: int = 32 * 1024
+    flush_disk_type: str = ASYNC_FLUSH
+    flush_interval_commit_log: int = 500  # ms
+    flush_interval_consume_queue: int = 1000  # ms
+    sync_flush_timeout: int = 5000  # ms
+    flush_checkpoint_interval: int = 1000  # ms
+    file_reserved_time: int = 72  # hours
+    delete_when: str = "04"
+    disk_max_used_space_ratio: int = 75  # percent
+    clean_resource_interval: int = 10_000  # ms
+    delete_files_batch_max: int = 10
+    archive_uri: str | None = None
+    message_index_enable: bool = True
+    max_hash_slot_num: int = 5_000_000
+    max_index_num: int = 20_000_000
+    max_transfer_bytes_on_message_in_memory: int = 256 * 1024
+    max_transfer_count_on_message_in_memory: int = 32
+    max_filter_message_count: int = 16_000
+    message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    store_host: str = "127.0.0.1:10911"
+
+    @classmethod
+    def from_properties(cls, props: dict[str, str], **overrides) -> MessageStoreConfig:
+        """Build from RocketMQ's camelCase keys (``broker.conf``); unknown keys are ignored
+        here because the same file carries the broker's own settings."""
+        values = {}
+        for f in fields(cls):
+            camel = _camel(f.name)
+            if camel in props:
+                values[f.name] = _coerce(f.type, props[camel], camel)
+        values.update(overrides)
+        return cls(**values)
+
+    @property
+    def sync_flush(self) -> bool:
+        return self.flush_disk_type == SYNC_FLUSH
+
+    @property
+    def store_host_port(self) -> tuple[str, int]:
+        host, _, port = self.store_host.rpartition(":")
+        return host.strip("[]"), int(port)
+
+    def delay_levels_ms(self) -> list[int]:
+        units = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+        levels = []
+        for token in self.message_delay_level.split():
+            match = re.fullmatch(r"(\d+)([smhd])", token)
+            if not match:
+                raise ValueError(f"bad messageDelayLevel entry {token!r}")
+            levels.append(int(match.group(1)) * units[match.group(2)])
+        return levels
+
+
+def _camel(snake: str) -> str:
+    head, *rest = snake.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+def _coerce(type_name: str, raw: str, key: str):
+    raw = raw.strip()
+    try:
+        if type_name == "int":
+            return int(raw)
+        if type_name == "bool":
+            if raw.lower() not in ("true", "false"):
+                raise ValueError(raw)
+            return raw.lower() == "true"
+    except ValueError as exc:
+        raise ValueError(f"{key}={raw!r} is not a valid {type_name}") from exc
+    return raw or None if type_name.endswith("None") else raw
