@@ -11,16 +11,23 @@ from __future__ import annotations
 import datetime
 import enum
 import json
-import os
 import random
 import socket
 import struct
 import threading
 import time
-import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from broker.common.message import MessageExt
+from broker.common.message_codec import (
+    MessageDecodeError,
+    decode_messages,
+    decode_offset_msg_id,
+    properties_to_string,
+)
+from broker.common.message_id import create_unique_id
 
 __all__ = [
     "AdminRequestError",
@@ -344,7 +351,7 @@ class PullResult:
     next_begin_offset: int
     min_offset: int
     max_offset: int
-    messages: list[Any] = field(default_factory=list)
+    messages: list[MessageExt] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -709,7 +716,7 @@ class MQAdmin:
 
     # -- messages ------------------------------------------------------------------------------
 
-    def view_message(self, offset_msg_id: str) -> Any:
+    def view_message(self, offset_msg_id: str) -> MessageExt:
         """The message an offsetMsgId names: its store host answers VIEW_MESSAGE_BY_ID."""
         addr, commit_log_offset = _decode_offset_msg_id(offset_msg_id)
         reply = self._broker(addr, RequestCode.VIEW_MESSAGE_BY_ID, {"offset": commit_log_offset})
@@ -719,7 +726,7 @@ class MQAdmin:
             raise NotFoundError(f"no message at commit-log offset {commit_log_offset} of {addr}")
         return messages[0]
 
-    def query_message_by_id(self, topic: str, msg_id: str) -> list[Any]:
+    def query_message_by_id(self, topic: str, msg_id: str) -> list[MessageExt]:
         """A 32-hex id may be an offsetMsgId or a client msgId; try the first when it decodes to a
         broker this cluster knows, then fall back to the unique-key index, as RocketMQ does."""
         if _looks_like_offset_msg_id(msg_id):
@@ -738,23 +745,23 @@ class MQAdmin:
         info = self.cluster_info()
         return {addr for data in info.brokers.values() for addr in data.broker_addrs.values()}
 
-    def query_message_by_unique_key(self, topic: str, msg_id: str, max_num: int = 32) -> list[Any]:
+    def query_message_by_unique_key(self, topic: str, msg_id: str, max_num: int = 32) -> list[MessageExt]:
         found = self._query_index(topic, msg_id, 0, 2**63 - 1, max_num, unique=True)
         return [m for m in found if _unique_key_of(m) == msg_id]
 
     def query_message_by_key(self, topic: str, key: str, begin: int = 0, end: int = 2**63 - 1,
-                             max_num: int = 64) -> list[Any]:
+                             max_num: int = 64) -> list[MessageExt]:
         found = self._query_index(topic, key, begin, end, max_num, unique=False)
         # The index matches on key hashes; keep only real matches.
         return [m for m in found if key in _keys_of(m)][:max_num]
 
     def _query_index(self, topic: str, key: str, begin: int, end: int, max_num: int,
-                     unique: bool) -> list[Any]:
+                     unique: bool) -> list[MessageExt]:
         fields = {"topic": topic, "key": key, "maxNum": max_num,
                   "beginTimestamp": begin, "endTimestamp": end}
         if unique:
             fields[UNIQUE_MSG_QUERY_FLAG] = "true"
-        messages: list[Any] = []
+        messages: list[MessageExt] = []
         for addr in self.topic_route(topic).master_addrs():
             reply = self._broker(addr, RequestCode.QUERY_MESSAGE, fields)
             if reply.code == ResponseCode.QUERY_NOT_FOUND:
@@ -773,7 +780,7 @@ class MQAdmin:
         addr = route.broker(broker_name).master_addr
         if not addr:
             raise NotFoundError(f"broker {broker_name!r} has no master to send to")
-        props = {"UNIQ_KEY": _new_unique_id(), "WAIT": "true"}
+        props = {"UNIQ_KEY": create_unique_id(), "WAIT": "true"}
         if tags:
             props["TAGS"] = tags
         if keys:
@@ -781,7 +788,7 @@ class MQAdmin:
         fields = {"producerGroup": producer_group, "topic": topic, "defaultTopic": "TBW102",
                   "defaultTopicQueueNums": 4, "queueId": queue_id, "sysFlag": 0,
                   "bornTimestamp": int(time.time() * 1000), "flag": 0,
-                  "properties": _format_message_properties(props), "reconsumeTimes": 0}
+                  "properties": properties_to_string(props), "reconsumeTimes": 0}
         reply = self._broker(addr, RequestCode.SEND_MESSAGE, fields, body)
         reply.raise_unless_success()
         ext = reply.ext_fields
@@ -805,7 +812,7 @@ class MQAdmin:
                           messages=messages)
 
     def iter_queue_messages(self, addr: str, topic: str, queue_id: int, start: int, end: int,
-                            group: str = TOOLS_CONSUMER_GROUP) -> Iterator[Any]:
+                            group: str = TOOLS_CONSUMER_GROUP) -> Iterator[MessageExt]:
         """Messages of one queue from ``start`` up to (not including) ``end``."""
         offset = start
         while offset < end:
@@ -1279,144 +1286,43 @@ def _loads_tolerant(body: bytes) -> Any:
     return _TolerantJson(body.decode("utf-8")).parse()
 
 
-# Stored-message layout (S1), as VIEW_MESSAGE_BY_ID / QUERY_MESSAGE / PULL_MESSAGE bodies carry it.
-_MAGIC_V1 = -626843481
-_MAGIC_V2 = -626843477  # topic length on 2 bytes instead of 1
-_COMPRESSED_FLAG = 0x1
-_BORN_HOST_V6_FLAG = 0x10
-_STORE_HOST_V6_FLAG = 0x20
-_MSG_HEAD = struct.Struct(">iiiiiqqiq")  # size, magic, body crc, queue id, flag, queue offset,
-#                                          physical offset, sys flag, born timestamp
-_NAME_VALUE_SEPARATOR = "\x01"
-_PROPERTY_SEPARATOR = "\x02"
-
-
-@dataclass(frozen=True)
-class AdminMessage:
-    """A stored message as the admin reads it back (RocketMQ's MessageExt fields)."""
-
-    topic: str
-    queue_id: int
-    queue_offset: int
-    commit_log_offset: int
-    sys_flag: int
-    flag: int
-    born_timestamp: int
-    born_host: str
-    store_timestamp: int
-    store_host: str
-    reconsume_times: int
-    prepared_transaction_offset: int
-    properties: dict[str, str]
-    body: bytes
-    offset_msg_id: str
-
-    @property
-    def msg_id(self) -> str:
-        """The client's unique id when it set one, else the offsetMsgId (RocketMQ's getMsgId)."""
-        return self.properties.get("UNIQ_KEY") or self.offset_msg_id
-
-    @property
-    def tags(self) -> str | None:
-        return self.properties.get("TAGS")
-
-    @property
-    def keys(self) -> list[str]:
-        return [k for k in self.properties.get("KEYS", "").split(" ") if k]
-
-
-def _decode_messages(body: bytes | None) -> list[AdminMessage]:
-    messages = []
-    data = memoryview(body or b"")
-    pos = 0
-    while pos + 4 <= len(data):
-        size = struct.unpack_from(">i", data, pos)[0]
-        if size <= 0 or pos + size > len(data):
-            break
-        messages.append(_decode_message(bytes(data[pos:pos + size])))
-        pos += size
-    return messages
-
-
-def _decode_message(raw: bytes) -> AdminMessage:
-    (_, magic, _, queue_id, flag, queue_offset, physical_offset, sys_flag,
-     born_ts) = _MSG_HEAD.unpack_from(raw, 0)
-    if magic not in (_MAGIC_V1, _MAGIC_V2):
-        raise MQAdminError(f"unknown stored-message magic code {magic}")
-    pos = _MSG_HEAD.size
-    born_host, pos = _read_host(raw, pos, sys_flag & _BORN_HOST_V6_FLAG)
-    store_ts = struct.unpack_from(">q", raw, pos)[0]
-    pos += 8
-    store_host_raw = raw[pos:pos + (20 if sys_flag & _STORE_HOST_V6_FLAG else 8)]
-    store_host, pos = _read_host(raw, pos, sys_flag & _STORE_HOST_V6_FLAG)
-    reconsume_times, prepared_offset, body_len = struct.unpack_from(">iqi", raw, pos)
-    pos += 16
-    body = raw[pos:pos + body_len]
-    pos += body_len
-    if sys_flag & _COMPRESSED_FLAG:
-        body = zlib.decompress(body)
-    topic_len_size = 2 if magic == _MAGIC_V2 else 1
-    topic_len = int.from_bytes(raw[pos:pos + topic_len_size], "big")
-    pos += topic_len_size
-    topic = raw[pos:pos + topic_len].decode("utf-8")
-    pos += topic_len
-    props_len = struct.unpack_from(">h", raw, pos)[0]
-    props = _parse_message_properties(raw[pos + 2:pos + 2 + props_len].decode("utf-8"))
-    offset_msg_id = (store_host_raw + struct.pack(">q", physical_offset)).hex().upper()
-    return AdminMessage(topic, queue_id, queue_offset, physical_offset, sys_flag, flag, born_ts, born_host,
-                        store_ts, store_host, reconsume_times, prepared_offset, props, body, offset_msg_id)
-
-
-def _read_host(raw: bytes, pos: int, ipv6: int) -> tuple[str, int]:
-    size = 16 if ipv6 else 4
-    ip = socket.inet_ntop(socket.AF_INET6 if ipv6 else socket.AF_INET, raw[pos:pos + size])
-    port = struct.unpack_from(">i", raw, pos + size)[0]
-    return f"{ip}:{port}", pos + size + 4
-
-
-def _parse_message_properties(text: str) -> dict[str, str]:
-    props = {}
-    for pair in text.split(_PROPERTY_SEPARATOR):
-        name, sep, value = pair.partition(_NAME_VALUE_SEPARATOR)
-        if sep:
-            props[name] = value
-    return props
-
-
-def _format_message_properties(props: dict[str, str]) -> str:
-    return "".join(f"{k}{_NAME_VALUE_SEPARATOR}{v}{_PROPERTY_SEPARATOR}" for k, v in props.items())
+def _decode_messages(body: bytes | None) -> list[MessageExt]:
+    try:
+        return decode_messages(body or b"", decompress_body=True)
+    except MessageDecodeError as exc:
+        raise MQAdminError(f"a broker sent messages that cannot be decoded ({exc})") from None
 
 
 def _looks_like_offset_msg_id(msg_id: str) -> bool:
-    # IPv4 store host: 4 + 4 + 8 bytes; IPv6: 16 + 4 + 8 bytes.
     try:
-        return len(bytes.fromhex(msg_id)) in (16, 28)
-    except ValueError:
+        decode_offset_msg_id(msg_id)
+    except MessageDecodeError:
         return False
+    return True
 
 
 def _decode_offset_msg_id(msg_id: str) -> tuple[str, int]:
     """offsetMsgId → (store host ``ip:port``, commit-log offset)."""
-    if not _looks_like_offset_msg_id(msg_id):
-        raise MQAdminError(f"{msg_id!r} is not an offsetMsgId (32 or 56 hex digits)")
-    raw = bytes.fromhex(msg_id)
-    host, pos = _read_host(raw, 0, len(raw) == 28)
-    return host, struct.unpack_from(">q", raw, pos)[0]
+    try:
+        (ip, port), offset = decode_offset_msg_id(msg_id)
+    except MessageDecodeError as exc:
+        raise MQAdminError(f"{msg_id!r} is not an offsetMsgId ({exc})") from None
+    return f"{ip}:{port}", offset
 
 
-def _unique_key_of(message: AdminMessage) -> str | None:
-    return message.properties.get("UNIQ_KEY")
+def _unique_key_of(message: MessageExt) -> str | None:
+    return message.unique_key
 
 
-def _keys_of(message: AdminMessage) -> list[str]:
+def _keys_of(message: MessageExt) -> list[str]:
     return message.keys
 
 
-def _store_timestamp_of(message: AdminMessage) -> int:
+def _store_timestamp_of(message: MessageExt) -> int:
     return message.store_timestamp
 
 
-def _queue_offset_of(message: AdminMessage) -> int:
+def _queue_offset_of(message: MessageExt) -> int:
     return message.queue_offset
 
 
@@ -1444,22 +1350,3 @@ def _choose_queue(route: TopicRoute, broker_name: str | None, queue_id: int | No
         raise MQAdminError(f"queue {queue_id} does not exist on {chosen.broker_name} "
                            f"(write queues 0..{chosen.write_queue_nums - 1})")
     return chosen.broker_name, queue_id
-
-
-_unique_counter = 0
-_unique_lock = threading.Lock()
-
-
-def _new_unique_id() -> str:
-    """A client msgId in RocketMQ's 16-byte shape: ip, pid, random, time, counter (hex)."""
-    global _unique_counter
-    with _unique_lock:
-        _unique_counter = (_unique_counter + 1) & 0xFFFF
-        counter = _unique_counter
-    try:
-        ip = socket.inet_aton(socket.gethostbyname(socket.gethostname()))
-    except OSError:
-        ip = bytes(4)
-    raw = ip + struct.pack(">HIIH", os.getpid() & 0xFFFF, random.getrandbits(32),
-                           int(time.time() * 1000) & 0xFFFFFFFF, counter)
-    return raw.hex().upper()

@@ -13,6 +13,9 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from broker.common.message import MessageExt
+from broker.common.message_codec import encode_message
+
 Answer = tuple[int, dict[str, object], bytes | None, str | None]
 Handler = Callable[[dict[str, str], bytes | None], Answer]
 
@@ -109,18 +112,8 @@ def error(code: int, remark: str) -> Answer:
 def encode_stored_message(*, topic: str, queue_id: int, queue_offset: int, physical_offset: int,
                           body: bytes, properties: dict[str, str], store_host: tuple[str, int],
                           born_ts: int = 1_700_000_000_000, store_ts: int = 1_700_000_000_500) -> bytes:
-    """RocketMQ's stored-message layout (v1 magic, IPv4 hosts), as brokers put it in bodies."""
-    topic_raw = topic.encode()
-    props = "".join(f"{k}\x01{v}\x02" for k, v in properties.items()).encode()
-    host = socket.inet_aton(store_host[0]) + struct.pack(">i", store_host[1])
-    parts = [
-        struct.pack(">iiiiqqiq", -626843481, 0, queue_id, 0, queue_offset, physical_offset, 0, born_ts),
-        socket.inet_aton("10.0.0.9") + struct.pack(">i", 50000),
-        struct.pack(">q", store_ts),
-        host,
-        struct.pack(">iqi", 0, 0, len(body)), body,
-        struct.pack(">b", len(topic_raw)), topic_raw,
-        struct.pack(">h", len(props)), props,
-    ]
-    raw = b"".join(parts)
-    return struct.pack(">i", len(raw) + 4) + raw
+    """A stored message as brokers put it in VIEW/QUERY/PULL bodies (the shared codec's layout)."""
+    message = MessageExt(topic=topic, body=body, properties=dict(properties), queue_id=queue_id,
+                         queue_offset=queue_offset, commitlog_offset=physical_offset, born_timestamp=born_ts,
+                         born_host=("10.0.0.9", 50000), store_timestamp=store_ts, store_host=store_host)
+    return bytes(encode_message(message))
