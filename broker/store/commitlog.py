@@ -37,10 +37,16 @@ END_FILE_MIN_BLANK_LENGTH = 8
 class PendingRecord:
     """A record encoded outside the lock, waiting for its place in the log."""
 
-    __slots__ = ("buf", "queue_id", "queue_offset", "sys_flag", "topic", "wrote_offset")
+    __slots__ = (
+        "buf", "properties", "queue_id", "queue_offset", "sys_flag", "tags_code", "topic", "wrote_offset",
+    )  # fmt: skip
 
-    def __init__(self, buf: bytearray, topic: str, queue_id: int, sys_flag: int) -> None:
+    def __init__(self, buf: bytearray, topic: str, queue_id: int, sys_flag: int, properties: dict,
+                 tags_code: int | None) -> None:  # fmt: skip
         self.buf = buf
+        self.properties = properties
+        # None when it depends on the store time (the schedule topic's delivery time).
+        self.tags_code = tags_code
         self.topic = topic
         self.queue_id = queue_id
         self.sys_flag = sys_flag

@@ -17,8 +17,8 @@ from broker.common.sysflag import (
     TRANSACTION_ROLLBACK_TYPE,
     transaction_value,
 )
+from broker.common.topic_config import SCHEDULE_TOPIC
 
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 log = logging.getLogger(__name__)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from broker.common.message_codec import create_offset_msg_id
+
 
 class PutMessageStatus(enum.Enum):
     PUT_OK = "PUT_OK"
@@ -21,10 +23,18 @@ class PutMessageStatus(enum.Enum):
 class AppendMessageResult:
     wrote_offset: int = 0
     wrote_bytes: int = 0
-    msg_id: str = ""
     store_timestamp: int = 0
     logics_offset: int = 0
     msg_num: int = 1
+    store_host: bytes = b""
+    record_offsets: tuple[int, ...] = ()
+
+    @property
+    def msg_id(self) -> str:
+        """offsetMsgId of each record, comma-separated for a batch (as RocketMQ answers).
+
+        Computed on demand: most callers of the store never look at it."""
+        return ",".join(create_offset_msg_id(self.store_host, offset) for offset in self.record_offsets)
 
 
 @dataclass(slots=True)

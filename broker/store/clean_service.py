@@ -1,0 +1,79 @@
+"""Retention in motion: archive, then delete, expired commit-log segments; then the consume
+queue and index files that only pointed into them."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from .archive import SegmentArchiver
+from .retention import RetentionPolicy, SegmentInfo, disk_used_ratio
+from .store_config import MessageStoreConfig
+
+if TYPE_CHECKING:
+    from .message_store import MessageStore
+
+log = logging.getLogger(__name__)
+
+
+class CleanService:
+    def __init__(self, store: MessageStore, config: MessageStoreConfig, clock: Callable[[], float]) -> None:
+        self.store = store
+        self.policy = RetentionPolicy(
+            config.file_reserved_time,
+            config.delete_when,
+            config.disk_max_used_space_ratio,
+            clock=clock,
+            max_per_run=config.delete_files_batch_max,
+        )
+        self.archiver = SegmentArchiver(config.archive_uri) if config.archive_uri else None
+        self.interval = config.clean_resource_interval / 1000
+        self.disk_usage: Callable[[str], float] = disk_used_ratio
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="CleanCommitLogService", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.run_once()
+            except Exception:
+                log.exception("retention pass failed")
+
+    def segments(self) -> list[SegmentInfo]:
+        files = self.store.commitlog.files.files
+        return [
+            SegmentInfo(str(m.path), m.file_from_offset, m.file_size, m.last_modified_ms(), m is files[-1])
+            for m in list(files)
+        ]
+
+    def run_once(self) -> list[str]:
+        """One pass; returns the names of the deleted segments."""
+        with self._lock:
+            store = self.store
+            expired = self.policy.select_expired(
+                self.segments(), self.policy.now_ms(), self.disk_usage(str(store.root))
+            )
+            if not expired:
+                return []
+            if self.archiver is not None:
+                for segment in expired:
+                    self.archiver.archive(segment.path)  # an archive failure keeps the segment
+            removed = store.commitlog.files.delete_first(len(expired))
+            min_offset = store.commitlog.min_offset
+            for queue in list(store.consume_queues.values()):
+                queue.delete_expired(min_offset)
+            store.index.delete_expired(min_offset)
+            names = [m.path.name for m in removed]
+            log.info("retention removed commit-log segments %s", names)
+            return names
+
+    def shutdown(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)

@@ -1,0 +1,498 @@
+"""``MessageStore``: the broker's storage engine, shaped like RocketMQ's DefaultMessageStore.
+
+Appends go to the commit log under one lock; a background thread dispatches each record to its
+consume queue and the index; readers address messages by (topic, queue, logical offset) and get
+the raw stored records back, ready to send in a pull response.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from broker.common import message_const as const
+from broker.common.java_hash import tag_hash_code
+from broker.common.message import MessageExt
+from broker.common.message_codec import (
+    LONG,
+    MAX_PROPERTIES_LENGTH,
+    decode_message,
+    encode_host,
+    encode_record,
+    host_sys_flags,
+    properties_to_string,
+    store_timestamp_position,
+)
+from broker.common.sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
+from broker.common.topic_config import SCHEDULE_TOPIC, validate_topic
+
+from . import recovery
+from .checkpoint import StoreCheckpoint
+from .clean_service import CleanService
+from .commitlog import CommitLog, PendingRecord
+from .consume_queue import ConsumeQueue
+from .dispatch import DispatchRequest, ReputService, compute_tags_code, request_from_record
+from .flush import GroupCommitService, PeriodicFlushService
+from .index import IndexService
+from .results import (
+    AppendMessageResult,
+    GetMessageResult,
+    GetMessageStatus,
+    PutMessageResult,
+    PutMessageStatus,
+)
+from .store_config import MessageStoreConfig
+
+log = logging.getLogger(__name__)
+
+
+class MessageStore:
+    def __init__(self, store_dir: str | Path, config: MessageStoreConfig | None = None,
+                 clock: Callable[[], float] = time.time) -> None:  # fmt: skip
+        self.config = config or MessageStoreConfig()
+        self.root = Path(store_dir)
+        self.clock = clock
+        self.commitlog = CommitLog(self.root / "commitlog", self.config.mapped_file_size_commit_log, clock)
+        self.consume_queues: dict[tuple[str, int], ConsumeQueue] = {}
+        self._cq_lock = threading.Lock()
+        self.index = IndexService(
+            self.root / "index", self.config.max_hash_slot_num, self.config.max_index_num
+        )
+        self.checkpoint = StoreCheckpoint(self.root / "checkpoint")
+        self.reput = ReputService([self._dispatch_to_consume_queue, self._dispatch_to_index])
+        self._store_host = encode_host(self.config.store_host_port)
+        self._delay_levels = self.config.delay_levels_ms()
+        self._group_commit: GroupCommitService | None = None
+        self._services: list = []
+        self._running = False
+        self._last_appended_ts = 0
+        self._valid_topics: set[str] = set()
+        self._last_dispatched_ts = 0
+        self.last_exit_ok = True
+        self.stats = {"put_count": 0, "put_size": 0, "get_count": 0, "get_size": 0}
+        self.boot_timestamp = int(clock() * 1000)
+
+    # -- life cycle ---------------------------------------------------------------------------
+    @property
+    def abort_file(self) -> Path:
+        return self.root / "abort"
+
+    def start(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.last_exit_ok = not self.abort_file.exists()
+        self.abort_file.touch()
+        self._load_and_recover()
+        self._start_services()
+        self._running = True
+        log.info("store at %s started (last exit %s)", self.root, "clean" if self.last_exit_ok else "UNCLEAN")
+
+    def _load_and_recover(self) -> None:
+        self.commitlog.files.load()
+        self._load_consume_queues()
+        self.index.load(self.last_exit_ok, self.checkpoint.index_msg_timestamp)
+        min_ts = self.checkpoint.min_timestamp(index_safe=self.config.message_index_enable)
+        end = recovery.recover_commitlog(self.commitlog, self.last_exit_ok, min_ts)
+        for queue in self.consume_queues.values():
+            queue.truncate_dirty(end)
+        self.index.truncate_beyond(end)
+        start = recovery.reput_start(self.commitlog, list(self.consume_queues.values()))
+
+        def apply(view, pos, _offset):
+            request = request_from_record(view, pos, self._delay_levels, check_crc=False)
+            self.reput.dispatch_now(request)
+
+        recovery.replay(self.commitlog, start, apply)
+        for key, queue in self.consume_queues.items():
+            self.commitlog.queue_offsets[key] = queue.max_offset
+
+    def _load_consume_queues(self) -> None:
+        root = self.root / "consumequeue"
+        if not root.exists():
+            return
+        for topic_dir in sorted(root.iterdir()):
+            for queue_dir in sorted(topic_dir.iterdir()) if topic_dir.is_dir() else []:
+                if not queue_dir.name.isdigit():
+                    continue
+                queue = self._new_consume_queue(topic_dir.name, int(queue_dir.name))
+                queue.load()
+                queue.recover()
+                self.consume_queues[(topic_dir.name, int(queue_dir.name))] = queue
+
+    def _start_services(self) -> None:
+        self.reput.start(self.commitlog.max_offset)
+        cfg = self.config
+        if cfg.sync_flush:
+            self._group_commit = GroupCommitService(self.commitlog.flush)
+            self._group_commit.start()
+        else:
+            flusher = PeriodicFlushService(self.commitlog.flush, cfg.flush_interval_commit_log)
+            flusher.start()
+            self._services.append(flusher)
+        logic_flusher = PeriodicFlushService(
+            self._flush_logics, cfg.flush_interval_consume_queue, "FlushLogics"
+        )
+        logic_flusher.start()
+        self._services.append(logic_flusher)
+        self.clean_service = CleanService(self, cfg, self.clock)
+        self.clean_service.start()
+        self._services.append(self.clean_service)
+
+    def shutdown(self) -> None:
+        if not self._running:
+            return
+        self._running = False
+        self.reput.shutdown()
+        for service in reversed(self._services):
+            service.shutdown()
+        if self._group_commit:
+            self._group_commit.shutdown()
+        self.commitlog.flush()
+        self._flush_logics()
+        self.commitlog.files.shutdown()
+        for queue in list(self.consume_queues.values()):
+            queue.shutdown()
+        self.index.shutdown()
+        self.abort_file.unlink(missing_ok=True)
+        log.info("store at %s shut down cleanly", self.root)
+
+    def _flush_logics(self) -> int:
+        """Flush queues and index, then record in the checkpoint how far each is durable."""
+        physic_ts, logics_ts = self._last_appended_ts, self._last_dispatched_ts
+        self.commitlog.flush()
+        for queue in list(self.consume_queues.values()):
+            queue.flush()
+        self.checkpoint.physic_msg_timestamp = physic_ts or self.checkpoint.physic_msg_timestamp
+        self.checkpoint.logics_msg_timestamp = logics_ts or self.checkpoint.logics_msg_timestamp
+        self.checkpoint.index_msg_timestamp = self.index.flush() or self.checkpoint.index_msg_timestamp
+        self.checkpoint.flush()
+        return 0
+
+    # -- consume queues ----------------------------------------------------------------------
+    def _new_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        return ConsumeQueue(
+            self.root / "consumequeue", topic, queue_id, self.config.mapped_file_size_consume_queue
+        )
+
+    def find_consume_queue(self, topic: str, queue_id: int, create: bool = False) -> ConsumeQueue | None:
+        queue = self.consume_queues.get((topic, queue_id))
+        if queue is None and create:
+            with self._cq_lock:
+                queue = self.consume_queues.get((topic, queue_id))
+                if queue is None:
+                    queue = self._new_consume_queue(topic, queue_id)
+                    self.consume_queues[(topic, queue_id)] = queue
+        return queue
+
+    def _dispatch_to_consume_queue(self, request: DispatchRequest) -> None:
+        if request.goes_to_consume_queue:
+            queue = self.find_consume_queue(request.topic, request.queue_id, create=True)
+            queue.put(request.commitlog_offset, request.size, request.tags_code, request.queue_offset)
+        self._last_dispatched_ts = request.store_timestamp
+
+    def _dispatch_to_index(self, request: DispatchRequest) -> None:
+        if self.config.message_index_enable and (request.keys or request.unique_key):
+            keys = request.keys.split(const.KEY_SEPARATOR) if request.keys else []
+            self.index.build_index(request.topic, keys, request.unique_key, request.commitlog_offset,
+                                   request.store_timestamp)  # fmt: skip
+
+    def add_dispatch_listener(self, listener: Callable[[DispatchRequest], None]) -> None:
+        """Called on the dispatch thread after each message becomes readable."""
+        self.reput.listeners.append(listener)
+
+    def wait_for_dispatch(self, commitlog_offset: int | None = None, timeout: float | None = 10) -> bool:
+        """Block until everything appended so far (or up to ``commitlog_offset``) is readable."""
+        target = self.commitlog.max_offset if commitlog_offset is None else commitlog_offset
+        return self.reput.wait_dispatched(target, timeout)
+
+    # -- writing ------------------------------------------------------------------------------
+    def _encode(self, msg: MessageExt) -> PendingRecord | PutMessageResult:
+        topic = msg.topic
+        if topic not in self._valid_topics:
+            reason = validate_topic(topic)
+            if reason:
+                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=reason)
+            self._valid_topics.add(topic)
+        properties = properties_to_string(msg.properties).encode()
+        limit = min(self.config.max_properties_size, MAX_PROPERTIES_LENGTH)
+        if len(properties) > limit:
+            remark = f"properties are {len(properties)} bytes, the limit is {limit}"
+            return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, remark=remark)
+        born_host = encode_host(tuple(msg.born_host))
+        sys_flag = msg.sys_flag & ~(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG)
+        sys_flag |= host_sys_flags(born_host, self._store_host)
+        record = encode_record(
+            queue_id=msg.queue_id, flag=msg.flag, sys_flag=sys_flag, born_timestamp=msg.born_timestamp,
+            born_host=born_host, store_host=self._store_host, body=msg.body, topic=msg.topic.encode(),
+            properties=properties, reconsume_times=msg.reconsume_times,
+            prepared_transaction_offset=msg.prepared_transaction_offset,
+        )  # fmt: skip
+        if len(record) > self.config.max_message_size:
+            remark = f"message is {len(record)} bytes, the limit is {self.config.max_message_size}"
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=remark)
+        props = msg.properties
+        tags_code = None if topic == SCHEDULE_TOPIC else tag_hash_code(props.get(const.PROPERTY_TAGS))
+        return PendingRecord(record, topic, msg.queue_id, sys_flag, props, tags_code)
+
+    def _append(self, messages: list[MessageExt]) -> PutMessageResult:
+        if not self._running:
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, remark="the store is not running")
+        records: list[PendingRecord] = []
+        for msg in messages:
+            encoded = self._encode(msg)
+            if isinstance(encoded, PutMessageResult):
+                return encoded
+            records.append(encoded)
+        total = sum(len(r.buf) for r in records)
+        if total > self.config.max_message_size:
+            return PutMessageResult(
+                PutMessageStatus.MESSAGE_ILLEGAL,
+                remark=f"batch is {total} bytes, the limit is {self.config.max_message_size}",
+            )
+        submit = self.reput.submit
+        delay_levels = self._delay_levels
+
+        def on_appended(record: PendingRecord, store_ts: int) -> None:
+            props = record.properties
+            tags_code = record.tags_code
+            if tags_code is None:
+                tags_code = compute_tags_code(record.topic, props, store_ts, delay_levels)
+            submit(DispatchRequest(
+                record.topic, record.queue_id, record.wrote_offset, len(record.buf), tags_code, store_ts,
+                record.queue_offset, props.get(const.PROPERTY_KEYS),
+                props.get(const.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX), record.sys_flag, props,
+            ))  # fmt: skip
+
+        try:
+            store_ts = self.commitlog.append(records, on_appended)
+        except OSError as exc:
+            log.exception("commit log append failed")
+            return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED, remark=str(exc))
+        self._last_appended_ts = store_ts
+        first = records[0]
+        self.stats["put_count"] += len(records)
+        self.stats["put_size"] += total
+        append = AppendMessageResult(
+            first.wrote_offset,
+            total,
+            store_ts,
+            first.queue_offset,
+            len(records),
+            self._store_host,
+            tuple(r.wrote_offset for r in records),
+        )
+        return PutMessageResult(PutMessageStatus.PUT_OK, append)
+
+    def _needs_flush_wait(self, result: PutMessageResult, messages: list[MessageExt]) -> bool:
+        return result.ok and self._group_commit is not None and messages[0].wait_store_msg_ok
+
+    def _flush_future(self, result: PutMessageResult) -> concurrent.futures.Future:
+        append = result.append
+        return self._group_commit.request(append.wrote_offset + append.wrote_bytes)
+
+    def put_message(self, msg: MessageExt) -> PutMessageResult:
+        return self.put_messages([msg])
+
+    def put_messages(self, batch: list[MessageExt]) -> PutMessageResult:
+        """Store a batch for one topic and queue: consecutive queue offsets, one append."""
+        invalid = self._check_batch(batch)
+        if invalid:
+            return invalid
+        result = self._append(batch)
+        if not self._needs_flush_wait(result, batch):
+            return result
+        try:
+            flushed = self._flush_future(result).result(self.config.sync_flush_timeout / 1000)
+        except (concurrent.futures.TimeoutError, RuntimeError, OSError):
+            flushed = False
+        if not flushed:
+            result.status = PutMessageStatus.FLUSH_DISK_TIMEOUT
+        return result
+
+    async def put_message_async(self, msg: MessageExt) -> PutMessageResult:
+        return await self.put_messages_async([msg])
+
+    async def put_messages_async(self, batch: list[MessageExt]) -> PutMessageResult:
+        """As ``put_messages``, but waits for a sync flush without blocking the event loop."""
+        invalid = self._check_batch(batch)
+        if invalid:
+            return invalid
+        result = self._append(batch)
+        if not self._needs_flush_wait(result, batch):
+            return result
+        try:
+            flushed = await asyncio.wait_for(asyncio.wrap_future(self._flush_future(result)),
+                                             self.config.sync_flush_timeout / 1000)  # fmt: skip
+        except (TimeoutError, RuntimeError, OSError):
+            flushed = False
+        if not flushed:
+            result.status = PutMessageStatus.FLUSH_DISK_TIMEOUT
+        return result
+
+    @staticmethod
+    def _check_batch(batch: list[MessageExt]) -> PutMessageResult | None:
+        if not batch:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="empty batch")
+        first = batch[0]
+        if any(m.topic != first.topic or m.queue_id != first.queue_id for m in batch[1:]):
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL,
+                                    remark="a batch must target one topic and one queue")  # fmt: skip
+        return None
+
+    # -- reading ------------------------------------------------------------------------------
+    def get_message(self, group: str, topic: str, queue_id: int, offset: int, max_count: int,
+                    message_filter=None) -> GetMessageResult:  # fmt: skip
+        queue = self.find_consume_queue(topic, queue_id)
+        if queue is None:
+            return GetMessageResult(GetMessageStatus.NO_MATCHED_LOGIC_QUEUE)
+        min_offset, max_offset = queue.min_offset, queue.max_offset
+        result = GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, offset, min_offset, max_offset)
+        if max_offset == 0:
+            result.next_begin_offset = 0
+        elif offset < min_offset:
+            result.status, result.next_begin_offset = GetMessageStatus.OFFSET_TOO_SMALL, min_offset
+        elif offset == max_offset:
+            result.status = GetMessageStatus.OFFSET_OVERFLOW_ONE
+        elif offset > max_offset:
+            result.status = GetMessageStatus.OFFSET_OVERFLOW_BADLY
+            result.next_begin_offset = min_offset if min_offset == 0 else max_offset
+        else:
+            self._read_messages(queue, offset, max_count, message_filter, result)
+        self.stats["get_count"] += len(result.messages)
+        return result
+
+    def _read_messages(self, queue: ConsumeQueue, offset: int, max_count: int, message_filter,
+                       result: GetMessageResult) -> None:  # fmt: skip
+        max_bytes = self.config.max_transfer_bytes_on_message_in_memory
+        scan_limit = max(max_count, min(self.config.max_filter_message_count, max_count * 20))
+        entries = queue.read_entries(offset, scan_limit if message_filter else max_count)
+        read = self.commitlog.read
+        messages, offsets = result.messages, result.queue_offsets
+        size_total = 0
+        next_offset = offset
+        removed = False
+        for phy, size, tags_code in entries:
+            if len(messages) >= max_count or (messages and size_total + size > max_bytes):
+                break
+            next_offset += 1
+            if message_filter is not None and not message_filter.is_matched_by_consume_queue(tags_code):
+                continue
+            record = read(phy, size)
+            if record is None:
+                removed = True
+                continue
+            if message_filter is not None and not message_filter.is_matched_by_commit_log(record):
+                continue
+            messages.append(record)
+            offsets.append(next_offset - 1)
+            size_total += size
+        result.next_begin_offset = next_offset
+        if messages:
+            result.status = GetMessageStatus.FOUND
+        elif removed:
+            result.status = GetMessageStatus.MESSAGE_WAS_REMOVING
+        elif entries:
+            result.status = GetMessageStatus.NO_MATCHED_MESSAGE
+        else:
+            result.status, result.next_begin_offset = GetMessageStatus.OFFSET_FOUND_NULL, offset
+
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        queue = self.find_consume_queue(topic, queue_id)
+        return queue.max_offset if queue else 0
+
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        queue = self.find_consume_queue(topic, queue_id)
+        return queue.min_offset if queue else 0
+
+    def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, offset: int) -> int:
+        queue = self.find_consume_queue(topic, queue_id)
+        entry = queue.entry(offset) if queue else None
+        return entry[0] if entry else 0
+
+    def get_message_store_timestamp(self, topic: str, queue_id: int, offset: int) -> int:
+        queue = self.find_consume_queue(topic, queue_id)
+        entry = queue.entry(offset) if queue else None
+        return self._store_time_of(entry[0], entry[1]) if entry else -1
+
+    def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
+        queue = self.find_consume_queue(topic, queue_id)
+        return self.get_message_store_timestamp(topic, queue_id, queue.min_offset) if queue else -1
+
+    def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
+        queue = self.find_consume_queue(topic, queue_id)
+        return queue.offset_by_time(timestamp_ms, self._store_time_of) if queue else 0
+
+    def _store_time_of(self, commitlog_offset: int, size: int) -> int:
+        head = self.commitlog.read(commitlog_offset, min(size, 96))
+        if head is None:
+            return -1
+        sys_flag = int.from_bytes(head[36:40], "big", signed=True)
+        return LONG.unpack_from(head, store_timestamp_position(sys_flag))[0]
+
+    def select_one_message_by_offset(self, commitlog_offset: int, size: int | None = None) -> bytes | None:
+        size = size or self.commitlog.record_size_at(commitlog_offset)
+        return self.commitlog.read(commitlog_offset, size) if size else None
+
+    def look_message_by_offset(self, commitlog_offset: int) -> MessageExt | None:
+        record = self.select_one_message_by_offset(commitlog_offset)
+        return decode_message(record) if record else None
+
+    def query_message(
+        self, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int
+    ) -> list[MessageExt]:
+        """Messages of ``topic`` with ``key`` (a key or the unique id) stored in the time range."""
+        found = []
+        for offset in self.index.query_offsets(topic, key, max_num * 4, begin_ms, end_ms):
+            if offset >= self.commitlog.max_offset or offset < self.commitlog.min_offset:
+                continue
+            msg = self.look_message_by_offset(offset)
+            if msg and msg.topic == topic and (key in msg.keys or msg.unique_key == key):
+                found.append(msg)
+            if len(found) >= max_num:
+                break
+        return found
+
+    # -- administration ---------------------------------------------------------------------
+    @property
+    def min_physic_offset(self) -> int:
+        return self.commitlog.min_offset
+
+    @property
+    def max_physic_offset(self) -> int:
+        return self.commitlog.max_offset
+
+    def topics(self) -> set[str]:
+        return {topic for topic, _ in self.consume_queues}
+
+    def queue_ids(self, topic: str) -> list[int]:
+        return sorted(q for t, q in self.consume_queues if t == topic)
+
+    def delete_topics(self, topics: set[str]) -> int:
+        """Drop the consume queues of ``topics`` (the commit log ages out on its own)."""
+        removed = 0
+        with self._cq_lock:
+            for key in [k for k in self.consume_queues if k[0] in topics]:
+                self.consume_queues.pop(key).destroy()
+                self.commitlog.queue_offsets.pop(key, None)
+                removed += 1
+        for topic in topics:
+            topic_dir = self.root / "consumequeue" / topic
+            if topic_dir.exists() and not any(topic_dir.iterdir()):
+                topic_dir.rmdir()
+        return removed
+
+    def runtime_info(self) -> dict[str, str]:
+        return {
+            "commitLogMinOffset": str(self.commitlog.min_offset),
+            "commitLogMaxOffset": str(self.commitlog.max_offset),
+            "dispatchBehindBytes": str(self.commitlog.max_offset - self.reput.dispatched_offset),
+            "putMessageTimesTotal": str(self.stats["put_count"]),
+            "putMessageSizeTotal": str(self.stats["put_size"]),
+            "getMessageTransferedMsgCount": str(self.stats["get_count"]),
+            "bootTimestamp": str(self.boot_timestamp),
+            "flushDiskType": self.config.flush_disk_type,
+        }
