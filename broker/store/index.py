@@ -13,6 +13,7 @@ real key, since different keys may share a hash.
 
 from __future__ import annotations
 
+import logging
 import mmap
 import os
 import struct
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from broker.common.java_hash import java_string_hash
 
+log = logging.getLogger(__name__)
 HEADER = struct.Struct(">qqqqii")
 SLOT = struct.Struct(">i")
 ENTRY = struct.Struct(">iqii")
@@ -120,16 +122,21 @@ class IndexService:
         self._last_flush_ts = 0
 
     def load(self, last_exit_ok: bool, checkpoint_index_timestamp: int) -> None:
+        """Map the existing files.
+
+        Unlike RocketMQ, files written after the checkpoint are kept after an unclean stop: their
+        header says how far they got, every hit is verified against the real record by the
+        reader, and re-dispatch indexes whatever lies beyond — so no key is forgotten.
+        """
         if not self.directory.exists():
             return
         for path in sorted(p for p in self.directory.iterdir() if p.name.isdigit()):
-            index_file = IndexFile(path, self.slot_num, self.index_num)
-            if not last_exit_ok and index_file.end_timestamp > checkpoint_index_timestamp:
-                index_file.destroy()  # may hold entries for records lost with the crash
-                continue
-            self.files.append(index_file)
+            self.files.append(IndexFile(path, self.slot_num, self.index_num))
         if self.files:
             self._last_indexed_offset = self.files[-1].end_phy_offset
+        if not last_exit_ok:
+            log.info("index: %d files kept after an unclean stop (checkpoint %d)", len(self.files),
+                     checkpoint_index_timestamp)  # fmt: skip
 
     def build_index(self, topic: str, keys: list[str], unique_key: str | None,
                     commitlog_offset: int, store_timestamp_ms: int) -> None:  # fmt: skip

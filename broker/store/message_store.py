@@ -96,11 +96,13 @@ class MessageStore:
         self._load_consume_queues()
         self.index.load(self.last_exit_ok, self.checkpoint.index_msg_timestamp)
         min_ts = self.checkpoint.min_timestamp(index_safe=self.config.message_index_enable)
-        end = recovery.recover_commitlog(self.commitlog, self.last_exit_ok, min_ts)
+        end, verified_from = recovery.recover_commitlog(self.commitlog, self.last_exit_ok, min_ts)
         for queue in self.consume_queues.values():
             queue.truncate_dirty(end)
         self.index.truncate_beyond(end)
         start = recovery.reput_start(self.commitlog, list(self.consume_queues.values()))
+        if not self.last_exit_ok:
+            start = min(start, verified_from)
 
         def apply(view, pos, _offset):
             request = request_from_record(view, pos, self._delay_levels, check_crc=False)

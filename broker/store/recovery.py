@@ -37,12 +37,17 @@ def _first_store_timestamp(mapped: MappedFile) -> int:
     return decode_message(mapped.view, 0, read_body=False).store_timestamp
 
 
-def recover_commitlog(commitlog: CommitLog, last_exit_ok: bool, checkpoint_min_ts: int) -> int:
-    """Set write positions to the verified end of the log and cut what lies beyond; return it."""
+def recover_commitlog(commitlog: CommitLog, last_exit_ok: bool, checkpoint_min_ts: int) -> tuple[int, int]:
+    """Set write positions to the verified end of the log and cut what lies beyond.
+
+    Returns ``(end, verified_from)``: the log's end and where verification began (after a
+    crash, everything from there is dispatched again, as RocketMQ does).
+    """
     files = commitlog.files.files
     if not files:
-        return 0
+        return 0, 0
     start = max(0, len(files) - 3) if last_exit_ok else _abnormal_start(files, checkpoint_min_ts)
+    verified_from = files[start].file_from_offset
     for mapped in files[:start]:
         mapped.wrote_position = mapped.flushed_position = mapped.file_size
     for mapped in files[start:]:
@@ -56,8 +61,8 @@ def recover_commitlog(commitlog: CommitLog, last_exit_ok: bool, checkpoint_min_t
         if not last_exit_ok:
             log.warning("commit log: verified end at %d after an unclean stop; tail cut there", valid_end)
         commitlog.files.truncate_dirty(valid_end)
-        return valid_end
-    return commitlog.files.max_offset
+        return valid_end, verified_from
+    return commitlog.files.max_offset, verified_from
 
 
 def _abnormal_start(files: list[MappedFile], checkpoint_min_ts: int) -> int:

@@ -1,0 +1,130 @@
+"""Acceptance 2: SIGKILL a SYNC_FLUSH writer mid-stream; every acknowledged message survives."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from broker.common.message import MessageExt
+from broker.common.message_codec import decode_message
+from broker.store.results import GetMessageStatus
+
+WRITER = Path(__file__).with_name("crash_writer.py")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run_and_kill(store_dir: Path, start: int, at_least: int) -> list[tuple[int, int, int, int]]:
+    proc = subprocess.Popen(
+        [sys.executable, str(WRITER), str(store_dir), str(start)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    acked = []
+    deadline = time.monotonic() + 60
+    try:
+        while len(acked) < at_least and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            assert line and not line.startswith("FAIL"), f"writer stopped: {line!r}"
+            acked.append(tuple(int(x) for x in line.split()))
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        rest = proc.communicate(timeout=30)[0]
+    # Lines completed before the kill were acknowledged too.
+    acked += [tuple(int(x) for x in line.split()) for line in rest.splitlines() if line.count(" ") == 3]
+    assert len(acked) >= at_least
+    return acked
+
+
+def _all_messages(store) -> dict[int, MessageExt]:
+    found = {}
+    for queue_id in range(3):
+        offset = 0
+        while True:
+            result = store.get_message("g", "crash", queue_id, offset, 32)
+            if result.status is not GetMessageStatus.FOUND:
+                break
+            for raw in result.messages:
+                msg = decode_message(raw, check_crc=True)
+                assert msg.queue_offset == offset
+                index = int(msg.body.split(b"|")[0].split(b"-")[1])
+                assert msg.body == (f"message-{index}|" * (1 + index % 40)).encode()
+                found[index] = msg
+                offset += 1
+    return found
+
+
+def test_sigkill_keeps_every_acknowledged_message(open_store, tmp_path):
+    store_dir = tmp_path / "store"
+    acked = _run_and_kill(store_dir, 0, at_least=1500)
+    assert (store_dir / "abort").exists()  # it really died without a clean shutdown
+
+    # Same geometry as the writer's store.
+    geometry = {"mapped_file_size_commit_log": 128 * 1024, "mapped_file_size_consume_queue": 100 * 20}
+    store = open_store(store_dir, max_hash_slot_num=1024, max_index_num=10_000, **geometry)
+    assert not store.last_exit_ok
+    found = _all_messages(store)
+    for index, wrote_offset, _queue_id, _logic in acked:
+        assert index in found, f"acknowledged message {index} lost"
+        assert found[index].commitlog_offset == wrote_offset
+    assert sorted(found) == list(range(len(found)))  # nothing half-written or out of order
+    assert store.query_message("crash", f"k{acked[-1][0]}", 5, 0, int(time.time() * 1000) + 1000)
+
+    # Writing continues at the right commit-log and queue offsets.
+    next_offsets = {q: store.get_max_offset_in_queue("crash", q) for q in range(3)}
+    end = store.max_physic_offset
+    result = store.put_message(MessageExt(topic="crash", body=b"after", queue_id=1))
+    assert result.ok
+    assert result.append.logics_offset == next_offsets[1]
+    assert result.append.wrote_offset >= end
+    store.wait_for_dispatch()
+    assert decode_message(store.get_message("g", "crash", 1, next_offsets[1], 1).messages[0]).body == b"after"
+
+
+def _write(store, count, topic="t"):
+    results = [
+        store.put_message(MessageExt(topic=topic, body=b"%d" % i * 30, queue_id=0)) for i in range(count)
+    ]
+    assert all(r.ok for r in results)
+    store.wait_for_dispatch()
+    return results
+
+
+def test_garbled_tail_is_cut_and_writing_resumes(open_store, tmp_path):
+    store = open_store(tmp_path / "s1")
+    results = _write(store, 200)
+    last = results[-1].append
+    store.shutdown()
+    segment = store.commitlog.files.files[-1].path
+    # Garble the last record's body and leave the abort file: recovery must verify the CRC.
+    data = bytearray(segment.read_bytes())
+    position = last.wrote_offset - int(segment.name) + last.wrote_bytes - 20
+    data[position] ^= 0xFF
+    segment.write_bytes(bytes(data))
+    (tmp_path / "s1" / "abort").touch()
+
+    reopened = open_store(tmp_path / "s1")
+    assert reopened.max_physic_offset == last.wrote_offset
+    assert reopened.get_max_offset_in_queue("t", 0) == 199
+    assert reopened.look_message_by_offset(results[-2].append.wrote_offset).body == b"198" * 30
+    again = reopened.put_message(MessageExt(topic="t", body=b"new", queue_id=0))
+    assert again.append.logics_offset == 199 and again.append.wrote_offset == last.wrote_offset
+
+
+def test_truncated_file_tail_is_recovered(open_store, tmp_path):
+    store = open_store(tmp_path / "s2")
+    results = _write(store, 120)
+    store.shutdown()
+    segment = store.commitlog.files.files[-1].path
+    cut_at = results[-1].append.wrote_offset - int(segment.name) + 10  # mid-record
+    data = bytearray(segment.read_bytes())
+    data[cut_at:] = bytes(len(data) - cut_at)  # the torn write never reached the disk
+    segment.write_bytes(bytes(data))
+    (tmp_path / "s2" / "abort").touch()
+
+    reopened = open_store(tmp_path / "s2")
+    assert reopened.get_max_offset_in_queue("t", 0) == 119
+    assert reopened.max_physic_offset == results[-1].append.wrote_offset
