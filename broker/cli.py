@@ -28,8 +28,12 @@ class _Parser(argparse.ArgumentParser):
 
 def _common_flags() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("-n", "--namesrvAddr", dest="namesrv",
-                        help="name server address list, host:port;host:port (default: $NAMESRV_ADDR)")
+    common.add_argument(
+        "-n",
+        "--namesrvAddr",
+        dest="namesrv",
+        help="name server address list, host:port;host:port (default: $NAMESRV_ADDR)",
+    )
     common.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     common.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for each request")
     return common
@@ -40,8 +44,13 @@ def build_parser(commands: Sequence[Command]) -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="<command>", parser_class=_Parser)
     common = _common_flags()
     for command in commands:
-        sub = subparsers.add_parser(command.name, help=command.summary, description=command.summary,
-                                    parents=[common], prog=f"{PROG} {command.name}")
+        sub = subparsers.add_parser(
+            command.name,
+            help=command.summary,
+            description=command.summary,
+            parents=[common],
+            prog=f"{PROG} {command.name}",
+        )
         command.configure(sub)
     return parser
 

@@ -8,5 +8,11 @@ from broker.cli_commands.base import Command
 def all_commands() -> list[Command]:
     from broker.cli_commands import brokers, cluster, group, message, offset, topic
 
-    return [*cluster.COMMANDS, *topic.COMMANDS, *group.COMMANDS, *offset.COMMANDS, *message.COMMANDS,
-            *brokers.COMMANDS]
+    return [
+        *cluster.COMMANDS,
+        *topic.COMMANDS,
+        *group.COMMANDS,
+        *offset.COMMANDS,
+        *message.COMMANDS,
+        *brokers.COMMANDS,
+    ]

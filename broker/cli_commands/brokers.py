@@ -44,8 +44,9 @@ def _run_get(admin: MQAdmin, args: argparse.Namespace) -> CommandOutput:
 
 def _configure_update(parser: argparse.ArgumentParser) -> None:
     add_target(parser, "update the config")
-    parser.add_argument("-a", "--updateAllBroker", dest="all_brokers", action="store_true",
-                        help="with -c, slaves too")
+    parser.add_argument(
+        "-a", "--updateAllBroker", dest="all_brokers", action="store_true", help="with -c, slaves too"
+    )
     parser.add_argument("-k", "--key", required=True, help="config key")
     parser.add_argument("-v", "--value", required=True, help="config value")
 
@@ -63,9 +64,17 @@ def _run_update(admin: MQAdmin, args: argparse.Namespace) -> CommandOutput:
 
 
 COMMANDS = [
-    Command("brokerStatus", "Show a broker's runtime data (versions, TPS, offsets, disk).",
-            _configure_status, _run_status),
-    Command("getBrokerConfig", "Show the config of a broker or of every broker of a cluster.",
-            _configure_get, _run_get),
+    Command(
+        "brokerStatus",
+        "Show a broker's runtime data (versions, TPS, offsets, disk).",
+        _configure_status,
+        _run_status,
+    ),
+    Command(
+        "getBrokerConfig",
+        "Show the config of a broker or of every broker of a cluster.",
+        _configure_get,
+        _run_get,
+    ),
     Command("updateBrokerConfig", "Change one broker config key at runtime.", _configure_update, _run_update),
 ]

@@ -12,8 +12,9 @@ from broker.client.admin import MQAdmin, NotFoundError
 
 
 def _configure_by_id(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-i", "--msgId", dest="msg_id", required=True,
-                        help="offsetMsgId, or the client msgId (needs -t)")
+    parser.add_argument(
+        "-i", "--msgId", dest="msg_id", required=True, help="offsetMsgId, or the client msgId (needs -t)"
+    )
     parser.add_argument("-t", "--topic", help="topic (needed when the id is a client msgId)")
 
 
@@ -28,18 +29,31 @@ def _run_by_id(admin: MQAdmin, args: argparse.Namespace) -> CommandOutput:
 def _configure_by_key(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-t", "--topic", required=True, help="topic")
     parser.add_argument("-k", "--msgKey", dest="key", required=True, help="message key")
-    parser.add_argument("-b", "--beginTimestamp", dest="begin", type=parse_time_arg, default=0,
-                        help="earliest store time (ms or yyyy-MM-dd#HH:mm:ss:SSS), default 0")
-    parser.add_argument("-e", "--endTimestamp", dest="end", type=parse_time_arg, default=2**63 - 1,
-                        help="latest store time, default no limit")
+    parser.add_argument(
+        "-b",
+        "--beginTimestamp",
+        dest="begin",
+        type=parse_time_arg,
+        default=0,
+        help="earliest store time (ms or yyyy-MM-dd#HH:mm:ss:SSS), default 0",
+    )
+    parser.add_argument(
+        "-e",
+        "--endTimestamp",
+        dest="end",
+        type=parse_time_arg,
+        default=2**63 - 1,
+        help="latest store time, default no limit",
+    )
     parser.add_argument("-m", "--maxNum", dest="max_num", type=int, default=64, help="at most this many")
 
 
 def _run_by_key(admin: MQAdmin, args: argparse.Namespace) -> CommandOutput:
     messages = admin.query_message_by_key(args.topic, args.key, args.begin, args.end, args.max_num)
     views = [describe_message(m) for m in messages]
-    table = render_table(("#Message ID", "#QID", "#Offset"),
-                         [(v["msg_id"], v["queue_id"], v["queue_offset"]) for v in views])
+    table = render_table(
+        ("#Message ID", "#QID", "#Offset"), [(v["msg_id"], v["queue_id"], v["queue_offset"]) for v in views]
+    )
     return CommandOutput({"messages": views}, table)
 
 
@@ -55,11 +69,22 @@ def _configure_send(parser: argparse.ArgumentParser) -> None:
 def _run_send(admin: MQAdmin, args: argparse.Namespace) -> CommandOutput:
     if args.qid is not None and not args.broker:
         raise UsageError("-i (queue id) needs -b (broker name)")
-    result = admin.send_message(args.topic, args.body.encode("utf-8"), args.tags, args.key, args.broker,
-                                args.qid)
-    table = render_table(("#Broker Name", "#QID", "#Queue Offset", "#Send Result", "#MsgId", "#OffsetMsgId"),
-                         [(result.broker_name, result.queue_id, result.queue_offset, result.send_status,
-                           result.msg_id, result.offset_msg_id)])
+    result = admin.send_message(
+        args.topic, args.body.encode("utf-8"), args.tags, args.key, args.broker, args.qid
+    )
+    table = render_table(
+        ("#Broker Name", "#QID", "#Queue Offset", "#Send Result", "#MsgId", "#OffsetMsgId"),
+        [
+            (
+                result.broker_name,
+                result.queue_id,
+                result.queue_offset,
+                result.send_status,
+                result.msg_id,
+                result.offset_msg_id,
+            )
+        ],
+    )
     return CommandOutput(result, table)
 
 
@@ -68,14 +93,35 @@ def _configure_consume(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-b", "--brokerName", dest="broker", help="only this broker")
     parser.add_argument("-i", "--queueId", dest="queue_id", type=int, help="only this queue (with -b)")
     parser.add_argument("-o", "--offset", type=int, help="start at this queue offset (default: the minimum)")
-    parser.add_argument("-c", "--MessageNumber", dest="count", type=int, default=128,
-                        help="print at most this many messages (default 128)")
-    parser.add_argument("-g", "--consumerGroup", dest="group", default="TOOLS_CONSUMER",
-                        help="group the pulls are made for (nothing is committed)")
-    parser.add_argument("-s", "--beginTimestamp", dest="begin", type=parse_time_arg,
-                        help="start at the first message stored at or after this time")
-    parser.add_argument("-e", "--endTimestamp", dest="end", type=parse_time_arg,
-                        help="stop at messages stored after this time")
+    parser.add_argument(
+        "-c",
+        "--MessageNumber",
+        dest="count",
+        type=int,
+        default=128,
+        help="print at most this many messages (default 128)",
+    )
+    parser.add_argument(
+        "-g",
+        "--consumerGroup",
+        dest="group",
+        default="TOOLS_CONSUMER",
+        help="group the pulls are made for (nothing is committed)",
+    )
+    parser.add_argument(
+        "-s",
+        "--beginTimestamp",
+        dest="begin",
+        type=parse_time_arg,
+        help="start at the first message stored at or after this time",
+    )
+    parser.add_argument(
+        "-e",
+        "--endTimestamp",
+        dest="end",
+        type=parse_time_arg,
+        help="stop at messages stored after this time",
+    )
 
 
 def _run_consume(admin: MQAdmin, args: argparse.Namespace) -> CommandOutput:
@@ -88,15 +134,19 @@ def _run_consume(admin: MQAdmin, args: argparse.Namespace) -> CommandOutput:
         views.extend(_read_queue(admin, args, broker_name, addr, queue_id, args.count - len(views)))
         if len(views) >= args.count:
             break
-    table = render_table(("#Broker Name", "#QID", "#Offset", "#MsgId", "#Tags", "#Keys", "#Body"), [
-        (v["broker_name"], v["queue_id"], v["queue_offset"], v["msg_id"], v["tags"], v["keys"], v["body"])
-        for v in views
-    ])
+    table = render_table(
+        ("#Broker Name", "#QID", "#Offset", "#MsgId", "#Tags", "#Keys", "#Body"),
+        [
+            (v["broker_name"], v["queue_id"], v["queue_offset"], v["msg_id"], v["tags"], v["keys"], v["body"])
+            for v in views
+        ],
+    )
     return CommandOutput({"messages": views}, f"{table}\n\n{len(views)} message(s)")
 
 
-def _read_queue(admin: MQAdmin, args: argparse.Namespace, broker_name: str, addr: str, queue_id: int,
-                limit: int) -> list[dict[str, Any]]:
+def _read_queue(
+    admin: MQAdmin, args: argparse.Namespace, broker_name: str, addr: str, queue_id: int, limit: int
+) -> list[dict[str, Any]]:
     start, end = _queue_window(admin, addr, args.topic, queue_id, args)
     views: list[dict[str, Any]] = []
     for message in admin.iter_queue_messages(addr, args.topic, queue_id, start, end, args.group):
@@ -135,11 +185,20 @@ def _queue_window(admin: MQAdmin, addr: str, topic: str, queue_id: int, args: An
 
 
 COMMANDS = [
-    Command("queryMsgById", "Show a message by offsetMsgId (or client msgId with -t).", _configure_by_id,
-            _run_by_id),
+    Command(
+        "queryMsgById",
+        "Show a message by offsetMsgId (or client msgId with -t).",
+        _configure_by_id,
+        _run_by_id,
+    ),
     Command("queryMsgByKey", "Find messages by key within a time range.", _configure_by_key, _run_by_key),
-    Command("sendMessage", "Send one message (optionally to a chosen broker/queue).", _configure_send,
-            _run_send),
-    Command("consumeMessage", "Print messages of a topic read from the brokers (commits nothing).",
-            _configure_consume, _run_consume),
+    Command(
+        "sendMessage", "Send one message (optionally to a chosen broker/queue).", _configure_send, _run_send
+    ),
+    Command(
+        "consumeMessage",
+        "Print messages of a topic read from the brokers (commits nothing).",
+        _configure_consume,
+        _run_consume,
+    ),
 ]

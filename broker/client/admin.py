@@ -494,14 +494,22 @@ class MQAdmin:
             return self.cluster_info().all_addrs(cluster)
         raise MQAdminError("a broker address or a cluster name is required")
 
-    def _broker(self, addr: str, code: int, fields: dict[str, Any] | None = None,
-                body: bytes | None = None) -> _Reply:
+    def _broker(
+        self, addr: str, code: int, fields: dict[str, Any] | None = None, body: bytes | None = None
+    ) -> _Reply:
         return self._wire.call(addr, code, fields, body, role="broker")
 
     # -- topics ------------------------------------------------------------------------------
 
-    def create_or_update_topic(self, addr: str, topic: str, read_queue_nums: int = 8,
-                               write_queue_nums: int = 8, perm: int = 6, order: bool = False) -> None:
+    def create_or_update_topic(
+        self,
+        addr: str,
+        topic: str,
+        read_queue_nums: int = 8,
+        write_queue_nums: int = 8,
+        perm: int = 6,
+        order: bool = False,
+    ) -> None:
         _check_topic_name(topic)
         fields = _create_topic_fields(topic, read_queue_nums, write_queue_nums, perm, order)
         self._broker(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, fields).raise_unless_success()
@@ -532,13 +540,15 @@ class MQAdmin:
             reply = self._broker(addr, RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic})
             reply.raise_unless_success()
             for mq, offsets in _mq_table(reply.json().get("offsetTable")):
-                queues.append(QueueOffsetStatus(
-                    broker_name=mq.get("brokerName", data.broker_name),
-                    queue_id=int(mq.get("queueId", 0)),
-                    min_offset=_as_int(offsets.get("minOffset")),
-                    max_offset=_as_int(offsets.get("maxOffset")),
-                    last_update_timestamp=_as_int(offsets.get("lastUpdateTimestamp")),
-                ))
+                queues.append(
+                    QueueOffsetStatus(
+                        broker_name=mq.get("brokerName", data.broker_name),
+                        queue_id=int(mq.get("queueId", 0)),
+                        min_offset=_as_int(offsets.get("minOffset")),
+                        max_offset=_as_int(offsets.get("maxOffset")),
+                        last_update_timestamp=_as_int(offsets.get("lastUpdateTimestamp")),
+                    )
+                )
         queues.sort(key=lambda q: (q.broker_name, q.queue_id))
         return TopicStatus(topic=topic, queues=queues)
 
@@ -596,8 +606,9 @@ class MQAdmin:
         if not queues:
             raise NotFoundError(f"consumer group {group!r} has no consume progress on any broker")
         queues.sort(key=lambda q: (q.topic, q.broker_name, q.queue_id))
-        return ConsumeProgress(group=group, queues=queues, consume_tps=round(tps, 2),
-                               diff_total=sum(q.diff for q in queues))
+        return ConsumeProgress(
+            group=group, queues=queues, consume_tps=round(tps, 2), diff_total=sum(q.diff for q in queues)
+        )
 
     def consumer_groups_progress(self) -> list[ConsumerGroupSummary]:
         """Every group that has a retry topic, with its online clients and total lag."""
@@ -605,7 +616,7 @@ class MQAdmin:
         for topic in self.topic_list():
             if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 continue
-            group = topic[len(RETRY_GROUP_TOPIC_PREFIX):]
+            group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
             rows.append(self._group_summary(group))
         return rows
 
@@ -622,8 +633,9 @@ class MQAdmin:
                 raise
             return ConsumerGroupSummary(group, 0, None, "", "", tps, diff)
         version = max((c.version for c in conn.connections), default=None)
-        return ConsumerGroupSummary(group, len(conn.connections), version, conn.consume_type,
-                                    conn.message_model, tps, diff)
+        return ConsumerGroupSummary(
+            group, len(conn.connections), version, conn.consume_type, conn.message_model, tps, diff
+        )
 
     def consumer_connection(self, group: str, broker_addr: str | None = None) -> ConsumerConnection:
         addrs = [broker_addr] if broker_addr else self._group_broker_addrs(group)
@@ -651,8 +663,9 @@ class MQAdmin:
 
     # -- offsets -------------------------------------------------------------------------------
 
-    def reset_offset_by_time(self, group: str, topic: str, timestamp: int,
-                             force: bool = True) -> list[ResetOffsetEntry]:
+    def reset_offset_by_time(
+        self, group: str, topic: str, timestamp: int, force: bool = True
+    ) -> list[ResetOffsetEntry]:
         """Move the group's offsets on every broker of the topic to the first message at ``timestamp``.
 
         Online consumers are told by the broker (INVOKE_BROKER_TO_RESET_OFFSET). When the group has
@@ -672,13 +685,17 @@ class MQAdmin:
                 continue
             reply.raise_unless_success()
             for mq, offset in _mq_table(reply.json().get("offsetTable") if reply.body else None):
-                entries.append(ResetOffsetEntry(mq.get("brokerName", data.broker_name),
-                                                int(mq.get("queueId", 0)), _as_int(offset)))
+                entries.append(
+                    ResetOffsetEntry(
+                        mq.get("brokerName", data.broker_name), int(mq.get("queueId", 0)), _as_int(offset)
+                    )
+                )
         entries.sort(key=lambda e: (e.broker_name, e.queue_id))
         return entries
 
-    def _reset_offline(self, addr: str, broker_name: str, group: str, topic: str, timestamp: int,
-                       force: bool) -> list[ResetOffsetEntry]:
+    def _reset_offline(
+        self, addr: str, broker_name: str, group: str, topic: str, timestamp: int, force: bool
+    ) -> list[ResetOffsetEntry]:
         reply = self._broker(addr, RequestCode.GET_CONSUME_STATS, {"consumerGroup": group, "topic": topic})
         reply.raise_unless_success()
         entries = []
@@ -749,16 +766,17 @@ class MQAdmin:
         found = self._query_index(topic, msg_id, 0, 2**63 - 1, max_num, unique=True)
         return [m for m in found if _unique_key_of(m) == msg_id]
 
-    def query_message_by_key(self, topic: str, key: str, begin: int = 0, end: int = 2**63 - 1,
-                             max_num: int = 64) -> list[MessageExt]:
+    def query_message_by_key(
+        self, topic: str, key: str, begin: int = 0, end: int = 2**63 - 1, max_num: int = 64
+    ) -> list[MessageExt]:
         found = self._query_index(topic, key, begin, end, max_num, unique=False)
         # The index matches on key hashes; keep only real matches.
         return [m for m in found if key in _keys_of(m)][:max_num]
 
-    def _query_index(self, topic: str, key: str, begin: int, end: int, max_num: int,
-                     unique: bool) -> list[MessageExt]:
-        fields = {"topic": topic, "key": key, "maxNum": max_num,
-                  "beginTimestamp": begin, "endTimestamp": end}
+    def _query_index(
+        self, topic: str, key: str, begin: int, end: int, max_num: int, unique: bool
+    ) -> list[MessageExt]:
+        fields = {"topic": topic, "key": key, "maxNum": max_num, "beginTimestamp": begin, "endTimestamp": end}
         if unique:
             fields[UNIQUE_MSG_QUERY_FLAG] = "true"
         messages: list[MessageExt] = []
@@ -771,9 +789,16 @@ class MQAdmin:
         messages.sort(key=_store_timestamp_of)
         return messages
 
-    def send_message(self, topic: str, body: bytes, tags: str | None = None, keys: str | None = None,
-                     broker_name: str | None = None, queue_id: int | None = None,
-                     producer_group: str = TOOLS_PRODUCER_GROUP) -> SendResult:
+    def send_message(
+        self,
+        topic: str,
+        body: bytes,
+        tags: str | None = None,
+        keys: str | None = None,
+        broker_name: str | None = None,
+        queue_id: int | None = None,
+        producer_group: str = TOOLS_PRODUCER_GROUP,
+    ) -> SendResult:
         """Send one test message to a chosen broker/queue or to a random writable queue."""
         route = self.topic_route(topic)
         broker_name, queue_id = _choose_queue(route, broker_name, queue_id)
@@ -785,20 +810,39 @@ class MQAdmin:
             props["TAGS"] = tags
         if keys:
             props["KEYS"] = keys
-        fields = {"producerGroup": producer_group, "topic": topic, "defaultTopic": "TBW102",
-                  "defaultTopicQueueNums": 4, "queueId": queue_id, "sysFlag": 0,
-                  "bornTimestamp": int(time.time() * 1000), "flag": 0,
-                  "properties": properties_to_string(props), "reconsumeTimes": 0}
+        fields = {
+            "producerGroup": producer_group,
+            "topic": topic,
+            "defaultTopic": "TBW102",
+            "defaultTopicQueueNums": 4,
+            "queueId": queue_id,
+            "sysFlag": 0,
+            "bornTimestamp": int(time.time() * 1000),
+            "flag": 0,
+            "properties": properties_to_string(props),
+            "reconsumeTimes": 0,
+        }
         reply = self._broker(addr, RequestCode.SEND_MESSAGE, fields, body)
         reply.raise_unless_success()
         ext = reply.ext_fields
-        return SendResult(send_status="SEND_OK", msg_id=props["UNIQ_KEY"],
-                          offset_msg_id=ext.get("msgId", ""), broker_name=broker_name,
-                          queue_id=_as_int(ext.get("queueId", queue_id)),
-                          queue_offset=_as_int(ext.get("queueOffset")))
+        return SendResult(
+            send_status="SEND_OK",
+            msg_id=props["UNIQ_KEY"],
+            offset_msg_id=ext.get("msgId", ""),
+            broker_name=broker_name,
+            queue_id=_as_int(ext.get("queueId", queue_id)),
+            queue_offset=_as_int(ext.get("queueOffset")),
+        )
 
-    def pull_messages(self, addr: str, topic: str, queue_id: int, offset: int, max_nums: int = 32,
-                      group: str = TOOLS_CONSUMER_GROUP) -> PullResult:
+    def pull_messages(
+        self,
+        addr: str,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_nums: int = 32,
+        group: str = TOOLS_CONSUMER_GROUP,
+    ) -> PullResult:
         """One non-blocking pull of up to ``max_nums`` messages, committing nothing."""
         fields = _pull_fields(group, topic, queue_id, offset, max_nums)
         reply = self._broker(addr, RequestCode.PULL_MESSAGE, fields)
@@ -807,12 +851,17 @@ class MQAdmin:
             reply.raise_unless_success()
         messages = _decode_messages(reply.body) if status == "FOUND" else []
         ext = reply.ext_fields
-        return PullResult(status=status or "FOUND", next_begin_offset=_as_int(ext.get("nextBeginOffset")),
-                          min_offset=_as_int(ext.get("minOffset")), max_offset=_as_int(ext.get("maxOffset")),
-                          messages=messages)
+        return PullResult(
+            status=status or "FOUND",
+            next_begin_offset=_as_int(ext.get("nextBeginOffset")),
+            min_offset=_as_int(ext.get("minOffset")),
+            max_offset=_as_int(ext.get("maxOffset")),
+            messages=messages,
+        )
 
-    def iter_queue_messages(self, addr: str, topic: str, queue_id: int, start: int, end: int,
-                            group: str = TOOLS_CONSUMER_GROUP) -> Iterator[MessageExt]:
+    def iter_queue_messages(
+        self, addr: str, topic: str, queue_id: int, start: int, end: int, group: str = TOOLS_CONSUMER_GROUP
+    ) -> Iterator[MessageExt]:
         """Messages of one queue from ``start`` up to (not including) ``end``."""
         offset = start
         while offset < end:
@@ -847,15 +896,17 @@ def _progress_rows(table: Any, broker_name: str) -> list[QueueConsumeProgress]:
     for mq, wrapper in _mq_table(table):
         broker_offset = _as_int(wrapper.get("brokerOffset"))
         consumer_offset = _as_int(wrapper.get("consumerOffset"))
-        rows.append(QueueConsumeProgress(
-            topic=mq.get("topic", ""),
-            broker_name=mq.get("brokerName", broker_name),
-            queue_id=int(mq.get("queueId", 0)),
-            broker_offset=broker_offset,
-            consumer_offset=consumer_offset,
-            diff=max(broker_offset - consumer_offset, 0),
-            last_timestamp=_as_int(wrapper.get("lastTimestamp")),
-        ))
+        rows.append(
+            QueueConsumeProgress(
+                topic=mq.get("topic", ""),
+                broker_name=mq.get("brokerName", broker_name),
+                queue_id=int(mq.get("queueId", 0)),
+                broker_offset=broker_offset,
+                consumer_offset=consumer_offset,
+                diff=max(broker_offset - consumer_offset, 0),
+                last_timestamp=_as_int(wrapper.get("lastTimestamp")),
+            )
+        )
     return rows
 
 
@@ -941,36 +992,48 @@ def _ext_value(value: Any) -> str:
 
 def _parse_broker_data(raw: dict[str, Any]) -> BrokerData:
     addrs = {int(k): str(v) for k, v in (raw.get("brokerAddrs") or {}).items()}
-    return BrokerData(cluster=str(raw.get("cluster", "")), broker_name=str(raw.get("brokerName", "")),
-                      broker_addrs=addrs)
+    return BrokerData(
+        cluster=str(raw.get("cluster", "")), broker_name=str(raw.get("brokerName", "")), broker_addrs=addrs
+    )
 
 
 def _parse_cluster_info(raw: dict[str, Any]) -> ClusterInfo:
     table = raw.get("brokerAddrTable") or {}
     brokers = {str(name): _parse_broker_data(data) for name, data in table.items()}
-    clusters = {str(name): sorted(str(b) for b in members)
-                for name, members in (raw.get("clusterAddrTable") or {}).items()}
+    clusters = {
+        str(name): sorted(str(b) for b in members)
+        for name, members in (raw.get("clusterAddrTable") or {}).items()
+    }
     return ClusterInfo(brokers=brokers, clusters=clusters)
 
 
 def _parse_topic_route(topic: str, raw: dict[str, Any]) -> TopicRoute:
     queues = [
-        QueueData(broker_name=str(q.get("brokerName", "")), read_queue_nums=_as_int(q.get("readQueueNums")),
-                  write_queue_nums=_as_int(q.get("writeQueueNums")), perm=_as_int(q.get("perm")),
-                  topic_sys_flag=_as_int(q.get("topicSysFlag")))
+        QueueData(
+            broker_name=str(q.get("brokerName", "")),
+            read_queue_nums=_as_int(q.get("readQueueNums")),
+            write_queue_nums=_as_int(q.get("writeQueueNums")),
+            perm=_as_int(q.get("perm")),
+            topic_sys_flag=_as_int(q.get("topicSysFlag")),
+        )
         for q in raw.get("queueDatas") or []
     ]
     brokers = [_parse_broker_data(b) for b in raw.get("brokerDatas") or []]
     queues.sort(key=lambda q: q.broker_name)
     brokers.sort(key=lambda b: b.broker_name)
-    return TopicRoute(topic=topic, queue_datas=queues, broker_datas=brokers,
-                      order_topic_conf=raw.get("orderTopicConf"))
+    return TopicRoute(
+        topic=topic, queue_datas=queues, broker_datas=brokers, order_topic_conf=raw.get("orderTopicConf")
+    )
 
 
 def _parse_connections(raw: Any) -> list[ClientConnection]:
     conns = [
-        ClientConnection(client_id=str(c.get("clientId", "")), client_addr=str(c.get("clientAddr", "")),
-                         language=str(c.get("language", "")), version=_as_int(c.get("version")))
+        ClientConnection(
+            client_id=str(c.get("clientId", "")),
+            client_addr=str(c.get("clientAddr", "")),
+            language=str(c.get("language", "")),
+            version=_as_int(c.get("version")),
+        )
         for c in raw or []
     ]
     return sorted(conns, key=lambda c: c.client_id)
@@ -978,8 +1041,11 @@ def _parse_connections(raw: Any) -> list[ClientConnection]:
 
 def _parse_consumer_connection(group: str, raw: dict[str, Any]) -> ConsumerConnection:
     subs = [
-        Subscription(topic=str(topic), sub_string=str(data.get("subString", "*")),
-                     expression_type=str(data.get("expressionType") or "TAG"))
+        Subscription(
+            topic=str(topic),
+            sub_string=str(data.get("subString", "*")),
+            expression_type=str(data.get("expressionType") or "TAG"),
+        )
         for topic, data in sorted((raw.get("subscriptionTable") or {}).items())
     ]
     return ConsumerConnection(
@@ -1008,12 +1074,16 @@ def _mq_fields(key: Any) -> dict[str, Any]:
     if isinstance(key, str):
         parsed = _loads_tolerant(key.encode("utf-8"))
         return parsed if isinstance(parsed, dict) else {}
-    return {"topic": getattr(key, "topic", ""), "brokerName": getattr(key, "broker_name", ""),
-            "queueId": getattr(key, "queue_id", 0)}
+    return {
+        "topic": getattr(key, "topic", ""),
+        "brokerName": getattr(key, "broker_name", ""),
+        "queueId": getattr(key, "queue_id", 0),
+    }
 
 
-def _create_topic_fields(topic: str, read_queue_nums: int, write_queue_nums: int, perm: int,
-                         order: bool) -> dict[str, Any]:
+def _create_topic_fields(
+    topic: str, read_queue_nums: int, write_queue_nums: int, perm: int, order: bool
+) -> dict[str, Any]:
     return {
         "topic": topic,
         "defaultTopic": "TBW102",
@@ -1109,9 +1179,15 @@ class _Connection:
     def request(self, code: int, ext_fields: dict[str, str], body: bytes | None) -> dict[str, Any]:
         with self._lock:
             self._opaque += 1
-            header = {"code": int(code), "language": "PYTHON", "version": _JAVA_LANGUAGE_VERSION,
-                      "opaque": self._opaque, "flag": 0, "extFields": ext_fields,
-                      "serializeTypeCurrentRPC": "JSON"}
+            header = {
+                "code": int(code),
+                "language": "PYTHON",
+                "version": _JAVA_LANGUAGE_VERSION,
+                "opaque": self._opaque,
+                "flag": 0,
+                "extFields": ext_fields,
+                "serializeTypeCurrentRPC": "JSON",
+            }
             raw_header = json.dumps(header, separators=(",", ":")).encode("utf-8")
             payload = body or b""
             frame = _FRAME_PREFIX.pack(4 + len(raw_header) + len(payload), len(raw_header))
@@ -1126,8 +1202,8 @@ class _Connection:
         (length,) = struct.unpack(">i", self._read_exact(4))
         data = self._read_exact(length)
         header_length = struct.unpack(">i", data[:4])[0] & 0xFFFFFF
-        header = json.loads(data[4:4 + header_length])
-        header["body"] = data[4 + header_length:] or None
+        header = json.loads(data[4 : 4 + header_length])
+        header["body"] = data[4 + header_length :] or None
         header.setdefault("flag", 0)
         header.setdefault("opaque", 0)
         return header
@@ -1155,8 +1231,14 @@ class _AdminWire:
         self._connections: dict[str, _Connection] = {}
         self._lock = threading.Lock()
 
-    def call(self, addr: str, code: int, fields: dict[str, Any] | None = None, body: bytes | None = None,
-             role: str = "broker") -> _Reply:
+    def call(
+        self,
+        addr: str,
+        code: int,
+        fields: dict[str, Any] | None = None,
+        body: bytes | None = None,
+        role: str = "broker",
+    ) -> _Reply:
         ext = {k: _ext_value(v) for k, v in (fields or {}).items() if v is not None}
         try:
             raw = self._connection(addr).request(code, ext, body)
@@ -1164,9 +1246,14 @@ class _AdminWire:
             self._drop(addr)
             error_type = NameServerUnreachableError if role == "name server" else BrokerUnreachableError
             raise error_type(addr, _describe_network_error(exc, self.timeout)) from None
-        return _Reply(role=role, addr=addr, code=int(raw.get("code", -1)), remark=raw.get("remark"),
-                      ext_fields={str(k): str(v) for k, v in (raw.get("extFields") or {}).items()},
-                      body=raw.get("body"))
+        return _Reply(
+            role=role,
+            addr=addr,
+            code=int(raw.get("code", -1)),
+            remark=raw.get("remark"),
+            ext_fields={str(k): str(v) for k, v in (raw.get("extFields") or {}).items()},
+            body=raw.get("body"),
+        )
 
     def _connection(self, addr: str) -> _Connection:
         if ":" not in addr:
@@ -1347,6 +1434,8 @@ def _choose_queue(route: TopicRoute, broker_name: str | None, queue_id: int | No
     if queue_id is None:
         queue_id = random.randrange(chosen.write_queue_nums)
     elif not 0 <= queue_id < chosen.write_queue_nums:
-        raise MQAdminError(f"queue {queue_id} does not exist on {chosen.broker_name} "
-                           f"(write queues 0..{chosen.write_queue_nums - 1})")
+        raise MQAdminError(
+            f"queue {queue_id} does not exist on {chosen.broker_name} "
+            f"(write queues 0..{chosen.write_queue_nums - 1})"
+        )
     return chosen.broker_name, queue_id

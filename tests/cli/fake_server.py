@@ -88,12 +88,19 @@ def _read_frame(conn: socket.socket) -> tuple[dict, bytes | None]:
     (length,) = struct.unpack(">i", _read_exact(conn, 4))
     data = _read_exact(conn, length)
     header_length = struct.unpack(">i", data[:4])[0] & 0xFFFFFF
-    return json.loads(data[4:4 + header_length]), data[4 + header_length:] or None
+    return json.loads(data[4 : 4 + header_length]), data[4 + header_length :] or None
 
 
 def _frame(opaque: int, code: int, ext: dict[str, object], body: bytes | None, remark: str | None) -> bytes:
-    header = {"code": code, "flag": 1, "opaque": opaque, "language": "JAVA", "version": 401,
-              "remark": remark, "extFields": {k: str(v) for k, v in ext.items()}}
+    header = {
+        "code": code,
+        "flag": 1,
+        "opaque": opaque,
+        "language": "JAVA",
+        "version": 401,
+        "remark": remark,
+        "extFields": {k: str(v) for k, v in ext.items()},
+    }
     raw = json.dumps(header).encode()
     payload = body or b""
     return struct.pack(">ii", 4 + len(raw) + len(payload), len(raw)) + raw + payload
@@ -109,11 +116,29 @@ def error(code: int, remark: str) -> Answer:
     return code, {}, None, remark
 
 
-def encode_stored_message(*, topic: str, queue_id: int, queue_offset: int, physical_offset: int,
-                          body: bytes, properties: dict[str, str], store_host: tuple[str, int],
-                          born_ts: int = 1_700_000_000_000, store_ts: int = 1_700_000_000_500) -> bytes:
+def encode_stored_message(
+    *,
+    topic: str,
+    queue_id: int,
+    queue_offset: int,
+    physical_offset: int,
+    body: bytes,
+    properties: dict[str, str],
+    store_host: tuple[str, int],
+    born_ts: int = 1_700_000_000_000,
+    store_ts: int = 1_700_000_000_500,
+) -> bytes:
     """A stored message as brokers put it in VIEW/QUERY/PULL bodies (the shared codec's layout)."""
-    message = MessageExt(topic=topic, body=body, properties=dict(properties), queue_id=queue_id,
-                         queue_offset=queue_offset, commitlog_offset=physical_offset, born_timestamp=born_ts,
-                         born_host=("10.0.0.9", 50000), store_timestamp=store_ts, store_host=store_host)
+    message = MessageExt(
+        topic=topic,
+        body=body,
+        properties=dict(properties),
+        queue_id=queue_id,
+        queue_offset=queue_offset,
+        commitlog_offset=physical_offset,
+        born_timestamp=born_ts,
+        born_host=("10.0.0.9", 50000),
+        store_timestamp=store_ts,
+        store_host=store_host,
+    )
     return bytes(encode_message(message))

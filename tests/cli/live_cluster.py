@@ -86,8 +86,11 @@ class LiveCluster:
 
 
 def start_cluster(workdir: Path, broker_names: tuple[str, ...] = ("broker-a", "broker-b")) -> LiveCluster:
-    namesrv = start([sys.executable, "-m", "broker.namesrv", "--listen-port", str(free_port())],
-                    re.compile(r"namesrv listening on (?P<addr>\S+)"), workdir)
+    namesrv = start(
+        [sys.executable, "-m", "broker.namesrv", "--listen-port", str(free_port())],
+        re.compile(r"namesrv listening on (?P<addr>\S+)"),
+        workdir,
+    )
     brokers: dict[str, Process] = {}
     try:
         for name in broker_names:
@@ -97,10 +100,20 @@ def start_cluster(workdir: Path, broker_names: tuple[str, ...] = ("broker-a", "b
                 f"storePathRootDir={workdir / name}\nautoCreateTopicEnable=true\n"
                 "autoCreateSubscriptionGroup=true\nmapedFileSizeCommitLog=4194304\n"
             )
-            argv = [sys.executable, "-m", "broker.server", "-c", str(conf), "--listen-port", str(free_port()),
-                    "-n", namesrv.addr]
-            brokers[name] = start(argv, re.compile(rf"broker {re.escape(name)} listening on (?P<addr>\S+)"),
-                                  workdir)
+            argv = [
+                sys.executable,
+                "-m",
+                "broker.server",
+                "-c",
+                str(conf),
+                "--listen-port",
+                str(free_port()),
+                "-n",
+                namesrv.addr,
+            ]
+            brokers[name] = start(
+                argv, re.compile(rf"broker {re.escape(name)} listening on (?P<addr>\S+)"), workdir
+            )
     except BaseException:
         LiveCluster(namesrv, brokers).stop()
         raise

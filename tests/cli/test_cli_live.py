@@ -82,7 +82,9 @@ def test_cluster_list_shows_both_brokers(cluster, capsys):
 
     rows = eventually(both_registered)
     assert {(r["cluster"], r["broker_name"], r["broker_id"]) for r in rows} == {
-        (CLUSTER, "broker-a", 0), (CLUSTER, "broker-b", 0)}
+        (CLUSTER, "broker-a", 0),
+        (CLUSTER, "broker-b", 0),
+    }
     assert {r["addr"] for r in rows} == {p.addr for p in cluster.brokers.values()}
     text = ok(capsys, "clusterList", "-n", n)
     assert text.splitlines()[0].startswith("#Cluster Name")
@@ -101,8 +103,10 @@ def test_update_topic_then_list_and_route(cluster, capsys):
         return route if len(route["queue_datas"]) == 2 else None
 
     route = eventually(full_route)
-    assert {(q["broker_name"], q["read_queue_nums"], q["write_queue_nums"], q["perm"])
-            for q in route["queue_datas"]} == {("broker-a", 3, 3, 6), ("broker-b", 3, 3, 6)}
+    assert {
+        (q["broker_name"], q["read_queue_nums"], q["write_queue_nums"], q["perm"])
+        for q in route["queue_datas"]
+    } == {("broker-a", 3, 3, 6), ("broker-b", 3, 3, 6)}
     table = ok(capsys, "topicRoute", "-n", n, "-t", TOPIC)
     assert table.splitlines()[-1].split() == ["Total:", "2", "6", "6"]
 
@@ -112,8 +116,26 @@ def test_send_messages_then_topic_status(cluster, capsys, sent):
     results = []
     for i in range(MESSAGES):
         broker = "broker-a" if i % 2 == 0 else "broker-b"
-        results.append(ok_json(capsys, "sendMessage", "-n", n, "-t", TOPIC, "-p", f"body-{i}",
-                               "-k", f"key-{i}", "-c", "TagA", "-b", broker, "-i", "0"))
+        results.append(
+            ok_json(
+                capsys,
+                "sendMessage",
+                "-n",
+                n,
+                "-t",
+                TOPIC,
+                "-p",
+                f"body-{i}",
+                "-k",
+                f"key-{i}",
+                "-c",
+                "TagA",
+                "-b",
+                broker,
+                "-i",
+                "0",
+            )
+        )
     assert all(r["send_status"] == "SEND_OK" for r in results)
     sent["results"] = results
     sent["since"] = int(time.time() * 1000) - 60_000
@@ -150,8 +172,9 @@ def test_consume_message_prints_what_was_sent(cluster, capsys):
     n = cluster.namesrv_addr
     data = ok_json(capsys, "consumeMessage", "-n", n, "-t", TOPIC)
     assert sorted(m["body"] for m in data["messages"]) == sorted(f"body-{i}" for i in range(MESSAGES))
-    text = ok(capsys, "consumeMessage", "-n", n, "-t", TOPIC, "-b", "broker-b", "-i", "0", "-o", "1",
-              "-c", "1")
+    text = ok(
+        capsys, "consumeMessage", "-n", n, "-t", TOPIC, "-b", "broker-b", "-i", "0", "-o", "1", "-c", "1"
+    )
     assert "body-3" in text and "1 message(s)" in text
 
 
@@ -169,7 +192,9 @@ def test_sub_group_progress_and_reset(cluster, capsys, sent):
     assert "Consume Diff Total" in ok(capsys, "consumerProgress", "-n", n, "-g", GROUP, "-t", TOPIC)
     reset = ok_json(capsys, "resetOffsetByTime", "-n", n, "-g", GROUP, "-t", TOPIC, "-s", str(sent["since"]))
     assert {(e["broker_name"], e["queue_id"], e["offset"]) for e in reset["offsets"]} >= {
-        ("broker-a", 0, 0), ("broker-b", 0, 0)}
+        ("broker-a", 0, 0),
+        ("broker-b", 0, 0),
+    }
     after = ok_json(capsys, "consumerProgress", "-n", n, "-g", GROUP, "-t", TOPIC)
     assert after["diff_total"] == MESSAGES
     groups = ok_json(capsys, "topicList", "-n", n, "-c")["topics"]
@@ -205,10 +230,18 @@ def test_delete_group_and_topic(cluster, capsys):
 
 
 def test_as_a_subprocess(cluster):
-    proc = subprocess.run([sys.executable, "-m", "broker.cli", "clusterList", "-n", cluster.namesrv_addr,
-                           "--json"], capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        [sys.executable, "-m", "broker.cli", "clusterList", "-n", cluster.namesrv_addr, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert proc.returncode == 0, proc.stderr
     assert len(json.loads(proc.stdout)["brokers"]) == 2
-    proc = subprocess.run([sys.executable, "-m", "broker.cli", "updateTopic", "-n", cluster.namesrv_addr,
-                           "-t", "X"], capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        [sys.executable, "-m", "broker.cli", "updateTopic", "-n", cluster.namesrv_addr, "-t", "X"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert proc.returncode == 2 and "-b" in proc.stderr

@@ -17,10 +17,25 @@ from broker.cli_commands.versions import version_desc
 from broker.client.admin import parse_timestamp
 
 REQUIRED_COMMANDS = {
-    "clusterList", "topicList", "updateTopic", "deleteTopic", "topicRoute", "topicStatus",
-    "updateSubGroup", "deleteSubGroup", "consumerProgress", "consumerConnection", "producerConnection",
-    "queryMsgById", "queryMsgByKey", "resetOffsetByTime", "sendMessage", "consumeMessage",
-    "brokerStatus", "getBrokerConfig", "updateBrokerConfig",
+    "clusterList",
+    "topicList",
+    "updateTopic",
+    "deleteTopic",
+    "topicRoute",
+    "topicStatus",
+    "updateSubGroup",
+    "deleteSubGroup",
+    "consumerProgress",
+    "consumerConnection",
+    "producerConnection",
+    "queryMsgById",
+    "queryMsgByKey",
+    "resetOffsetByTime",
+    "sendMessage",
+    "consumeMessage",
+    "brokerStatus",
+    "getBrokerConfig",
+    "updateBrokerConfig",
 }
 
 
@@ -45,19 +60,22 @@ def test_subcommand_dash_h_exits_zero(capsys):
     assert "--topic" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("argv", [
-    ["noSuchCommand"],
-    ["updateTopic", "-b", "127.0.0.1:1"],  # -t missing
-    ["updateTopic", "-t", "T", "-n", "127.0.0.1:9"],  # neither -b nor -c
-    ["updateTopic", "-t", "T", "-b", "a:1", "-c", "C"],  # both -b and -c
-    ["updateTopic", "-t", "T", "-b", "a:1", "-p", "5"],  # bad perm
-    ["updateTopic", "-t", "T", "-b", "a:1", "-r", "many"],
-    ["updateSubGroup", "-g", "G", "-b", "a:1", "-s", "maybe"],
-    ["resetOffsetByTime", "-g", "G", "-t", "T", "-s", "yesterday"],
-    ["consumeMessage", "-t", "T", "-i", "1"],  # queue id without broker
-    ["topicList", "--bogus"],
-    ["help", "nothing"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["noSuchCommand"],
+        ["updateTopic", "-b", "127.0.0.1:1"],  # -t missing
+        ["updateTopic", "-t", "T", "-n", "127.0.0.1:9"],  # neither -b nor -c
+        ["updateTopic", "-t", "T", "-b", "a:1", "-c", "C"],  # both -b and -c
+        ["updateTopic", "-t", "T", "-b", "a:1", "-p", "5"],  # bad perm
+        ["updateTopic", "-t", "T", "-b", "a:1", "-r", "many"],
+        ["updateSubGroup", "-g", "G", "-b", "a:1", "-s", "maybe"],
+        ["resetOffsetByTime", "-g", "G", "-t", "T", "-s", "yesterday"],
+        ["consumeMessage", "-t", "T", "-i", "1"],  # queue id without broker
+        ["topicList", "--bogus"],
+        ["help", "nothing"],
+    ],
+)
 def test_bad_command_lines_exit_2_with_a_message(argv, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -99,12 +117,14 @@ def test_name_server_address_comes_from_the_environment(capsys, monkeypatch):
 
 
 def test_module_entry_point_runs_as_a_subprocess():
-    proc = subprocess.run([sys.executable, "-m", "broker.cli", "help"], capture_output=True, text=True,
-                          timeout=30)
+    proc = subprocess.run(
+        [sys.executable, "-m", "broker.cli", "help"], capture_output=True, text=True, timeout=30
+    )
     assert proc.returncode == 0
     assert "resetOffsetByTime" in proc.stdout
-    proc = subprocess.run([sys.executable, "-m", "broker.cli", "topicRoute"], capture_output=True,
-                          text=True, timeout=30)
+    proc = subprocess.run(
+        [sys.executable, "-m", "broker.cli", "topicRoute"], capture_output=True, text=True, timeout=30
+    )
     assert proc.returncode == 2
     assert "--topic" in proc.stderr or "-t" in proc.stderr
 
@@ -131,4 +151,3 @@ def test_format_millis_and_versions():
     assert version_desc(401) == "V4_9_4"
     assert version_desc(413) == "V5_0_0"
     assert version_desc(412) == "V5_0_0_SNAPSHOT"
-
