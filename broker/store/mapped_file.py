@@ -12,7 +12,6 @@ import os
 import threading
 from pathlib import Path
 
-PAGE_SIZE = mmap.PAGESIZE
 _ZERO_CHUNK = bytes(1 << 20)
 
 
@@ -27,13 +26,13 @@ class MappedFile:
         self.path = path
         self.file_from_offset = file_from_offset
         self.file_size = file_size
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            if os.fstat(fd).st_size != file_size:
-                os.ftruncate(fd, file_size)
-            self._mmap = mmap.mmap(fd, file_size)
-        finally:
-            os.close(fd)
+        # The descriptor stays open: fdatasync on it releases the GIL (mmap.flush does not), so
+        # writers keep appending while the group-commit thread waits on the disk. On Linux it
+        # writes back pages dirtied through the shared mapping as well.
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        if os.fstat(self._fd).st_size != file_size:
+            os.ftruncate(self._fd, file_size)
+        self._mmap = mmap.mmap(self._fd, file_size)
         self.view = memoryview(self._mmap)
         self.wrote_position = 0
         self.flushed_position = 0
@@ -62,11 +61,10 @@ class MappedFile:
         return self._mmap[pos : pos + size]
 
     def flush(self) -> int:
-        """msync what was written since the last flush; return the flushed position."""
-        start, end = self.flushed_position, self.wrote_position
-        if end > start:
-            aligned = start - start % PAGE_SIZE
-            self._mmap.flush(aligned, end - aligned)
+        """Make what was written so far durable; return the flushed position."""
+        end = self.wrote_position
+        if end > self.flushed_position:
+            os.fdatasync(self._fd)
             self.flushed_position = end
         return self.flushed_position
 
@@ -91,6 +89,7 @@ class MappedFile:
         if self._mmap.closed:
             return
         self.flush()
+        os.close(self._fd)
         self.view.release()
         try:
             self._mmap.close()
