@@ -1,0 +1,119 @@
+"""Remoting clients: an asyncio one with a connection per address, and a blocking facade.
+
+The SDK, the CLI and the console call brokers and name servers through these. Server-initiated
+requests (the broker notifying a consumer) reach the processors registered here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+
+from .command import RemotingCommand
+from .connection import Handler, ProcessorTable, RemotingConnection
+from .errors import RemotingConnectError
+
+DEFAULT_TIMEOUT_MS = 3000
+CONNECT_TIMEOUT_S = 3
+
+
+def split_addr(addr: str) -> tuple[str, int]:
+    host, sep, port = addr.rpartition(":")
+    if not sep or not port.isdigit():
+        raise RemotingConnectError(addr, "the address must be host:port")
+    return host.strip("[]"), int(port)
+
+
+class RemotingClient:
+    def __init__(self) -> None:
+        self.processors = ProcessorTable()
+        self._connections: dict[str, RemotingConnection] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def register_processor(self, code: int, handler: Handler) -> None:
+        self.processors.register(code, handler)
+
+    async def connection(self, addr: str) -> RemotingConnection:
+        existing = self._connections.get(addr)
+        if existing is not None and existing.is_open:
+            return existing
+        lock = self._locks.setdefault(addr, asyncio.Lock())
+        async with lock:
+            existing = self._connections.get(addr)
+            if existing is not None and existing.is_open:
+                return existing
+            host, port = split_addr(addr)
+            loop = asyncio.get_running_loop()
+            try:
+                _, connection = await asyncio.wait_for(
+                    loop.create_connection(lambda: RemotingConnection(self.processors), host, port),
+                    CONNECT_TIMEOUT_S,
+                )
+            except (OSError, TimeoutError) as exc:
+                raise RemotingConnectError(addr, str(exc) or type(exc).__name__) from None
+            self._connections[addr] = connection
+            return connection
+
+    async def invoke(
+        self, addr: str, request: RemotingCommand, timeout_ms: int = DEFAULT_TIMEOUT_MS
+    ) -> RemotingCommand:
+        connection = await self.connection(addr)
+        return await connection.invoke(request, timeout_ms)
+
+    async def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
+        connection = await self.connection(addr)
+        connection.invoke_oneway(request)
+
+    def close_connection(self, addr: str) -> None:
+        connection = self._connections.pop(addr, None)
+        if connection is not None:
+            connection.close()
+
+    async def close(self) -> None:
+        for connection in list(self._connections.values()):
+            connection.close()
+        self._connections.clear()
+
+
+class EventLoopThread:
+    """An asyncio loop on a daemon thread, for blocking APIs over the async core."""
+
+    def __init__(self, name: str = "remoting-loop") -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
+        self._thread.start()
+
+    def run(self, coro: Coroutine, timeout: float | None = None):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def stop(self) -> None:
+        if self.loop.is_running():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(timeout=5)
+
+
+class SyncRemotingClient:
+    """Blocking calls over a ``RemotingClient`` that lives on its own loop thread."""
+
+    def __init__(self) -> None:
+        self._loop_thread = EventLoopThread("sync-remoting-client")
+        self.client: RemotingClient = self._loop_thread.run(self._make())
+
+    @staticmethod
+    async def _make() -> RemotingClient:
+        return RemotingClient()
+
+    def invoke(
+        self, addr: str, request: RemotingCommand, timeout_ms: int = DEFAULT_TIMEOUT_MS
+    ) -> RemotingCommand:
+        return self._loop_thread.run(self.client.invoke(addr, request, timeout_ms))
+
+    def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
+        self._loop_thread.run(self.client.invoke_oneway(addr, request))
+
+    def close(self) -> None:
+        try:
+            self._loop_thread.run(self.client.close(), timeout=5)
+        finally:
+            self._loop_thread.stop()

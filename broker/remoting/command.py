@@ -1,0 +1,103 @@
+"""``RemotingCommand``: one request or response of RocketMQ's remoting protocol."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+from .codes import LanguageCode, ResponseCode
+
+RPC_TYPE_RESPONSE = 0x1
+RPC_ONEWAY = 0x2
+PROTOCOL_VERSION = 399  # RocketMQ 4.9.x clients send a version of this order
+
+SERIALIZE_JSON = 0
+SERIALIZE_ROCKETMQ = 1
+
+_opaque_counter = itertools.count(1)
+
+
+@dataclass(slots=True)
+class RemotingCommand:
+    code: int
+    language: int = LanguageCode.PYTHON
+    version: int = PROTOCOL_VERSION
+    opaque: int = 0
+    flag: int = 0
+    remark: str | None = None
+    ext_fields: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    serialize_type: int = SERIALIZE_JSON
+
+    @property
+    def is_response(self) -> bool:
+        return bool(self.flag & RPC_TYPE_RESPONSE)
+
+    @property
+    def is_oneway(self) -> bool:
+        return bool(self.flag & RPC_ONEWAY)
+
+    @property
+    def ok(self) -> bool:
+        return self.code == ResponseCode.SUCCESS
+
+    def field(self, name: str, default: str | None = None) -> str | None:
+        return self.ext_fields.get(name, default)
+
+    def int_field(self, name: str, default: int | None = None) -> int:
+        """An integer header field; a missing or malformed one raises ValueError with its name."""
+        raw = self.ext_fields.get(name)
+        if raw is None or raw == "":
+            if default is None:
+                raise ValueError(f"the request header lacks the field {name!r}")
+            return default
+        try:
+            return int(raw)
+        except ValueError:
+            raise ValueError(f"the request header field {name!r}={raw!r} is not a number") from None
+
+    def bool_field(self, name: str, default: bool = False) -> bool:
+        raw = self.ext_fields.get(name)
+        return default if raw is None else raw.lower() == "true"
+
+
+def _stringify(fields: dict | None) -> dict[str, str]:
+    if not fields:
+        return {}
+    out = {}
+    for key, value in fields.items():
+        if value is None:
+            continue
+        out[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
+    return out
+
+
+def create_request(
+    code: int, ext_fields: dict | None = None, body: bytes = b"", oneway: bool = False
+) -> RemotingCommand:
+    return RemotingCommand(
+        code=int(code),
+        opaque=next(_opaque_counter),
+        flag=RPC_ONEWAY if oneway else 0,
+        ext_fields=_stringify(ext_fields),
+        body=body,
+    )
+
+
+def response_to(
+    request: RemotingCommand,
+    code: int = ResponseCode.SUCCESS,
+    remark: str | None = None,
+    ext_fields: dict | None = None,
+    body: bytes = b"",
+) -> RemotingCommand:
+    """A response matching ``request`` (same opaque and serialisation)."""
+    return RemotingCommand(
+        code=int(code),
+        opaque=request.opaque,
+        flag=RPC_TYPE_RESPONSE,
+        remark=remark,
+        ext_fields=_stringify(ext_fields),
+        body=body,
+        serialize_type=request.serialize_type,
+    )

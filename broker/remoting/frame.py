@@ -1,0 +1,183 @@
+"""Frames and headers on the wire.
+
+    frame  = total length (4, excludes itself) | header length (4) | header | body
+    header length: high byte = serialisation (0 JSON, 1 ROCKETMQ), low 3 bytes = length
+
+The ROCKETMQ binary header is: code 2 | language 1 | version 2 | opaque 4 | flag 4
+| remark length 4 + remark | extFields length 4 + (key length 2 + key, value length 4 + value)*.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import orjson
+
+from .codes import LanguageCode
+from .command import SERIALIZE_JSON, SERIALIZE_ROCKETMQ, RemotingCommand
+from .errors import FrameError
+
+LENGTHS = struct.Struct(">ii")
+BINARY_FIXED = struct.Struct(">hbhii")
+INT = struct.Struct(">i")
+SHORT = struct.Struct(">h")
+DEFAULT_MAX_FRAME = 16 * 1024 * 1024 + 1024 * 1024
+_LANGUAGE_NAMES = {code.name: int(code) for code in LanguageCode}
+_LANGUAGE_OF = {int(code): code.name for code in LanguageCode}
+
+
+# -- headers ---------------------------------------------------------------------------------
+def encode_header(cmd: RemotingCommand) -> bytes:
+    if cmd.serialize_type == SERIALIZE_ROCKETMQ:
+        return _encode_binary(cmd)
+    header = {
+        "code": cmd.code,
+        "language": _LANGUAGE_OF.get(cmd.language, "OTHER"),
+        "version": cmd.version,
+        "opaque": cmd.opaque,
+        "flag": cmd.flag,
+        "serializeTypeCurrentRPC": "JSON",
+    }
+    if cmd.remark is not None:
+        header["remark"] = cmd.remark
+    if cmd.ext_fields:
+        header["extFields"] = cmd.ext_fields
+    return orjson.dumps(header)
+
+
+def _encode_binary(cmd: RemotingCommand) -> bytes:
+    remark = (cmd.remark or "").encode()
+    fields = b"".join(
+        SHORT.pack(len(k := key.encode())) + k + INT.pack(len(v := value.encode())) + v
+        for key, value in cmd.ext_fields.items()
+    )
+    return b"".join((
+        BINARY_FIXED.pack(cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag),
+        INT.pack(len(remark)), remark, INT.pack(len(fields)), fields,
+    ))  # fmt: skip
+
+
+def decode_header(raw: bytes, serialize_type: int) -> RemotingCommand:
+    if serialize_type == SERIALIZE_JSON:
+        return _decode_json(raw)
+    if serialize_type == SERIALIZE_ROCKETMQ:
+        return _decode_binary(raw)
+    raise FrameError(f"unknown serialisation type {serialize_type}")
+
+
+def _decode_json(raw: bytes) -> RemotingCommand:
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise FrameError(f"the header is not valid JSON: {exc}") from None
+    if not isinstance(data, dict) or "code" not in data:
+        raise FrameError("the JSON header has no request code")
+    try:
+        ext = data.get("extFields") or {}
+        if not isinstance(ext, dict):
+            raise FrameError("extFields is not an object")
+        return RemotingCommand(
+            code=int(data["code"]),
+            language=_language(data.get("language", "JAVA")),
+            version=int(data.get("version", 0)),
+            opaque=int(data.get("opaque", 0)),
+            flag=int(data.get("flag", 0)),
+            remark=None if data.get("remark") is None else str(data["remark"]),
+            # Java peers coerce header values to strings: numbers and booleans arrive either way.
+            ext_fields={str(k): _as_text(v) for k, v in ext.items() if v is not None},
+            serialize_type=SERIALIZE_JSON,
+        )
+    except (TypeError, ValueError) as exc:
+        raise FrameError(f"bad JSON header field: {exc}") from None
+
+
+def _as_text(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value if isinstance(value, str) else str(value)
+
+
+def _language(value) -> int:
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        if value.isdigit():
+            return int(value)
+        return _LANGUAGE_NAMES.get(value.upper(), int(LanguageCode.OTHER))
+    return int(LanguageCode.OTHER)
+
+
+def _decode_binary(raw: bytes) -> RemotingCommand:
+    try:
+        code, language, version, opaque, flag = BINARY_FIXED.unpack_from(raw, 0)
+        pos = BINARY_FIXED.size
+        remark_len = INT.unpack_from(raw, pos)[0]
+        pos += 4
+        remark = _text(raw, pos, remark_len) if remark_len > 0 else None
+        pos += max(remark_len, 0)
+        fields_len = INT.unpack_from(raw, pos)[0]
+        pos += 4
+        fields = _binary_fields(raw, pos, fields_len) if fields_len > 0 else {}
+    except struct.error as exc:
+        raise FrameError(f"truncated binary header: {exc}") from None
+    return RemotingCommand(code, language, version, opaque, flag, remark, fields, b"", SERIALIZE_ROCKETMQ)
+
+
+def _text(raw: bytes, pos: int, length: int) -> str:
+    if pos + length > len(raw) or length < 0:
+        raise FrameError("a binary header string overruns the header")
+    try:
+        return raw[pos : pos + length].decode()
+    except UnicodeDecodeError:
+        raise FrameError("a binary header string is not UTF-8") from None
+
+
+def _binary_fields(raw: bytes, pos: int, length: int) -> dict[str, str]:
+    end = pos + length
+    if end > len(raw):
+        raise FrameError("extFields overrun the binary header")
+    fields = {}
+    while pos < end:
+        key_len = SHORT.unpack_from(raw, pos)[0]
+        key = _text(raw, pos + 2, key_len)
+        pos += 2 + key_len
+        value_len = INT.unpack_from(raw, pos)[0]
+        fields[key] = _text(raw, pos + 4, value_len)
+        pos += 4 + value_len
+    return fields
+
+
+# -- frames ----------------------------------------------------------------------------------
+def encode_frame(cmd: RemotingCommand) -> bytes:
+    header = encode_header(cmd)
+    body = cmd.body or b""
+    marked = (cmd.serialize_type << 24) | len(header)
+    return b"".join((LENGTHS.pack(4 + len(header) + len(body), marked), header, body))
+
+
+class FrameDecoder:
+    """Incremental decoder: feed bytes as they arrive, get complete commands back."""
+
+    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+        self.max_frame = max_frame
+        self._buffer = bytearray()
+
+    def feed(self, data: bytes) -> list[RemotingCommand]:
+        buffer = self._buffer
+        buffer += data
+        commands = []
+        while len(buffer) >= 8:
+            total, marked = LENGTHS.unpack_from(buffer, 0)
+            if total < 4 or total > self.max_frame:
+                raise FrameError(f"frame length {total} is outside 4..{self.max_frame}")
+            serialize_type, header_len = (marked >> 24) & 0xFF, marked & 0xFFFFFF
+            if header_len > total - 4:
+                raise FrameError(f"header length {header_len} exceeds the frame length {total}")
+            if len(buffer) < 4 + total:
+                break
+            header = bytes(buffer[8 : 8 + header_len])
+            cmd = decode_header(header, serialize_type)
+            cmd.body = bytes(buffer[8 + header_len : 4 + total])
+            del buffer[: 4 + total]
+            commands.append(cmd)
+        return commands

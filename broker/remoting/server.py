@@ -1,0 +1,64 @@
+"""asyncio remoting server: a listening socket and a table of request processors."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from .command import RemotingCommand
+from .connection import Handler, ProcessorTable, RemotingConnection
+from .frame import DEFAULT_MAX_FRAME
+
+log = logging.getLogger(__name__)
+
+
+class RemotingServer:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+        self.host = host
+        self.port = port
+        self.max_frame = max_frame
+        self.processors = ProcessorTable()
+        self.connections: set[RemotingConnection] = set()
+        self.close_listeners: list[Callable[[RemotingConnection], None]] = []
+        self._server: asyncio.AbstractServer | None = None
+
+    def register_processor(self, code: int, handler: Handler) -> None:
+        self.processors.register(code, handler)
+
+    def register_default_processor(self, handler: Handler) -> None:
+        self.processors.default = handler
+
+    async def start(self) -> int:
+        """Listen; return the bound port (useful with port 0)."""
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            self._new_connection, self.host, self.port, reuse_address=True
+        )
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self.port
+
+    def _new_connection(self) -> RemotingConnection:
+        connection = RemotingConnection(self.processors, self._connection_closed, self.max_frame)
+        self.connections.add(connection)
+        return connection
+
+    def _connection_closed(self, connection: RemotingConnection) -> None:
+        self.connections.discard(connection)
+        for listener in self.close_listeners:
+            try:
+                listener(connection)
+            except Exception:
+                log.exception("connection-closed listener failed")
+
+    async def invoke(self, connection: RemotingConnection, request: RemotingCommand, timeout_ms: int):
+        """Send a request to a connected client and await its response."""
+        return await connection.invoke(request, timeout_ms)
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            for connection in list(self.connections):
+                connection.close()
+            await self._server.wait_closed()
+            self._server = None
