@@ -1,0 +1,84 @@
+"""The one loader of RocketMQ-style ``key=value`` files (``broker.conf``, ``namesrv.conf``).
+
+Java ``Properties`` syntax as operators write it: ``#`` or ``!`` comments, blank lines, ``=`` or
+``:`` separators, surrounding whitespace ignored. Values stay strings; typed readers convert
+them with errors that name the key.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class ConfError(ValueError):
+    """A setting that cannot be used, with the file and key named."""
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line[0] in "#!":
+            continue
+        separators = [i for i in (line.find("="), line.find(":")) if i > 0]
+        if not separators:
+            values[line] = ""
+            continue
+        cut = min(separators)
+        values[line[:cut].strip()] = line[cut + 1 :].strip()
+    return values
+
+
+def load_conf(path: str | Path | None, overrides: dict[str, str] | None = None) -> dict[str, str]:
+    """Settings from ``path`` (when given) with ``overrides`` (from the command line) on top."""
+    values: dict[str, str] = {}
+    if path:
+        try:
+            values = parse_properties(Path(path).read_text())
+        except OSError as exc:
+            raise ConfError(f"cannot read the configuration file {path}: {exc.strerror}") from None
+    values.update({k: str(v) for k, v in (overrides or {}).items() if v is not None})
+    return values
+
+
+def get_int(values: dict[str, str], key: str, default: int) -> int:
+    raw = values.get(key)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfError(f"{key}={raw!r} is not a whole number") from None
+
+
+def get_bool(values: dict[str, str], key: str, default: bool) -> bool:
+    raw = values.get(key)
+    if raw is None or raw == "":
+        return default
+    if raw.lower() not in ("true", "false"):
+        raise ConfError(f"{key}={raw!r} must be true or false")
+    return raw.lower() == "true"
+
+
+def get_list(values: dict[str, str], key: str) -> list[str]:
+    """A ``;``-separated list (namesrvAddr)."""
+    return [item.strip() for item in values.get(key, "").split(";") if item.strip()]
+
+
+def write_properties(path: str | Path, updates: dict[str, str]) -> None:
+    """Rewrite ``path`` with ``updates`` applied, keeping comments and other lines as they were."""
+    path = Path(path)
+    lines = path.read_text().splitlines() if path.exists() else []
+    pending = dict(updates)
+    out = []
+    for line in lines:
+        stripped = line.strip()
+        key = next(iter(parse_properties(stripped)), None) if stripped and stripped[0] not in "#!" else None
+        if key in pending:
+            out.append(f"{key}={pending.pop(key)}")
+        else:
+            out.append(line)
+    out.extend(f"{key}={value}" for key, value in pending.items())
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("\n".join(out) + "\n")
+    tmp.replace(path)

@@ -1,0 +1,149 @@
+"""Request handlers of the name server, one per RocketMQ request code it serves."""
+
+from __future__ import annotations
+
+import logging
+
+import orjson
+
+from broker.remoting import fastjson
+from broker.remoting.codes import RequestCode, ResponseCode
+from broker.remoting.command import RemotingCommand, response_to
+from broker.remoting.server import RemotingServer
+
+from .kv_config import ORDER_TOPIC_NAMESPACE, KVConfigManager
+from .route_info import Registration, RouteInfoManager
+
+log = logging.getLogger(__name__)
+
+
+def _json(data) -> bytes:
+    return orjson.dumps(data)
+
+
+class NamesrvProcessor:
+    def __init__(self, routes: RouteInfoManager, kv: KVConfigManager) -> None:
+        self.routes = routes
+        self.kv = kv
+
+    def register_all(self, server: RemotingServer) -> None:
+        handlers = {
+            RequestCode.REGISTER_BROKER: self.register_broker,
+            RequestCode.UNREGISTER_BROKER: self.unregister_broker,
+            RequestCode.GET_ROUTEINFO_BY_TOPIC: self.get_route,
+            RequestCode.GET_BROKER_CLUSTER_INFO: self.cluster_info,
+            RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER: self.all_topics,
+            RequestCode.GET_TOPICS_BY_CLUSTER: self.topics_by_cluster,
+            RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS: self.system_topics,
+            RequestCode.DELETE_TOPIC_IN_NAMESRV: self.delete_topic,
+            RequestCode.WIPE_WRITE_PERM_OF_BROKER: self.wipe_write_perm,
+            RequestCode.QUERY_DATA_VERSION: self.query_data_version,
+            RequestCode.PUT_KV_CONFIG: self.put_kv,
+            RequestCode.GET_KV_CONFIG: self.get_kv,
+            RequestCode.DELETE_KV_CONFIG: self.delete_kv,
+            RequestCode.GET_KVLIST_BY_NAMESPACE: self.kv_list,
+        }
+        for code, handler in handlers.items():
+            server.register_processor(code, handler)
+        server.close_listeners.append(self.routes.remove_connection)
+
+    # -- brokers ------------------------------------------------------------------------------
+    async def register_broker(self, conn, request: RemotingCommand) -> RemotingCommand:
+        if request.bool_field("compressed"):
+            remark = "compressed registration is not supported; set compressedRegister=false"
+            return response_to(request, ResponseCode.SYSTEM_ERROR, remark)
+        body = fastjson.loads(request.body) if request.body else {}
+        wrapper = (body or {}).get("topicConfigSerializeWrapper") or {}
+        reg = Registration(
+            cluster=request.field("clusterName") or "DefaultCluster",
+            broker_name=_required(request, "brokerName"),
+            broker_addr=_required(request, "brokerAddr"),
+            broker_id=request.int_field("brokerId"),
+            ha_server_addr=request.field("haServerAddr") or "",
+            topic_configs=wrapper.get("topicConfigTable") or {},
+            data_version=wrapper.get("dataVersion") or {},
+            connection=conn,
+        )
+        master = self.routes.register(reg)
+        order_conf = self.kv.namespace(ORDER_TOPIC_NAMESPACE)
+        return response_to(request, ext_fields={"haServerAddr": reg.ha_server_addr, "masterAddr": master},
+                           body=_json({"table": order_conf}))  # fmt: skip
+
+    async def unregister_broker(self, conn, request: RemotingCommand) -> RemotingCommand:
+        self.routes.unregister(request.field("clusterName") or "", _required(request, "brokerName"),
+                               _required(request, "brokerAddr"), request.int_field("brokerId"))  # fmt: skip
+        return response_to(request)
+
+    async def query_data_version(self, conn, request: RemotingCommand) -> RemotingCommand:
+        addr = _required(request, "brokerAddr")
+        theirs = fastjson.loads(request.body) if request.body else None
+        ours = self.routes.data_version_of(addr)
+        changed = ours is None or theirs != ours
+        self.routes.touch(addr)
+        return response_to(request, ext_fields={"changed": changed}, body=_json(ours) if ours else b"")
+
+    async def wipe_write_perm(self, conn, request: RemotingCommand) -> RemotingCommand:
+        count = self.routes.wipe_write_perm(_required(request, "brokerName"))
+        return response_to(request, ext_fields={"wipeTopicCount": count})
+
+    # -- routes -------------------------------------------------------------------------------
+    async def get_route(self, conn, request: RemotingCommand) -> RemotingCommand:
+        topic = _required(request, "topic")
+        route = self.routes.topic_route(topic, self.kv.get(ORDER_TOPIC_NAMESPACE, topic))
+        if route is None:
+            return response_to(request, ResponseCode.TOPIC_NOT_EXIST,
+                               f"No topic route info in name server for the topic: {topic}")  # fmt: skip
+        return response_to(request, body=_json(route))
+
+    async def cluster_info(self, conn, request: RemotingCommand) -> RemotingCommand:
+        return response_to(request, body=_json(self.routes.cluster_info()))
+
+    async def all_topics(self, conn, request: RemotingCommand) -> RemotingCommand:
+        return response_to(request, body=_json({"topicList": self.routes.all_topics()}))
+
+    async def topics_by_cluster(self, conn, request: RemotingCommand) -> RemotingCommand:
+        topics = self.routes.topics_of_cluster(_required(request, "cluster"))
+        return response_to(request, body=_json({"topicList": topics}))
+
+    async def system_topics(self, conn, request: RemotingCommand) -> RemotingCommand:
+        info = self.routes.cluster_info()
+        names = sorted(set(info["clusterAddrTable"]) | set(info["brokerAddrTable"]))
+        return response_to(request, body=_json({"topicList": names}))
+
+    async def delete_topic(self, conn, request: RemotingCommand) -> RemotingCommand:
+        self.routes.delete_topic(_required(request, "topic"))
+        return response_to(request)
+
+    # -- KV config ----------------------------------------------------------------------------
+    async def put_kv(self, conn, request: RemotingCommand) -> RemotingCommand:
+        self.kv.put(_required(request, "namespace"), _required(request, "key"), request.field("value") or "")
+        return response_to(request)
+
+    async def get_kv(self, conn, request: RemotingCommand) -> RemotingCommand:
+        namespace, key = _required(request, "namespace"), _required(request, "key")
+        value = self.kv.get(namespace, key)
+        if value is None:
+            return response_to(
+                request, ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {namespace} Key: {key}"
+            )
+        return response_to(request, ext_fields={"value": value})
+
+    async def delete_kv(self, conn, request: RemotingCommand) -> RemotingCommand:
+        self.kv.delete(_required(request, "namespace"), _required(request, "key"))
+        return response_to(request)
+
+    async def kv_list(self, conn, request: RemotingCommand) -> RemotingCommand:
+        namespace = _required(request, "namespace")
+        table = self.kv.namespace(namespace)
+        if not table:
+            return response_to(
+                request, ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {namespace}"
+            )
+        return response_to(request, body=_json({"table": table}))
+
+
+def _required(request: RemotingCommand, name: str) -> str:
+    value = request.field(name)
+    if not value:
+        raise ValueError(f"the request header lacks the field {name!r}")
+    return value

@@ -1,0 +1,95 @@
+"""The name server process: ``python -m broker.namesrv [-c namesrv.conf] [--listen-port N]``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from broker.common.conf_file import ConfError, get_int, load_conf
+
+from .kv_config import KVConfigManager
+from .processor import NamesrvProcessor
+from .route_info import RouteInfoManager
+
+log = logging.getLogger(__name__)
+
+
+class NamesrvController:
+    def __init__(self, conf: dict[str, str]) -> None:
+        from broker.remoting.server import RemotingServer
+
+        self.host = conf.get("listenHost", "127.0.0.1")
+        self.port = get_int(conf, "listenPort", 9876)
+        self.scan_interval_ms = get_int(conf, "scanNotActiveBrokerInterval", 10_000)
+        self.expired_ms = get_int(conf, "brokerChannelExpiredTime", 120_000)
+        home = conf.get("kvConfigPath")
+        self.routes = RouteInfoManager()
+        self.kv = KVConfigManager(Path(home) if home else None)
+        self.server = RemotingServer(self.host, self.port)
+        NamesrvProcessor(self.routes, self.kv).register_all(self.server)
+        self._scanner: asyncio.Task | None = None
+
+    async def start(self) -> int:
+        self.port = await self.server.start()
+        self._scanner = asyncio.create_task(self._scan_loop())
+        return self.port
+
+    async def _scan_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.scan_interval_ms / 1000)
+            for addr in self.routes.scan_not_active(self.expired_ms):
+                log.warning("broker %s silent for over %d ms: removed from routes", addr, self.expired_ms)
+
+    async def stop(self) -> None:
+        if self._scanner:
+            self._scanner.cancel()
+        await self.server.stop()
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="namesrv", description="RocketMQ-compatible name server")
+    parser.add_argument("-c", "--config", help="namesrv.conf (key=value, RocketMQ key names)")
+    parser.add_argument("--host", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("-p", "--listen-port", type=int, help="port (default 9876)")
+    return parser.parse_args(argv)
+
+
+async def _serve(controller: NamesrvController) -> None:
+    port = await controller.start()
+    print(f"namesrv listening on {controller.host}:{port}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    await controller.stop()
+    log.info("namesrv stopped")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    overrides = {"listenPort": args.listen_port, "listenHost": args.host}
+    try:
+        controller = NamesrvController(load_conf(args.config, overrides))
+    except ConfError as exc:
+        print(f"namesrv: {exc}", file=sys.stderr)
+        return 2
+    try:
+        import uvloop
+
+        runner = uvloop.run
+    except ImportError:
+        runner = asyncio.run
+    try:
+        runner(_serve(controller))
+    except OSError as exc:
+        print(
+            f"namesrv: cannot listen on {controller.host}:{controller.port}: {exc.strerror}", file=sys.stderr
+        )
+        return 1
+    return 0

@@ -1,0 +1,66 @@
+"""Starting real engine processes on free loopback ports for integration tests."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+_LISTEN_LINE = re.compile(r"listening on (\S+):(\d+)")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class EngineProcess:
+    """A child process that prints ``... listening on HOST:PORT`` once it serves."""
+
+    def __init__(self, args: list[str], timeout: float = 30) -> None:
+        self.args = args
+        self.proc = subprocess.Popen(
+            [sys.executable, *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"},
+        )
+        self.output: list[str] = []
+        self.addr = self._wait_ready(timeout)
+
+    def _wait_ready(self, timeout: float) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            self.output.append(line)
+            match = _LISTEN_LINE.search(line)
+            if match:
+                return f"{match.group(1)}:{match.group(2)}"
+        self.kill()
+        raise RuntimeError(f"{self.args} did not start:\n{''.join(self.output)}")
+
+    def stop(self, timeout: float = 15) -> int:
+        """SIGTERM and wait: a clean shutdown."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        return self.proc.returncode
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)

@@ -1,0 +1,157 @@
+"""The name server as a real process, driven with real frames."""
+
+import time
+
+import orjson
+import pytest
+
+from broker.remoting.client import SyncRemotingClient
+from broker.remoting.codes import RequestCode, ResponseCode
+from broker.remoting.command import create_request
+from broker.remoting.fastjson import loads as fastjson_loads
+from tests.harness import EngineProcess, free_port
+
+
+@pytest.fixture
+def namesrv(tmp_path):
+    conf = tmp_path / "namesrv.conf"
+    conf.write_text(
+        f"listenPort={free_port()}\nscanNotActiveBrokerInterval=200\nbrokerChannelExpiredTime=1500\n"
+    )
+    process = EngineProcess(["-m", "broker.namesrv", "-c", str(conf)])
+    yield process
+    assert process.stop() == 0
+
+
+@pytest.fixture
+def client():
+    sync = SyncRemotingClient()
+    yield sync
+    sync.close()
+
+
+def register(client, addr, broker_name, broker_addr, topics, cluster="c1", broker_id=0):
+    body = {
+        "topicConfigSerializeWrapper": {
+            "topicConfigTable": {
+                t: {"topicName": t, "readQueueNums": 4, "writeQueueNums": 4, "perm": 6} for t in topics
+            },
+            "dataVersion": {"timestamp": 1, "counter": len(topics)},
+        },
+        "filterServerList": [],
+    }
+    header = {"brokerName": broker_name, "brokerAddr": broker_addr, "clusterName": cluster,
+              "haServerAddr": "", "brokerId": broker_id, "compressed": False}  # fmt: skip
+    return client.invoke(addr, create_request(RequestCode.REGISTER_BROKER, header, orjson.dumps(body)))
+
+
+def route(client, addr, topic):
+    return client.invoke(addr, create_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}))
+
+
+def test_routes_cluster_info_topic_lists_and_unregister(namesrv, client):
+    addr = namesrv.addr
+    assert register(client, addr, "broker-a", "127.0.0.1:20911", ["orders", "shared"]).ok
+    assert register(client, addr, "broker-b", "127.0.0.1:20912", ["shared"]).ok
+
+    data = orjson.loads(route(client, addr, "shared").body)
+    assert [q["brokerName"] for q in data["queueDatas"]] == ["broker-a", "broker-b"]
+    assert data["brokerDatas"][1] == {
+        "cluster": "c1",
+        "brokerName": "broker-b",
+        "brokerAddrs": {"0": "127.0.0.1:20912"},
+    }
+    missing = route(client, addr, "nope")
+    assert missing.code == ResponseCode.TOPIC_NOT_EXIST and "nope" in missing.remark
+
+    info = orjson.loads(client.invoke(addr, create_request(RequestCode.GET_BROKER_CLUSTER_INFO)).body)
+    assert info["clusterAddrTable"] == {"c1": ["broker-a", "broker-b"]}
+    topics = orjson.loads(
+        client.invoke(addr, create_request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)).body
+    )
+    assert topics["topicList"] == ["orders", "shared"]
+    by_cluster = client.invoke(addr, create_request(RequestCode.GET_TOPICS_BY_CLUSTER, {"cluster": "c1"}))
+    assert orjson.loads(by_cluster.body)["topicList"] == ["orders", "shared"]
+
+    # Re-registration replaces the broker's topic set.
+    assert register(client, addr, "broker-a", "127.0.0.1:20911", ["shared"]).ok
+    assert route(client, addr, "orders").code == ResponseCode.TOPIC_NOT_EXIST
+
+    unregister = {
+        "brokerName": "broker-b",
+        "brokerAddr": "127.0.0.1:20912",
+        "clusterName": "c1",
+        "brokerId": 0,
+    }
+    assert client.invoke(addr, create_request(RequestCode.UNREGISTER_BROKER, unregister)).ok
+    data = orjson.loads(route(client, addr, "shared").body)
+    assert [q["brokerName"] for q in data["queueDatas"]] == ["broker-a"]
+
+    wiped = client.invoke(
+        addr, create_request(RequestCode.WIPE_WRITE_PERM_OF_BROKER, {"brokerName": "broker-a"})
+    )
+    assert wiped.field("wipeTopicCount") == "1"
+    assert orjson.loads(route(client, addr, "shared").body)["queueDatas"][0]["perm"] == 4
+
+
+def test_silent_broker_expires_from_routes(namesrv, client):
+    # A separate connection per registration keeps the broker alive only through its heartbeats.
+    assert register(client, namesrv.addr, "broker-x", "127.0.0.1:20999", ["quiet"]).ok
+    assert route(client, namesrv.addr, "quiet").ok
+    deadline = time.monotonic() + 20
+    while route(client, namesrv.addr, "quiet").ok and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert route(client, namesrv.addr, "quiet").code == ResponseCode.TOPIC_NOT_EXIST
+
+
+def test_closed_broker_connection_drops_it(namesrv):
+    broker_side = SyncRemotingClient()
+    try:
+        assert register(broker_side, namesrv.addr, "broker-y", "127.0.0.1:20998", ["gone"]).ok
+    finally:
+        broker_side.close()
+    checker = SyncRemotingClient()
+    try:
+        deadline = time.monotonic() + 10
+        while route(checker, namesrv.addr, "gone").ok and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert route(checker, namesrv.addr, "gone").code == ResponseCode.TOPIC_NOT_EXIST
+    finally:
+        checker.close()
+
+
+def test_kv_config_and_order_topic_conf(namesrv, client):
+    addr = namesrv.addr
+    put = {"namespace": "ORDER_TOPIC_CONFIG", "key": "ordered", "value": "broker-a:4"}
+    assert client.invoke(addr, create_request(RequestCode.PUT_KV_CONFIG, put)).ok
+    got = client.invoke(
+        addr, create_request(RequestCode.GET_KV_CONFIG, {"namespace": "ORDER_TOPIC_CONFIG", "key": "ordered"})
+    )
+    assert got.field("value") == "broker-a:4"
+    assert register(client, addr, "broker-a", "127.0.0.1:20911", ["ordered"]).ok
+    assert orjson.loads(route(client, addr, "ordered").body)["orderTopicConf"] == "broker-a:4"
+    listed = client.invoke(
+        addr, create_request(RequestCode.GET_KVLIST_BY_NAMESPACE, {"namespace": "ORDER_TOPIC_CONFIG"})
+    )
+    assert orjson.loads(listed.body) == {"table": {"ordered": "broker-a:4"}}
+    delete = {"namespace": "ORDER_TOPIC_CONFIG", "key": "ordered"}
+    assert client.invoke(addr, create_request(RequestCode.DELETE_KV_CONFIG, delete)).ok
+    absent = client.invoke(addr, create_request(RequestCode.GET_KV_CONFIG, delete))
+    assert absent.code == ResponseCode.QUERY_NOT_FOUND
+
+
+def test_bad_requests_get_errors_and_server_keeps_serving(namesrv, client):
+    no_header = client.invoke(namesrv.addr, create_request(RequestCode.GET_ROUTEINFO_BY_TOPIC))
+    assert no_header.code == ResponseCode.SYSTEM_ERROR and "topic" in no_header.remark
+    bad_body = create_request(
+        RequestCode.REGISTER_BROKER, {"brokerName": "b", "brokerAddr": "x:1", "brokerId": 0}, b"{oops"
+    )
+    assert client.invoke(namesrv.addr, bad_body).code == ResponseCode.SYSTEM_ERROR
+    assert client.invoke(namesrv.addr, create_request(4242)).code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+    assert client.invoke(namesrv.addr, create_request(RequestCode.GET_BROKER_CLUSTER_INFO)).ok
+
+
+def test_fastjson_integer_keys_are_accepted():
+    assert fastjson_loads(b'{"brokerAddrs":{0:"127.0.0.1:10911",1:"127.0.0.1:10921"}}') == {
+        "brokerAddrs": {"0": "127.0.0.1:10911", "1": "127.0.0.1:10921"}
+    }
