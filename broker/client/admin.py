@@ -9,12 +9,9 @@ and why, or which RocketMQ response code a broker answered with.
 from __future__ import annotations
 
 import datetime
-import enum
 import json
 import random
 import socket
-import struct
-import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -28,6 +25,11 @@ from broker.common.message_codec import (
     properties_to_string,
 )
 from broker.common.message_id import create_unique_id
+from broker.remoting import fastjson
+from broker.remoting.client import SyncRemotingClient
+from broker.remoting.codes import RequestCode, ResponseCode
+from broker.remoting.command import create_request
+from broker.remoting.errors import RemotingError, RemotingTimeoutError
 
 __all__ = [
     "AdminRequestError",
@@ -50,68 +52,6 @@ __all__ = [
     "TopicStatus",
     "parse_timestamp",
 ]
-
-# Request and response codes the admin uses (RocketMQ's numbers). Part of the remoting adapter
-# at the end of this module: to be imported from broker.remoting once it exists.
-
-
-class RequestCode(enum.IntEnum):
-    SEND_MESSAGE = 10
-    PULL_MESSAGE = 11
-    QUERY_MESSAGE = 12
-    UPDATE_CONSUMER_OFFSET = 15
-    UPDATE_AND_CREATE_TOPIC = 17
-    UPDATE_BROKER_CONFIG = 25
-    GET_BROKER_CONFIG = 26
-    GET_BROKER_RUNTIME_INFO = 28
-    SEARCH_OFFSET_BY_TIMESTAMP = 29
-    GET_MAX_OFFSET = 30
-    GET_MIN_OFFSET = 31
-    VIEW_MESSAGE_BY_ID = 33
-    GET_ROUTEINFO_BY_TOPIC = 105
-    GET_BROKER_CLUSTER_INFO = 106
-    UPDATE_AND_CREATE_SUBSCRIPTIONGROUP = 200
-    GET_TOPIC_STATS_INFO = 202
-    GET_CONSUMER_CONNECTION_LIST = 203
-    GET_PRODUCER_CONNECTION_LIST = 204
-    GET_ALL_TOPIC_LIST_FROM_NAMESERVER = 206
-    DELETE_SUBSCRIPTIONGROUP = 207
-    GET_CONSUME_STATS = 208
-    DELETE_TOPIC_IN_BROKER = 215
-    DELETE_TOPIC_IN_NAMESRV = 216
-    INVOKE_BROKER_TO_RESET_OFFSET = 222
-    QUERY_TOPIC_CONSUME_BY_WHO = 300
-
-
-class ResponseCode(enum.IntEnum):
-    SUCCESS = 0
-    SYSTEM_ERROR = 1
-    SYSTEM_BUSY = 2
-    REQUEST_CODE_NOT_SUPPORTED = 3
-    FLUSH_DISK_TIMEOUT = 10
-    SLAVE_NOT_AVAILABLE = 11
-    FLUSH_SLAVE_TIMEOUT = 12
-    MESSAGE_ILLEGAL = 13
-    SERVICE_NOT_AVAILABLE = 14
-    VERSION_NOT_SUPPORTED = 15
-    NO_PERMISSION = 16
-    TOPIC_NOT_EXIST = 17
-    TOPIC_EXIST_ALREADY = 18
-    PULL_NOT_FOUND = 19
-    PULL_RETRY_IMMEDIATELY = 20
-    PULL_OFFSET_MOVED = 21
-    QUERY_NOT_FOUND = 22
-    SUBSCRIPTION_PARSE_FAILED = 23
-    SUBSCRIPTION_NOT_EXIST = 24
-    SUBSCRIPTION_NOT_LATEST = 25
-    SUBSCRIPTION_GROUP_NOT_EXIST = 26
-    INVALID_PARAMETER = 29
-    CONSUMER_NOT_ONLINE = 206
-    CONSUME_MSG_TIMEOUT = 207
-    NO_MESSAGE = 208
-    BROKER_NOT_EXIST = 211
-    ILLEGAL_OPERATION = 604
-
 
 # ---------------------------------------------------------------------------------------------
 # Errors
@@ -1154,82 +1094,17 @@ def _format_properties(properties: dict[str, str]) -> bytes:
 
 
 # ---------------------------------------------------------------------------------------------
-# Remoting adapter. broker/remoting (frame codec, codes, fastjson) had not landed when this admin
-# client was written; this is the minimum the admin needs, kept in one section so it can be
-# replaced by imports from broker.remoting without touching anything above.
+# Transport: broker.remoting's blocking client, its failures turned into operator messages
 # ---------------------------------------------------------------------------------------------
 
 
-_FRAME_PREFIX = struct.Struct(">ii")  # total length (after itself), serialize type + header length
-_RESPONSE_FLAG = 0x1
-_JAVA_LANGUAGE_VERSION = 401  # RocketMQ V4_9_4: brokers gate nothing admin-related on it
-
-
-class _Connection:
-    """One blocking TCP connection to a server; requests on it are serialised by a lock."""
-
-    def __init__(self, addr: str, timeout: float) -> None:
-        host, _, port = addr.rpartition(":")
-        self.addr = addr
-        self._sock = socket.create_connection((host, int(port)), timeout=timeout)
-        self._sock.settimeout(timeout)
-        self._lock = threading.Lock()
-        self._opaque = 0
-
-    def request(self, code: int, ext_fields: dict[str, str], body: bytes | None) -> dict[str, Any]:
-        with self._lock:
-            self._opaque += 1
-            header = {
-                "code": int(code),
-                "language": "PYTHON",
-                "version": _JAVA_LANGUAGE_VERSION,
-                "opaque": self._opaque,
-                "flag": 0,
-                "extFields": ext_fields,
-                "serializeTypeCurrentRPC": "JSON",
-            }
-            raw_header = json.dumps(header, separators=(",", ":")).encode("utf-8")
-            payload = body or b""
-            frame = _FRAME_PREFIX.pack(4 + len(raw_header) + len(payload), len(raw_header))
-            self._sock.sendall(frame + raw_header + payload)
-            while True:
-                reply = self._read_frame()
-                # Only our answer matters; a server-initiated request (flag clear) is ignored.
-                if reply["flag"] & _RESPONSE_FLAG and reply["opaque"] == self._opaque:
-                    return reply
-
-    def _read_frame(self) -> dict[str, Any]:
-        (length,) = struct.unpack(">i", self._read_exact(4))
-        data = self._read_exact(length)
-        header_length = struct.unpack(">i", data[:4])[0] & 0xFFFFFF
-        header = json.loads(data[4 : 4 + header_length])
-        header["body"] = data[4 + header_length :] or None
-        header.setdefault("flag", 0)
-        header.setdefault("opaque", 0)
-        return header
-
-    def _read_exact(self, size: int) -> bytes:
-        chunks, remaining = [], size
-        while remaining:
-            chunk = self._sock.recv(remaining)
-            if not chunk:
-                raise ConnectionResetError("connection closed by the server")
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        return b"".join(chunks)
-
-    def close(self) -> None:
-        self._sock.close()
-
-
 class _AdminWire:
-    """Request/response to any address, connections cached per address; safe across threads
-    (a console serves several requests at once through one MQAdmin)."""
+    """Request/response to any address over one ``SyncRemotingClient`` (thread-safe: a console
+    serves several requests at once through one MQAdmin)."""
 
     def __init__(self, timeout: float) -> None:
         self.timeout = timeout
-        self._connections: dict[str, _Connection] = {}
-        self._lock = threading.Lock()
+        self._client = SyncRemotingClient()
 
     def call(
         self,
@@ -1239,54 +1114,45 @@ class _AdminWire:
         body: bytes | None = None,
         role: str = "broker",
     ) -> _Reply:
-        ext = {k: _ext_value(v) for k, v in (fields or {}).items() if v is not None}
+        request = create_request(code, fields, body or b"")
         try:
-            raw = self._connection(addr).request(code, ext, body)
-        except (OSError, ValueError) as exc:
-            self._drop(addr)
+            raw = self._client.invoke(addr, request, int(self.timeout * 1000))
+        except RemotingError as exc:
+            # A broken connection must not be reused by the next call to this address.
+            self._client.client.close_connection(addr)
             error_type = NameServerUnreachableError if role == "name server" else BrokerUnreachableError
-            raise error_type(addr, _describe_network_error(exc, self.timeout)) from None
+            raise error_type(addr, _describe_remoting_error(exc, self.timeout)) from None
         return _Reply(
             role=role,
             addr=addr,
-            code=int(raw.get("code", -1)),
-            remark=raw.get("remark"),
-            ext_fields={str(k): str(v) for k, v in (raw.get("extFields") or {}).items()},
-            body=raw.get("body"),
+            code=raw.code,
+            remark=raw.remark,
+            ext_fields=dict(raw.ext_fields),
+            body=raw.body or None,
         )
 
-    def _connection(self, addr: str) -> _Connection:
-        if ":" not in addr:
-            raise ValueError(f"bad address {addr!r}, expected host:port")
-        with self._lock:
-            conn = self._connections.get(addr)
-            if conn is None:
-                conn = self._connections[addr] = _Connection(addr, self.timeout)
-            return conn
-
-    def _drop(self, addr: str) -> None:
-        with self._lock:
-            conn = self._connections.pop(addr, None)
-        if conn is not None:
-            conn.close()
-
     def close(self) -> None:
-        for addr in list(self._connections):
-            self._drop(addr)
+        self._client.close()
 
 
-def _describe_network_error(exc: BaseException, timeout: float) -> str:
-    if isinstance(exc, ConnectionRefusedError):
-        return "connection refused"
-    if isinstance(exc, socket.timeout | TimeoutError):
+def _describe_remoting_error(exc: RemotingError, timeout: float) -> str:
+    # broker.remoting raises its errors "from None"; the OS error is still the context.
+    cause = exc.__context__
+    if isinstance(exc, RemotingTimeoutError) or isinstance(cause, TimeoutError):
         return f"no answer within {timeout:g} s"
-    if isinstance(exc, socket.gaierror):
-        return f"unknown host: {exc.strerror or exc}"
-    return str(exc) or type(exc).__name__
+    if isinstance(cause, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(cause, socket.gaierror):
+        return f"unknown host: {cause.strerror or cause}"
+    if isinstance(cause, OSError) and cause.strerror:
+        return cause.strerror.lower()
+    text = str(exc)
+    addr = getattr(exc, "addr", "")
+    return text.split(f"{addr}: ", 1)[-1] if addr else text
 
 
 class _TolerantJson:
-    """fastjson's dialect: maps keyed by objects (``{{"topic":..}:{..}}``) and bare number keys.
+    """fastjson's full dialect: maps keyed by objects (``{{"topic":..}:{..}}``) and bare number keys.
 
     Plain JSON parsers reject those, yet RocketMQ bodies such as ConsumeStats use them.
     Object keys come back as tuples of (name, value) pairs so they stay hashable.
@@ -1370,7 +1236,12 @@ def _hashable(value: Any) -> Any:
 
 
 def _loads_tolerant(body: bytes) -> Any:
-    return _TolerantJson(body.decode("utf-8")).parse()
+    """broker.remoting.fastjson first; bodies keyed by objects (ConsumeStats, TopicStatsTable and
+    ResetOffsetBody from Java brokers) need the object-key parser above, which it lacks."""
+    try:
+        return fastjson.loads(body)
+    except fastjson.JsonBodyError:
+        return _TolerantJson(body.decode("utf-8")).parse()
 
 
 def _decode_messages(body: bytes | None) -> list[MessageExt]:
