@@ -29,3 +29,9 @@ def loads(raw: bytes | str):
         return orjson.loads(_UNQUOTED_INT_KEY.sub(rb'\1"\2":', raw))
     except orjson.JSONDecodeError as exc:
         raise JsonBodyError(f"the body is not valid JSON: {exc}") from None
+
+
+def dumps_object_key_map(entries: list[tuple[dict, object]]) -> bytes:
+    """A map keyed by objects, as fastjson writes ``Map<MessageQueue, …>`` for Java peers
+    (``{{"brokerName":"b","queueId":0,"topic":"t"}:{…}}``)."""
+    return b"{" + b",".join(orjson.dumps(key) + b":" + orjson.dumps(value) for key, value in entries) + b"}"

@@ -1,0 +1,71 @@
+"""``python -m broker.server [-c broker.conf] [-n namesrv] [--listen-port N]``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+from broker.common.conf_file import ConfError
+
+from .config import BrokerConfig
+from .controller import BrokerController
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="broker", description="RocketMQ-compatible broker")
+    parser.add_argument("-c", "--config", help="broker.conf (key=value, RocketMQ key names)")
+    parser.add_argument("-n", "--namesrv-addr", help="name servers, ';'-separated")
+    parser.add_argument("-p", "--listen-port", type=int, help="port (default 10911)")
+    parser.add_argument("--store-dir", help="storePathRootDir")
+    parser.add_argument("--broker-name", help="brokerName")
+    return parser.parse_args(argv)
+
+
+async def _serve(controller: BrokerController) -> None:
+    port = await controller.start()
+    print(
+        f"broker {controller.config.broker_name} listening on {controller.config.broker_ip1}:{port}",
+        flush=True,
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    await controller.stop()
+    logging.getLogger(__name__).info("broker stopped cleanly")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    overrides = {
+        "namesrvAddr": args.namesrv_addr,
+        "listenPort": args.listen_port,
+        "storePathRootDir": args.store_dir,
+        "brokerName": args.broker_name,
+    }
+    try:
+        controller = BrokerController(BrokerConfig.load(args.config, overrides))
+    except (ConfError, ValueError) as exc:
+        print(f"broker: {exc}", file=sys.stderr)
+        return 2
+    try:
+        import uvloop
+
+        runner = uvloop.run
+    except ImportError:
+        runner = asyncio.run
+    try:
+        runner(_serve(controller))
+    except OSError as exc:
+        print(f"broker: cannot start: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

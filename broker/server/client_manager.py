@@ -1,0 +1,128 @@
+"""Producers and consumers connected to this broker, by group (from their heartbeats)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from broker.remoting.codes import LanguageCode
+
+
+@dataclass
+class ClientChannel:
+    connection: object
+    client_id: str
+    language: int
+    version: int
+    last_update_ms: int
+
+    def to_connection_json(self) -> dict:
+        try:
+            language = LanguageCode(self.language).name
+        except ValueError:
+            language = "OTHER"
+        return {
+            "clientId": self.client_id,
+            "clientAddr": getattr(self.connection, "remote_addr", ""),
+            "language": language,
+            "version": self.version,
+        }
+
+
+@dataclass
+class ConsumerGroupInfo:
+    group: str
+    consume_type: str = "CONSUME_PASSIVELY"
+    message_model: str = "CLUSTERING"
+    consume_from_where: str = "CONSUME_FROM_LAST_OFFSET"
+    channels: dict[str, ClientChannel] = field(default_factory=dict)  # client id → channel
+    subscriptions: dict[str, dict] = field(default_factory=dict)  # topic → SubscriptionData JSON
+
+    def client_ids(self) -> list[str]:
+        return sorted(self.channels)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class ConsumerManager:
+    def __init__(self) -> None:
+        self.groups: dict[str, ConsumerGroupInfo] = {}
+
+    def register(self, group: str, channel: ClientChannel, data: dict) -> bool:
+        """Record a consumer heartbeat; True when the group's membership or subscriptions changed."""
+        info = self.groups.setdefault(group, ConsumerGroupInfo(group))
+        info.consume_type = data.get("consumeType", info.consume_type)
+        info.message_model = data.get("messageModel", info.message_model)
+        info.consume_from_where = data.get("consumeFromWhere", info.consume_from_where)
+        changed = channel.client_id not in info.channels
+        info.channels[channel.client_id] = channel
+        subscriptions = {s["topic"]: s for s in data.get("subscriptionDataSet") or [] if s.get("topic")}
+        if {t: s.get("subString") for t, s in subscriptions.items()} != {
+            t: s.get("subString") for t, s in info.subscriptions.items()
+        }:
+            changed = True
+        info.subscriptions = subscriptions
+        return changed
+
+    def unregister(self, group: str, client_id: str) -> bool:
+        info = self.groups.get(group)
+        if info is None or info.channels.pop(client_id, None) is None:
+            return False
+        if not info.channels:
+            del self.groups[group]
+        return True
+
+    def drop_connection(self, connection) -> list[str]:
+        """Remove a closed connection's consumers; return the groups that lost a member."""
+        affected = []
+        for group, info in list(self.groups.items()):
+            for client_id, channel in list(info.channels.items()):
+                if channel.connection is connection:
+                    del info.channels[client_id]
+                    affected.append(group)
+            if not info.channels:
+                del self.groups[group]
+        return affected
+
+    def expire_idle(self, max_idle_ms: int) -> list[str]:
+        limit = now_ms() - max_idle_ms
+        affected = []
+        for group, info in list(self.groups.items()):
+            for client_id, channel in list(info.channels.items()):
+                if channel.last_update_ms < limit:
+                    del info.channels[client_id]
+                    affected.append(group)
+            if not info.channels:
+                del self.groups[group]
+        return affected
+
+    def groups_subscribing(self, topic: str) -> set[str]:
+        return {g for g, info in self.groups.items() if topic in info.subscriptions}
+
+
+class ProducerManager:
+    def __init__(self) -> None:
+        self.groups: dict[str, dict[str, ClientChannel]] = {}
+
+    def register(self, group: str, channel: ClientChannel) -> None:
+        self.groups.setdefault(group, {})[channel.client_id] = channel
+
+    def unregister(self, group: str, client_id: str) -> None:
+        channels = self.groups.get(group, {})
+        channels.pop(client_id, None)
+        if not channels:
+            self.groups.pop(group, None)
+
+    def drop_connection(self, connection) -> None:
+        for group, channels in list(self.groups.items()):
+            for client_id, channel in list(channels.items()):
+                if channel.connection is connection:
+                    del channels[client_id]
+            if not channels:
+                del self.groups[group]
+
+    def any_channel(self, group: str) -> ClientChannel | None:
+        channels = self.groups.get(group)
+        return next(iter(channels.values()), None) if channels else None

@@ -1,0 +1,196 @@
+"""The broker: store, topic/group/offset managers, client tables, processors and name-server
+registration, wired together and run on one asyncio loop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from pathlib import Path
+
+from broker import __version__
+from broker.remoting.codes import RequestCode as RC
+from broker.remoting.server import RemotingServer
+from broker.store.config_files import ConsumerOffsetTable
+from broker.store.message_store import MessageStore
+
+from .client_manager import ConsumerManager, ProducerManager
+from .config import BrokerConfig
+from .long_polling import PullRequestHoldService
+from .processors.admin import AdminProcessor
+from .processors.clients import ClientProcessor, OffsetProcessor, notify_request
+from .processors.pull import PullProcessor
+from .processors.query import QueryProcessor
+from .processors.send import SendProcessor
+from .registration import NamesrvRegistration
+from .subscription_manager import SubscriptionGroupManager
+from .topic_manager import TopicConfigManager
+
+log = logging.getLogger(__name__)
+
+
+class BrokerController:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        root = Path(config.store_path_root_dir)
+        self.store = MessageStore(root, config.store_config())
+        config_dir = root / "config"
+        self.topics = TopicConfigManager(
+            config_dir,
+            config.broker_cluster_name,
+            config.broker_name,
+            config.auto_create_topic_enable,
+            config.default_topic_queue_nums,
+        )
+        self.groups = SubscriptionGroupManager(config_dir, config.auto_create_subscription_group)
+        self.offsets = ConsumerOffsetTable(config_dir)
+        self.consumers = ConsumerManager()
+        self.producers = ProducerManager()
+        self.server = RemotingServer(config.broker_ip1, config.listen_port)
+        self.hold: PullRequestHoldService | None = None
+        self.registration: NamesrvRegistration | None = None
+        self._tasks: list[asyncio.Task] = []
+        self.boot_timestamp = int(time.time() * 1000)
+
+    async def start(self) -> int:
+        self.store.start()
+        self.topics.load()
+        self.groups.load()
+        self.offsets.load()
+        self.hold = PullRequestHoldService(asyncio.get_running_loop())
+        self.store.add_dispatch_listener(self._on_dispatch)
+        self._register_processors()
+        self.server.close_listeners.append(self._on_connection_closed)
+        port = await self.server.start()
+        self.registration = NamesrvRegistration(self)
+        await self.registration.register_all()
+        self.registration.start()
+        self._tasks = [
+            asyncio.create_task(
+                self._every(self.config.flush_consumer_offset_interval, self.offsets.persist)
+            ),
+            asyncio.create_task(self._every(10_000, self._scan_idle_clients)),
+        ]
+        return port
+
+    def _on_dispatch(self, request) -> None:
+        if request.goes_to_consume_queue:
+            self.hold.notify_from_thread(request.topic, request.queue_id, request.queue_offset + 1)
+
+    def _register_processors(self) -> None:
+        send, pull, clients = SendProcessor(self), PullProcessor(self), ClientProcessor(self)
+        offsets, query, admin = OffsetProcessor(self), QueryProcessor(self), AdminProcessor(self)
+        table = {
+            RC.SEND_MESSAGE: send.send,
+            RC.SEND_MESSAGE_V2: send.send,
+            RC.SEND_BATCH_MESSAGE: send.send,
+            RC.PULL_MESSAGE: pull.pull,
+            RC.HEART_BEAT: clients.heartbeat,
+            RC.UNREGISTER_CLIENT: clients.unregister,
+            RC.GET_CONSUMER_LIST_BY_GROUP: clients.consumer_list,
+            RC.CHECK_CLIENT_CONFIG: clients.check_client_config,
+            RC.QUERY_CONSUMER_OFFSET: offsets.query_consumer_offset,
+            RC.UPDATE_CONSUMER_OFFSET: offsets.update_consumer_offset,
+            RC.SEARCH_OFFSET_BY_TIMESTAMP: offsets.search_offset,
+            RC.GET_MAX_OFFSET: offsets.max_offset,
+            RC.GET_MIN_OFFSET: offsets.min_offset,
+            RC.GET_EARLIEST_MSG_STORETIME: offsets.earliest_time,
+            RC.GET_ALL_CONSUMER_OFFSET: offsets.all_consumer_offsets,
+            RC.QUERY_MESSAGE: query.query_message,
+            RC.VIEW_MESSAGE_BY_ID: query.view_message_by_id,
+            RC.UPDATE_AND_CREATE_TOPIC: admin.create_topic,
+            RC.DELETE_TOPIC_IN_BROKER: admin.delete_topic,
+            RC.GET_ALL_TOPIC_CONFIG: admin.all_topic_config,
+            RC.GET_TOPIC_STATS_INFO: admin.topic_stats,
+            RC.QUERY_TOPIC_CONSUME_BY_WHO: admin.topic_consume_by_who,
+            RC.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: admin.create_group,
+            RC.DELETE_SUBSCRIPTIONGROUP: admin.delete_group,
+            RC.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: admin.all_groups,
+            RC.GET_CONSUME_STATS: admin.consume_stats,
+            RC.GET_CONSUMER_CONNECTION_LIST: admin.consumer_connections,
+            RC.GET_PRODUCER_CONNECTION_LIST: admin.producer_connections,
+            RC.INVOKE_BROKER_TO_RESET_OFFSET: admin.reset_offset,
+            RC.GET_BROKER_RUNTIME_INFO: admin.runtime_info,
+            RC.GET_BROKER_CONFIG: admin.get_config,
+            RC.UPDATE_BROKER_CONFIG: admin.update_config,
+            RC.GET_CONSUMER_RUNNING_INFO: admin.forward_to_client,
+            RC.CONSUME_MESSAGE_DIRECTLY: admin.forward_to_client,
+        }
+        for code, handler in table.items():
+            self.server.register_processor(code, handler)
+
+    async def _every(self, interval_ms: int, action) -> None:
+        while True:
+            await asyncio.sleep(interval_ms / 1000)
+            try:
+                action()
+            except Exception:
+                log.exception("periodic task %s failed", getattr(action, "__name__", action))
+
+    def _on_connection_closed(self, connection) -> None:
+        self.producers.drop_connection(connection)
+        for group in set(self.consumers.drop_connection(connection)):
+            self.notify_consumer_ids_changed(group)
+
+    def _scan_idle_clients(self) -> None:
+        for group in set(self.consumers.expire_idle(self.config.client_channel_max_idle_millis)):
+            self.notify_consumer_ids_changed(group)
+
+    def notify_consumer_ids_changed(self, group: str) -> None:
+        """Tell every member of ``group`` to rebalance now (oneway, best effort)."""
+        info = self.consumers.groups.get(group)
+        for channel in list(info.channels.values()) if info else []:
+            try:
+                channel.connection.invoke_oneway(notify_request(group))
+            except Exception:
+                log.debug("consumer %s unreachable for a notification", channel.client_id)
+
+    def register_soon(self) -> None:
+        if self.registration is not None:
+            self.registration.soon()
+
+    def apply_config(self, updates: dict[str, str]) -> None:
+        merged = {**self.config.raw, **updates}
+        fresh = BrokerConfig.from_properties(merged, self.config.conf_path)
+        for attr in (
+            "auto_create_subscription_group",
+            "default_topic_queue_nums",
+            "broker_permission",
+            "long_polling_enable",
+            "short_polling_time_mills",
+            "register_broker_interval_millis",
+            "enable_property_filter",
+        ):
+            setattr(self.config, attr, getattr(fresh, attr))
+        self.config.raw = merged
+        if fresh.auto_create_topic_enable != self.config.auto_create_topic_enable:
+            self.config.auto_create_topic_enable = fresh.auto_create_topic_enable
+            self.topics.set_auto_create(fresh.auto_create_topic_enable)
+        self.groups.auto_create = self.config.auto_create_subscription_group
+        self.register_soon()
+
+    def runtime_info(self) -> dict[str, str]:
+        info = self.store.runtime_info()
+        info.update(
+            {
+                "brokerVersionDesc": f"pyrocket {__version__}",
+                "brokerVersion": "399",
+                "bootTimestamp": str(self.boot_timestamp),
+                "runtime": f"{(int(time.time() * 1000) - self.boot_timestamp) // 1000} s",
+                "msgPutTotalTodayNow": info.get("putMessageTimesTotal", "0"),
+                "msgGetTotalTodayNow": info.get("getMessageTransferedMsgCount", "0"),
+            }
+        )
+        return info
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        if self.hold:
+            self.hold.wake_all()
+        if self.registration:
+            await self.registration.stop()
+        await self.server.stop()
+        self.offsets.persist()
+        self.topics.persist()
+        self.store.shutdown()

@@ -1,0 +1,49 @@
+"""Held pulls (RocketMQ's PullRequestHoldService), on the broker's event loop.
+
+A pull that finds nothing waits here; the store's dispatch thread reports each new message and
+every pull waiting on that queue below the new end wakes at once to read it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+
+
+class PullRequestHoldService:
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.waiting: dict[tuple[str, int], list[tuple[int, asyncio.Future]]] = defaultdict(list)
+
+    async def wait(self, topic: str, queue_id: int, offset: int, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for a message at or beyond ``offset``; True when woken."""
+        future = self.loop.create_future()
+        key = (topic, queue_id)
+        self.waiting[key].append((offset, future))
+        try:
+            await asyncio.wait_for(future, timeout_s)
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            entries = self.waiting.get(key)
+            if entries is not None:
+                entries[:] = [e for e in entries if e[1] is not future]
+                if not entries:
+                    self.waiting.pop(key, None)
+
+    def notify_from_thread(self, topic: str, queue_id: int, max_offset: int) -> None:
+        """Called on the dispatch thread for each dispatched message."""
+        if (topic, queue_id) in self.waiting:
+            self.loop.call_soon_threadsafe(self.notify, topic, queue_id, max_offset)
+
+    def notify(self, topic: str, queue_id: int, max_offset: int) -> None:
+        for offset, future in self.waiting.get((topic, queue_id), []):
+            if offset < max_offset and not future.done():
+                future.set_result(None)
+
+    def wake_all(self) -> None:
+        for entries in self.waiting.values():
+            for _, future in entries:
+                if not future.done():
+                    future.set_result(None)

@@ -1,0 +1,141 @@
+"""HEART_BEAT, UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP and consumer offsets."""
+
+from __future__ import annotations
+
+import logging
+
+import orjson
+
+from broker.common import topic_config as tc
+from broker.remoting import fastjson
+from broker.remoting.codes import RequestCode, ResponseCode
+from broker.remoting.command import RemotingCommand, create_request, response_to
+
+from ..client_manager import ClientChannel, now_ms
+
+log = logging.getLogger(__name__)
+
+
+class ClientProcessor:
+    def __init__(self, broker) -> None:
+        self.broker = broker
+
+    async def heartbeat(self, conn, request: RemotingCommand) -> RemotingCommand:
+        data = fastjson.loads(request.body) if request.body else {}
+        client_id = data.get("clientID") or ""
+        if not client_id:
+            return response_to(request, ResponseCode.SYSTEM_ERROR, "the heartbeat has no clientID")
+        channel = ClientChannel(conn, client_id, request.language, request.version, now_ms())
+        conn.attributes["client_id"] = client_id
+        for consumer in data.get("consumerDataSet") or []:
+            self._consumer_heartbeat(consumer, channel)
+        for producer in data.get("producerDataSet") or []:
+            if producer.get("groupName"):
+                self.broker.producers.register(producer["groupName"], channel)
+        return response_to(request)
+
+    def _consumer_heartbeat(self, consumer: dict, channel: ClientChannel) -> None:
+        group = consumer.get("groupName")
+        if not group:
+            return
+        config = self.broker.groups.find(group)
+        if config is not None and consumer.get("messageModel", "CLUSTERING") == "CLUSTERING":
+            perm = tc.PERM_READ | tc.PERM_WRITE
+            if self.broker.topics.get(tc.retry_topic(group)) is None:
+                self.broker.topics.ensure(tc.retry_topic(group), config.retry_queue_nums, perm)
+                self.broker.register_soon()
+        if self.broker.consumers.register(group, channel, consumer) and (
+            config is None or config.notify_consumer_ids_changed_enable
+        ):
+            self.broker.notify_consumer_ids_changed(group)
+
+    async def unregister(self, conn, request: RemotingCommand) -> RemotingCommand:
+        client_id = request.field("clientID") or ""
+        if request.field("producerGroup"):
+            self.broker.producers.unregister(request.field("producerGroup"), client_id)
+        group = request.field("consumerGroup")
+        if group and self.broker.consumers.unregister(group, client_id):
+            self.broker.notify_consumer_ids_changed(group)
+        return response_to(request)
+
+    async def consumer_list(self, conn, request: RemotingCommand) -> RemotingCommand:
+        group = request.field("consumerGroup") or ""
+        info = self.broker.consumers.groups.get(group)
+        if info is None:
+            return response_to(request, ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {group}")
+        return response_to(request, body=orjson.dumps({"consumerIdList": info.client_ids()}))
+
+    async def check_client_config(self, conn, request: RemotingCommand) -> RemotingCommand:
+        data = fastjson.loads(request.body) if request.body else {}
+        subscription = data.get("subscriptionData") or {}
+        if (subscription.get("expressionType") or "TAG").upper() != "TAG":
+            return response_to(
+                request,
+                ResponseCode.SUBSCRIPTION_PARSE_FAILED,
+                "The broker does not support consumer to filter message by SQL92",
+            )
+        return response_to(request)
+
+
+class OffsetProcessor:
+    def __init__(self, broker) -> None:
+        self.broker = broker
+
+    async def query_consumer_offset(self, conn, request: RemotingCommand) -> RemotingCommand:
+        group, topic, queue_id = (
+            request.field("consumerGroup"),
+            request.field("topic"),
+            request.int_field("queueId"),
+        )
+        offset = self.broker.offsets.query(group, topic, queue_id)
+        if offset >= 0:
+            return response_to(request, ext_fields={"offset": offset})
+        # A group that never committed starts from 0 while the queue still holds its first message.
+        if self.broker.store.get_min_offset_in_queue(topic, queue_id) <= 0:
+            return response_to(request, ext_fields={"offset": 0})
+        return response_to(
+            request,
+            ResponseCode.QUERY_NOT_FOUND,
+            "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first",
+        )
+
+    async def update_consumer_offset(self, conn, request: RemotingCommand) -> RemotingCommand:
+        self.broker.offsets.commit(
+            request.field("consumerGroup"),
+            request.field("topic"),
+            request.int_field("queueId"),
+            request.int_field("commitOffset"),
+        )
+        return response_to(request)
+
+    async def search_offset(self, conn, request: RemotingCommand) -> RemotingCommand:
+        offset = self.broker.store.get_offset_in_queue_by_time(
+            request.field("topic"), request.int_field("queueId"), request.int_field("timestamp")
+        )
+        return response_to(request, ext_fields={"offset": offset})
+
+    async def max_offset(self, conn, request: RemotingCommand) -> RemotingCommand:
+        offset = self.broker.store.get_max_offset_in_queue(
+            request.field("topic"), request.int_field("queueId")
+        )
+        return response_to(request, ext_fields={"offset": offset})
+
+    async def min_offset(self, conn, request: RemotingCommand) -> RemotingCommand:
+        offset = self.broker.store.get_min_offset_in_queue(
+            request.field("topic"), request.int_field("queueId")
+        )
+        return response_to(request, ext_fields={"offset": offset})
+
+    async def earliest_time(self, conn, request: RemotingCommand) -> RemotingCommand:
+        timestamp = self.broker.store.get_earliest_message_time(
+            request.field("topic"), request.int_field("queueId")
+        )
+        return response_to(request, ext_fields={"timestamp": timestamp})
+
+    async def all_consumer_offsets(self, conn, request: RemotingCommand) -> RemotingCommand:
+        table = {key: dict(queues) for key, queues in self.broker.offsets.table.items()}
+        return response_to(request, body=orjson.dumps({"offsetTable": table}, option=orjson.OPT_NON_STR_KEYS))
+
+
+def notify_request(group: str) -> RemotingCommand:
+    return create_request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": group}, oneway=True)

@@ -1,0 +1,148 @@
+"""PULL_MESSAGE with tag filtering and long polling."""
+
+from __future__ import annotations
+
+import time
+
+from broker.common import topic_config as tc
+from broker.common.java_hash import java_string_hash
+from broker.remoting.codes import ResponseCode
+from broker.remoting.command import RemotingCommand, response_to
+from broker.store.results import GetMessageStatus
+
+FLAG_COMMIT_OFFSET = 0x1
+FLAG_SUSPEND = 0x2
+FLAG_SUBSCRIPTION = 0x4
+
+_STATUS_CODES = {
+    GetMessageStatus.FOUND: ResponseCode.SUCCESS,
+    GetMessageStatus.MESSAGE_WAS_REMOVING: ResponseCode.PULL_RETRY_IMMEDIATELY,
+    GetMessageStatus.NO_MATCHED_MESSAGE: ResponseCode.PULL_RETRY_IMMEDIATELY,
+    GetMessageStatus.OFFSET_FOUND_NULL: ResponseCode.PULL_NOT_FOUND,
+    GetMessageStatus.OFFSET_OVERFLOW_ONE: ResponseCode.PULL_NOT_FOUND,
+    GetMessageStatus.OFFSET_OVERFLOW_BADLY: ResponseCode.PULL_OFFSET_MOVED,
+    GetMessageStatus.OFFSET_TOO_SMALL: ResponseCode.PULL_OFFSET_MOVED,
+}
+
+
+class TagFilter:
+    """Broker-side filter: tag hash codes against the consume-queue entries."""
+
+    def __init__(self, expression: str | None) -> None:
+        expression = (expression or "").strip()
+        self.codes: set[int] | None = None
+        if expression and expression != "*":
+            self.codes = {java_string_hash(tag.strip()) for tag in expression.split("||") if tag.strip()}
+
+    def is_matched_by_consume_queue(self, tags_code: int) -> bool:
+        return self.codes is None or tags_code in self.codes
+
+    def is_matched_by_commit_log(self, record) -> bool:
+        return True
+
+
+class PullProcessor:
+    def __init__(self, broker) -> None:
+        self.broker = broker
+
+    async def pull(self, conn, request: RemotingCommand) -> RemotingCommand:
+        group, topic = request.field("consumerGroup") or "", request.field("topic") or ""
+        queue_id, offset = request.int_field("queueId"), request.int_field("queueOffset")
+        max_nums, sys_flag = request.int_field("maxMsgNums", 32), request.int_field("sysFlag", 0)
+        refusal = self._check(request, group, topic, queue_id)
+        if refusal is not None:
+            return refusal
+        message_filter = self._filter(request, group, topic, sys_flag)
+        if isinstance(message_filter, RemotingCommand):
+            return message_filter
+        if sys_flag & FLAG_COMMIT_OFFSET and request.int_field("commitOffset", -1) >= 0:
+            self.broker.offsets.commit(group, topic, queue_id, request.int_field("commitOffset"))
+        suspend = bool(sys_flag & FLAG_SUSPEND)
+        hold_ms = request.int_field("suspendTimeoutMillis", 15_000)
+        if not self.broker.config.long_polling_enable:
+            hold_ms = self.broker.config.short_polling_time_mills
+        deadline = time.monotonic() + hold_ms / 1000
+        store = self.broker.store
+        while True:
+            result = store.get_message(group, topic, queue_id, offset, max_nums, message_filter)
+            code = self._code(result, offset)
+            remaining = deadline - time.monotonic()
+            if code != ResponseCode.PULL_NOT_FOUND or not suspend or remaining <= 0:
+                break
+            await self.broker.hold.wait(topic, queue_id, offset, remaining)
+        fields = {
+            "nextBeginOffset": result.next_begin_offset,
+            "minOffset": result.min_offset,
+            "maxOffset": result.max_offset,
+            "suggestWhichBrokerId": 0,
+        }
+        body = result.body() if code == ResponseCode.SUCCESS else b""
+        return response_to(
+            request, code, None if code == ResponseCode.SUCCESS else result.status.value, fields, body
+        )
+
+    @staticmethod
+    def _code(result, offset: int) -> int:
+        if result.status in (GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, GetMessageStatus.NO_MESSAGE_IN_QUEUE):
+            return ResponseCode.PULL_OFFSET_MOVED if offset != 0 else ResponseCode.PULL_NOT_FOUND
+        return _STATUS_CODES[result.status]
+
+    def _check(self, request, group: str, topic: str, queue_id: int) -> RemotingCommand | None:
+        broker = self.broker
+        if not tc.is_readable(broker.config.broker_permission):
+            return response_to(
+                request,
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{broker.config.broker_ip1}] pulling message is forbidden",
+            )
+        group_config = broker.groups.find(group)
+        if group_config is None:
+            return response_to(
+                request,
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                f"subscription group [{group}] does not exist",
+            )
+        if not group_config.consume_enable:
+            return response_to(
+                request, ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}"
+            )
+        config = broker.topics.get(topic)
+        if config is None:
+            return response_to(
+                request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!"
+            )
+        if not tc.is_readable(config.perm):
+            return response_to(
+                request, ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden"
+            )
+        if queue_id < 0 or queue_id >= config.read_queue_nums:
+            return response_to(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
+                f"[{config.read_queue_nums}]",
+            )
+        return None
+
+    def _filter(self, request, group: str, topic: str, sys_flag: int):
+        if sys_flag & FLAG_SUBSCRIPTION:
+            expression_type = request.field("expressionType") or "TAG"
+            expression = request.field("subscription")
+        else:
+            info = self.broker.consumers.groups.get(group)
+            subscription = info.subscriptions.get(topic) if info else None
+            if subscription is None:
+                return response_to(
+                    request,
+                    ResponseCode.SUBSCRIPTION_NOT_EXIST,
+                    f"the consumer's subscription not exist, group: {group}",
+                )
+            expression_type = subscription.get("expressionType") or "TAG"
+            expression = subscription.get("subString")
+        if expression_type.upper() != "TAG":
+            return response_to(
+                request,
+                ResponseCode.SUBSCRIPTION_PARSE_FAILED,
+                "The broker does not support consumer to filter message by SQL92",
+            )
+        return TagFilter(expression)

@@ -1,0 +1,154 @@
+"""SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE."""
+
+from __future__ import annotations
+
+import random
+
+from broker.common import topic_config as tc
+from broker.common.batch_codec import BatchDecodeError, decode_batch
+from broker.common.message import MessageExt
+from broker.common.message_codec import string_to_properties
+from broker.remoting.codes import ResponseCode
+from broker.remoting.command import RemotingCommand, response_to
+from broker.store.results import PutMessageStatus
+
+# SendMessageRequestHeaderV2 names its fields with single letters to save bytes.
+V2_FIELDS = {
+    "a": "producerGroup",
+    "b": "topic",
+    "c": "defaultTopic",
+    "d": "defaultTopicQueueNums",
+    "e": "queueId",
+    "f": "sysFlag",
+    "g": "bornTimestamp",
+    "h": "flag",
+    "i": "properties",
+    "j": "reconsumeTimes",
+    "k": "unitMode",
+    "l": "maxReconsumeTimes",
+    "m": "batch",
+}
+
+_PUT_STATUS_CODES = {
+    PutMessageStatus.PUT_OK: ResponseCode.SUCCESS,
+    PutMessageStatus.FLUSH_DISK_TIMEOUT: ResponseCode.FLUSH_DISK_TIMEOUT,
+    PutMessageStatus.MESSAGE_ILLEGAL: ResponseCode.MESSAGE_ILLEGAL,
+    PutMessageStatus.PROPERTIES_SIZE_EXCEEDED: ResponseCode.MESSAGE_ILLEGAL,
+    PutMessageStatus.SERVICE_NOT_AVAILABLE: ResponseCode.SERVICE_NOT_AVAILABLE,
+    PutMessageStatus.OS_PAGECACHE_BUSY: ResponseCode.SYSTEM_BUSY,
+}
+
+
+def v1_fields(request: RemotingCommand) -> dict[str, str]:
+    if "b" in request.ext_fields and "topic" not in request.ext_fields:
+        return {V2_FIELDS.get(k, k): v for k, v in request.ext_fields.items()}
+    return request.ext_fields
+
+
+class SendProcessor:
+    def __init__(self, broker) -> None:
+        self.broker = broker
+
+    async def send(self, conn, request: RemotingCommand) -> RemotingCommand:
+        header = RemotingCommand(code=request.code, ext_fields=v1_fields(request))
+        topic = header.field("topic") or ""
+        reason = tc.validate_topic(topic)
+        if reason:
+            return response_to(request, ResponseCode.MESSAGE_ILLEGAL, reason)
+        if not tc.is_writeable(self.broker.config.broker_permission):
+            return response_to(
+                request,
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{self.broker.config.broker_ip1}] sending message is forbidden",
+            )
+        config = self._topic_config(header, topic)
+        if isinstance(config, RemotingCommand):
+            config.opaque = request.opaque
+            return config
+        queue_id = header.int_field("queueId", -1)
+        if queue_id < 0:
+            queue_id = random.randrange(config.write_queue_nums)
+        elif queue_id >= config.write_queue_nums:
+            return response_to(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                f"request queueId[{queue_id}] is illegal, {topic} has {config.write_queue_nums}",
+            )
+        messages = self._messages(request, header, topic, queue_id, conn)
+        if isinstance(messages, str):
+            return response_to(request, ResponseCode.MESSAGE_ILLEGAL, messages)
+        result = await self.broker.store.put_messages_async(messages)
+        return self._response(request, result, queue_id)
+
+    def _topic_config(self, header: RemotingCommand, topic: str):
+        topics = self.broker.topics
+        config = topics.get(topic)
+        if config is None and not tc.is_retry_topic(topic):
+            config = topics.create_in_send(
+                topic,
+                header.field("defaultTopic") or tc.AUTO_CREATE_TOPIC_KEY_TOPIC,
+                header.int_field("defaultTopicQueueNums", 4),
+                header.int_field("topicSysFlag", 0),
+            )
+            if config is not None:
+                self.broker.register_soon()
+        elif config is None:
+            group = topic[len(tc.RETRY_GROUP_TOPIC_PREFIX) :]
+            config = (
+                topics.ensure(topic, 1, tc.PERM_READ | tc.PERM_WRITE)
+                if self.broker.groups.find(group)
+                else None
+            )
+        if config is None:
+            return response_to(
+                header, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!"
+            )
+        if not tc.is_writeable(config.perm):
+            return response_to(
+                header, ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden"
+            )
+        return config
+
+    def _messages(self, request, header, topic, queue_id, conn) -> list[MessageExt] | str:
+        base = {
+            "sys_flag": header.int_field("sysFlag", 0),
+            "born_timestamp": header.int_field("bornTimestamp", 0),
+            "born_host": _host_port(conn.remote_addr),
+            "reconsume_times": header.int_field("reconsumeTimes", 0),
+        }
+        if request.code == 320 or header.bool_field("batch"):
+            try:
+                batch = decode_batch(request.body, topic)
+            except BatchDecodeError as exc:
+                return str(exc)
+            if not batch:
+                return "the batch is empty"
+            return [MessageExt(topic, m.body, m.flag, m.properties, queue_id=queue_id, **base) for m in batch]
+        properties = string_to_properties(header.field("properties") or "")
+        return [
+            MessageExt(
+                topic, request.body, header.int_field("flag", 0), properties, queue_id=queue_id, **base
+            )
+        ]
+
+    def _response(self, request, result, queue_id: int) -> RemotingCommand:
+        code = _PUT_STATUS_CODES.get(result.status, ResponseCode.SYSTEM_ERROR)
+        if result.append is None:
+            return response_to(request, code, result.remark or result.status.value)
+        fields = {
+            "msgId": result.append.msg_id,
+            "queueId": queue_id,
+            "queueOffset": result.append.logics_offset,
+            "MSG_REGION": "DefaultRegion",
+            "TRACE_ON": "true",
+        }
+        remark = None if code == ResponseCode.SUCCESS else result.status.value
+        return response_to(request, code, remark, fields)
+
+
+def _host_port(addr: str) -> tuple[str, int]:
+    host, _, port = addr.rpartition(":")
+    try:
+        return host.strip("[]") or "127.0.0.1", int(port)
+    except ValueError:
+        return "127.0.0.1", 0

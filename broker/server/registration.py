@@ -1,0 +1,77 @@
+"""Keeping every name server informed: REGISTER_BROKER at start, every 30 s and after changes."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import orjson
+
+from broker.remoting.client import RemotingClient
+from broker.remoting.codes import RequestCode
+from broker.remoting.command import create_request
+from broker.remoting.errors import RemotingError
+
+log = logging.getLogger(__name__)
+
+
+class NamesrvRegistration:
+    def __init__(self, broker) -> None:
+        self.broker = broker
+        self.client = RemotingClient()
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task | None = None
+
+    def _header(self) -> dict:
+        config = self.broker.config
+        return {
+            "brokerName": config.broker_name,
+            "brokerAddr": config.broker_addr,
+            "clusterName": config.broker_cluster_name,
+            "haServerAddr": "",
+            "brokerId": config.broker_id,
+            "compressed": False,
+        }
+
+    async def register_all(self) -> None:
+        body = orjson.dumps(
+            {"topicConfigSerializeWrapper": self.broker.topics.serialize_wrapper(), "filterServerList": []}
+        )
+        for addr in self.broker.config.namesrv_addrs:
+            try:
+                response = await self.client.invoke(
+                    addr, create_request(RequestCode.REGISTER_BROKER, self._header(), body)
+                )
+                if not response.ok:
+                    log.warning("name server %s refused the registration: %s", addr, response.remark)
+            except RemotingError as exc:
+                log.warning("cannot register with name server %s: %s", addr, exc)
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop())
+
+    def soon(self) -> None:
+        self._wake.set()
+
+    async def _loop(self) -> None:
+        interval = self.broker.config.register_broker_interval_millis / 1000
+        while True:
+            await self.register_all()
+            try:
+                await asyncio.wait_for(self._wake.wait(), interval)
+            except TimeoutError:
+                pass
+            self._wake.clear()
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+        header = self._header()
+        header.pop("haServerAddr")
+        header.pop("compressed")
+        for addr in self.broker.config.namesrv_addrs:
+            try:
+                await self.client.invoke(addr, create_request(RequestCode.UNREGISTER_BROKER, header), 2000)
+            except RemotingError as exc:
+                log.warning("cannot unregister from name server %s: %s", addr, exc)
+        await self.client.close()

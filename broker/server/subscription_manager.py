@@ -1,0 +1,88 @@
+"""Consumer groups known to this broker, persisted in ``store/config/subscriptionGroup.json``."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from broker.store.config_files import subscription_groups_file
+
+
+@dataclass
+class SubscriptionGroupConfig:
+    group_name: str
+    consume_enable: bool = True
+    consume_from_min_enable: bool = True
+    consume_broadcast_enable: bool = True
+    retry_queue_nums: int = 1
+    retry_max_times: int = 16
+    broker_id: int = 0
+    which_broker_when_consume_slowly: int = 1
+    notify_consumer_ids_changed_enable: bool = True
+
+    _NAMES = {
+        "group_name": "groupName",
+        "consume_enable": "consumeEnable",
+        "consume_from_min_enable": "consumeFromMinEnable",
+        "consume_broadcast_enable": "consumeBroadcastEnable",
+        "retry_queue_nums": "retryQueueNums",
+        "retry_max_times": "retryMaxTimes",
+        "broker_id": "brokerId",
+        "which_broker_when_consume_slowly": "whichBrokerWhenConsumeSlowly",
+        "notify_consumer_ids_changed_enable": "notifyConsumerIdsChangedEnable",
+    }
+
+    def to_json_dict(self) -> dict:
+        return {camel: getattr(self, attr) for attr, camel in self._NAMES.items()}
+
+    @classmethod
+    def from_json_dict(cls, data: dict) -> SubscriptionGroupConfig:
+        if not data.get("groupName"):
+            raise ValueError("a subscription group needs a groupName")
+        values = {attr: data[camel] for attr, camel in cls._NAMES.items() if camel in data}
+        for attr in ("retry_queue_nums", "retry_max_times", "broker_id", "which_broker_when_consume_slowly"):
+            if attr in values:
+                values[attr] = int(values[attr])
+        return cls(**values)
+
+
+class SubscriptionGroupManager:
+    def __init__(self, config_dir: Path, auto_create: bool) -> None:
+        self.file = subscription_groups_file(config_dir)
+        self.table: dict[str, SubscriptionGroupConfig] = {}
+        self.auto_create = auto_create
+        self.lock = threading.Lock()
+
+    def load(self) -> None:
+        self.table = {name: SubscriptionGroupConfig.from_json_dict(d) for name, d in self.file.load().items()}
+
+    def persist(self) -> None:
+        with self.lock:
+            snapshot = {name: config.to_json_dict() for name, config in self.table.items()}
+        self.file.persist(snapshot)
+
+    def find(self, group: str, create: bool | None = None) -> SubscriptionGroupConfig | None:
+        config = self.table.get(group)
+        if config is None and (self.auto_create if create is None else create):
+            config = SubscriptionGroupConfig(group)
+            self.update(config)
+        return config
+
+    def update(self, config: SubscriptionGroupConfig) -> None:
+        with self.lock:
+            self.table[config.group_name] = config
+            self.file.data_version.next_version()
+        self.persist()
+
+    def delete(self, group: str) -> bool:
+        with self.lock:
+            removed = self.table.pop(group, None) is not None
+        if removed:
+            self.persist()
+        return removed
+
+    def wrapper(self) -> dict:
+        with self.lock:
+            table = {name: c.to_json_dict() for name, c in self.table.items()}
+        return {"subscriptionGroupTable": table, "dataVersion": self.file.data_version.to_json()}

@@ -1,0 +1,117 @@
+"""Topics this broker serves, persisted in ``store/config/topics.json``."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from broker.common import topic_config as tc
+from broker.common.topic_config import TopicConfig
+from broker.store.config_files import topics_file
+
+# System topics every broker has (RocketMQ creates these at start).
+_SYSTEM_TOPICS = {
+    tc.SCHEDULE_TOPIC: (18, 18),
+    tc.TRANS_HALF_TOPIC: (1, 1),
+    tc.TRANS_OP_HALF_TOPIC: (1, 1),
+    tc.SELF_TEST_TOPIC: (1, 1),
+    tc.OFFSET_MOVED_EVENT: (1, 1),
+}
+
+
+class TopicConfigManager:
+    def __init__(
+        self, config_dir: Path, cluster: str, broker_name: str, auto_create: bool, queue_nums: int
+    ) -> None:
+        self.file = topics_file(config_dir)
+        self.table: dict[str, TopicConfig] = {}
+        self.lock = threading.Lock()
+        self.cluster, self.broker_name = cluster, broker_name
+        self.auto_create = auto_create
+        self.default_queue_nums = queue_nums
+
+    @property
+    def data_version(self):
+        return self.file.data_version
+
+    def load(self) -> None:
+        self.table = {name: TopicConfig.from_json_dict(data) for name, data in self.file.load().items()}
+        for name, (read, write) in _SYSTEM_TOPICS.items():
+            self.table.setdefault(name, TopicConfig(name, read, write))
+        # Clusters and broker names are topics too, so clients can address them (as RocketMQ).
+        for name in (self.cluster, self.broker_name):
+            self.table.setdefault(name, TopicConfig(name, 16, 16, tc.PERM_READ | tc.PERM_WRITE))
+        self._refresh_default_topic()
+        self.persist()
+
+    def _refresh_default_topic(self) -> None:
+        perm = tc.PERM_READ | tc.PERM_WRITE
+        if self.auto_create:
+            perm |= tc.PERM_INHERIT
+        default = self.table.get(tc.AUTO_CREATE_TOPIC_KEY_TOPIC)
+        if default is None:
+            default = TopicConfig(
+                tc.AUTO_CREATE_TOPIC_KEY_TOPIC, self.default_queue_nums, self.default_queue_nums
+            )
+            self.table[default.topic_name] = default
+        default.perm = perm
+
+    def set_auto_create(self, enabled: bool) -> None:
+        self.auto_create = enabled
+        with self.lock:
+            self._refresh_default_topic()
+            self.data_version.next_version()
+        self.persist()
+
+    def persist(self) -> None:
+        with self.lock:
+            snapshot = {name: config.to_json_dict() for name, config in self.table.items()}
+        self.file.persist(snapshot)
+
+    def get(self, topic: str) -> TopicConfig | None:
+        return self.table.get(topic)
+
+    def update(self, config: TopicConfig) -> None:
+        with self.lock:
+            self.table[config.topic_name] = config
+            self.data_version.next_version()
+        self.persist()
+
+    def delete(self, topic: str) -> bool:
+        with self.lock:
+            removed = self.table.pop(topic, None) is not None
+            if removed:
+                self.data_version.next_version()
+        if removed:
+            self.persist()
+        return removed
+
+    def create_in_send(
+        self, topic: str, default_topic: str, queue_nums: int, sys_flag: int = 0
+    ) -> TopicConfig | None:
+        """Auto-create ``topic`` from the default topic when that one allows inheritance."""
+        existing = self.table.get(topic)
+        if existing is not None:
+            return existing
+        default = self.table.get(default_topic)
+        if default is None or not tc.is_inherited(default.perm):
+            return None
+        queues = max(1, min(queue_nums, default.write_queue_nums))
+        config = TopicConfig(topic, queues, queues, default.perm & ~tc.PERM_INHERIT, topic_sys_flag=sys_flag)
+        self.update(config)
+        return config
+
+    def ensure(self, topic: str, queues: int, perm: int) -> TopicConfig:
+        """A topic the broker itself needs (retry/DLQ): created on first use."""
+        existing = self.table.get(topic)
+        if existing is not None:
+            return existing
+        config = TopicConfig(topic, queues, queues, perm)
+        self.update(config)
+        return config
+
+    def serialize_wrapper(self) -> dict:
+        """TopicConfigSerializeWrapper: what the broker registers with name servers."""
+        with self.lock:
+            table = {name: config.to_json_dict() for name, config in self.table.items()}
+        return {"topicConfigTable": table, "dataVersion": self.data_version.to_json()}
