@@ -33,7 +33,9 @@ class NamesrvRegistration:
             "compressed": False,
         }
 
-    async def register_all(self) -> None:
+    async def register_all(self) -> bool:
+        """Register with every name server; False when any of them could not be reached."""
+        reached = True
         body = orjson.dumps(
             {"topicConfigSerializeWrapper": self.broker.topics.serialize_wrapper(), "filterServerList": []}
         )
@@ -46,6 +48,8 @@ class NamesrvRegistration:
                     log.warning("name server %s refused the registration: %s", addr, response.remark)
             except RemotingError as exc:
                 log.warning("cannot register with name server %s: %s", addr, exc)
+                reached = False
+        return reached
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._loop())
@@ -56,9 +60,10 @@ class NamesrvRegistration:
     async def _loop(self) -> None:
         interval = self.broker.config.register_broker_interval_millis / 1000
         while True:
-            await self.register_all()
+            reached = await self.register_all()
             try:
-                await asyncio.wait_for(self._wake.wait(), interval)
+                # A name server that was down (started after us) is retried within a second.
+                await asyncio.wait_for(self._wake.wait(), interval if reached else min(interval, 1.0))
             except TimeoutError:
                 pass
             self._wake.clear()
