@@ -1,0 +1,105 @@
+"""Every remote call of the SDK in one place: request headers in, typed results out."""
+
+from __future__ import annotations
+
+import orjson
+
+from broker.common.message_codec import decode_messages
+from broker.remoting import fastjson
+from broker.remoting.client import RemotingClient
+from broker.remoting.codes import RequestCode as RC
+from broker.remoting.codes import ResponseCode
+from broker.remoting.command import RemotingCommand, create_request
+
+from .errors import MQBrokerError
+
+PULL_FLAG_COMMIT_OFFSET, PULL_FLAG_SUSPEND, PULL_FLAG_SUBSCRIPTION = 0x1, 0x2, 0x4
+
+
+def _checked(response: RemotingCommand, addr: str, allowed: tuple[int, ...] = (ResponseCode.SUCCESS,)):
+    if response.code not in allowed:
+        raise MQBrokerError(response.code, response.remark, addr)
+    return response
+
+
+class ClientAPI:
+    def __init__(self, remoting: RemotingClient) -> None:
+        self.remoting = remoting
+
+    async def topic_route(self, namesrv: str, topic: str, timeout_ms: int = 3000) -> dict | None:
+        response = await self.remoting.invoke(
+            namesrv, create_request(RC.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}), timeout_ms
+        )
+        if response.code == ResponseCode.TOPIC_NOT_EXIST:
+            return None
+        return fastjson.loads(_checked(response, namesrv).body)
+
+    async def send(
+        self, addr: str, header: dict, body: bytes, timeout_ms: int, batch: bool = False
+    ) -> RemotingCommand:
+        code = RC.SEND_BATCH_MESSAGE if batch else RC.SEND_MESSAGE
+        return _checked(
+            await self.remoting.invoke(addr, create_request(code, header, body), timeout_ms), addr
+        )
+
+    async def send_oneway(self, addr: str, header: dict, body: bytes) -> None:
+        await self.remoting.invoke_oneway(addr, create_request(RC.SEND_MESSAGE, header, body, oneway=True))
+
+    async def pull(self, addr: str, header: dict, timeout_ms: int) -> tuple[int, dict, list]:
+        response = await self.remoting.invoke(addr, create_request(RC.PULL_MESSAGE, header), timeout_ms)
+        _checked(
+            response,
+            addr,
+            (
+                ResponseCode.SUCCESS,
+                ResponseCode.PULL_NOT_FOUND,
+                ResponseCode.PULL_RETRY_IMMEDIATELY,
+                ResponseCode.PULL_OFFSET_MOVED,
+            ),
+        )
+        messages = (
+            decode_messages(response.body, decompress_body=True)
+            if response.code == ResponseCode.SUCCESS
+            else []
+        )
+        return response.code, response.ext_fields, messages
+
+    async def heartbeat(self, addr: str, data: dict) -> None:
+        _checked(
+            await self.remoting.invoke(addr, create_request(RC.HEART_BEAT, body=orjson.dumps(data))), addr
+        )
+
+    async def unregister(
+        self, addr: str, client_id: str, producer_group: str | None, consumer_group: str | None
+    ):
+        fields = {"clientID": client_id, "producerGroup": producer_group, "consumerGroup": consumer_group}
+        await self.remoting.invoke(addr, create_request(RC.UNREGISTER_CLIENT, fields), 3000)
+
+    async def consumer_ids(self, addr: str, group: str) -> list[str]:
+        response = await self.remoting.invoke(
+            addr, create_request(RC.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": group})
+        )
+        if response.code != ResponseCode.SUCCESS:
+            return []
+        return list(fastjson.loads(response.body).get("consumerIdList") or [])
+
+    async def query_offset(self, addr: str, group: str, topic: str, queue_id: int) -> int:
+        fields = {"consumerGroup": group, "topic": topic, "queueId": queue_id}
+        response = await self.remoting.invoke(addr, create_request(RC.QUERY_CONSUMER_OFFSET, fields))
+        if response.code == ResponseCode.QUERY_NOT_FOUND:
+            return -1
+        return int(_checked(response, addr).field("offset"))
+
+    async def update_offset(self, addr: str, group: str, topic: str, queue_id: int, offset: int) -> None:
+        fields = {"consumerGroup": group, "topic": topic, "queueId": queue_id, "commitOffset": offset}
+        await self.remoting.invoke_oneway(
+            addr, create_request(RC.UPDATE_CONSUMER_OFFSET, fields, oneway=True)
+        )
+
+    async def offset_query(
+        self, addr: str, code: int, topic: str, queue_id: int, timestamp: int | None = None
+    ) -> int:
+        fields = {"topic": topic, "queueId": queue_id, "timestamp": timestamp}
+        return int(
+            _checked(await self.remoting.invoke(addr, create_request(code, fields)), addr).field("offset")
+        )

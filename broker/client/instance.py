@@ -1,0 +1,212 @@
+"""``MQClientInstance``: what producers and consumers of one process share.
+
+One asyncio loop on a background thread runs all network work; routes from the name servers
+are cached and refreshed every 30 s; heartbeats go to every broker every 30 s; a broker's
+"consumer ids changed" notification triggers a rebalance at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+import socket
+from dataclasses import dataclass, field
+
+from broker.remoting.client import EventLoopThread, RemotingClient
+from broker.remoting.codes import RequestCode
+from broker.remoting.errors import RemotingError
+
+from .client_api import ClientAPI
+from .errors import MQClientError
+from .message_queue import MessageQueue
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TopicRoute:
+    topic: str
+    queue_datas: list[dict]
+    broker_addrs: dict[str, str]  # broker name → master address
+    write_queues: list[MessageQueue] = field(default_factory=list)
+    read_queues: list[MessageQueue] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, topic: str, data: dict) -> TopicRoute:
+        addrs = {}
+        for broker in data.get("brokerDatas") or []:
+            master = (broker.get("brokerAddrs") or {}).get("0") or (broker.get("brokerAddrs") or {}).get(0)
+            if master:
+                addrs[broker["brokerName"]] = master
+        queue_datas = sorted(data.get("queueDatas") or [], key=lambda q: q["brokerName"])
+        route = cls(topic, queue_datas, addrs)
+        for queue in queue_datas:
+            name = queue["brokerName"]
+            if name not in addrs:
+                continue
+            if queue.get("perm", 6) & 0x2:
+                route.write_queues += [MessageQueue(topic, name, i) for i in range(queue["writeQueueNums"])]
+            if queue.get("perm", 6) & 0x4:
+                route.read_queues += [MessageQueue(topic, name, i) for i in range(queue["readQueueNums"])]
+        return route
+
+
+def _client_ip() -> str:
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return "127.0.0.1"
+
+
+class MQClientInstance:
+    def __init__(
+        self,
+        namesrv_addr: str,
+        instance_name: str | None = None,
+        heartbeat_interval_ms: int = 30_000,
+        route_interval_ms: int = 30_000,
+        rebalance_interval_ms: int = 20_000,
+    ) -> None:
+        self.namesrv_addrs = [a.strip() for a in namesrv_addr.split(";") if a.strip()]
+        if not self.namesrv_addrs:
+            raise MQClientError("no name server address given")
+        self.client_id = f"{_client_ip()}@{instance_name or os.getpid()}"
+        self.intervals = (
+            heartbeat_interval_ms / 1000,
+            route_interval_ms / 1000,
+            rebalance_interval_ms / 1000,
+        )
+        self.loop_thread = EventLoopThread(f"mq-client-{self.client_id}")
+        self.remoting: RemotingClient = self.loop_thread.run(self._make_remoting())
+        self.api = ClientAPI(self.remoting)
+        self.routes: dict[str, TopicRoute] = {}
+        self.producers: dict[str, object] = {}
+        self.consumers: dict[str, object] = {}
+        self._rebalance_now = None
+        self._tasks: list[asyncio.Future] = []
+
+    async def _make_remoting(self) -> RemotingClient:
+        remoting = RemotingClient()
+        remoting.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_ids_changed)
+        self._rebalance_now = asyncio.Event()
+        return remoting
+
+    async def _on_ids_changed(self, conn, request):
+        self._rebalance_now.set()
+        return None
+
+    def run(self, coro, timeout: float | None = None):
+        return self.loop_thread.run(coro, timeout)
+
+    def submit(self, coro):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop_thread.loop)
+
+    def start(self) -> None:
+        if not self._tasks:
+            self._tasks = [
+                self.submit(self._periodic(self.intervals[0], self.send_heartbeats)),
+                self.submit(self._periodic(self.intervals[1], self.refresh_routes)),
+                self.submit(self._rebalance_loop()),
+            ]
+
+    async def _periodic(self, interval: float, action) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await action()
+            except Exception as exc:
+                log.warning("%s failed: %s", action.__name__, exc)
+
+    async def _rebalance_loop(self) -> None:
+        while True:
+            try:
+                await asyncio.wait_for(self._rebalance_now.wait(), self.intervals[2])
+            except TimeoutError:
+                pass
+            self._rebalance_now.clear()
+            await self.rebalance_all()
+
+    async def rebalance_all(self) -> None:
+        for consumer in list(self.consumers.values()):
+            try:
+                await consumer.rebalance()
+            except Exception as exc:
+                log.warning("rebalance of %s failed: %s", getattr(consumer, "group", "?"), exc)
+
+    def trigger_rebalance(self) -> None:
+        self.loop_thread.loop.call_soon_threadsafe(self._rebalance_now.set)
+
+    # -- routes -------------------------------------------------------------------------------
+    async def route(self, topic: str, refresh: bool = False) -> TopicRoute | None:
+        if refresh or topic not in self.routes:
+            await self._fetch_route(topic)
+        return self.routes.get(topic)
+
+    async def _fetch_route(self, topic: str) -> None:
+        errors = []
+        for addr in random.sample(self.namesrv_addrs, len(self.namesrv_addrs)):
+            try:
+                data = await self.api.topic_route(addr, topic)
+            except RemotingError as exc:
+                errors.append(str(exc))
+                continue
+            if data is None:
+                self.routes.pop(topic, None)
+            else:
+                self.routes[topic] = TopicRoute.from_json(topic, data)
+            return
+        raise MQClientError(f"no name server reachable for the route of {topic}: {'; '.join(errors)}")
+
+    async def refresh_routes(self) -> None:
+        for topic in list(self.routes):
+            await self._fetch_route(topic)
+
+    def broker_addr(self, broker_name: str) -> str | None:
+        for route in self.routes.values():
+            if broker_name in route.broker_addrs:
+                return route.broker_addrs[broker_name]
+        return None
+
+    def all_broker_addrs(self) -> set[str]:
+        return {addr for route in self.routes.values() for addr in route.broker_addrs.values()}
+
+    # -- heartbeats ---------------------------------------------------------------------------
+    def heartbeat_data(self) -> dict:
+        return {
+            "clientID": self.client_id,
+            "producerDataSet": [{"groupName": group} for group in self.producers],
+            "consumerDataSet": [consumer.consumer_data() for consumer in self.consumers.values()],
+        }
+
+    async def send_heartbeats(self) -> None:
+        data = self.heartbeat_data()
+        for addr in self.all_broker_addrs():
+            try:
+                await self.api.heartbeat(addr, data)
+            except Exception as exc:
+                log.debug("heartbeat to %s failed: %s", addr, exc)
+
+    def shutdown(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        try:
+            self.run(self._unregister_all(), timeout=10)
+            self.run(self.remoting.close(), timeout=5)
+        finally:
+            self.loop_thread.stop()
+
+    async def _unregister_all(self) -> None:
+        for addr in self.all_broker_addrs():
+            for group in self.producers:
+                await _quietly(self.api.unregister(addr, self.client_id, group, None))
+            for group in self.consumers:
+                await _quietly(self.api.unregister(addr, self.client_id, None, group))
+
+
+async def _quietly(coro) -> None:
+    try:
+        await coro
+    except Exception as exc:
+        log.debug("ignored during shutdown: %s", exc)
