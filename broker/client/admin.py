@@ -872,7 +872,7 @@ def _first_float(value: Any) -> float:
 # ---------------------------------------------------------------------------------------------
 
 UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"
-_FLAG_SUBSCRIPTION = 0x2
+_FLAG_SUBSCRIPTION = 0x4  # RocketMQ PullSysFlag: 0x1 commit, 0x2 suspend, 0x4 subscription
 _PULL_STATUS = {
     ResponseCode.SUCCESS: "FOUND",
     ResponseCode.PULL_NOT_FOUND: "NO_NEW_MSG",
