@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from broker.cli_commands.base import Command, add_target, parse_bool, require_target
-from broker.cli_commands.output import CommandOutput, format_millis, render_table
+from broker.cli_commands.output import CommandOutput, format_millis, render_assignments, render_table
 from broker.cli_commands.versions import version_desc
 from broker.client.admin import MQAdmin
 
@@ -51,7 +51,7 @@ def _run_update(admin: MQAdmin, args: argparse.Namespace) -> CommandOutput:
     for addr in addrs:
         config = admin.create_or_update_subscription_group(addr, args.group, **options)
     lines = [f"create subscription group to {addr} success." for addr in addrs]
-    lines.append(" ".join(f"{k}={v}" for k, v in config.items()))
+    lines.append(render_assignments(config))
     return CommandOutput({"brokers": addrs, "subscription_group_config": config}, "\n".join(lines))
 
 

@@ -28,7 +28,7 @@ def render_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     RocketMQ prints fixed printf widths that overflow on long topic names; fitting the widths
     keeps columns aligned whatever the data, which is what an operator reading the table needs.
     """
-    cells = [[_cell(v) for v in row] for row in rows]
+    cells = [[format_value(v) for v in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in cells:
         for i, value in enumerate(row):
@@ -42,17 +42,25 @@ def _join(values: Sequence[str], widths: Sequence[int]) -> str:
     return "  ".join(v.ljust(w) for v, w in zip(values, widths, strict=False)).rstrip()
 
 
-def _cell(value: Any) -> str:
+def format_value(value: Any) -> str:
+    """One value as RocketMQ's Java tools print it (``true``/``false``, ``-`` for nothing)."""
     if value is None:
         return "-"
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, float):
         return f"{value:.2f}"
     return str(value)
 
 
+def render_assignments(values: dict[str, Any]) -> str:
+    """``key=value key=value`` — a config object on one line."""
+    return " ".join(f"{key}={format_value(value)}" for key, value in values.items())
+
+
 def render_pairs(pairs: Iterable[tuple[str, Any]], key_width: int = 20) -> str:
     """``label  value`` lines, as RocketMQ prints a single message or a config."""
-    return "\n".join(f"{label:<{key_width}} {_cell(value)}" for label, value in pairs)
+    return "\n".join(f"{label:<{key_width}} {format_value(value)}" for label, value in pairs)
 
 
 def format_millis(ms: int | None) -> str:

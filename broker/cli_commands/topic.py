@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from broker.cli_commands.base import Command, add_target, parse_bool, require_target
-from broker.cli_commands.output import CommandOutput, format_millis, render_table
+from broker.cli_commands.output import CommandOutput, format_millis, render_assignments, render_table
 from broker.client.admin import MQAdmin, MQAdminError
 
 
@@ -76,7 +76,7 @@ def _run_update(admin: MQAdmin, args: argparse.Namespace) -> CommandOutput:
         "order": args.order,
     }
     lines = [f"create topic to {addr} success." for addr in addrs]
-    lines.append(" ".join(f"{k}={v}" for k, v in config.items()))
+    lines.append(render_assignments(config))
     return CommandOutput({"brokers": addrs, "topic_config": config}, "\n".join(lines))
 
 

@@ -151,3 +151,11 @@ def test_format_millis_and_versions():
     assert version_desc(401) == "V4_9_4"
     assert version_desc(413) == "V5_0_0"
     assert version_desc(412) == "V5_0_0_SNAPSHOT"
+
+
+def test_booleans_print_as_java_does():
+    from broker.cli_commands.output import render_assignments
+
+    assert render_assignments({"order": False, "perm": 6, "consumeEnable": True}) == (
+        "order=false perm=6 consumeEnable=true"
+    )
