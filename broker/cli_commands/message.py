@@ -8,7 +8,9 @@ from typing import Any
 from broker.cli_commands.base import Command, UsageError, parse_time_arg
 from broker.cli_commands.messages_view import describe_message, message_block
 from broker.cli_commands.output import CommandOutput, render_table
+from broker.cli_commands.sending import choose_queue, send_with_producer
 from broker.client.admin import MQAdmin, NotFoundError
+from broker.common.message import Message
 
 
 def _configure_by_id(parser: argparse.ArgumentParser) -> None:
@@ -69,23 +71,17 @@ def _configure_send(parser: argparse.ArgumentParser) -> None:
 def _run_send(admin: MQAdmin, args: argparse.Namespace) -> CommandOutput:
     if args.qid is not None and not args.broker:
         raise UsageError("-i (queue id) needs -b (broker name)")
-    result = admin.send_message(
-        args.topic, args.body.encode("utf-8"), args.tags, args.key, args.broker, args.qid
-    )
-    table = render_table(
-        ("#Broker Name", "#QID", "#Queue Offset", "#Send Result", "#MsgId", "#OffsetMsgId"),
-        [
-            (
-                result.broker_name,
-                result.queue_id,
-                result.queue_offset,
-                result.send_status,
-                result.msg_id,
-                result.offset_msg_id,
-            )
-        ],
-    )
-    return CommandOutput(result, table)
+    queue = choose_queue(admin.topic_route(args.topic), args.broker, args.qid) if args.broker else None
+    message = Message(topic=args.topic, body=args.body.encode("utf-8"))
+    message.tags = args.tags
+    message.keys = args.key
+    result = send_with_producer(admin, message, queue)
+    row = (result.message_queue.broker_name, result.message_queue.queue_id, result.queue_offset,
+           result.send_status, result.msg_id, result.offset_msg_id)  # fmt: skip
+    headers = ("#Broker Name", "#QID", "#Queue Offset", "#Send Result", "#MsgId", "#OffsetMsgId")
+    data = {"send_status": result.send_status, "msg_id": result.msg_id, "offset_msg_id": result.offset_msg_id,
+            "broker_name": row[0], "queue_id": row[1], "queue_offset": result.queue_offset}  # fmt: skip
+    return CommandOutput(data, render_table(headers, [row]))
 
 
 def _configure_consume(parser: argparse.ArgumentParser) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import random
 import socket
 import time
 from collections.abc import Iterable, Iterator
@@ -22,9 +21,7 @@ from broker.common.message_codec import (
     MessageDecodeError,
     decode_messages,
     decode_offset_msg_id,
-    properties_to_string,
 )
-from broker.common.message_id import create_unique_id
 from broker.remoting import fastjson
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.codes import RequestCode, ResponseCode
@@ -96,7 +93,6 @@ class AdminRequestError(MQAdminError):
 MASTER_ID = 0
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
-TOOLS_PRODUCER_GROUP = "TOOLS_PRODUCER"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -273,16 +269,6 @@ class ResetOffsetEntry:
     broker_name: str
     queue_id: int
     offset: int
-
-
-@dataclass(frozen=True)
-class SendResult:
-    send_status: str
-    msg_id: str
-    offset_msg_id: str
-    broker_name: str
-    queue_id: int
-    queue_offset: int
 
 
 @dataclass(frozen=True)
@@ -728,51 +714,6 @@ class MQAdmin:
             messages.extend(_decode_messages(reply.body))
         messages.sort(key=_store_timestamp_of)
         return messages
-
-    def send_message(
-        self,
-        topic: str,
-        body: bytes,
-        tags: str | None = None,
-        keys: str | None = None,
-        broker_name: str | None = None,
-        queue_id: int | None = None,
-        producer_group: str = TOOLS_PRODUCER_GROUP,
-    ) -> SendResult:
-        """Send one test message to a chosen broker/queue or to a random writable queue."""
-        route = self.topic_route(topic)
-        broker_name, queue_id = _choose_queue(route, broker_name, queue_id)
-        addr = route.broker(broker_name).master_addr
-        if not addr:
-            raise NotFoundError(f"broker {broker_name!r} has no master to send to")
-        props = {"UNIQ_KEY": create_unique_id(), "WAIT": "true"}
-        if tags:
-            props["TAGS"] = tags
-        if keys:
-            props["KEYS"] = keys
-        fields = {
-            "producerGroup": producer_group,
-            "topic": topic,
-            "defaultTopic": "TBW102",
-            "defaultTopicQueueNums": 4,
-            "queueId": queue_id,
-            "sysFlag": 0,
-            "bornTimestamp": int(time.time() * 1000),
-            "flag": 0,
-            "properties": properties_to_string(props),
-            "reconsumeTimes": 0,
-        }
-        reply = self._broker(addr, RequestCode.SEND_MESSAGE, fields, body)
-        reply.raise_unless_success()
-        ext = reply.ext_fields
-        return SendResult(
-            send_status="SEND_OK",
-            msg_id=props["UNIQ_KEY"],
-            offset_msg_id=ext.get("msgId", ""),
-            broker_name=broker_name,
-            queue_id=_as_int(ext.get("queueId", queue_id)),
-            queue_offset=_as_int(ext.get("queueOffset")),
-        )
 
     def pull_messages(
         self,
@@ -1291,22 +1232,3 @@ def _check_topic_name(topic: str) -> None:
     """RocketMQ's topic rule: 1..127 characters from ``[a-zA-Z0-9_%|-]``."""
     if not topic or len(topic) > 127 or not set(topic) <= _TOPIC_NAME_CHARS:
         raise MQAdminError(f"invalid topic name {topic!r}: 1-127 characters of a-z A-Z 0-9 _ - % |")
-
-
-def _choose_queue(route: TopicRoute, broker_name: str | None, queue_id: int | None) -> tuple[str, int]:
-    writable = [q for q in route.queue_datas if q.perm & 0x2 and q.write_queue_nums > 0]
-    if broker_name:
-        writable = [q for q in writable if q.broker_name == broker_name]
-        if not writable:
-            raise NotFoundError(f"broker {broker_name!r} has no writable queue of topic {route.topic!r}")
-    if not writable:
-        raise NotFoundError(f"topic {route.topic!r} has no writable queue")
-    chosen = random.choice(writable)
-    if queue_id is None:
-        queue_id = random.randrange(chosen.write_queue_nums)
-    elif not 0 <= queue_id < chosen.write_queue_nums:
-        raise MQAdminError(
-            f"queue {queue_id} does not exist on {chosen.broker_name} "
-            f"(write queues 0..{chosen.write_queue_nums - 1})"
-        )
-    return chosen.broker_name, queue_id
