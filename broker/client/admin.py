@@ -22,6 +22,7 @@ from broker.common.message_codec import (
     decode_messages,
     decode_offset_msg_id,
 )
+from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC, RETRY_GROUP_TOPIC_PREFIX, validate_topic
 from broker.remoting import fastjson
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.codes import RequestCode, ResponseCode
@@ -91,7 +92,6 @@ class AdminRequestError(MQAdminError):
 
 
 MASTER_ID = 0
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
 
 
@@ -967,7 +967,7 @@ def _create_topic_fields(
 ) -> dict[str, Any]:
     return {
         "topic": topic,
-        "defaultTopic": "TBW102",
+        "defaultTopic": AUTO_CREATE_TOPIC_KEY_TOPIC,
         "readQueueNums": read_queue_nums,
         "writeQueueNums": write_queue_nums,
         "perm": perm,
@@ -1225,10 +1225,7 @@ def _queue_offset_of(message: MessageExt) -> int:
     return message.queue_offset
 
 
-_TOPIC_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-%|")
-
-
 def _check_topic_name(topic: str) -> None:
-    """RocketMQ's topic rule: 1..127 characters from ``[a-zA-Z0-9_%|-]``."""
-    if not topic or len(topic) > 127 or not set(topic) <= _TOPIC_NAME_CHARS:
-        raise MQAdminError(f"invalid topic name {topic!r}: 1-127 characters of a-z A-Z 0-9 _ - % |")
+    problem = validate_topic(topic)
+    if problem:
+        raise MQAdminError(f"invalid topic: {problem}")
