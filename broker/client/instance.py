@@ -84,7 +84,6 @@ class MQClientInstance:
         self.routes: dict[str, TopicRoute] = {}
         self.producers: dict[str, object] = {}
         self.consumers: dict[str, object] = {}
-        self._rebalance_now = None
         self._tasks: list[asyncio.Future] = []
 
     async def _make_remoting(self) -> RemotingClient:

@@ -1,0 +1,255 @@
+"""What push and lite-pull consumers share: subscriptions, rebalancing, offsets, pulling.
+
+Rebalance (every 20 s and whenever a broker says the group changed): each member lists the
+topic's queues and the group's members, sorts both, and takes its share with the allocation
+strategy; queues it lost stop and commit, queues it gained start at the committed offset (or
+where ``consume_from_where`` says for a new group).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from broker.common import topic_config as tc
+from broker.common.java_hash import java_string_hash
+from broker.remoting.codes import RequestCode
+from broker.remoting.codes import ResponseCode as R
+
+from .allocate import AllocateAveragely
+from .client_api import PULL_FLAG_COMMIT_OFFSET, PULL_FLAG_SUBSCRIPTION, PULL_FLAG_SUSPEND
+from .errors import MQClientError
+from .instance import MQClientInstance
+from .message_queue import MessageQueue
+from .offset_store import LocalFileOffsetStore, RemoteBrokerOffsetStore
+
+log = logging.getLogger(__name__)
+CLUSTERING, BROADCASTING = "CLUSTERING", "BROADCASTING"
+CONSUME_FROM_LAST_OFFSET = "CONSUME_FROM_LAST_OFFSET"
+CONSUME_FROM_FIRST_OFFSET = "CONSUME_FROM_FIRST_OFFSET"
+CONSUME_FROM_TIMESTAMP = "CONSUME_FROM_TIMESTAMP"
+
+
+def subscription_data(topic: str, expression: str) -> dict:
+    tags = [] if expression.strip() in ("", "*") else [t.strip() for t in expression.split("||") if t.strip()]
+    return {
+        "classFilterMode": False,
+        "topic": topic,
+        "subString": expression or "*",
+        "tagsSet": tags,
+        "codeSet": [java_string_hash(t) for t in tags],
+        "subVersion": int(time.time() * 1000),
+        "expressionType": "TAG",
+    }
+
+
+class ConsumerCore:
+    consume_type = "CONSUME_PASSIVELY"
+
+    def __init__(
+        self,
+        group: str,
+        namesrv_addr: str,
+        *,
+        message_model: str = CLUSTERING,
+        consume_from_where: str = CONSUME_FROM_LAST_OFFSET,
+        consume_timestamp_ms: int | None = None,
+        allocate_strategy=None,
+        pull_batch_size: int = 32,
+        offset_store_dir: str | None = None,
+        instance: MQClientInstance | None = None,
+        instance_name: str | None = None,
+        rebalance_interval_ms: int = 20_000,
+        persist_interval_ms: int = 5000,
+    ) -> None:
+        self.group, self.namesrv_addr = group, namesrv_addr
+        self.message_model = message_model
+        self.consume_from_where = consume_from_where
+        self.consume_timestamp_ms = consume_timestamp_ms or int(time.time() * 1000) - 30 * 60 * 1000
+        self.allocate = allocate_strategy or AllocateAveragely()
+        self.pull_batch_size = pull_batch_size
+        self.offset_store_dir = offset_store_dir or str(
+            __import__("pathlib").Path.home() / ".rocketmq_offsets"
+        )
+        self.instance, self.instance_name = instance, instance_name
+        self.rebalance_interval_ms, self.persist_interval_ms = rebalance_interval_ms, persist_interval_ms
+        self.subscriptions: dict[str, str] = {}
+        self.assigned: dict[MessageQueue, asyncio.Task] = {}
+        self.offsets = None
+        self.rebalance_history: list[tuple[float, frozenset]] = []
+        self._persist_task = None
+        self.running = False
+
+    # -- configuration ------------------------------------------------------------------------
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        reason = tc.validate_topic(topic)
+        if reason:
+            raise MQClientError(reason)
+        self.subscriptions[topic] = expression
+
+    def consumer_data(self) -> dict:
+        subs = [subscription_data(t, e) for t, e in self.subscriptions.items()]
+        return {
+            "groupName": self.group,
+            "consumeType": self.consume_type,
+            "messageModel": self.message_model,
+            "consumeFromWhere": self.consume_from_where,
+            "subscriptionDataSet": subs,
+            "unitMode": False,
+        }
+
+    # -- life cycle ---------------------------------------------------------------------------
+    def _start_core(self) -> None:
+        self.instance = self.instance or MQClientInstance(
+            self.namesrv_addr, self.instance_name, rebalance_interval_ms=self.rebalance_interval_ms
+        )
+        if self.message_model == BROADCASTING:
+            self.offsets = LocalFileOffsetStore(self.offset_store_dir, self.instance.client_id, self.group)
+        else:
+            self.offsets = RemoteBrokerOffsetStore(self.instance, self.group)
+        self.instance.consumers[self.group] = self
+        self.running = True
+        self.instance.run(self._first_rebalance())
+        self.instance.start()
+        self._persist_task = self.instance.submit(self._persist_loop())
+
+    async def _first_rebalance(self) -> None:
+        for topic in self.subscriptions:
+            if await self.instance.route(topic, refresh=True) is None:
+                # As RocketMQ: not fatal, the topic may be created later; rebalancing retries.
+                log.warning("no route of topic %s yet; %s consumes it once it appears", topic, self.group)
+        await self.instance.send_heartbeats()
+        await self.rebalance()
+
+    async def _persist_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.persist_interval_ms / 1000)
+            await self.offsets.persist(list(self.assigned))
+
+    def _shutdown_core(self) -> None:
+        if not self.running:
+            return
+        self.running = False
+        self._persist_task.cancel()
+        self.instance.run(self._stop_all())
+        self.instance.consumers.pop(self.group, None)
+        self.instance.shutdown()
+
+    async def _stop_all(self) -> None:
+        for mq in list(self.assigned):
+            await self._drop_queue(mq)
+        await self.offsets.persist(list(self.offsets.table))
+
+    # -- rebalance ----------------------------------------------------------------------------
+    async def rebalance(self) -> None:
+        if not self.running:
+            return
+        wanted: set[MessageQueue] = set()
+        for topic in self.subscriptions:
+            wanted |= set(await self._allocate(topic))
+        for mq in [mq for mq in self.assigned if mq not in wanted]:
+            await self._drop_queue(mq)
+        for mq in sorted(wanted - set(self.assigned)):
+            offset = await self._start_offset(mq)
+            self.assigned[mq] = asyncio.create_task(self._pull_loop(mq, offset))
+        self.rebalance_history.append((time.monotonic(), frozenset(self.assigned)))
+
+    async def _allocate(self, topic: str) -> list[MessageQueue]:
+        route = await self.instance.route(topic, refresh=True)
+        if route is None:
+            return []
+        mqs = sorted(route.read_queues)
+        if self.message_model == BROADCASTING:
+            return mqs
+        cids: list[str] = []
+        for addr in route.broker_addrs.values():
+            cids = await self.instance.api.consumer_ids(addr, self.group)
+            if cids:
+                break
+        return self.allocate.allocate(self.group, self.instance.client_id, mqs, sorted(cids))
+
+    async def _drop_queue(self, mq: MessageQueue) -> None:
+        task = self.assigned.pop(mq, None)
+        if task is not None:
+            task.cancel()
+        self.on_queue_dropped(mq)
+        await self.offsets.persist([mq])
+        self.offsets.remove(mq)
+
+    async def _start_offset(self, mq: MessageQueue) -> int:
+        committed = await self.offsets.read_store(mq)
+        if committed >= 0:
+            return committed
+        addr = self.instance.broker_addr(mq.broker_name)
+        if self.consume_from_where == CONSUME_FROM_FIRST_OFFSET or tc.is_retry_topic(mq.topic):
+            offset = 0
+        elif self.consume_from_where == CONSUME_FROM_TIMESTAMP:
+            offset = await self.instance.api.offset_query(
+                addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, mq.topic, mq.queue_id, self.consume_timestamp_ms
+            )
+        else:
+            offset = await self.instance.api.offset_query(
+                addr, RequestCode.GET_MAX_OFFSET, mq.topic, mq.queue_id
+            )
+        self.offsets.update(mq, offset)
+        return offset
+
+    # -- pulling ------------------------------------------------------------------------------
+    async def _pull_loop(self, mq: MessageQueue, offset: int) -> None:
+        while self.running:
+            if self.is_busy(mq):
+                await asyncio.sleep(0.05)
+                continue
+            try:
+                code, fields, messages = await self._pull_once(mq, offset)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.debug("pull from %s failed: %s", mq, exc)
+                await asyncio.sleep(1)
+                continue
+            next_offset = int(fields.get("nextBeginOffset", offset))
+            if code == R.SUCCESS and messages:
+                self.on_messages(mq, messages)
+            elif code == R.PULL_OFFSET_MOVED:
+                self.offsets.update(mq, next_offset)
+            offset = next_offset
+
+    async def _pull_once(self, mq: MessageQueue, offset: int):
+        addr = self.instance.broker_addr(mq.broker_name)
+        if addr is None:
+            raise MQClientError(f"no address for {mq.broker_name}")
+        committed = self.offsets.read_memory(mq)
+        flag = PULL_FLAG_SUSPEND | PULL_FLAG_SUBSCRIPTION
+        if committed > 0 and self.message_model == CLUSTERING:
+            flag |= PULL_FLAG_COMMIT_OFFSET
+        header = {
+            "consumerGroup": self.group,
+            "topic": mq.topic,
+            "queueId": mq.queue_id,
+            "queueOffset": offset,
+            "maxMsgNums": self.pull_batch_size,
+            "sysFlag": flag,
+            "commitOffset": max(committed, 0),
+            "suspendTimeoutMillis": 15_000,
+            "subscription": self.subscriptions.get(mq.topic, "*"),
+            "subVersion": 0,
+            "expressionType": "TAG",
+        }
+        code, fields, messages = await self.instance.api.pull(addr, header, 30_000)
+        expression = self.subscriptions.get(mq.topic, "*")
+        if messages and expression.strip() not in ("", "*"):
+            wanted = {t.strip() for t in expression.split("||")}
+            messages = [m for m in messages if m.tags in wanted]  # the broker only compared hashes
+        return code, fields, messages
+
+    # -- hooks for the concrete consumers ----------------------------------------------------
+    def is_busy(self, mq: MessageQueue) -> bool:
+        return False
+
+    def on_messages(self, mq: MessageQueue, messages: list) -> None:
+        raise NotImplementedError
+
+    def on_queue_dropped(self, mq: MessageQueue) -> None:
+        pass

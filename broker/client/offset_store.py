@@ -1,0 +1,80 @@
+"""Where a consumer keeps its progress: on the broker (clustering) or in a local file
+(broadcasting, every member has its own)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+
+from broker.store.config_files import JsonConfigFile
+
+from .message_queue import MessageQueue
+
+log = logging.getLogger(__name__)
+
+
+class OffsetStore:
+    def __init__(self) -> None:
+        self.table: dict[MessageQueue, int] = {}
+        self.lock = threading.Lock()
+
+    def update(self, mq: MessageQueue, offset: int, increase_only: bool = False) -> None:
+        with self.lock:
+            if increase_only and self.table.get(mq, -1) >= offset:
+                return
+            self.table[mq] = offset
+
+    def read_memory(self, mq: MessageQueue) -> int:
+        return self.table.get(mq, -1)
+
+    def remove(self, mq: MessageQueue) -> None:
+        with self.lock:
+            self.table.pop(mq, None)
+
+
+class RemoteBrokerOffsetStore(OffsetStore):
+    """Offsets committed to the broker that owns each queue."""
+
+    def __init__(self, instance, group: str) -> None:
+        super().__init__()
+        self.instance, self.group = instance, group
+
+    async def read_store(self, mq: MessageQueue) -> int:
+        addr = self.instance.broker_addr(mq.broker_name)
+        if addr is None:
+            return -1
+        offset = await self.instance.api.query_offset(addr, self.group, mq.topic, mq.queue_id)
+        if offset >= 0:
+            self.update(mq, offset)
+        return offset
+
+    async def persist(self, mqs) -> None:
+        for mq in list(mqs):
+            offset, addr = self.table.get(mq), self.instance.broker_addr(mq.broker_name)
+            if offset is None or addr is None:
+                continue
+            try:
+                await self.instance.api.update_offset(addr, self.group, mq.topic, mq.queue_id, offset)
+            except Exception as exc:
+                log.warning("cannot commit the offset of %s: %s", mq, exc)
+
+
+class LocalFileOffsetStore(OffsetStore):
+    """``<dir>/<client id>/<group>/offsets.json`` with a ``.bak`` (RocketMQ's layout)."""
+
+    def __init__(self, directory: str | Path, client_id: str, group: str) -> None:
+        super().__init__()
+        self.file = JsonConfigFile(Path(directory) / client_id.replace(":", "_") / group / "offsets.json")
+        data = self.file.load() or {}
+        for key, offset in (data.get("offsetTable") or {}).items():
+            topic, broker_name, queue_id = key.rsplit("@", 2)
+            self.table[MessageQueue(topic, broker_name, int(queue_id))] = int(offset)
+
+    async def read_store(self, mq: MessageQueue) -> int:
+        return self.table.get(mq, -1)
+
+    async def persist(self, mqs=None) -> None:
+        with self.lock:
+            table = {f"{mq.topic}@{mq.broker_name}@{mq.queue_id}": o for mq, o in self.table.items()}
+        self.file.persist({"offsetTable": table})

@@ -1,0 +1,95 @@
+"""``LitePullConsumer``: the application polls; subscribe (with rebalancing) or assign queues."""
+
+from __future__ import annotations
+
+import asyncio
+import queue as queue_module
+import time
+
+from .consumer_core import ConsumerCore
+from .message_queue import MessageQueue
+
+
+class LitePullConsumer(ConsumerCore):
+    def __init__(
+        self, group: str, namesrv_addr: str, *, auto_commit: bool = True, buffer_size: int = 10_000, **options
+    ) -> None:
+        super().__init__(group, namesrv_addr, **options)
+        self.auto_commit = auto_commit
+        self.buffer: queue_module.Queue = queue_module.Queue(buffer_size)
+        self.consumed: dict[MessageQueue, int] = {}
+        self._assigned_only: list[MessageQueue] | None = None
+        self.paused: set[MessageQueue] = set()
+
+    def assign(self, queues: list[MessageQueue]) -> None:
+        """Consume exactly these queues (no rebalancing)."""
+        self._assigned_only = list(queues)
+        for mq in queues:
+            self.subscriptions.setdefault(mq.topic, "*")
+
+    async def _allocate(self, topic: str) -> list[MessageQueue]:
+        if self._assigned_only is not None:
+            await self.instance.route(topic, refresh=True)
+            return [mq for mq in self._assigned_only if mq.topic == topic]
+        return await super()._allocate(topic)
+
+    def start(self) -> LitePullConsumer:
+        self._start_core()
+        return self
+
+    def shutdown(self) -> None:
+        if self.auto_commit:
+            self.commit_sync()
+        self._shutdown_core()
+
+    def poll(self, timeout_s: float = 5.0) -> list:
+        """Messages pulled so far (up to a batch), waiting up to ``timeout_s`` for the first."""
+        deadline = time.monotonic() + timeout_s
+        batch = []
+        while len(batch) < self.pull_batch_size:
+            remaining = deadline - time.monotonic()
+            try:
+                item = (
+                    self.buffer.get(timeout=max(remaining, 0.001)) if not batch else self.buffer.get_nowait()
+                )
+            except queue_module.Empty:
+                break
+            mq, msg = item
+            if mq not in self.assigned:
+                continue  # the queue moved to another member meanwhile
+            batch.append(msg)
+            self.consumed[mq] = max(self.consumed.get(mq, 0), msg.queue_offset + 1)
+        if self.auto_commit:
+            for mq, offset in list(self.consumed.items()):
+                self.offsets.update(mq, offset, increase_only=True)
+        return batch
+
+    def commit_sync(self) -> None:
+        for mq, offset in list(self.consumed.items()):
+            self.offsets.update(mq, offset, increase_only=True)
+        self.instance.run(self.offsets.persist(list(self.consumed)))
+
+    def seek(self, mq: MessageQueue, offset: int) -> None:
+        """Continue ``mq`` from ``offset`` (restarts its pulling)."""
+
+        async def restart() -> None:
+            task = self.assigned.pop(mq, None)
+            if task is not None:
+                task.cancel()
+            self.offsets.update(mq, offset)
+            self.assigned[mq] = asyncio.create_task(self._pull_loop(mq, offset))
+
+        self.instance.run(restart())
+
+    def pause(self, queues: list[MessageQueue]) -> None:
+        self.paused.update(queues)
+
+    def resume(self, queues: list[MessageQueue]) -> None:
+        self.paused.difference_update(queues)
+
+    def is_busy(self, mq: MessageQueue) -> bool:
+        return mq in self.paused or self.buffer.qsize() > self.buffer.maxsize * 0.8
+
+    def on_messages(self, mq: MessageQueue, messages: list) -> None:
+        for msg in messages:
+            self.buffer.put((mq, msg))

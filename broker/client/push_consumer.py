@@ -1,0 +1,138 @@
+"""``PushConsumer``: messages handed to a listener as they arrive (concurrently).
+
+Each owned queue has a process queue of messages pulled but not yet consumed; the committed
+offset is the smallest offset still in flight, so a crash re-delivers rather than loses. A
+listener that fails (returns RECONSUME_LATER, None, or raises) gets the message again later.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+from .consumer_core import ConsumerCore
+from .message_queue import MessageQueue
+
+log = logging.getLogger(__name__)
+
+
+class ConsumeConcurrentlyStatus(enum.Enum):
+    CONSUME_SUCCESS = "CONSUME_SUCCESS"
+    RECONSUME_LATER = "RECONSUME_LATER"
+
+
+class ProcessQueue:
+    """Messages of one queue pulled and not yet consumed, by queue offset."""
+
+    def __init__(self) -> None:
+        self.in_flight: dict[int, object] = {}
+        self.max_seen = -1
+        self.lock = threading.Lock()
+        self.dropped = False
+
+    def add(self, messages) -> None:
+        with self.lock:
+            for msg in messages:
+                self.in_flight[msg.queue_offset] = msg
+                self.max_seen = max(self.max_seen, msg.queue_offset)
+
+    def remove(self, offset: int) -> int:
+        """Forget a consumed message; return the offset to commit (smallest in flight)."""
+        with self.lock:
+            self.in_flight.pop(offset, None)
+            return min(self.in_flight) if self.in_flight else self.max_seen + 1
+
+    def __len__(self) -> int:
+        return len(self.in_flight)
+
+
+class PushConsumer(ConsumerCore):
+    def __init__(
+        self,
+        group: str,
+        namesrv_addr: str,
+        *,
+        consume_threads: int = 20,
+        consume_batch_size: int = 1,
+        pull_threshold_per_queue: int = 1000,
+        retry_delay_s: float = 1.0,
+        **options,
+    ) -> None:
+        super().__init__(group, namesrv_addr, **options)
+        self.consume_batch_size = consume_batch_size
+        self.pull_threshold = pull_threshold_per_queue
+        self.retry_delay_s = retry_delay_s
+        self.listener: Callable | None = None
+        self.process_queues: dict[MessageQueue, ProcessQueue] = {}
+        self.before_hooks: list[Callable] = []
+        self.after_hooks: list[Callable] = []
+        self.pool = ThreadPoolExecutor(consume_threads, thread_name_prefix=f"consume-{group}")
+
+    def register_message_listener(self, listener: Callable) -> None:
+        """``listener(messages, context) -> ConsumeConcurrentlyStatus``."""
+        self.listener = listener
+
+    def start(self) -> PushConsumer:
+        if self.listener is None:
+            raise ValueError("register a message listener before starting the consumer")
+        self._start_core()
+        return self
+
+    def shutdown(self) -> None:
+        self._shutdown_core()
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+    # -- hooks of ConsumerCore ----------------------------------------------------------------
+    def is_busy(self, mq: MessageQueue) -> bool:
+        queue = self.process_queues.get(mq)
+        return queue is not None and len(queue) >= self.pull_threshold
+
+    def on_messages(self, mq: MessageQueue, messages: list) -> None:
+        queue = self.process_queues.setdefault(mq, ProcessQueue())
+        queue.add(messages)
+        for start in range(0, len(messages), self.consume_batch_size):
+            self.pool.submit(self._consume, mq, queue, messages[start : start + self.consume_batch_size])
+
+    def on_queue_dropped(self, mq: MessageQueue) -> None:
+        queue = self.process_queues.pop(mq, None)
+        if queue is not None:
+            queue.dropped = True
+
+    # -- consuming ----------------------------------------------------------------------------
+    def _consume(self, mq: MessageQueue, queue: ProcessQueue, messages: list) -> None:
+        if queue.dropped or not self.running:
+            return
+        for hook in self.before_hooks:
+            hook(messages)
+        try:
+            status = self.listener(messages, {"message_queue": mq})
+        except Exception:
+            log.exception(
+                "the message listener of %s raised; the messages will be consumed again", self.group
+            )
+            status = None
+        for hook in self.after_hooks:
+            hook(messages, status)
+        if status is not ConsumeConcurrentlyStatus.CONSUME_SUCCESS:
+            self._redeliver_later(mq, queue, messages)
+            return
+        for msg in messages:
+            commit = queue.remove(msg.queue_offset)
+            if not queue.dropped:
+                self.offsets.update(mq, commit, increase_only=True)
+
+    def _redeliver_later(self, mq: MessageQueue, queue: ProcessQueue, messages: list) -> None:
+        """Try again after a pause; the offset stays behind the failed message meanwhile."""
+        for msg in messages:
+            msg.reconsume_times += 1
+
+        def again() -> None:
+            time.sleep(self.retry_delay_s)
+            self._consume(mq, queue, messages)
+
+        if self.running:
+            self.pool.submit(again)
