@@ -19,6 +19,8 @@ import pytest
 
 from broker.cli import main
 from broker.client.admin import MQAdmin
+from broker.client.producer import Producer
+from broker.common.message import Message
 from tests.cli.live_cluster import CLUSTER, start_cluster
 
 if not all(importlib.util.find_spec(m) for m in ("broker.namesrv.__main__", "broker.server.__main__")):
@@ -204,6 +206,27 @@ def test_sub_group_progress_and_reset(cluster, capsys, sent):
 def test_connections_of_offline_groups_fail_clearly(cluster, capsys):
     code, _, err = mqadmin(capsys, "consumerConnection", "-n", cluster.namesrv_addr, "-g", GROUP)
     assert code == 1 and err.startswith("mqadmin: broker ")
+
+
+def test_producer_connection_lists_a_live_producer(cluster, capsys):
+    n = cluster.namesrv_addr
+    producer = Producer("CliLiveProducers", n).start()
+    try:
+        producer.send(Message(topic=TOPIC, body=b"from a live producer"))
+        # The SDK's first periodic heartbeat comes 30 s after start; send one now.
+        producer.instance.run(producer.instance.send_heartbeats())
+
+        def listed():
+            return ok_json(capsys, "producerConnection", "-n", n, "-g", "CliLiveProducers", "-t", TOPIC)[
+                "connections"
+            ]
+
+        connections = eventually(listed)
+        assert connections[0]["language"] == "PYTHON" and connections[0]["client_id"]
+        table = ok(capsys, "producerConnection", "-n", n, "-g", "CliLiveProducers", "-t", TOPIC)
+        assert table.splitlines()[1].startswith("0001")
+    finally:
+        producer.shutdown()
 
 
 def test_broker_status_and_config(cluster, capsys):
