@@ -20,6 +20,7 @@ import pytest
 from broker.cli import main
 from broker.client.admin import MQAdmin
 from broker.client.producer import Producer
+from broker.client.pull_consumer import LitePullConsumer
 from broker.common.message import Message
 from tests.cli.live_cluster import CLUSTER, start_cluster
 
@@ -227,6 +228,30 @@ def test_producer_connection_lists_a_live_producer(cluster, capsys):
         assert table.splitlines()[1].startswith("0001")
     finally:
         producer.shutdown()
+
+
+def test_consumer_connection_lists_a_live_consumer(cluster, capsys):
+    n = cluster.namesrv_addr
+    consumer = LitePullConsumer("CliLiveConsumers", n)
+    consumer.subscribe(TOPIC, "TagA || TagB")
+    consumer.start()
+    try:
+        consumer.instance.run(consumer.instance.route(TOPIC, refresh=True))
+        consumer.instance.run(consumer.instance.send_heartbeats())  # instead of waiting 30 s
+
+        def listed():
+            return ok_json(capsys, "consumerConnection", "-n", n, "-g", "CliLiveConsumers")
+
+        conn = eventually(listed)
+        assert conn["connections"][0]["language"] == "PYTHON"
+        assert conn["subscriptions"] == [
+            {"topic": TOPIC, "sub_string": "TagA || TagB", "expression_type": "TAG"}
+        ]
+        assert conn["message_model"] == "CLUSTERING"
+        text = ok(capsys, "consumerConnection", "-n", n, "-g", "CliLiveConsumers")
+        assert "Below is subscription:" in text and "MessageModel: CLUSTERING" in text
+    finally:
+        consumer.shutdown()
 
 
 def test_broker_status_and_config(cluster, capsys):
