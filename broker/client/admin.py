@@ -9,10 +9,11 @@ and why, or which RocketMQ response code a broker answered with.
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import socket
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,13 +25,14 @@ from broker.common.message_codec import (
 )
 from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC, RETRY_GROUP_TOPIC_PREFIX, validate_topic
 from broker.remoting import fastjson
-from broker.remoting.client import SyncRemotingClient
+from broker.remoting.client import EventLoopThread, RemotingClient
 from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import create_request
 from broker.remoting.errors import RemotingError, RemotingTimeoutError
 
 __all__ = [
     "AdminRequestError",
+    "AsyncMQAdmin",
     "BrokerData",
     "BrokerSummary",
     "BrokerUnreachableError",
@@ -312,8 +314,9 @@ def parse_timestamp(text: str) -> int:
 # ---------------------------------------------------------------------------------------------
 
 
-class MQAdmin:
-    """Synchronous admin client; one per operator session, reusable across calls.
+class AsyncMQAdmin:
+    """The admin client's asyncio core (for ASGI views and other coroutines); ``MQAdmin`` below is
+    the blocking face of the same methods. Reusable across calls; close it when done.
 
     ``namesrv_addr`` is RocketMQ's ``host:port;host:port`` list. Name servers are tried in order
     (they hold the same state, N3), so one dead name server does not fail a command.
@@ -328,62 +331,64 @@ class MQAdmin:
         self.namesrv_addrs = [a for a in addrs if a]
         self._wire = _AdminWire(timeout)
 
-    def close(self) -> None:
-        self._wire.close()
+    async def close(self) -> None:
+        await self._wire.close()
 
-    def __enter__(self) -> MQAdmin:
+    async def __aenter__(self) -> AsyncMQAdmin:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
 
     # -- name server -------------------------------------------------------------------------
 
-    def _namesrv(self, code: int, fields: dict[str, Any] | None = None) -> _Reply:
+    async def _namesrv(self, code: int, fields: dict[str, Any] | None = None) -> _Reply:
         """Ask the first name server that answers; connection failures move to the next one."""
         if not self.namesrv_addrs:
             raise MQAdminError("no name server address given (use -n host:port or set NAMESRV_ADDR)")
         failures: list[str] = []
         for addr in self.namesrv_addrs:
             try:
-                return self._wire.call(addr, code, fields, role="name server")
+                return await self._wire.call(addr, code, fields, role="name server")
             except NameServerUnreachableError as exc:
                 failures.append(exc.reason_text)
         raise NameServerUnreachableError(";".join(self.namesrv_addrs), "; ".join(failures))
 
-    def cluster_info(self) -> ClusterInfo:
-        reply = self._namesrv(RequestCode.GET_BROKER_CLUSTER_INFO)
+    async def cluster_info(self) -> ClusterInfo:
+        reply = await self._namesrv(RequestCode.GET_BROKER_CLUSTER_INFO)
         reply.raise_unless_success()
         return _parse_cluster_info(reply.json())
 
-    def topic_list(self) -> list[str]:
-        reply = self._namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+    async def topic_list(self) -> list[str]:
+        reply = await self._namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
         reply.raise_unless_success()
         return sorted(reply.json().get("topicList") or [])
 
-    def topic_route(self, topic: str) -> TopicRoute:
-        reply = self._namesrv(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+    async def topic_route(self, topic: str) -> TopicRoute:
+        reply = await self._namesrv(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
         if reply.code == ResponseCode.TOPIC_NOT_EXIST:
             raise NotFoundError(f"no route for topic {topic!r} on the name server")
         reply.raise_unless_success()
         return _parse_topic_route(topic, reply.json())
 
-    def cluster_list(self, cluster: str | None = None) -> list[BrokerSummary]:
+    async def cluster_list(self, cluster: str | None = None) -> list[BrokerSummary]:
         """Every broker address of the cluster(s) with version, TPS, data age and disk use."""
-        info = self.cluster_info()
+        info = await self.cluster_info()
         names = [cluster] if cluster else sorted(info.clusters)
         rows: list[BrokerSummary] = []
         for name in names:
             for data in info.brokers_of(name):
                 for broker_id, addr in sorted(data.broker_addrs.items()):
-                    rows.append(self._broker_summary(name, data.broker_name, broker_id, addr))
+                    rows.append(await self._broker_summary(name, data.broker_name, broker_id, addr))
         return rows
 
-    def _broker_summary(self, cluster: str, broker_name: str, broker_id: int, addr: str) -> BrokerSummary:
+    async def _broker_summary(
+        self, cluster: str, broker_name: str, broker_id: int, addr: str
+    ) -> BrokerSummary:
         # A broker registered on the name server may already be gone: show it with the reason
         # rather than failing the whole listing, as an operator wants to see that broker.
         try:
-            kv = self.broker_runtime_info(addr)
+            kv = await self.broker_runtime_info(addr)
             error = None
         except MQAdminError as exc:
             kv, error = {}, str(exc)
@@ -405,33 +410,33 @@ class MQAdmin:
 
     # -- target resolution -------------------------------------------------------------------
 
-    def resolve_masters(self, broker_addr: str | None, cluster: str | None) -> list[str]:
+    async def resolve_masters(self, broker_addr: str | None, cluster: str | None) -> list[str]:
         """``-b`` wins over ``-c``; ``-c`` means every master of that cluster."""
         if broker_addr:
             return [broker_addr]
         if cluster:
-            addrs = self.cluster_info().master_addrs(cluster)
+            addrs = (await self.cluster_info()).master_addrs(cluster)
             if not addrs:
                 raise NotFoundError(f"cluster {cluster!r} has no master broker")
             return addrs
         raise MQAdminError("a broker address or a cluster name is required")
 
-    def resolve_all_addrs(self, broker_addr: str | None, cluster: str | None) -> list[str]:
+    async def resolve_all_addrs(self, broker_addr: str | None, cluster: str | None) -> list[str]:
         """Like ``resolve_masters`` but slaves included (read-only views of a cluster)."""
         if broker_addr:
             return [broker_addr]
         if cluster:
-            return self.cluster_info().all_addrs(cluster)
+            return (await self.cluster_info()).all_addrs(cluster)
         raise MQAdminError("a broker address or a cluster name is required")
 
-    def _broker(
+    async def _broker(
         self, addr: str, code: int, fields: dict[str, Any] | None = None, body: bytes | None = None
     ) -> _Reply:
-        return self._wire.call(addr, code, fields, body, role="broker")
+        return await self._wire.call(addr, code, fields, body, role="broker")
 
     # -- topics ------------------------------------------------------------------------------
 
-    def create_or_update_topic(
+    async def create_or_update_topic(
         self,
         addr: str,
         topic: str,
@@ -442,32 +447,40 @@ class MQAdmin:
     ) -> None:
         _check_topic_name(topic)
         fields = _create_topic_fields(topic, read_queue_nums, write_queue_nums, perm, order)
-        self._broker(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, fields).raise_unless_success()
+        (await self._broker(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, fields)).raise_unless_success()
 
-    def delete_topic(self, topic: str, cluster: str | None = None) -> list[str]:
+    async def delete_topic(self, topic: str, cluster: str | None = None) -> list[str]:
         """Delete from the cluster's masters (or every broker of the route) and every name server.
 
         Returns the broker addresses the topic was deleted from.
         """
-        addrs = self.resolve_masters(None, cluster) if cluster else self.topic_route(topic).master_addrs()
+        addrs = (
+            await self.resolve_masters(None, cluster)
+            if cluster
+            else (await self.topic_route(topic)).master_addrs()
+        )
         for addr in addrs:
-            self._broker(addr, RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": topic}).raise_unless_success()
+            (
+                await self._broker(addr, RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": topic})
+            ).raise_unless_success()
         fields = {"topic": topic}
         if cluster:
             fields["clusterName"] = cluster
         for addr in self.namesrv_addrs:
-            reply = self._wire.call(addr, RequestCode.DELETE_TOPIC_IN_NAMESRV, fields, role="name server")
+            reply = await self._wire.call(
+                addr, RequestCode.DELETE_TOPIC_IN_NAMESRV, fields, role="name server"
+            )
             reply.raise_unless_success()
         return addrs
 
-    def topic_status(self, topic: str) -> TopicStatus:
-        route = self.topic_route(topic)
+    async def topic_status(self, topic: str) -> TopicStatus:
+        route = await self.topic_route(topic)
         queues: list[QueueOffsetStatus] = []
         for data in route.broker_datas:
             addr = data.master_addr
             if not addr:
                 continue
-            reply = self._broker(addr, RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic})
+            reply = await self._broker(addr, RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic})
             reply.raise_unless_success()
             for mq, offsets in _mq_table(reply.json().get("offsetTable")):
                 queues.append(
@@ -482,50 +495,54 @@ class MQAdmin:
         queues.sort(key=lambda q: (q.broker_name, q.queue_id))
         return TopicStatus(topic=topic, queues=queues)
 
-    def topic_consumed_by(self, topic: str) -> list[str]:
+    async def topic_consumed_by(self, topic: str) -> list[str]:
         """Groups holding offsets for the topic on any of its brokers."""
         groups: set[str] = set()
-        for addr in self.topic_route(topic).master_addrs():
-            reply = self._broker(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": topic})
+        for addr in (await self.topic_route(topic)).master_addrs():
+            reply = await self._broker(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": topic})
             reply.raise_unless_success()
             groups.update(reply.json().get("groupList") or [])
         return sorted(groups)
 
     # -- subscription groups -------------------------------------------------------------------
 
-    def create_or_update_subscription_group(self, addr: str, group: str, **options: Any) -> dict[str, Any]:
+    async def create_or_update_subscription_group(
+        self, addr: str, group: str, **options: Any
+    ) -> dict[str, Any]:
         """Send a SubscriptionGroupConfig; ``options`` are its snake_case fields.
 
         Returns the config as sent (RocketMQ field names) so callers can show it.
         """
         config = _subscription_group_config(group, options)
         body = _to_json_bytes(config)
-        self._broker(addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, body).raise_unless_success()
+        (
+            await self._broker(addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, body)
+        ).raise_unless_success()
         return config
 
-    def delete_subscription_group(self, addr: str, group: str, remove_offset: bool = False) -> None:
+    async def delete_subscription_group(self, addr: str, group: str, remove_offset: bool = False) -> None:
         fields = {"groupName": group, "removeOffset": remove_offset}
-        self._broker(addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, fields).raise_unless_success()
+        (await self._broker(addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, fields)).raise_unless_success()
 
     # -- consumers and producers ---------------------------------------------------------------
 
-    def _group_broker_addrs(self, group: str) -> list[str]:
+    async def _group_broker_addrs(self, group: str) -> list[str]:
         """Brokers that know a group: those of its retry topic, else every master."""
         try:
-            addrs = self.topic_route(RETRY_GROUP_TOPIC_PREFIX + group).master_addrs()
+            addrs = (await self.topic_route(RETRY_GROUP_TOPIC_PREFIX + group)).master_addrs()
         except NotFoundError:
             addrs = []
-        return addrs or self.cluster_info().all_master_addrs()
+        return addrs or (await self.cluster_info()).all_master_addrs()
 
-    def consumer_progress(self, group: str, topic: str | None = None) -> ConsumeProgress:
-        info = self.cluster_info()
+    async def consumer_progress(self, group: str, topic: str | None = None) -> ConsumeProgress:
+        info = await self.cluster_info()
         queues: list[QueueConsumeProgress] = []
         tps = 0.0
-        for addr in self._group_broker_addrs(group):
+        for addr in await self._group_broker_addrs(group):
             fields = {"consumerGroup": group}
             if topic:
                 fields["topic"] = topic
-            reply = self._broker(addr, RequestCode.GET_CONSUME_STATS, fields)
+            reply = await self._broker(addr, RequestCode.GET_CONSUME_STATS, fields)
             if reply.code in (ResponseCode.TOPIC_NOT_EXIST, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST):
                 continue
             reply.raise_unless_success()
@@ -540,24 +557,24 @@ class MQAdmin:
             group=group, queues=queues, consume_tps=round(tps, 2), diff_total=sum(q.diff for q in queues)
         )
 
-    def consumer_groups_progress(self) -> list[ConsumerGroupSummary]:
+    async def consumer_groups_progress(self) -> list[ConsumerGroupSummary]:
         """Every group that has a retry topic, with its online clients and total lag."""
         rows = []
-        for topic in self.topic_list():
+        for topic in await self.topic_list():
             if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 continue
             group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
-            rows.append(self._group_summary(group))
+            rows.append(await self._group_summary(group))
         return rows
 
-    def _group_summary(self, group: str) -> ConsumerGroupSummary:
+    async def _group_summary(self, group: str) -> ConsumerGroupSummary:
         try:
-            progress = self.consumer_progress(group)
+            progress = await self.consumer_progress(group)
             tps, diff = progress.consume_tps, progress.diff_total
         except NotFoundError:
             tps, diff = 0.0, 0
         try:
-            conn = self.consumer_connection(group)
+            conn = await self.consumer_connection(group)
         except AdminRequestError as exc:
             if exc.code != ResponseCode.CONSUMER_NOT_ONLINE:
                 raise
@@ -567,22 +584,26 @@ class MQAdmin:
             group, len(conn.connections), version, conn.consume_type, conn.message_model, tps, diff
         )
 
-    def consumer_connection(self, group: str, broker_addr: str | None = None) -> ConsumerConnection:
-        addrs = [broker_addr] if broker_addr else self._group_broker_addrs(group)
-        reply = self._first_success(addrs, RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": group})
+    async def consumer_connection(self, group: str, broker_addr: str | None = None) -> ConsumerConnection:
+        addrs = [broker_addr] if broker_addr else await self._group_broker_addrs(group)
+        reply = await self._first_success(
+            addrs, RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": group}
+        )
         return _parse_consumer_connection(group, reply.json())
 
-    def producer_connection(self, group: str, topic: str) -> ProducerConnection:
-        addrs = self.topic_route(topic).master_addrs()
-        reply = self._first_success(addrs, RequestCode.GET_PRODUCER_CONNECTION_LIST, {"producerGroup": group})
+    async def producer_connection(self, group: str, topic: str) -> ProducerConnection:
+        addrs = (await self.topic_route(topic)).master_addrs()
+        reply = await self._first_success(
+            addrs, RequestCode.GET_PRODUCER_CONNECTION_LIST, {"producerGroup": group}
+        )
         conns = _parse_connections(reply.json().get("connectionSet"))
         return ProducerConnection(group=group, connections=conns)
 
-    def _first_success(self, addrs: list[str], code: int, fields: dict[str, Any]) -> _Reply:
+    async def _first_success(self, addrs: list[str], code: int, fields: dict[str, Any]) -> _Reply:
         """The first broker answering SUCCESS; the last refusal is raised if none does."""
         last: _Reply | None = None
         for addr in addrs:
-            reply = self._broker(addr, code, fields)
+            reply = await self._broker(addr, code, fields)
             if reply.code == ResponseCode.SUCCESS:
                 return reply
             last = reply
@@ -593,7 +614,7 @@ class MQAdmin:
 
     # -- offsets -------------------------------------------------------------------------------
 
-    def reset_offset_by_time(
+    async def reset_offset_by_time(
         self, group: str, topic: str, timestamp: int, force: bool = True
     ) -> list[ResetOffsetEntry]:
         """Move the group's offsets on every broker of the topic to the first message at ``timestamp``.
@@ -602,16 +623,18 @@ class MQAdmin:
         no consumer online the broker refuses with CONSUMER_NOT_ONLINE; then, as RocketMQ's tool
         does, the committed offsets are rewritten directly (search by time + update offset).
         """
-        route = self.topic_route(topic)
+        route = await self.topic_route(topic)
         entries: list[ResetOffsetEntry] = []
         for data in route.broker_datas:
             addr = data.master_addr
             if not addr:
                 continue
             fields = {"topic": topic, "group": group, "timestamp": timestamp, "isForce": force}
-            reply = self._broker(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, fields)
+            reply = await self._broker(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, fields)
             if reply.code == ResponseCode.CONSUMER_NOT_ONLINE:
-                entries.extend(self._reset_offline(addr, data.broker_name, group, topic, timestamp, force))
+                entries.extend(
+                    await self._reset_offline(addr, data.broker_name, group, topic, timestamp, force)
+                )
                 continue
             reply.raise_unless_success()
             for mq, offset in _mq_table(reply.json().get("offsetTable") if reply.body else None):
@@ -623,95 +646,101 @@ class MQAdmin:
         entries.sort(key=lambda e: (e.broker_name, e.queue_id))
         return entries
 
-    def _reset_offline(
+    async def _reset_offline(
         self, addr: str, broker_name: str, group: str, topic: str, timestamp: int, force: bool
     ) -> list[ResetOffsetEntry]:
-        reply = self._broker(addr, RequestCode.GET_CONSUME_STATS, {"consumerGroup": group, "topic": topic})
+        reply = await self._broker(
+            addr, RequestCode.GET_CONSUME_STATS, {"consumerGroup": group, "topic": topic}
+        )
         reply.raise_unless_success()
         entries = []
         for mq, wrapper in _mq_table(reply.json().get("offsetTable")):
             queue_id = int(mq.get("queueId", 0))
             current = _as_int(wrapper.get("consumerOffset"))
-            target = self.search_offset(addr, topic, queue_id, timestamp)
+            target = await self.search_offset(addr, topic, queue_id, timestamp)
             # Without force an offset only moves backwards, so nothing gets skipped unread.
             if force or target < current:
-                self.update_consumer_offset(addr, group, topic, queue_id, target)
+                await self.update_consumer_offset(addr, group, topic, queue_id, target)
             else:
                 target = current
             entries.append(ResetOffsetEntry(broker_name, queue_id, target))
         return entries
 
-    def search_offset(self, addr: str, topic: str, queue_id: int, timestamp: int) -> int:
+    async def search_offset(self, addr: str, topic: str, queue_id: int, timestamp: int) -> int:
         fields = {"topic": topic, "queueId": queue_id, "timestamp": timestamp}
-        reply = self._broker(addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, fields)
+        reply = await self._broker(addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, fields)
         reply.raise_unless_success()
         return _as_int(reply.ext_fields.get("offset"))
 
-    def update_consumer_offset(self, addr: str, group: str, topic: str, queue_id: int, offset: int) -> None:
+    async def update_consumer_offset(
+        self, addr: str, group: str, topic: str, queue_id: int, offset: int
+    ) -> None:
         fields = {"consumerGroup": group, "topic": topic, "queueId": queue_id, "commitOffset": offset}
-        self._broker(addr, RequestCode.UPDATE_CONSUMER_OFFSET, fields).raise_unless_success()
+        (await self._broker(addr, RequestCode.UPDATE_CONSUMER_OFFSET, fields)).raise_unless_success()
 
-    def min_offset(self, addr: str, topic: str, queue_id: int) -> int:
-        reply = self._broker(addr, RequestCode.GET_MIN_OFFSET, {"topic": topic, "queueId": queue_id})
+    async def min_offset(self, addr: str, topic: str, queue_id: int) -> int:
+        reply = await self._broker(addr, RequestCode.GET_MIN_OFFSET, {"topic": topic, "queueId": queue_id})
         reply.raise_unless_success()
         return _as_int(reply.ext_fields.get("offset"))
 
-    def max_offset(self, addr: str, topic: str, queue_id: int) -> int:
-        reply = self._broker(addr, RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": queue_id})
+    async def max_offset(self, addr: str, topic: str, queue_id: int) -> int:
+        reply = await self._broker(addr, RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": queue_id})
         reply.raise_unless_success()
         return _as_int(reply.ext_fields.get("offset"))
 
     # -- messages ------------------------------------------------------------------------------
 
-    def view_message(self, offset_msg_id: str) -> MessageExt:
+    async def view_message(self, offset_msg_id: str) -> MessageExt:
         """The message an offsetMsgId names: its store host answers VIEW_MESSAGE_BY_ID."""
         addr, commit_log_offset = _decode_offset_msg_id(offset_msg_id)
-        reply = self._broker(addr, RequestCode.VIEW_MESSAGE_BY_ID, {"offset": commit_log_offset})
+        reply = await self._broker(addr, RequestCode.VIEW_MESSAGE_BY_ID, {"offset": commit_log_offset})
         reply.raise_unless_success()
         messages = _decode_messages(reply.body)
         if not messages:
             raise NotFoundError(f"no message at commit-log offset {commit_log_offset} of {addr}")
         return messages[0]
 
-    def query_message_by_id(self, topic: str, msg_id: str) -> list[MessageExt]:
+    async def query_message_by_id(self, topic: str, msg_id: str) -> list[MessageExt]:
         """A 32-hex id may be an offsetMsgId or a client msgId; try the first when it decodes to a
         broker this cluster knows, then fall back to the unique-key index, as RocketMQ does."""
         if _looks_like_offset_msg_id(msg_id):
             addr, _ = _decode_offset_msg_id(msg_id)
-            if addr in self._known_broker_addrs():
+            if addr in await self._known_broker_addrs():
                 try:
-                    return [self.view_message(msg_id)]
+                    return [await self.view_message(msg_id)]
                 except (AdminRequestError, NotFoundError):
                     pass
-        found = self.query_message_by_unique_key(topic, msg_id)
+        found = await self.query_message_by_unique_key(topic, msg_id)
         if not found:
             raise NotFoundError(f"message {msg_id} not found in topic {topic!r}")
         return found
 
-    def _known_broker_addrs(self) -> set[str]:
-        info = self.cluster_info()
+    async def _known_broker_addrs(self) -> set[str]:
+        info = await self.cluster_info()
         return {addr for data in info.brokers.values() for addr in data.broker_addrs.values()}
 
-    def query_message_by_unique_key(self, topic: str, msg_id: str, max_num: int = 32) -> list[MessageExt]:
-        found = self._query_index(topic, msg_id, 0, 2**63 - 1, max_num, unique=True)
+    async def query_message_by_unique_key(
+        self, topic: str, msg_id: str, max_num: int = 32
+    ) -> list[MessageExt]:
+        found = await self._query_index(topic, msg_id, 0, 2**63 - 1, max_num, unique=True)
         return [m for m in found if _unique_key_of(m) == msg_id]
 
-    def query_message_by_key(
+    async def query_message_by_key(
         self, topic: str, key: str, begin: int = 0, end: int = 2**63 - 1, max_num: int = 64
     ) -> list[MessageExt]:
-        found = self._query_index(topic, key, begin, end, max_num, unique=False)
+        found = await self._query_index(topic, key, begin, end, max_num, unique=False)
         # The index matches on key hashes; keep only real matches.
         return [m for m in found if key in _keys_of(m)][:max_num]
 
-    def _query_index(
+    async def _query_index(
         self, topic: str, key: str, begin: int, end: int, max_num: int, unique: bool
     ) -> list[MessageExt]:
         fields = {"topic": topic, "key": key, "maxNum": max_num, "beginTimestamp": begin, "endTimestamp": end}
         if unique:
             fields[UNIQUE_MSG_QUERY_FLAG] = "true"
         messages: list[MessageExt] = []
-        for addr in self.topic_route(topic).master_addrs():
-            reply = self._broker(addr, RequestCode.QUERY_MESSAGE, fields)
+        for addr in (await self.topic_route(topic)).master_addrs():
+            reply = await self._broker(addr, RequestCode.QUERY_MESSAGE, fields)
             if reply.code == ResponseCode.QUERY_NOT_FOUND:
                 continue
             reply.raise_unless_success()
@@ -719,7 +748,7 @@ class MQAdmin:
         messages.sort(key=_store_timestamp_of)
         return messages
 
-    def pull_messages(
+    async def pull_messages(
         self,
         addr: str,
         topic: str,
@@ -730,7 +759,7 @@ class MQAdmin:
     ) -> PullResult:
         """One non-blocking pull of up to ``max_nums`` messages, committing nothing."""
         fields = _pull_fields(group, topic, queue_id, offset, max_nums)
-        reply = self._broker(addr, RequestCode.PULL_MESSAGE, fields)
+        reply = await self._broker(addr, RequestCode.PULL_MESSAGE, fields)
         status = _PULL_STATUS.get(reply.code)
         if status is None:
             reply.raise_unless_success()
@@ -744,13 +773,13 @@ class MQAdmin:
             messages=messages,
         )
 
-    def iter_queue_messages(
+    async def iter_queue_messages(
         self, addr: str, topic: str, queue_id: int, start: int, end: int, group: str = TOOLS_CONSUMER_GROUP
-    ) -> Iterator[MessageExt]:
+    ) -> AsyncIterator[MessageExt]:
         """Messages of one queue from ``start`` up to (not including) ``end``."""
         offset = start
         while offset < end:
-            result = self.pull_messages(addr, topic, queue_id, offset, min(32, end - offset), group)
+            result = await self.pull_messages(addr, topic, queue_id, offset, min(32, end - offset), group)
             if result.status != "FOUND" or result.next_begin_offset <= offset:
                 return
             for message in result.messages:
@@ -760,20 +789,97 @@ class MQAdmin:
 
     # -- brokers -------------------------------------------------------------------------------
 
-    def broker_runtime_info(self, addr: str) -> dict[str, str]:
-        reply = self._broker(addr, RequestCode.GET_BROKER_RUNTIME_INFO)
+    async def broker_runtime_info(self, addr: str) -> dict[str, str]:
+        reply = await self._broker(addr, RequestCode.GET_BROKER_RUNTIME_INFO)
         reply.raise_unless_success()
         table = reply.json().get("table") or {}
         return {str(k): str(v) for k, v in sorted(table.items())}
 
-    def broker_config(self, addr: str) -> dict[str, str]:
-        reply = self._broker(addr, RequestCode.GET_BROKER_CONFIG)
+    async def broker_config(self, addr: str) -> dict[str, str]:
+        reply = await self._broker(addr, RequestCode.GET_BROKER_CONFIG)
         reply.raise_unless_success()
         return _parse_properties(reply.body or b"")
 
-    def update_broker_config(self, addr: str, properties: dict[str, str]) -> None:
+    async def update_broker_config(self, addr: str, properties: dict[str, str]) -> None:
         body = _format_properties(properties)
-        self._broker(addr, RequestCode.UPDATE_BROKER_CONFIG, None, body).raise_unless_success()
+        (await self._broker(addr, RequestCode.UPDATE_BROKER_CONFIG, None, body)).raise_unless_success()
+
+
+def _blocking(method: Callable[..., Coroutine[Any, Any, Any]]) -> Callable[..., Any]:
+    """The blocking twin of an ``AsyncMQAdmin`` coroutine method, run on the admin's loop thread."""
+
+    @functools.wraps(method)
+    def call(self: MQAdmin, *args: Any, **kwargs: Any) -> Any:
+        return self._loop.run(method(self.core, *args, **kwargs))
+
+    return call
+
+
+class MQAdmin:
+    """Blocking admin client: every ``AsyncMQAdmin`` method, same names, same results.
+
+    The core runs on a private event-loop thread, so one MQAdmin may be shared by threads
+    (a console serves several requests at once).
+    """
+
+    def __init__(self, namesrv_addr: str | Iterable[str], timeout: float = 3.0) -> None:
+        self._loop = EventLoopThread("mqadmin")
+        self.core = AsyncMQAdmin(namesrv_addr, timeout)
+        self.namesrv_addrs = self.core.namesrv_addrs
+
+    def close(self) -> None:
+        try:
+            self._loop.run(self.core.close(), timeout=10)
+        finally:
+            self._loop.stop()
+
+    def __enter__(self) -> MQAdmin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def iter_queue_messages(
+        self, addr: str, topic: str, queue_id: int, start: int, end: int, group: str = TOOLS_CONSUMER_GROUP
+    ) -> Iterator[MessageExt]:
+        """Messages of one queue from ``start`` up to (not including) ``end``, pulled in batches."""
+        offset = start
+        while offset < end:
+            result = self.pull_messages(addr, topic, queue_id, offset, min(32, end - offset), group)
+            if result.status != "FOUND" or result.next_begin_offset <= offset:
+                return
+            yield from (m for m in result.messages if _queue_offset_of(m) < end)
+            offset = result.next_begin_offset
+
+    cluster_info = _blocking(AsyncMQAdmin.cluster_info)
+    topic_list = _blocking(AsyncMQAdmin.topic_list)
+    topic_route = _blocking(AsyncMQAdmin.topic_route)
+    cluster_list = _blocking(AsyncMQAdmin.cluster_list)
+    resolve_masters = _blocking(AsyncMQAdmin.resolve_masters)
+    resolve_all_addrs = _blocking(AsyncMQAdmin.resolve_all_addrs)
+    create_or_update_topic = _blocking(AsyncMQAdmin.create_or_update_topic)
+    delete_topic = _blocking(AsyncMQAdmin.delete_topic)
+    topic_status = _blocking(AsyncMQAdmin.topic_status)
+    topic_consumed_by = _blocking(AsyncMQAdmin.topic_consumed_by)
+    create_or_update_subscription_group = _blocking(AsyncMQAdmin.create_or_update_subscription_group)
+    delete_subscription_group = _blocking(AsyncMQAdmin.delete_subscription_group)
+    consumer_progress = _blocking(AsyncMQAdmin.consumer_progress)
+    consumer_groups_progress = _blocking(AsyncMQAdmin.consumer_groups_progress)
+    consumer_connection = _blocking(AsyncMQAdmin.consumer_connection)
+    producer_connection = _blocking(AsyncMQAdmin.producer_connection)
+    reset_offset_by_time = _blocking(AsyncMQAdmin.reset_offset_by_time)
+    search_offset = _blocking(AsyncMQAdmin.search_offset)
+    update_consumer_offset = _blocking(AsyncMQAdmin.update_consumer_offset)
+    min_offset = _blocking(AsyncMQAdmin.min_offset)
+    max_offset = _blocking(AsyncMQAdmin.max_offset)
+    view_message = _blocking(AsyncMQAdmin.view_message)
+    query_message_by_id = _blocking(AsyncMQAdmin.query_message_by_id)
+    query_message_by_unique_key = _blocking(AsyncMQAdmin.query_message_by_unique_key)
+    query_message_by_key = _blocking(AsyncMQAdmin.query_message_by_key)
+    pull_messages = _blocking(AsyncMQAdmin.pull_messages)
+    broker_runtime_info = _blocking(AsyncMQAdmin.broker_runtime_info)
+    broker_config = _blocking(AsyncMQAdmin.broker_config)
+    update_broker_config = _blocking(AsyncMQAdmin.update_broker_config)
 
 
 def _progress_rows(table: Any, broker_name: str) -> list[QueueConsumeProgress]:
@@ -1044,14 +1150,13 @@ def _format_properties(properties: dict[str, str]) -> bytes:
 
 
 class _AdminWire:
-    """Request/response to any address over one ``SyncRemotingClient`` (thread-safe: a console
-    serves several requests at once through one MQAdmin)."""
+    """Request/response to any address over one asyncio ``RemotingClient``."""
 
     def __init__(self, timeout: float) -> None:
         self.timeout = timeout
-        self._client = SyncRemotingClient()
+        self._client = RemotingClient()
 
-    def call(
+    async def call(
         self,
         addr: str,
         code: int,
@@ -1061,10 +1166,10 @@ class _AdminWire:
     ) -> _Reply:
         request = create_request(code, fields, body or b"")
         try:
-            raw = self._client.invoke(addr, request, int(self.timeout * 1000))
+            raw = await self._client.invoke(addr, request, int(self.timeout * 1000))
         except RemotingError as exc:
             # A broken connection must not be reused by the next call to this address.
-            self._client.client.close_connection(addr)
+            self._client.close_connection(addr)
             error_type = NameServerUnreachableError if role == "name server" else BrokerUnreachableError
             raise error_type(addr, _describe_remoting_error(exc, self.timeout)) from None
         return _Reply(
@@ -1076,8 +1181,8 @@ class _AdminWire:
             body=raw.body or None,
         )
 
-    def close(self) -> None:
-        self._client.close()
+    async def close(self) -> None:
+        await self._client.close()
 
 
 def _describe_remoting_error(exc: RemotingError, timeout: float) -> str:

@@ -11,7 +11,8 @@ import json
 import pytest
 
 from broker.cli import main
-from broker.client.admin import RequestCode as RC
+from broker.client.admin import AsyncMQAdmin, NotFoundError
+from broker.remoting.codes import RequestCode as RC
 from tests.cli.fake_server import FakeServer, encode_stored_message, error, ok
 
 TOPIC = "OrderTopic"
@@ -513,3 +514,14 @@ def test_consume_message_pulls_each_queue_without_committing(servers, capsys):
         "1",
     )[1]
     assert out.splitlines()[1].split()[:3] == ["broker-a", "0", "1"] and "1 message(s)" in out
+
+
+async def test_async_core_serves_coroutines(servers):
+    namesrv, brokers = servers
+    async with AsyncMQAdmin(namesrv.addr) as admin:
+        info = await admin.cluster_info()
+        route = await admin.topic_route(TOPIC)
+        with pytest.raises(NotFoundError, match="no route for topic 'Missing'"):
+            await admin.topic_route("Missing")
+    assert info.master_addrs("DefaultCluster") == [brokers["broker-a"].addr, brokers["broker-b"].addr]
+    assert [q.write_queue_nums for q in route.queue_datas] == [2, 2]
