@@ -1,0 +1,121 @@
+"""Client building blocks: allocation strategies, batch splitting, fault tolerance, offsets."""
+
+import pytest
+
+from broker.client.allocate import (
+    AllocateAveragely,
+    AllocateAveragelyByCircle,
+    AllocateByConfig,
+    AllocateByMachineRoom,
+    AllocateConsistentHash,
+)
+from broker.client.errors import MQClientError
+from broker.client.message_queue import MessageQueue
+from broker.client.offset_store import LocalFileOffsetStore
+from broker.client.producer import LatencyFaultTolerance, hash_selector, split_batches
+from broker.common.batch_codec import BatchDecodeError, decode_batch, encode_batch
+from broker.common.message import Message
+
+QUEUES = [MessageQueue("T", "broker-a", i) for i in range(4)] + [
+    MessageQueue("T", "broker-b", i) for i in range(4)
+]
+CIDS = ["c1", "c2", "c3"]
+
+
+def everyone(strategy, cids=CIDS, queues=QUEUES):
+    return {cid: strategy.allocate("g", cid, queues, cids) for cid in cids}
+
+
+def test_averagely_gives_contiguous_blocks():
+    result = everyone(AllocateAveragely())
+    assert result == {"c1": QUEUES[0:3], "c2": QUEUES[3:6], "c3": QUEUES[6:8]}
+    more_consumers = everyone(AllocateAveragely(), [f"c{i}" for i in range(10)])
+    assert sum(len(v) for v in more_consumers.values()) == 8 and all(
+        len(v) <= 1 for v in more_consumers.values()
+    )
+
+
+def test_by_circle_deals_round_robin():
+    assert everyone(AllocateAveragelyByCircle())["c2"] == [QUEUES[1], QUEUES[4], QUEUES[7]]
+
+
+@pytest.mark.parametrize(
+    "strategy", [AllocateAveragely(), AllocateAveragelyByCircle(), AllocateConsistentHash()]
+)
+def test_every_queue_has_exactly_one_owner(strategy):
+    result = everyone(strategy)
+    owned = [mq for queues in result.values() for mq in queues]
+    assert sorted(owned) == sorted(QUEUES)
+
+
+def test_consistent_hash_moves_only_the_leavers_queues():
+    before = everyone(AllocateConsistentHash(virtual_nodes=20))
+    after = everyone(AllocateConsistentHash(virtual_nodes=20), ["c1", "c2"])
+    for cid in ("c1", "c2"):
+        assert set(before[cid]) <= set(after[cid])
+
+
+def test_config_and_machine_room():
+    chosen = [QUEUES[0], QUEUES[5]]
+    assert AllocateByConfig(chosen).allocate("g", "c1", QUEUES, CIDS) == chosen
+    rooms = [MessageQueue("T", "hz@broker-a", i) for i in range(2)] + [MessageQueue("T", "sh@broker-b", 0)]
+    assert AllocateByMachineRoom({"hz"}).allocate("g", "c1", rooms, ["c1"]) == rooms[:2]
+
+
+def test_unknown_consumer_gets_nothing():
+    assert AllocateAveragely().allocate("g", "stranger", QUEUES, CIDS) == []
+
+
+def test_batch_codec_round_trip_and_bad_input():
+    messages = [Message("T", b"body-%d" % i, properties={"TAGS": "a", "k": str(i)}) for i in range(3)]
+    decoded = decode_batch(encode_batch(messages), "T")
+    assert [(m.body, m.properties) for m in decoded] == [(m.body, m.properties) for m in messages]
+    with pytest.raises(BatchDecodeError):
+        decode_batch(encode_batch(messages)[:-3], "T")
+    with pytest.raises(BatchDecodeError):
+        decode_batch(b"\x00\x00\x00\x05garbage", "T")
+
+
+def test_splitter_respects_the_limit_and_refuses_bad_batches():
+    messages = [Message("T", bytes(1000)) for _ in range(50)]
+    batches = split_batches(messages, limit=10_000)
+    assert sum(len(b) for b in batches) == 50 and all(len(encode_batch(b)) <= 10_000 for b in batches)
+    with pytest.raises(MQClientError, match="exceeds"):
+        split_batches([Message("T", bytes(20_000))], limit=10_000)
+    with pytest.raises(MQClientError, match="same topic"):
+        split_batches([Message("T", b"1"), Message("U", b"2")])
+    delayed = Message("T", b"1")
+    delayed.delay_time_level = 3
+    with pytest.raises(MQClientError, match="delayed"):
+        split_batches([delayed])
+
+
+def test_latency_fault_tolerance_avoids_then_forgives():
+    clock = {"now": 100.0}
+    faults = LatencyFaultTolerance(clock=lambda: clock["now"])
+    faults.update("slow", 600, isolation=False)  # ≥ 550 ms → avoided for 30 s
+    faults.update("fast", 20, isolation=False)
+    assert not faults.is_available("slow") and faults.is_available("fast")
+    clock["now"] += 31
+    assert faults.is_available("slow")
+    faults.update("down", 0, isolation=True)  # a failed send counts as 30 s latency → 10 min
+    clock["now"] += 599
+    assert not faults.is_available("down")
+
+
+def test_hash_selector_is_stable_per_key():
+    picks = {hash_selector(QUEUES, None, f"order-{i % 5}") for i in range(100)}
+    assert len(picks) <= 5
+    assert hash_selector(QUEUES, None, "order-1") == hash_selector(QUEUES, None, "order-1")
+
+
+async def test_local_offset_store_persists_with_backup(tmp_path):
+    store = LocalFileOffsetStore(tmp_path, "127.0.0.1@1", "g")
+    store.update(QUEUES[0], 10)
+    await store.persist()
+    store.update(QUEUES[0], 12)
+    await store.persist()
+    main = store.file.path
+    main.write_text("{broken")
+    reloaded = LocalFileOffsetStore(tmp_path, "127.0.0.1@1", "g")
+    assert reloaded.read_memory(QUEUES[0]) == 10  # the .bak of the previous write
