@@ -80,6 +80,7 @@ class ConsumerCore:
         self.rebalance_history: list[tuple[float, frozenset]] = []
         self._persist_task = None
         self.running = False
+        self.started_at = 0
 
     # -- configuration ------------------------------------------------------------------------
     def subscribe(self, topic: str, expression: str = "*") -> None:
@@ -110,6 +111,7 @@ class ConsumerCore:
             self.offsets = RemoteBrokerOffsetStore(self.instance, self.group)
         self.instance.consumers[self.group] = self
         self.running = True
+        self.started_at = int(time.time() * 1000)
         self.instance.run(self._first_rebalance())
         self.instance.start()
         self._persist_task = self.instance.submit(self._persist_loop())
@@ -154,6 +156,14 @@ class ConsumerCore:
             offset = await self._start_offset(mq)
             self.assigned[mq] = asyncio.create_task(self._pull_loop(mq, offset))
         self.rebalance_history.append((time.monotonic(), frozenset(self.assigned)))
+
+    async def reload_offsets(self, topic: str) -> None:
+        """Restart every owned queue of ``topic`` from the offset now committed on the broker."""
+        for mq in [mq for mq in self.assigned if mq.topic == topic]:
+            self.assigned.pop(mq).cancel()
+            self.on_queue_dropped(mq)
+            self.offsets.remove(mq)  # not persisted: the broker's value is the new truth
+        await self.rebalance()
 
     async def _allocate(self, topic: str) -> list[MessageQueue]:
         route = await self.instance.route(topic, refresh=True)

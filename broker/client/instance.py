@@ -18,6 +18,7 @@ from broker.remoting.client import EventLoopThread, RemotingClient
 from broker.remoting.codes import RequestCode
 from broker.remoting.errors import RemotingError
 
+from . import client_requests
 from .client_api import ClientAPI
 from .errors import MQClientError
 from .message_queue import MessageQueue
@@ -89,6 +90,8 @@ class MQClientInstance:
     async def _make_remoting(self) -> RemotingClient:
         remoting = RemotingClient()
         remoting.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_ids_changed)
+        self.remoting = remoting
+        client_requests.register(self)
         self._rebalance_now = asyncio.Event()
         return remoting
 

@@ -212,3 +212,35 @@ def test_lite_pull_consumer_assign_seek_commit(cluster):
     assert [m.body for m in again][:5] == [b"lite-%d" % i for i in range(15, 20)]
     consumer.shutdown()
     producer.shutdown()
+
+
+def test_reset_offset_rewinds_an_online_consumer_and_running_info(cluster):
+    namesrv = cluster["namesrv"].addr
+    producer = Producer("reset-producer", namesrv).start()
+    bodies = [b"reset-%d" % i for i in range(40)]
+    for body in bodies:
+        producer.send(Message(TOPIC, body))
+    recorder = Recorder()
+    consumer = make_consumer(namesrv, "reset-group", "r0", recorder)
+    assert wait_until(lambda: set(bodies) <= set(recorder.seen))
+    time.sleep(1)  # let the consumer commit its progress
+    admin = SyncRemotingClient()
+    try:
+        for process in cluster["brokers"].values():
+            reset = {"topic": TOPIC, "group": "reset-group", "timestamp": 0, "isForce": True}
+            assert admin.invoke(
+                process.addr, create_request(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, reset)
+            ).ok
+        assert wait_until(lambda: all(recorder.seen[b] >= 2 for b in bodies))
+        client_id = consumer.instance.client_id
+        fields = {"consumerGroup": "reset-group", "clientId": client_id}
+        info = admin.invoke(
+            cluster["brokers"]["broker-a"].addr,
+            create_request(RequestCode.GET_CONSUMER_RUNNING_INFO, fields),
+            10_000,
+        )
+        assert info.ok and b'"consumerGroup":"reset-group"' in info.body
+    finally:
+        admin.close()
+        consumer.shutdown()
+        producer.shutdown()

@@ -1,0 +1,79 @@
+"""Requests brokers send to clients: reset offsets, report running info, consume directly."""
+
+from __future__ import annotations
+
+import time
+
+import orjson
+
+from broker.common.message_codec import MessageDecodeError, decode_message
+from broker.remoting.codes import RequestCode, ResponseCode
+from broker.remoting.command import response_to
+
+
+def register(instance) -> None:
+    remoting = instance.remoting
+    remoting.register_processor(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, _handler(instance, _reset_offset))
+    remoting.register_processor(RequestCode.GET_CONSUMER_RUNNING_INFO, _handler(instance, _running_info))
+    remoting.register_processor(RequestCode.CONSUME_MESSAGE_DIRECTLY, _handler(instance, _consume_directly))
+
+
+def _handler(instance, action):
+    async def handle(conn, request):
+        consumer = instance.consumers.get(request.field("consumerGroup") or request.field("group") or "")
+        if consumer is None:
+            return response_to(request, ResponseCode.SYSTEM_ERROR, "no consumer of that group in this client")
+        return await action(consumer, request)
+
+    return handle
+
+
+async def _reset_offset(consumer, request):
+    # The broker already rewrote the committed offsets: forget ours and re-read them.
+    await consumer.reload_offsets(request.field("topic") or "")
+    return response_to(request)
+
+
+async def _running_info(consumer, request):
+    info = {
+        "properties": {
+            "consumerGroup": consumer.group,
+            "messageModel": consumer.message_model,
+            "consumeFromWhere": consumer.consume_from_where,
+            "PROP_CONSUMER_START_TIMESTAMP": str(consumer.started_at),
+        },
+        "subscriptionSet": [consumer.consumer_data()["subscriptionDataSet"]],
+        "mqTable": {
+            f"{mq.topic}@{mq.broker_name}@{mq.queue_id}": {"commitOffset": consumer.offsets.read_memory(mq)}
+            for mq in consumer.assigned
+        },
+        "statusTable": {},
+    }
+    return response_to(request, body=orjson.dumps(info))
+
+
+async def _consume_directly(consumer, request):
+    listener = getattr(consumer, "listener", None)
+    if listener is None:
+        return response_to(request, ResponseCode.SYSTEM_ERROR, "this consumer has no message listener")
+    try:
+        msg = decode_message(request.body, decompress_body=True)
+    except MessageDecodeError as exc:
+        return response_to(request, ResponseCode.SYSTEM_ERROR, str(exc))
+    started = time.monotonic()
+    try:
+        status = listener([msg], {"direct": True})
+        result, remark = (
+            ("CR_SUCCESS" if getattr(status, "value", None) == "CONSUME_SUCCESS" else "CR_LATER"),
+            None,
+        )
+    except Exception as exc:
+        result, remark = "CR_THROW_EXCEPTION", f"{type(exc).__name__}: {exc}"
+    body = {
+        "order": False,
+        "autoCommit": True,
+        "consumeResult": result,
+        "remark": remark,
+        "spentTimeMills": int((time.monotonic() - started) * 1000),
+    }
+    return response_to(request, body=orjson.dumps(body))
