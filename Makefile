@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: run test test-slow lint bench bench-store setup clean
+.PHONY: run test test-slow lint bench bench-store bench-broker setup clean
 
 setup: $(STAMP)
 
@@ -35,7 +35,11 @@ lint: $(STAMP)
 bench-store: $(STAMP)
 	$(BIN)/python bench/store.py $(BENCH_ARGS)
 
-bench: bench-store
+bench-broker: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[bench]"
+	$(BIN)/python bench/broker.py $(BENCH_ARGS)
+
+bench: bench-store bench-broker
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache

@@ -63,8 +63,11 @@ def bench_async_single(directory: Path, count: int) -> dict:
 
 def bench_async_batch(directory: Path, count: int, batch: int = 32) -> dict:
     store = _store(directory, ASYNC_FLUSH)
-    batches = [[MessageExt(topic="bench", body=BODY, queue_id=q) for _ in range(batch)]
-               for q in range(count // batch) for q in [q % QUEUES]]  # fmt: skip
+    batches = [
+        [MessageExt(topic="bench", body=BODY, queue_id=q) for _ in range(batch)]
+        for q in range(count // batch)
+        for q in [q % QUEUES]
+    ]
     start = time.perf_counter()
     for group in batches:
         store.put_messages(group)

@@ -1,0 +1,107 @@
+"""Broker benchmark: this project against RabbitMQ, NATS JetStream and Redis Streams.
+
+    python bench/broker.py [--messages N] [--only ours|rabbitmq|nats|redis] [--sync-flush] [--json]
+
+Same workloads for every system, over loopback with 1 KiB bodies: sync send (1 producer),
+async send with 64 in flight, batches of 32, consume, end-to-end latency p50/p99 at a fixed
+1,000 msgs/s. A peer that is not reachable is reported as skipped, with the reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.peers.base import measure
+
+PEERS = ("ours", "rabbitmq", "nats", "redis")
+HIGHER_IS_BETTER = ("sync_send_msgs_s", "async_send_64_msgs_s", "batch_send_32_msgs_s", "consume_msgs_s")
+
+
+def make_peer(name: str, args: argparse.Namespace):
+    if name == "ours":
+        from bench.peers.ours import Ours
+
+        return Ours("SYNC_FLUSH" if args.sync_flush else "ASYNC_FLUSH", args.dir)
+    if name == "rabbitmq":
+        from bench.peers.rabbitmq import RabbitMQ
+
+        return RabbitMQ()
+    if name == "nats":
+        from bench.peers.nats_jetstream import NatsJetStream
+
+        return NatsJetStream()
+    from bench.peers.redis_streams import RedisStreams
+
+    return RedisStreams()
+
+
+async def run(args: argparse.Namespace) -> dict:
+    results: dict = {
+        "messages": args.messages,
+        "body_bytes": 1024,
+        "ours_flush": "SYNC_FLUSH" if args.sync_flush else "ASYNC_FLUSH",
+    }
+    for name in [args.only] if args.only else PEERS:
+        try:
+            results[name] = await asyncio.wait_for(
+                measure(make_peer(name, args), args.messages, args.seconds), 600
+            )
+        except Exception as exc:  # a peer that is down is reported, not fatal
+            results[name] = {"skipped": f"{type(exc).__name__}: {exc}"}
+    ours = results.get("ours", {})
+    for peer in PEERS[1:]:
+        theirs = results.get(peer, {})
+        if "skipped" in theirs or "skipped" in ours or not theirs or not ours:
+            continue
+        ratios = {key: ours[key] / theirs[key] for key in HIGHER_IS_BETTER if theirs.get(key)}
+        ratios["e2e_p99_ratio"] = (
+            ours["e2e_p99_ms"] / theirs["e2e_p99_ms"] if theirs.get("e2e_p99_ms") else math.nan
+        )
+        results[f"ours_vs_{peer}"] = ratios
+    return results
+
+
+def print_table(results: dict) -> None:
+    names = [p for p in PEERS if p in results]
+    keys = [*HIGHER_IS_BETTER, "e2e_p50_ms", "e2e_p99_ms"]
+    print(f"{'':24s}" + "".join(f"{n:>14s}" for n in names))
+    for key in keys:
+        cells = []
+        for name in names:
+            value = results[name].get(key)
+            cells.append(f"{value:14,.1f}" if isinstance(value, float) else f"{'skipped':>14s}")
+        print(f"{key:24s}" + "".join(cells))
+    for name in names:
+        if "skipped" in results[name]:
+            print(f"{name}: skipped ({results[name]['skipped']})")
+    for key, ratios in results.items():
+        if key.startswith("ours_vs_"):
+            print(key + ": " + ", ".join(f"{k}={v:.2f}" for k, v in ratios.items()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=20_000)
+    parser.add_argument("--seconds", type=float, default=5.0, help="length of the latency run")
+    parser.add_argument("--only", choices=PEERS)
+    parser.add_argument("--sync-flush", action="store_true", help="run our broker with SYNC_FLUSH")
+    parser.add_argument("--dir", default=None, help="where our broker keeps its store")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    results = asyncio.run(run(args))
+    if args.json:
+        print(json.dumps(results))
+    else:
+        print_table(results)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

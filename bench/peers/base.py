@@ -1,0 +1,81 @@
+"""The workloads every system runs, and how they are measured, in one place.
+
+Each peer implements five coroutines; ``measure`` times them the same way for everyone. Bodies
+are 1 KiB; the end-to-end latency run sends at a fixed rate and the consumer computes
+now - send time from a timestamp carried in the body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import struct
+import time
+
+BODY_SIZE = 1024
+STAMP = struct.Struct(">d")
+
+
+def stamped_body() -> bytes:
+    return STAMP.pack(time.time()).ljust(BODY_SIZE, b"x")
+
+
+def latency_ms(body: bytes) -> float:
+    return (time.time() - STAMP.unpack_from(body)[0]) * 1000
+
+
+class Peer:
+    name = "peer"
+
+    async def setup(self) -> None: ...
+    async def teardown(self) -> None: ...
+    async def sync_send(self, count: int) -> None: ...
+    async def async_send(self, count: int, in_flight: int) -> None: ...
+    async def batch_send(self, count: int, batch: int) -> None: ...
+    async def consume(self, count: int) -> None: ...
+    async def latency(self, rate: int, seconds: float) -> list[float]: ...
+
+
+async def paced(rate: int, seconds: float, send) -> int:
+    """Call ``send()`` ``rate`` times a second for ``seconds``; return how many were sent."""
+    total = int(rate * seconds)
+    start = time.monotonic()
+    for i in range(total):
+        delay = start + i / rate - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        await send()
+    return total
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+async def measure(peer: Peer, messages: int, latency_seconds: float) -> dict:
+    await peer.setup()
+    figures = {}
+    try:
+        for name, run in (
+            ("sync_send", lambda: peer.sync_send(messages // 4)),
+            ("async_send_64", lambda: peer.async_send(messages, 64)),
+            ("batch_send_32", lambda: peer.batch_send(messages, 32)),
+        ):
+            count = messages // 4 if name == "sync_send" else messages
+            start = time.perf_counter()
+            await run()
+            figures[f"{name}_msgs_s"] = count / (time.perf_counter() - start)
+        start = time.perf_counter()
+        await peer.consume(messages)
+        figures["consume_msgs_s"] = messages / (time.perf_counter() - start)
+        samples = await peer.latency(1000, latency_seconds)
+        figures["e2e_p50_ms"] = percentile(samples, 0.50)
+        figures["e2e_p99_ms"] = percentile(samples, 0.99)
+        figures["e2e_samples"] = len(samples)
+        figures["e2e_mean_ms"] = statistics.fmean(samples) if samples else float("nan")
+    finally:
+        await peer.teardown()
+    return figures

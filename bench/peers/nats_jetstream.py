@@ -1,0 +1,81 @@
+"""NATS JetStream: a file-storage stream, acknowledged publishes (nats-py)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import nats
+from nats.js.api import StorageType
+
+from .base import BODY_SIZE, Peer, latency_ms, paced, stamped_body
+
+STREAM, SUBJECT = "PYROCKET_BENCH", "pyrocket.bench"
+
+
+class NatsJetStream(Peer):
+    name = "nats"
+
+    def __init__(self, url: str = "nats://127.0.0.1:4222") -> None:
+        self.url = url
+
+    async def setup(self) -> None:
+        self.nc = await nats.connect(self.url, connect_timeout=5, max_reconnect_attempts=0)
+        self.js = self.nc.jetstream()
+        try:
+            await self.js.delete_stream(STREAM)
+        except Exception:
+            pass
+        await self.js.add_stream(name=STREAM, subjects=[SUBJECT], storage=StorageType.FILE)
+
+    async def teardown(self) -> None:
+        await self.js.delete_stream(STREAM)
+        await self.nc.close()
+
+    async def sync_send(self, count: int) -> None:
+        body = b"x" * BODY_SIZE
+        for _ in range(count):
+            await self.js.publish(SUBJECT, body)
+
+    async def async_send(self, count: int, in_flight: int) -> None:
+        body, slots = b"x" * BODY_SIZE, asyncio.Semaphore(in_flight)
+
+        async def one() -> None:
+            async with slots:
+                await self.js.publish(SUBJECT, body)
+
+        await asyncio.gather(*(one() for _ in range(count)))
+
+    async def batch_send(self, count: int, batch: int) -> None:
+        # JetStream has no batch publish: a group goes out pipelined, then its acks are awaited.
+        body = b"x" * BODY_SIZE
+        for _ in range(count // batch):
+            await asyncio.gather(*(self.js.publish(SUBJECT, body) for _ in range(batch)))
+
+    async def consume(self, count: int) -> None:
+        subscription = await self.js.pull_subscribe(SUBJECT, durable="bench-consumer")
+        received = 0
+        while received < count:
+            for message in await subscription.fetch(256, timeout=10):
+                await message.ack()
+                received += 1
+        await subscription.unsubscribe()
+
+    async def latency(self, rate: int, seconds: float) -> list[float]:
+        await self.js.purge_stream(STREAM)
+        samples: list[float] = []
+        total = int(rate * seconds)
+        done = asyncio.Event()
+
+        async def on_message(message) -> None:
+            samples.append(latency_ms(message.data))
+            await message.ack()
+            if len(samples) >= total:
+                done.set()
+
+        subscription = await self.js.subscribe(
+            SUBJECT, cb=on_message, deliver_policy=nats.js.api.DeliverPolicy.NEW
+        )
+        await paced(rate, seconds, lambda: self.js.publish(SUBJECT, stamped_body()))
+        await asyncio.wait_for(done.wait(), 60)
+        await subscription.unsubscribe()
+        return samples

@@ -1,0 +1,80 @@
+"""RabbitMQ: a durable queue, persistent messages, publisher confirms (aio-pika)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import aio_pika
+
+from .base import BODY_SIZE, Peer, latency_ms, paced, stamped_body
+
+QUEUE = "pyrocket-bench"
+
+
+class RabbitMQ(Peer):
+    name = "rabbitmq"
+
+    def __init__(self, url: str = "amqp://guest:guest@127.0.0.1:5672/") -> None:
+        self.url = url
+
+    async def setup(self) -> None:
+        self.connection = await aio_pika.connect_robust(self.url, timeout=5)
+        self.channel = await self.connection.channel(publisher_confirms=True)
+        await self.channel.set_qos(prefetch_count=256)
+        self.queue = await self.channel.declare_queue(QUEUE, durable=True)
+        await self.queue.purge()
+
+    async def teardown(self) -> None:
+        await self.queue.delete(if_unused=False, if_empty=False)
+        await self.connection.close()
+
+    def _message(self, body: bytes | None = None) -> aio_pika.Message:
+        return aio_pika.Message(body or b"x" * BODY_SIZE, delivery_mode=aio_pika.DeliveryMode.PERSISTENT)
+
+    async def _publish(self, body: bytes | None = None) -> None:
+        await self.channel.default_exchange.publish(self._message(body), routing_key=QUEUE)
+
+    async def sync_send(self, count: int) -> None:
+        for _ in range(count):
+            await self._publish()
+
+    async def async_send(self, count: int, in_flight: int) -> None:
+        slots = asyncio.Semaphore(in_flight)
+
+        async def one() -> None:
+            async with slots:
+                await self._publish()
+
+        await asyncio.gather(*(one() for _ in range(count)))
+
+    async def batch_send(self, count: int, batch: int) -> None:
+        # AMQP has no batch frame: publish a group, then wait for all its confirms.
+        for _ in range(count // batch):
+            await asyncio.gather(*(self._publish() for _ in range(batch)))
+
+    async def consume(self, count: int) -> None:
+        received = 0
+        async with self.queue.iterator() as messages:
+            async for message in messages:
+                await message.ack()
+                received += 1
+                if received >= count:
+                    break
+
+    async def latency(self, rate: int, seconds: float) -> list[float]:
+        await self.queue.purge()
+        samples: list[float] = []
+        total = int(rate * seconds)
+        done = asyncio.Event()
+
+        async def on_message(message: aio_pika.IncomingMessage) -> None:
+            samples.append(latency_ms(message.body))
+            await message.ack()
+            if len(samples) >= total:
+                done.set()
+
+        tag = await self.queue.consume(on_message)
+        await paced(rate, seconds, lambda: self._publish(stamped_body()))
+        await asyncio.wait_for(done.wait(), 60)
+        await self.queue.cancel(tag)
+        return samples

@@ -1,0 +1,51 @@
+"""The benchmarks' code paths on tiny workloads: every figure present and positive (no speed
+assertion — speed is reported by ``make bench``, never tested)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_json(*args: str) -> dict:
+    out = subprocess.run(
+        [sys.executable, *args, "--json"], cwd=ROOT, capture_output=True, text=True, timeout=240
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_store_bench_reports_every_figure(tmp_path):
+    figures = run_json(
+        "bench/store.py", "--messages", "2000", "--sync-messages", "256", "--dir", str(tmp_path)
+    )
+    for key in (
+        "async_single_msgs_s",
+        "async_batch32_msgs_s",
+        "sync_1_writer_msgs_s",
+        "sync_32_writers_msgs_s",
+        "read_msgs_s",
+        "disk_seq_write_mb_s",
+        "disk_fdatasync_per_s",
+        "ratio_sync32_vs_fdatasync",
+    ):
+        assert figures[key] > 0, key
+
+
+def test_broker_bench_runs_our_workloads(tmp_path):
+    results = run_json(
+        "bench/broker.py", "--only", "ours", "--messages", "256", "--seconds", "0.5", "--dir", str(tmp_path)
+    )
+    ours = results["ours"]
+    assert "skipped" not in ours, ours
+    for key in (
+        "sync_send_msgs_s",
+        "async_send_64_msgs_s",
+        "batch_send_32_msgs_s",
+        "consume_msgs_s",
+        "e2e_p99_ms",
+    ):
+        assert ours[key] > 0, key
+    assert ours["e2e_samples"] == 500
