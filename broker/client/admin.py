@@ -968,7 +968,7 @@ class _Reply:
         if not self.body:
             return {}
         try:
-            value = _loads_tolerant(self.body)
+            value = fastjson.loads(self.body)
         except ValueError as exc:
             raise MQAdminError(f"{self.role} {self.addr} sent an unreadable body ({exc})") from None
         return value if isinstance(value, dict) else {}
@@ -1063,7 +1063,7 @@ def _mq_fields(key: Any) -> dict[str, Any]:
     if isinstance(key, tuple | frozenset):
         return dict(key)
     if isinstance(key, str):
-        parsed = _loads_tolerant(key.encode("utf-8"))
+        parsed = fastjson.loads(key.encode("utf-8"))
         return parsed if isinstance(parsed, dict) else {}
     return {
         "topic": getattr(key, "topic", ""),
@@ -1199,99 +1199,6 @@ def _describe_remoting_error(exc: RemotingError, timeout: float) -> str:
     text = str(exc)
     addr = getattr(exc, "addr", "")
     return text.split(f"{addr}: ", 1)[-1] if addr else text
-
-
-class _TolerantJson:
-    """fastjson's full dialect: maps keyed by objects (``{{"topic":..}:{..}}``) and bare number keys.
-
-    Plain JSON parsers reject those, yet RocketMQ bodies such as ConsumeStats use them.
-    Object keys come back as tuples of (name, value) pairs so they stay hashable.
-    """
-
-    _scalar = json.JSONDecoder()
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.pos = 0
-
-    def parse(self) -> Any:
-        value = self._value()
-        self._skip_ws()
-        if self.pos != len(self.text):
-            raise ValueError(f"extra data at character {self.pos}")
-        return value
-
-    def _value(self) -> Any:
-        self._skip_ws()
-        if self.pos >= len(self.text):
-            raise ValueError("unexpected end of JSON")
-        char = self.text[self.pos]
-        if char == "{":
-            return self._object()
-        if char == "[":
-            return self._array()
-        value, self.pos = self._scalar.raw_decode(self.text, self.pos)
-        return value
-
-    def _object(self) -> dict[Any, Any]:
-        result: dict[Any, Any] = {}
-        self.pos += 1
-        if self._peek() == "}":
-            self.pos += 1
-            return result
-        while True:
-            key = _hashable(self._value())
-            self._expect(":")
-            result[key] = self._value()
-            if self._peek() == ",":
-                self.pos += 1
-                continue
-            self._expect("}")
-            return result
-
-    def _array(self) -> list[Any]:
-        result: list[Any] = []
-        self.pos += 1
-        if self._peek() == "]":
-            self.pos += 1
-            return result
-        while True:
-            result.append(self._value())
-            if self._peek() == ",":
-                self.pos += 1
-                continue
-            self._expect("]")
-            return result
-
-    def _skip_ws(self) -> None:
-        while self.pos < len(self.text) and self.text[self.pos] in " \t\r\n":
-            self.pos += 1
-
-    def _peek(self) -> str:
-        self._skip_ws()
-        return self.text[self.pos] if self.pos < len(self.text) else ""
-
-    def _expect(self, char: str) -> None:
-        if self._peek() != char:
-            raise ValueError(f"expected {char!r} at character {self.pos}")
-        self.pos += 1
-
-
-def _hashable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return tuple((k, _hashable(v)) for k, v in value.items())
-    if isinstance(value, list):
-        return tuple(_hashable(v) for v in value)
-    return value
-
-
-def _loads_tolerant(body: bytes) -> Any:
-    """broker.remoting.fastjson first; bodies keyed by objects (ConsumeStats, TopicStatsTable and
-    ResetOffsetBody from Java brokers) need the object-key parser above, which it lacks."""
-    try:
-        return fastjson.loads(body)
-    except fastjson.JsonBodyError:
-        return _TolerantJson(body.decode("utf-8")).parse()
 
 
 def _decode_messages(body: bytes | None) -> list[MessageExt]:
