@@ -86,6 +86,7 @@ class MQClientInstance:
         self.producers: dict[str, object] = {}
         self.consumers: dict[str, object] = {}
         self._tasks: list[asyncio.Future] = []
+        self._background: set[asyncio.Future] = set()
 
     async def _make_remoting(self) -> RemotingClient:
         remoting = RemotingClient()
@@ -156,8 +157,15 @@ class MQClientInstance:
                 continue
             if data is None:
                 self.routes.pop(topic, None)
-            else:
-                self.routes[topic] = TopicRoute.from_json(topic, data)
+                return
+            known = self.all_broker_addrs()
+            self.routes[topic] = TopicRoute.from_json(topic, data)
+            if self.all_broker_addrs() - known:
+                # A broker we never told about ourselves: heartbeat now (as RocketMQ does at start)
+                # so it lists our producers and consumers without waiting 30 s.
+                task = asyncio.ensure_future(self.send_heartbeats())
+                self._background.add(task)
+                task.add_done_callback(self._background.discard)
             return
         raise MQClientError(f"no name server reachable for the route of {topic}: {'; '.join(errors)}")
 
