@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import signal
 import sys
 from pathlib import Path
 
 from broker.common.conf_file import ConfError, get_int, load_conf
+from broker.common.service_runner import run, serve_until_signalled
 
 from .kv_config import KVConfigManager
 from .processor import NamesrvProcessor
@@ -59,14 +59,11 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 async def _serve(controller: NamesrvController) -> None:
-    port = await controller.start()
-    print(f"namesrv listening on {controller.host}:{port}", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
-    await controller.stop()
+    async def start() -> str:
+        port = await controller.start()
+        return f"namesrv listening on {controller.host}:{port}"
+
+    await serve_until_signalled(start, controller.stop)
     log.info("namesrv stopped")
 
 
@@ -80,13 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"namesrv: {exc}", file=sys.stderr)
         return 2
     try:
-        import uvloop
-
-        runner = uvloop.run
-    except ImportError:
-        runner = asyncio.run
-    try:
-        runner(_serve(controller))
+        run(_serve(controller))
     except OSError as exc:
         print(
             f"namesrv: cannot listen on {controller.host}:{controller.port}: {exc.strerror}", file=sys.stderr

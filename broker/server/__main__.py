@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
-import signal
 import sys
 
 from broker.common.conf_file import ConfError
+from broker.common.service_runner import run, serve_until_signalled
 
 from .config import BrokerConfig
 from .controller import BrokerController
@@ -25,17 +24,11 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 async def _serve(controller: BrokerController) -> None:
-    port = await controller.start()
-    print(
-        f"broker {controller.config.broker_name} listening on {controller.config.broker_ip1}:{port}",
-        flush=True,
-    )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
-    await controller.stop()
+    async def start() -> str:
+        port = await controller.start()
+        return f"broker {controller.config.broker_name} listening on {controller.config.broker_ip1}:{port}"
+
+    await serve_until_signalled(start, controller.stop)
     logging.getLogger(__name__).info("broker stopped cleanly")
 
 
@@ -54,13 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"broker: {exc}", file=sys.stderr)
         return 2
     try:
-        import uvloop
-
-        runner = uvloop.run
-    except ImportError:
-        runner = asyncio.run
-    try:
-        runner(_serve(controller))
+        run(_serve(controller))
     except OSError as exc:
         print(f"broker: cannot start: {exc}", file=sys.stderr)
         return 1

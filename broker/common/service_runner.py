@@ -1,0 +1,30 @@
+"""Running an engine process: uvloop when installed, clean stop on SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Awaitable, Callable
+
+
+async def serve_until_signalled(
+    start: Callable[[], Awaitable[str]], stop: Callable[[], Awaitable[None]]
+) -> None:
+    """``start()`` returns the line announcing where the service listens (printed and flushed,
+    since harnesses and honcho wait for it); SIGTERM or SIGINT then runs ``stop()``."""
+    print(await start(), flush=True)
+    stopped = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stopped.set)
+    await stopped.wait()
+    await stop()
+
+
+def run(coro: Awaitable[None]) -> None:
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(coro)
+    else:
+        uvloop.run(coro)
