@@ -105,7 +105,6 @@ def store_timestamp_position(sys_flag: int) -> int:
 
 # -- encoding ---------------------------------------------------------------------------------
 def encode_record(
-    *,
     queue_id: int,
     flag: int,
     sys_flag: int,

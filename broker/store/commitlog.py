@@ -69,7 +69,7 @@ class CommitLog:
         Returns the store timestamp. ``on_appended(record, store_timestamp)`` runs for each
         record under the lock, so dispatch requests are queued in commit order.
         """
-        total = sum(len(r.buf) for r in records)
+        total = len(records[0].buf) if len(records) == 1 else sum(len(r.buf) for r in records)
         if total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
             raise ValueError(f"{total} bytes cannot fit a commit-log segment of {self.file_size}")
         with self.lock:

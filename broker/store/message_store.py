@@ -52,8 +52,12 @@ log = logging.getLogger(__name__)
 
 
 class MessageStore:
-    def __init__(self, store_dir: str | Path, config: MessageStoreConfig | None = None,
-                 clock: Callable[[], float] = time.time) -> None:  # fmt: skip
+    def __init__(
+        self,
+        store_dir: str | Path,
+        config: MessageStoreConfig | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.config = config or MessageStoreConfig()
         self.root = Path(store_dir)
         self.clock = clock
@@ -72,6 +76,7 @@ class MessageStore:
         self._running = False
         self._last_appended_ts = 0
         self._valid_topics: set[str] = set()
+        self._properties_limit = min(self.config.max_properties_size, MAX_PROPERTIES_LENGTH)
         self._last_dispatched_ts = 0
         self.last_exit_ok = True
         self.stats = {"put_count": 0, "put_size": 0, "get_count": 0, "get_size": 0}
@@ -199,8 +204,9 @@ class MessageStore:
     def _dispatch_to_index(self, request: DispatchRequest) -> None:
         if self.config.message_index_enable and (request.keys or request.unique_key):
             keys = request.keys.split(const.KEY_SEPARATOR) if request.keys else []
-            self.index.build_index(request.topic, keys, request.unique_key, request.commitlog_offset,
-                                   request.store_timestamp)  # fmt: skip
+            self.index.build_index(
+                request.topic, keys, request.unique_key, request.commitlog_offset, request.store_timestamp
+            )
 
     def add_dispatch_listener(self, listener: Callable[[DispatchRequest], None]) -> None:
         """Called on the dispatch thread after each message becomes readable."""
@@ -213,32 +219,63 @@ class MessageStore:
 
     # -- writing ------------------------------------------------------------------------------
     def _encode(self, msg: MessageExt) -> PendingRecord | PutMessageResult:
+        """Validate and encode one message outside the commit-log lock (the hot path: keep lean)."""
         topic = msg.topic
         if topic not in self._valid_topics:
             reason = validate_topic(topic)
             if reason:
                 return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=reason)
             self._valid_topics.add(topic)
-        properties = properties_to_string(msg.properties).encode()
-        limit = min(self.config.max_properties_size, MAX_PROPERTIES_LENGTH)
-        if len(properties) > limit:
-            remark = f"properties are {len(properties)} bytes, the limit is {limit}"
+        props = msg.properties
+        properties = properties_to_string(props).encode() if props else b""
+        if len(properties) > self._properties_limit:
+            remark = f"properties are {len(properties)} bytes, the limit is {self._properties_limit}"
             return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, remark=remark)
-        born_host = encode_host(tuple(msg.born_host))
+        born = msg.born_host
+        born_host = encode_host(born if type(born) is tuple else tuple(born))
         sys_flag = msg.sys_flag & ~(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG)
-        sys_flag |= host_sys_flags(born_host, self._store_host)
+        if len(born_host) != 8 or len(self._store_host) != 8:
+            sys_flag |= host_sys_flags(born_host, self._store_host)
         record = encode_record(
-            queue_id=msg.queue_id, flag=msg.flag, sys_flag=sys_flag, born_timestamp=msg.born_timestamp,
-            born_host=born_host, store_host=self._store_host, body=msg.body, topic=msg.topic.encode(),
-            properties=properties, reconsume_times=msg.reconsume_times,
-            prepared_transaction_offset=msg.prepared_transaction_offset,
-        )  # fmt: skip
+            msg.queue_id,
+            msg.flag,
+            sys_flag,
+            msg.born_timestamp,
+            born_host,
+            self._store_host,
+            msg.body,
+            topic.encode(),
+            properties,
+            msg.reconsume_times,
+            msg.prepared_transaction_offset,
+        )
         if len(record) > self.config.max_message_size:
             remark = f"message is {len(record)} bytes, the limit is {self.config.max_message_size}"
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=remark)
-        props = msg.properties
         tags_code = None if topic == SCHEDULE_TOPIC else tag_hash_code(props.get(const.PROPERTY_TAGS))
         return PendingRecord(record, topic, msg.queue_id, sys_flag, props, tags_code)
+
+    def _on_appended(self, record: PendingRecord, store_ts: int) -> None:
+        """Queue the dispatch of a record; runs under the commit-log lock, so in commit order."""
+        props = record.properties
+        tags_code = record.tags_code
+        if tags_code is None:
+            tags_code = compute_tags_code(record.topic, props, store_ts, self._delay_levels)
+        self.reput.submit(
+            DispatchRequest(
+                record.topic,
+                record.queue_id,
+                record.wrote_offset,
+                len(record.buf),
+                tags_code,
+                store_ts,
+                record.queue_offset,
+                props.get(const.PROPERTY_KEYS),
+                props.get(const.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
+                record.sys_flag,
+                props,
+            )
+        )
 
     def _append(self, messages: list[MessageExt]) -> PutMessageResult:
         if not self._running:
@@ -249,28 +286,14 @@ class MessageStore:
             if isinstance(encoded, PutMessageResult):
                 return encoded
             records.append(encoded)
-        total = sum(len(r.buf) for r in records)
+        total = len(records[0].buf) if len(records) == 1 else sum(len(r.buf) for r in records)
         if total > self.config.max_message_size:
             return PutMessageResult(
                 PutMessageStatus.MESSAGE_ILLEGAL,
                 remark=f"batch is {total} bytes, the limit is {self.config.max_message_size}",
             )
-        submit = self.reput.submit
-        delay_levels = self._delay_levels
-
-        def on_appended(record: PendingRecord, store_ts: int) -> None:
-            props = record.properties
-            tags_code = record.tags_code
-            if tags_code is None:
-                tags_code = compute_tags_code(record.topic, props, store_ts, delay_levels)
-            submit(DispatchRequest(
-                record.topic, record.queue_id, record.wrote_offset, len(record.buf), tags_code, store_ts,
-                record.queue_offset, props.get(const.PROPERTY_KEYS),
-                props.get(const.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX), record.sys_flag, props,
-            ))  # fmt: skip
-
         try:
-            store_ts = self.commitlog.append(records, on_appended)
+            store_ts = self.commitlog.append(records, self._on_appended)
         except OSError as exc:
             log.exception("commit log append failed")
             return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED, remark=str(exc))
@@ -327,8 +350,9 @@ class MessageStore:
         if not self._needs_flush_wait(result, batch):
             return result
         try:
-            flushed = await asyncio.wait_for(asyncio.wrap_future(self._flush_future(result)),
-                                             self.config.sync_flush_timeout / 1000)  # fmt: skip
+            flushed = await asyncio.wait_for(
+                asyncio.wrap_future(self._flush_future(result)), self.config.sync_flush_timeout / 1000
+            )
         except (TimeoutError, RuntimeError, OSError):
             flushed = False
         if not flushed:
@@ -341,13 +365,15 @@ class MessageStore:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="empty batch")
         first = batch[0]
         if any(m.topic != first.topic or m.queue_id != first.queue_id for m in batch[1:]):
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL,
-                                    remark="a batch must target one topic and one queue")  # fmt: skip
+            return PutMessageResult(
+                PutMessageStatus.MESSAGE_ILLEGAL, remark="a batch must target one topic and one queue"
+            )
         return None
 
     # -- reading ------------------------------------------------------------------------------
-    def get_message(self, group: str, topic: str, queue_id: int, offset: int, max_count: int,
-                    message_filter=None) -> GetMessageResult:  # fmt: skip
+    def get_message(
+        self, group: str, topic: str, queue_id: int, offset: int, max_count: int, message_filter=None
+    ) -> GetMessageResult:
         queue = self.find_consume_queue(topic, queue_id)
         if queue is None:
             return GetMessageResult(GetMessageStatus.NO_MATCHED_LOGIC_QUEUE)
@@ -367,8 +393,9 @@ class MessageStore:
         self.stats["get_count"] += len(result.messages)
         return result
 
-    def _read_messages(self, queue: ConsumeQueue, offset: int, max_count: int, message_filter,
-                       result: GetMessageResult) -> None:  # fmt: skip
+    def _read_messages(
+        self, queue: ConsumeQueue, offset: int, max_count: int, message_filter, result: GetMessageResult
+    ) -> None:
         max_bytes = self.config.max_transfer_bytes_on_message_in_memory
         scan_limit = max(max_count, min(self.config.max_filter_message_count, max_count * 20))
         entries = queue.read_entries(offset, scan_limit if message_filter else max_count)
