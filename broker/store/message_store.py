@@ -312,52 +312,51 @@ class MessageStore:
         )
         return PutMessageResult(PutMessageStatus.PUT_OK, append)
 
-    def _needs_flush_wait(self, result: PutMessageResult, messages: list[MessageExt]) -> bool:
-        return result.ok and self._group_commit is not None and messages[0].wait_store_msg_ok
-
-    def _flush_future(self, result: PutMessageResult) -> concurrent.futures.Future:
+    def _append_for_flush(
+        self, batch: list[MessageExt]
+    ) -> tuple[PutMessageResult, concurrent.futures.Future | None]:
+        """Append; with SYNC_FLUSH also return the group-commit future the caller must await."""
+        result = self._check_batch(batch) or self._append(batch)
+        if not (result.ok and self._group_commit is not None and batch[0].wait_store_msg_ok):
+            return result, None
         append = result.append
-        return self._group_commit.request(append.wrote_offset + append.wrote_bytes)
+        return result, self._group_commit.request(append.wrote_offset + append.wrote_bytes)
+
+    @staticmethod
+    def _flushed_result(result: PutMessageResult, flushed: bool) -> PutMessageResult:
+        if not flushed:
+            result.status = PutMessageStatus.FLUSH_DISK_TIMEOUT
+        return result
 
     def put_message(self, msg: MessageExt) -> PutMessageResult:
         return self.put_messages([msg])
 
     def put_messages(self, batch: list[MessageExt]) -> PutMessageResult:
         """Store a batch for one topic and queue: consecutive queue offsets, one append."""
-        invalid = self._check_batch(batch)
-        if invalid:
-            return invalid
-        result = self._append(batch)
-        if not self._needs_flush_wait(result, batch):
+        result, flush = self._append_for_flush(batch)
+        if flush is None:
             return result
         try:
-            flushed = self._flush_future(result).result(self.config.sync_flush_timeout / 1000)
+            flushed = flush.result(self.config.sync_flush_timeout / 1000)
         except (concurrent.futures.TimeoutError, RuntimeError, OSError):
             flushed = False
-        if not flushed:
-            result.status = PutMessageStatus.FLUSH_DISK_TIMEOUT
-        return result
+        return self._flushed_result(result, flushed)
 
     async def put_message_async(self, msg: MessageExt) -> PutMessageResult:
         return await self.put_messages_async([msg])
 
     async def put_messages_async(self, batch: list[MessageExt]) -> PutMessageResult:
         """As ``put_messages``, but waits for a sync flush without blocking the event loop."""
-        invalid = self._check_batch(batch)
-        if invalid:
-            return invalid
-        result = self._append(batch)
-        if not self._needs_flush_wait(result, batch):
+        result, flush = self._append_for_flush(batch)
+        if flush is None:
             return result
         try:
             flushed = await asyncio.wait_for(
-                asyncio.wrap_future(self._flush_future(result)), self.config.sync_flush_timeout / 1000
+                asyncio.wrap_future(flush), self.config.sync_flush_timeout / 1000
             )
         except (TimeoutError, RuntimeError, OSError):
             flushed = False
-        if not flushed:
-            result.status = PutMessageStatus.FLUSH_DISK_TIMEOUT
-        return result
+        return self._flushed_result(result, flushed)
 
     @staticmethod
     def _check_batch(batch: list[MessageExt]) -> PutMessageResult | None:

@@ -155,3 +155,17 @@ def test_tag_filter_on_consume_queue(open_store):
     assert result.next_begin_offset == 10
     none = store.get_message("g", "F", 0, 0, 32, _TagFilter(java_string_hash("nope")))
     assert none.status is GetMessageStatus.NO_MATCHED_MESSAGE and none.next_begin_offset == 10
+
+
+async def test_sync_flush_from_an_event_loop(open_store):
+    import asyncio
+
+    store = open_store(flush_disk_type="SYNC_FLUSH")
+    results = await asyncio.gather(
+        *(store.put_message_async(MessageExt(topic="S", body=b"%d" % i, queue_id=0)) for i in range(64))
+    )
+    assert all(r.ok for r in results)
+    assert store._group_commit.flushed_offset >= max(
+        r.append.wrote_offset + r.append.wrote_bytes for r in results
+    )
+    assert sorted(r.append.logics_offset for r in results) == list(range(64))
