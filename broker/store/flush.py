@@ -8,8 +8,10 @@ them all — so N concurrent writers share one fsync instead of paying for N.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 
@@ -45,11 +47,20 @@ class PeriodicFlushService:
 
 
 class GroupCommitService:
-    """SYNC_FLUSH: futures completed once the log is durable up to their offset."""
+    """SYNC_FLUSH: requests completed once the log is durable up to their offset.
 
-    def __init__(self, flush: Callable[[], int]) -> None:
+    Threads wait on ``concurrent.futures.Future``s; an asyncio writer gets an asyncio future
+    that the flush thread settles with one ``call_soon_threadsafe`` per flush for its whole
+    loop — no timer and no thread hop per message. A request whose flush finished later than
+    ``timeout_ms`` after it was made completes with False (FLUSH_DISK_TIMEOUT).
+    """
+
+    def __init__(self, flush: Callable[[], int], timeout_ms: int = 5000) -> None:
         self._flush = flush
-        self._requests: list[tuple[int, Future]] = []
+        self._timeout = timeout_ms / 1000
+        self._requests: list[
+            tuple[int, float, Future | asyncio.Future, asyncio.AbstractEventLoop | None]
+        ] = []
         self._cond = threading.Condition()
         self._stopped = False
         self.flushed_offset = 0
@@ -60,13 +71,23 @@ class GroupCommitService:
 
     def request(self, end_offset: int) -> Future:
         future: Future = Future()
+        self._enqueue(end_offset, future, None)
+        return future
+
+    def request_async(self, end_offset: int) -> asyncio.Future:
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        self._enqueue(end_offset, future, loop)
+        return future
+
+    def _enqueue(self, end_offset: int, future, loop) -> None:
         with self._cond:
             if self._stopped:
-                future.set_exception(RuntimeError("the store is shutting down"))
-                return future
-            self._requests.append((end_offset, future))
+                error = RuntimeError("the store is shutting down")
+                future.set_exception(error)
+                return
+            self._requests.append((end_offset, time.monotonic(), future, loop))
             self._cond.notify()
-        return future
 
     def _run(self) -> None:
         while True:
@@ -77,18 +98,23 @@ class GroupCommitService:
                     return
             self._complete(batch)
 
-    def _complete(self, batch: list[tuple[int, Future]]) -> None:
+    def _complete(self, batch) -> None:
         try:
             self.flushed_offset = self._flush()
             error = None
         except Exception as exc:  # a failed fsync must fail the writers, not hang them
             log.exception("group commit flush failed")
             error = exc
-        for end_offset, future in batch:
-            if error is not None:
-                future.set_exception(error)
+        done = time.monotonic()
+        by_loop: dict[asyncio.AbstractEventLoop, list] = {}
+        for end_offset, made, future, loop in batch:
+            outcome = error or (self.flushed_offset >= end_offset and done - made <= self._timeout)
+            if loop is None:
+                _settle(future, outcome)
             else:
-                future.set_result(self.flushed_offset >= end_offset)
+                by_loop.setdefault(loop, []).append((future, outcome))
+        for loop, settled in by_loop.items():
+            loop.call_soon_threadsafe(_settle_all, settled)
 
     def shutdown(self) -> None:
         with self._cond:
@@ -96,3 +122,17 @@ class GroupCommitService:
             self._cond.notify_all()
         if self._thread.is_alive():
             self._thread.join(timeout=10)
+
+
+def _settle(future, outcome) -> None:
+    if future.done():
+        return
+    if isinstance(outcome, BaseException):
+        future.set_exception(outcome)
+    else:
+        future.set_result(outcome)
+
+
+def _settle_all(settled: list) -> None:
+    for future, outcome in settled:
+        _settle(future, outcome)

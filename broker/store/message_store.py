@@ -7,7 +7,6 @@ the raw stored records back, ready to send in a pull response.
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import logging
 import threading
@@ -134,7 +133,7 @@ class MessageStore:
         self.reput.start(self.commitlog.max_offset)
         cfg = self.config
         if cfg.sync_flush:
-            self._group_commit = GroupCommitService(self.commitlog.flush)
+            self._group_commit = GroupCommitService(self.commitlog.flush, cfg.sync_flush_timeout)
             self._group_commit.start()
         else:
             flusher = PeriodicFlushService(self.commitlog.flush, cfg.flush_interval_commit_log)
@@ -312,15 +311,12 @@ class MessageStore:
         )
         return PutMessageResult(PutMessageStatus.PUT_OK, append)
 
-    def _append_for_flush(
-        self, batch: list[MessageExt]
-    ) -> tuple[PutMessageResult, concurrent.futures.Future | None]:
-        """Append; with SYNC_FLUSH also return the group-commit future the caller must await."""
+    def _append_for_flush(self, batch: list[MessageExt]) -> tuple[PutMessageResult, int | None]:
+        """Append; with SYNC_FLUSH also return the offset the caller must see flushed."""
         result = self._check_batch(batch) or self._append(batch)
         if not (result.ok and self._group_commit is not None and batch[0].wait_store_msg_ok):
             return result, None
-        append = result.append
-        return result, self._group_commit.request(append.wrote_offset + append.wrote_bytes)
+        return result, result.append.wrote_offset + result.append.wrote_bytes
 
     @staticmethod
     def _flushed_result(result: PutMessageResult, flushed: bool) -> PutMessageResult:
@@ -333,11 +329,11 @@ class MessageStore:
 
     def put_messages(self, batch: list[MessageExt]) -> PutMessageResult:
         """Store a batch for one topic and queue: consecutive queue offsets, one append."""
-        result, flush = self._append_for_flush(batch)
-        if flush is None:
+        result, flush_to = self._append_for_flush(batch)
+        if flush_to is None:
             return result
         try:
-            flushed = flush.result(self.config.sync_flush_timeout / 1000)
+            flushed = self._group_commit.request(flush_to).result(self.config.sync_flush_timeout / 1000)
         except (concurrent.futures.TimeoutError, RuntimeError, OSError):
             flushed = False
         return self._flushed_result(result, flushed)
@@ -347,14 +343,12 @@ class MessageStore:
 
     async def put_messages_async(self, batch: list[MessageExt]) -> PutMessageResult:
         """As ``put_messages``, but waits for a sync flush without blocking the event loop."""
-        result, flush = self._append_for_flush(batch)
-        if flush is None:
+        result, flush_to = self._append_for_flush(batch)
+        if flush_to is None:
             return result
         try:
-            flushed = await asyncio.wait_for(
-                asyncio.wrap_future(flush), self.config.sync_flush_timeout / 1000
-            )
-        except (TimeoutError, RuntimeError, OSError):
+            flushed = await self._group_commit.request_async(flush_to)
+        except (RuntimeError, OSError):
             flushed = False
         return self._flushed_result(result, flushed)
 
