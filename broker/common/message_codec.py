@@ -164,14 +164,25 @@ def encode_message(msg: MessageExt) -> bytearray:
     )  # fmt: skip
 
 
+_OFFSETS = struct.Struct(">qq")  # queueOffset, physicalOffset: adjacent at byte 20
+_STORE_TS_V4 = BORN_HOST_POSITION + 8
+_STORE_TS_V6 = BORN_HOST_POSITION + 20
+
+
 def patch_store_fields(
-    buf: bytearray | memoryview, pos: int, queue_offset: int, physical_offset: int, store_timestamp: int
+    buf: bytearray | memoryview,
+    pos: int,
+    queue_offset: int,
+    physical_offset: int,
+    store_timestamp: int,
+    sys_flag: int | None = None,
 ) -> None:
     """Fill in what is only known under the store's lock, in a record already encoded."""
-    LONG.pack_into(buf, pos + QUEUE_OFFSET_POSITION, queue_offset)
-    LONG.pack_into(buf, pos + PHYSICAL_OFFSET_POSITION, physical_offset)
-    sys_flag = INT.unpack_from(buf, pos + 36)[0]
-    LONG.pack_into(buf, pos + store_timestamp_position(sys_flag), store_timestamp)
+    _OFFSETS.pack_into(buf, pos + QUEUE_OFFSET_POSITION, queue_offset, physical_offset)
+    if sys_flag is None:
+        sys_flag = INT.unpack_from(buf, pos + 36)[0]
+    store_ts_at = _STORE_TS_V6 if sys_flag & BORNHOST_V6_FLAG else _STORE_TS_V4
+    LONG.pack_into(buf, pos + store_ts_at, store_timestamp)
 
 
 def encode_blank(size: int) -> bytes:

@@ -25,11 +25,13 @@ from broker.common.message_codec import (
 from broker.common.sysflag import (
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
-    transaction_value,
 )
 
 from .mapped_file import MappedFile, MappedFileQueue
 
+# Prepared and rolled-back transaction messages take no consume-queue slot (as RocketMQ).
+_TRANSACTION_BITS = 0x3 << 2
+_INVISIBLE_TRANSACTION_TYPES = (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
 # Every segment keeps room for at least a blank record after its last message.
 END_FILE_MIN_BLANK_LENGTH = 8
 
@@ -85,6 +87,9 @@ class CommitLog:
             return store_ts
 
     def _file_with_room(self, size: int) -> MappedFile:
+        files = self.files.files
+        if files and files[-1].wrote_position + size + END_FILE_MIN_BLANK_LENGTH <= self.file_size:
+            return files[-1]  # the common case, without a call per check
         mapped = self.files.last_file_for_write()
         if mapped.remaining < size + END_FILE_MIN_BLANK_LENGTH:
             blank_size = mapped.remaining
@@ -94,15 +99,15 @@ class CommitLog:
         return mapped
 
     def _place(self, record: PendingRecord, offset: int, store_ts: int) -> None:
-        key = (record.topic, record.queue_id)
-        if transaction_value(record.sys_flag) in (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE):
+        if record.sys_flag & _TRANSACTION_BITS in _INVISIBLE_TRANSACTION_TYPES:
             queue_offset = 0  # invisible to consumers: takes no slot in the consume queue
         else:
+            key = (record.topic, record.queue_id)
             queue_offset = self.queue_offsets.get(key, 0)
             self.queue_offsets[key] = queue_offset + 1
         record.wrote_offset = offset
         record.queue_offset = queue_offset
-        patch_store_fields(record.buf, 0, queue_offset, offset, store_ts)
+        patch_store_fields(record.buf, 0, queue_offset, offset, store_ts, record.sys_flag)
 
     # -- reading ------------------------------------------------------------------------------
     @property

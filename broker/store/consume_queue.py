@@ -87,25 +87,42 @@ class ConsumeQueue:
         """Write the entry for logical ``queue_offset``; a replayed (older) one is skipped."""
         if commitlog_offset + size <= self.max_physic_offset:
             return False
+        mapped = self.files.files[-1] if self.files.files else None
+        position = mapped.wrote_position if mapped is not None else 0
+        # The hot path: the entry goes right after the last one, in a segment with room.
+        if (
+            mapped is None
+            or position >= self.file_size
+            or queue_offset * ENTRY_SIZE != mapped.file_from_offset + position
+        ):
+            mapped = self._segment_for(queue_offset)
+            if mapped is None:
+                return False
+            position = mapped.wrote_position
+        ENTRY.pack_into(mapped.view, position, commitlog_offset, size, tags_code)
+        mapped.wrote_position = position + ENTRY_SIZE
+        self.max_physic_offset = commitlog_offset + size
+        return True
+
+    def _segment_for(self, queue_offset: int):
+        """The segment where ``queue_offset``'s entry goes (None for a replayed entry)."""
         expected = queue_offset * ENTRY_SIZE
         if self.files.last_file is None:
             # An empty queue whose messages start past 0 (its files were removed): begin there.
             mapped = self.files.create_file(expected - expected % self.file_size)
             mapped.wrote_position = expected - mapped.file_from_offset
             self.min_logic_offset = expected
-        else:
-            mapped = self.files.last_file_for_write()
+            return mapped
+        mapped = self.files.last_file_for_write()
         current = mapped.file_from_offset + mapped.wrote_position
         if expected < current:
-            return False
+            return None
         if expected > current:
             raise ValueError(
                 f"consume queue {self.topic}/{self.queue_id} expects offset "
                 f"{current // ENTRY_SIZE}, got {queue_offset}"
             )
-        mapped.append(ENTRY.pack(commitlog_offset, size, tags_code))
-        self.max_physic_offset = commitlog_offset + size
-        return True
+        return mapped
 
     # -- reading ------------------------------------------------------------------------------
     @property

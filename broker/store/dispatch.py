@@ -73,8 +73,8 @@ class ReputService:
     holds them in commit order; this thread drains it in batches.
     """
 
-    def __init__(self, dispatchers: list[Callable[[DispatchRequest], None]]) -> None:
-        self._dispatchers = dispatchers
+    def __init__(self, dispatch: Callable[[DispatchRequest], None]) -> None:
+        self._dispatch = dispatch
         self._queue: deque[DispatchRequest] = deque()
         self._cond = threading.Condition()
         self._stopped = False
@@ -94,8 +94,7 @@ class ReputService:
 
     def dispatch_now(self, request: DispatchRequest) -> None:
         """Apply one request synchronously (recovery, before the thread starts)."""
-        for dispatcher in self._dispatchers:
-            dispatcher(request)
+        self._dispatch(request)
         self.dispatched_offset = request.commitlog_offset + request.size
 
     def wait_dispatched(self, offset: int, timeout: float | None = None) -> bool:
@@ -118,22 +117,26 @@ class ReputService:
             self._drain(queue)
 
     def _drain(self, queue: deque[DispatchRequest]) -> None:
-        dispatchers, listeners = self._dispatchers, self.listeners
+        dispatch, listeners = self._dispatch, self.listeners
         while queue:
             request = queue.popleft()
             try:
-                for dispatcher in dispatchers:
-                    dispatcher(request)
+                dispatch(request)
             except Exception:
                 log.exception("dispatch of the message at %d failed", request.commitlog_offset)
             self.dispatched_offset = request.commitlog_offset + request.size
-            for listener in listeners:
-                try:
-                    listener(request)
-                except Exception:
-                    log.exception("dispatch listener failed")
+            if listeners:
+                self._notify(listeners, request)
         with self._cond:
             self._cond.notify_all()
+
+    @staticmethod
+    def _notify(listeners, request: DispatchRequest) -> None:
+        for listener in listeners:
+            try:
+                listener(request)
+            except Exception:
+                log.exception("dispatch listener failed")
 
     def shutdown(self) -> None:
         with self._cond:

@@ -27,7 +27,12 @@ from broker.common.message_codec import (
     properties_to_string,
     store_timestamp_position,
 )
-from broker.common.sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
+from broker.common.sysflag import (
+    BORNHOST_V6_FLAG,
+    STOREHOSTADDRESS_V6_FLAG,
+    TRANSACTION_PREPARED_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+)
 from broker.common.topic_config import SCHEDULE_TOPIC, validate_topic
 
 from . import recovery
@@ -48,6 +53,9 @@ from .results import (
 from .store_config import MessageStoreConfig
 
 log = logging.getLogger(__name__)
+# Prepared and rolled-back transaction messages take no consume-queue slot (as RocketMQ).
+_TRANSACTION_BITS = 0x3 << 2
+_INVISIBLE_TRANSACTION_TYPES = (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
 
 
 class MessageStore:
@@ -67,7 +75,7 @@ class MessageStore:
             self.root / "index", self.config.max_hash_slot_num, self.config.max_index_num
         )
         self.checkpoint = StoreCheckpoint(self.root / "checkpoint")
-        self.reput = ReputService([self._dispatch_to_consume_queue, self._dispatch_to_index])
+        self.reput = ReputService(self._dispatch)
         self._store_host = encode_host(self.config.store_host_port)
         self._delay_levels = self.config.delay_levels_ms()
         self._group_commit: GroupCommitService | None = None
@@ -194,18 +202,19 @@ class MessageStore:
                     self.consume_queues[(topic, queue_id)] = queue
         return queue
 
-    def _dispatch_to_consume_queue(self, request: DispatchRequest) -> None:
-        if request.goes_to_consume_queue:
-            queue = self.find_consume_queue(request.topic, request.queue_id, create=True)
+    def _dispatch(self, request: DispatchRequest) -> None:
+        """Make one appended message readable: its consume-queue entry, then its index keys."""
+        if request.sys_flag & _TRANSACTION_BITS not in _INVISIBLE_TRANSACTION_TYPES:
+            queue = self.consume_queues.get((request.topic, request.queue_id))
+            if queue is None:
+                queue = self.find_consume_queue(request.topic, request.queue_id, create=True)
             queue.put(request.commitlog_offset, request.size, request.tags_code, request.queue_offset)
-        self._last_dispatched_ts = request.store_timestamp
-
-    def _dispatch_to_index(self, request: DispatchRequest) -> None:
-        if self.config.message_index_enable and (request.keys or request.unique_key):
+        if (request.keys or request.unique_key) and self.config.message_index_enable:
             keys = request.keys.split(const.KEY_SEPARATOR) if request.keys else []
             self.index.build_index(
                 request.topic, keys, request.unique_key, request.commitlog_offset, request.store_timestamp
             )
+        self._last_dispatched_ts = request.store_timestamp
 
     def add_dispatch_listener(self, listener: Callable[[DispatchRequest], None]) -> None:
         """Called on the dispatch thread after each message becomes readable."""
@@ -325,6 +334,8 @@ class MessageStore:
         return result
 
     def put_message(self, msg: MessageExt) -> PutMessageResult:
+        if self._group_commit is None:
+            return self._append([msg])  # ASYNC_FLUSH: nothing to wait for, no batch to check
         return self.put_messages([msg])
 
     def put_messages(self, batch: list[MessageExt]) -> PutMessageResult:
