@@ -316,7 +316,7 @@ class MessageStore:
             first.queue_offset,
             len(records),
             self._store_host,
-            tuple(r.wrote_offset for r in records),
+            (first.wrote_offset,) if len(records) == 1 else tuple(r.wrote_offset for r in records),
         )
         return PutMessageResult(PutMessageStatus.PUT_OK, append)
 
