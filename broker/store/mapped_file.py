@@ -15,6 +15,19 @@ from pathlib import Path
 _ZERO_CHUNK = bytes(1 << 20)
 
 
+def _preallocate(fd: int, size: int) -> None:
+    """Reserve the segment's blocks up front, as RocketMQ's full-size files do.
+
+    Writing into a sparse mapping makes the kernel allocate a block on the first touch of every
+    page (about 2 us per 1 KiB message here); allocating the extent once in one call makes later
+    page faults cheap, and the call runs without the GIL.
+    """
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError:  # a filesystem without fallocate: a sparse file works, only slower
+        os.ftruncate(fd, size)
+
+
 def segment_name(offset: int) -> str:
     return f"{offset:020d}"
 
@@ -31,7 +44,7 @@ class MappedFile:
         # writes back pages dirtied through the shared mapping as well.
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         if os.fstat(self._fd).st_size != file_size:
-            os.ftruncate(self._fd, file_size)
+            _preallocate(self._fd, file_size)
         self._mmap = mmap.mmap(self._fd, file_size)
         self.view = memoryview(self._mmap)
         self.wrote_position = 0
