@@ -83,6 +83,15 @@ def pull_fields(topic, queue_id, offset, group="cg", suspend_ms=0, expression="*
     }
 
 
+def wait_dispatched(client, addr, topic, queue_id, count):
+    """Messages become readable once dispatched, in the background as in RocketMQ: wait for it."""
+    fields = {"topic": topic, "queueId": queue_id}
+    deadline = time.monotonic() + 10
+    while client.invoke(addr, create_request(RC.GET_MAX_OFFSET, fields)).field("offset") != str(count):
+        assert time.monotonic() < deadline, f"{count} messages of {topic} were never dispatched"
+        time.sleep(0.02)
+
+
 def pull(client, addr, *args, timeout_ms=5000, **kwargs):
     return client.invoke(addr, create_request(RC.PULL_MESSAGE, pull_fields(*args, **kwargs)), timeout_ms)
 
@@ -112,7 +121,8 @@ def test_send_single_v2_and_batch_then_pull_back(cluster, client):
     )
     assert sent.ok and len(sent.field("msgId").split(",")) == 5 and sent.field("queueOffset") == "2"
 
-    response = pull(client, addr, "SendPull", 0, 0, suspend_ms=5000)  # held until dispatched
+    wait_dispatched(client, addr, "SendPull", 0, 7)
+    response = pull(client, addr, "SendPull", 0, 0)
     assert response.ok and response.field("nextBeginOffset") == "7" and response.field("maxOffset") == "7"
     messages = decode_messages(response.body)
     assert [m.body for m in messages] == [b"one", b"two", b"b0", b"b1", b"b2", b"b3", b"b4"]
@@ -189,12 +199,7 @@ def test_offsets_commit_query_search_and_reset(cluster, client):
     assert client.invoke(addr, create_request(RC.QUERY_CONSUMER_OFFSET, query)).field("offset") == "0"
     assert client.invoke(addr, create_request(RC.UPDATE_CONSUMER_OFFSET, {**query, "commitOffset": 3})).ok
     assert client.invoke(addr, create_request(RC.QUERY_CONSUMER_OFFSET, query)).field("offset") == "3"
-    # Messages become readable once dispatched (in the background, as in RocketMQ).
-    max_offset = {"topic": "Offsets", "queueId": 0}
-    deadline = time.monotonic() + 10
-    while client.invoke(addr, create_request(RC.GET_MAX_OFFSET, max_offset)).field("offset") != "5":
-        assert time.monotonic() < deadline, "the five messages were never dispatched"
-        time.sleep(0.02)
+    wait_dispatched(client, addr, "Offsets", 0, 5)
     assert (
         client.invoke(addr, create_request(RC.GET_MIN_OFFSET, {"topic": "Offsets", "queueId": 0})).field(
             "offset"
