@@ -83,10 +83,11 @@ class MessageStore:
         self._running = False
         self._last_appended_ts = 0
         self._valid_topics: set[str] = set()
+        self._last_born, self._last_born_bytes = None, b""
         self._properties_limit = min(self.config.max_properties_size, MAX_PROPERTIES_LENGTH)
         self._last_dispatched_ts = 0
         self.last_exit_ok = True
-        self.stats = {"put_count": 0, "put_size": 0, "get_count": 0, "get_size": 0}
+        self.put_count = self.put_size = self.get_count = 0
         self.boot_timestamp = int(clock() * 1000)
 
     # -- life cycle ---------------------------------------------------------------------------
@@ -240,7 +241,9 @@ class MessageStore:
             remark = f"properties are {len(properties)} bytes, the limit is {self._properties_limit}"
             return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, remark=remark)
         born = msg.born_host
-        born_host = encode_host(born if type(born) is tuple else tuple(born))
+        if born != self._last_born:  # a producer sends many messages from one address: skip the lookup
+            self._last_born, self._last_born_bytes = born, encode_host(tuple(born))
+        born_host = self._last_born_bytes
         sys_flag = msg.sys_flag & ~(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG)
         if len(born_host) != 8 or len(self._store_host) != 8:
             sys_flag |= host_sys_flags(born_host, self._store_host)
@@ -307,8 +310,8 @@ class MessageStore:
             return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED, remark=str(exc))
         self._last_appended_ts = store_ts
         first = records[0]
-        self.stats["put_count"] += len(records)
-        self.stats["put_size"] += total
+        self.put_count += len(records)
+        self.put_size += total
         append = AppendMessageResult(
             first.wrote_offset,
             total,
@@ -394,7 +397,7 @@ class MessageStore:
             result.next_begin_offset = min_offset if min_offset == 0 else max_offset
         else:
             self._read_messages(queue, offset, max_count, message_filter, result)
-        self.stats["get_count"] += len(result.messages)
+        self.get_count += len(result.messages)
         return result
 
     def _read_messages(
@@ -523,9 +526,9 @@ class MessageStore:
             "commitLogMinOffset": str(self.commitlog.min_offset),
             "commitLogMaxOffset": str(self.commitlog.max_offset),
             "dispatchBehindBytes": str(self.commitlog.max_offset - self.reput.dispatched_offset),
-            "putMessageTimesTotal": str(self.stats["put_count"]),
-            "putMessageSizeTotal": str(self.stats["put_size"]),
-            "getMessageTransferedMsgCount": str(self.stats["get_count"]),
+            "putMessageTimesTotal": str(self.put_count),
+            "putMessageSizeTotal": str(self.put_size),
+            "getMessageTransferedMsgCount": str(self.get_count),
             "bootTimestamp": str(self.boot_timestamp),
             "flushDiskType": self.config.flush_disk_type,
         }
