@@ -1,0 +1,227 @@
+"""Administration codes used by mqadmin and the console."""
+
+from __future__ import annotations
+
+import orjson
+
+from broker.common import topic_config as tc
+from broker.common.conf_file import parse_properties, write_properties
+from broker.common.topic_config import TopicConfig
+from broker.remoting import fastjson
+from broker.remoting.codes import RequestCode, ResponseCode
+from broker.remoting.command import RemotingCommand, create_request, response_to
+
+from ..config import MUTABLE_KEYS
+from ..subscription_manager import SubscriptionGroupConfig
+
+
+def _mq(topic: str, broker_name: str, queue_id: int) -> dict:
+    return {"brokerName": broker_name, "queueId": queue_id, "topic": topic}
+
+
+class AdminProcessor:
+    def __init__(self, broker) -> None:
+        self.broker = broker
+
+    # -- topics -------------------------------------------------------------------------------
+    async def create_topic(self, conn, request: RemotingCommand) -> RemotingCommand:
+        topic = request.field("topic") or ""
+        reason = tc.validate_topic(topic)
+        if reason:
+            return response_to(request, ResponseCode.SYSTEM_ERROR, reason)
+        if topic == tc.AUTO_CREATE_TOPIC_KEY_TOPIC or (
+            tc.is_system_topic(topic) and topic in self.broker.topics.table
+        ):
+            return response_to(
+                request, ResponseCode.SYSTEM_ERROR, f"the topic[{topic}] is conflict with system topic"
+            )
+        config = TopicConfig(
+            topic,
+            request.int_field("readQueueNums", 16),
+            request.int_field("writeQueueNums", 16),
+            request.int_field("perm", tc.PERM_READ | tc.PERM_WRITE),
+            request.field("topicFilterType") or "SINGLE_TAG",
+            request.int_field("topicSysFlag", 0),
+            request.bool_field("order"),
+        )
+        if config.read_queue_nums < 1 or config.write_queue_nums < 1:
+            return response_to(request, ResponseCode.SYSTEM_ERROR, "queue numbers must be at least 1")
+        self.broker.topics.update(config)
+        self.broker.register_soon()
+        return response_to(request)
+
+    async def delete_topic(self, conn, request: RemotingCommand) -> RemotingCommand:
+        topic = request.field("topic") or ""
+        if tc.is_system_topic(topic):
+            return response_to(request, ResponseCode.SYSTEM_ERROR, f"the topic[{topic}] is a system topic")
+        self.broker.topics.delete(topic)
+        self.broker.store.delete_topics({topic})
+        self.broker.offsets.remove_topic(topic)
+        self.broker.register_soon()
+        return response_to(request)
+
+    async def all_topic_config(self, conn, request: RemotingCommand) -> RemotingCommand:
+        return response_to(request, body=orjson.dumps(self.broker.topics.serialize_wrapper()))
+
+    async def topic_stats(self, conn, request: RemotingCommand) -> RemotingCommand:
+        topic = request.field("topic") or ""
+        config = self.broker.topics.get(topic)
+        if config is None:
+            return response_to(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
+        store, name = self.broker.store, self.broker.config.broker_name
+        entries = []
+        for queue_id in range(config.write_queue_nums):
+            max_offset = store.get_max_offset_in_queue(topic, queue_id)
+            last = store.get_message_store_timestamp(topic, queue_id, max_offset - 1) if max_offset > 0 else 0
+            stats = {
+                "minOffset": store.get_min_offset_in_queue(topic, queue_id),
+                "maxOffset": max_offset,
+                "lastUpdateTimestamp": max(last, 0),
+            }
+            entries.append((_mq(topic, name, queue_id), stats))
+        return response_to(request, body=b'{"offsetTable":' + fastjson.dumps_object_key_map(entries) + b"}")
+
+    async def topic_consume_by_who(self, conn, request: RemotingCommand) -> RemotingCommand:
+        topic = request.field("topic") or ""
+        groups = self.broker.consumers.groups_subscribing(topic) | self.broker.offsets.groups_of_topic(topic)
+        return response_to(request, body=orjson.dumps({"groupList": sorted(groups)}))
+
+    # -- groups -------------------------------------------------------------------------------
+    async def create_group(self, conn, request: RemotingCommand) -> RemotingCommand:
+        try:
+            config = SubscriptionGroupConfig.from_json_dict(fastjson.loads(request.body))
+        except (ValueError, TypeError, AttributeError) as exc:
+            return response_to(request, ResponseCode.SYSTEM_ERROR, f"bad subscription group config: {exc}")
+        self.broker.groups.update(config)
+        return response_to(request)
+
+    async def delete_group(self, conn, request: RemotingCommand) -> RemotingCommand:
+        group = request.field("groupName") or ""
+        self.broker.groups.delete(group)
+        self.broker.offsets.remove_group(group)
+        return response_to(request)
+
+    async def all_groups(self, conn, request: RemotingCommand) -> RemotingCommand:
+        return response_to(request, body=orjson.dumps(self.broker.groups.wrapper()))
+
+    async def consume_stats(self, conn, request: RemotingCommand) -> RemotingCommand:
+        group, only_topic = request.field("consumerGroup") or "", request.field("topic")
+        broker, store = self.broker, self.broker.store
+        topics = {only_topic} if only_topic else broker.offsets.topics_of_group(group)
+        info = broker.consumers.groups.get(group)
+        if info and not only_topic:
+            topics |= set(info.subscriptions)
+        entries = []
+        for topic in sorted(t for t in topics if broker.topics.get(t)):
+            for queue_id in range(broker.topics.get(topic).write_queue_nums):
+                broker_offset = store.get_max_offset_in_queue(topic, queue_id)
+                consumer_offset = max(broker.offsets.query(group, topic, queue_id), 0)
+                last = (
+                    store.get_message_store_timestamp(topic, queue_id, consumer_offset - 1)
+                    if consumer_offset
+                    else 0
+                )
+                wrapper = {
+                    "brokerOffset": broker_offset,
+                    "consumerOffset": consumer_offset,
+                    "lastTimestamp": max(last, 0),
+                }
+                entries.append((_mq(topic, broker.config.broker_name, queue_id), wrapper))
+        if not entries and only_topic and broker.topics.get(only_topic) is None:
+            return response_to(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{only_topic}] not exist")
+        body = b'{"consumeTps":0.0,"offsetTable":' + fastjson.dumps_object_key_map(entries) + b"}"
+        return response_to(request, body=body)
+
+    async def consumer_connections(self, conn, request: RemotingCommand) -> RemotingCommand:
+        group = request.field("consumerGroup") or ""
+        info = self.broker.consumers.groups.get(group)
+        if info is None:
+            return response_to(request, ResponseCode.CONSUMER_NOT_ONLINE, "the consumer group not online")
+        body = {
+            "connectionSet": [c.to_connection_json() for c in info.channels.values()],
+            "subscriptionTable": info.subscriptions,
+            "consumeType": info.consume_type,
+            "messageModel": info.message_model,
+            "consumeFromWhere": info.consume_from_where,
+        }
+        return response_to(request, body=orjson.dumps(body))
+
+    async def producer_connections(self, conn, request: RemotingCommand) -> RemotingCommand:
+        channels = self.broker.producers.groups.get(request.field("producerGroup") or "", {})
+        body = {"connectionSet": [c.to_connection_json() for c in channels.values()]}
+        return response_to(request, body=orjson.dumps(body))
+
+    async def reset_offset(self, conn, request: RemotingCommand) -> RemotingCommand:
+        """Rewrite a group's offsets to the first message at/after a time (-1 = latest)."""
+        topic, group = request.field("topic") or "", request.field("group") or ""
+        timestamp = request.int_field("timestamp")
+        config = self.broker.topics.get(topic)
+        if config is None:
+            return response_to(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
+        store, entries = self.broker.store, []
+        for queue_id in range(config.read_queue_nums):
+            if timestamp < 0:
+                offset = store.get_max_offset_in_queue(topic, queue_id)
+            else:
+                offset = store.get_offset_in_queue_by_time(topic, queue_id, timestamp)
+            self.broker.offsets.commit(group, topic, queue_id, offset)
+            entries.append((_mq(topic, self.broker.config.broker_name, queue_id), offset))
+        body = b'{"offsetTable":' + fastjson.dumps_object_key_map(entries) + b"}"
+        await self._tell_consumers(group, topic, timestamp, body)
+        return response_to(request, body=body)
+
+    async def _tell_consumers(self, group: str, topic: str, timestamp: int, body: bytes) -> None:
+        info = self.broker.consumers.groups.get(group)
+        for channel in list(info.channels.values()) if info else []:
+            fields = {"topic": topic, "group": group, "timestamp": timestamp}
+            try:
+                channel.connection.invoke_oneway(
+                    create_request(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, fields, body)
+                )
+            except Exception:  # a client gone away picks the offsets up from the broker
+                continue
+
+    # -- broker -------------------------------------------------------------------------------
+    async def runtime_info(self, conn, request: RemotingCommand) -> RemotingCommand:
+        return response_to(request, body=orjson.dumps({"table": self.broker.runtime_info()}))
+
+    async def get_config(self, conn, request: RemotingCommand) -> RemotingCommand:
+        text = "".join(f"{k}={v}\n" for k, v in sorted(self.broker.config.as_properties().items()))
+        version = orjson.dumps(self.broker.topics.data_version.to_json()).decode()
+        return response_to(request, ext_fields={"version": version}, body=text.encode())
+
+    async def update_config(self, conn, request: RemotingCommand) -> RemotingCommand:
+        updates = parse_properties(request.body.decode(errors="replace"))
+        refused = sorted(k for k in updates if k not in MUTABLE_KEYS)
+        if refused:
+            return response_to(
+                request,
+                ResponseCode.NO_PERMISSION,
+                f"cannot change {', '.join(refused)} at run time; edit broker.conf",
+            )
+        try:
+            self.broker.apply_config(updates)
+        except ValueError as exc:
+            return response_to(request, ResponseCode.SYSTEM_ERROR, str(exc))
+        if self.broker.config.conf_path is not None:
+            write_properties(self.broker.config.conf_path, updates)
+        return response_to(request)
+
+    async def forward_to_client(self, conn, request: RemotingCommand) -> RemotingCommand:
+        """GET_CONSUMER_RUNNING_INFO / CONSUME_MESSAGE_DIRECTLY: ask the named client, relay its answer."""
+        group, client_id = request.field("consumerGroup") or "", request.field("clientId") or ""
+        info = self.broker.consumers.groups.get(group)
+        channel = info.channels.get(client_id) if info else None
+        if channel is None:
+            return response_to(request, ResponseCode.SYSTEM_ERROR, f"The Consumer <{client_id}> not online")
+        if request.code == RequestCode.CONSUME_MESSAGE_DIRECTLY and request.field("msgId"):
+            from broker.common.message_codec import decode_offset_msg_id
+
+            _, offset = decode_offset_msg_id(request.field("msgId"))
+            record = self.broker.store.select_one_message_by_offset(offset)
+            if record is None:
+                return response_to(request, ResponseCode.SYSTEM_ERROR, "the message does not exist")
+            request.body = record
+        forwarded = create_request(request.code, dict(request.ext_fields), request.body)
+        answer = await channel.connection.invoke(forwarded, 10_000)
+        return response_to(request, answer.code, answer.remark, answer.ext_fields, answer.body)
