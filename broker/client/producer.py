@@ -1,119 +1,110 @@
-"""``Producer`` (blocking) and ``AsyncProducer`` (asyncio): RocketMQ's DefaultMQProducer.
+"""``Producer``: send messages (sync, async, oneway, batch) with RocketMQ's producer behaviour.
 
-Both drive one ``DefaultMQProducerImpl`` on the client instance's loop thread; see the package
-docstring for how the two APIs relate.
+Routes come from the name servers (auto-created topics route through TBW102); a failed send is
+retried on another broker; brokers that failed recently or answered slowly are avoided for a
+while (latency fault tolerance); bodies over 4 KiB are compressed.
 """
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
-import inspect
-import logging
+import itertools
+import random
+import time
+import zlib
 from collections.abc import Callable
+from dataclasses import dataclass
 
+from broker.common.batch_codec import encode_batch
 from broker.common.message import Message
+from broker.common.message_codec import properties_to_string
+from broker.common.message_id import create_unique_id
+from broker.common.sysflag import COMPRESSED_FLAG
+from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC, validate_topic
+from broker.remoting.codes import ResponseCode
+from broker.remoting.errors import RemotingError
 
-from .client_config import ClientConfig
-from .client_instance import MQClientInstance, MQClientManager
-from .errors import MQClientError
+from .errors import MQBrokerError, MQClientError
+from .instance import MQClientInstance, TopicRoute
 from .message_queue import MessageQueue
-from .producer_impl import DefaultMQProducerImpl, ProducerConfig
-from .producer_parts import LatencyFaultTolerance, hash_selector, random_selector, split_batches
-from .results import SendResult, SendStatus
 
-log = logging.getLogger(__name__)
-
-__all__ = [
-    "AsyncProducer",
-    "LatencyFaultTolerance",
-    "Producer",
-    "SendResult",
-    "SendStatus",
-    "hash_selector",
-    "random_selector",
-    "split_batches",
-]
-
-SendCallback = Callable[[SendResult | None, BaseException | None], None]
-
-_CLIENT_KEYS = set(ClientConfig.__slots__)
-_PRODUCER_KEYS = set(ProducerConfig.__slots__)
+MAX_MESSAGE_SIZE = 4 * 1024 * 1024
+# Latency thresholds (ms) and how long a broker that hit them is avoided (RocketMQ's defaults).
+LATENCY_MAX = (50, 100, 550, 1000, 2000, 3000, 15000)
+NOT_AVAILABLE_MS = (0, 0, 30000, 60000, 120000, 180000, 600000)
 
 
-def split_options(group: str, namesrv_addr: str, options: dict) -> tuple[ClientConfig, dict]:
-    """Client settings (shared by the instance) apart from the rest; unknown keys are errors."""
-    client = {k: options.pop(k) for k in list(options) if k in _CLIENT_KEYS}
-    return ClientConfig(namesrv_addr=namesrv_addr, **client), options
+@dataclass(frozen=True)
+class SendResult:
+    send_status: str
+    msg_id: str
+    offset_msg_id: str
+    message_queue: MessageQueue
+    queue_offset: int
 
 
-class _ProducerBase:
+_STATUS = {
+    ResponseCode.SUCCESS: "SEND_OK",
+    ResponseCode.FLUSH_DISK_TIMEOUT: "FLUSH_DISK_TIMEOUT",
+    ResponseCode.FLUSH_SLAVE_TIMEOUT: "FLUSH_SLAVE_TIMEOUT",
+    ResponseCode.SLAVE_NOT_AVAILABLE: "SLAVE_NOT_AVAILABLE",
+}
+
+
+class LatencyFaultTolerance:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.unavailable_until: dict[str, float] = {}
+
+    def update(self, broker_name: str, latency_ms: float, isolation: bool) -> None:
+        latency = 30_000 if isolation else latency_ms
+        duration = 0
+        for threshold, pause in zip(reversed(LATENCY_MAX), reversed(NOT_AVAILABLE_MS), strict=True):
+            if latency >= threshold:
+                duration = pause
+                break
+        self.unavailable_until[broker_name] = self.clock() + duration / 1000
+
+    def is_available(self, broker_name: str) -> bool:
+        return self.clock() >= self.unavailable_until.get(broker_name, 0)
+
+
+class Producer:
     def __init__(
         self,
         group: str,
-        namesrv_addr: str = "",
+        namesrv_addr: str,
         *,
-        send_timeout_ms: int | None = None,
-        retry_times: int | None = None,
-        compress_over: int | None = None,
-        latency_fault_enable: bool | None = None,
-        **options,
+        send_timeout_ms: int = 3000,
+        retry_times: int = 2,
+        compress_over: int = 4096,
+        latency_fault_enable: bool = True,
+        default_topic_queue_nums: int = 4,
+        instance: MQClientInstance | None = None,
     ) -> None:
-        self.client_config, rest = split_options(group, namesrv_addr, dict(options))
-        aliases = {
-            "send_msg_timeout_ms": send_timeout_ms,
-            "retry_times_when_send_failed": retry_times,
-            "compress_msg_body_over_howmuch": compress_over,
-            "send_latency_fault_enable": latency_fault_enable,
-        }
-        rest.update({k: v for k, v in aliases.items() if v is not None})
-        unknown = set(rest) - _PRODUCER_KEYS
-        if unknown:
-            raise TypeError(f"unknown producer options: {sorted(unknown)}")
-        self.config = ProducerConfig(group=group, **rest)
         self.group = group
-        self.instance: MQClientInstance | None = None
-        self.impl: DefaultMQProducerImpl | None = None
+        self.namesrv_addr = namesrv_addr
+        self.send_timeout_ms = send_timeout_ms
+        self.retry_times = retry_times
+        self.compress_over = compress_over
+        self.default_topic_queue_nums = default_topic_queue_nums
+        self.faults = LatencyFaultTolerance() if latency_fault_enable else None
+        self.instance = instance
+        self._counter = itertools.count(random.randrange(1000))
 
-    def _start_instance(self) -> MQClientInstance:
-        if not self.group:
-            raise MQClientError("the producer group is empty")
-        self.instance = MQClientManager.get_instance(self.client_config)
-        self.instance.start()
-        self.impl = DefaultMQProducerImpl(self.config, self.instance)
-        return self.instance
-
-    def _impl(self) -> DefaultMQProducerImpl:
-        if self.impl is None:
-            raise MQClientError("the producer is not started")
-        return self.impl
-
-    def _send_coro(self, msg, queue, selector, arg, timeout_ms):
-        impl = self._impl()
-        if queue is not None:
-            return impl.send_to_queue(msg, queue, timeout_ms)
-        if selector is not None:
-            return impl.send_select(msg, selector, arg, timeout_ms)
-        return impl.send(msg, timeout_ms)
-
-
-class Producer(_ProducerBase):
-    """Blocking producer; ``start()`` returns the producer so it can be chained."""
-
+    # -- life cycle ---------------------------------------------------------------------------
     def start(self) -> Producer:
-        instance = self._start_instance()
-        instance.run(self.impl.start())
-        self._callbacks = concurrent.futures.ThreadPoolExecutor(4, thread_name_prefix=f"send-cb-{self.group}")
+        self.instance = self.instance or MQClientInstance(self.namesrv_addr)
+        self.instance.producers[self.group] = self
+        self.instance.start()
         return self
 
     def shutdown(self) -> None:
-        if self.impl is None:
-            return
-        impl, self.impl = self.impl, None
-        self.instance.run(impl.shutdown())
-        self._callbacks.shutdown(wait=True)
-        self.instance.shutdown_if_unused()
+        if self.instance is not None:
+            self.instance.producers.pop(self.group, None)
+            self.instance.shutdown()
 
+    # -- sync API -----------------------------------------------------------------------------
     def send(
         self,
         msg: Message,
@@ -122,83 +113,210 @@ class Producer(_ProducerBase):
         arg=None,
         timeout_ms: int | None = None,
     ) -> SendResult:
-        """Sync send: to ``queue``, to ``selector(queues, msg, arg)``, or round robin with retries."""
-        return self._impl().instance.run(self._send_coro(msg, queue, selector, arg, timeout_ms))
+        return self._instance().run(self.asend(msg, queue, selector, arg, timeout_ms))
 
     def send_async(
         self,
         msg: Message,
-        callback: SendCallback | None = None,
+        callback: Callable[[SendResult | None, Exception | None], None] | None = None,
         queue: MessageQueue | None = None,
-        selector=None,
-        arg=None,
-        timeout_ms: int | None = None,
     ) -> concurrent.futures.Future:
-        """Returns at once; ``callback(result, error)`` runs on a callback thread (never on the
-        network loop, so a slow callback cannot stall other sends)."""
-        future = self._impl().instance.submit(self._send_coro(msg, queue, selector, arg, timeout_ms))
+        future = self._instance().submit(self.asend(msg, queue))
         if callback is not None:
-            future.add_done_callback(lambda f: self._callbacks.submit(_invoke_callback, callback, f))
+            future.add_done_callback(lambda f: callback(None if f.exception() else f.result(), f.exception()))
         return future
 
     def send_oneway(self, msg: Message, queue: MessageQueue | None = None) -> None:
-        self._impl().instance.run(self._impl().send_oneway(msg, queue))
+        self._instance().run(self.asend_oneway(msg, queue))
 
-    def send_batch(
-        self, messages: list[Message], queue: MessageQueue | None = None, timeout_ms: int | None = None
-    ) -> list[SendResult]:
-        return self._impl().instance.run(self._impl().send_batch(messages, queue, timeout_ms))
+    def send_batch(self, messages: list[Message], queue: MessageQueue | None = None) -> list[SendResult]:
+        return self._instance().run(self.asend_batch(messages, queue))
+
+    def _instance(self) -> MQClientInstance:
+        if self.instance is None:
+            raise MQClientError("the producer is not started")
+        return self.instance
+
+    # -- asyncio API (runs on the instance's loop; use the sync methods from other threads) ---
+    async def asend(self, msg, queue=None, selector=None, arg=None, timeout_ms=None) -> SendResult:
+        header, body = self._prepare(msg)
+        deadline = time.monotonic() + (timeout_ms or self.send_timeout_ms) / 1000
+        route = await self._route(msg.topic)
+        last_broker, last_error = None, None
+        for _ in range(1 + self.retry_times):
+            target = queue or self._select(route, msg, selector, arg, last_broker)
+            remaining = int((deadline - time.monotonic()) * 1000)
+            if remaining <= 0:
+                break
+            try:
+                return await self._send_to(target, header, body, remaining, msg_id=msg.unique_key)
+            except (RemotingError, MQBrokerError) as exc:
+                last_broker, last_error = target.broker_name, exc
+                if isinstance(exc, MQBrokerError) and exc.response_code not in _RETRYABLE:
+                    raise
+                if queue is not None:
+                    break
+        raise MQClientError(f"send to {msg.topic} failed after retries: {last_error}") from last_error
+
+    async def asend_oneway(self, msg, queue=None) -> None:
+        header, body = self._prepare(msg)
+        target = queue or self._select(await self._route(msg.topic), msg, None, None, None)
+        addr = self._addr(target)
+        header["queueId"] = target.queue_id
+        await self.instance.api.send_oneway(addr, header, body)
+
+    async def asend_batch(self, messages: list[Message], queue=None) -> list[SendResult]:
+        results = []
+        for chunk in split_batches(messages):
+            for msg in chunk:
+                msg.unique_key = msg.unique_key or create_unique_id()
+            header, _ = self._prepare(chunk[0], for_batch=True)
+            target = queue or self._select(await self._route(chunk[0].topic), chunk[0], None, None, None)
+            ids = ",".join(m.unique_key for m in chunk)
+            body = encode_batch(chunk)
+            results.append(await self._send_to(target, header, body, self.send_timeout_ms, True, ids))
+        return results
+
+    # -- internals ----------------------------------------------------------------------------
+    def _prepare(self, msg: Message, for_batch: bool = False) -> tuple[dict, bytes]:
+        reason = validate_topic(msg.topic)
+        if reason:
+            raise MQClientError(reason, ResponseCode.MESSAGE_ILLEGAL)
+        if not for_batch and not msg.body:
+            raise MQClientError("the message body is empty", ResponseCode.MESSAGE_ILLEGAL)
+        if len(msg.body) > MAX_MESSAGE_SIZE:
+            raise MQClientError(
+                f"the message body is {len(msg.body)} bytes, over {MAX_MESSAGE_SIZE}",
+                ResponseCode.MESSAGE_ILLEGAL,
+            )
+        body, sys_flag = bytes(msg.body), 0
+        if not for_batch:
+            msg.unique_key = msg.unique_key or create_unique_id()
+            if len(body) > self.compress_over:
+                body, sys_flag = zlib.compress(body, 5), COMPRESSED_FLAG
+        header = {
+            "producerGroup": self.group,
+            "topic": msg.topic,
+            "defaultTopic": AUTO_CREATE_TOPIC_KEY_TOPIC,
+            "defaultTopicQueueNums": self.default_topic_queue_nums,
+            "queueId": -1,
+            "sysFlag": sys_flag,
+            "bornTimestamp": int(time.time() * 1000),
+            "flag": msg.flag,
+            "properties": properties_to_string(msg.properties),
+            "reconsumeTimes": 0,
+            "unitMode": False,
+            "batch": for_batch,
+        }
+        return header, body
+
+    async def _route(self, topic: str) -> TopicRoute:
+        route = await self.instance.route(topic)
+        if route is None or not route.write_queues:
+            default = await self.instance.route(AUTO_CREATE_TOPIC_KEY_TOPIC)
+            if default is None or not default.write_queues:
+                raise MQClientError(f"no route info of this topic: {topic}", ResponseCode.TOPIC_NOT_EXIST)
+            # Send through the brokers that may auto-create it; the broker registers it.
+            nums = min(self.default_topic_queue_nums, max(q["writeQueueNums"] for q in default.queue_datas))
+            route = TopicRoute(topic, [], dict(default.broker_addrs))
+            route.write_queues = [
+                MessageQueue(topic, name, i) for name in default.broker_addrs for i in range(nums)
+            ]
+        return route
+
+    def _select(self, route: TopicRoute, msg, selector, arg, last_broker: str | None) -> MessageQueue:
+        queues = route.write_queues
+        if selector is not None:
+            return selector(queues, msg, arg)
+        start = next(self._counter)
+        for i in range(len(queues)):
+            candidate = queues[(start + i) % len(queues)]
+            if candidate.broker_name == last_broker and len(route.broker_addrs) > 1:
+                continue
+            if self.faults is None or self.faults.is_available(candidate.broker_name):
+                return candidate
+        others = [q for q in queues if q.broker_name != last_broker] or queues
+        return others[start % len(others)]
+
+    def _addr(self, mq: MessageQueue) -> str:
+        addr = self.instance.broker_addr(mq.broker_name)
+        if addr is None:
+            raise MQClientError(f"the broker {mq.broker_name} is not in any route")
+        return addr
+
+    async def _send_to(
+        self,
+        mq: MessageQueue,
+        header: dict,
+        body: bytes,
+        timeout_ms: int,
+        batch: bool = False,
+        msg_id: str = "",
+    ) -> SendResult:
+        addr = self._addr(mq)
+        header = {**header, "topic": mq.topic, "queueId": mq.queue_id}
+        started = time.monotonic()
+        try:
+            response = await self.instance.api.send(addr, header, body, timeout_ms, batch)
+        except (RemotingError, MQBrokerError):
+            if self.faults:
+                self.faults.update(mq.broker_name, (time.monotonic() - started) * 1000, isolation=True)
+            raise
+        if self.faults:
+            self.faults.update(mq.broker_name, (time.monotonic() - started) * 1000, isolation=False)
+        return SendResult(
+            _STATUS.get(response.code, "SEND_OK"),
+            msg_id,
+            response.field("msgId") or "",
+            MessageQueue(mq.topic, mq.broker_name, int(response.field("queueId", mq.queue_id))),
+            int(response.field("queueOffset", "0")),
+        )
 
 
-def _invoke_callback(callback: SendCallback, future: concurrent.futures.Future) -> None:
-    error = future.exception()
-    try:
-        callback(None if error else future.result(), error)
-    except Exception:
-        log.exception("a send callback raised")
+_RETRYABLE = {
+    ResponseCode.TOPIC_NOT_EXIST,
+    ResponseCode.SERVICE_NOT_AVAILABLE,
+    ResponseCode.SYSTEM_ERROR,
+    ResponseCode.NO_PERMISSION,
+    ResponseCode.SYSTEM_BUSY,
+    ResponseCode.NOT_IN_CURRENT_UNIT,
+}
 
 
-class AsyncProducer(_ProducerBase):
-    """asyncio producer: ``await producer.start()``, ``await producer.send(msg)``."""
-
-    async def start(self) -> AsyncProducer:
-        instance = await asyncio.to_thread(self._start_instance)
-        await instance.call(self.impl.start())
-        return self
-
-    async def shutdown(self) -> None:
-        if self.impl is None:
-            return
-        impl, self.impl = self.impl, None
-        await self.instance.call(impl.shutdown())
-        await asyncio.to_thread(self.instance.shutdown_if_unused)
-
-    async def send(self, msg, queue=None, selector=None, arg=None, timeout_ms=None) -> SendResult:
-        return await self._impl().instance.call(self._send_coro(msg, queue, selector, arg, timeout_ms))
-
-    def send_async(self, msg: Message, callback=None, queue=None, selector=None, arg=None) -> asyncio.Task:
-        """A task sending ``msg``; ``callback(result, error)`` (plain or async) runs on this loop."""
-        task = asyncio.ensure_future(self.send(msg, queue, selector, arg))
-        if callback is not None:
-            task.add_done_callback(lambda t: _invoke_async_callback(callback, t))
-        return task
-
-    async def send_oneway(self, msg: Message, queue: MessageQueue | None = None) -> None:
-        await self._impl().instance.call(self._impl().send_oneway(msg, queue))
-
-    async def send_batch(self, messages, queue=None, timeout_ms=None) -> list[SendResult]:
-        return await self._impl().instance.call(self._impl().send_batch(messages, queue, timeout_ms))
+def split_batches(messages: list[Message], limit: int = MAX_MESSAGE_SIZE) -> list[list[Message]]:
+    """Cut a list into batches whose encoded size stays within ``limit`` (one topic, no delay)."""
+    if not messages:
+        raise MQClientError("the batch is empty", ResponseCode.MESSAGE_ILLEGAL)
+    topic = messages[0].topic
+    batches, current, size = [], [], 0
+    for msg in messages:
+        if msg.topic != topic:
+            raise MQClientError(
+                "all messages of a batch must have the same topic", ResponseCode.MESSAGE_ILLEGAL
+            )
+        if msg.delay_time_level > 0:
+            raise MQClientError("delayed messages cannot be batched", ResponseCode.MESSAGE_ILLEGAL)
+        item = len(encode_batch([msg])) + 64  # room for the unique id added before sending
+        if item > limit:
+            raise MQClientError(
+                f"a message of {item} bytes exceeds the batch limit {limit}", ResponseCode.MESSAGE_ILLEGAL
+            )
+        if size + item > limit and current:
+            batches.append(current)
+            current, size = [], 0
+        current.append(msg)
+        size += item
+    batches.append(current)
+    return batches
 
 
-def _invoke_async_callback(callback, task: asyncio.Task) -> None:
-    if task.cancelled():
-        return
-    error = task.exception()
-    outcome = callback(None if error else task.result(), error)
-    if inspect.isawaitable(outcome):
-        pending = asyncio.ensure_future(outcome)
-        _PENDING_CALLBACKS.add(pending)
-        pending.add_done_callback(_PENDING_CALLBACKS.discard)
+def hash_selector(queues: list[MessageQueue], msg: Message, arg) -> MessageQueue:
+    """Same argument (an order id), same queue: ordered messages per key."""
+    from broker.common.java_hash import java_string_hash
+
+    key = java_string_hash(arg) if isinstance(arg, str) else hash(arg)
+    return queues[abs(key) % len(queues)]
 
 
-_PENDING_CALLBACKS: set[asyncio.Future] = set()
+def random_selector(queues: list[MessageQueue], msg: Message, arg) -> MessageQueue:
+    return random.choice(queues)
