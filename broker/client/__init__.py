@@ -1,9 +1,9 @@
 """The Python client SDK.
 
 Blocking API: ``Producer``, ``PushConsumer``, ``LitePullConsumer`` (network work runs on a
-background asyncio loop per client instance). asyncio API: the ``a``-prefixed coroutines of
-``Producer`` (``asend``, ``asend_batch``, ``asend_oneway``) run on that loop; from your own
-loop await ``asyncio.wrap_future(producer.send_async(msg))``.
+background asyncio loop per client instance). asyncio API: ``AsyncPushConsumer`` and
+``AsyncLitePullConsumer`` (awaitable start/poll/commit/shutdown; async listeners run on your
+loop); for sending from your loop, ``await asyncio.wrap_future(producer.send_async(msg))``.
 """
 
 from .allocate import (
@@ -13,6 +13,7 @@ from .allocate import (
     AllocateByMachineRoom,
     AllocateConsistentHash,
 )
+from .asyncio_api import AsyncLitePullConsumer, AsyncPushConsumer
 from .consumer_core import (
     BROADCASTING,
     CLUSTERING,
@@ -37,6 +38,8 @@ __all__ = [
     "AllocateByConfig",
     "AllocateByMachineRoom",
     "AllocateConsistentHash",
+    "AsyncLitePullConsumer",
+    "AsyncPushConsumer",
     "ConsumeConcurrentlyStatus",
     "LitePullConsumer",
     "MQBrokerError",

@@ -244,3 +244,59 @@ def test_reset_offset_rewinds_an_online_consumer_and_running_info(cluster):
         admin.close()
         consumer.shutdown()
         producer.shutdown()
+
+
+def test_asyncio_consumers(cluster):
+    import asyncio
+
+    from broker.client import AsyncLitePullConsumer, AsyncPushConsumer
+
+    namesrv = cluster["namesrv"].addr
+    producer = Producer("asyncio-producer", namesrv).start()
+    bodies = [b"aio-%d" % i for i in range(30)]
+    for body in bodies:
+        producer.send(Message(TOPIC, body))
+
+    async def scenario():
+        seen = set()
+        done = asyncio.Event()
+        loop_thread = threading.get_ident()
+        on_loop = []
+
+        async def listener(messages, context):
+            on_loop.append(threading.get_ident() == loop_thread)  # async listeners run on our loop
+            seen.update(m.body for m in messages)
+            if set(bodies) <= seen:
+                done.set()
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+        push = AsyncPushConsumer(
+            "asyncio-push",
+            namesrv,
+            consume_from_where=CONSUME_FROM_FIRST_OFFSET,
+            instance_name="aio-push",
+            rebalance_interval_ms=1000,
+        )
+        push.subscribe(TOPIC)
+        push.register_message_listener(listener)
+        await push.start()
+        await asyncio.wait_for(done.wait(), 60)
+        await push.shutdown()
+
+        lite = AsyncLitePullConsumer(
+            "asyncio-lite", namesrv, consume_from_where=CONSUME_FROM_FIRST_OFFSET, instance_name="aio-lite"
+        )
+        lite.subscribe(TOPIC)
+        await lite.start()
+        polled = set()
+        deadline = time.monotonic() + 60
+        while not set(bodies) <= polled and time.monotonic() < deadline:
+            polled.update(m.body for m in await lite.poll(0.5))
+        await lite.commit()
+        await lite.shutdown()
+        return on_loop, polled
+
+    on_loop, polled = asyncio.run(scenario())
+    assert on_loop and all(on_loop)
+    assert set(bodies) <= polled
+    producer.shutdown()
