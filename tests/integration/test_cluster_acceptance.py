@@ -58,7 +58,14 @@ def wait_until(predicate, timeout=60, interval=0.1):
 def cluster(tmp_path):
     namesrv = EngineProcess(["-m", "broker.namesrv", "--listen-port", str(free_port())])
     ports = {"broker-a": free_port(), "broker-b": free_port()}
-    brokers = {name: start_broker(namesrv.addr, tmp_path, name, port) for name, port in ports.items()}
+    brokers = {}
+    try:
+        for name, port in ports.items():
+            brokers[name] = start_broker(namesrv.addr, tmp_path, name, port)
+    except RuntimeError:  # a broker that cannot start must not leave the others running
+        for process in [*brokers.values(), namesrv]:
+            process.stop()
+        raise
     admin = SyncRemotingClient()
     for process in brokers.values():
         create = {"topic": TOPIC, "readQueueNums": 4, "writeQueueNums": 4, "perm": 6}

@@ -31,7 +31,14 @@ def start_broker(namesrv_addr, store_dir, name, port=None, extra=""):
 def cluster(tmp_path_factory):
     base = tmp_path_factory.mktemp("cluster")
     namesrv = EngineProcess(["-m", "broker.namesrv", "--listen-port", str(free_port())])
-    brokers = {name: start_broker(namesrv.addr, base / name, name) for name in ("broker-a", "broker-b")}
+    brokers = {}
+    try:
+        for name in ("broker-a", "broker-b"):
+            brokers[name] = start_broker(namesrv.addr, base / name, name)
+    except RuntimeError:  # a broker that cannot start must not leave the others running
+        for process in [*brokers.values(), namesrv]:
+            process.stop()
+        raise
     yield namesrv, brokers
     for process in brokers.values():
         process.stop()
@@ -137,10 +144,13 @@ def test_send_single_v2_and_batch_then_pull_back(cluster, client):
 def test_auto_create_and_refusals(cluster, client, tmp_path):
     namesrv, brokers = cluster
     assert send(client, brokers["broker-a"].addr, "AutoCreated", b"x").ok
-    route = orjson.loads(
-        client.invoke(namesrv.addr, create_request(RC.GET_ROUTEINFO_BY_TOPIC, {"topic": "AutoCreated"})).body
-    )
-    assert route["queueDatas"][0]["writeQueueNums"] == 4
+    # The broker re-registers right after creating the topic; the name server has it moments later.
+    lookup = create_request(RC.GET_ROUTEINFO_BY_TOPIC, {"topic": "AutoCreated"})
+    deadline = time.monotonic() + 10
+    while not (found := client.invoke(namesrv.addr, lookup)).ok:
+        assert time.monotonic() < deadline, "the auto-created topic never reached the name server"
+        time.sleep(0.05)
+    assert orjson.loads(found.body)["queueDatas"][0]["writeQueueNums"] == 4
     bad = send(client, brokers["broker-a"].addr, "bad topic!", b"x")
     assert bad.code == ResponseCode.MESSAGE_ILLEGAL
     strict = start_broker(
