@@ -76,11 +76,20 @@ class RemotingClient:
         self._connections.clear()
 
 
+def _new_loop() -> asyncio.AbstractEventLoop:
+    """uvloop when installed (several times faster per request), else the standard loop."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
 class EventLoopThread:
     """An asyncio loop on a daemon thread, for blocking APIs over the async core."""
 
     def __init__(self, name: str = "remoting-loop") -> None:
-        self.loop = asyncio.new_event_loop()
+        self.loop = _new_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
         self._thread.start()
 
