@@ -66,9 +66,13 @@ def _stringify(fields: dict | None) -> dict[str, str]:
         return {}
     out = {}
     for key, value in fields.items():
-        if value is None:
-            continue
-        out[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        kind = type(value)
+        if kind is str:  # the common case first, without a call
+            out[key] = value
+        elif kind is bool:
+            out[key] = "true" if value else "false"
+        elif value is not None:
+            out[key] = str(value)
     return out
 
 

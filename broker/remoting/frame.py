@@ -84,7 +84,11 @@ def _decode_json(raw: bytes) -> RemotingCommand:
             flag=int(data.get("flag", 0)),
             remark=None if data.get("remark") is None else str(data["remark"]),
             # Java peers coerce header values to strings: numbers and booleans arrive either way.
-            ext_fields={str(k): _as_text(v) for k, v in ext.items() if v is not None},
+            ext_fields={
+                k if type(k) is str else str(k): v if type(v) is str else _as_text(v)
+                for k, v in ext.items()
+                if v is not None
+            },
             serialize_type=SERIALIZE_JSON,
         )
     except (TypeError, ValueError) as exc:
