@@ -11,7 +11,8 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml scripts/ensure_system_packages.sh
+	bash scripts/ensure_system_packages.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
