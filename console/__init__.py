@@ -1,1 +1,4 @@
-"""The Django project: operator console, settings and the engine's management commands."""
+# Importing the Celery app here makes @shared_task bind to it whenever Django starts.
+from console.celery import app as celery_app
+
+__all__ = ["celery_app"]
