@@ -1,0 +1,107 @@
+"""One report run: decode the segments once, compute the chosen sections, write CSV + Parquet.
+
+Plain parameters in, plain rows out: the Celery task (``analytics.runner``) owns the database.
+"""
+
+from __future__ import annotations
+
+import csv
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import reports
+from .segments import segments_dataframe
+
+# Report a user can choose → the sections it computes ("inputs" is always computed).
+REPORT_SECTIONS: dict[str, tuple[str, ...]] = {
+    "throughput": ("throughput",),
+    "sizes": ("size", "size_histogram"),
+    "latency": ("latency", "latency_histogram"),
+    "retry_dlq": ("retry_dlq",),
+    "delay": ("delay_levels",),
+    "transactions": ("transactions",),
+    "top": ("top_keys", "top_tags"),
+}
+REPORT_SECTIONS["all"] = tuple(s for sections in REPORT_SECTIONS.values() for s in sections)
+
+SECTION_BUILDERS: dict[str, Callable] = {
+    "inputs": reports.inputs,
+    "throughput": reports.throughput,
+    "size": reports.size_distribution,
+    "size_histogram": reports.size_histogram,
+    "latency": reports.latency_distribution,
+    "latency_histogram": reports.latency_histogram,
+    "retry_dlq": reports.retry_dlq,
+    "delay_levels": reports.delay_levels,
+    "transactions": reports.transactions,
+    "top_keys": reports.top_keys,
+    "top_tags": reports.top_tags,
+}
+
+Progress = Callable[[int, str], None]
+
+
+@dataclass
+class ReportRequest:
+    report: str
+    input_uri: str
+    output_dir: str
+    start_ms: int | None = None
+    end_ms: int | None = None
+    topics: list[str] = field(default_factory=list)
+
+    def sections(self) -> tuple[str, ...]:
+        if self.report not in REPORT_SECTIONS:
+            raise ValueError(f"unknown report {self.report!r}; choose one of {', '.join(REPORT_SECTIONS)}")
+        return ("inputs", *REPORT_SECTIONS[self.report])
+
+
+@dataclass
+class ReportResult:
+    sections: dict[str, list[dict]] = field(default_factory=dict)
+    files: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
+def run_report(spark, request: ReportRequest, progress: Progress = lambda pct, stage: None) -> ReportResult:
+    sections = request.sections()
+    output = Path(request.output_dir)
+    output.mkdir(parents=True, exist_ok=True)
+    progress(5, "decoding segments")
+    records = segments_dataframe(spark, request.input_uri).persist()
+    try:
+        records.count()  # decode once; every section reads the cached rows
+        progress(30, "computing reports")
+        selected = reports.filter_records(records, request.start_ms, request.end_ms, request.topics)
+        result = ReportResult()
+        for done, name in enumerate(sections, start=1):
+            source = records if name == "inputs" else selected
+            frame = SECTION_BUILDERS[name](source)
+            rows = [row.asDict() for row in frame.collect()]
+            result.sections[name] = rows
+            result.files[name] = write_section(spark, frame.schema, rows, output, name)
+            progress(30 + 65 * done // len(sections), f"computed {name}")
+    finally:
+        records.unpersist()
+    return result
+
+
+def write_section(spark, schema, rows: list[dict], output: Path, name: str) -> dict[str, str]:
+    """``<name>.csv`` (written here, on the driver) and ``<name>.parquet`` (one file, by Spark)."""
+    csv_path = output / f"{name}.csv"
+    with open(csv_path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=schema.fieldNames())
+        writer.writeheader()
+        writer.writerows(rows)
+    parquet_dir = output / f".{name}.parquet.d"
+    frame = spark.createDataFrame([tuple(r[f] for f in schema.fieldNames()) for r in rows], schema)
+    frame.coalesce(1).write.mode("overwrite").parquet(parquet_dir.resolve().as_uri())
+    parts = sorted(parquet_dir.glob("part-*.parquet"))
+    files = {"csv": str(csv_path)}
+    if parts:
+        parquet_path = output / f"{name}.parquet"
+        shutil.move(str(parts[0]), parquet_path)
+        files["parquet"] = str(parquet_path)
+    shutil.rmtree(parquet_dir, ignore_errors=True)
+    return files

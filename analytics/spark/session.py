@@ -1,0 +1,42 @@
+"""The Spark session analytics jobs run in: master from settings, the codec zip shipped."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from .codec_zip import build_codec_zip
+
+_lock = threading.Lock()
+_shipped: set[tuple[int, str]] = set()
+
+
+def spark_session(
+    master: str = "local[*]", shuffle_partitions: int = 8, app_name: str = "pyrocket-analytics"
+):
+    """A session on ``master`` (``local[*]``, ``spark://host:7077``, ``yarn`` …), reused per process.
+
+    Spark start-up costs seconds, so one session serves every report a worker process runs.
+    """
+    from pyspark.sql import SparkSession
+
+    if master.startswith("local"):
+        # Bind the driver to loopback: the machine's hostname may not resolve (see NOTES.md).
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    with _lock:
+        spark = (
+            SparkSession.builder.master(master)
+            .appName(app_name)
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+            .config("spark.sql.session.timeZone", "UTC")
+            .getOrCreate()
+        )
+        context = spark.sparkContext
+        codec = build_codec_zip()
+        key = (id(context), str(codec))
+        if key not in _shipped:
+            context.addPyFile(str(codec))
+            _shipped.add(key)
+    return spark
