@@ -55,6 +55,8 @@ INSTALLED_APPS = [
     "channels",
     "django_htmx",
     "console",
+    "django_celery_beat",
+    "analytics",
 ]
 
 MIDDLEWARE = [
@@ -125,6 +127,10 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = os.environ.get("TZ", "UTC")
 
 SPARK_MASTER = os.environ.get("SPARK_MASTER", "local[*]")
+# Analytics: where the store archives sealed segments (any URI Spark reads) and where reports go.
+ANALYTICS_ARCHIVE_URI = os.environ.get("ANALYTICS_ARCHIVE_URI", str(VAR_DIR / "archive"))
+ANALYTICS_REPORTS_DIR = Path(os.environ.get("ANALYTICS_REPORTS_DIR", VAR_DIR / "reports"))
+ANALYTICS_SHUFFLE_PARTITIONS = int(os.environ.get("ANALYTICS_SHUFFLE_PARTITIONS", "8"))
 BROKER_NAMESRV = os.environ.get("BROKER_NAMESRV", "127.0.0.1:9876")
 
 AUTH_PASSWORD_VALIDATORS = [

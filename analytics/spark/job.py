@@ -12,19 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import reports
+from .catalog import REPORT_SECTIONS
 from .segments import segments_dataframe
-
-# Report a user can choose → the sections it computes ("inputs" is always computed).
-REPORT_SECTIONS: dict[str, tuple[str, ...]] = {
-    "throughput": ("throughput",),
-    "sizes": ("size", "size_histogram"),
-    "latency": ("latency", "latency_histogram"),
-    "retry_dlq": ("retry_dlq",),
-    "delay": ("delay_levels",),
-    "transactions": ("transactions",),
-    "top": ("top_keys", "top_tags"),
-}
-REPORT_SECTIONS["all"] = tuple(s for sections in REPORT_SECTIONS.values() for s in sections)
 
 SECTION_BUILDERS: dict[str, Callable] = {
     "inputs": reports.inputs,

@@ -1,0 +1,171 @@
+"""Analytics pages (W12): runs, a run's charts and tables, downloads, the schedule editor.
+
+Reading needs a login; starting a run or changing a schedule needs the operator role, and each
+such action leaves an audit record.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.http import FileResponse, Http404, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_celery_beat.models import PeriodicTask
+
+from console.audit import audit
+from console.models import AuditRecord
+from console.roles import OPERATOR, has_role, require_role
+
+from . import charts
+from .forms import RunForm, ScheduleForm
+from .models import ReportRun
+from .spark.catalog import REPORT_SECTIONS
+from .tasks import RUN_SCHEDULED_REPORT, run_report
+
+DOWNLOAD_FORMATS = {"csv": "text/csv", "parquet": "application/vnd.apache.parquet"}
+
+
+@login_required
+@require_GET
+def run_list(request):
+    runs = ReportRun.objects.all()[:200]
+    return render(
+        request, "analytics/run_list.html", {"runs": runs, "can_operate": has_role(request.user, OPERATOR)}
+    )
+
+
+@require_role(OPERATOR)
+@require_http_methods(["GET", "POST"])
+def run_start(request):
+    form = RunForm(request.POST or None)
+    if request.method == "POST":
+        if not form.is_valid():
+            audit(request, "analytics.run.start", parameters=_printable(request.POST), result=AuditRecord.RESULT_FAILED,
+                  detail=form.errors.as_text())  # fmt: skip
+            return render(request, "analytics/run_form.html", {"form": form}, status=400)
+        data = form.cleaned_data
+        run = ReportRun.objects.create(
+            report=data["report"], start_time=data["start_time"], end_time=data["end_time"],
+            topics=data["topics"], input_uri=data["input_uri"], requested_by=request.user.get_username(),
+        )  # fmt: skip
+        result = run_report.delay(run.pk)
+        ReportRun.objects.filter(pk=run.pk).update(celery_task_id=result.id or "")
+        audit(request, "analytics.run.start", target=f"run {run.pk}", parameters=_printable(request.POST))
+        return redirect("analytics:run_detail", run_id=run.pk)
+    return render(request, "analytics/run_form.html", {"form": form})
+
+
+@login_required
+@require_GET
+def run_detail(request, run_id: int):
+    run = get_object_or_404(ReportRun, pk=run_id)
+    return render(request, "analytics/run_detail.html", _run_context(run))
+
+
+@login_required
+@require_GET
+def run_status(request, run_id: int):
+    """The live part of a run's page (polled by htmx until the run is finished)."""
+    run = get_object_or_404(ReportRun, pk=run_id)
+    response = render(request, "analytics/_run_status.html", _run_context(run))
+    if run.finished and request.headers.get("HX-Request"):
+        response["HX-Refresh"] = "true"  # swap in the charts and tables once, then stop polling
+    return response
+
+
+def _run_context(run: ReportRun) -> dict:
+    sections = {}
+    if run.status == ReportRun.DONE:
+        for name in ("inputs", *REPORT_SECTIONS.get(run.report, ())):
+            rows = run.rows(name)
+            sections[name] = {"rows": rows, "columns": list(rows[0]) if rows else [],
+                              "formats": sorted(run.output_files.get(name, {}))}  # fmt: skip
+    return {"run": run, "sections": sections, "charts": charts.available_charts(run) if sections else []}
+
+
+@login_required
+@require_GET
+def run_chart(request, run_id: int, name: str):
+    run = get_object_or_404(ReportRun, pk=run_id, status=ReportRun.DONE)
+    if name not in charts.available_charts(run):
+        raise Http404(f"run {run_id} has no {name} chart")
+    return HttpResponse(charts.CHARTS[name][1](run), content_type="image/png")
+
+
+@login_required
+@require_GET
+def run_download(request, run_id: int, section: str, fmt: str):
+    run = get_object_or_404(ReportRun, pk=run_id, status=ReportRun.DONE)
+    path = run.output_files.get(section, {}).get(fmt)
+    if fmt not in DOWNLOAD_FORMATS or not path:
+        raise Http404(f"run {run_id} has no {section}.{fmt}")
+    file = Path(path)
+    reports_dir = Path(settings.ANALYTICS_REPORTS_DIR).resolve()
+    if reports_dir not in file.resolve().parents or not file.is_file():
+        raise Http404(f"{section}.{fmt} of run {run_id} is no longer on disk")
+    return FileResponse(open(file, "rb"), as_attachment=True, filename=f"run-{run_id}-{section}.{fmt}",
+                        content_type=DOWNLOAD_FORMATS[fmt])  # fmt: skip
+
+
+# -- schedules ----------------------------------------------------------------------------------
+def _schedules():
+    return PeriodicTask.objects.filter(task=RUN_SCHEDULED_REPORT).select_related("interval", "crontab")
+
+
+@login_required
+@require_GET
+def schedule_list(request):
+    return render(
+        request,
+        "analytics/schedule_list.html",
+        {"schedules": _schedules().order_by("name"), "can_operate": has_role(request.user, OPERATOR)},
+    )
+
+
+@require_role(OPERATOR)
+@require_http_methods(["GET", "POST"])
+def schedule_edit(request, schedule_id: int | None = None):
+    task = get_object_or_404(_schedules(), pk=schedule_id) if schedule_id else None
+    initial = ScheduleForm.initial_from(task) if task else None
+    form = ScheduleForm(request.POST or None, instance=task, initial=initial)
+    if request.method == "POST":
+        action = "analytics.schedule.update" if task else "analytics.schedule.create"
+        if not form.is_valid():
+            audit(request, action, target=task.name if task else "", parameters=_printable(request.POST),
+                  result=AuditRecord.RESULT_FAILED, detail=form.errors.as_text())  # fmt: skip
+            return render(request, "analytics/schedule_form.html", {"form": form, "task": task}, status=400)
+        saved = form.save()
+        audit(request, action, target=saved.name, parameters=_printable(request.POST))
+        return redirect("analytics:schedule_list")
+    return render(request, "analytics/schedule_form.html", {"form": form, "task": task})
+
+
+@require_role(OPERATOR)
+@require_POST
+def schedule_toggle(request, schedule_id: int):
+    task = get_object_or_404(_schedules(), pk=schedule_id)
+    task.enabled = not task.enabled
+    task.save(update_fields=["enabled"])
+    audit(
+        request,
+        "analytics.schedule.enable" if task.enabled else "analytics.schedule.disable",
+        target=task.name,
+    )
+    return redirect("analytics:schedule_list")
+
+
+@require_role(OPERATOR)
+@require_POST
+def schedule_delete(request, schedule_id: int):
+    task = get_object_or_404(_schedules(), pk=schedule_id)
+    name = task.name
+    task.delete()
+    audit(request, "analytics.schedule.delete", target=name)
+    return redirect("analytics:schedule_list")
+
+
+def _printable(post) -> dict:
+    return {key: value for key, value in post.items() if key != "csrfmiddlewaretoken"}
