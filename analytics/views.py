@@ -43,8 +43,8 @@ def run_start(request):
     form = RunForm(request.POST or None)
     if request.method == "POST":
         if not form.is_valid():
-            audit(request, "analytics.run.start", parameters=_printable(request.POST), result=AuditRecord.RESULT_FAILED,
-                  detail=form.errors.as_text())  # fmt: skip
+            audit(request, "analytics.run.start", parameters=_printable(request.POST),
+                  result=AuditRecord.RESULT_FAILED, detail=form.errors.as_text())  # fmt: skip
             return render(request, "analytics/run_form.html", {"form": form}, status=400)
         data = form.cleaned_data
         run = ReportRun.objects.create(
