@@ -32,18 +32,28 @@ ALL_TOPICS = "*"
 
 
 def filter_records(df: DataFrame, start_ms: int | None, end_ms: int | None, topics) -> DataFrame:
-    """Records stored in ``[start_ms, end_ms)`` whose topic — or, for retry, DLQ, schedule and
-    transaction records, the user topic they stand for — is one of ``topics`` (all when empty).
-    Op records name no topic: they are kept and only count joined to a kept half message."""
+    """Records stored in ``[start_ms, end_ms)`` whose topic - or, for retry, DLQ, schedule and
+    transaction records, the user topic they stand for - is one of ``topics`` (all when empty).
+    Op records name no topic: with a topic filter they are kept when they remove a kept half."""
     df = df.filter(F.col("kind") != KIND_TORN)
     if start_ms is not None:
         df = df.filter(F.col("store_timestamp") >= start_ms)
     if end_ms is not None:
         df = df.filter(F.col("store_timestamp") < end_ms)
-    if topics:
-        subject = F.coalesce(F.col("original_topic"), F.col("topic"))
-        df = df.filter(subject.isin(list(topics)) | (F.col("kind") == KIND_TRANS_OP))
-    return df
+    if not topics:
+        return df
+    kept = df.filter(F.coalesce(F.col("original_topic"), F.col("topic")).isin(list(topics)))
+    halves = kept.filter(F.col("kind") == KIND_TRANS_HALF).select(
+        "queue_id", F.col("queue_offset").alias("o")
+    )
+    ops = (
+        df.filter(F.col("kind") == KIND_TRANS_OP)
+        .withColumn("o", F.explode("op_offsets"))
+        .join(halves, ["queue_id", "o"], "left_semi")
+        .drop("o")
+        .dropDuplicates(["commitlog_offset"])
+    )
+    return kept.unionByName(ops)
 
 
 def inputs(df: DataFrame) -> DataFrame:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import threading
 
 from .codec_zip import build_codec_zip
@@ -23,6 +24,8 @@ def spark_session(
     if master.startswith("local"):
         # Bind the driver to loopback: the machine's hostname may not resolve (see NOTES.md).
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        # Local Python workers run this interpreter (the venv), not whatever python3 is on PATH.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     with _lock:
         spark = (
             SparkSession.builder.master(master)

@@ -84,7 +84,7 @@ class WorkloadWriter:
         prepared_offset: int = 0,
         reconsume_times: int = 0,
     ) -> dict:
-        self.clock.now_ms += self.rng.randint(1, 4000)
+        self.clock.now_ms += self.rng.randint(1, 16000)
         msg = MessageExt(
             topic=topic,
             body=body,
@@ -207,7 +207,10 @@ class WorkloadWriter:
             half = self.put(TRANS_HALF_TOPIC, body, renewed, 0, born=half["born_timestamp"])
         self.truth.transactions[key] = {"topic": topic, "outcome": outcome}
         if outcome in ("committed", "rolled_back"):
-            self.put(TRANS_OP_HALF_TOPIC, str(half["queue_offset"]).encode(), {const.PROPERTY_TAGS: "d"}, 0)
+            op = self.put(
+                TRANS_OP_HALF_TOPIC, str(half["queue_offset"]).encode(), {const.PROPERTY_TAGS: "d"}, 0
+            )
+            op["op_offset"] = half["queue_offset"]
         if outcome == "committed":
             real = {
                 k: v

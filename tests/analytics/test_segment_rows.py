@@ -1,0 +1,102 @@
+"""The segment decoder alone (no Spark): where a segment ends and what a torn tail looks like."""
+
+from analytics.spark.segment_rows import COLUMNS, decode_partition, op_offsets, segment_rows, topic_kind
+from broker.common import message_const as const
+from broker.common.message import MessageExt
+from broker.common.message_codec import encode_blank, encode_message
+from broker.common.sysflag import TRANSACTION_COMMIT_TYPE
+
+BASE = 1 << 20
+
+
+def records(*messages: MessageExt) -> bytes:
+    out, offset = bytearray(), BASE
+    for msg in messages:
+        msg.commitlog_offset = offset
+        encoded = encode_message(msg)
+        out += encoded
+        offset += len(encoded)
+    return bytes(out)
+
+
+def message(topic="orders", body=b"hello", **props) -> MessageExt:
+    return MessageExt(
+        topic=topic,
+        body=body,
+        properties=dict(props),
+        born_timestamp=1000,
+        store_timestamp=1005,
+        born_host=("10.0.0.1", 4000),
+        store_host=("::1", 10911),
+    )
+
+
+def rows_of(data: bytes) -> list[dict]:
+    return [dict(zip(COLUMNS, row, strict=True)) for row in segment_rows(f"{BASE:020d}", data)]
+
+
+def test_a_sealed_segment_stops_at_the_blank_record():
+    data = records(message(TAGS="a", KEYS="k1 k2"), message("%RETRY%g", RETRY_TOPIC="orders"))
+    rows = rows_of(data + encode_blank(4096) + b"\xff" * 4088)
+    assert [r["kind"] for r in rows] == ["normal", "retry"]
+    first, second = rows
+    assert (first["tags"], first["keys"], first["body_size"], first["commitlog_offset"]) == (
+        "a",
+        "k1 k2",
+        5,
+        BASE,
+    )
+    assert first["store_host"] == "[::1]:10911" and first["born_host"] == "10.0.0.1:4000"
+    assert (second["group"], second["original_topic"]) == ("g", "orders")
+
+
+def test_zero_bytes_after_the_last_record_end_a_segment_still_being_written():
+    assert [r["kind"] for r in rows_of(records(message()) + bytes(500))] == ["normal"]
+
+
+def test_a_torn_tail_yields_one_torn_row_with_its_offset_and_length():
+    data = records(message(), message(body=b"x" * 300))
+    first_size = len(records(message()))
+    rows = rows_of(data[: first_size + 100])
+    assert [r["kind"] for r in rows] == ["normal", "torn"]
+    assert (rows[1]["commitlog_offset"], rows[1]["body_size"]) == (BASE + first_size, 100)
+
+
+def test_garbage_after_a_record_is_a_torn_tail_not_an_error():
+    rows = rows_of(records(message()) + b"\x00\x00\x01\x00" + b"\x12" * 300)
+    assert [r["kind"] for r in rows] == ["normal", "torn"]
+
+
+def test_transaction_records_and_their_columns():
+    commit = message("orders", UNIQ_KEY="U1")
+    commit.sys_flag = TRANSACTION_COMMIT_TYPE
+    commit.prepared_transaction_offset = 777
+    half = message("RMQ_SYS_TRANS_HALF_TOPIC", REAL_TOPIC="orders", TRAN_MSG="true", UNIQ_KEY="U1")
+    op = message("RMQ_SYS_TRANS_OP_HALF_TOPIC", body=b"3,9", TAGS="d")
+    rows = rows_of(records(half, op, commit))
+    assert [r["kind"] for r in rows] == ["trans_half", "trans_op", "normal"]
+    assert rows[0]["real_topic"] == "orders" and rows[0]["unique_key"] == "U1"
+    assert rows[1]["op_offsets"] == [3, 9]
+    assert (rows[2]["transaction_state"], rows[2]["prepared_transaction_offset"]) == ("commit", 777)
+
+
+def test_delay_level_and_schedule_kind():
+    parked = message(
+        "SCHEDULE_TOPIC_XXXX", **{const.PROPERTY_DELAY_TIME_LEVEL: "4", "REAL_TOPIC": "%RETRY%g"}
+    )
+    (row,) = rows_of(records(parked))
+    assert (row["kind"], row["delay_level"], row["group"]) == ("schedule", 4, "g")
+
+
+def test_kinds_of_topics():
+    assert topic_kind("%DLQ%g") == "dlq"
+    assert topic_kind("TRANS_CHECK_MAX_TIME_TOPIC") == "trans_given_up"
+    assert topic_kind("RMQ_SYS_TRACE_TOPIC") == "trace"
+    assert topic_kind("TBW102") == "system"
+    assert op_offsets(b"12") == [12] and op_offsets(b"junk") == []
+
+
+def test_files_that_are_not_segments_are_skipped():
+    data = records(message())
+    files = [("file:/a/manifest.jsonl", b"{}"), (f"file:/a/{BASE:020d}", data), ("file:/a/1.part", data)]
+    assert len(list(decode_partition(files))) == 1
