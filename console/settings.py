@@ -96,6 +96,9 @@ DATABASES = {
         conn_max_age=60,
     )
 }
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # Tests start worker processes (Celery) that must open the test database: a file, not memory.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test_console.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = os.environ.get("REDIS_URL", "")

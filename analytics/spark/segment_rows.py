@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from functools import lru_cache
 
 from broker.common import message_const as const
 from broker.common.message_codec import (
@@ -68,19 +69,25 @@ COLUMNS = (
 )  # fmt: skip
 
 
+_SPECIAL_KINDS = {
+    SCHEDULE_TOPIC: KIND_SCHEDULE,
+    TRANS_HALF_TOPIC: KIND_TRANS_HALF,
+    TRANS_OP_HALF_TOPIC: KIND_TRANS_OP,
+    TRANS_CHECK_MAX_TIME_TOPIC: KIND_TRANS_GIVEN_UP,
+    TRACE_TOPIC: KIND_TRACE,
+}
+# Kinds whose records belong to a consumer group (by topic or by the topic they are parked for).
+_GROUP_KINDS = frozenset({KIND_RETRY, KIND_DLQ, KIND_SCHEDULE})
+
+
+@lru_cache(maxsize=65536)  # a segment holds few topics and many records: classify each topic once
 def topic_kind(topic: str) -> str:
     """What a record in ``topic`` is, for reports that must tell user traffic from the broker's."""
     if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
         return KIND_RETRY
     if topic.startswith(DLQ_GROUP_TOPIC_PREFIX):
         return KIND_DLQ
-    special = {
-        SCHEDULE_TOPIC: KIND_SCHEDULE,
-        TRANS_HALF_TOPIC: KIND_TRANS_HALF,
-        TRANS_OP_HALF_TOPIC: KIND_TRANS_OP,
-        TRANS_CHECK_MAX_TIME_TOPIC: KIND_TRANS_GIVEN_UP,
-        TRACE_TOPIC: KIND_TRACE,
-    }.get(topic)
+    special = _SPECIAL_KINDS.get(topic)
     if special:
         return special
     return KIND_SYSTEM if is_system_topic(topic) else KIND_NORMAL
@@ -121,11 +128,13 @@ def record_row(segment: str, buf, pos: int) -> tuple:
         msg.born_timestamp, msg.store_timestamp, _host(msg.born_host), _host(msg.store_host),
         msg.reconsume_times, msg.sys_flag, _TRANSACTION_STATES.get(transaction_value(msg.sys_flag), "none"),
         msg.prepared_transaction_offset, int(delay) if delay and delay.isdigit() else None,
-        original, props.get(const.PROPERTY_REAL_TOPIC), consumer_group(topic, props),
+        original, props.get(const.PROPERTY_REAL_TOPIC),
+        consumer_group(topic, props) if kind in _GROUP_KINDS else None,
         op_offsets(msg.body) if kind == KIND_TRANS_OP else None,
     )  # fmt: skip
 
 
+@lru_cache(maxsize=4096)
 def _host(host) -> str:
     ip, port = host
     return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"

@@ -29,7 +29,7 @@ class CeleryProcess:
 
     def __init__(self, args: list[str], env: dict, log: Path, ready_marker: str) -> None:
         self.log = log
-        self.handle = open(log, "wb")
+        self.handle = open(log, "wb")  # noqa: SIM115 (closed in stop(), after the process ends)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "console", *args],
             cwd=log.parent, env=env, stdout=self.handle, stderr=subprocess.STDOUT,
