@@ -12,6 +12,7 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_celery_beat.models import PeriodicTask
 
@@ -51,7 +52,16 @@ def run_start(request):
             report=data["report"], start_time=data["start_time"], end_time=data["end_time"],
             topics=data["topics"], input_uri=data["input_uri"], requested_by=request.user.get_username(),
         )  # fmt: skip
-        result = run_report.delay(run.pk)
+        try:
+            result = run_report.delay(run.pk)
+        except Exception as exc:  # the Celery transport is down: the run cannot start, say why
+            reason = f"could not queue the report task: {type(exc).__name__}: {exc}"
+            ReportRun.objects.filter(pk=run.pk).update(
+                status=ReportRun.FAILED, stage="failed", error=reason, finished_at=timezone.now()
+            )
+            audit(request, "analytics.run.start", target=f"run {run.pk}", parameters=_printable(request.POST),
+                  result=AuditRecord.RESULT_FAILED, detail=reason)  # fmt: skip
+            return redirect("analytics:run_detail", run_id=run.pk)
         ReportRun.objects.filter(pk=run.pk).update(celery_task_id=result.id or "")
         audit(request, "analytics.run.start", target=f"run {run.pk}", parameters=_printable(request.POST))
         return redirect("analytics:run_detail", run_id=run.pk)

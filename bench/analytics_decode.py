@@ -87,8 +87,14 @@ def generate(store_dir: Path, total_bytes: int, body_size: int, segment_bytes: i
 
 
 def archive(store_dir: Path, archive_root: Path) -> list[Path]:
+    """Archive each segment, then delete it from the (stopped) store, as retention does: the
+    disk holds one copy of the volume plus one segment, not two copies."""
     archiver = SegmentArchiver(str(archive_root))
-    return [Path(archiver.archive(path)) for path in sorted((store_dir / "commitlog").iterdir())]
+    archived = []
+    for path in sorted((store_dir / "commitlog").iterdir()):
+        archived.append(Path(archiver.archive(path)))
+        path.unlink()
+    return archived
 
 
 def read_speed(files: list[Path], direct: bool) -> tuple[float, bool]:
@@ -155,11 +161,10 @@ def spark_decode(archive_root: Path, master: str) -> dict:
 def figures(args) -> dict:
     root = Path(tempfile.mkdtemp(prefix="bench-analytics-", dir=args.dir))
     free = shutil.disk_usage(root).free
-    if free < args.size * 2.5:
+    needed = args.size * 1.3 + (args.segment_mb << 21) + (2 << 30)  # data, segments in flight, headroom
+    if free < needed:
         shutil.rmtree(root)
-        raise SystemExit(
-            f"only {free / 1e9:.1f} GB free under {root.parent}; need {args.size * 2.5 / 1e9:.1f}"
-        )
+        raise SystemExit(f"only {free / 1e9:.1f} GB free under {root.parent}; need {needed / 1e9:.1f}")
     try:
         written = generate(root / "store", args.size, args.body_size, args.segment_mb << 20)
         files = archive(root / "store", root / "archive")
