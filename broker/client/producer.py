@@ -7,6 +7,7 @@ while (latency fault tolerance); bodies over 4 KiB are compressed.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import itertools
 import random
@@ -21,7 +22,8 @@ from broker.common.message_codec import properties_to_string
 from broker.common.message_id import create_unique_id
 from broker.common.sysflag import COMPRESSED_FLAG
 from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC, validate_topic
-from broker.remoting.codes import ResponseCode
+from broker.remoting.codes import RequestCode, ResponseCode
+from broker.remoting.command import create_request
 from broker.remoting.errors import RemotingError
 
 from .errors import MQBrokerError, MQClientError
@@ -121,7 +123,8 @@ class Producer:
         callback: Callable[[SendResult | None, Exception | None], None] | None = None,
         queue: MessageQueue | None = None,
     ) -> concurrent.futures.Future:
-        future = self._instance().submit(self.asend(msg, queue))
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        self._instance().loop_thread.loop.call_soon_threadsafe(self._start_send_async, msg, queue, future)
         if callback is not None:
             future.add_done_callback(lambda f: callback(None if f.exception() else f.result(), f.exception()))
         return future
@@ -176,6 +179,66 @@ class Producer:
             body = encode_batch(chunk)
             results.append(await self._send_to(target, header, body, self.send_timeout_ms, True, ids))
         return results
+
+    # -- the async-send fast path (runs on the instance's loop) --------------------------------
+    def _start_send_async(self, msg: Message, queue: MessageQueue | None, future) -> None:
+        """One attempt through a callback when the route and connection are at hand; anything
+        else (first send to a topic, a broker to connect to, an error to retry) takes ``asend``."""
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            route = self.instance.routes.get(msg.topic)
+            if queue is None and (route is None or not route.write_queues):
+                return self._fall_back(msg, queue, future)
+            header, body = self._prepare(msg)
+            target = queue or self._select(route, msg, None, None, None)
+            addr = route.broker_addrs.get(target.broker_name) if route else None
+            connection = self.instance.remoting.cached_connection(addr or self._addr(target))
+            if connection is None:
+                return self._fall_back(msg, queue, future)
+            header["queueId"] = target.queue_id
+            request = create_request(RequestCode.SEND_MESSAGE, header, body)
+        except Exception as exc:
+            future.set_exception(exc)
+            return None
+        started = time.monotonic()
+
+        def on_response(response, error) -> None:
+            if error is None and response.code in _STATUS:
+                self._note_latency(target.broker_name, started, isolation=False)
+                future.set_result(self._result(response, target, msg.unique_key))
+            else:  # retried on another broker by the full path
+                self._note_latency(target.broker_name, started, isolation=True)
+                self._fall_back(msg, queue, future)
+
+        connection.invoke_with_callback(request, self.send_timeout_ms, on_response)
+        return None
+
+    def _fall_back(self, msg, queue, future) -> None:
+        def copy_outcome(task: asyncio.Task) -> None:
+            if task.cancelled():
+                future.cancel()
+            elif task.exception() is not None:
+                future.set_exception(task.exception())
+            else:
+                future.set_result(task.result())
+
+        task = asyncio.get_running_loop().create_task(self.asend(msg, queue))
+        task.add_done_callback(copy_outcome)
+
+    def _note_latency(self, broker_name: str, started: float, isolation: bool) -> None:
+        if self.faults:
+            self.faults.update(broker_name, (time.monotonic() - started) * 1000, isolation=isolation)
+
+    @staticmethod
+    def _result(response, mq: MessageQueue, msg_id: str) -> SendResult:
+        return SendResult(
+            _STATUS.get(response.code, "SEND_OK"),
+            msg_id,
+            response.field("msgId") or "",
+            MessageQueue(mq.topic, mq.broker_name, int(response.field("queueId", mq.queue_id))),
+            int(response.field("queueOffset", "0")),
+        )
 
     # -- internals ----------------------------------------------------------------------------
     def _prepare(self, msg: Message, for_batch: bool = False) -> tuple[dict, bytes]:
@@ -259,18 +322,10 @@ class Producer:
         try:
             response = await self.instance.api.send(addr, header, body, timeout_ms, batch)
         except (RemotingError, MQBrokerError):
-            if self.faults:
-                self.faults.update(mq.broker_name, (time.monotonic() - started) * 1000, isolation=True)
+            self._note_latency(mq.broker_name, started, isolation=True)
             raise
-        if self.faults:
-            self.faults.update(mq.broker_name, (time.monotonic() - started) * 1000, isolation=False)
-        return SendResult(
-            _STATUS.get(response.code, "SEND_OK"),
-            msg_id,
-            response.field("msgId") or "",
-            MessageQueue(mq.topic, mq.broker_name, int(response.field("queueId", mq.queue_id))),
-            int(response.field("queueOffset", "0")),
-        )
+        self._note_latency(mq.broker_name, started, isolation=False)
+        return self._result(response, mq, msg_id)
 
 
 _RETRYABLE = {
