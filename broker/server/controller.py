@@ -53,7 +53,7 @@ class BrokerController:
         self.boot_timestamp = int(time.time() * 1000)
 
     async def start(self) -> int:
-        self.store.start()
+        self.store.start(dispatch_loop=asyncio.get_running_loop())
         self.topics.load()
         self.groups.load()
         self.offsets.load()
