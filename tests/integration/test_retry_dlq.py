@@ -1,6 +1,7 @@
 """Issue 4 acceptance 2 (and 8 for it): consume retry through %RETRY%<group> and dead letters in
 %DLQ%<group>, against a real name server and broker, checked through mqadmin as well."""
 
+import copy
 import json
 import threading
 from collections import defaultdict
@@ -11,6 +12,7 @@ from broker.cli import main
 from broker.client import BROADCASTING, ConsumeConcurrentlyStatus, Producer
 from broker.common import message_const as const
 from broker.common.message import Message
+from broker.remoting.codes import RequestCode
 from tests.integration.semantics_cluster import CLUSTER, SemanticsCluster, wait_until
 
 TOPIC = "RetryTopic"
@@ -44,7 +46,7 @@ class Attempts:
     def listener(self, messages, context):
         msg = messages[0]
         with self.lock:
-            self.seen[msg.client_msg_id].append(msg)
+            self.seen[msg.client_msg_id].append(copy.copy(msg))  # as it was at this delivery
             attempt = len(self.seen[msg.client_msg_id])
         if self.fail_times is None or attempt <= self.fail_times:
             context["delay_level_when_next_consume"] = self.delay_level
@@ -170,3 +172,44 @@ def test_broadcasting_never_retries(cluster, producer, tmp_path):
         assert not wait_until(lambda: attempts.count(msg_id) > 1, timeout=2.5)
     finally:
         consumer.shutdown()
+
+
+def test_send_back_refused_falls_back_to_consuming_locally(cluster, producer):
+    group = "no-send-back"
+    # A read-only retry topic makes the broker refuse the send-back (NO_PERMISSION).
+    fields = {"topic": f"%RETRY%{group}", "readQueueNums": 1, "writeQueueNums": 1, "perm": 4}
+    assert cluster.request(RequestCode.UPDATE_AND_CREATE_TOPIC, fields).ok
+    attempts = Attempts(fail_times=2)
+    consumer = cluster.push_consumer(group, TOPIC, attempts.listener, "local-c", retry_delay_s=0.3)
+    try:
+        msg_id = send(producer, "local-1")
+        assert wait_until(lambda: attempts.count(msg_id) >= 3, timeout=20)
+        assert not wait_until(lambda: attempts.count(msg_id) > 3, timeout=1.5)
+    finally:
+        consumer.shutdown()
+    deliveries = attempts.seen[msg_id]
+    # All three from the original queue: the same stored message, counted locally.
+    assert len({m.commitlog_offset for m in deliveries}) == 1
+    assert [m.reconsume_times for m in deliveries] == [0, 1, 2]
+    assert cluster.max_offsets(f"%RETRY%{group}", 1) == 0
+
+
+def test_a_client_resending_to_the_retry_topic_past_max_times_dead_letters(cluster, producer, capsys):
+    group = "resends-itself"
+    mqadmin_json(capsys, "updateSubGroup", "-n", cluster.namesrv_addr, "-c", CLUSTER, "-g", group, "-r", "3")
+    fields = {
+        "producerGroup": "p",
+        "topic": f"%RETRY%{group}",
+        "queueId": 0,
+        "sysFlag": 0,
+        "bornTimestamp": 0,
+        "flag": 0,
+        "properties": "KEYS\x01resent\x02",
+        "reconsumeTimes": 3,
+    }
+    response = cluster.request(RequestCode.SEND_MESSAGE, fields, b"resent")
+    assert response.ok, response.remark
+    found = mqadmin_json(
+        capsys, "queryMsgByKey", "-n", cluster.namesrv_addr, "-t", f"%DLQ%{group}", "-k", "resent"
+    )
+    assert [m["body"] for m in found["messages"]] == ["resent"]
