@@ -178,6 +178,14 @@ class ScheduleMessageService:
         self.delivered += 1
         return True
 
+    def runtime_info(self) -> dict[str, str]:
+        """``scheduleMessageOffset_<level>``: delivered up to, of how many (RocketMQ's runtime keys)."""
+        info = {}
+        for level in range(1, self.max_level + 1):
+            queue_max = self.store.get_max_offset_in_queue(SCHEDULE_TOPIC, level - 1)
+            info[f"scheduleMessageOffset_{level}"] = f"{self.offsets.table.get(level, 0)},{queue_max}"
+        return info
+
     async def all_delay_offsets(self, conn, request: RemotingCommand) -> RemotingCommand:
         """GET_ALL_DELAY_OFFSET: the content of delayOffset.json, as RocketMQ answers it."""
         body = {"offsetTable": dict(self.offsets.table)}

@@ -7,6 +7,7 @@ from collections import Counter
 
 import pytest
 
+from broker.cli import main
 from broker.client import ConsumeConcurrentlyStatus, Producer
 from broker.common import message_const as const
 from broker.common.message import Message
@@ -80,7 +81,7 @@ def test_messages_arrive_no_earlier_than_their_level(cluster):
         consumer.shutdown()
 
 
-def test_broker_restart_before_due_loses_and_duplicates_nothing(cluster, tmp_path):
+def test_broker_restart_before_due_loses_and_duplicates_nothing(cluster, tmp_path, capsys):
     producer = Producer("delay-producer", cluster.namesrv_addr).start()
     try:
         sent = send_delayed(producer, "r", [1, 3], per_level=20)
@@ -99,5 +100,10 @@ def test_broker_restart_before_due_loses_and_duplicates_nothing(cluster, tmp_pat
         assert Counter(len(times) for times in arrivals.at.values()) == Counter({1: len(sent)})
         response = cluster.request(RequestCode.GET_ALL_DELAY_OFFSET)
         assert json.loads(response.body)["offsetTable"] == {"1": 20, "3": 20}
+        # mqadmin brokerStatus shows each level's progress as RocketMQ does: delivered,stored.
+        assert main(["brokerStatus", "-n", cluster.namesrv_addr, "-b", cluster.broker_addr, "--json"]) == 0
+        status = json.loads(capsys.readouterr().out)["brokers"][cluster.broker_addr]
+        assert (status["scheduleMessageOffset_1"], status["scheduleMessageOffset_3"]) == ("20,20", "20,20")
+        assert status["scheduleMessageOffset_2"] == "0,0"
     finally:
         consumer.shutdown()
