@@ -10,8 +10,9 @@ import pytest
 from broker.cli import main
 from broker.client import ConsumeConcurrentlyStatus, Producer
 from broker.common import message_const as const
+from broker.common.batch_codec import encode_batch
 from broker.common.message import Message
-from broker.remoting.codes import RequestCode
+from broker.remoting.codes import RequestCode, ResponseCode
 from tests.integration.semantics_cluster import SemanticsCluster, wait_until
 
 TOPIC = "DelayTopic"
@@ -107,3 +108,16 @@ def test_broker_restart_before_due_loses_and_duplicates_nothing(cluster, tmp_pat
         assert status["scheduleMessageOffset_2"] == "0,0"
     finally:
         consumer.shutdown()
+
+
+def test_bad_delay_input_is_refused_with_a_reason(cluster):
+    fields = {"producerGroup": "p", "topic": TOPIC, "queueId": 0, "sysFlag": 0, "bornTimestamp": 0, "flag": 0}
+    bad = cluster.request(RequestCode.SEND_MESSAGE, {**fields, "properties": "DELAY\x01soon\x02"}, b"x")
+    assert bad.code == ResponseCode.MESSAGE_ILLEGAL and "DELAY" in bad.remark
+    batch = Message(TOPIC, b"in-a-batch")
+    batch.delay_time_level = 1
+    refused = cluster.request(
+        RequestCode.SEND_BATCH_MESSAGE, {**fields, "properties": "", "batch": "true"}, encode_batch([batch])
+    )
+    assert refused.code == ResponseCode.MESSAGE_ILLEGAL and "batched" in refused.remark
+    assert cluster.max_offsets(TOPIC, 4) == 0
