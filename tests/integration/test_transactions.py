@@ -105,7 +105,9 @@ def test_commit_rollback_and_checked_outcomes(cluster, capsys):
         producer.shutdown()
         consumer.shutdown()
     assert received.bodies == Counter({"commit": 1, "checked": 1})
-    assert app.checks == Counter({"checked": 1, "never": CHECK_MAX})
+    # "checked" may be asked again if its answer is slower than a round; the copy it names is then
+    # superseded, so it is still committed once (asserted above).
+    assert app.checks["checked"] >= 1 and app.checks["never"] == CHECK_MAX
     assert [m["body"] for m in parked] == ["never"]
     assert parked[0]["properties"]["REAL_TOPIC"] == TOPIC
 
