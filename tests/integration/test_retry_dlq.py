@@ -106,6 +106,19 @@ def test_always_failing_message_reaches_the_dlq_after_the_groups_max_reconsume_t
     # The DLQ is write-only: kept for operators, never delivered to consumers.
     route = mqadmin_json(capsys, "topicRoute", "-n", cluster.namesrv_addr, "-t", f"%DLQ%{group}")
     assert [q["perm"] for q in route["queue_datas"]] == [2]
+    assert main(["consumeMessage", "-n", cluster.namesrv_addr, "-t", f"%DLQ%{group}"]) != 0
+    assert "forbidden" in capsys.readouterr().err
+    # As with RocketMQ, an operator lists a group's dead letters by making the DLQ readable.
+    dlq = f"%DLQ%{group}"
+    perm = ["-r", "1", "-w", "1", "-p", "6"]
+    mqadmin_json(capsys, "updateTopic", "-n", cluster.namesrv_addr, "-c", CLUSTER, "-t", dlq, *perm)
+    listed = []
+    assert wait_until(lambda: listed.extend(_quiet(dlq_listing, capsys, cluster, dlq)) or listed)
+    assert [(m["msg_id"], m["body"]) for m in listed] == [(msg_id, "always-fails-1")]
+
+
+def dlq_listing(capsys, cluster, dlq):
+    return mqadmin_json(capsys, "consumeMessage", "-n", cluster.namesrv_addr, "-t", dlq)["messages"]
 
 
 def _quiet(query, *args):
