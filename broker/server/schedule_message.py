@@ -126,10 +126,9 @@ class ScheduleMessageService:
             except Exception:
                 log.exception("delay level %d: delivery failed; retrying", level)
                 more = False
-            if not more:
-                # A plain sleep: 18 timers ticking 10 times a second must stay cheap; stop() waits
-                # at most one tick for them.
-                await asyncio.sleep(TICK_SECONDS)
+            # A plain sleep: 18 timers ticking 10 times a second must stay cheap; stop() waits at
+            # most one tick for them. With a backlog, still yield so the broker keeps serving.
+            await asyncio.sleep(0 if more else TICK_SECONDS)
 
     async def deliver_due(self, level: int) -> bool:
         """Re-write the due messages of ``level``; True when a full batch went (look again at once)."""
