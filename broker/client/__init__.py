@@ -23,6 +23,7 @@ from .consumer_core import (
 )
 from .errors import MQBrokerError, MQClientError
 from .message_queue import MessageQueue
+from .message_selector import MessageSelector
 from .producer import Producer, SendResult, hash_selector, random_selector
 from .pull_consumer import LitePullConsumer
 from .push_consumer import ConsumeConcurrentlyStatus, PushConsumer
@@ -45,6 +46,7 @@ __all__ = [
     "MQBrokerError",
     "MQClientError",
     "MessageQueue",
+    "MessageSelector",
     "Producer",
     "PushConsumer",
     "SendResult",

@@ -103,3 +103,9 @@ class ClientAPI:
         return int(
             _checked(await self.remoting.invoke(addr, create_request(code, fields)), addr).field("offset")
         )
+
+    async def check_client_config(self, addr: str, client_id: str, group: str, subscription: dict) -> None:
+        """CHECK_CLIENT_CONFIG: raises ``MQBrokerError`` (SUBSCRIPTION_PARSE_FAILED, …) when refused."""
+        body = {"clientId": client_id, "group": group, "subscriptionData": subscription}
+        request = create_request(RC.CHECK_CLIENT_CONFIG, body=orjson.dumps(body))
+        _checked(await self.remoting.invoke(addr, request, 3000), addr)

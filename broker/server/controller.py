@@ -16,6 +16,7 @@ from broker.store.message_store import MessageStore
 
 from .client_manager import ConsumerManager, ProducerManager
 from .config import BrokerConfig
+from .filter import FilterCache
 from .long_polling import PullRequestHoldService
 from .processors.admin import AdminProcessor
 from .processors.clients import ClientProcessor, OffsetProcessor, notify_request
@@ -46,6 +47,7 @@ class BrokerController:
         self.offsets = ConsumerOffsetTable(config_dir)
         self.consumers = ConsumerManager()
         self.producers = ProducerManager()
+        self.filters = FilterCache()
         self.server = RemotingServer(config.broker_ip1, config.listen_port)
         self.hold: PullRequestHoldService | None = None
         self.registration: NamesrvRegistration | None = None
