@@ -14,6 +14,7 @@ from .allocate import (
     AllocateConsistentHash,
 )
 from .asyncio_api import AsyncLitePullConsumer, AsyncPushConsumer
+from .consume_orderly import ConsumeOrderlyStatus
 from .consumer_core import (
     BROADCASTING,
     CLUSTERING,
@@ -42,6 +43,7 @@ __all__ = [
     "AsyncLitePullConsumer",
     "AsyncPushConsumer",
     "ConsumeConcurrentlyStatus",
+    "ConsumeOrderlyStatus",
     "LitePullConsumer",
     "MQBrokerError",
     "MQClientError",

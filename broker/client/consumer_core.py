@@ -176,6 +176,8 @@ class ConsumerCore:
         for mq in [mq for mq in self.assigned if mq not in wanted]:
             await self._drop_queue(mq)
         for mq in sorted(wanted - set(self.assigned)):
+            if not await self.acquire_queue(mq):
+                continue  # e.g. an orderly queue still locked by its previous owner: next rebalance
             offset = await self._start_offset(mq)
             self.assigned[mq] = asyncio.create_task(self._pull_loop(mq, offset))
         self.rebalance_history.append((time.monotonic(), frozenset(self.assigned)))
@@ -207,6 +209,7 @@ class ConsumerCore:
         if task is not None:
             task.cancel()
         self.on_queue_dropped(mq)
+        await self.release_queue(mq)
         await self.offsets.persist([mq])
         self.offsets.remove(mq)
 
@@ -287,3 +290,10 @@ class ConsumerCore:
 
     def on_queue_dropped(self, mq: MessageQueue) -> None:
         pass
+
+    async def acquire_queue(self, mq: MessageQueue) -> bool:
+        """May this member start consuming ``mq``? (Orderly consumers lock it at the broker first.)"""
+        return True
+
+    async def release_queue(self, mq: MessageQueue) -> None:
+        """``mq`` went to another member: finish with it (orderly consumers unlock it)."""

@@ -48,6 +48,8 @@ class BrokerConfig:
     client_channel_max_idle_millis: int = 120_000
     flush_consumer_offset_interval: int = 5000
     enable_property_filter: bool = False
+    # How long an orderly consumer's queue lock lives without renewal (RocketMQ: 60 s).
+    rebalance_lock_max_live_time: int = 60_000
     raw: dict[str, str] = field(default_factory=dict)
     conf_path: Path | None = None
 
@@ -80,6 +82,7 @@ class BrokerConfig:
             client_channel_max_idle_millis=get_int(raw, "clientChannelMaxIdleTimeMillis", 120_000),
             flush_consumer_offset_interval=get_int(raw, "flushConsumerOffsetInterval", 5000),
             enable_property_filter=get_bool(raw, "enablePropertyFilter", False),
+            rebalance_lock_max_live_time=get_int(raw, "rebalanceLockMaxLiveTime", 60_000),
             raw=dict(raw),
             conf_path=conf_path,
         )
@@ -107,6 +110,7 @@ class BrokerConfig:
             "shortPollingTimeMills": str(self.short_polling_time_mills),
             "registerBrokerIntervalMillis": str(self.register_broker_interval_millis),
             "enablePropertyFilter": str(self.enable_property_filter).lower(),
+            "rebalanceLockMaxLiveTime": str(self.rebalance_lock_max_live_time),
         }
         store = self.store_config()
         values.update(

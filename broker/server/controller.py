@@ -20,9 +20,11 @@ from .filter import FilterCache
 from .long_polling import PullRequestHoldService
 from .processors.admin import AdminProcessor
 from .processors.clients import ClientProcessor, OffsetProcessor, notify_request
+from .processors.locks import LockProcessor
 from .processors.pull import PullProcessor
 from .processors.query import QueryProcessor
 from .processors.send import SendProcessor
+from .queue_locks import RebalanceLockManager
 from .registration import NamesrvRegistration
 from .subscription_manager import SubscriptionGroupManager
 from .topic_manager import TopicConfigManager
@@ -48,6 +50,7 @@ class BrokerController:
         self.consumers = ConsumerManager()
         self.producers = ProducerManager()
         self.filters = FilterCache()
+        self.queue_locks = RebalanceLockManager(config.rebalance_lock_max_live_time)
         self.server = RemotingServer(config.broker_ip1, config.listen_port)
         self.hold: PullRequestHoldService | None = None
         self.registration: NamesrvRegistration | None = None
@@ -118,6 +121,8 @@ class BrokerController:
             RC.GET_CONSUMER_RUNNING_INFO: admin.forward_to_client,
             RC.CONSUME_MESSAGE_DIRECTLY: admin.forward_to_client,
         }
+        locks = LockProcessor(self)
+        table[RC.LOCK_BATCH_MQ], table[RC.UNLOCK_BATCH_MQ] = locks.lock_batch, locks.unlock_batch
         for code, handler in table.items():
             self.server.register_processor(code, handler)
 
