@@ -5,6 +5,7 @@ from __future__ import annotations
 import orjson
 
 from broker.common.message_codec import decode_messages
+from broker.common.request_headers import LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody
 from broker.remoting import fastjson
 from broker.remoting.client import RemotingClient
 from broker.remoting.codes import RequestCode as RC
@@ -113,13 +114,13 @@ class ClientAPI:
 
     async def lock_batch_mq(self, addr: str, group: str, client_id: str, mqs: list) -> set:
         """LOCK_BATCH_MQ: the queues (of ``mqs``) this client now holds on that broker."""
-        body = {"consumerGroup": group, "clientId": client_id, "mqSet": [mq.to_json() for mq in mqs]}
-        request = create_request(RC.LOCK_BATCH_MQ, body=orjson.dumps(body))
+        body = LockBatchRequestBody(group, client_id, [mq.to_json() for mq in mqs])
+        request = create_request(RC.LOCK_BATCH_MQ, body=orjson.dumps(body.to_json_dict()))
         response = _checked(await self.remoting.invoke(addr, request, 1000), addr)
-        data = fastjson.loads(response.body) if response.body else {}
-        return {MessageQueue.from_json(q) for q in data.get("lockOKMQSet") or []}
+        held = LockBatchResponseBody.from_json_dict(fastjson.loads(response.body) if response.body else {})
+        return {MessageQueue.from_json(q) for q in held.lock_ok_mq_set}
 
     async def unlock_batch_mq(self, addr: str, group: str, client_id: str, mqs: list) -> None:
-        body = {"consumerGroup": group, "clientId": client_id, "mqSet": [mq.to_json() for mq in mqs]}
-        request = create_request(RC.UNLOCK_BATCH_MQ, body=orjson.dumps(body))
+        body = UnlockBatchRequestBody(group, client_id, [mq.to_json() for mq in mqs])
+        request = create_request(RC.UNLOCK_BATCH_MQ, body=orjson.dumps(body.to_json_dict()))
         _checked(await self.remoting.invoke(addr, request, 1000), addr)
