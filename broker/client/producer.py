@@ -24,6 +24,7 @@ from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC, validate_top
 from broker.remoting.codes import ResponseCode
 from broker.remoting.errors import RemotingError
 
+from . import request_reply
 from .errors import MQBrokerError, MQClientError
 from .instance import MQClientInstance, TopicRoute
 from .message_queue import MessageQueue
@@ -81,8 +82,11 @@ class Producer:
         latency_fault_enable: bool = True,
         default_topic_queue_nums: int = 4,
         instance: MQClientInstance | None = None,
+        instance_name: str | None = None,
     ) -> None:
         self.group = group
+        # Part of the client id; producers of one process that receive replies need distinct ones.
+        self.instance_name = instance_name
         self.namesrv_addr = namesrv_addr
         self.send_timeout_ms = send_timeout_ms
         self.retry_times = retry_times
@@ -94,7 +98,7 @@ class Producer:
 
     # -- life cycle ---------------------------------------------------------------------------
     def start(self) -> Producer:
-        self.instance = self.instance or MQClientInstance(self.namesrv_addr)
+        self.instance = self.instance or MQClientInstance(self.namesrv_addr, self.instance_name)
         self.instance.producers[self.group] = self
         self.instance.start()
         return self
@@ -131,6 +135,20 @@ class Producer:
 
     def send_batch(self, messages: list[Message], queue: MessageQueue | None = None) -> list[SendResult]:
         return self._instance().run(self.asend_batch(messages, queue))
+
+    def request(self, msg: Message, timeout_ms: int = 3000, **send_options):
+        """Send ``msg`` and return the reply message; ``RequestTimeoutError`` when none comes in time.
+        ``send_options``: ``queue``, or ``selector`` and ``arg``, as for ``send``."""
+        return self._instance().run(request_reply.request(self, msg, timeout_ms, **send_options))
+
+    def request_async(
+        self, msg: Message, callback=None, timeout_ms: int = 3000, **send_options
+    ) -> concurrent.futures.Future:
+        """As ``request`` without blocking: ``callback(reply, error)`` runs when it completes."""
+        future = self._instance().submit(request_reply.request(self, msg, timeout_ms, **send_options))
+        if callback is not None:
+            future.add_done_callback(lambda f: callback(None if f.exception() else f.result(), f.exception()))
+        return future
 
     def _instance(self) -> MQClientInstance:
         if self.instance is None:

@@ -50,6 +50,7 @@ class BrokerConfig:
     enable_property_filter: bool = False
     # How long an orderly consumer's queue lock lives without renewal (RocketMQ: 60 s).
     rebalance_lock_max_live_time: int = 60_000
+    store_reply_message_enable: bool = True
     raw: dict[str, str] = field(default_factory=dict)
     conf_path: Path | None = None
 
@@ -83,6 +84,7 @@ class BrokerConfig:
             flush_consumer_offset_interval=get_int(raw, "flushConsumerOffsetInterval", 5000),
             enable_property_filter=get_bool(raw, "enablePropertyFilter", False),
             rebalance_lock_max_live_time=get_int(raw, "rebalanceLockMaxLiveTime", 60_000),
+            store_reply_message_enable=get_bool(raw, "storeReplyMessageEnable", True),
             raw=dict(raw),
             conf_path=conf_path,
         )
@@ -111,6 +113,7 @@ class BrokerConfig:
             "registerBrokerIntervalMillis": str(self.register_broker_interval_millis),
             "enablePropertyFilter": str(self.enable_property_filter).lower(),
             "rebalanceLockMaxLiveTime": str(self.rebalance_lock_max_live_time),
+            "storeReplyMessageEnable": str(self.store_reply_message_enable).lower(),
         }
         store = self.store_config()
         values.update(

@@ -23,6 +23,7 @@ from .processors.clients import ClientProcessor, OffsetProcessor, notify_request
 from .processors.locks import LockProcessor
 from .processors.pull import PullProcessor
 from .processors.query import QueryProcessor
+from .processors.reply import ReplyProcessor, ensure_reply_topic
 from .processors.send import SendProcessor
 from .queue_locks import RebalanceLockManager
 from .registration import NamesrvRegistration
@@ -60,6 +61,7 @@ class BrokerController:
     async def start(self) -> int:
         self.store.start()
         self.topics.load()
+        ensure_reply_topic(self)
         self.groups.load()
         self.offsets.load()
         self.hold = PullRequestHoldService(asyncio.get_running_loop())
@@ -121,8 +123,9 @@ class BrokerController:
             RC.GET_CONSUMER_RUNNING_INFO: admin.forward_to_client,
             RC.CONSUME_MESSAGE_DIRECTLY: admin.forward_to_client,
         }
-        locks = LockProcessor(self)
+        locks, reply = LockProcessor(self), ReplyProcessor(self)
         table[RC.LOCK_BATCH_MQ], table[RC.UNLOCK_BATCH_MQ] = locks.lock_batch, locks.unlock_batch
+        table[RC.SEND_REPLY_MESSAGE] = table[RC.SEND_REPLY_MESSAGE_V2] = reply.send_reply
         for code, handler in table.items():
             self.server.register_processor(code, handler)
 
