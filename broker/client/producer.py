@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import itertools
+import logging
 import random
 import time
 import zlib
@@ -83,8 +84,14 @@ class Producer:
         default_topic_queue_nums: int = 4,
         instance: MQClientInstance | None = None,
         instance_name: str | None = None,
+        enable_trace: bool = False,
+        trace_topic: str | None = None,
     ) -> None:
         self.group = group
+        # Message trace: send records go to the trace topic (RMQ_SYS_TRACE_TOPIC by default).
+        self.enable_trace, self.trace_topic = enable_trace, trace_topic
+        self.send_hooks: list[Callable] = []  # hook(mq, broker_addr, header, body, response, cost_ms)
+        self.trace_dispatcher = None
         # Part of the client id; producers of one process that receive replies need distinct ones.
         self.instance_name = instance_name
         self.namesrv_addr = namesrv_addr
@@ -101,9 +108,16 @@ class Producer:
         self.instance = self.instance or MQClientInstance(self.namesrv_addr, self.instance_name)
         self.instance.producers[self.group] = self
         self.instance.start()
+        if self.enable_trace and self.trace_dispatcher is None:
+            from .trace import install_producer_trace
+
+            self.trace_dispatcher = install_producer_trace(self, self.trace_topic)
         return self
 
     def shutdown(self) -> None:
+        if self.trace_dispatcher is not None:
+            self.trace_dispatcher.shutdown()
+            self.trace_dispatcher = None
         if self.instance is not None:
             self.instance.producers.pop(self.group, None)
             self.instance.shutdown()
@@ -282,6 +296,8 @@ class Producer:
             raise
         if self.faults:
             self.faults.update(mq.broker_name, (time.monotonic() - started) * 1000, isolation=False)
+        for hook in self.send_hooks:
+            _run_send_hook(hook, mq, addr, header, body, response, int((time.monotonic() - started) * 1000))
         return SendResult(
             _STATUS.get(response.code, "SEND_OK"),
             msg_id,
@@ -289,6 +305,13 @@ class Producer:
             MessageQueue(mq.topic, mq.broker_name, int(response.field("queueId", mq.queue_id))),
             int(response.field("queueOffset", "0")),
         )
+
+
+def _run_send_hook(hook, *args) -> None:
+    try:
+        hook(*args)
+    except Exception:  # a hook (tracing, metrics) must never fail the application's send
+        logging.getLogger(__name__).exception("a send hook failed")
 
 
 _RETRYABLE = {

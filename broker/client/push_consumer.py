@@ -60,9 +60,13 @@ class PushConsumer(ConsumerCore):
         consume_batch_size: int = 1,
         pull_threshold_per_queue: int = 1000,
         retry_delay_s: float = 1.0,
+        enable_trace: bool = False,
+        trace_topic: str | None = None,
         **options,
     ) -> None:
         super().__init__(group, namesrv_addr, **options)
+        # Message trace: consume records (before/after each listener call) go to the trace topic.
+        self.enable_trace, self.trace_topic, self.trace_dispatcher = enable_trace, trace_topic, None
         self.consume_batch_size = consume_batch_size
         self.pull_threshold = pull_threshold_per_queue
         self.retry_delay_s = retry_delay_s
@@ -88,6 +92,10 @@ class PushConsumer(ConsumerCore):
     def start(self) -> PushConsumer:
         if self.listener is None:
             raise ValueError("register a message listener before starting the consumer")
+        if self.enable_trace and self.trace_dispatcher is None:
+            from .trace import install_consumer_trace
+
+            self.trace_dispatcher = install_consumer_trace(self, self.trace_topic)
         self._start_core()
         if self.orderly is not None:
             self.orderly.start()
@@ -98,6 +106,9 @@ class PushConsumer(ConsumerCore):
             self.orderly.shutdown()
         self._shutdown_core()
         self.pool.shutdown(wait=True, cancel_futures=True)
+        if self.trace_dispatcher is not None:
+            self.trace_dispatcher.shutdown()
+            self.trace_dispatcher = None
 
     # -- hooks of ConsumerCore ----------------------------------------------------------------
     def is_busy(self, mq: MessageQueue) -> bool:
