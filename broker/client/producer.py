@@ -16,12 +16,13 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from broker.common import message_const
 from broker.common.batch_codec import encode_batch
 from broker.common.message import Message
 from broker.common.message_codec import properties_to_string
 from broker.common.message_id import create_unique_id
 from broker.common.sysflag import COMPRESSED_FLAG
-from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC, validate_topic
+from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC, is_retry_topic, validate_topic
 from broker.remoting.codes import ResponseCode
 from broker.remoting.errors import RemotingError
 
@@ -240,6 +241,8 @@ class Producer:
             "unitMode": False,
             "batch": for_batch,
         }
+        if is_retry_topic(msg.topic):
+            _retry_counters_to_header(msg, header)
         return header, body
 
     async def _route(self, topic: str) -> TopicRoute:
@@ -305,6 +308,19 @@ class Producer:
             MessageQueue(mq.topic, mq.broker_name, int(response.field("queueId", mq.queue_id))),
             int(response.field("queueOffset", "0")),
         )
+
+
+def _retry_counters_to_header(msg: Message, header: dict) -> None:
+    """As RocketMQ: a message sent back to a retry topic carries its reconsume counters in the
+    header (the broker moves it to the DLQ by them), not in its properties."""
+    properties = dict(msg.properties)
+    reconsume = properties.pop(message_const.PROPERTY_RECONSUME_TIME, None)
+    maximum = properties.pop(message_const.PROPERTY_MAX_RECONSUME_TIMES, None)
+    if reconsume is not None:
+        header["reconsumeTimes"] = int(reconsume)
+    if maximum is not None:
+        header["maxReconsumeTimes"] = int(maximum)
+    header["properties"] = properties_to_string(properties)
 
 
 def _run_send_hook(hook, *args) -> None:

@@ -96,7 +96,13 @@ class PushConsumer(ConsumerCore):
             from .trace import install_consumer_trace
 
             self.trace_dispatcher = install_consumer_trace(self, self.trace_topic)
-        self._start_core()
+        try:
+            self._start_core()
+        except Exception:
+            if self.trace_dispatcher is not None:  # a refused start leaves no trace producer behind
+                self.trace_dispatcher.shutdown()
+                self.trace_dispatcher = None
+            raise
         if self.orderly is not None:
             self.orderly.start()
         return self
@@ -131,6 +137,11 @@ class PushConsumer(ConsumerCore):
         queue = self.process_queues.pop(mq, None)
         if queue is not None:
             queue.dropped = True
+
+    async def _stop_all(self) -> None:
+        await super()._stop_all()
+        if self.orderly is not None:
+            await self.orderly.unlock_all()
 
     async def acquire_queue(self, mq: MessageQueue) -> bool:
         return await self.orderly.acquire_queue(mq) if self.orderly is not None else True

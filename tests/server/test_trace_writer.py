@@ -48,11 +48,11 @@ async def _run_writer(tmp_path):
             response = await client.invoke(
                 f"127.0.0.1:{port}", create_request(RequestCode.QUERY_MESSAGE, query)
             )
-            if response.ok or time.monotonic() > deadline:
+            found = decode_messages(response.body) if response.ok else []
+            if len(found) >= 2 or time.monotonic() > deadline:
                 break
             await asyncio.sleep(0.02)
-        assert response.ok, response.remark
-        return [r for m in decode_messages(response.body) for r in decode_records(m.body.decode())]
+        return [r for m in found for r in decode_records(m.body.decode())]
     finally:
         await client.close()
         await controller.stop()
