@@ -33,6 +33,7 @@ def _run(admin: MQAdmin, args: argparse.Namespace) -> CommandOutput:
         (
             e.event,
             e.group,
+            e.record.client_host,
             e.record.topic,
             format_millis(e.record.timestamp),
             e.record.cost_time,
@@ -42,7 +43,7 @@ def _run(admin: MQAdmin, args: argparse.Namespace) -> CommandOutput:
         for e in events
     ]
     table = render_table(
-        ("#Event", "#Group", "#Topic", "#Time", "#CostTimes", "#Status", "#RetryTimes"), rows
+        ("#Event", "#Group", "#Client", "#Topic", "#Time", "#CostTimes", "#Status", "#RetryTimes"), rows
     )
     return CommandOutput({"msg_id": msg_id, "events": [e.to_json() for e in events]}, table)
 

@@ -36,9 +36,19 @@ def test_records_round_trip_in_rocketmq_layout():
     text = "".join(r.encode() for r in records)
     assert text.split("\x02")[0].split("\x01") == [
         "Pub", "1000", "DefaultRegion", "pg", "T", "ID1", "TagA", "k1", "1.2.3.4:10911", "12", "3", "0",
-        "OFFSETID", "true",
+        "OFFSETID", "true", "",
     ]  # fmt: skip
-    assert text.split("\x02")[2].split("\x01") == ["SubAfter", "R1", "ID1", "5", "false", "k1", "4", "1002"]
+    assert text.split("\x02")[2].split("\x01") == [
+        "SubAfter",
+        "R1",
+        "ID1",
+        "5",
+        "false",
+        "k1",
+        "4",
+        "1002",
+        "",
+    ]
     assert decode_records(text) == records
 
 

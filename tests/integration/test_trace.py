@@ -78,6 +78,8 @@ def test_send_and_every_consume_attempt_are_traced_in_order(cluster):
     )
     assert send.record.offset_msg_id == result.offset_msg_id and send.record.success
     assert [before1.group, after1.group, before2.group, after2.group] == [GROUP] * 4
+    assert send.record.client_host.endswith("@tp")
+    assert all(e.record.client_host.endswith("@tc") for e in events[1:])
     assert (before1.record.retry_times, before2.record.retry_times) == (0, 1)
     assert (after1.record.success, after2.record.success) == (False, True)
     assert before1.record.request_id == after1.record.request_id != before2.record.request_id

@@ -34,8 +34,8 @@ def _now_ms() -> int:
 class SendTraceHook:
     """Called by the producer after each send attempt that got an answer from a broker."""
 
-    def __init__(self, group: str, dispatcher: AsyncTraceDispatcher) -> None:
-        self.group, self.dispatcher = group, dispatcher
+    def __init__(self, producer, dispatcher: AsyncTraceDispatcher) -> None:
+        self.producer, self.group, self.dispatcher = producer, producer.group, dispatcher
 
     def __call__(self, mq, broker_addr: str, header: dict, body: bytes, response, cost_ms: int) -> None:
         if header.get("topic") == self.dispatcher.trace_topic or response is None or header.get("batch"):
@@ -61,6 +61,7 @@ class SendTraceHook:
                 msg_type=MSG_TYPE_DELAY if delayed else MSG_TYPE_NORMAL,
                 offset_msg_id=fields.get("msgId", ""),
                 success=response.code == 0,
+                client_host=self.producer.instance.client_id,
             )
         )
 
@@ -68,8 +69,8 @@ class SendTraceHook:
 class ConsumeTraceHooks:
     """``before(messages)`` / ``after(messages, status)`` around each listener call."""
 
-    def __init__(self, group: str, dispatcher: AsyncTraceDispatcher) -> None:
-        self.group, self.dispatcher = group, dispatcher
+    def __init__(self, consumer, dispatcher: AsyncTraceDispatcher) -> None:
+        self.consumer, self.group, self.dispatcher = consumer, consumer.group, dispatcher
         self._open: dict[int, tuple[str, float]] = {}  # id(messages) → request id, start
         self._lock = threading.Lock()
 
@@ -77,7 +78,7 @@ class ConsumeTraceHooks:
         request_id = create_unique_id()
         with self._lock:
             self._open[id(messages)] = (request_id, time.monotonic())
-        now = _now_ms()
+        now, client = _now_ms(), self.consumer.instance.client_id
         for msg in self._traced(messages):
             self.dispatcher.append(
                 TraceRecord(
@@ -89,6 +90,7 @@ class ConsumeTraceHooks:
                     keys=msg.properties.get(const.PROPERTY_KEYS, ""),
                     request_id=request_id,
                     retry_times=msg.reconsume_times,
+                    client_host=client,
                 )
             )
 
@@ -102,7 +104,7 @@ class ConsumeTraceHooks:
         value = getattr(status, "value", None)
         success = value in _SUCCESS_STATUSES
         code = CONTEXT_SUCCESS if success else (CONTEXT_RETURN_NULL if status is None else CONTEXT_FAILED)
-        now = _now_ms()
+        now, client = _now_ms(), self.consumer.instance.client_id
         for msg in self._traced(messages):
             self.dispatcher.append(
                 TraceRecord(
@@ -114,6 +116,7 @@ class ConsumeTraceHooks:
                     success=success,
                     request_id=request_id,
                     context_code=code,
+                    client_host=client,
                 )
             )
 
@@ -128,7 +131,7 @@ def install_producer_trace(
     dispatcher = AsyncTraceDispatcher(
         producer.group, producer.namesrv_addr, trace_topic=trace_topic, **dispatcher_options
     ).start()
-    producer.send_hooks.append(SendTraceHook(producer.group, dispatcher))
+    producer.send_hooks.append(SendTraceHook(producer, dispatcher))
     return dispatcher
 
 
@@ -138,7 +141,7 @@ def install_consumer_trace(
     dispatcher = AsyncTraceDispatcher(
         consumer.group, consumer.namesrv_addr, trace_topic=trace_topic, **dispatcher_options
     ).start()
-    hooks = ConsumeTraceHooks(consumer.group, dispatcher)
+    hooks = ConsumeTraceHooks(consumer, dispatcher)
     consumer.before_hooks.append(hooks.before)
     consumer.after_hooks.append(hooks.after)
     return dispatcher
