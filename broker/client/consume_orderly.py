@@ -27,6 +27,7 @@ from broker.common import message_const as const
 from broker.common import topic_config as tc
 from broker.common.message import Message
 
+from .consumer_core import BROADCASTING
 from .message_queue import MessageQueue
 
 log = logging.getLogger(__name__)
@@ -122,18 +123,12 @@ class ConsumeMessageOrderlyService:
 
     async def unlock_all(self) -> None:
         """Release every lock still held (a rebalance racing the shutdown may have taken one)."""
-        instance = self.consumer.instance
         by_broker: dict[str, list[MessageQueue]] = collections.defaultdict(list)
         for mq in list(self.queues):
             by_broker[mq.broker_name].append(mq)
         self.queues.clear()
         for broker_name, mqs in by_broker.items():
-            addr = instance.broker_addr(broker_name)
-            try:
-                if addr is not None:
-                    await instance.api.unlock_batch_mq(addr, self.consumer.group, instance.client_id, mqs)
-            except Exception as exc:
-                log.warning("cannot unlock %s (the locks will expire on the broker): %s", mqs, exc)
+            await self._unlock(broker_name, mqs)
 
     async def _renew_loop(self) -> None:
         while True:
@@ -154,12 +149,30 @@ class ConsumeMessageOrderlyService:
                 if queue is not None:
                     queue.mark_locked(mq in held)
 
+    @property
+    def _uses_broker_locks(self) -> bool:
+        # Broadcasting members each consume every queue themselves: only clustering needs locks.
+        return self.consumer.message_model != BROADCASTING
+
     async def _lock(self, broker_name: str, mqs: list[MessageQueue]) -> set[MessageQueue]:
+        if not self._uses_broker_locks:
+            return set(mqs)
         instance = self.consumer.instance
         addr = instance.broker_addr(broker_name)
         if addr is None:
             return set()
         return await instance.api.lock_batch_mq(addr, self.consumer.group, instance.client_id, mqs)
+
+    async def _unlock(self, broker_name: str, mqs: list[MessageQueue]) -> None:
+        if not self._uses_broker_locks:
+            return
+        instance = self.consumer.instance
+        addr = instance.broker_addr(broker_name)
+        try:
+            if addr is not None:
+                await instance.api.unlock_batch_mq(addr, self.consumer.group, instance.client_id, mqs)
+        except Exception as exc:
+            log.warning("cannot unlock %s (the locks will expire on the broker): %s", mqs, exc)
 
     # -- rebalance hooks ----------------------------------------------------------------------
     async def acquire_queue(self, mq: MessageQueue) -> bool:
@@ -171,13 +184,7 @@ class ConsumeMessageOrderlyService:
             log.debug("cannot lock %s: %s", mq, exc)
             return False
         if held and self.stopping:  # the consumer began shutting down meanwhile
-            instance = self.consumer.instance
-            addr = instance.broker_addr(mq.broker_name)
-            try:
-                if addr is not None:
-                    await instance.api.unlock_batch_mq(addr, self.consumer.group, instance.client_id, [mq])
-            except Exception as exc:
-                log.debug("unlocking %s failed (the lock will expire): %s", mq, exc)
+            await self._unlock(mq.broker_name, [mq])
             return False
         if held:
             queue = OrderlyProcessQueue()
@@ -204,14 +211,8 @@ class ConsumeMessageOrderlyService:
             log.warning("the listener still holds %s; its lock will expire on the broker", mq)
             return
         try:
-            consumer = self.consumer
-            await consumer.offsets.persist([mq])
-            instance = consumer.instance
-            addr = instance.broker_addr(mq.broker_name)
-            if addr is not None:
-                await instance.api.unlock_batch_mq(addr, consumer.group, instance.client_id, [mq])
-        except Exception as exc:
-            log.warning("cannot unlock %s (its lock will expire on the broker): %s", mq, exc)
+            await self.consumer.offsets.persist([mq])
+            await self._unlock(mq.broker_name, [mq])
         finally:
             queue.consume_lock.release()
 

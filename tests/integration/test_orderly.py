@@ -9,6 +9,7 @@ import orjson
 import pytest
 
 from broker.client import (
+    BROADCASTING,
     CONSUME_FROM_FIRST_OFFSET,
     ConsumeOrderlyStatus,
     Producer,
@@ -175,12 +176,22 @@ def test_a_message_failing_past_max_reconsume_times_is_sent_back_and_the_queue_m
         poison = Message("PoisonTopic", b"poison")
         poison.keys = "poison-key"
         sent = producer.send(poison)
-        producer.send(Message("PoisonTopic", b"next"))
+        nxt = producer.send(Message("PoisonTopic", b"next"))
         assert done.wait(30)
+        # An operator's "consume this message directly" reaches the orderly listener too.
+        direct = {"consumerGroup": "poison-group", "clientId": consumer.instance.client_id,
+                  "msgId": nxt.offset_msg_id}  # fmt: skip
+        answer = cluster.admin.invoke(
+            cluster.broker_addr, create_request(RequestCode.CONSUME_MESSAGE_DIRECTLY, direct), 15_000
+        )
+        assert answer.ok, answer.remark
+        assert orjson.loads(answer.body)["consumeResult"] == "CR_SUCCESS"
+        assert orjson.loads(answer.body)["order"] is True
     finally:
         producer.shutdown()
         consumer.shutdown()
-    assert attempts == [(b"poison", 0), (b"poison", 1), (b"poison", 2), (b"next", 0)]
+    assert attempts[:4] == [(b"poison", 0), (b"poison", 1), (b"poison", 2), (b"next", 0)]
+    assert attempts[4:] == [(b"next", 0)]  # the direct consumption
 
     def sent_back():
         with MQAdmin(cluster.namesrv_addr) as admin:
@@ -198,3 +209,39 @@ def test_a_message_failing_past_max_reconsume_times_is_sent_back_and_the_queue_m
     assert back.properties[const.PROPERTY_RETRY_TOPIC] == "PoisonTopic"
     assert back.properties[const.PROPERTY_ORIGIN_MESSAGE_ID] == sent.msg_id
     assert back.reconsume_times == 2  # carried in the send header, as RocketMQ
+
+
+def test_broadcasting_orderly_consumers_each_get_everything_in_order(cluster, tmp_path):
+    cluster.create_topic("BroadcastOrder", 2)
+    seen = {"b1": defaultdict(list), "b2": defaultdict(list)}
+
+    def listener_for(name):
+        def listener(messages, context):
+            for msg in messages:
+                seen[name][msg.queue_id].append(int(msg.body))
+            return ConsumeOrderlyStatus.SUCCESS
+
+        return listener
+
+    consumers = []
+    for name in seen:
+        consumer = PushConsumer(
+            "broadcast-orderly", cluster.namesrv_addr, instance_name=name, message_model=BROADCASTING,
+            consume_from_where=CONSUME_FROM_FIRST_OFFSET, offset_store_dir=str(tmp_path / name),
+        )  # fmt: skip
+        consumer.subscribe("BroadcastOrder", "*")
+        consumer.register_message_listener_orderly(listener_for(name))
+        consumers.append(consumer.start())
+    producer = Producer("broadcast-producer", cluster.namesrv_addr, instance_name="bp").start()
+    try:
+        for i in range(40):
+            producer.send(Message("BroadcastOrder", str(i).encode()), selector=hash_selector, arg=f"o{i % 2}")
+        total = lambda name: sum(len(v) for v in seen[name].values())  # noqa: E731
+        assert wait_until(lambda: total("b1") == 40 and total("b2") == 40, timeout=30)
+    finally:
+        producer.shutdown()
+        for consumer in consumers:
+            consumer.shutdown()
+    assert seen["b1"] == seen["b2"]
+    for values in seen["b1"].values():
+        assert values == sorted(values)
