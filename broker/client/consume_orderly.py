@@ -89,6 +89,15 @@ class OrderlyProcessQueue:
         return len(self.pending)
 
 
+def _run_hooks(hooks, *args) -> None:
+    # A failing hook (trace, metrics) must not leave the queue stuck without a worker.
+    for hook in hooks:
+        try:
+            hook(*args)
+        except Exception:
+            log.exception("a consume hook failed")
+
+
 class ConsumeMessageOrderlyService:
     def __init__(
         self,
@@ -252,15 +261,13 @@ class ConsumeMessageOrderlyService:
     def _process(self, mq: MessageQueue, queue: OrderlyProcessQueue, batch: list) -> bool:
         """Hand ``batch`` to the listener; False when the queue must pause and retry it."""
         consumer = self.consumer
-        for hook in consumer.before_hooks:
-            hook(batch)
+        _run_hooks(consumer.before_hooks, batch)
         try:
             status = self.listener(batch, {"message_queue": mq, "orderly": True})
         except Exception:
             log.exception("the orderly listener of %s raised; the queue pauses and retries", consumer.group)
             status = None
-        for hook in consumer.after_hooks:
-            hook(batch, status)
+        _run_hooks(consumer.after_hooks, batch, status)
         if status is not ConsumeOrderlyStatus.SUCCESS and self._must_suspend(batch):
             queue.put_back(batch)
             return False
@@ -291,7 +298,6 @@ class ConsumeMessageOrderlyService:
         back.put_property(const.PROPERTY_RECONSUME_TIME, str(msg.reconsume_times))
         back.put_property(const.PROPERTY_MAX_RECONSUME_TIMES, str(self.max_reconsume_times))
         back.properties.pop(const.PROPERTY_TRANSACTION_PREPARED, None)
-        back.unique_key = None
         back.delay_time_level = 3 + msg.reconsume_times
         try:
             self.consumer.instance.run(self._inner_producer().asend(back), timeout=5)

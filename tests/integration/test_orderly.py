@@ -208,6 +208,7 @@ def test_a_message_failing_past_max_reconsume_times_is_sent_back_and_the_queue_m
     assert back.body == b"poison"
     assert back.properties[const.PROPERTY_RETRY_TOPIC] == "PoisonTopic"
     assert back.properties[const.PROPERTY_ORIGIN_MESSAGE_ID] == sent.msg_id
+    assert back.unique_key == sent.msg_id  # same client msgId: the retry joins the message's trace
     assert back.reconsume_times == 2  # carried in the send header, as RocketMQ
 
 
