@@ -1,6 +1,7 @@
 """Acceptance 5: orderly consumers keep each order id's messages in send order, lose none,
 across random listener failures and a rebalance in the middle of the run."""
 
+import asyncio
 import random
 import threading
 from collections import defaultdict
@@ -11,6 +12,7 @@ import pytest
 from broker.client import (
     BROADCASTING,
     CONSUME_FROM_FIRST_OFFSET,
+    AsyncPushConsumer,
     ConsumeOrderlyStatus,
     Producer,
     PushConsumer,
@@ -246,3 +248,40 @@ def test_broadcasting_orderly_consumers_each_get_everything_in_order(cluster, tm
     assert seen["b1"] == seen["b2"]
     for values in seen["b1"].values():
         assert values == sorted(values)
+
+
+def test_asyncio_orderly_listener_runs_on_the_callers_loop(cluster):
+    cluster.create_topic("AsyncOrder", 1)
+    producer = Producer("async-order-producer", cluster.namesrv_addr, instance_name="ap").start()
+    try:
+        for i in range(20):
+            producer.send(Message("AsyncOrder", str(i).encode()))
+    finally:
+        producer.shutdown()
+
+    async def scenario():
+        seen, loop, all_seen = [], asyncio.get_running_loop(), asyncio.Event()
+
+        async def listener(messages, context):
+            assert asyncio.get_running_loop() is loop
+            seen.extend(int(m.body) for m in messages)
+            if len(seen) == 20:
+                all_seen.set()
+            return ConsumeOrderlyStatus.SUCCESS
+
+        consumer = AsyncPushConsumer(
+            "async-orderly",
+            cluster.namesrv_addr,
+            instance_name="ac",
+            consume_from_where=CONSUME_FROM_FIRST_OFFSET,
+        )
+        consumer.subscribe("AsyncOrder", "*")
+        consumer.register_message_listener_orderly(listener)
+        await consumer.start()
+        try:
+            await asyncio.wait_for(all_seen.wait(), 30)
+        finally:
+            await consumer.shutdown()
+        return seen
+
+    assert asyncio.run(scenario()) == list(range(20))
