@@ -254,25 +254,31 @@ class ConsumeMessageOrderlyService:
                 batch = queue.take(consumer.consume_batch_size)
                 if not batch:
                     return
-                if not self._process(mq, queue, batch):
-                    self._later(self.suspend_s, self._consume, mq, queue)
+                pause_s = self._process(mq, queue, batch)
+                if pause_s is not None:
+                    self._later(pause_s, self._consume, mq, queue)
                     return
 
-    def _process(self, mq: MessageQueue, queue: OrderlyProcessQueue, batch: list) -> bool:
-        """Hand ``batch`` to the listener; False when the queue must pause and retry it."""
+    def _process(self, mq: MessageQueue, queue: OrderlyProcessQueue, batch: list) -> float | None:
+        """Hand ``batch`` to the listener; the seconds to pause before retrying it, or None when done.
+
+        The listener may set ``context["suspend_current_queue_time_ms"]`` to choose this pause
+        (RocketMQ's ConsumeOrderlyContext.setSuspendCurrentQueueTimeMillis)."""
         consumer = self.consumer
         _run_hooks(consumer.before_hooks, batch)
+        context = {"message_queue": mq, "orderly": True}
         try:
-            status = self.listener(batch, {"message_queue": mq, "orderly": True})
+            status = self.listener(batch, context)
         except Exception:
             log.exception("the orderly listener of %s raised; the queue pauses and retries", consumer.group)
             status = None
         _run_hooks(consumer.after_hooks, batch, status)
         if status is not ConsumeOrderlyStatus.SUCCESS and self._must_suspend(batch):
             queue.put_back(batch)
-            return False
+            chosen = context.get("suspend_current_queue_time_ms")
+            return chosen / 1000 if isinstance(chosen, int | float) and chosen >= 0 else self.suspend_s
         consumer.offsets.update(mq, batch[-1].queue_offset + 1, increase_only=True)
-        return True
+        return None
 
     def _must_suspend(self, batch: list) -> bool:
         suspend = False

@@ -158,6 +158,7 @@ def test_a_message_failing_past_max_reconsume_times_is_sent_back_and_the_queue_m
         msg = messages[0]
         attempts.append((msg.body, msg.reconsume_times))
         if msg.body == b"poison":
+            context["suspend_current_queue_time_ms"] = 5  # overrides the consumer's minute below
             return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
         done.set()
         return ConsumeOrderlyStatus.SUCCESS
@@ -170,7 +171,7 @@ def test_a_message_failing_past_max_reconsume_times_is_sent_back_and_the_queue_m
     )
     consumer.subscribe("PoisonTopic", "*")
     consumer.register_message_listener_orderly(
-        listener, suspend_current_queue_time_ms=10, max_reconsume_times=2
+        listener, suspend_current_queue_time_ms=60_000, max_reconsume_times=2
     )
     consumer.start()
     producer = Producer("poison-producer", cluster.namesrv_addr, instance_name="poison-p").start()
