@@ -146,3 +146,8 @@ def test_any_text_compiles_or_is_refused_cleanly(text, props):
     except FilterSyntaxError:
         return
     assert compiled.evaluate({k: v for k, v in props.items() if v is not None}) in (True, False, None)
+
+
+def test_names_that_start_like_keywords_are_properties():
+    compiled = compile_("in.x = 1 AND is$ = 2 AND nota IN ('a') AND true_flag = TRUE")
+    assert compiled.matches({"in.x": "1", "is$": "2", "nota": "a", "true_flag": "true"})
