@@ -66,9 +66,13 @@ class PushConsumer(ConsumerCore):
         retry_delay_s: float = 5.0,
         max_reconsume_times: int | None = None,
         send_back_timeout_s: float = 3.0,
+        enable_trace: bool = False,
+        trace_topic: str | None = None,
         **options,
     ) -> None:
         super().__init__(group, namesrv_addr, **options)
+        # Message trace: consume records (before/after each listener call) go to the trace topic.
+        self.enable_trace, self.trace_topic, self.trace_dispatcher = enable_trace, trace_topic, None
         self.consume_batch_size = consume_batch_size
         self.pull_threshold = pull_threshold_per_queue
         self.retry_delay_s = retry_delay_s
@@ -80,36 +84,80 @@ class PushConsumer(ConsumerCore):
         self.before_hooks: list[Callable] = []
         self.after_hooks: list[Callable] = []
         self.pool = ThreadPoolExecutor(consume_threads, thread_name_prefix=f"consume-{group}")
+        self.orderly = None  # a ConsumeMessageOrderlyService once an orderly listener is registered
 
     def register_message_listener(self, listener: Callable) -> None:
         """``listener(messages, context) -> ConsumeConcurrentlyStatus``."""
         self.listener = listener
 
+    def register_message_listener_orderly(self, listener: Callable, **options) -> None:
+        """``listener(messages, context) -> ConsumeOrderlyStatus``: each queue in order, one thread
+        at a time, while this client holds the queue's lock (options: see ``consume_orderly``)."""
+        from .consume_orderly import ConsumeMessageOrderlyService
+
+        self.listener = listener
+        self.orderly = ConsumeMessageOrderlyService(self, listener, **options)
+
     def start(self) -> PushConsumer:
         if self.listener is None:
             raise ValueError("register a message listener before starting the consumer")
-        self._start_core()
+        if self.enable_trace and self.trace_dispatcher is None:
+            from .trace import install_consumer_trace
+
+            self.trace_dispatcher = install_consumer_trace(self, self.trace_topic)
+        try:
+            self._start_core()
+        except Exception:
+            if self.trace_dispatcher is not None:  # a refused start leaves no trace producer behind
+                self.trace_dispatcher.shutdown()
+                self.trace_dispatcher = None
+            raise
+        if self.orderly is not None:
+            self.orderly.start()
         return self
 
     def shutdown(self) -> None:
+        if self.orderly is not None:
+            self.orderly.shutdown()
         self._shutdown_core()
         self.pool.shutdown(wait=True, cancel_futures=True)
+        if self.trace_dispatcher is not None:
+            self.trace_dispatcher.shutdown()
+            self.trace_dispatcher = None
 
     # -- hooks of ConsumerCore ----------------------------------------------------------------
     def is_busy(self, mq: MessageQueue) -> bool:
+        if self.orderly is not None:
+            return self.orderly.is_busy(mq)
         queue = self.process_queues.get(mq)
         return queue is not None and len(queue) >= self.pull_threshold
 
     def on_messages(self, mq: MessageQueue, messages: list) -> None:
+        if self.orderly is not None:
+            return self.orderly.on_messages(mq, messages)
         queue = self.process_queues.setdefault(mq, ProcessQueue())
         queue.add(messages)
         for start in range(0, len(messages), self.consume_batch_size):
             self.pool.submit(self._consume, mq, queue, messages[start : start + self.consume_batch_size])
 
     def on_queue_dropped(self, mq: MessageQueue) -> None:
+        if self.orderly is not None:
+            self.orderly.on_queue_dropped(mq)
         queue = self.process_queues.pop(mq, None)
         if queue is not None:
             queue.dropped = True
+
+    async def _stop_all(self) -> None:
+        await super()._stop_all()
+        if self.orderly is not None:
+            await self.orderly.unlock_all()
+
+    async def acquire_queue(self, mq: MessageQueue) -> bool:
+        return await self.orderly.acquire_queue(mq) if self.orderly is not None else True
+
+    async def release_queue(self, mq: MessageQueue) -> None:
+        if self.orderly is not None:
+            await self.orderly.release_queue(mq)
 
     # -- consuming ----------------------------------------------------------------------------
     def _consume(self, mq: MessageQueue, queue: ProcessQueue, messages: list) -> None:

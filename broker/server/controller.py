@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from broker import __version__
+from broker.common import topic_config as tc
 from broker.remoting.codes import RequestCode as RC
 from broker.remoting.server import RemotingServer
 from broker.store.config_files import ConsumerOffsetTable
@@ -16,14 +17,18 @@ from broker.store.message_store import MessageStore
 
 from .client_manager import ConsumerManager, ProducerManager
 from .config import BrokerConfig
+from .filter import FilterCache
 from .long_polling import PullRequestHoldService
 from .processors.admin import AdminProcessor
 from .processors.clients import ClientProcessor, OffsetProcessor, notify_request
 from .processors.end_transaction import EndTransactionProcessor
+from .processors.locks import LockProcessor
 from .processors.pull import PullProcessor
 from .processors.query import QueryProcessor
+from .processors.reply import ReplyProcessor, ensure_reply_topic
 from .processors.send import SendProcessor
 from .processors.send_back import SendBackProcessor
+from .queue_locks import RebalanceLockManager
 from .registration import NamesrvRegistration
 from .schedule_message import ScheduleMessageService
 from .subscription_manager import SubscriptionGroupManager
@@ -51,6 +56,8 @@ class BrokerController:
         self.offsets = ConsumerOffsetTable(config_dir)
         self.consumers = ConsumerManager()
         self.producers = ProducerManager()
+        self.filters = FilterCache()
+        self.queue_locks = RebalanceLockManager(config.rebalance_lock_max_live_time)
         self.server = RemotingServer(config.broker_ip1, config.listen_port)
         self.schedule = ScheduleMessageService(self.store, config_dir, config.flush_delay_offset_interval)
         self.transactions = TransactionalMessageService(self)
@@ -63,6 +70,9 @@ class BrokerController:
     async def start(self) -> int:
         self.store.start(dispatch_loop=asyncio.get_running_loop())
         self.topics.load()
+        ensure_reply_topic(self)
+        if self.config.trace_topic_enable:
+            self.topics.ensure(tc.TRACE_TOPIC, 1, tc.PERM_READ | tc.PERM_WRITE)
         self.groups.load()
         self.offsets.load()
         self.hold = PullRequestHoldService(asyncio.get_running_loop())
@@ -129,6 +139,9 @@ class BrokerController:
             RC.END_TRANSACTION: EndTransactionProcessor(self).end_transaction,
             RC.GET_ALL_DELAY_OFFSET: self.schedule.all_delay_offsets,
         }
+        locks, reply = LockProcessor(self), ReplyProcessor(self)
+        table[RC.LOCK_BATCH_MQ], table[RC.UNLOCK_BATCH_MQ] = locks.lock_batch, locks.unlock_batch
+        table[RC.SEND_REPLY_MESSAGE] = table[RC.SEND_REPLY_MESSAGE_V2] = reply.send_reply
         for code, handler in table.items():
             self.server.register_processor(code, handler)
 

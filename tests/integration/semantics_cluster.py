@@ -12,7 +12,7 @@ from broker.client.instance import MQClientInstance
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.codes import RequestCode
 from broker.remoting.command import create_request
-from tests.harness import EngineProcess, free_port
+from tests.harness import SMALL_STORE_CONF, EngineProcess, free_port
 
 CLUSTER = "SemanticsCluster"
 BROKER_NAME = "broker-s"
@@ -50,7 +50,7 @@ class SemanticsCluster:
             "flushConsumerOffsetInterval": "500",
             **settings,
         }
-        self.conf.write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
+        self.conf.write_text("".join(f"{k}={v}\n" for k, v in lines.items()) + SMALL_STORE_CONF)
         self.namesrv = _drain(EngineProcess(["-m", "broker.namesrv", "--listen-port", str(free_port())]))
         self.broker: EngineProcess | None = None
         self.admin = SyncRemotingClient()

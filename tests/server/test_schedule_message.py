@@ -12,7 +12,7 @@ from broker.common.sysflag import TRANSACTION_PREPARED_TYPE
 from broker.common.topic_config import SCHEDULE_TOPIC
 from broker.server.schedule_message import ScheduleMessageService, real_message, to_schedule_message
 from broker.store.message_store import MessageStore
-from broker.store.store_config import MessageStoreConfig
+from tests.harness import small_store_config
 
 
 class Clock:
@@ -25,7 +25,7 @@ class Clock:
 
 @pytest.fixture
 def store(tmp_path):
-    store = MessageStore(tmp_path / "store", MessageStoreConfig(message_delay_level="1s 10s 1h"))
+    store = MessageStore(tmp_path / "store", small_store_config(message_delay_level="1s 10s 1h"))
     store.start()
     yield store
     store.shutdown()

@@ -20,12 +20,12 @@ from broker.server.transaction.check_service import TransactionalMessageCheckSer
 from broker.server.transaction.service import TransactionalMessageService
 from broker.store.config_files import ConsumerOffsetTable
 from broker.store.message_store import MessageStore
-from broker.store.store_config import MessageStoreConfig
+from tests.harness import small_store_config
 
 
 @pytest.fixture
 def broker(tmp_path):
-    store = MessageStore(tmp_path / "store", MessageStoreConfig())
+    store = MessageStore(tmp_path / "store", small_store_config())
     store.start()
     config = BrokerConfig(transaction_timeout=1000, transaction_check_max=2)
     topics = TopicConfigManager(tmp_path / "config", "c", "b", True, 4)

@@ -20,6 +20,7 @@ from broker.common.request_headers import ConsumerSendMsgBackRequestHeader, Head
 from broker.remoting.codes import ResponseCode
 from broker.remoting.command import RemotingCommand, response_to
 
+from .. import trace_writer
 from ..schedule_message import to_schedule_message
 from .send import ensure_dlq_topic, ensure_system_topic, put_status_code
 
@@ -87,6 +88,11 @@ class SendBackProcessor:
                 put_status_code(result.status) or ResponseCode.SYSTEM_ERROR,
                 result.remark or result.status.value,
             )
+        # Once tracing is on in the cluster (the trace topic exists here), retries and dead
+        # letters join the message's trace: only the broker sees them happen.
+        if broker.topics.get(tc.TRACE_TOPIC) is not None:
+            kind = trace_writer.DLQ if tc.is_dlq_topic(target.topic) else trace_writer.RETRY
+            await trace_writer.write_trace_record(broker, original, kind, header.group)
         return response_to(request)
 
     def _look_up(self, commitlog_offset: int) -> MessageExt | None:
