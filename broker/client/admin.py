@@ -23,6 +23,7 @@ from broker.common.message_codec import (
     decode_messages,
     decode_offset_msg_id,
 )
+from broker.common.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE
 from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC, RETRY_GROUP_TOPIC_PREFIX, validate_topic
 from broker.remoting import fastjson
 from broker.remoting.client import EventLoopThread, RemotingClient
@@ -805,6 +806,51 @@ class AsyncMQAdmin:
         (await self._broker(addr, RequestCode.UPDATE_BROKER_CONFIG, None, body)).raise_unless_success()
 
 
+    # -- delayed messages and transactions (console W6/W7) ---------------------------------------
+
+    async def delay_offsets(self, addr: str) -> dict[int, int]:
+        """Delay progress per level (GET_ALL_DELAY_OFFSET): the schedule-topic offset each level's
+        timer has delivered up to. RocketMQ answers with its ``delayOffset.json`` body."""
+        reply = await self._broker(addr, RequestCode.GET_ALL_DELAY_OFFSET)
+        reply.raise_unless_success()
+        table = (reply.json().get("offsetTable") or {}) if reply.body else {}
+        return {int(level): _as_int(offset) for level, offset in table.items()}
+
+    async def end_transaction(
+        self,
+        addr: str,
+        producer_group: str,
+        tran_state_table_offset: int,
+        commit_log_offset: int,
+        msg_id: str,
+        commit: bool,
+        transaction_id: str | None = None,
+    ) -> None:
+        """Commit or roll back a half message as an operator (END_TRANSACTION with
+        fromTransactionCheck, as a producer answering a check does), addressed by the half
+        message's queue offset and commit-log offset on broker ``addr``."""
+        fields: dict[str, Any] = {
+            "producerGroup": producer_group,
+            "tranStateTableOffset": tran_state_table_offset,
+            "commitLogOffset": commit_log_offset,
+            "commitOrRollback": TRANSACTION_COMMIT_TYPE if commit else TRANSACTION_ROLLBACK_TYPE,
+            "fromTransactionCheck": True,
+            "msgId": msg_id,
+        }
+        if transaction_id:
+            fields["transactionId"] = transaction_id
+        (await self._broker(addr, RequestCode.END_TRANSACTION, fields)).raise_unless_success()
+
+    async def query_consumer_offset(self, addr: str, group: str, topic: str, queue_id: int) -> int:
+        """The group's committed offset of one queue, or -1 when it has none."""
+        fields = {"consumerGroup": group, "topic": topic, "queueId": queue_id}
+        reply = await self._broker(addr, RequestCode.QUERY_CONSUMER_OFFSET, fields)
+        if reply.code == ResponseCode.QUERY_NOT_FOUND:
+            return -1
+        reply.raise_unless_success()
+        return _as_int(reply.ext_fields.get("offset"))
+
+
 def _blocking(method: Callable[..., Coroutine[Any, Any, Any]]) -> Callable[..., Any]:
     """The blocking twin of an ``AsyncMQAdmin`` coroutine method, run on the admin's loop thread."""
 
@@ -880,6 +926,9 @@ class MQAdmin:
     broker_runtime_info = _blocking(AsyncMQAdmin.broker_runtime_info)
     broker_config = _blocking(AsyncMQAdmin.broker_config)
     update_broker_config = _blocking(AsyncMQAdmin.update_broker_config)
+    delay_offsets = _blocking(AsyncMQAdmin.delay_offsets)
+    end_transaction = _blocking(AsyncMQAdmin.end_transaction)
+    query_consumer_offset = _blocking(AsyncMQAdmin.query_consumer_offset)
 
 
 def _progress_rows(table: Any, broker_name: str) -> list[QueueConsumeProgress]:

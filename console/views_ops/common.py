@@ -1,0 +1,114 @@
+"""Helpers every operations view shares: cluster errors as pages, times, form parsing."""
+
+from __future__ import annotations
+
+import datetime
+import json
+from functools import wraps
+
+from django.shortcuts import render
+
+from broker.client.admin import MQAdminError, NotFoundError
+
+
+class BadRequest(ValueError):
+    """Input a view refuses; rendered as a 400 page with the reason."""
+
+
+def cluster_errors(view):
+    """Render cluster failures and bad input as pages that say what went wrong and what to do."""
+
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        try:
+            return view(request, *args, **kwargs)
+        except BadRequest as exc:
+            return _error(request, 400, "Bad request", str(exc), "Correct the form and try again.")
+        except NotFoundError as exc:
+            return _error(
+                request, 404, "Not found", str(exc), "Check the name or id; it may have been deleted."
+            )
+        except MQAdminError as exc:
+            return _error(
+                request,
+                502,
+                "The cluster did not answer",
+                str(exc),
+                "Check that the name server and brokers run and that the console uses the right name server.",
+            )
+
+    return wrapped
+
+
+def _error(request, status: int, title: str, message: str, hint: str):
+    template = "console_ops/_error.html" if request.headers.get("HX-Request") else "console_ops/error.html"
+    context = {"title": title, "message": message, "hint": hint, "status": status}
+    return render(request, template, context, status=status)
+
+
+def ms_to_datetime(ms: int | None) -> datetime.datetime | None:
+    if not ms:
+        return None
+    return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
+
+
+def parse_datetime_ms(text: str | None, field: str) -> int | None:
+    """An ``<input type=datetime-local>`` value (UTC) or epoch milliseconds → epoch ms."""
+    text = (text or "").strip()
+    if not text:
+        return None
+    if text.isdigit():
+        return int(text)
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise BadRequest(f"{field}: {text!r} is not a date and time (use YYYY-MM-DDTHH:MM)") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def parse_float(text: str | None, field: str, minimum: float = 0, maximum: float = 100_000) -> float:
+    text = (text or "").strip() or "0"
+    try:
+        value = float(text)
+    except ValueError:
+        raise BadRequest(f"{field}: {text!r} is not a number") from None
+    if not minimum <= value <= maximum:
+        raise BadRequest(f"{field} must be between {minimum:g} and {maximum:g}")
+    return value
+
+
+def message_row(message, broker_name: str = "") -> dict:
+    """What message tables show of a MessageExt."""
+    return {
+        "msg_id": message.client_msg_id,
+        "offset_msg_id": message.msg_id,
+        "topic": message.topic,
+        "tags": message.tags or "",
+        "keys": " ".join(message.keys),
+        "queue_id": message.queue_id,
+        "queue_offset": message.queue_offset,
+        "born": ms_to_datetime(message.born_timestamp),
+        "stored": ms_to_datetime(message.store_timestamp),
+        "reconsume_times": message.reconsume_times,
+        "body_size": len(message.body),
+        "broker": broker_name,
+        "properties": dict(sorted(message.properties.items())),
+    }
+
+
+def body_views(body: bytes) -> dict:
+    """The body as text (when it decodes), pretty JSON (when it parses) and hex."""
+    text = None
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    pretty = None
+    if text is not None:
+        try:
+            pretty = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+        except ValueError:
+            pass
+    return {"text": text, "json": pretty, "hex": body[:4096].hex(" ", 2), "hex_truncated": len(body) > 4096}

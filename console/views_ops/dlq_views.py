@@ -1,0 +1,280 @@
+"""Dead-letter pages (W8): groups with dead letters, a group's list with filter and export,
+inspect one, dry-run preview, replay (one now; selected or all as a Celery job)."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from broker.common.topic_config import DLQ_GROUP_TOPIC_PREFIX, dlq_topic, retry_topic, validate_topic
+from console.audit import audit
+from console.models import AuditRecord, ReplayJob
+from console.roles import OPERATOR, VIEWER, require_role
+
+from . import connection
+from .common import BadRequest, body_views, cluster_errors, message_row, parse_datetime_ms, parse_float
+from .services import dlq
+
+MAX_SELECTED = 10_000
+MAX_RATE = 10_000
+
+
+def _filter_from(params) -> dlq.DeadLetterFilter:
+    return dlq.DeadLetterFilter(
+        key=(params.get("key") or "").strip(),
+        tag=(params.get("tag") or "").strip(),
+        begin_ms=parse_datetime_ms(params.get("begin"), "from"),
+        end_ms=parse_datetime_ms(params.get("end"), "to"),
+    )
+
+
+def _check_group(group: str) -> str:
+    problem = validate_topic(dlq_topic(group))
+    if problem:
+        raise BadRequest(f"bad consumer group name: {problem}")
+    return group
+
+
+@require_GET
+@require_role(VIEWER)
+@cluster_errors
+def dlq_groups(request):
+    admin = connection.admin()
+    groups = []
+    for topic in admin.topic_list():
+        if topic.startswith(DLQ_GROUP_TOPIC_PREFIX):
+            status = admin.topic_status(topic)
+            count = sum(q.max_offset - q.min_offset for q in status.queues)
+            groups.append({"group": topic[len(DLQ_GROUP_TOPIC_PREFIX) :], "count": count})
+    return render(request, "console_ops/dlq_groups.html", {"groups": groups})
+
+
+@require_GET
+@require_role(VIEWER)
+@cluster_errors
+def dlq_list(request, group: str):
+    _check_group(group)
+    flt = _filter_from(request.GET)
+    located = dlq.list_dead_letters(connection.admin(), group, flt)
+    rows = [
+        {**message_row(i.message, i.broker_name), "origin": dlq.original_topic(i.message)} for i in located
+    ]
+    context = {
+        "group": group,
+        "rows": rows,
+        "filter": request.GET,
+        "targets": dlq.TARGETS,
+        "retry_topic": retry_topic(group),
+    }
+    template = (
+        "console_ops/_dlq_table.html"
+        if request.htmx and request.htmx.target == "dlq-table"
+        else "console_ops/dlq_list.html"
+    )
+    return render(request, template, context)
+
+
+@require_GET
+@require_role(VIEWER)
+@cluster_errors
+def dlq_export(request, group: str, fmt: str):
+    _check_group(group)
+    located = dlq.list_dead_letters(connection.admin(), group, _filter_from(request.GET))
+    rows = [
+        {
+            "msgId": i.message.client_msg_id,
+            "offsetMsgId": i.message.msg_id,
+            "originTopic": dlq.original_topic(i.message) or "",
+            "tags": i.message.tags or "",
+            "keys": " ".join(i.message.keys),
+            "reconsumeTimes": i.message.reconsume_times,
+            "storeTimestamp": i.message.store_timestamp,
+            "broker": i.broker_name,
+            "queueId": i.message.queue_id,
+            "queueOffset": i.message.queue_offset,
+            "body": i.message.body.decode("utf-8", errors="replace"),
+        }
+        for i in located
+    ]
+    filename = f"dlq-{group}.{fmt}"
+    if fmt == "json":
+        response = HttpResponse(json.dumps(rows, indent=2), content_type="application/json")
+    else:
+        response = HttpResponse(content_type="text/csv; charset=utf-8")
+        writer = csv.DictWriter(response, fieldnames=list(rows[0]) if rows else ["msgId"])
+        writer.writeheader()
+        writer.writerows(rows)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@require_GET
+@require_role(VIEWER)
+@cluster_errors
+def dlq_message(request, group: str, offset_msg_id: str):
+    _check_group(group)
+    try:
+        (message,) = dlq.find_dead_letters(connection.admin(), group, [offset_msg_id])
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
+    context = {
+        "group": group,
+        "row": message_row(message),
+        "body": body_views(message.body),
+        "origin": dlq.original_topic(message),
+        "targets": dlq.TARGETS,
+        "retry_topic": retry_topic(group),
+    }
+    return render(request, "console_ops/dlq_message.html", context)
+
+
+def _selected_messages(request, group: str):
+    """The dead letters a replay form names: ``scope`` one / selected / all (with the filter)."""
+    scope = request.POST.get("scope", "selected")
+    admin = connection.admin()
+    if scope == "all":
+        return scope, [i.message for i in dlq.list_dead_letters(admin, group, _filter_from(request.POST))]
+    ids = [i for i in request.POST.getlist("ids") if i.strip()]
+    if not ids:
+        raise BadRequest("select at least one dead letter (or choose to replay all)")
+    if len(ids) > MAX_SELECTED:
+        raise BadRequest(f"at most {MAX_SELECTED} messages can be selected; replay all with a filter instead")
+    try:
+        return scope, dlq.find_dead_letters(admin, group, ids)
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
+
+
+def _target(request) -> str:
+    target = request.POST.get("target", dlq.TARGET_ORIGINAL)
+    if target not in dlq.TARGETS:
+        raise BadRequest(f"replay target must be one of {', '.join(dlq.TARGETS)}")
+    return target
+
+
+@require_POST
+@require_role(VIEWER)
+@cluster_errors
+def dlq_preview(request, group: str):
+    """Dry run: what would be sent where. Reads only, so viewers may look too."""
+    _check_group(group)
+    target = _target(request)
+    scope, messages = _selected_messages(request, group)
+    steps = dlq.plan_replay(group, messages, target)
+    context = {
+        "group": group,
+        "steps": steps,
+        "scope": scope,
+        "target": target,
+        "ready": sum(1 for s in steps if not s.error),
+        "blocked": sum(1 for s in steps if s.error),
+    }
+    return render(request, "console_ops/_dlq_preview.html", context)
+
+
+@require_POST
+@require_role(OPERATOR)
+@cluster_errors
+def dlq_replay(request, group: str):
+    _check_group(group)
+    target = _target(request)
+    rate = parse_float(request.POST.get("rate"), "rate (messages per second)", 0, MAX_RATE)
+    scope = request.POST.get("scope", "selected")
+    if scope == "one":
+        return _replay_one(request, group, target)
+    if scope not in ("selected", "all"):
+        raise BadRequest("scope must be one, selected or all")
+    job = ReplayJob.objects.create(
+        user=request.user,
+        group=group,
+        target=target,
+        rate_per_second=rate,
+        message_ids=[i for i in request.POST.getlist("ids") if i.strip()] if scope == "selected" else [],
+        filters=_filter_fields(request.POST) if scope == "all" else {},
+    )
+    if scope == "selected" and not job.message_ids:
+        job.delete()
+        raise BadRequest("select at least one dead letter (or choose to replay all)")
+    from console.tasks import replay_dead_letters
+
+    replay_dead_letters.delay(job.pk)
+    audit(
+        request,
+        "dlq.replay",
+        dlq_topic(group),
+        {
+            "scope": scope,
+            "target": target,
+            "rate": rate,
+            "job": job.pk,
+            "count": len(job.message_ids) or None,
+            "filter": job.filters,
+        },
+        detail=f"replay job {job.pk} queued",
+    )
+    return redirect("console_ops:replay_job", job_id=job.pk)
+
+
+def _filter_fields(params) -> dict:
+    flt = _filter_from(params)
+    return {"key": flt.key, "tag": flt.tag, "begin_ms": flt.begin_ms, "end_ms": flt.end_ms}
+
+
+def _replay_one(request, group: str, target: str):
+    offset_msg_id = (request.POST.get("ids") or "").strip()
+    if not offset_msg_id:
+        raise BadRequest("name the dead letter to replay")
+    try:
+        messages = dlq.find_dead_letters(connection.admin(), group, [offset_msg_id])
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
+    (outcome,) = list(dlq.replay(connection.producer(), group, messages, target))
+    params = {
+        "scope": "one",
+        "target": target,
+        "offsetMsgId": offset_msg_id,
+        "msgId": messages[0].client_msg_id,
+        "destination": outcome.step.destination,
+    }
+    if outcome.error:
+        audit(request, "dlq.replay", dlq_topic(group), params, AuditRecord.RESULT_FAILED, outcome.error)
+        raise BadRequest(f"replay failed: {outcome.error}")
+    audit(
+        request,
+        "dlq.replay",
+        dlq_topic(group),
+        {**params, "newMsgId": outcome.new_msg_id},
+        detail=f"sent to {outcome.step.destination} as {outcome.new_msg_id}",
+    )
+    context = {"group": group, "outcome": outcome}
+    return render(request, "console_ops/dlq_replayed.html", context)
+
+
+@require_GET
+@require_role(VIEWER)
+def replay_job(request, job_id: int):
+    job = ReplayJob.objects.filter(pk=job_id).first()
+    if job is None:
+        return render(
+            request,
+            "console_ops/error.html",
+            {
+                "title": "Not found",
+                "message": f"replay job {job_id} does not exist",
+                "hint": "Open the job list to see existing jobs.",
+                "status": 404,
+            },
+            status=404,
+        )
+    template = "console_ops/_replay_job.html" if request.htmx else "console_ops/replay_job.html"
+    return render(request, template, {"job": job})
+
+
+@require_GET
+@require_role(VIEWER)
+def replay_jobs(request):
+    return render(request, "console_ops/replay_jobs.html", {"jobs": ReplayJob.objects.all()[:100]})
