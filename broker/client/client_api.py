@@ -103,3 +103,14 @@ class ClientAPI:
         return int(
             _checked(await self.remoting.invoke(addr, create_request(code, fields)), addr).field("offset")
         )
+
+    async def send_back(self, addr: str, header: dict, timeout_ms: int = 3000) -> None:
+        """CONSUMER_SEND_MSG_BACK: the broker re-delivers the message later (or dead-letters it)."""
+        request = create_request(RC.CONSUMER_SEND_MSG_BACK, header)
+        _checked(await self.remoting.invoke(addr, request, timeout_ms), addr)
+
+    async def end_transaction_oneway(self, addr: str, header: dict, remark: str | None = None) -> None:
+        """END_TRANSACTION, oneway as RocketMQ's producers send it (the broker answers nothing)."""
+        request = create_request(RC.END_TRANSACTION, header, oneway=True)
+        request.remark = remark
+        await self.remoting.invoke_oneway(addr, request)

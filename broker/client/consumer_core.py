@@ -83,6 +83,8 @@ class ConsumerCore:
         self.started_at = 0
 
     # -- configuration ------------------------------------------------------------------------
+    subscribes_to_retry_topic = False  # push consumers do, in clustering mode
+
     def subscribe(self, topic: str, expression: str = "*") -> None:
         reason = tc.validate_topic(topic)
         if reason:
@@ -109,6 +111,9 @@ class ConsumerCore:
             self.offsets = LocalFileOffsetStore(self.offset_store_dir, self.instance.client_id, self.group)
         else:
             self.offsets = RemoteBrokerOffsetStore(self.instance, self.group)
+            if self.subscribes_to_retry_topic:
+                # Sent-back messages come back through the group's retry topic (RocketMQ's copySubscription).
+                self.subscriptions.setdefault(tc.retry_topic(self.group), "*")
         self.instance.consumers[self.group] = self
         self.running = True
         self.started_at = int(time.time() * 1000)
@@ -118,7 +123,7 @@ class ConsumerCore:
 
     async def _first_rebalance(self) -> None:
         for topic in self.subscriptions:
-            if await self.instance.route(topic, refresh=True) is None:
+            if await self.instance.route(topic, refresh=True) is None and not tc.is_retry_topic(topic):
                 # As RocketMQ: not fatal, the topic may be created later; rebalancing retries.
                 log.warning("no route of topic %s yet; %s consumes it once it appears", topic, self.group)
         await self.instance.send_heartbeats()

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from broker.common.batch_codec import encode_batch
 from broker.common.message import Message
 from broker.common.message_codec import properties_to_string
+from broker.common.message_const import PROPERTY_TRANSACTION_PREPARED
 from broker.common.message_id import create_unique_id
-from broker.common.sysflag import COMPRESSED_FLAG
+from broker.common.sysflag import COMPRESSED_FLAG, TRANSACTION_PREPARED_TYPE
 from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC, validate_topic
 from broker.remoting.codes import ResponseCode
 from broker.remoting.errors import RemotingError
@@ -194,6 +195,8 @@ class Producer:
             msg.unique_key = msg.unique_key or create_unique_id()
             if len(body) > self.compress_over:
                 body, sys_flag = zlib.compress(body, 5), COMPRESSED_FLAG
+            if msg.properties.get(PROPERTY_TRANSACTION_PREPARED) == "true":
+                sys_flag |= TRANSACTION_PREPARED_TYPE  # a half message (TransactionProducer)
         header = {
             "producerGroup": self.group,
             "topic": msg.topic,

@@ -10,11 +10,13 @@ from __future__ import annotations
 import enum
 import logging
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from .consumer_core import ConsumerCore
+from broker.common.message_const import PROPERTY_RETRY_TOPIC
+from broker.common.topic_config import retry_topic
+
+from .consumer_core import BROADCASTING, ConsumerCore
 from .message_queue import MessageQueue
 
 log = logging.getLogger(__name__)
@@ -51,6 +53,8 @@ class ProcessQueue:
 
 
 class PushConsumer(ConsumerCore):
+    subscribes_to_retry_topic = True
+
     def __init__(
         self,
         group: str,
@@ -59,13 +63,18 @@ class PushConsumer(ConsumerCore):
         consume_threads: int = 20,
         consume_batch_size: int = 1,
         pull_threshold_per_queue: int = 1000,
-        retry_delay_s: float = 1.0,
+        retry_delay_s: float = 5.0,
+        max_reconsume_times: int | None = None,
+        send_back_timeout_s: float = 3.0,
         **options,
     ) -> None:
         super().__init__(group, namesrv_addr, **options)
         self.consume_batch_size = consume_batch_size
         self.pull_threshold = pull_threshold_per_queue
         self.retry_delay_s = retry_delay_s
+        # None: the subscription group's retryMaxTimes (16 by default) decides on the broker.
+        self.max_reconsume_times = max_reconsume_times
+        self.send_back_timeout_s = send_back_timeout_s
         self.listener: Callable | None = None
         self.process_queues: dict[MessageQueue, ProcessQueue] = {}
         self.before_hooks: list[Callable] = []
@@ -106,10 +115,13 @@ class PushConsumer(ConsumerCore):
     def _consume(self, mq: MessageQueue, queue: ProcessQueue, messages: list) -> None:
         if queue.dropped or not self.running:
             return
+        for msg in messages:
+            restore_retry_topic(msg, self.group)
+        context = {"message_queue": mq, "delay_level_when_next_consume": 0, "ack_index": len(messages) - 1}
         for hook in self.before_hooks:
             hook(messages)
         try:
-            status = self.listener(messages, {"message_queue": mq})
+            status = self.listener(messages, context)
         except Exception:
             log.exception(
                 "the message listener of %s raised; the messages will be consumed again", self.group
@@ -117,22 +129,78 @@ class PushConsumer(ConsumerCore):
             status = None
         for hook in self.after_hooks:
             hook(messages, status)
-        if status is not ConsumeConcurrentlyStatus.CONSUME_SUCCESS:
-            self._redeliver_later(mq, queue, messages)
-            return
+        if status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS:
+            ack_index = min(int(context.get("ack_index", len(messages) - 1)), len(messages) - 1)
+        else:
+            ack_index = -1
+        self._process_result(
+            mq, queue, messages, ack_index, int(context.get("delay_level_when_next_consume", 0))
+        )
+
+    def _process_result(
+        self, mq, queue: ProcessQueue, messages: list, ack_index: int, delay_level: int
+    ) -> None:
+        """Messages after ``ack_index`` failed: send them back (clustering) or drop them
+        (broadcasting, as RocketMQ); only those the broker would not take back stay here."""
+        failed = messages[ack_index + 1 :]
+        kept: list = []
+        if failed and self.message_model == BROADCASTING:
+            for msg in failed:
+                log.warning(
+                    "BROADCASTING: consuming message %s of %s failed; dropped", msg.client_msg_id, msg.topic
+                )
+        elif failed:
+            kept = [msg for msg in failed if not self.send_message_back(msg, mq, delay_level)]
         for msg in messages:
+            if any(msg is k for k in kept):
+                continue
             commit = queue.remove(msg.queue_offset)
             if not queue.dropped:
                 self.offsets.update(mq, commit, increase_only=True)
+        if kept:
+            self._consume_locally_later(mq, queue, kept)
 
-    def _redeliver_later(self, mq: MessageQueue, queue: ProcessQueue, messages: list) -> None:
-        """Try again after a pause; the offset stays behind the failed message meanwhile."""
+    def send_message_back(self, msg, mq: MessageQueue, delay_level: int = 0) -> bool:
+        """CONSUMER_SEND_MSG_BACK for ``msg`` (consumed from ``mq``); False when it failed.
+
+        ``delay_level`` 0 lets the broker choose (3 + reconsume times), < 0 dead-letters at once."""
+        addr = self.instance.broker_addr(mq.broker_name) or "{}:{}".format(*msg.store_host)
+        header = {
+            "offset": msg.commitlog_offset,
+            "group": self.group,
+            "delayLevel": delay_level,
+            "originMsgId": msg.client_msg_id,
+            "originTopic": msg.topic,
+            "unitMode": False,
+            "maxReconsumeTimes": self.max_reconsume_times,
+        }
+        try:
+            self.instance.run(self.instance.api.send_back(addr, header), timeout=self.send_back_timeout_s)
+            return True
+        except Exception as exc:
+            log.warning("sending message %s back to %s failed (%s); consuming it again locally in %.0f s",
+                        msg.client_msg_id, addr, exc, self.retry_delay_s)  # fmt: skip
+            return False
+
+    def _consume_locally_later(self, mq: MessageQueue, queue: ProcessQueue, messages: list) -> None:
+        """The broker did not take them back: keep their offsets pinned and try here again later."""
         for msg in messages:
             msg.reconsume_times += 1
 
         def again() -> None:
-            time.sleep(self.retry_delay_s)
-            self._consume(mq, queue, messages)
+            if self.running and not queue.dropped:
+                try:
+                    self.pool.submit(self._consume, mq, queue, messages)
+                except RuntimeError:  # the pool shut down meanwhile
+                    pass
 
-        if self.running:
-            self.pool.submit(again)
+        timer = threading.Timer(self.retry_delay_s, again)
+        timer.daemon = True
+        timer.start()
+
+
+def restore_retry_topic(msg, group: str) -> None:
+    """A message re-delivered through ``%RETRY%<group>`` shows its original topic again."""
+    original = msg.properties.get(PROPERTY_RETRY_TOPIC)
+    if original and msg.topic == retry_topic(group):
+        msg.topic = original

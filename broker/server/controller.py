@@ -19,12 +19,17 @@ from .config import BrokerConfig
 from .long_polling import PullRequestHoldService
 from .processors.admin import AdminProcessor
 from .processors.clients import ClientProcessor, OffsetProcessor, notify_request
+from .processors.end_transaction import EndTransactionProcessor
 from .processors.pull import PullProcessor
 from .processors.query import QueryProcessor
 from .processors.send import SendProcessor
+from .processors.send_back import SendBackProcessor
 from .registration import NamesrvRegistration
+from .schedule_message import ScheduleMessageService
 from .subscription_manager import SubscriptionGroupManager
 from .topic_manager import TopicConfigManager
+from .transaction.check_service import TransactionalMessageCheckService
+from .transaction.service import TransactionalMessageService
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +52,9 @@ class BrokerController:
         self.consumers = ConsumerManager()
         self.producers = ProducerManager()
         self.server = RemotingServer(config.broker_ip1, config.listen_port)
+        self.schedule = ScheduleMessageService(self.store, config_dir, config.flush_delay_offset_interval)
+        self.transactions = TransactionalMessageService(self)
+        self.transaction_checker = TransactionalMessageCheckService(self, self.transactions)
         self.hold: PullRequestHoldService | None = None
         self.registration: NamesrvRegistration | None = None
         self._tasks: list[asyncio.Task] = []
@@ -65,6 +73,8 @@ class BrokerController:
         self.registration = NamesrvRegistration(self)
         await self.registration.register_all()
         self.registration.start()
+        self.schedule.start()
+        self.transaction_checker.start()
         self._tasks = [
             asyncio.create_task(
                 self._every(self.config.flush_consumer_offset_interval, self.offsets.persist)
@@ -115,6 +125,9 @@ class BrokerController:
             RC.UPDATE_BROKER_CONFIG: admin.update_config,
             RC.GET_CONSUMER_RUNNING_INFO: admin.forward_to_client,
             RC.CONSUME_MESSAGE_DIRECTLY: admin.forward_to_client,
+            RC.CONSUMER_SEND_MSG_BACK: SendBackProcessor(self).send_back,
+            RC.END_TRANSACTION: EndTransactionProcessor(self).end_transaction,
+            RC.GET_ALL_DELAY_OFFSET: self.schedule.all_delay_offsets,
         }
         for code, handler in table.items():
             self.server.register_processor(code, handler)
@@ -191,6 +204,9 @@ class BrokerController:
         if self.registration:
             await self.registration.stop()
         await self.server.stop()
+        # Both finish the message in hand before stopping, so the persisted progress is exact.
+        await self.schedule.stop()
+        await self.transaction_checker.stop()
         self.offsets.persist()
         self.topics.persist()
         self.store.shutdown()
