@@ -14,6 +14,7 @@ from .allocate import (
     AllocateConsistentHash,
 )
 from .asyncio_api import AsyncLitePullConsumer, AsyncPushConsumer
+from .consume_orderly import ConsumeOrderlyStatus
 from .consumer_core import (
     BROADCASTING,
     CLUSTERING,
@@ -23,6 +24,7 @@ from .consumer_core import (
 )
 from .errors import MQBrokerError, MQClientError
 from .message_queue import MessageQueue
+from .message_selector import MessageSelector
 from .producer import Producer, SendResult, hash_selector, random_selector
 from .pull_consumer import LitePullConsumer
 from .push_consumer import ConsumeConcurrentlyStatus, PushConsumer
@@ -41,10 +43,12 @@ __all__ = [
     "AsyncLitePullConsumer",
     "AsyncPushConsumer",
     "ConsumeConcurrentlyStatus",
+    "ConsumeOrderlyStatus",
     "LitePullConsumer",
     "MQBrokerError",
     "MQClientError",
     "MessageQueue",
+    "MessageSelector",
     "Producer",
     "PushConsumer",
     "SendResult",

@@ -12,6 +12,7 @@ from broker.remoting.codes import ResponseCode
 from broker.remoting.command import RemotingCommand, create_request
 
 from .errors import MQBrokerError
+from .message_queue import MessageQueue
 
 PULL_FLAG_COMMIT_OFFSET, PULL_FLAG_SUSPEND, PULL_FLAG_SUBSCRIPTION = 0x1, 0x2, 0x4
 
@@ -114,3 +115,21 @@ class ClientAPI:
         request = create_request(RC.END_TRANSACTION, header, oneway=True)
         request.remark = remark
         await self.remoting.invoke_oneway(addr, request)
+    async def check_client_config(self, addr: str, client_id: str, group: str, subscription: dict) -> None:
+        """CHECK_CLIENT_CONFIG: raises ``MQBrokerError`` (SUBSCRIPTION_PARSE_FAILED, …) when refused."""
+        body = {"clientId": client_id, "group": group, "subscriptionData": subscription}
+        request = create_request(RC.CHECK_CLIENT_CONFIG, body=orjson.dumps(body))
+        _checked(await self.remoting.invoke(addr, request, 3000), addr)
+
+    async def lock_batch_mq(self, addr: str, group: str, client_id: str, mqs: list) -> set:
+        """LOCK_BATCH_MQ: the queues (of ``mqs``) this client now holds on that broker."""
+        body = {"consumerGroup": group, "clientId": client_id, "mqSet": [mq.to_json() for mq in mqs]}
+        request = create_request(RC.LOCK_BATCH_MQ, body=orjson.dumps(body))
+        response = _checked(await self.remoting.invoke(addr, request, 1000), addr)
+        data = fastjson.loads(response.body) if response.body else {}
+        return {MessageQueue.from_json(q) for q in data.get("lockOKMQSet") or []}
+
+    async def unlock_batch_mq(self, addr: str, group: str, client_id: str, mqs: list) -> None:
+        body = {"consumerGroup": group, "clientId": client_id, "mqSet": [mq.to_json() for mq in mqs]}
+        request = create_request(RC.UNLOCK_BATCH_MQ, body=orjson.dumps(body))
+        _checked(await self.remoting.invoke(addr, request, 1000), addr)

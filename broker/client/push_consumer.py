@@ -80,36 +80,62 @@ class PushConsumer(ConsumerCore):
         self.before_hooks: list[Callable] = []
         self.after_hooks: list[Callable] = []
         self.pool = ThreadPoolExecutor(consume_threads, thread_name_prefix=f"consume-{group}")
+        self.orderly = None  # a ConsumeMessageOrderlyService once an orderly listener is registered
 
     def register_message_listener(self, listener: Callable) -> None:
         """``listener(messages, context) -> ConsumeConcurrentlyStatus``."""
         self.listener = listener
 
+    def register_message_listener_orderly(self, listener: Callable, **options) -> None:
+        """``listener(messages, context) -> ConsumeOrderlyStatus``: each queue in order, one thread
+        at a time, while this client holds the queue's lock (options: see ``consume_orderly``)."""
+        from .consume_orderly import ConsumeMessageOrderlyService
+
+        self.listener = listener
+        self.orderly = ConsumeMessageOrderlyService(self, listener, **options)
+
     def start(self) -> PushConsumer:
         if self.listener is None:
             raise ValueError("register a message listener before starting the consumer")
         self._start_core()
+        if self.orderly is not None:
+            self.orderly.start()
         return self
 
     def shutdown(self) -> None:
+        if self.orderly is not None:
+            self.orderly.shutdown()
         self._shutdown_core()
         self.pool.shutdown(wait=True, cancel_futures=True)
 
     # -- hooks of ConsumerCore ----------------------------------------------------------------
     def is_busy(self, mq: MessageQueue) -> bool:
+        if self.orderly is not None:
+            return self.orderly.is_busy(mq)
         queue = self.process_queues.get(mq)
         return queue is not None and len(queue) >= self.pull_threshold
 
     def on_messages(self, mq: MessageQueue, messages: list) -> None:
+        if self.orderly is not None:
+            return self.orderly.on_messages(mq, messages)
         queue = self.process_queues.setdefault(mq, ProcessQueue())
         queue.add(messages)
         for start in range(0, len(messages), self.consume_batch_size):
             self.pool.submit(self._consume, mq, queue, messages[start : start + self.consume_batch_size])
 
     def on_queue_dropped(self, mq: MessageQueue) -> None:
+        if self.orderly is not None:
+            self.orderly.on_queue_dropped(mq)
         queue = self.process_queues.pop(mq, None)
         if queue is not None:
             queue.dropped = True
+
+    async def acquire_queue(self, mq: MessageQueue) -> bool:
+        return await self.orderly.acquire_queue(mq) if self.orderly is not None else True
+
+    async def release_queue(self, mq: MessageQueue) -> None:
+        if self.orderly is not None:
+            await self.orderly.release_queue(mq)
 
     # -- consuming ----------------------------------------------------------------------------
     def _consume(self, mq: MessageQueue, queue: ProcessQueue, messages: list) -> None:

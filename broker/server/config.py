@@ -56,6 +56,8 @@ class BrokerConfig:
     transaction_timeout: int = 6000
     transaction_check_interval: int = 60_000
     transaction_check_max: int = 15
+    # How long an orderly consumer's queue lock lives without renewal (RocketMQ: 60 s).
+    rebalance_lock_max_live_time: int = 60_000
     raw: dict[str, str] = field(default_factory=dict)
     conf_path: Path | None = None
 
@@ -92,6 +94,7 @@ class BrokerConfig:
             transaction_timeout=get_int(raw, "transactionTimeOut", 6000),
             transaction_check_interval=get_int(raw, "transactionCheckInterval", 60_000),
             transaction_check_max=get_int(raw, "transactionCheckMax", 15),
+            rebalance_lock_max_live_time=get_int(raw, "rebalanceLockMaxLiveTime", 60_000),
             raw=dict(raw),
             conf_path=conf_path,
         )
@@ -123,6 +126,7 @@ class BrokerConfig:
             "transactionTimeOut": str(self.transaction_timeout),
             "transactionCheckInterval": str(self.transaction_check_interval),
             "transactionCheckMax": str(self.transaction_check_max),
+            "rebalanceLockMaxLiveTime": str(self.rebalance_lock_max_live_time),
         }
         store = self.store_config()
         values.update(

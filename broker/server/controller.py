@@ -16,14 +16,17 @@ from broker.store.message_store import MessageStore
 
 from .client_manager import ConsumerManager, ProducerManager
 from .config import BrokerConfig
+from .filter import FilterCache
 from .long_polling import PullRequestHoldService
 from .processors.admin import AdminProcessor
 from .processors.clients import ClientProcessor, OffsetProcessor, notify_request
 from .processors.end_transaction import EndTransactionProcessor
+from .processors.locks import LockProcessor
 from .processors.pull import PullProcessor
 from .processors.query import QueryProcessor
 from .processors.send import SendProcessor
 from .processors.send_back import SendBackProcessor
+from .queue_locks import RebalanceLockManager
 from .registration import NamesrvRegistration
 from .schedule_message import ScheduleMessageService
 from .subscription_manager import SubscriptionGroupManager
@@ -51,6 +54,8 @@ class BrokerController:
         self.offsets = ConsumerOffsetTable(config_dir)
         self.consumers = ConsumerManager()
         self.producers = ProducerManager()
+        self.filters = FilterCache()
+        self.queue_locks = RebalanceLockManager(config.rebalance_lock_max_live_time)
         self.server = RemotingServer(config.broker_ip1, config.listen_port)
         self.schedule = ScheduleMessageService(self.store, config_dir, config.flush_delay_offset_interval)
         self.transactions = TransactionalMessageService(self)
@@ -129,6 +134,8 @@ class BrokerController:
             RC.END_TRANSACTION: EndTransactionProcessor(self).end_transaction,
             RC.GET_ALL_DELAY_OFFSET: self.schedule.all_delay_offsets,
         }
+        locks = LockProcessor(self)
+        table[RC.LOCK_BATCH_MQ], table[RC.UNLOCK_BATCH_MQ] = locks.lock_batch, locks.unlock_batch
         for code, handler in table.items():
             self.server.register_processor(code, handler)
 

@@ -1,0 +1,138 @@
+"""Acceptance 5: orderly consumers keep each order id's messages in send order, lose none,
+across random listener failures and a rebalance in the middle of the run."""
+
+import random
+import threading
+from collections import defaultdict
+
+import orjson
+import pytest
+
+from broker.client import (
+    CONSUME_FROM_FIRST_OFFSET,
+    ConsumeOrderlyStatus,
+    Producer,
+    PushConsumer,
+    hash_selector,
+)
+from broker.common.message import Message
+from broker.remoting.codes import RequestCode
+from broker.remoting.command import create_request
+from tests.integration.semantics_cluster import start_one_broker, wait_until
+
+TOPIC = "OrderTopic"
+GROUP = "orderly-group"
+MESSAGES, ORDER_IDS, QUEUES = 10_000, 100, 8
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    cluster = start_one_broker(tmp_path)
+    cluster.create_topic(TOPIC, QUEUES)
+    yield cluster
+    cluster.stop()
+
+
+class OrderChecker:
+    """Records what each listener call saw, and whether two consumers ever shared a queue."""
+
+    def __init__(self, failure_rate: float) -> None:
+        self.lock = threading.Lock()
+        self.done: dict[str, list[int]] = defaultdict(list)
+        self.active: dict[int, str] = {}
+        self.overlaps: list[tuple] = []
+        self.failures = 0
+        self.rng = random.Random(7)
+        self.failure_rate = failure_rate
+
+    def listener_for(self, name: str):
+        def listener(messages, context):
+            queue_id = context["message_queue"].queue_id
+            with self.lock:
+                if queue_id in self.active:
+                    self.overlaps.append((queue_id, self.active[queue_id], name))
+                self.active[queue_id] = name
+                fail = self.rng.random() < self.failure_rate
+                if fail:
+                    self.failures += 1
+                else:
+                    for msg in messages:
+                        order_id, seq = msg.body.decode().split(":")
+                        self.done[order_id].append(int(seq))
+                del self.active[queue_id]
+            return (
+                ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT if fail else ConsumeOrderlyStatus.SUCCESS
+            )
+
+        return listener
+
+    @property
+    def total(self) -> int:
+        with self.lock:
+            return sum(len(v) for v in self.done.values())
+
+
+def _orderly_consumer(cluster, name, checker):
+    consumer = PushConsumer(
+        GROUP,
+        cluster.namesrv_addr,
+        instance_name=name,
+        consume_from_where=CONSUME_FROM_FIRST_OFFSET,
+        consume_threads=4,
+        rebalance_interval_ms=300,
+    )
+    consumer.subscribe(TOPIC, "*")
+    consumer.register_message_listener_orderly(checker.listener_for(name), suspend_current_queue_time_ms=10)
+    return consumer.start()
+
+
+def _produce(cluster, sent: dict):
+    producer = Producer("orderly-producer", cluster.namesrv_addr).start()
+    rng = random.Random(11)
+    try:
+        for _ in range(MESSAGES):
+            order_id = f"order-{rng.randrange(ORDER_IDS)}"
+            seq = sent[order_id]
+            producer.send(Message(TOPIC, f"{order_id}:{seq}".encode()), selector=hash_selector, arg=order_id)
+            sent[order_id] = seq + 1
+    finally:
+        producer.shutdown()
+
+
+def test_three_orderly_consumers_keep_order_through_failures_and_a_rebalance(cluster):
+    checker = OrderChecker(failure_rate=0.02)
+    sent: dict[str, int] = defaultdict(int)
+    producing = threading.Thread(target=_produce, args=(cluster, sent))
+    consumers = [_orderly_consumer(cluster, "c1", checker), _orderly_consumer(cluster, "c2", checker)]
+    try:
+        producing.start()
+        assert wait_until(lambda: checker.total >= MESSAGES // 3, timeout=60)
+        consumers.append(_orderly_consumer(cluster, "c3", checker))  # a rebalance mid-run
+        producing.join(120)
+        assert wait_until(lambda: checker.total >= MESSAGES, timeout=60), checker.total
+        assert all(len(c.assigned) >= 2 for c in consumers), [sorted(c.assigned) for c in consumers]
+    finally:
+        for consumer in consumers:
+            consumer.shutdown()
+    assert checker.failures > 0
+    assert checker.overlaps == []
+    assert sum(sent.values()) == MESSAGES
+    for order_id, count in sent.items():
+        assert checker.done[order_id] == list(range(count)), order_id
+
+
+def test_broker_queue_locks_are_per_client_and_released(cluster):
+    def call(code, client_id, queue_ids):
+        mqs = [{"topic": TOPIC, "brokerName": "broker-a", "queueId": q} for q in queue_ids]
+        body = {"consumerGroup": GROUP, "clientId": client_id, "mqSet": mqs}
+        response = cluster.admin.invoke(cluster.broker_addr, create_request(code, body=orjson.dumps(body)))
+        assert response.ok, response.remark
+        return sorted(q["queueId"] for q in orjson.loads(response.body or b"{}").get("lockOKMQSet", []))
+
+    assert call(RequestCode.LOCK_BATCH_MQ, "client-a", [0, 1]) == [0, 1]
+    assert call(RequestCode.LOCK_BATCH_MQ, "client-b", [1, 2]) == [2]
+    assert call(RequestCode.LOCK_BATCH_MQ, "client-a", [0, 1]) == [0, 1]  # renewal
+    call(RequestCode.UNLOCK_BATCH_MQ, "client-b", [1])  # not b's lock: nothing changes
+    assert call(RequestCode.LOCK_BATCH_MQ, "client-b", [1]) == []
+    call(RequestCode.UNLOCK_BATCH_MQ, "client-a", [1])
+    assert call(RequestCode.LOCK_BATCH_MQ, "client-b", [1]) == [1]
