@@ -11,6 +11,7 @@ urlpatterns = [
     path("dlq/<str:group>/", dlq_views.dlq_list, name="dlq_list"),
     path("dlq/<str:group>/export.<str:fmt>", dlq_views.dlq_export, name="dlq_export"),
     path("dlq/<str:group>/message/<str:offset_msg_id>/", dlq_views.dlq_message, name="dlq_message"),
+    path("dlq/<str:group>/make-readable/", dlq_views.dlq_make_readable, name="dlq_make_readable"),
     path("dlq/<str:group>/preview/", dlq_views.dlq_preview, name="dlq_preview"),
     path("dlq/<str:group>/replay/", dlq_views.dlq_replay, name="dlq_replay"),
     path("jobs/", dlq_views.replay_jobs, name="replay_jobs"),

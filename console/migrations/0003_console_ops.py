@@ -6,51 +6,86 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('console', '0002_roles'),
+        ("console", "0002_roles"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ReplayJob',
+            name="ReplayJob",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('group', models.CharField(max_length=255)),
-                ('target', models.CharField(max_length=16)),
-                ('rate_per_second', models.FloatField(default=0)),
-                ('message_ids', models.JSONField(blank=True, default=list)),
-                ('filters', models.JSONField(blank=True, default=dict)),
-                ('status', models.CharField(choices=[('pending', 'pending'), ('running', 'running'), ('done', 'done'), ('failed', 'failed')], default='pending', max_length=16)),
-                ('total', models.IntegerField(default=0)),
-                ('sent', models.IntegerField(default=0)),
-                ('failed', models.IntegerField(default=0)),
-                ('errors', models.JSONField(blank=True, default=list)),
-                ('detail', models.TextField(blank=True)),
-                ('user', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                ("group", models.CharField(max_length=255)),
+                ("target", models.CharField(max_length=16)),
+                ("rate_per_second", models.FloatField(default=0)),
+                ("message_ids", models.JSONField(blank=True, default=list)),
+                ("filters", models.JSONField(blank=True, default=dict)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "pending"),
+                            ("running", "running"),
+                            ("done", "done"),
+                            ("failed", "failed"),
+                        ],
+                        default="pending",
+                        max_length=16,
+                    ),
+                ),
+                ("total", models.IntegerField(default=0)),
+                ("sent", models.IntegerField(default=0)),
+                ("failed", models.IntegerField(default=0)),
+                ("errors", models.JSONField(blank=True, default=list)),
+                ("detail", models.TextField(blank=True)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='SavedTailFilter',
+            name="SavedTailFilter",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=80)),
-                ('topic', models.CharField(blank=True, max_length=255)),
-                ('tags', models.CharField(blank=True, max_length=2000)),
-                ('sql', models.TextField(blank=True)),
-                ('key', models.CharField(blank=True, max_length=255)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='tail_filters', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=80)),
+                ("topic", models.CharField(blank=True, max_length=255)),
+                ("tags", models.CharField(blank=True, max_length=2000)),
+                ("sql", models.TextField(blank=True)),
+                ("key", models.CharField(blank=True, max_length=255)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="tail_filters",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
-                'constraints': [models.UniqueConstraint(fields=('user', 'name'), name='unique_tail_filter_name')],
+                "ordering": ["name"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("user", "name"), name="unique_tail_filter_name")
+                ],
             },
         ),
     ]

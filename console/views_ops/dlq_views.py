@@ -10,6 +10,7 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from broker.client.admin import MQAdminError
 from broker.common.topic_config import DLQ_GROUP_TOPIC_PREFIX, dlq_topic, retry_topic, validate_topic
 from console.audit import audit
 from console.models import AuditRecord, ReplayJob
@@ -59,6 +60,9 @@ def dlq_groups(request):
 def dlq_list(request, group: str):
     _check_group(group)
     flt = _filter_from(request.GET)
+    write_only = dlq.write_only_brokers(connection.admin(), group)
+    if write_only:
+        return render(request, "console_ops/dlq_write_only.html", {"group": group, "brokers": write_only})
     located = dlq.list_dead_letters(connection.admin(), group, flt)
     rows = [
         {**message_row(i.message, i.broker_name), "origin": dlq.original_topic(i.message)} for i in located
@@ -76,6 +80,26 @@ def dlq_list(request, group: str):
         else "console_ops/dlq_list.html"
     )
     return render(request, template, context)
+
+
+@require_POST
+@require_role(OPERATOR)
+@cluster_errors
+def dlq_make_readable(request, group: str):
+    _check_group(group)
+    try:
+        changed = dlq.make_readable(connection.admin(), group)
+    except MQAdminError as exc:
+        audit(request, "dlq.make_readable", dlq_topic(group), {}, AuditRecord.RESULT_FAILED, str(exc))
+        raise
+    audit(
+        request,
+        "dlq.make_readable",
+        dlq_topic(group),
+        {"brokers": changed},
+        detail="perm set to 6 (read+write)",
+    )
+    return redirect("console_ops:dlq_list", group=group)
 
 
 @require_GET

@@ -14,10 +14,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from broker.client import Producer
-from broker.client.admin import MQAdmin
+from broker.client.admin import MQAdmin, NotFoundError
 from broker.common import message_const as mc
 from broker.common.message import Message, MessageExt
-from broker.common.topic_config import dlq_topic, retry_topic
+from broker.common.topic_config import PERM_READ, PERM_WRITE, dlq_topic, is_readable, retry_topic
 
 from .reading import LocatedMessage, read_topic
 
@@ -86,6 +86,33 @@ class ReplayOutcome:
 
 def original_topic(message: MessageExt) -> str | None:
     return message.get_property(mc.PROPERTY_RETRY_TOPIC) or message.get_property(mc.PROPERTY_REAL_TOPIC)
+
+
+def write_only_brokers(admin: MQAdmin, group: str) -> list[str]:
+    """Brokers where the group's DLQ topic cannot be read. A broker creates it write-only (as
+    RocketMQ 4.x does, so nothing consumes dead letters by accident); browsing needs read."""
+    try:
+        route = admin.topic_route(dlq_topic(group))
+    except NotFoundError:
+        return []
+    return sorted(q.broker_name for q in route.queue_datas if not is_readable(q.perm))
+
+
+def make_readable(admin: MQAdmin, group: str) -> list[str]:
+    """Give the DLQ topic read permission (perm 6) on every broker of its route, keeping its queue
+    counts, as an operator does in RocketMQ's dashboard before browsing dead letters."""
+    topic = dlq_topic(group)
+    route = admin.topic_route(topic)
+    changed = []
+    for queue_data in route.queue_datas:
+        if is_readable(queue_data.perm):
+            continue
+        addr = route.broker(queue_data.broker_name).master_addr
+        admin.create_or_update_topic(
+            addr, topic, queue_data.read_queue_nums, queue_data.write_queue_nums, PERM_READ | PERM_WRITE
+        )
+        changed.append(queue_data.broker_name)
+    return changed
 
 
 def list_dead_letters(
