@@ -805,6 +805,33 @@ class AsyncMQAdmin:
         body = _format_properties(properties)
         (await self._broker(addr, RequestCode.UPDATE_BROKER_CONFIG, None, body)).raise_unless_success()
 
+    async def all_topic_configs(self, addr: str) -> dict[str, dict[str, Any]]:
+        """The broker's topic table (GET_ALL_TOPIC_CONFIG): name → TopicConfig JSON (RocketMQ names)."""
+        reply = await self._broker(addr, RequestCode.GET_ALL_TOPIC_CONFIG)
+        reply.raise_unless_success()
+        table = reply.json().get("topicConfigTable") or {}
+        return {str(name): dict(config) for name, config in sorted(table.items())}
+
+    async def all_subscription_groups(self, addr: str) -> dict[str, dict[str, Any]]:
+        """The broker's group table (GET_ALL_SUBSCRIPTIONGROUP_CONFIG): name → SubscriptionGroupConfig."""
+        reply = await self._broker(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        reply.raise_unless_success()
+        table = reply.json().get("subscriptionGroupTable") or {}
+        return {str(name): dict(config) for name, config in sorted(table.items())}
+
+    async def consume_message_directly(
+        self, group: str, client_id: str, offset_msg_id: str, topic: str | None = None
+    ) -> dict[str, Any]:
+        """Hand one stored message to one online consumer (CONSUME_MESSAGE_DIRECTLY through the
+        message's store host) and return its ConsumeMessageDirectlyResult (consumeResult, remark,
+        spentTimeMills). Nothing is committed: it is a redelivery to that client only."""
+        addr, _ = _decode_offset_msg_id(offset_msg_id)
+        fields: dict[str, Any] = {"consumerGroup": group, "clientId": client_id, "msgId": offset_msg_id}
+        if topic:
+            fields["topic"] = topic
+        reply = await self._broker(addr, RequestCode.CONSUME_MESSAGE_DIRECTLY, fields)
+        reply.raise_unless_success()
+        return reply.json()
 
     # -- delayed messages and transactions (console W6/W7) ---------------------------------------
 
@@ -885,6 +912,11 @@ class MQAdmin:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def run(self, coroutine: Coroutine[Any, Any, Any], timeout: float | None = None) -> Any:
+        """Run a coroutine over ``self.core`` on the admin's loop thread and return its result: for
+        callers that fan many requests out at once (``asyncio.gather``) instead of one by one."""
+        return self._loop.run(coroutine, timeout=timeout)
+
     def iter_queue_messages(
         self, addr: str, topic: str, queue_id: int, start: int, end: int, group: str = TOOLS_CONSUMER_GROUP
     ) -> Iterator[MessageExt]:
@@ -929,6 +961,9 @@ class MQAdmin:
     delay_offsets = _blocking(AsyncMQAdmin.delay_offsets)
     end_transaction = _blocking(AsyncMQAdmin.end_transaction)
     query_consumer_offset = _blocking(AsyncMQAdmin.query_consumer_offset)
+    all_topic_configs = _blocking(AsyncMQAdmin.all_topic_configs)
+    all_subscription_groups = _blocking(AsyncMQAdmin.all_subscription_groups)
+    consume_message_directly = _blocking(AsyncMQAdmin.consume_message_directly)
 
 
 def _progress_rows(table: Any, broker_name: str) -> list[QueueConsumeProgress]:
