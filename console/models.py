@@ -39,6 +39,7 @@ class ReplayJob(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    namesrv = models.CharField(max_length=512)  # the cluster the operator was looking at
     group = models.CharField(max_length=255)
     target = models.CharField(max_length=16)  # "original" or "retry"
     rate_per_second = models.FloatField(default=0)

@@ -7,7 +7,7 @@ from console.views_ops import delayed_views, dlq_views, tail_views, trace_views,
 app_name = "console_ops"
 
 urlpatterns = [
-    path("dlq/", dlq_views.dlq_groups, name="dlq_groups"),
+    path("dlq/", dlq_views.dlq_groups, name="dlq"),
     path("dlq/<str:group>/", dlq_views.dlq_list, name="dlq_list"),
     path("dlq/<str:group>/export.<str:fmt>", dlq_views.dlq_export, name="dlq_export"),
     path("dlq/<str:group>/message/<str:offset_msg_id>/", dlq_views.dlq_message, name="dlq_message"),

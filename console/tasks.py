@@ -12,6 +12,7 @@ import time
 from celery import shared_task
 from django.utils import timezone
 
+from console import cluster_access
 from console.models import AuditRecord, ReplayJob
 from console.views_ops import connection
 from console.views_ops.services import dlq
@@ -22,7 +23,7 @@ PROGRESS_EVERY_S = 0.5
 
 
 def _messages_of(job: ReplayJob):
-    admin = connection.admin()
+    admin = cluster_access.admin_for(job.namesrv)
     if job.message_ids:
         return dlq.find_dead_letters(admin, job.group, job.message_ids)
     flt = dlq.DeadLetterFilter(**job.filters)
@@ -40,7 +41,7 @@ def replay_dead_letters(job_id: int) -> dict:
         job.save(update_fields=["total"])
         last_save = time.monotonic()
         for outcome in dlq.replay(
-            connection.producer(), job.group, messages, job.target, job.rate_per_second
+            connection.producer_for(job.namesrv), job.group, messages, job.target, job.rate_per_second
         ):
             if outcome.error:
                 job.failed += 1

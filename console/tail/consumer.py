@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
-from django.conf import settings
 
 from broker.common.topic_config import validate_topic
+from console import cluster_access
 from console.roles import VIEWER, has_role
 
 from .filters import TailFilter, TailFilterError, compile_filter
@@ -40,8 +40,15 @@ class TailConsumer(AsyncJsonWebsocketConsumer):
         self.group = group_name(self.topic)
         await self.accept()
         await self.channel_layer.group_add(self.group, self.channel_name)
-        await registry.subscribe(self.topic, settings.BROKER_NAMESRV)
+        await registry.subscribe(self.topic, await database_sync_to_async(self._namesrv)())
         self.subscribed = True
+
+    def _namesrv(self) -> str:
+        """The name server the user picked in the console (kept in the session), as pages use."""
+        choices = cluster_access.namesrv_choices()
+        session = self.scope.get("session")
+        chosen = session.get(cluster_access.SESSION_KEY) if session is not None else None
+        return chosen if chosen in choices else (choices[0] if choices else "")
 
     async def disconnect(self, code: int) -> None:
         if getattr(self, "subscribed", False):

@@ -1,55 +1,52 @@
-"""The console process's clients of the cluster: one admin client and one producer per name server.
+"""The operations pages' clients of the cluster: the console's shared admin clients (one per name
+server, ``console.cluster_access``) and one replay producer per name server.
 
-Both are thread-safe and reused across requests (a new connection per page view would dominate
-page time). The name-server address is ``settings.BROKER_NAMESRV``, read on each call so a change of
-address takes effect without a restart.
+Producers are thread-safe and reused: starting one per request would dominate page time. The name
+server is the one the operator picked for the session (``cluster_access.current_namesrv``).
 """
 
 from __future__ import annotations
 
 import threading
 
-from django.conf import settings
-
 from broker.client import Producer
-from broker.client.admin import MQAdmin
+from broker.client.admin import MQAdmin, MQAdminError
+from console import cluster_access
 
 REPLAY_PRODUCER_GROUP = "CONSOLE_OPS_PRODUCER"
 
 _lock = threading.Lock()
-_admins: dict[str, MQAdmin] = {}
 _producers: dict[str, Producer] = {}
 
 
-def namesrv_addr() -> str:
-    return settings.BROKER_NAMESRV
+def namesrv_of(request) -> str:
+    addr = cluster_access.current_namesrv(request)
+    if not addr:
+        raise MQAdminError("no name server configured: set BROKER_NAMESRV")
+    return addr
 
 
-def admin() -> MQAdmin:
-    addr = namesrv_addr()
+def admin(request) -> MQAdmin:
+    return cluster_access.admin_for(namesrv_of(request))
+
+
+def producer_for(namesrv_addr: str) -> Producer:
     with _lock:
-        client = _admins.get(addr)
+        client = _producers.get(namesrv_addr)
         if client is None:
-            timeout = float(getattr(settings, "CONSOLE_ADMIN_TIMEOUT", 5))
-            client = _admins[addr] = MQAdmin(addr, timeout=timeout)
+            client = _producers[namesrv_addr] = Producer(REPLAY_PRODUCER_GROUP, namesrv_addr).start()
         return client
 
 
-def producer() -> Producer:
-    addr = namesrv_addr()
-    with _lock:
-        client = _producers.get(addr)
-        if client is None:
-            client = _producers[addr] = Producer(REPLAY_PRODUCER_GROUP, addr).start()
-        return client
+def producer(request) -> Producer:
+    return producer_for(namesrv_of(request))
 
 
 def close_all() -> None:
-    """Tests switch name servers between modules; release the old clients."""
+    """Release every client (tests switch clusters between modules)."""
     with _lock:
-        for client in _admins.values():
-            client.close()
-        for client in _producers.values():
-            client.shutdown()
-        _admins.clear()
+        producers = list(_producers.values())
         _producers.clear()
+    for client in producers:
+        client.shutdown()
+    cluster_access.close_all()

@@ -16,7 +16,7 @@ from .services import delayed
 @require_role(VIEWER)
 @cluster_errors
 def delayed_levels(request):
-    brokers = delayed.delay_status(connection.admin())
+    brokers = delayed.delay_status(connection.admin(request))
     now = delayed.now_ms()
     context = {
         "brokers": [
@@ -50,12 +50,14 @@ def delayed_levels(request):
 @require_role(VIEWER)
 @cluster_errors
 def delayed_level(request, broker_name: str, level: int):
-    info = connection.admin().cluster_info()
+    info = connection.admin(request).cluster_info()
     data = info.brokers.get(broker_name)
     if data is None or not data.master_addr:
         raise BadRequest(f"broker {broker_name!r} is not in the cluster (or has no master)")
     try:
-        status, pending = delayed.pending_of_level(connection.admin(), broker_name, data.master_addr, level)
+        status, pending = delayed.pending_of_level(
+            connection.admin(request), broker_name, data.master_addr, level
+        )
     except ValueError as exc:
         raise BadRequest(str(exc)) from None
     rows = [

@@ -44,7 +44,7 @@ def _check_group(group: str) -> str:
 @require_role(VIEWER)
 @cluster_errors
 def dlq_groups(request):
-    admin = connection.admin()
+    admin = connection.admin(request)
     groups = []
     for topic in admin.topic_list():
         if topic.startswith(DLQ_GROUP_TOPIC_PREFIX):
@@ -60,10 +60,10 @@ def dlq_groups(request):
 def dlq_list(request, group: str):
     _check_group(group)
     flt = _filter_from(request.GET)
-    write_only = dlq.write_only_brokers(connection.admin(), group)
+    write_only = dlq.write_only_brokers(connection.admin(request), group)
     if write_only:
         return render(request, "console_ops/dlq_write_only.html", {"group": group, "brokers": write_only})
-    located = dlq.list_dead_letters(connection.admin(), group, flt)
+    located = dlq.list_dead_letters(connection.admin(request), group, flt)
     rows = [
         {**message_row(i.message, i.broker_name), "origin": dlq.original_topic(i.message)} for i in located
     ]
@@ -88,7 +88,7 @@ def dlq_list(request, group: str):
 def dlq_make_readable(request, group: str):
     _check_group(group)
     try:
-        changed = dlq.make_readable(connection.admin(), group)
+        changed = dlq.make_readable(connection.admin(request), group)
     except MQAdminError as exc:
         audit(request, "dlq.make_readable", dlq_topic(group), {}, AuditRecord.RESULT_FAILED, str(exc))
         raise
@@ -107,7 +107,7 @@ def dlq_make_readable(request, group: str):
 @cluster_errors
 def dlq_export(request, group: str, fmt: str):
     _check_group(group)
-    located = dlq.list_dead_letters(connection.admin(), group, _filter_from(request.GET))
+    located = dlq.list_dead_letters(connection.admin(request), group, _filter_from(request.GET))
     rows = [
         {
             "msgId": i.message.client_msg_id,
@@ -142,7 +142,7 @@ def dlq_export(request, group: str, fmt: str):
 def dlq_message(request, group: str, offset_msg_id: str):
     _check_group(group)
     try:
-        (message,) = dlq.find_dead_letters(connection.admin(), group, [offset_msg_id])
+        (message,) = dlq.find_dead_letters(connection.admin(request), group, [offset_msg_id])
     except ValueError as exc:
         raise BadRequest(str(exc)) from None
     context = {
@@ -159,7 +159,7 @@ def dlq_message(request, group: str, offset_msg_id: str):
 def _selected_messages(request, group: str):
     """The dead letters a replay form names: ``scope`` one / selected / all (with the filter)."""
     scope = request.POST.get("scope", "selected")
-    admin = connection.admin()
+    admin = connection.admin(request)
     if scope == "all":
         return scope, [i.message for i in dlq.list_dead_letters(admin, group, _filter_from(request.POST))]
     ids = [i for i in request.POST.getlist("ids") if i.strip()]
@@ -214,6 +214,7 @@ def dlq_replay(request, group: str):
         raise BadRequest("scope must be one, selected or all")
     job = ReplayJob.objects.create(
         user=request.user,
+        namesrv=connection.namesrv_of(request),
         group=group,
         target=target,
         rate_per_second=rate,
@@ -253,10 +254,10 @@ def _replay_one(request, group: str, target: str):
     if not offset_msg_id:
         raise BadRequest("name the dead letter to replay")
     try:
-        messages = dlq.find_dead_letters(connection.admin(), group, [offset_msg_id])
+        messages = dlq.find_dead_letters(connection.admin(request), group, [offset_msg_id])
     except ValueError as exc:
         raise BadRequest(str(exc)) from None
-    (outcome,) = list(dlq.replay(connection.producer(), group, messages, target))
+    (outcome,) = list(dlq.replay(connection.producer(request), group, messages, target))
     params = {
         "scope": "one",
         "target": target,

@@ -15,8 +15,7 @@ from .common import BadRequest, cluster_errors, message_row, ms_to_datetime
 from .services import trace
 
 
-def _find_message(msg_id: str, topic: str):
-    admin = connection.admin()
+def _find_message(admin, msg_id: str, topic: str):
     if topic:
         try:
             found = admin.query_message_by_id(topic, msg_id)
@@ -53,9 +52,9 @@ def message_trace(request):
     if msg_id:
         if topic and validate_topic(topic):
             raise BadRequest(validate_topic(topic))
-        message = _find_message(msg_id, topic)
+        message = _find_message(connection.admin(request), msg_id, topic)
         lookup_id = message.client_msg_id if message is not None else msg_id
-        events = trace.timeline(connection.admin(), lookup_id, message, _replay_events(lookup_id))
+        events = trace.timeline(connection.admin(request), lookup_id, message, _replay_events(lookup_id))
         context.update(
             message=message_row(message) if message is not None else None,
             events=[{"at": ms_to_datetime(e.timestamp), "event": e} for e in events],

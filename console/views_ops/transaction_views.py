@@ -21,7 +21,7 @@ from .services import transactions
 @require_role(VIEWER)
 @cluster_errors
 def pending_transactions(request):
-    pending = transactions.pending_half_messages(connection.admin())
+    pending = transactions.pending_half_messages(connection.admin(request))
     rows = [
         {
             **message_row(h.message, h.located.broker_name),
@@ -46,7 +46,7 @@ def end_transaction(request):
         raise BadRequest("action must be commit or rollback")
     if not offset_msg_id:
         raise BadRequest("name the half message (offset_msg_id)")
-    admin = connection.admin()
+    admin = connection.admin(request)
     try:
         half = transactions.find_pending(admin, offset_msg_id)
     except ValueError as exc:
