@@ -39,3 +39,49 @@ def wait_until(predicate, timeout: float = 20.0, interval: float = 0.1, what: st
 
 
 __all__ = ["CLUSTER", "DELAY_LEVELS", "start_broker", "start_namesrv", "wait_until"]
+
+
+def send(namesrv_addr: str, topic: str, count: int = 1, keys: str = "k", tags: str = "t", **props):
+    """Send ``count`` messages (keys ``<keys>-<i>``); returns the SendResults."""
+    from broker.client import Producer
+    from broker.common.message import Message
+
+    producer = Producer("OPS_TEST_PRODUCER", namesrv_addr).start()
+    try:
+        results = []
+        for i in range(count):
+            msg = Message(topic, f'{{"n": {i}, "topic": "{topic}"}}'.encode())
+            msg.keys, msg.tags = f"{keys}-{i}", tags
+            for name, value in props.items():
+                msg.put_property(name, str(value))
+            results.append(producer.send(msg))
+        return results
+    finally:
+        producer.shutdown()
+
+
+def make_dead_letters(namesrv_addr: str, topic: str, group: str, count: int, keys: str = "dead"):
+    """Messages a real push consumer fails on with no retries left: the broker dead-letters them."""
+    from broker.client import ConsumeConcurrentlyStatus, PushConsumer
+    from broker.client.admin import MQAdmin, NotFoundError
+    from broker.client.consumer_core import CONSUME_FROM_FIRST_OFFSET
+
+    send(namesrv_addr, topic, count, keys=keys, tags="dl")
+    consumer = PushConsumer(
+        group, namesrv_addr, max_reconsume_times=0, retry_delay_s=0.2, consume_from_where=CONSUME_FROM_FIRST_OFFSET
+    )
+    consumer.subscribe(topic, "*")
+    consumer.register_message_listener(lambda msgs, ctx: ConsumeConcurrentlyStatus.RECONSUME_LATER)
+    consumer.start()
+    try:
+        with MQAdmin(namesrv_addr) as admin:
+
+            def dead() -> bool:
+                try:
+                    return sum(q.max_offset for q in admin.topic_status(f"%DLQ%{group}").queues) >= count
+                except NotFoundError:
+                    return False
+
+            wait_until(dead, timeout=30, what=f"{count} dead letters of {group}")
+    finally:
+        consumer.shutdown()

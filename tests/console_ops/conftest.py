@@ -45,9 +45,9 @@ def namesrv(cluster, settings):
 
 @pytest.fixture
 def admin(namesrv):
-    from console.views_ops import connection
+    from console import cluster_access
 
-    return connection.admin()
+    return cluster_access.admin_for(namesrv)
 
 
 def _user(django_user_model, name: str, role: str | None):
