@@ -68,7 +68,11 @@ def make_dead_letters(namesrv_addr: str, topic: str, group: str, count: int, key
 
     send(namesrv_addr, topic, count, keys=keys, tags="dl")
     consumer = PushConsumer(
-        group, namesrv_addr, max_reconsume_times=0, retry_delay_s=0.2, consume_from_where=CONSUME_FROM_FIRST_OFFSET
+        group,
+        namesrv_addr,
+        max_reconsume_times=0,
+        retry_delay_s=0.2,
+        consume_from_where=CONSUME_FROM_FIRST_OFFSET,
     )
     consumer.subscribe(topic, "*")
     consumer.register_message_listener(lambda msgs, ctx: ConsumeConcurrentlyStatus.RECONSUME_LATER)

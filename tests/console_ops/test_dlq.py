@@ -130,7 +130,8 @@ def test_replay_one_sends_a_copy_to_the_original_topic(readable, admin):
 
 def test_replay_all_runs_as_a_job_with_progress(readable, admin, eager_celery):
     response = readable.post(
-        reverse("console_ops:dlq_replay", kwargs={"group": GROUP}), {"scope": "all", "target": "retry", "rate": "50"}
+        reverse("console_ops:dlq_replay", kwargs={"group": GROUP}),
+        {"scope": "all", "target": "retry", "rate": "50"},
     )
     assert response.status_code == 302
     job = ReplayJob.objects.get()
