@@ -55,7 +55,7 @@ def _user(django_user_model, name: str, role: str | None):
 
     user = django_user_model.objects.create_user(name, password="not-used-in-tests-9x")
     if role:
-        user.groups.add(Group.objects.get(name=role))
+        user.groups.add(Group.objects.get_or_create(name=role)[0])  # transactional tests flush them
     return user
 
 
