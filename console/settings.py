@@ -114,13 +114,15 @@ CELERY_DATA_DIR = VAR_DIR / "celery"
 CELERY_BROKER_URL = REDIS_URL or "filesystem://"
 CELERY_RESULT_BACKEND = REDIS_URL or f"file://{CELERY_DATA_DIR / 'results'}"
 if not REDIS_URL:
-    for _folder in ("queue", "processed", "results"):
+    for _folder in ("queue", "processed", "results", "control"):
         (CELERY_DATA_DIR / _folder).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(CELERY_DATA_DIR / "queue"),
         "data_folder_out": str(CELERY_DATA_DIR / "queue"),
         "processed_folder": str(CELERY_DATA_DIR / "processed"),
         "store_processed": False,
+        # Exchange tables of broadcasts (worker control): under var/, not the working directory.
+        "control_folder": str(CELERY_DATA_DIR / "control"),
     }
 CELERY_TASK_TRACK_STARTED = True
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
