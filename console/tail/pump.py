@@ -41,6 +41,11 @@ class TailSettings:
     route_refresh_s: float = 5.0
     batch: int = 32
     error_backoff_s: float = 1.0
+    # Events of all queues are coalesced for this long into one channel-layer message: at hundreds
+    # of messages a second, one group_send per pull would overflow the layer's per-channel capacity
+    # (messages dropped) and cost more than the wait.
+    flush_interval_s: float = 0.03
+    flush_max_events: int = 256
 
 
 def group_name(topic: str) -> str:
@@ -58,6 +63,8 @@ class TopicPump:
     forwarded: int = 0
     task: asyncio.Task | None = None
     _queues: dict[tuple[str, int], asyncio.Task] = field(default_factory=dict)
+    _outbox: list = field(default_factory=list)
+    _wake: asyncio.Event | None = None
 
     def start(self) -> None:
         self.task = asyncio.get_running_loop().create_task(self._run(), name=f"tail:{self.topic}")
@@ -72,14 +79,17 @@ class TopicPump:
         remoting = RemotingClient()
         api = ClientAPI(remoting)
         layer = get_channel_layer()
+        self._wake = asyncio.Event()
+        flusher = asyncio.create_task(self._flush_loop(layer))
         try:
             while True:
                 await self._follow_route(admin, api, layer)
                 await asyncio.sleep(self.settings.route_refresh_s)
         finally:
+            flusher.cancel()
             for task in self._queues.values():
                 task.cancel()
-            await asyncio.gather(*self._queues.values(), return_exceptions=True)
+            await asyncio.gather(flusher, *self._queues.values(), return_exceptions=True)
             await admin.close()
             await remoting.close()
 
@@ -101,14 +111,13 @@ class TopicPump:
                 if key not in self._queues or self._queues[key].done():
                     start = await admin.max_offset(addr, self.topic, queue_id)
                     self._queues[key] = asyncio.create_task(
-                        self._pull_loop(api, layer, queue_data.broker_name, addr, queue_id, start)
+                        self._pull_loop(api, queue_data.broker_name, addr, queue_id, start)
                     )
         await self._notify(layer, {"type": "tail.status", "status": "live", "queues": len(self._queues)})
 
     async def _pull_loop(
-        self, api: ClientAPI, layer, broker_name: str, addr: str, queue_id: int, offset: int
+        self, api: ClientAPI, broker_name: str, addr: str, queue_id: int, offset: int
     ) -> None:
-        group = group_name(self.topic)
         while True:
             header = {
                 "consumerGroup": TAIL_GROUP,
@@ -133,13 +142,25 @@ class TopicPump:
                 continue
             next_offset = int(fields.get("nextBeginOffset", offset))
             if code == ResponseCode.SUCCESS and messages:
-                received = int(time.time() * 1000)
-                events = [message_event(m, broker_name) for m in messages]
-                await layer.group_send(
-                    group, {"type": "tail.messages", "events": events, "received": received}
-                )
-                self.forwarded += len(events)
+                self._outbox.extend(message_event(m, broker_name) for m in messages)
+                if len(self._outbox) >= self.settings.flush_max_events:
+                    self._wake.set()
             offset = max(next_offset, offset) if code != ResponseCode.PULL_OFFSET_MOVED else next_offset
+
+    async def _flush_loop(self, layer) -> None:
+        group = group_name(self.topic)
+        while True:
+            try:
+                await asyncio.wait_for(self._wake.wait(), self.settings.flush_interval_s)
+            except TimeoutError:
+                pass
+            self._wake.clear()
+            if not self._outbox:
+                continue
+            events, self._outbox = self._outbox, []
+            received = int(time.time() * 1000)
+            await layer.group_send(group, {"type": "tail.messages", "events": events, "received": received})
+            self.forwarded += len(events)
 
     async def _notify(self, layer, event: dict) -> None:
         await layer.group_send(group_name(self.topic), event)
