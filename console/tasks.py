@@ -12,6 +12,7 @@ import time
 from celery import shared_task
 from django.utils import timezone
 
+from broker.client.admin import MQAdminError
 from console import cluster_access
 from console.models import AuditRecord, ReplayJob
 from console.views_ops import connection
@@ -22,12 +23,20 @@ MAX_RECORDED_ERRORS = 100
 PROGRESS_EVERY_S = 0.5
 
 
-def _messages_of(job: ReplayJob):
+def _messages_of(job: ReplayJob) -> tuple[list, list[dict]]:
+    """The dead letters to replay, and an error per selected id that names no dead letter of the
+    group (one bad id must not cost the whole job)."""
     admin = cluster_access.admin_for(job.namesrv)
-    if job.message_ids:
-        return dlq.find_dead_letters(admin, job.group, job.message_ids)
-    flt = dlq.DeadLetterFilter(**job.filters)
-    return [item.message for item in dlq.list_dead_letters(admin, job.group, flt, newest_per_queue=100_000)]
+    if not job.message_ids:
+        flt = dlq.DeadLetterFilter(**job.filters)
+        return [i.message for i in dlq.list_dead_letters(admin, job.group, flt, newest_per_queue=100_000)], []
+    messages, errors = [], []
+    for msg_id in job.message_ids:
+        try:
+            messages.extend(dlq.find_dead_letters(admin, job.group, [msg_id]))
+        except (ValueError, MQAdminError) as exc:
+            errors.append({"msgId": msg_id, "error": str(exc)})
+    return messages, errors
 
 
 @shared_task(name="console.replay_dead_letters")
@@ -36,9 +45,10 @@ def replay_dead_letters(job_id: int) -> dict:
     job.status = ReplayJob.STATUS_RUNNING
     job.save(update_fields=["status"])
     try:
-        messages = _messages_of(job)
-        job.total = len(messages)
-        job.save(update_fields=["total"])
+        messages, lookup_errors = _messages_of(job)
+        job.total = len(messages) + len(lookup_errors)
+        job.failed, job.errors = len(lookup_errors), lookup_errors[:MAX_RECORDED_ERRORS]
+        job.save(update_fields=["total", "failed", "errors"])
         last_save = time.monotonic()
         for outcome in dlq.replay(
             connection.producer_for(job.namesrv), job.group, messages, job.target, job.rate_per_second

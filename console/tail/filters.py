@@ -9,11 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-try:
-    from broker.server.filter import FilterSyntaxError, compile_sql92
-except ImportError:  # the SQL92 filter module lands with the filter-order work; refuse SQL until then
-    compile_sql92 = None
-    FilterSyntaxError = ValueError
+from broker.server.filter import FilterSyntaxError, compile_sql92
 
 MAX_EXPRESSION_LENGTH = 2000
 
@@ -49,8 +45,6 @@ def compile_filter(tags: str = "", sql: str = "", key: str = "") -> TailFilter:
         if not tag_set:
             raise TailFilterError(f"the tag expression {tags!r} names no tag: use tagA || tagB or *")
     compiled = None
-    if sql and compile_sql92 is None:
-        raise TailFilterError("SQL92 filters need the broker's filter module, which this build lacks")
     if sql:
         try:
             compiled = compile_sql92(sql)

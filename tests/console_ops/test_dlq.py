@@ -149,3 +149,18 @@ def test_replay_with_bad_input_is_refused(readable):
     assert readable.post(url, {"scope": "one", "ids": "zz", "target": "sideways"}).status_code == 400
     assert readable.post(url, {"scope": "all", "target": "original", "rate": "-3"}).status_code == 400
     assert not ReplayJob.objects.exists()
+
+
+def test_a_bad_selected_id_fails_alone_in_the_job(readable, eager_celery, namesrv):
+    from tests.console_ops.cluster import send
+
+    good = _ids(_list(readable))[0]
+    stranger = send(namesrv, "OpsElsewhere")[0].offset_msg_id
+    readable.post(
+        reverse("console_ops:dlq_replay", kwargs={"group": GROUP}),
+        {"scope": "selected", "ids": [good, stranger], "target": "retry"},
+    )
+    job = ReplayJob.objects.get()
+    assert (job.status, job.total, job.sent, job.failed) == ("done", 2, 1, 1)
+    assert job.errors[0]["msgId"] == stranger and "not in" in job.errors[0]["error"]
+    assert AuditRecord.objects.get(action="dlq.replay.finished").result == "failed"

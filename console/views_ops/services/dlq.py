@@ -22,6 +22,7 @@ from broker.common.topic_config import PERM_READ, PERM_WRITE, dlq_topic, is_read
 from .reading import LocatedMessage, read_topic
 
 TARGET_ORIGINAL, TARGET_RETRY = "original", "retry"
+ROUTE_SETTLE_S = 5.0
 TARGETS = (TARGET_ORIGINAL, TARGET_RETRY)
 
 # Properties the broker or the sending client owns: a replayed copy gets fresh ones.
@@ -112,6 +113,11 @@ def make_readable(admin: MQAdmin, group: str) -> list[str]:
             addr, topic, queue_data.read_queue_nums, queue_data.write_queue_nums, PERM_READ | PERM_WRITE
         )
         changed.append(queue_data.broker_name)
+    # Brokers re-register the topic with the name servers right away, but asynchronously; wait for
+    # the route to say so, or the page the operator lands on next would still call it write-only.
+    deadline = time.monotonic() + ROUTE_SETTLE_S
+    while changed and write_only_brokers(admin, group) and time.monotonic() < deadline:
+        time.sleep(0.05)
     return changed
 
 
