@@ -39,13 +39,17 @@ def test_admin_updates_broker_config_and_refusals_are_reported(admin_client_, ad
     addr = live_cluster.brokers["broker-b"].addr
     page = admin_client_.get(f"/cluster/broker/{addr}/")
     assert b"Update</button>" in page.content
-    response = admin_client_.post(f"/cluster/broker/{addr}/config", {"key": "defaultTopicQueueNums", "value": "6"})
+    response = admin_client_.post(
+        f"/cluster/broker/{addr}/config", {"key": "defaultTopicQueueNums", "value": "6"}
+    )
     assert response.status_code == 302
     assert admin.broker_config(addr)["defaultTopicQueueNums"] == "6"
     record = AuditRecord.objects.get(action="broker.config.update", result="ok")
     assert record.target == addr and record.parameters == {"defaultTopicQueueNums": "6"}
     # A key the broker cannot change at run time: refused by the broker, shown, audited as failed.
-    refused = admin_client_.post(f"/cluster/broker/{addr}/config", {"key": "brokerName", "value": "x"}, follow=True)
+    refused = admin_client_.post(
+        f"/cluster/broker/{addr}/config", {"key": "brokerName", "value": "x"}, follow=True
+    )
     assert b"cannot change brokerName at run time" in refused.content
     assert AuditRecord.objects.filter(action="broker.config.update", result="failed").exists()
     bad = admin_client_.post(f"/cluster/broker/{addr}/config", {"key": "bad key!", "value": "1"})
@@ -66,7 +70,14 @@ def test_broker_tps_sample_has_put_and_get_counters(viewer_client, live_cluster)
 
 
 def _save_topic(client, topic, **extra):
-    form = {"topic": topic, "cluster": CLUSTER, "read_queue_nums": 4, "write_queue_nums": 4, "perm": 6, **extra}
+    form = {
+        "topic": topic,
+        "cluster": CLUSTER,
+        "read_queue_nums": 4,
+        "write_queue_nums": 4,
+        "perm": 6,
+        **extra,
+    }
     return client.post("/topics/save", form)
 
 
@@ -81,10 +92,14 @@ def test_topic_lifecycle_create_update_send_delete(operator_client, admin):
     assert "broker-a" in detail and "Send a test message" in detail and "Delete topic" in detail
 
     _save_topic(operator_client, "ConsoleLifecycle", write_queue_nums=2, read_queue_nums=2, perm=4)
-    assert {(q.write_queue_nums, q.perm) for q in admin.topic_route("ConsoleLifecycle").queue_datas} == {(2, 4)}
+    assert {(q.write_queue_nums, q.perm) for q in admin.topic_route("ConsoleLifecycle").queue_datas} == {
+        (2, 4)
+    }
 
     _save_topic(operator_client, "ConsoleLifecycle", perm=6)
-    sent = operator_client.post("/topics/ConsoleLifecycle/send", {"body": "hello console", "tags": "T", "keys": "k1"})
+    sent = operator_client.post(
+        "/topics/ConsoleLifecycle/send", {"body": "hello console", "tags": "T", "keys": "k1"}
+    )
     assert sent.status_code == 302 and sent["Location"].startswith("/messages/")
     message_page = operator_client.get(sent["Location"]).content.decode()
     assert "hello console" in message_page and "k1" in message_page
@@ -101,10 +116,14 @@ def test_topic_lifecycle_create_update_send_delete(operator_client, admin):
 def test_send_to_a_chosen_broker_and_queue(operator_client, admin):
     _save_topic(operator_client, "ConsolePinned")
     sent = operator_client.post(
-        "/topics/ConsolePinned/send", {"body": "pinned", "broker_name": "broker-b", "queue_id": "3"}, follow=True
+        "/topics/ConsolePinned/send",
+        {"body": "pinned", "broker_name": "broker-b", "queue_id": "3"},
+        follow=True,
     )
     assert b"to broker-b queue 3" in sent.content
-    bad = operator_client.post("/topics/ConsolePinned/send", {"body": "x", "broker_name": "broker-b", "queue_id": 99})
+    bad = operator_client.post(
+        "/topics/ConsolePinned/send", {"body": "x", "broker_name": "broker-b", "queue_id": 99}
+    )
     assert bad.status_code == 302
     record = AuditRecord.objects.filter(action="topic.send", result="failed").get()
     assert "queue 99 does not exist" in record.detail
@@ -131,8 +150,9 @@ def test_topic_list_search_and_kind_filters(viewer_client, operator_client):
 def test_topic_form_errors_are_400_with_reasons(operator_client):
     bad_name = _save_topic(operator_client, "bad topic!")
     assert bad_name.status_code == 400 and b"topic" in bad_name.content
-    no_target = operator_client.post("/topics/save", {"topic": "X1", "read_queue_nums": 1, "write_queue_nums": 1,
-                                                      "perm": 6})
+    no_target = operator_client.post(
+        "/topics/save", {"topic": "X1", "read_queue_nums": 1, "write_queue_nums": 1, "perm": 6}
+    )
     assert no_target.status_code == 400 and b"choose a cluster or a broker" in no_target.content
     too_many = _save_topic(operator_client, "X2", read_queue_nums=5000)
     assert too_many.status_code == 400
