@@ -64,26 +64,32 @@ async def _by_time(core: AsyncMQAdmin, topic: str, begin: int, end: int, limit: 
         if isinstance(messages, BaseException):
             raise messages
         views.extend(describe_message(m, broker_name) for m in messages)
-    views.sort(key=lambda v: (v["store_timestamp"], v["queue_id"], v["queue_offset"]))
-    truncated = len(views) > limit
-    return MessageList(views[-limit:] if truncated else views, truncated)
+    # Newest first, as operators read a time range; the limit keeps the newest.
+    views.sort(key=lambda v: (v["store_timestamp"], v["queue_id"], v["queue_offset"]), reverse=True)
+    return MessageList(views[:limit], len(views) > limit)
 
 
 def messages_by_time(
     admin: MQAdmin, topic: str, begin: int, end: int, limit: int = TIME_QUERY_LIMIT
 ) -> MessageList:
-    """Messages of every queue of ``topic`` stored in [begin, end] (epoch ms), oldest first."""
+    """Messages of every queue of ``topic`` stored in [begin, end] (epoch ms), newest first."""
     return admin.run(_by_time(admin.core, topic, begin, end, limit))
 
 
+def describe_all(admin: MQAdmin, messages: list[MessageExt]) -> list[dict]:
+    """Message views with the broker name of each message's store host."""
+    info = admin.cluster_info()
+    return [describe_message(m, info.broker_name_of(_host_addr(m.store_host)) or "") for m in messages]
+
+
 def messages_by_key(admin: MQAdmin, topic: str, key: str) -> MessageList:
-    return MessageList([describe_message(m) for m in admin.query_message_by_key(topic, key)])
+    return MessageList(describe_all(admin, admin.query_message_by_key(topic, key)))
 
 
 def messages_by_id(admin: MQAdmin, topic: str, msg_id: str) -> MessageList:
     """An offsetMsgId alone, or a client msgId within a topic (the unique-key index)."""
     found = admin.query_message_by_id(topic, msg_id) if topic else [admin.view_message(msg_id)]
-    return MessageList([describe_message(m) for m in found])
+    return MessageList(describe_all(admin, found))
 
 
 # -- what each group did with one message ------------------------------------------------------

@@ -36,3 +36,11 @@ def percent(ratio) -> str:
         return f"{float(ratio) * 100:.1f} %"
     except (TypeError, ValueError):
         return "-"
+
+
+@register.filter
+def config_value(value) -> str:
+    """A config value as RocketMQ writes it: booleans as true / false."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)

@@ -6,15 +6,21 @@ from __future__ import annotations
 import json
 import time
 
+from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from broker.cli_commands.messages_view import describe_message
 from console.cluster_access import admin_of
 from console.forms import IdQueryForm, KeyQueryForm, ResendForm, TopicTimeQueryForm
 from console.message_export import EXPORT_FORMATS, export_response
-from console.message_queries import message_track, messages_by_id, messages_by_key, messages_by_time
+from console.message_queries import (
+    describe_all,
+    message_track,
+    messages_by_id,
+    messages_by_key,
+    messages_by_time,
+)
 from console.roles import OPERATOR, VIEWER, require_role
 from console.views.common import bad_request, form_errors_text, invalid_form, run_action
 
@@ -22,6 +28,7 @@ MODES = {"time": TopicTimeQueryForm, "key": KeyQueryForm, "id": IdQueryForm}
 # Bodies bigger than this are cut in the page (the export always has them whole).
 BODY_DISPLAY_LIMIT = 64 * 1024
 DEFAULT_RANGE_MS = 3_600_000
+PAGE_SIZE = 100
 
 
 def _run_query(admin, mode: str, data: dict):
@@ -55,8 +62,10 @@ def message_search(request):
             name = form.cleaned_data.get("topic") or form.cleaned_data.get("msg_id") or "messages"
             return export_response(result.views, export, f"{name}-{mode}")
         context["result"] = result
+        context["page"] = Paginator(result.views, PAGE_SIZE).get_page(request.GET.get("page"))
         query = request.GET.copy()
         query.pop("export", None)
+        query.pop("page", None)
         context["export_query"] = query.urlencode()
     return render(request, "console/messages.html", context)
 
@@ -91,9 +100,7 @@ def message_detail(request, msg_id: str):
         return bad_request(request, f"Invalid message id: {form_errors_text(form)}")
     admin = admin_of(request)
     message = admin.view_message(form.cleaned_data["msg_id"])
-    view = describe_message(
-        message, admin.cluster_info().broker_name_of(f"{message.store_host[0]}:{message.store_host[1]}")
-    )
+    [view] = describe_all(admin, [message])
     tracks = message_track(admin, message)
     context = {
         "m": view,

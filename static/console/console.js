@@ -70,7 +70,8 @@
       } catch (error) {
         if (status) status.textContent = "Sampling failed: " + error.message + " (retrying)";
       }
-      setTimeout(sample, every);
+      // Totals need two samples for a first rate: take the second one soon.
+      setTimeout(sample, chart.data.labels.length === 0 && previous ? 1000 : every);
     }
     sample();
   }
