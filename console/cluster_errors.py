@@ -7,6 +7,7 @@ does not answer, 404 when the thing asked for does not exist, 502 when a server 
 
 from __future__ import annotations
 
+from django.http import JsonResponse
 from django.shortcuts import render
 
 from broker.client.admin import (
@@ -56,6 +57,8 @@ class ClusterErrorMiddleware:
         if not isinstance(exception, MQAdminError):
             return None
         context = {"error": str(exception), "advice": advice_for(exception)}
+        if "application/json" in request.headers.get("Accept", ""):
+            return JsonResponse(context, status=status_for(exception))
         partial = bool(request.headers.get("HX-Request"))
         template = "console/_cluster_error.html" if partial else "console/cluster_error.html"
         return render(request, template, context, status=status_for(exception))

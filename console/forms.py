@@ -104,8 +104,9 @@ class GroupForm(forms.Form):
     group = forms.CharField(max_length=255)
     cluster = forms.CharField(max_length=255, required=False)
     broker_addr = forms.CharField(max_length=255, required=False)
-    retry_max_times = forms.IntegerField(min_value=-1, max_value=64, initial=16,
-                                         help_text="-1: no retry, straight to the DLQ")
+    retry_max_times = forms.IntegerField(
+        min_value=-1, max_value=64, initial=16, help_text="-1: no retry, straight to the DLQ"
+    )
     retry_queue_nums = forms.IntegerField(min_value=1, max_value=64, initial=1)
     consume_enable = forms.BooleanField(required=False, initial=True)
     consume_broadcast_enable = forms.BooleanField(required=False, initial=True)
@@ -127,10 +128,12 @@ RESET_EARLIEST, RESET_LATEST, RESET_TIMESTAMP = "earliest", "latest", "timestamp
 
 class ResetOffsetForm(forms.Form):
     topic = forms.CharField(max_length=127)
-    mode = forms.ChoiceField(choices=[(RESET_EARLIEST, "earliest"), (RESET_LATEST, "latest"),
-                                      (RESET_TIMESTAMP, "a point in time")])
-    timestamp = forms.DateTimeField(required=False, input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S",
-                                                                   "%Y-%m-%d %H:%M:%S"])
+    mode = forms.ChoiceField(
+        choices=[(RESET_EARLIEST, "earliest"), (RESET_LATEST, "latest"), (RESET_TIMESTAMP, "a point in time")]
+    )
+    timestamp = forms.DateTimeField(
+        required=False, input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"]
+    )
 
     def clean_topic(self):
         return check_topic(self.cleaned_data["topic"])

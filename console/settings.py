@@ -85,6 +85,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "console.context_processors.console",
             ],
+            "builtins": ["console.templatetags.console_format"],
         },
     },
 ]

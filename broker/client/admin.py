@@ -819,6 +819,15 @@ class AsyncMQAdmin:
         table = reply.json().get("subscriptionGroupTable") or {}
         return {str(name): dict(config) for name, config in sorted(table.items())}
 
+    async def consumer_running_info(self, group: str, client_id: str) -> dict[str, Any]:
+        """One online consumer's ConsumerRunningInfo (GET_CONSUMER_RUNNING_INFO, relayed by a broker
+        the client is connected to): its properties, subscriptions and the queues it holds."""
+        fields = {"consumerGroup": group, "clientId": client_id, "jstackEnable": False}
+        reply = await self._first_success(
+            await self._group_broker_addrs(group), RequestCode.GET_CONSUMER_RUNNING_INFO, fields
+        )
+        return reply.json()
+
     async def consume_message_directly(
         self, group: str, client_id: str, offset_msg_id: str, topic: str | None = None
     ) -> dict[str, Any]:
@@ -964,6 +973,7 @@ class MQAdmin:
     all_topic_configs = _blocking(AsyncMQAdmin.all_topic_configs)
     all_subscription_groups = _blocking(AsyncMQAdmin.all_subscription_groups)
     consume_message_directly = _blocking(AsyncMQAdmin.consume_message_directly)
+    consumer_running_info = _blocking(AsyncMQAdmin.consumer_running_info)
 
 
 def _progress_rows(table: Any, broker_name: str) -> list[QueueConsumeProgress]:

@@ -66,7 +66,10 @@ def broker_config_update(request, addr: str):
     key, value = form.cleaned_data["key"], form.cleaned_data["value"]
     admin = admin_of(request)
     run_action(
-        request, "broker.config.update", addr, {key: value},
+        request,
+        "broker.config.update",
+        addr,
+        {key: value},
         lambda: admin.update_broker_config(addr, {key: value}),
         lambda _: f"Broker {addr}: {key} set to {value}",
     )
@@ -90,5 +93,11 @@ def broker_tps_sample(request):
             continue
         counters[f"{data.broker_name} put"] = int(info.get("msgPutTotalTodayNow") or 0)
         counters[f"{data.broker_name} get"] = int(info.get("msgGetTotalTodayNow") or 0)
-    return JsonResponse({"at": int(time.time() * 1000), "counters": counters, "errors": errors,
-                         "namesrv": current_namesrv(request)})
+    return JsonResponse(
+        {
+            "at": int(time.time() * 1000),
+            "counters": counters,
+            "errors": errors,
+            "namesrv": current_namesrv(request),
+        }
+    )

@@ -70,7 +70,8 @@
       } catch (error) {
         if (status) status.textContent = "Sampling failed: " + error.message + " (retrying)";
       }
-      setTimeout(sample, every);
+      // Totals need two samples for a first rate: take the second one soon.
+      setTimeout(sample, chart.data.labels.length === 0 && previous ? 1000 : every);
     }
     sample();
   }
@@ -82,3 +83,13 @@
   document.addEventListener("DOMContentLoaded", () => startCharts(document));
   document.addEventListener("htmx:afterSwap", (event) => startCharts(event.target));
 })();
+
+/* Message body views (text / JSON / hex): tabs that show one <pre> at a time. */
+document.addEventListener("click", (event) => {
+  const tab = event.target.closest("[data-body-tab]");
+  if (!tab) return;
+  event.preventDefault();
+  const section = tab.closest("section");
+  section.querySelectorAll("[data-body-tab]").forEach((t) => t.classList.toggle("active", t === tab));
+  section.querySelectorAll("[data-body-view]").forEach((view) => { view.hidden = "#" + view.id !== tab.getAttribute("href"); });
+});

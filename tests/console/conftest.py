@@ -31,10 +31,22 @@ def live_cluster(tmp_path_factory):
     cluster.stop()
 
 
+_NEEDS_CLUSTER = {
+    "live_cluster",
+    "admin",
+    "viewer_client",
+    "operator_client",
+    "admin_client_",
+    "csrf_operator_client",
+}
+
+
 @pytest.fixture(autouse=True)
 def _console_on_live_cluster(request, settings):
     """Point the console at the live cluster for tests that use it (the fixture starts it)."""
-    if "live_cluster" in request.fixturenames or "admin" in request.fixturenames:
+    # Test users need no costly password hashing.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    if _NEEDS_CLUSTER & set(request.fixturenames):
         cluster = request.getfixturevalue("live_cluster")
         settings.BROKER_NAMESRV = cluster.namesrv_addr
 

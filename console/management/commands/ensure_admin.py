@@ -25,8 +25,10 @@ class Command(BaseCommand):
     def handle(self, *args, username: str, url: str, **options):
         users = get_user_model()
         if users.objects.exists():
-            self.stdout.write(f"Console users exist already; log in at {url} (forgot a password? "
-                              "python manage.py changepassword NAME)")
+            self.stdout.write(
+                f"Console users exist already; log in at {url} (forgot a password? "
+                "python manage.py changepassword NAME)"
+            )
             return
         password = os.environ.get("CONSOLE_ADMIN_PASSWORD") or secrets.token_urlsafe(12)
         user = users.objects.create_superuser(username=username, email="", password=password)
@@ -36,6 +38,8 @@ class Command(BaseCommand):
             shown = "the value of CONSOLE_ADMIN_PASSWORD"
         else:
             shown = f"{password}   (generated; shown only this once, change it after logging in)"
-        self.stdout.write(self.style.SUCCESS(
-            f"Created console admin.\n  URL:      {url}\n  User:     {username}\n  Password: {shown}"
-        ))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Created console admin.\n  URL:      {url}\n  User:     {username}\n  Password: {shown}"
+            )
+        )
