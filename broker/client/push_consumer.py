@@ -155,12 +155,10 @@ class PushConsumer(ConsumerCore):
             status = None
         for hook in self.after_hooks:
             hook(messages, status)
-        if status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS:
-            ack_index = min(int(context.get("ack_index", len(messages) - 1)), len(messages) - 1)
-        else:
-            ack_index = -1
+        last = len(messages) - 1
+        ack_index = min(_context_int(context, "ack_index", last), last) if status is SUCCESS else -1
         self._process_result(
-            mq, queue, messages, ack_index, int(context.get("delay_level_when_next_consume", 0))
+            mq, queue, messages, ack_index, _context_int(context, "delay_level_when_next_consume", 0)
         )
 
     def _process_result(
@@ -204,7 +202,7 @@ class PushConsumer(ConsumerCore):
             self.instance.run(self.instance.api.send_back(addr, header), timeout=self.send_back_timeout_s)
             return True
         except Exception as exc:
-            log.warning("sending message %s back to %s failed (%s); consuming it again locally in %.0f s",
+            log.warning("sending message %s back to %s failed (%s); consuming it again locally in %.1f s",
                         msg.client_msg_id, addr, exc, self.retry_delay_s)  # fmt: skip
             return False
 
@@ -223,6 +221,19 @@ class PushConsumer(ConsumerCore):
         timer = threading.Timer(self.retry_delay_s, again)
         timer.daemon = True
         timer.start()
+
+
+SUCCESS = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+
+def _context_int(context: dict, key: str, default: int) -> int:
+    """A number the listener left in the context; a bad value is ignored (and said so), never fatal."""
+    value = context.get(key, default)
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        log.warning("the listener set context[%r]=%r, not a number; using %d", key, value, default)
+        return default
 
 
 def restore_retry_topic(msg, group: str) -> None:

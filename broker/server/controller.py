@@ -180,6 +180,9 @@ class BrokerController:
             "short_polling_time_mills",
             "register_broker_interval_millis",
             "enable_property_filter",
+            "transaction_timeout",
+            "transaction_check_interval",
+            "transaction_check_max",
         ):
             setattr(self.config, attr, getattr(fresh, attr))
         self.config.raw = merged
@@ -201,6 +204,7 @@ class BrokerController:
                 "msgGetTotalTodayNow": info.get("getMessageTransferedMsgCount", "0"),
             }
         )
+        info.update(self.schedule.runtime_info())
         return info
 
     async def stop(self) -> None:

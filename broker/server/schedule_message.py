@@ -126,8 +126,9 @@ class ScheduleMessageService:
             except Exception:
                 log.exception("delay level %d: delivery failed; retrying", level)
                 more = False
-            if not more:
-                await self._pause(TICK_SECONDS)
+            # A plain sleep: 18 timers ticking 10 times a second must stay cheap; stop() waits at
+            # most one tick for them. With a backlog, still yield so the broker keeps serving.
+            await asyncio.sleep(0 if more else TICK_SECONDS)
 
     async def deliver_due(self, level: int) -> bool:
         """Re-write the due messages of ``level``; True when a full batch went (look again at once)."""
@@ -177,6 +178,14 @@ class ScheduleMessageService:
             return False
         self.delivered += 1
         return True
+
+    def runtime_info(self) -> dict[str, str]:
+        """``scheduleMessageOffset_<level>``: delivered up to, of how many (RocketMQ's runtime keys)."""
+        info = {}
+        for level in range(1, self.max_level + 1):
+            queue_max = self.store.get_max_offset_in_queue(SCHEDULE_TOPIC, level - 1)
+            info[f"scheduleMessageOffset_{level}"] = f"{self.offsets.table.get(level, 0)},{queue_max}"
+        return info
 
     async def all_delay_offsets(self, conn, request: RemotingCommand) -> RemotingCommand:
         """GET_ALL_DELAY_OFFSET: the content of delayOffset.json, as RocketMQ answers it."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 
+from broker.common import message_const as const
 from broker.common import topic_config as tc
 from broker.common.batch_codec import BatchDecodeError, decode_batch
 from broker.common.message import MessageExt
@@ -162,6 +163,14 @@ class SendProcessor:
 
     def _redirect(self, request, header, messages: list[MessageExt]) -> RemotingCommand | None:
         """Move a message to the topic it really belongs in now; a response when refused."""
+        for msg in messages:
+            level = msg.properties.get(const.PROPERTY_DELAY_TIME_LEVEL)
+            if level is not None and not level.strip().lstrip("-").isdigit():
+                return response_to(
+                    request,
+                    ResponseCode.MESSAGE_ILLEGAL,
+                    f"the {const.PROPERTY_DELAY_TIME_LEVEL} property {level!r} is not a number",
+                )
         if len(messages) > 1 or request.code == 320 or header.bool_field("batch"):
             if any(m.delay_time_level > 0 for m in messages):
                 return response_to(

@@ -88,6 +88,8 @@ class TransactionalMessageCheckService:
                     break
             offset += 1
             self.service.read_new_ops()
+            if offset % _BATCH == 0:
+                await asyncio.sleep(0)  # a long backlog must not starve the broker's other work
         self.service.commit_progress(offset)
 
     def _read_half(self, queue, offset: int) -> MessageExt | None:
