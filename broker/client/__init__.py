@@ -28,6 +28,7 @@ from .message_selector import MessageSelector
 from .producer import Producer, SendResult, hash_selector, random_selector
 from .pull_consumer import LitePullConsumer
 from .push_consumer import ConsumeConcurrentlyStatus, PushConsumer
+from .request_reply import RequestTimeoutError, create_reply_message
 
 __all__ = [
     "BROADCASTING",
@@ -51,7 +52,9 @@ __all__ = [
     "MessageSelector",
     "Producer",
     "PushConsumer",
+    "RequestTimeoutError",
     "SendResult",
+    "create_reply_message",
     "hash_selector",
     "random_selector",
 ]

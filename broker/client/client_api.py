@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import orjson
 
-from broker.common.message_codec import decode_messages
+from broker.common.message_codec import decode_messages, properties_to_string, string_to_properties
+from broker.common.request_headers import LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody
 from broker.remoting import fastjson
 from broker.remoting.client import RemotingClient
 from broker.remoting.codes import RequestCode as RC
@@ -15,6 +16,7 @@ from .errors import MQBrokerError
 from .message_queue import MessageQueue
 
 PULL_FLAG_COMMIT_OFFSET, PULL_FLAG_SUSPEND, PULL_FLAG_SUBSCRIPTION = 0x1, 0x2, 0x4
+_REPLY_MARK = properties_to_string({"MSG_TYPE": "reply"})  # as it appears in the properties header
 
 
 def _checked(response: RemotingCommand, addr: str, allowed: tuple[int, ...] = (ResponseCode.SUCCESS,)):
@@ -39,6 +41,9 @@ class ClientAPI:
         self, addr: str, header: dict, body: bytes, timeout_ms: int, batch: bool = False
     ) -> RemotingCommand:
         code = RC.SEND_BATCH_MESSAGE if batch else RC.SEND_MESSAGE
+        properties = header.get("properties") or ""
+        if _REPLY_MARK in properties and string_to_properties(properties).get("MSG_TYPE") == "reply":
+            code = RC.SEND_REPLY_MESSAGE  # a reply (MSG_TYPE=reply) goes to the requester through the broker
         return _checked(
             await self.remoting.invoke(addr, create_request(code, header, body), timeout_ms), addr
         )
@@ -123,13 +128,13 @@ class ClientAPI:
 
     async def lock_batch_mq(self, addr: str, group: str, client_id: str, mqs: list) -> set:
         """LOCK_BATCH_MQ: the queues (of ``mqs``) this client now holds on that broker."""
-        body = {"consumerGroup": group, "clientId": client_id, "mqSet": [mq.to_json() for mq in mqs]}
-        request = create_request(RC.LOCK_BATCH_MQ, body=orjson.dumps(body))
+        body = LockBatchRequestBody(group, client_id, [mq.to_json() for mq in mqs])
+        request = create_request(RC.LOCK_BATCH_MQ, body=orjson.dumps(body.to_json_dict()))
         response = _checked(await self.remoting.invoke(addr, request, 1000), addr)
-        data = fastjson.loads(response.body) if response.body else {}
-        return {MessageQueue.from_json(q) for q in data.get("lockOKMQSet") or []}
+        held = LockBatchResponseBody.from_json_dict(fastjson.loads(response.body) if response.body else {})
+        return {MessageQueue.from_json(q) for q in held.lock_ok_mq_set}
 
     async def unlock_batch_mq(self, addr: str, group: str, client_id: str, mqs: list) -> None:
-        body = {"consumerGroup": group, "clientId": client_id, "mqSet": [mq.to_json() for mq in mqs]}
-        request = create_request(RC.UNLOCK_BATCH_MQ, body=orjson.dumps(body))
+        body = UnlockBatchRequestBody(group, client_id, [mq.to_json() for mq in mqs])
+        request = create_request(RC.UNLOCK_BATCH_MQ, body=orjson.dumps(body.to_json_dict()))
         _checked(await self.remoting.invoke(addr, request, 1000), addr)

@@ -108,14 +108,32 @@ class ConsumeMessageOrderlyService:
         self.queues: dict[MessageQueue, OrderlyProcessQueue] = {}
         self._renew_task = None
         self._producer = None
+        self.stopping = False
 
     # -- life cycle ---------------------------------------------------------------------------
     def start(self) -> None:
         self._renew_task = self.consumer.instance.submit(self._renew_loop())
 
     def shutdown(self) -> None:
+        """Stop renewing and taking locks; ``unlock_all`` then releases what is still held."""
+        self.stopping = True
         if self._renew_task is not None:
             self._renew_task.cancel()
+
+    async def unlock_all(self) -> None:
+        """Release every lock still held (a rebalance racing the shutdown may have taken one)."""
+        instance = self.consumer.instance
+        by_broker: dict[str, list[MessageQueue]] = collections.defaultdict(list)
+        for mq in list(self.queues):
+            by_broker[mq.broker_name].append(mq)
+        self.queues.clear()
+        for broker_name, mqs in by_broker.items():
+            addr = instance.broker_addr(broker_name)
+            try:
+                if addr is not None:
+                    await instance.api.unlock_batch_mq(addr, self.consumer.group, instance.client_id, mqs)
+            except Exception as exc:
+                log.warning("cannot unlock %s (the locks will expire on the broker): %s", mqs, exc)
 
     async def _renew_loop(self) -> None:
         while True:
@@ -145,10 +163,21 @@ class ConsumeMessageOrderlyService:
 
     # -- rebalance hooks ----------------------------------------------------------------------
     async def acquire_queue(self, mq: MessageQueue) -> bool:
+        if self.stopping:
+            return False
         try:
             held = mq in await self._lock(mq.broker_name, [mq])
         except Exception as exc:
             log.debug("cannot lock %s: %s", mq, exc)
+            return False
+        if held and self.stopping:  # the consumer began shutting down meanwhile
+            instance = self.consumer.instance
+            addr = instance.broker_addr(mq.broker_name)
+            try:
+                if addr is not None:
+                    await instance.api.unlock_batch_mq(addr, self.consumer.group, instance.client_id, [mq])
+            except Exception as exc:
+                log.debug("unlocking %s failed (the lock will expire): %s", mq, exc)
             return False
         if held:
             queue = OrderlyProcessQueue()

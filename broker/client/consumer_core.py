@@ -96,21 +96,25 @@ class ConsumerCore:
         selector = expression
         if not isinstance(selector, MessageSelector):
             selector = MessageSelector.by_tag(expression)
+        if self.running and not selector.is_tag:
+            self.instance.run(self._check_subscription(topic, selector))  # before it is used anywhere
         self.subscriptions[topic] = selector.expression
         self.expression_types[topic] = selector.expression_type
-        if self.running and not selector.is_tag:
-            self.instance.run(self._check_subscriptions())
 
     async def _check_subscriptions(self) -> None:
         """Let the brokers judge SQL92 subscriptions now (CHECK_CLIENT_CONFIG), as RocketMQ does at
         start: a bad expression fails here, loudly, rather than in every later pull."""
         for topic, expression_type in self.expression_types.items():
-            if expression_type == TAG:
-                continue
-            route = await self.instance.route(topic)
-            data = subscription_data(topic, self.subscriptions[topic], expression_type)
-            for addr in route.broker_addrs.values() if route else ():
-                await self.instance.api.check_client_config(addr, self.instance.client_id, self.group, data)
+            if expression_type != TAG:
+                await self._check_subscription(
+                    topic, MessageSelector(expression_type, self.subscriptions[topic])
+                )
+
+    async def _check_subscription(self, topic: str, selector: MessageSelector) -> None:
+        route = await self.instance.route(topic)
+        data = subscription_data(topic, selector.expression, selector.expression_type)
+        for addr in route.broker_addrs.values() if route else ():
+            await self.instance.api.check_client_config(addr, self.instance.client_id, self.group, data)
 
     def consumer_data(self) -> dict:
         types = self.expression_types
@@ -126,9 +130,17 @@ class ConsumerCore:
 
     # -- life cycle ---------------------------------------------------------------------------
     def _start_core(self) -> None:
+        owns_instance = self.instance is None
         self.instance = self.instance or MQClientInstance(
             self.namesrv_addr, self.instance_name, rebalance_interval_ms=self.rebalance_interval_ms
         )
+        try:
+            self.instance.run(self._check_subscriptions())
+        except Exception:
+            if owns_instance:  # a refused start leaves no thread or connection behind
+                self.instance.shutdown()
+                self.instance = None
+            raise
         if self.message_model == BROADCASTING:
             self.offsets = LocalFileOffsetStore(self.offset_store_dir, self.instance.client_id, self.group)
         else:
@@ -136,7 +148,6 @@ class ConsumerCore:
             if self.subscribes_to_retry_topic:
                 # Sent-back messages come back through the group's retry topic (RocketMQ's copySubscription).
                 self.subscriptions.setdefault(tc.retry_topic(self.group), "*")
-        self.instance.run(self._check_subscriptions())
         self.instance.consumers[self.group] = self
         self.running = True
         self.started_at = int(time.time() * 1000)

@@ -9,22 +9,25 @@ from __future__ import annotations
 
 import concurrent.futures
 import itertools
+import logging
 import random
 import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from broker.common import message_const
 from broker.common.batch_codec import encode_batch
 from broker.common.message import Message
 from broker.common.message_codec import properties_to_string
 from broker.common.message_const import PROPERTY_TRANSACTION_PREPARED
 from broker.common.message_id import create_unique_id
 from broker.common.sysflag import COMPRESSED_FLAG, TRANSACTION_PREPARED_TYPE
-from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC, validate_topic
+from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC, is_retry_topic, validate_topic
 from broker.remoting.codes import ResponseCode
 from broker.remoting.errors import RemotingError
 
+from . import request_reply
 from .errors import MQBrokerError, MQClientError
 from .instance import MQClientInstance, TopicRoute
 from .message_queue import MessageQueue
@@ -82,8 +85,17 @@ class Producer:
         latency_fault_enable: bool = True,
         default_topic_queue_nums: int = 4,
         instance: MQClientInstance | None = None,
+        instance_name: str | None = None,
+        enable_trace: bool = False,
+        trace_topic: str | None = None,
     ) -> None:
         self.group = group
+        # Message trace: send records go to the trace topic (RMQ_SYS_TRACE_TOPIC by default).
+        self.enable_trace, self.trace_topic = enable_trace, trace_topic
+        self.send_hooks: list[Callable] = []  # hook(mq, broker_addr, header, body, response, cost_ms)
+        self.trace_dispatcher = None
+        # Part of the client id; producers of one process that receive replies need distinct ones.
+        self.instance_name = instance_name
         self.namesrv_addr = namesrv_addr
         self.send_timeout_ms = send_timeout_ms
         self.retry_times = retry_times
@@ -95,12 +107,19 @@ class Producer:
 
     # -- life cycle ---------------------------------------------------------------------------
     def start(self) -> Producer:
-        self.instance = self.instance or MQClientInstance(self.namesrv_addr)
+        self.instance = self.instance or MQClientInstance(self.namesrv_addr, self.instance_name)
         self.instance.producers[self.group] = self
         self.instance.start()
+        if self.enable_trace and self.trace_dispatcher is None:
+            from .trace import install_producer_trace
+
+            self.trace_dispatcher = install_producer_trace(self, self.trace_topic)
         return self
 
     def shutdown(self) -> None:
+        if self.trace_dispatcher is not None:
+            self.trace_dispatcher.shutdown()
+            self.trace_dispatcher = None
         if self.instance is not None:
             self.instance.producers.pop(self.group, None)
             self.instance.shutdown()
@@ -132,6 +151,20 @@ class Producer:
 
     def send_batch(self, messages: list[Message], queue: MessageQueue | None = None) -> list[SendResult]:
         return self._instance().run(self.asend_batch(messages, queue))
+
+    def request(self, msg: Message, timeout_ms: int = 3000, **send_options):
+        """Send ``msg`` and return the reply message; ``RequestTimeoutError`` when none comes in time.
+        ``send_options``: ``queue``, or ``selector`` and ``arg``, as for ``send``."""
+        return self._instance().run(request_reply.request(self, msg, timeout_ms, **send_options))
+
+    def request_async(
+        self, msg: Message, callback=None, timeout_ms: int = 3000, **send_options
+    ) -> concurrent.futures.Future:
+        """As ``request`` without blocking: ``callback(reply, error)`` runs when it completes."""
+        future = self._instance().submit(request_reply.request(self, msg, timeout_ms, **send_options))
+        if callback is not None:
+            future.add_done_callback(lambda f: callback(None if f.exception() else f.result(), f.exception()))
+        return future
 
     def _instance(self) -> MQClientInstance:
         if self.instance is None:
@@ -211,6 +244,8 @@ class Producer:
             "unitMode": False,
             "batch": for_batch,
         }
+        if is_retry_topic(msg.topic):
+            _retry_counters_to_header(msg, header)
         return header, body
 
     async def _route(self, topic: str) -> TopicRoute:
@@ -267,6 +302,8 @@ class Producer:
             raise
         if self.faults:
             self.faults.update(mq.broker_name, (time.monotonic() - started) * 1000, isolation=False)
+        for hook in self.send_hooks:
+            _run_send_hook(hook, mq, addr, header, body, response, int((time.monotonic() - started) * 1000))
         return SendResult(
             _STATUS.get(response.code, "SEND_OK"),
             msg_id,
@@ -274,6 +311,26 @@ class Producer:
             MessageQueue(mq.topic, mq.broker_name, int(response.field("queueId", mq.queue_id))),
             int(response.field("queueOffset", "0")),
         )
+
+
+def _retry_counters_to_header(msg: Message, header: dict) -> None:
+    """As RocketMQ: a message sent back to a retry topic carries its reconsume counters in the
+    header (the broker moves it to the DLQ by them), not in its properties."""
+    properties = dict(msg.properties)
+    reconsume = properties.pop(message_const.PROPERTY_RECONSUME_TIME, None)
+    maximum = properties.pop(message_const.PROPERTY_MAX_RECONSUME_TIMES, None)
+    if reconsume is not None:
+        header["reconsumeTimes"] = int(reconsume)
+    if maximum is not None:
+        header["maxReconsumeTimes"] = int(maximum)
+    header["properties"] = properties_to_string(properties)
+
+
+def _run_send_hook(hook, *args) -> None:
+    try:
+        hook(*args)
+    except Exception:  # a hook (tracing, metrics) must never fail the application's send
+        logging.getLogger(__name__).exception("a send hook failed")
 
 
 _RETRYABLE = {

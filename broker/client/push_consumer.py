@@ -66,9 +66,13 @@ class PushConsumer(ConsumerCore):
         retry_delay_s: float = 5.0,
         max_reconsume_times: int | None = None,
         send_back_timeout_s: float = 3.0,
+        enable_trace: bool = False,
+        trace_topic: str | None = None,
         **options,
     ) -> None:
         super().__init__(group, namesrv_addr, **options)
+        # Message trace: consume records (before/after each listener call) go to the trace topic.
+        self.enable_trace, self.trace_topic, self.trace_dispatcher = enable_trace, trace_topic, None
         self.consume_batch_size = consume_batch_size
         self.pull_threshold = pull_threshold_per_queue
         self.retry_delay_s = retry_delay_s
@@ -97,7 +101,17 @@ class PushConsumer(ConsumerCore):
     def start(self) -> PushConsumer:
         if self.listener is None:
             raise ValueError("register a message listener before starting the consumer")
-        self._start_core()
+        if self.enable_trace and self.trace_dispatcher is None:
+            from .trace import install_consumer_trace
+
+            self.trace_dispatcher = install_consumer_trace(self, self.trace_topic)
+        try:
+            self._start_core()
+        except Exception:
+            if self.trace_dispatcher is not None:  # a refused start leaves no trace producer behind
+                self.trace_dispatcher.shutdown()
+                self.trace_dispatcher = None
+            raise
         if self.orderly is not None:
             self.orderly.start()
         return self
@@ -107,6 +121,9 @@ class PushConsumer(ConsumerCore):
             self.orderly.shutdown()
         self._shutdown_core()
         self.pool.shutdown(wait=True, cancel_futures=True)
+        if self.trace_dispatcher is not None:
+            self.trace_dispatcher.shutdown()
+            self.trace_dispatcher = None
 
     # -- hooks of ConsumerCore ----------------------------------------------------------------
     def is_busy(self, mq: MessageQueue) -> bool:
@@ -129,6 +146,11 @@ class PushConsumer(ConsumerCore):
         queue = self.process_queues.pop(mq, None)
         if queue is not None:
             queue.dropped = True
+
+    async def _stop_all(self) -> None:
+        await super()._stop_all()
+        if self.orderly is not None:
+            await self.orderly.unlock_all()
 
     async def acquire_queue(self, mq: MessageQueue) -> bool:
         return await self.orderly.acquire_queue(mq) if self.orderly is not None else True

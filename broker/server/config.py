@@ -58,6 +58,7 @@ class BrokerConfig:
     transaction_check_max: int = 15
     # How long an orderly consumer's queue lock lives without renewal (RocketMQ: 60 s).
     rebalance_lock_max_live_time: int = 60_000
+    store_reply_message_enable: bool = True
     raw: dict[str, str] = field(default_factory=dict)
     conf_path: Path | None = None
 
@@ -95,6 +96,7 @@ class BrokerConfig:
             transaction_check_interval=get_int(raw, "transactionCheckInterval", 60_000),
             transaction_check_max=get_int(raw, "transactionCheckMax", 15),
             rebalance_lock_max_live_time=get_int(raw, "rebalanceLockMaxLiveTime", 60_000),
+            store_reply_message_enable=get_bool(raw, "storeReplyMessageEnable", True),
             raw=dict(raw),
             conf_path=conf_path,
         )
@@ -127,6 +129,7 @@ class BrokerConfig:
             "transactionCheckInterval": str(self.transaction_check_interval),
             "transactionCheckMax": str(self.transaction_check_max),
             "rebalanceLockMaxLiveTime": str(self.rebalance_lock_max_live_time),
+            "storeReplyMessageEnable": str(self.store_reply_message_enable).lower(),
         }
         store = self.store_config()
         values.update(

@@ -24,6 +24,7 @@ from .processors.end_transaction import EndTransactionProcessor
 from .processors.locks import LockProcessor
 from .processors.pull import PullProcessor
 from .processors.query import QueryProcessor
+from .processors.reply import ReplyProcessor, ensure_reply_topic
 from .processors.send import SendProcessor
 from .processors.send_back import SendBackProcessor
 from .queue_locks import RebalanceLockManager
@@ -68,6 +69,7 @@ class BrokerController:
     async def start(self) -> int:
         self.store.start()
         self.topics.load()
+        ensure_reply_topic(self)
         self.groups.load()
         self.offsets.load()
         self.hold = PullRequestHoldService(asyncio.get_running_loop())
@@ -134,8 +136,9 @@ class BrokerController:
             RC.END_TRANSACTION: EndTransactionProcessor(self).end_transaction,
             RC.GET_ALL_DELAY_OFFSET: self.schedule.all_delay_offsets,
         }
-        locks = LockProcessor(self)
+        locks, reply = LockProcessor(self), ReplyProcessor(self)
         table[RC.LOCK_BATCH_MQ], table[RC.UNLOCK_BATCH_MQ] = locks.lock_batch, locks.unlock_batch
+        table[RC.SEND_REPLY_MESSAGE] = table[RC.SEND_REPLY_MESSAGE_V2] = reply.send_reply
         for code, handler in table.items():
             self.server.register_processor(code, handler)
 

@@ -154,3 +154,33 @@ def test_pull_with_sql92_needs_enable_property_filter(cluster, sent):
     finally:
         update = create_request(RequestCode.UPDATE_BROKER_CONFIG, body=b"enablePropertyFilter=true\n")
         assert cluster.admin.invoke(cluster.broker_addr, update).ok
+
+
+def test_sql92_consumer_is_refused_by_a_broker_without_property_filter(cluster):
+    update = create_request(RequestCode.UPDATE_BROKER_CONFIG, body=b"enablePropertyFilter=false\n")
+    assert cluster.admin.invoke(cluster.broker_addr, update).ok
+    try:
+        consumer = LitePullConsumer("sql-off-group", cluster.namesrv_addr)
+        consumer.subscribe(TOPIC, MessageSelector.by_sql("a = 1"))
+        with pytest.raises(MQClientError) as caught:
+            consumer.start()
+        assert caught.value.response_code == ResponseCode.SYSTEM_ERROR
+        assert "does not support consumer to filter message by SQL92" in str(caught.value)
+    finally:
+        update = create_request(RequestCode.UPDATE_BROKER_CONFIG, body=b"enablePropertyFilter=true\n")
+        assert cluster.admin.invoke(cluster.broker_addr, update).ok
+
+
+def test_subscribing_bad_sql_after_start_is_refused_and_changes_nothing(cluster, sent):
+    consumer = LitePullConsumer(
+        "late-sql-group", cluster.namesrv_addr, consume_from_where=CONSUME_FROM_FIRST_OFFSET
+    )
+    consumer.subscribe(TOPIC, MessageSelector.by_sql("a = 1"))
+    consumer.start()
+    try:
+        with pytest.raises(MQClientError, match="cannot be compared"):
+            consumer.subscribe(TOPIC, MessageSelector.by_sql("a > 'text'"))
+        assert consumer.subscriptions[TOPIC] == "a = 1"
+        assert consumer.expression_types[TOPIC] == "SQL92"
+    finally:
+        consumer.shutdown()

@@ -15,6 +15,8 @@ from broker.client import (
     PushConsumer,
     hash_selector,
 )
+from broker.client.admin import MQAdmin, NotFoundError
+from broker.common import message_const as const
 from broker.common.message import Message
 from broker.remoting.codes import RequestCode
 from broker.remoting.command import create_request
@@ -114,6 +116,13 @@ def test_three_orderly_consumers_keep_order_through_failures_and_a_rebalance(clu
     finally:
         for consumer in consumers:
             consumer.shutdown()
+    # Every queue was unlocked on shutdown: another client can lock them all at once.
+    probe = {"consumerGroup": GROUP, "clientId": "probe", "mqSet": [
+        {"topic": TOPIC, "brokerName": "broker-a", "queueId": q} for q in range(QUEUES)]}  # fmt: skip
+    locked = cluster.admin.invoke(
+        cluster.broker_addr, create_request(RequestCode.LOCK_BATCH_MQ, body=orjson.dumps(probe))
+    )
+    assert len(orjson.loads(locked.body)["lockOKMQSet"]) == QUEUES
     assert checker.failures > 0
     assert checker.overlaps == []
     assert sum(sent.values()) == MESSAGES
@@ -136,3 +145,56 @@ def test_broker_queue_locks_are_per_client_and_released(cluster):
     assert call(RequestCode.LOCK_BATCH_MQ, "client-b", [1]) == []
     call(RequestCode.UNLOCK_BATCH_MQ, "client-a", [1])
     assert call(RequestCode.LOCK_BATCH_MQ, "client-b", [1]) == [1]
+
+
+def test_a_message_failing_past_max_reconsume_times_is_sent_back_and_the_queue_moves_on(cluster):
+    cluster.create_topic("PoisonTopic", 1)
+    attempts, done = [], threading.Event()
+
+    def listener(messages, context):
+        msg = messages[0]
+        attempts.append((msg.body, msg.reconsume_times))
+        if msg.body == b"poison":
+            return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+        done.set()
+        return ConsumeOrderlyStatus.SUCCESS
+
+    consumer = PushConsumer(
+        "poison-group",
+        cluster.namesrv_addr,
+        instance_name="poison",
+        consume_from_where=CONSUME_FROM_FIRST_OFFSET,
+    )
+    consumer.subscribe("PoisonTopic", "*")
+    consumer.register_message_listener_orderly(
+        listener, suspend_current_queue_time_ms=10, max_reconsume_times=2
+    )
+    consumer.start()
+    producer = Producer("poison-producer", cluster.namesrv_addr, instance_name="poison-p").start()
+    try:
+        poison = Message("PoisonTopic", b"poison")
+        poison.keys = "poison-key"
+        sent = producer.send(poison)
+        producer.send(Message("PoisonTopic", b"next"))
+        assert done.wait(30)
+    finally:
+        producer.shutdown()
+        consumer.shutdown()
+    assert attempts == [(b"poison", 0), (b"poison", 1), (b"poison", 2), (b"next", 0)]
+
+    def sent_back():
+        with MQAdmin(cluster.namesrv_addr) as admin:
+            found = []
+            for topic in ("%RETRY%poison-group", "%DLQ%poison-group"):
+                try:
+                    found += admin.query_message_by_key(topic, "poison-key")
+                except NotFoundError:
+                    pass
+            return found
+
+    assert wait_until(lambda: sent_back(), timeout=15)
+    back = sent_back()[0]
+    assert back.body == b"poison"
+    assert back.properties[const.PROPERTY_RETRY_TOPIC] == "PoisonTopic"
+    assert back.properties[const.PROPERTY_ORIGIN_MESSAGE_ID] == sent.msg_id
+    assert back.reconsume_times == 2  # carried in the send header, as RocketMQ

@@ -14,6 +14,7 @@ from broker.common import topic_config as tc
 from broker.common.batch_codec import BatchDecodeError, decode_batch
 from broker.common.message import MessageExt
 from broker.common.message_codec import string_to_properties
+from broker.common.message_const import PROPERTY_CLUSTER
 from broker.remoting.codes import ResponseCode
 from broker.remoting.command import RemotingCommand, response_to
 from broker.store.results import PutMessageStatus
@@ -104,6 +105,8 @@ class SendProcessor:
         messages = self._messages(request, header, topic, queue_id, conn)
         if isinstance(messages, str):
             return response_to(request, ResponseCode.MESSAGE_ILLEGAL, messages)
+        for msg in messages:  # as RocketMQ: a request's reply finds its cluster's reply topic by it
+            msg.properties[PROPERTY_CLUSTER] = self.broker.config.broker_cluster_name
         refused = self._redirect(request, header, messages)
         if refused is not None:
             return refused
