@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -187,6 +188,7 @@ def main() -> None:
             web.wait(20)
         broker.stop()
         namesrv.stop()
+        shutil.rmtree(workdir, ignore_errors=True)  # the store preallocates large segment files
     if args.json:
         print(json.dumps(result))
     else:

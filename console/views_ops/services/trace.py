@@ -1,171 +1,59 @@
 """A message's life as a timeline (W13), from the trace topic and the cluster's own records.
 
-Trace records (``RMQ_SYS_TRACE_TOPIC``, B16) are RocketMQ trace contexts: fields separated by
-\\x01, contexts by \\x02, the first field naming the kind (Pub, SubBefore, SubAfter,
-EndTransaction). Trace messages are indexed by the traced message's id, so a key query finds
-them. Around them the timeline adds what the cluster itself shows: the stored message (store
-time, delay level), its copies in each consuming group's dead-letter topic, and the console's
-own replays (audit records).
+Trace records (``RMQ_SYS_TRACE_TOPIC``, B16) are read with the SDK's trace query (one decoder of
+RocketMQ's trace format, ``broker.common.trace_data``). Around them the timeline adds what the
+cluster itself shows: the stored message (store time, delay level), its copies in the dead-letter
+topics of the groups that consumed it (when no trace record says so), and the console's own
+replays (audit records).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from broker.client.admin import MQAdmin, MQAdminError, NotFoundError
+from broker.client.admin import MQAdmin, MQAdminError
+from broker.client.trace.query import TraceEvent as RecordEvent
+from broker.client.trace.query import query_message_trace
 from broker.common import message_const as mc
 from broker.common.message import MessageExt
-from broker.common.topic_config import TRACE_TOPIC, dlq_topic
+from broker.common.topic_config import dlq_topic
 
-CONTENT_SEPARATOR = "\x01"
-CONTEXT_SEPARATOR = "\x02"
+_PHASE = {"sent": 0, "stored": 1, "delayed": 2, "consume-start": 3, "retry": 3, "consume-failed": 4,
+          "consumed": 4, "sent-back": 5, "dlq": 6, "replay": 7}  # fmt: skip
 
 
 @dataclass(frozen=True)
 class TraceEvent:
     timestamp: int
-    kind: str  # sent, stored, delayed, consume-start, consumed, consume-failed, retry, dlq, replay, ...
+    kind: str  # sent, stored, delayed, consume-start, retry, consumed, consume-failed, sent-back, dlq, replay
     title: str
     group: str = ""
     detail: dict = field(default_factory=dict)
     ok: bool = True
 
 
-def _int(text: str) -> int:
-    try:
-        return int(text)
-    except (TypeError, ValueError):
-        return 0
-
-
-def decode_trace_body(body: str) -> list[dict]:
-    """Trace contexts in a trace message body → dicts with named fields (unknown kinds kept raw)."""
-    contexts = []
-    for chunk in body.split(CONTEXT_SEPARATOR):
-        parts = chunk.split(CONTENT_SEPARATOR)
-        if not parts or not parts[0].strip():
-            continue
-        kind = parts[0].strip()
-        parts += [""] * 16
-        if kind == "Pub":
-            contexts.append(
-                {
-                    "kind": kind,
-                    "timestamp": _int(parts[1]),
-                    "region": parts[2],
-                    "group": parts[3],
-                    "topic": parts[4],
-                    "msgId": parts[5],
-                    "tags": parts[6],
-                    "keys": parts[7],
-                    "storeHost": parts[8],
-                    "bodyLength": _int(parts[9]),
-                    "costTime": _int(parts[10]),
-                    "msgType": parts[11],
-                    "offsetMsgId": parts[12],
-                    "success": parts[13] != "false",
-                }
-            )
-        elif kind == "SubBefore":
-            contexts.append(
-                {
-                    "kind": kind,
-                    "timestamp": _int(parts[1]),
-                    "region": parts[2],
-                    "group": parts[3],
-                    "requestId": parts[4],
-                    "msgId": parts[5],
-                    "retryTimes": _int(parts[6]),
-                    "keys": parts[7],
-                }
-            )
-        elif kind == "SubAfter":
-            contexts.append(
-                {
-                    "kind": kind,
-                    "requestId": parts[1],
-                    "msgId": parts[2],
-                    "costTime": _int(parts[3]),
-                    "success": parts[4] != "false",
-                    "keys": parts[5],
-                    "contextCode": parts[6],
-                    "timestamp": _int(parts[7]),
-                    "group": parts[8],
-                }
-            )
-        elif kind == "EndTransaction":
-            contexts.append(
-                {
-                    "kind": kind,
-                    "timestamp": _int(parts[1]),
-                    "region": parts[2],
-                    "group": parts[3],
-                    "topic": parts[4],
-                    "msgId": parts[5],
-                    "tags": parts[6],
-                    "keys": parts[7],
-                    "storeHost": parts[8],
-                    "msgType": parts[9],
-                    "transactionId": parts[10],
-                    "transactionState": parts[11],
-                    "fromTransactionCheck": parts[12] == "true",
-                }
-            )
-        else:
-            contexts.append({"kind": kind, "raw": parts[1:]})
-    return contexts
-
-
-def trace_contexts(admin: MQAdmin, msg_id: str) -> list[dict]:
-    try:
-        messages = admin.query_message_by_key(TRACE_TOPIC, msg_id, max_num=256)
-    except NotFoundError:
-        return []
-    contexts = []
-    for message in messages:
-        for context in decode_trace_body(message.body.decode("utf-8", errors="replace")):
-            if context.get("msgId") in (msg_id, None, ""):
-                contexts.append(context)
-    return contexts
-
-
-def _events_from_contexts(contexts: list[dict]) -> list[TraceEvent]:
-    events = []
-    before = {c["requestId"]: c for c in contexts if c["kind"] == "SubBefore"}
-    for c in contexts:
-        if c["kind"] == "Pub":
-            events.append(
-                TraceEvent(
-                    c["timestamp"],
-                    "sent",
-                    f"Sent by {c['group'] or 'a producer'}",
-                    c["group"],
-                    {"cost ms": c["costTime"], "store host": c["storeHost"], "type": c["msgType"]},
-                    c["success"],
-                )
-            )
-        elif c["kind"] == "SubBefore":
-            kind = "retry" if c["retryTimes"] else "consume-start"
-            title = f"Delivered to {c['group']}" + (f" (retry {c['retryTimes']})" if c["retryTimes"] else "")
-            events.append(TraceEvent(c["timestamp"], kind, title, c["group"], {"request": c["requestId"]}))
-        elif c["kind"] == "SubAfter":
-            start = before.get(c["requestId"], {})
-            group = c["group"] or start.get("group", "")
-            at = c["timestamp"] or start.get("timestamp", 0) + c["costTime"]
-            kind = "consumed" if c["success"] else "consume-failed"
-            title = f"{'Consumed' if c['success'] else 'Consume failed'} in {group}"
-            events.append(TraceEvent(at, kind, title, group, {"cost ms": c["costTime"]}, c["success"]))
-        elif c["kind"] == "EndTransaction":
-            events.append(
-                TraceEvent(
-                    c["timestamp"],
-                    "transaction",
-                    f"Transaction {c['transactionState']}",
-                    c["group"],
-                    {"from check": c["fromTransactionCheck"]},
-                )
-            )
-    return events
+def _from_trace(event: RecordEvent) -> TraceEvent:
+    r, group = event.record, event.group
+    if event.event == "send":
+        detail = {"cost ms": r.cost_time, "store host": r.store_host, "client": r.client_host}
+        return TraceEvent(
+            r.timestamp, "sent", f"Sent by {group or 'a producer'} to {r.topic}", group, detail, r.success
+        )
+    if event.event == "retry":
+        return TraceEvent(
+            r.timestamp, "sent-back", f"Sent back to {r.topic} for a later retry", group, {}, False
+        )
+    if event.event == "dlq":
+        return TraceEvent(r.timestamp, "dlq", f"Dead-lettered to {r.topic}", group, {}, False)
+    if event.event == "consume_before":
+        kind = "retry" if r.retry_times else "consume-start"
+        suffix = f" (retry {r.retry_times})" if r.retry_times else ""
+        return TraceEvent(
+            r.timestamp, kind, f"Delivered to {group}{suffix}", group, {"client": r.client_host}
+        )
+    kind = "consumed" if r.success else "consume-failed"
+    title = f"{'Consumed' if r.success else 'Consume failed'} in {group}"
+    return TraceEvent(r.timestamp, kind, title, group, {"cost ms": r.cost_time}, r.success)
 
 
 def _events_from_message(message: MessageExt) -> list[TraceEvent]:
@@ -211,15 +99,23 @@ def timeline(
     replays: list[TraceEvent],
     groups: set[str] = frozenset(),
 ) -> list[TraceEvent]:
-    contexts = trace_contexts(admin, msg_id)
-    events = _events_from_contexts(contexts)
+    events = [_from_trace(e) for e in query_message_trace(admin, msg_id)]
     if message is not None:
         events += _events_from_message(message)
         origin = message.get_property(mc.PROPERTY_ORIGIN_MESSAGE_ID)
         if origin:
             events.append(TraceEvent(message.born_timestamp, "replay", f"Copy of message {origin}"))
     consumer_groups = {e.group for e in events if e.kind in ("consumed", "consume-failed", "retry")}
-    events += _dead_letters(admin, msg_id, consumer_groups | set(groups))
+    traced_dlq = {e.group for e in events if e.kind == "dlq"}
+    events += _dead_letters(admin, msg_id, (consumer_groups | set(groups)) - traced_dlq)
     events += replays
-    events.sort(key=lambda e: (e.timestamp, e.kind))
+    sent_at = min((e.timestamp for e in events if e.kind == "sent"), default=0)
+
+    def order(event: TraceEvent) -> tuple[int, int]:
+        # Clocks of client and broker differ by a few ms, and ms ties are common: a message is
+        # never shown stored before it was sent, nor a consume result before its delivery.
+        at = max(event.timestamp, sent_at) if event.kind in ("stored", "delayed") else event.timestamp
+        return at, _PHASE.get(event.kind, 9)
+
+    events.sort(key=order)
     return events
