@@ -18,7 +18,17 @@ urlpatterns = [
     path("jobs/<int:job_id>/", dlq_views.replay_job, name="replay_job"),
     path("delayed/", delayed_views.delayed_levels, name="delayed"),
     path("delayed/<str:broker_name>/<int:level>/", delayed_views.delayed_level, name="delayed_level"),
+    path(
+        "delayed/<str:broker_name>/<int:level>/export.<str:fmt>",
+        delayed_views.delayed_level_export,
+        name="delayed_level_export",
+    ),
     path("transactions/", transaction_views.pending_transactions, name="transactions"),
+    path(
+        "transactions/export.<str:fmt>",
+        transaction_views.pending_transactions_export,
+        name="transactions_export",
+    ),
     path("transactions/end/", transaction_views.end_transaction, name="end_transaction"),
     path("trace/", trace_views.message_trace, name="trace"),
     path("tail/", tail_views.tail_page, name="tail"),

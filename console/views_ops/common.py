@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import csv
 import datetime
 import json
 from functools import wraps
 
+from django.http import HttpResponse
 from django.shortcuts import render
 
 from broker.client.admin import MQAdminError, NotFoundError
@@ -112,3 +114,40 @@ def body_views(body: bytes) -> dict:
         except ValueError:
             pass
     return {"text": text, "json": pretty, "hex": body[:4096].hex(" ", 2), "hex_truncated": len(body) > 4096}
+
+
+EXPORT_FORMATS = ("csv", "json")
+
+
+def export_response(rows: list[dict], fmt: str, filename: str) -> HttpResponse:
+    """A download of ``rows`` as CSV or JSON (W14: every message list can be exported)."""
+    if fmt not in EXPORT_FORMATS:
+        raise BadRequest(f"export format must be csv or json, not {fmt!r}")
+    if fmt == "json":
+        response = HttpResponse(json.dumps(rows, indent=2, default=str), content_type="application/json")
+    else:
+        response = HttpResponse(content_type="text/csv; charset=utf-8")
+        writer = csv.DictWriter(response, fieldnames=list(rows[0]) if rows else ["msgId"])
+        writer.writeheader()
+        writer.writerows(rows)
+    response["Content-Disposition"] = f'attachment; filename="{filename}.{fmt}"'
+    return response
+
+
+def export_row(message, broker_name: str = "", **extra) -> dict:
+    """One exported message: ids, routing, times (epoch ms), body as text."""
+    return {
+        "msgId": message.client_msg_id,
+        "offsetMsgId": message.msg_id,
+        "topic": message.topic,
+        "tags": message.tags or "",
+        "keys": " ".join(message.keys),
+        **extra,
+        "broker": broker_name,
+        "queueId": message.queue_id,
+        "queueOffset": message.queue_offset,
+        "bornTimestamp": message.born_timestamp,
+        "storeTimestamp": message.store_timestamp,
+        "reconsumeTimes": message.reconsume_times,
+        "body": message.body.decode("utf-8", errors="replace"),
+    }

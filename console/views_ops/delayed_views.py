@@ -8,7 +8,7 @@ from django.views.decorators.http import require_GET
 from console.roles import VIEWER, require_role
 
 from . import connection
-from .common import BadRequest, cluster_errors, message_row, ms_to_datetime
+from .common import BadRequest, cluster_errors, export_response, export_row, message_row, ms_to_datetime
 from .services import delayed
 
 
@@ -46,20 +46,35 @@ def delayed_levels(request):
     return render(request, "console_ops/delayed_levels.html", context)
 
 
-@require_GET
-@require_role(VIEWER)
-@cluster_errors
-def delayed_level(request, broker_name: str, level: int):
+def _pending(request, broker_name: str, level: int):
     info = connection.admin(request).cluster_info()
     data = info.brokers.get(broker_name)
     if data is None or not data.master_addr:
         raise BadRequest(f"broker {broker_name!r} is not in the cluster (or has no master)")
     try:
-        status, pending = delayed.pending_of_level(
-            connection.admin(request), broker_name, data.master_addr, level
-        )
+        return delayed.pending_of_level(connection.admin(request), broker_name, data.master_addr, level)
     except ValueError as exc:
         raise BadRequest(str(exc)) from None
+
+
+@require_GET
+@require_role(VIEWER)
+@cluster_errors
+def delayed_level_export(request, broker_name: str, level: int, fmt: str):
+    _, pending = _pending(request, broker_name, level)
+    rows = [
+        export_row(p.located.message, broker_name, realTopic=p.real_topic, realQueueId=p.real_queue_id,
+                   level=level, dueTimestamp=p.due_ms)
+        for p in pending
+    ]  # fmt: skip
+    return export_response(rows, fmt, f"delayed-{broker_name}-level{level}")
+
+
+@require_GET
+@require_role(VIEWER)
+@cluster_errors
+def delayed_level(request, broker_name: str, level: int):
+    status, pending = _pending(request, broker_name, level)
     rows = [
         {
             **message_row(p.located.message, broker_name),

@@ -3,10 +3,6 @@ inspect one, dry-run preview, replay (one now; selected or all as a Celery job).
 
 from __future__ import annotations
 
-import csv
-import json
-
-from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -17,7 +13,16 @@ from console.models import AuditRecord, ReplayJob
 from console.roles import OPERATOR, VIEWER, require_role
 
 from . import connection
-from .common import BadRequest, body_views, cluster_errors, message_row, parse_datetime_ms, parse_float
+from .common import (
+    BadRequest,
+    body_views,
+    cluster_errors,
+    export_response,
+    export_row,
+    message_row,
+    parse_datetime_ms,
+    parse_float,
+)
 from .services import dlq
 
 MAX_SELECTED = 10_000
@@ -109,31 +114,9 @@ def dlq_export(request, group: str, fmt: str):
     _check_group(group)
     located = dlq.list_dead_letters(connection.admin(request), group, _filter_from(request.GET))
     rows = [
-        {
-            "msgId": i.message.client_msg_id,
-            "offsetMsgId": i.message.msg_id,
-            "originTopic": dlq.original_topic(i.message) or "",
-            "tags": i.message.tags or "",
-            "keys": " ".join(i.message.keys),
-            "reconsumeTimes": i.message.reconsume_times,
-            "storeTimestamp": i.message.store_timestamp,
-            "broker": i.broker_name,
-            "queueId": i.message.queue_id,
-            "queueOffset": i.message.queue_offset,
-            "body": i.message.body.decode("utf-8", errors="replace"),
-        }
-        for i in located
+        export_row(i.message, i.broker_name, originTopic=dlq.original_topic(i.message) or "") for i in located
     ]
-    filename = f"dlq-{group}.{fmt}"
-    if fmt == "json":
-        response = HttpResponse(json.dumps(rows, indent=2), content_type="application/json")
-    else:
-        response = HttpResponse(content_type="text/csv; charset=utf-8")
-        writer = csv.DictWriter(response, fieldnames=list(rows[0]) if rows else ["msgId"])
-        writer.writeheader()
-        writer.writerows(rows)
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return response
+    return export_response(rows, fmt, f"dlq-{group}")
 
 
 @require_GET

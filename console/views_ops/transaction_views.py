@@ -13,7 +13,7 @@ from console.models import AuditRecord
 from console.roles import OPERATOR, VIEWER, require_role
 
 from . import connection
-from .common import BadRequest, cluster_errors, message_row
+from .common import BadRequest, cluster_errors, export_response, export_row, message_row
 from .services import transactions
 
 
@@ -34,6 +34,19 @@ def pending_transactions(request):
     ]
     template = "console_ops/_transactions_table.html" if request.htmx else "console_ops/transactions.html"
     return render(request, template, {"rows": rows})
+
+
+@require_GET
+@require_role(VIEWER)
+@cluster_errors
+def pending_transactions_export(request, fmt: str):
+    pending = transactions.pending_half_messages(connection.admin(request))
+    rows = [
+        export_row(h.message, h.located.broker_name, realTopic=h.real_topic, producerGroup=h.producer_group,
+                   checkTimes=h.check_times, ageSeconds=round(h.age_s()))
+        for h in pending
+    ]  # fmt: skip
+    return export_response(rows, fmt, "pending-transactions")
 
 
 @require_POST

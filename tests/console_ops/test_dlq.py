@@ -94,7 +94,7 @@ def test_export_csv_and_json(readable):
     assert sorted(r["keys"] for r in rows) == ["dead-0", "dead-1", "dead-2"]
     csv_text = readable.get(reverse("console_ops:dlq_export", kwargs={"group": GROUP, "fmt": "csv"})).content
     lines = csv_text.decode().strip().splitlines()
-    assert lines[0].startswith("msgId,offsetMsgId,originTopic") and len(lines) == 4
+    assert lines[0].startswith("msgId,offsetMsgId,topic,tags,keys,originTopic") and len(lines) == 4
 
 
 def test_preview_is_a_dry_run(readable, admin):

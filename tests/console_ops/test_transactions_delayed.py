@@ -51,6 +51,12 @@ def test_pending_half_messages_are_listed_with_group_age_and_checks(namesrv, hal
     assert (row["producer_group"], row["real_topic"], row["check_times"]) == (TX_GROUP, TX_TOPIC, 0)
     assert row["msg_id"] == half_messages["pay-commit"]
     assert row["age_s"] >= 0
+    exported = viewer_client.get(reverse("console_ops:transactions_export", kwargs={"fmt": "csv"}))
+    assert exported["Content-Disposition"] == 'attachment; filename="pending-transactions.csv"'
+    header, *lines = exported.content.decode().strip().splitlines()
+    assert "producerGroup" in header and any("pay-commit" in line for line in lines)
+    bad = viewer_client.get(reverse("console_ops:transactions_export", kwargs={"fmt": "xml"}))
+    assert bad.status_code == 400
 
 
 def test_operator_commits_and_rolls_back(namesrv, half_messages, operator_client, admin):
@@ -108,6 +114,14 @@ def test_delayed_levels_show_pending_counts_and_messages(namesrv, viewer_client)
     assert {r["real_topic"] for r in rows} == {"OpsReminders"}
     assert sorted(r["keys"] for r in rows) == ["remind-0", "remind-1"]
     assert all((r["due"] - r["stored"]).total_seconds() == 3600 for r in rows)
+    exported = viewer_client.get(
+        reverse(
+            "console_ops:delayed_level_export",
+            kwargs={"broker_name": broker["name"], "level": 3, "fmt": "json"},
+        )
+    ).json()
+    assert sorted(r["keys"] for r in exported) == ["remind-0", "remind-1"]
+    assert all(r["dueTimestamp"] - r["storeTimestamp"] == 3_600_000 for r in exported)
     missing = viewer_client.get(
         reverse("console_ops:delayed_level", kwargs={"broker_name": broker["name"], "level": 9})
     )
