@@ -73,6 +73,7 @@ def make_dead_letters(namesrv_addr: str, topic: str, group: str, count: int, key
         max_reconsume_times=0,
         retry_delay_s=0.2,
         consume_from_where=CONSUME_FROM_FIRST_OFFSET,
+        rebalance_interval_ms=1000,  # queues soon even if the broker lists the member a moment late
     )
     consumer.subscribe(topic, "*")
     consumer.register_message_listener(lambda msgs, ctx: ConsumeConcurrentlyStatus.RECONSUME_LATER)
