@@ -3,6 +3,7 @@ inspect one, dry-run preview, replay (one now; selected or all as a Celery job).
 
 from __future__ import annotations
 
+from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -26,6 +27,8 @@ from .common import (
 from .services import dlq
 
 MAX_SELECTED = 10_000
+PAGE_SIZE = 100
+FILTER_FIELDS = ("key", "tag", "begin", "end")
 MAX_RATE = 10_000
 
 
@@ -69,13 +72,20 @@ def dlq_list(request, group: str):
     if write_only:
         return render(request, "console_ops/dlq_write_only.html", {"group": group, "brokers": write_only})
     located = dlq.list_dead_letters(connection.admin(request), group, flt)
+    page = Paginator(located, PAGE_SIZE).get_page(request.GET.get("page"))
     rows = [
-        {**message_row(i.message, i.broker_name), "origin": dlq.original_topic(i.message)} for i in located
+        {**message_row(i.message, i.broker_name), "origin": dlq.original_topic(i.message)}
+        for i in page.object_list
     ]
+    query = request.GET.copy()
+    query.pop("page", None)
     context = {
         "group": group,
         "rows": rows,
-        "filter": request.GET,
+        "page": page,
+        "total": len(located),
+        "query": query.urlencode(),
+        "filter": {k: v for k, v in request.GET.items() if k in FILTER_FIELDS},
         "targets": dlq.TARGETS,
         "retry_topic": retry_topic(group),
     }

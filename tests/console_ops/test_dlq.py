@@ -164,3 +164,19 @@ def test_a_bad_selected_id_fails_alone_in_the_job(readable, eager_celery, namesr
     assert (job.status, job.total, job.sent, job.failed) == ("done", 2, 1, 1)
     assert job.errors[0]["msgId"] == stranger and "not in" in job.errors[0]["error"]
     assert AuditRecord.objects.get(action="dlq.replay.finished").result == "failed"
+
+
+def test_list_is_paged(readable, monkeypatch):
+    from console.views_ops import dlq_views
+
+    monkeypatch.setattr(dlq_views, "PAGE_SIZE", 2)
+    first = _list(readable)
+    assert len(first.context["rows"]) == 2 and first.context["total"] == 3
+    second = _list(readable, page=2)
+    assert len(second.context["rows"]) == 1
+    assert {r["offset_msg_id"] for r in first.context["rows"]}.isdisjoint(_ids(second))
+    partial = readable.get(
+        reverse("console_ops:dlq_list", kwargs={"group": GROUP}), {"page": 2},
+        headers={"HX-Request": "true", "HX-Target": "dlq-table"},
+    )  # fmt: skip
+    assert b"<h1>" not in partial.content and b"page 2 of 2" in partial.content
