@@ -11,6 +11,7 @@ from django.http import HttpResponse
 from django.shortcuts import render
 
 from broker.client.admin import MQAdminError, NotFoundError
+from console.audit import audit
 
 
 class BadRequest(ValueError):
@@ -40,6 +41,39 @@ def cluster_errors(view):
             )
 
     return wrapped
+
+
+def record(
+    request,
+    action: str,
+    target: str = "",
+    parameters: dict | None = None,
+    result: str = "ok",
+    detail: str = "",
+):
+    """``console.audit.audit``, remembering on the request that this action has its record."""
+    request.ops_audited = True
+    return audit(request, action, target, parameters, result, detail)
+
+
+def audited(action: str):
+    """For mutating views: a refusal (bad input, a cluster error) that the view did not audit itself
+    is audited as failed, with the form's fields, before the error page is shown."""
+
+    def decorate(view):
+        @wraps(view)
+        def wrapped(request, *args, **kwargs):
+            try:
+                return view(request, *args, **kwargs)
+            except (BadRequest, MQAdminError) as exc:
+                if not getattr(request, "ops_audited", False):
+                    fields = {k: v for k, v in request.POST.lists() if k != "csrfmiddlewaretoken"}
+                    record(request, action, request.path, fields, "failed", str(exc))
+                raise
+
+        return wrapped
+
+    return decorate
 
 
 def _error(request, status: int, title: str, message: str, hint: str):

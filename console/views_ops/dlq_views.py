@@ -9,13 +9,13 @@ from django.views.decorators.http import require_GET, require_POST
 
 from broker.client.admin import MQAdminError
 from broker.common.topic_config import DLQ_GROUP_TOPIC_PREFIX, dlq_topic, retry_topic, validate_topic
-from console.audit import audit
 from console.models import AuditRecord, ReplayJob
 from console.roles import OPERATOR, VIEWER, require_role
 
 from . import connection
 from .common import (
     BadRequest,
+    audited,
     body_views,
     cluster_errors,
     export_response,
@@ -23,6 +23,7 @@ from .common import (
     message_row,
     parse_datetime_ms,
     parse_float,
+    record,
 )
 from .services import dlq
 
@@ -100,14 +101,15 @@ def dlq_list(request, group: str):
 @require_POST
 @require_role(OPERATOR)
 @cluster_errors
+@audited("dlq.make_readable")
 def dlq_make_readable(request, group: str):
     _check_group(group)
     try:
         changed = dlq.make_readable(connection.admin(request), group)
     except MQAdminError as exc:
-        audit(request, "dlq.make_readable", dlq_topic(group), {}, AuditRecord.RESULT_FAILED, str(exc))
+        record(request, "dlq.make_readable", dlq_topic(group), {}, AuditRecord.RESULT_FAILED, str(exc))
         raise
-    audit(
+    record(
         request,
         "dlq.make_readable",
         dlq_topic(group),
@@ -196,6 +198,7 @@ def dlq_preview(request, group: str):
 @require_POST
 @require_role(OPERATOR)
 @cluster_errors
+@audited("dlq.replay")
 def dlq_replay(request, group: str):
     _check_group(group)
     target = _target(request)
@@ -220,7 +223,7 @@ def dlq_replay(request, group: str):
     from console.tasks import replay_dead_letters
 
     replay_dead_letters.delay(job.pk)
-    audit(
+    record(
         request,
         "dlq.replay",
         dlq_topic(group),
@@ -259,9 +262,9 @@ def _replay_one(request, group: str, target: str):
         "destination": outcome.step.destination,
     }
     if outcome.error:
-        audit(request, "dlq.replay", dlq_topic(group), params, AuditRecord.RESULT_FAILED, outcome.error)
+        record(request, "dlq.replay", dlq_topic(group), params, AuditRecord.RESULT_FAILED, outcome.error)
         raise BadRequest(f"replay failed: {outcome.error}")
-    audit(
+    record(
         request,
         "dlq.replay",
         dlq_topic(group),

@@ -8,12 +8,11 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from broker.common.topic_config import validate_topic
-from console.audit import audit
 from console.models import SavedTailFilter
 from console.roles import OPERATOR, VIEWER, require_role
 from console.tail.filters import TailFilterError, compile_filter
 
-from .common import BadRequest, cluster_errors
+from .common import BadRequest, audited, cluster_errors, record
 
 BUFFER_SIZE = 500
 
@@ -36,6 +35,7 @@ def tail_page(request):
 @require_POST
 @require_role(OPERATOR)
 @cluster_errors
+@audited("tail.filter.save")
 def save_tail_filter(request):
     name = (request.POST.get("name") or "").strip()
     if not name or len(name) > 80:
@@ -51,7 +51,7 @@ def save_tail_filter(request):
         )
     except IntegrityError as exc:
         raise BadRequest(f"cannot save the filter: {exc}") from None
-    audit(request, "tail.filter.save", name, fields, detail="created" if created else "updated")
+    record(request, "tail.filter.save", name, fields, detail="created" if created else "updated")
     return redirect(f"{_tail_url()}?topic={fields['topic']}&filter={saved.pk}")
 
 
@@ -60,7 +60,7 @@ def save_tail_filter(request):
 def delete_tail_filter(request, filter_id: int):
     deleted, _ = SavedTailFilter.objects.filter(user=request.user, pk=filter_id).delete()
     result = "ok" if deleted else "failed"
-    audit(
+    record(
         request,
         "tail.filter.delete",
         str(filter_id),

@@ -8,12 +8,11 @@ from django.views.decorators.http import require_GET, require_POST
 
 from broker.client.admin import MQAdminError
 from broker.common.topic_config import TRANS_HALF_TOPIC
-from console.audit import audit
 from console.models import AuditRecord
 from console.roles import OPERATOR, VIEWER, require_role
 
 from . import connection
-from .common import BadRequest, cluster_errors, export_response, export_row, message_row
+from .common import BadRequest, audited, cluster_errors, export_response, export_row, message_row, record
 from .services import transactions
 
 
@@ -52,6 +51,7 @@ def pending_transactions_export(request, fmt: str):
 @require_POST
 @require_role(OPERATOR)
 @cluster_errors
+@audited("transaction.end")
 def end_transaction(request):
     offset_msg_id = (request.POST.get("offset_msg_id") or "").strip()
     action = request.POST.get("action")
@@ -63,7 +63,7 @@ def end_transaction(request):
     try:
         half = transactions.find_pending(admin, offset_msg_id)
     except ValueError as exc:
-        audit(request, f"transaction.{action}", offset_msg_id, {}, AuditRecord.RESULT_FAILED, str(exc))
+        record(request, f"transaction.{action}", offset_msg_id, {}, AuditRecord.RESULT_FAILED, str(exc))
         raise BadRequest(str(exc)) from None
     params = {
         "producerGroup": half.producer_group,
@@ -76,9 +76,9 @@ def end_transaction(request):
     try:
         transactions.end_transaction(admin, half, commit=action == "commit")
     except MQAdminError as exc:
-        audit(request, f"transaction.{action}", target, params, AuditRecord.RESULT_FAILED, str(exc))
+        record(request, f"transaction.{action}", target, params, AuditRecord.RESULT_FAILED, str(exc))
         raise
-    audit(request, f"transaction.{action}", target, params)
+    record(request, f"transaction.{action}", target, params)
     flash.success(
         request, f"{action.capitalize()} of {half.message.client_msg_id} sent to {half.located.broker_name}."
     )

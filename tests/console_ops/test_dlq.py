@@ -149,6 +149,9 @@ def test_replay_with_bad_input_is_refused(readable):
     assert readable.post(url, {"scope": "one", "ids": "zz", "target": "sideways"}).status_code == 400
     assert readable.post(url, {"scope": "all", "target": "original", "rate": "-3"}).status_code == 400
     assert not ReplayJob.objects.exists()
+    failed = AuditRecord.objects.filter(action="dlq.replay").order_by("id")
+    assert [r.result for r in failed] == ["failed"] * 3
+    assert failed[1].parameters["target"] == ["sideways"] and "replay target" in failed[1].detail
 
 
 def test_a_bad_selected_id_fails_alone_in_the_job(readable, eager_celery, namesrv):

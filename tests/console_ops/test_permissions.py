@@ -72,6 +72,7 @@ def test_saving_a_bad_filter_is_refused_with_the_reason(operator_client):
     assert response.status_code == 400
     assert b"SQL92" in response.content
     assert not SavedTailFilter.objects.exists()
+    assert AuditRecord.objects.get().result == "failed"
 
 
 def test_deleting_another_users_filter_does_nothing(operator_client, django_user_model):
