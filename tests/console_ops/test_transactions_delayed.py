@@ -131,6 +131,7 @@ def test_delayed_levels_show_pending_counts_and_messages(namesrv, viewer_client)
 
 def test_short_delay_level_drains(namesrv, viewer_client, admin):
     send(namesrv, "OpsSoon", 1, keys="soon", DELAY=1)
+
     def delivered():
         try:
             return admin.query_message_by_key("OpsSoon", "soon-0")

@@ -17,6 +17,7 @@ from broker.client import Producer
 from broker.client.admin import MQAdmin, NotFoundError
 from broker.common import message_const as mc
 from broker.common.message import Message, MessageExt
+from broker.common.message_codec import MessageDecodeError, decode_offset_msg_id
 from broker.common.topic_config import PERM_READ, PERM_WRITE, dlq_topic, is_readable, retry_topic
 
 from .reading import LocatedMessage, read_topic
@@ -134,6 +135,12 @@ def find_dead_letters(admin: MQAdmin, group: str, offset_msg_ids: Iterable[str])
     messages = []
     topic = dlq_topic(group)
     for msg_id in offset_msg_ids:
+        try:
+            decode_offset_msg_id(msg_id)
+        except MessageDecodeError:
+            raise ValueError(
+                f"{msg_id!r} is not an offsetMsgId (32 hex digits: broker address + offset)"
+            ) from None
         message = admin.view_message(msg_id)
         if message.topic != topic:
             raise ValueError(f"message {msg_id} is in topic {message.topic!r}, not in {topic!r}")
