@@ -126,3 +126,30 @@ async def test_sql_filter_selects_by_property(namesrv, viewer, fast_tail):
         assert [e["keys"] for e in batch["events"]] == [["big-0"]]
     finally:
         await communicator.disconnect()
+
+
+def _burst(namesrv_addr: str, count: int) -> set[str]:
+    """``count`` messages sent as fast as the producer goes (async sends), their msgIds."""
+    from broker.client import Producer
+    from broker.common.message import Message
+
+    producer = Producer("OPS_TAIL_BURST", namesrv_addr).start()
+    try:
+        futures = [producer.send_async(Message(TOPIC, b"burst")) for _ in range(count)]
+        return {future.result(10).msg_id for future in futures}
+    finally:
+        producer.shutdown()
+
+
+async def test_a_burst_arrives_complete(namesrv, viewer, fast_tail):
+    communicator, _, _ = await _connect(viewer)
+    try:
+        await _live(communicator)
+        sent = await database_sync_to_async(_burst)(namesrv, 400)
+        seen: set[str] = set()
+        while not sent <= seen:
+            batch = await _until(communicator, lambda m: m["type"] == "messages" and m["events"])
+            seen.update(e["msgId"] for e in batch["events"])
+        assert sent <= seen
+    finally:
+        await communicator.disconnect()
