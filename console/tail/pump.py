@@ -65,6 +65,7 @@ class TopicPump:
     _queues: dict[tuple[str, int], asyncio.Task] = field(default_factory=dict)
     _outbox: list = field(default_factory=list)
     _wake: asyncio.Event | None = None
+    _listed: bool = False  # the route has been read once: later queues are new ones
 
     def start(self) -> None:
         self.task = asyncio.get_running_loop().create_task(self._run(), name=f"tail:{self.topic}")
@@ -97,23 +98,39 @@ class TopicPump:
         try:
             route = await admin.topic_route(self.topic)
         except NotFoundError:
+            self._listed = True  # the topic did not exist when tailing started: all it gets is new
             await self._notify(layer, {"type": "tail.status", "status": "waiting", "reason": "no route yet"})
             return
         except MQAdminError as exc:
             await self._notify(layer, {"type": "tail.status", "status": "error", "reason": str(exc)})
             return
+        try:
+            await self._start_new_queues(admin, api, route)
+        except MQAdminError as exc:  # a broker of the route is down: keep the others, retry later
+            await self._notify(layer, {"type": "tail.status", "status": "error", "reason": str(exc)})
+            return
+        self._listed = True
+        await self._notify(layer, {"type": "tail.status", "status": "live", "queues": len(self._queues)})
+
+    async def _start_new_queues(self, admin: AsyncMQAdmin, api: ClientAPI, route) -> None:
+        """A pull loop for each queue not followed yet. Queues present when tailing starts begin at
+        their max offset; queues that appear later (the topic was created, or grew, after tailing
+        started) begin at their min offset, since all they hold is new to this tail."""
         for queue_data in route.queue_datas:
             addr = route.broker(queue_data.broker_name).master_addr
             if not addr:
                 continue
             for queue_id in range(queue_data.read_queue_nums):
                 key = (queue_data.broker_name, queue_id)
-                if key not in self._queues or self._queues[key].done():
+                if key in self._queues and not self._queues[key].done():
+                    continue
+                if self._listed and key not in self._queues:
+                    start = await admin.min_offset(addr, self.topic, queue_id)
+                else:
                     start = await admin.max_offset(addr, self.topic, queue_id)
-                    self._queues[key] = asyncio.create_task(
-                        self._pull_loop(api, queue_data.broker_name, addr, queue_id, start)
-                    )
-        await self._notify(layer, {"type": "tail.status", "status": "live", "queues": len(self._queues)})
+                self._queues[key] = asyncio.create_task(
+                    self._pull_loop(api, queue_data.broker_name, addr, queue_id, start)
+                )
 
     async def _pull_loop(
         self, api: ClientAPI, broker_name: str, addr: str, queue_id: int, offset: int

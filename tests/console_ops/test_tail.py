@@ -153,3 +153,18 @@ async def test_a_burst_arrives_complete(namesrv, viewer, fast_tail):
         assert sent <= seen
     finally:
         await communicator.disconnect()
+
+
+async def test_tailing_a_topic_before_it_exists_shows_its_first_messages(namesrv, viewer, fast_tail):
+    communicator, _, _ = await _connect(viewer, topic="OpsTailBornLater")
+    try:
+        waiting = await _until(communicator, lambda m: m["type"] == "status")
+        assert waiting["status"] == "waiting"
+        await database_sync_to_async(send)(namesrv, "OpsTailBornLater", 2, keys="first")
+        seen = []
+        while len(seen) < 2:
+            batch = await _until(communicator, lambda m: m["type"] == "messages" and m["events"])
+            seen.extend(e["keys"][0] for e in batch["events"])
+        assert sorted(seen) == ["first-0", "first-1"]
+    finally:
+        await communicator.disconnect()
