@@ -14,7 +14,6 @@ from broker.client.admin import (
     ConsumeProgress,
     ConsumerConnection,
     MQAdmin,
-    MQAdminError,
     NotFoundError,
 )
 from broker.common.topic_config import RETRY_GROUP_TOPIC_PREFIX, perm_to_string
@@ -157,35 +156,52 @@ async def _progress_or_none(core: AsyncMQAdmin, group: str) -> ConsumeProgress |
         return None
 
 
-async def _group_row(core: AsyncMQAdmin, group: str, configs: dict[str, Any]) -> GroupRow:
+async def _group_row(
+    core: AsyncMQAdmin, group: str, configs: dict[str, Any], masters: list[tuple[str, str]]
+) -> GroupRow:
+    """One group's summary in as few requests as possible: consume stats from each master that holds
+    the group (every master when none does) and the connection list from one of them."""
     row = GroupRow(group, is_system_group(group), brokers=sorted(configs))
     if configs:
         first = next(iter(configs.values()))
         row.retry_max_times = first.get("retryMaxTimes")
         row.consume_enable = first.get("consumeEnable")
-    try:
-        progress, connection = await asyncio.gather(
-            _progress_or_none(core, group), _connection_or_none(core, group)
-        )
-    except MQAdminError as exc:
-        row.error = str(exc)
+    targets = [(name, addr) for name, addr in masters if name in configs] or masters
+    stats = [core.broker_consume_stats(addr, group, None, name) for name, addr in targets]
+    results = await asyncio.gather(*stats, _connection_on(core, group, targets), return_exceptions=True)
+    failures = [r for r in results if isinstance(r, BaseException)]
+    if failures:
+        row.error = str(failures[0])
         return row
-    if progress is not None:
-        row.lag, row.consume_tps = progress.diff_total, progress.consume_tps
+    *per_broker, connection = results
+    row.consume_tps = round(sum(tps for tps, _ in per_broker), 2)
+    row.lag = sum(q.diff for _, rows in per_broker for q in rows)
     if connection is not None:
         row.clients = len(connection.connections)
         row.consume_type, row.message_model = connection.consume_type, connection.message_model
     return row
 
 
+async def _connection_on(core: AsyncMQAdmin, group: str, targets: list[tuple[str, str]]):
+    if not targets:
+        return None
+    try:
+        return await core.consumer_connection(group, targets[0][1])
+    except AdminRequestError as exc:
+        if exc.code in (ResponseCode.CONSUMER_NOT_ONLINE, ResponseCode.SYSTEM_ERROR):
+            return None
+        raise
+
+
 async def _group_rows(core: AsyncMQAdmin) -> list[GroupRow]:
+    masters = _masters(await core.cluster_info())
     configs = await _group_configs(core)
     names = set(configs)
     for topic in await core.topic_list():
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             names.add(topic[len(RETRY_GROUP_TOPIC_PREFIX) :])
     ordered = sorted(names)
-    rows = await fan_out([_group_row(core, g, configs.get(g, {})) for g in ordered])
+    rows = await fan_out([_group_row(core, g, configs.get(g, {}), masters) for g in ordered])
     return [
         r if isinstance(r, GroupRow) else GroupRow(g, is_system_group(g), error=str(r))
         for g, r in zip(ordered, rows, strict=True)
