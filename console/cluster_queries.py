@@ -193,27 +193,50 @@ async def _connection_on(core: AsyncMQAdmin, group: str, targets: list[tuple[str
         raise
 
 
-async def _group_rows(core: AsyncMQAdmin) -> list[GroupRow]:
+@dataclass
+class GroupIndex:
+    """Every group the cluster knows (configured on a broker, or owning a retry topic), by name."""
+
+    names: list[str]
+    configs: dict[str, dict[str, Any]]
+    masters: list[tuple[str, str]]
+
+
+async def _group_index(core: AsyncMQAdmin) -> GroupIndex:
     masters = _masters(await core.cluster_info())
-    configs = await _group_configs(core)
+    configs, topics = await asyncio.gather(_group_configs(core), core.topic_list())
     names = set(configs)
-    for topic in await core.topic_list():
-        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            names.add(topic[len(RETRY_GROUP_TOPIC_PREFIX) :])
-    ordered = sorted(names)
-    rows = await fan_out([_group_row(core, g, configs.get(g, {}), masters) for g in ordered])
+    names.update(t[len(RETRY_GROUP_TOPIC_PREFIX) :] for t in topics if t.startswith(RETRY_GROUP_TOPIC_PREFIX))
+    return GroupIndex(sorted(names), configs, masters)
+
+
+async def _rows_of(core: AsyncMQAdmin, index: GroupIndex, names: list[str]) -> list[GroupRow]:
+    rows = await fan_out([_group_row(core, g, index.configs.get(g, {}), index.masters) for g in names])
     return [
         r if isinstance(r, GroupRow) else GroupRow(g, is_system_group(g), error=str(r))
-        for g, r in zip(ordered, rows, strict=True)
+        for g, r in zip(names, rows, strict=True)
     ]
 
 
-def group_rows(admin: MQAdmin) -> list[GroupRow]:
-    return admin.run(_group_rows(admin.core))
+async def _group_rows(core: AsyncMQAdmin) -> list[GroupRow]:
+    index = await _group_index(core)
+    return await _rows_of(core, index, index.names)
 
 
-def group_names(admin: MQAdmin) -> list[str]:
-    return sorted(admin.run(_group_configs(admin.core)))
+def group_index(admin: MQAdmin) -> GroupIndex:
+    return admin.run(_group_index(admin.core))
+
+
+def group_rows(
+    admin: MQAdmin, index: GroupIndex | None = None, names: list[str] | None = None
+) -> list[GroupRow]:
+    """Summaries (clients, lag, TPS, config) of ``names`` (default: every group of the index)."""
+
+    async def rows() -> list[GroupRow]:
+        known = index or await _group_index(admin.core)
+        return await _rows_of(admin.core, known, known.names if names is None else names)
+
+    return admin.run(rows())
 
 
 @dataclass
