@@ -14,7 +14,6 @@ from broker.client.admin import (
     ConsumeProgress,
     ConsumerConnection,
     MQAdmin,
-    MQAdminError,
     NotFoundError,
 )
 from broker.common.topic_config import RETRY_GROUP_TOPIC_PREFIX, perm_to_string
@@ -157,47 +156,87 @@ async def _progress_or_none(core: AsyncMQAdmin, group: str) -> ConsumeProgress |
         return None
 
 
-async def _group_row(core: AsyncMQAdmin, group: str, configs: dict[str, Any]) -> GroupRow:
+async def _group_row(
+    core: AsyncMQAdmin, group: str, configs: dict[str, Any], masters: list[tuple[str, str]]
+) -> GroupRow:
+    """One group's summary in as few requests as possible: consume stats from each master that holds
+    the group (every master when none does) and the connection list from one of them."""
     row = GroupRow(group, is_system_group(group), brokers=sorted(configs))
     if configs:
         first = next(iter(configs.values()))
         row.retry_max_times = first.get("retryMaxTimes")
         row.consume_enable = first.get("consumeEnable")
-    try:
-        progress, connection = await asyncio.gather(
-            _progress_or_none(core, group), _connection_or_none(core, group)
-        )
-    except MQAdminError as exc:
-        row.error = str(exc)
+    targets = [(name, addr) for name, addr in masters if name in configs] or masters
+    stats = [core.broker_consume_stats(addr, group, None, name) for name, addr in targets]
+    results = await asyncio.gather(*stats, _connection_on(core, group, targets), return_exceptions=True)
+    failures = [r for r in results if isinstance(r, BaseException)]
+    if failures:
+        row.error = str(failures[0])
         return row
-    if progress is not None:
-        row.lag, row.consume_tps = progress.diff_total, progress.consume_tps
+    *per_broker, connection = results
+    row.consume_tps = round(sum(tps for tps, _ in per_broker), 2)
+    row.lag = sum(q.diff for _, rows in per_broker for q in rows)
     if connection is not None:
         row.clients = len(connection.connections)
         row.consume_type, row.message_model = connection.consume_type, connection.message_model
     return row
 
 
-async def _group_rows(core: AsyncMQAdmin) -> list[GroupRow]:
-    configs = await _group_configs(core)
+async def _connection_on(core: AsyncMQAdmin, group: str, targets: list[tuple[str, str]]):
+    if not targets:
+        return None
+    try:
+        return await core.consumer_connection(group, targets[0][1])
+    except AdminRequestError as exc:
+        if exc.code in (ResponseCode.CONSUMER_NOT_ONLINE, ResponseCode.SYSTEM_ERROR):
+            return None
+        raise
+
+
+@dataclass
+class GroupIndex:
+    """Every group the cluster knows (configured on a broker, or owning a retry topic), by name."""
+
+    names: list[str]
+    configs: dict[str, dict[str, Any]]
+    masters: list[tuple[str, str]]
+
+
+async def _group_index(core: AsyncMQAdmin) -> GroupIndex:
+    masters = _masters(await core.cluster_info())
+    configs, topics = await asyncio.gather(_group_configs(core), core.topic_list())
     names = set(configs)
-    for topic in await core.topic_list():
-        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            names.add(topic[len(RETRY_GROUP_TOPIC_PREFIX) :])
-    ordered = sorted(names)
-    rows = await fan_out([_group_row(core, g, configs.get(g, {})) for g in ordered])
+    names.update(t[len(RETRY_GROUP_TOPIC_PREFIX) :] for t in topics if t.startswith(RETRY_GROUP_TOPIC_PREFIX))
+    return GroupIndex(sorted(names), configs, masters)
+
+
+async def _rows_of(core: AsyncMQAdmin, index: GroupIndex, names: list[str]) -> list[GroupRow]:
+    rows = await fan_out([_group_row(core, g, index.configs.get(g, {}), index.masters) for g in names])
     return [
         r if isinstance(r, GroupRow) else GroupRow(g, is_system_group(g), error=str(r))
-        for g, r in zip(ordered, rows, strict=True)
+        for g, r in zip(names, rows, strict=True)
     ]
 
 
-def group_rows(admin: MQAdmin) -> list[GroupRow]:
-    return admin.run(_group_rows(admin.core))
+async def _group_rows(core: AsyncMQAdmin) -> list[GroupRow]:
+    index = await _group_index(core)
+    return await _rows_of(core, index, index.names)
 
 
-def group_names(admin: MQAdmin) -> list[str]:
-    return sorted(admin.run(_group_configs(admin.core)))
+def group_index(admin: MQAdmin) -> GroupIndex:
+    return admin.run(_group_index(admin.core))
+
+
+def group_rows(
+    admin: MQAdmin, index: GroupIndex | None = None, names: list[str] | None = None
+) -> list[GroupRow]:
+    """Summaries (clients, lag, TPS, config) of ``names`` (default: every group of the index)."""
+
+    async def rows() -> list[GroupRow]:
+        known = index or await _group_index(admin.core)
+        return await _rows_of(admin.core, known, known.names if names is None else names)
+
+    return admin.run(rows())
 
 
 @dataclass

@@ -540,23 +540,31 @@ class AsyncMQAdmin:
         queues: list[QueueConsumeProgress] = []
         tps = 0.0
         for addr in await self._group_broker_addrs(group):
-            fields = {"consumerGroup": group}
-            if topic:
-                fields["topic"] = topic
-            reply = await self._broker(addr, RequestCode.GET_CONSUME_STATS, fields)
-            if reply.code in (ResponseCode.TOPIC_NOT_EXIST, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST):
-                continue
-            reply.raise_unless_success()
-            stats = reply.json()
-            tps += float(stats.get("consumeTps") or 0.0)
-            broker_name = info.broker_name_of(addr) or addr
-            queues.extend(_progress_rows(stats.get("offsetTable"), broker_name))
+            broker_tps, rows = await self.broker_consume_stats(addr, group, topic, info.broker_name_of(addr))
+            tps += broker_tps
+            queues.extend(rows)
         if not queues:
             raise NotFoundError(f"consumer group {group!r} has no consume progress on any broker")
         queues.sort(key=lambda q: (q.topic, q.broker_name, q.queue_id))
         return ConsumeProgress(
             group=group, queues=queues, consume_tps=round(tps, 2), diff_total=sum(q.diff for q in queues)
         )
+
+    async def broker_consume_stats(
+        self, addr: str, group: str, topic: str | None = None, broker_name: str | None = None
+    ) -> tuple[float, list[QueueConsumeProgress]]:
+        """One broker's GET_CONSUME_STATS of a group: (consume TPS, per-queue rows), or (0.0, [])
+        when that broker knows neither the group nor the topic."""
+        fields = {"consumerGroup": group}
+        if topic:
+            fields["topic"] = topic
+        reply = await self._broker(addr, RequestCode.GET_CONSUME_STATS, fields)
+        if reply.code in (ResponseCode.TOPIC_NOT_EXIST, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST):
+            return 0.0, []
+        reply.raise_unless_success()
+        stats = reply.json()
+        rows = _progress_rows(stats.get("offsetTable"), broker_name or addr)
+        return float(stats.get("consumeTps") or 0.0), rows
 
     async def consumer_groups_progress(self) -> list[ConsumerGroupSummary]:
         """Every group that has a retry topic, with its online clients and total lag."""
@@ -951,6 +959,7 @@ class MQAdmin:
     create_or_update_subscription_group = _blocking(AsyncMQAdmin.create_or_update_subscription_group)
     delete_subscription_group = _blocking(AsyncMQAdmin.delete_subscription_group)
     consumer_progress = _blocking(AsyncMQAdmin.consumer_progress)
+    broker_consume_stats = _blocking(AsyncMQAdmin.broker_consume_stats)
     consumer_groups_progress = _blocking(AsyncMQAdmin.consumer_groups_progress)
     consumer_connection = _blocking(AsyncMQAdmin.consumer_connection)
     producer_connection = _blocking(AsyncMQAdmin.producer_connection)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 
 from django import template
+from django.urls import NoReverseMatch, reverse
 
 register = template.Library()
 
@@ -44,3 +45,12 @@ def config_value(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return "" if value is None else str(value)
+
+
+@register.simple_tag
+def optional_url(name: str, *args) -> str:
+    """The URL of ``name``, or "" when no URL module provides it (pages of other console parts)."""
+    try:
+        return reverse(name, args=args)
+    except NoReverseMatch:
+        return ""

@@ -10,9 +10,10 @@ from django.views.decorators.http import require_GET, require_POST
 
 from broker.client.admin import NotFoundError
 from console.cluster_access import admin_of
-from console.cluster_queries import group_detail, group_rows, reset_preview
+from console.cluster_queries import group_detail, group_index, group_rows, reset_preview
 from console.forms import GroupForm, ResetOffsetForm, check_group
 from console.roles import OPERATOR, VIEWER, require_role
+from console.topic_kinds import is_system_group
 from console.views.common import bad_request, form_errors_text, invalid_form, run_action
 
 PAGE_SIZE = 100
@@ -29,29 +30,33 @@ _GROUP_OPTIONS = (
 @require_GET
 @require_role(VIEWER)
 def group_list(request):
+    """Names are filtered and paged first; lag, clients and TPS are then asked for the groups of
+    the page only, so the page costs the same with 30 groups or 3,000."""
     admin = admin_of(request)
     query = request.GET.get("q", "").strip()
     show_system = request.GET.get("system") == "1"
-    rows = group_rows(admin)
+    index = group_index(admin)
     shown = [
-        r for r in rows if (show_system or not r.system) and (not query or query.lower() in r.name.lower())
+        name
+        for name in index.names
+        if (show_system or not is_system_group(name)) and (not query or query.lower() in name.lower())
     ]
     page = Paginator(shown, PAGE_SIZE).get_page(request.GET.get("page"))
+    rows = group_rows(admin, index, list(page.object_list))
     info = admin.cluster_info()
     context = {
         "page": page,
-        "total": len(rows),
+        "rows": rows,
+        "total": len(index.names),
         "query": query,
         "show_system": show_system,
-        "total_lag": sum(r.lag for r in rows),
-        "online": sum(1 for r in rows if r.clients),
+        "page_lag": sum(r.lag for r in rows),
+        "page_online": sum(1 for r in rows if r.clients),
         "clusters": sorted(info.clusters),
         "masters": sorted((b.broker_name, b.master_addr) for b in info.brokers.values() if b.master_addr),
     }
-    template = (
-        "console/_group_table.html" if request.htmx and not request.htmx.boosted else "console/groups.html"
-    )
-    return render(request, template, context)
+    partial = request.htmx and not request.htmx.boosted
+    return render(request, "console/_group_table.html" if partial else "console/groups.html", context)
 
 
 @require_GET

@@ -18,14 +18,14 @@ from django.contrib.auth.models import Group, User  # noqa: E402
 from django.test import Client  # noqa: E402
 
 from console import cluster_access  # noqa: E402
-from tests.cli.live_cluster import start_cluster  # noqa: E402
+from tests.console.small_cluster import start_small_cluster  # noqa: E402
 
 PASSWORD = "correct horse battery staple 42"
 
 
 @pytest.fixture(scope="session")
 def live_cluster(tmp_path_factory):
-    cluster = start_cluster(tmp_path_factory.mktemp("console-cluster"))
+    cluster = start_small_cluster(tmp_path_factory.mktemp("console-cluster"))
     yield cluster
     cluster_access.close_all()
     cluster.stop()

@@ -90,3 +90,19 @@ def test_ensure_admin_takes_password_from_env(db, monkeypatch, capsys, django_us
     call_command("ensure_admin")
     assert "from-the-environment-7" not in capsys.readouterr().out
     assert django_user_model.objects.get(username="admin").check_password("from-the-environment-7")
+
+
+def test_audit_page_filters_by_user_action_and_result(viewer_client, operator_client, db):
+    operator_client.post("/topics/save", {"topic": "bad name!"})  # otto: failed (invalid input)
+    viewer_client.post("/topics/TBW102/delete")  # vera: denied
+    page = viewer_client.get("/audit/").content.decode()
+    assert "otto" in page and "vera" in page and "topic.save" in page
+    only_otto = viewer_client.get("/audit/", {"user": "ott"}).content.decode()
+    assert "otto" in only_otto and ">vera<" not in only_otto
+    denied = viewer_client.get("/audit/", {"result": "denied"}, HTTP_HX_REQUEST="true").content.decode()
+    assert "<html" not in denied and "<code>topic_delete</code>" in denied
+    assert "<code>topic.save</code>" not in denied
+    by_action = viewer_client.get("/audit/", {"action": "topic.save"}).content.decode()
+    assert "invalid input" in by_action and "<code>topic_delete</code>" not in by_action
+    empty = viewer_client.get("/audit/", {"user": "nobody-at-all"}).content.decode()
+    assert "No audit record matches" in empty

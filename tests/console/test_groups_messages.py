@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import threading
 import time
 
@@ -264,3 +265,22 @@ def test_resend_to_an_online_consumer(operator_client, flow):
     )
     assert gone.status_code == 302
     assert AuditRecord.objects.filter(action="message.resend", result="failed").exists()
+
+
+def test_group_list_pages_ask_only_for_their_groups(viewer_client, flow, monkeypatch):
+    from console.views import groups as group_views
+
+    for addr in flow["admin"].resolve_masters(None, CLUSTER):
+        flow["admin"].create_or_update_subscription_group(addr, "console-paged")
+    monkeypatch.setattr(group_views, "PAGE_SIZE", 1)
+    first = viewer_client.get("/groups/").content.decode()
+    assert "page 1 of" in first and "Next</a>" in first
+    names_on_pages = []
+    page = 1
+    while True:
+        html = viewer_client.get("/groups/", {"page": page}).content.decode()
+        names_on_pages.append(len(re.findall(r'<td><a href="/groups/[^"?]+/">', html)))
+        if "Next</a>" not in html:
+            break
+        page += 1
+    assert page >= 2 and set(names_on_pages) == {1}
