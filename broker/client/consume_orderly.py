@@ -27,6 +27,7 @@ from broker.common import message_const as const
 from broker.common import topic_config as tc
 from broker.common.message import Message
 
+from .consumer_core import BROADCASTING
 from .message_queue import MessageQueue
 
 log = logging.getLogger(__name__)
@@ -88,6 +89,15 @@ class OrderlyProcessQueue:
         return len(self.pending)
 
 
+def _run_hooks(hooks, *args) -> None:
+    # A failing hook (trace, metrics) must not leave the queue stuck without a worker.
+    for hook in hooks:
+        try:
+            hook(*args)
+        except Exception:
+            log.exception("a consume hook failed")
+
+
 class ConsumeMessageOrderlyService:
     def __init__(
         self,
@@ -122,18 +132,12 @@ class ConsumeMessageOrderlyService:
 
     async def unlock_all(self) -> None:
         """Release every lock still held (a rebalance racing the shutdown may have taken one)."""
-        instance = self.consumer.instance
         by_broker: dict[str, list[MessageQueue]] = collections.defaultdict(list)
         for mq in list(self.queues):
             by_broker[mq.broker_name].append(mq)
         self.queues.clear()
         for broker_name, mqs in by_broker.items():
-            addr = instance.broker_addr(broker_name)
-            try:
-                if addr is not None:
-                    await instance.api.unlock_batch_mq(addr, self.consumer.group, instance.client_id, mqs)
-            except Exception as exc:
-                log.warning("cannot unlock %s (the locks will expire on the broker): %s", mqs, exc)
+            await self._unlock(broker_name, mqs)
 
     async def _renew_loop(self) -> None:
         while True:
@@ -154,12 +158,30 @@ class ConsumeMessageOrderlyService:
                 if queue is not None:
                     queue.mark_locked(mq in held)
 
+    @property
+    def _uses_broker_locks(self) -> bool:
+        # Broadcasting members each consume every queue themselves: only clustering needs locks.
+        return self.consumer.message_model != BROADCASTING
+
     async def _lock(self, broker_name: str, mqs: list[MessageQueue]) -> set[MessageQueue]:
+        if not self._uses_broker_locks:
+            return set(mqs)
         instance = self.consumer.instance
         addr = instance.broker_addr(broker_name)
         if addr is None:
             return set()
         return await instance.api.lock_batch_mq(addr, self.consumer.group, instance.client_id, mqs)
+
+    async def _unlock(self, broker_name: str, mqs: list[MessageQueue]) -> None:
+        if not self._uses_broker_locks:
+            return
+        instance = self.consumer.instance
+        addr = instance.broker_addr(broker_name)
+        try:
+            if addr is not None:
+                await instance.api.unlock_batch_mq(addr, self.consumer.group, instance.client_id, mqs)
+        except Exception as exc:
+            log.warning("cannot unlock %s (the locks will expire on the broker): %s", mqs, exc)
 
     # -- rebalance hooks ----------------------------------------------------------------------
     async def acquire_queue(self, mq: MessageQueue) -> bool:
@@ -171,13 +193,7 @@ class ConsumeMessageOrderlyService:
             log.debug("cannot lock %s: %s", mq, exc)
             return False
         if held and self.stopping:  # the consumer began shutting down meanwhile
-            instance = self.consumer.instance
-            addr = instance.broker_addr(mq.broker_name)
-            try:
-                if addr is not None:
-                    await instance.api.unlock_batch_mq(addr, self.consumer.group, instance.client_id, [mq])
-            except Exception as exc:
-                log.debug("unlocking %s failed (the lock will expire): %s", mq, exc)
+            await self._unlock(mq.broker_name, [mq])
             return False
         if held:
             queue = OrderlyProcessQueue()
@@ -204,14 +220,8 @@ class ConsumeMessageOrderlyService:
             log.warning("the listener still holds %s; its lock will expire on the broker", mq)
             return
         try:
-            consumer = self.consumer
-            await consumer.offsets.persist([mq])
-            instance = consumer.instance
-            addr = instance.broker_addr(mq.broker_name)
-            if addr is not None:
-                await instance.api.unlock_batch_mq(addr, consumer.group, instance.client_id, [mq])
-        except Exception as exc:
-            log.warning("cannot unlock %s (its lock will expire on the broker): %s", mq, exc)
+            await self.consumer.offsets.persist([mq])
+            await self._unlock(mq.broker_name, [mq])
         finally:
             queue.consume_lock.release()
 
@@ -244,27 +254,31 @@ class ConsumeMessageOrderlyService:
                 batch = queue.take(consumer.consume_batch_size)
                 if not batch:
                     return
-                if not self._process(mq, queue, batch):
-                    self._later(self.suspend_s, self._consume, mq, queue)
+                pause_s = self._process(mq, queue, batch)
+                if pause_s is not None:
+                    self._later(pause_s, self._consume, mq, queue)
                     return
 
-    def _process(self, mq: MessageQueue, queue: OrderlyProcessQueue, batch: list) -> bool:
-        """Hand ``batch`` to the listener; False when the queue must pause and retry it."""
+    def _process(self, mq: MessageQueue, queue: OrderlyProcessQueue, batch: list) -> float | None:
+        """Hand ``batch`` to the listener; the seconds to pause before retrying it, or None when done.
+
+        The listener may set ``context["suspend_current_queue_time_ms"]`` to choose this pause
+        (RocketMQ's ConsumeOrderlyContext.setSuspendCurrentQueueTimeMillis)."""
         consumer = self.consumer
-        for hook in consumer.before_hooks:
-            hook(batch)
+        _run_hooks(consumer.before_hooks, batch)
+        context = {"message_queue": mq, "orderly": True}
         try:
-            status = self.listener(batch, {"message_queue": mq, "orderly": True})
+            status = self.listener(batch, context)
         except Exception:
             log.exception("the orderly listener of %s raised; the queue pauses and retries", consumer.group)
             status = None
-        for hook in consumer.after_hooks:
-            hook(batch, status)
+        _run_hooks(consumer.after_hooks, batch, status)
         if status is not ConsumeOrderlyStatus.SUCCESS and self._must_suspend(batch):
             queue.put_back(batch)
-            return False
+            chosen = context.get("suspend_current_queue_time_ms")
+            return chosen / 1000 if isinstance(chosen, int | float) and chosen >= 0 else self.suspend_s
         consumer.offsets.update(mq, batch[-1].queue_offset + 1, increase_only=True)
-        return True
+        return None
 
     def _must_suspend(self, batch: list) -> bool:
         suspend = False
@@ -290,7 +304,6 @@ class ConsumeMessageOrderlyService:
         back.put_property(const.PROPERTY_RECONSUME_TIME, str(msg.reconsume_times))
         back.put_property(const.PROPERTY_MAX_RECONSUME_TIMES, str(self.max_reconsume_times))
         back.properties.pop(const.PROPERTY_TRANSACTION_PREPARED, None)
-        back.unique_key = None
         back.delay_time_level = 3 + msg.reconsume_times
         try:
             self.consumer.instance.run(self._inner_producer().asend(back), timeout=5)

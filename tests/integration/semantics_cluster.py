@@ -19,6 +19,12 @@ from broker.remoting.command import create_request
 from tests.harness import EngineProcess, free_port
 
 CLUSTER = "SemanticsCluster"
+# Small store files: the defaults (1 GiB commit-log files, a 420 MB index) would fill the disk
+# shared by everyone's test runs.
+SMALL_STORE = (
+    "mappedFileSizeCommitLog=8388608\nmappedFileSizeConsumeQueue=120000\n"
+    "maxHashSlotNum=20000\nmaxIndexNum=80000\n"
+)
 BROKER_NAME = "broker-s"
 
 
@@ -164,7 +170,8 @@ def start_one_broker(workdir: Path, extra_conf: str = "") -> OneBrokerCluster:
     conf.write_text(
         f"brokerClusterName={CLUSTER}\nbrokerName=broker-a\nbrokerId=0\n"
         f"storePathRootDir={workdir / 'store'}\n"
-        "autoCreateTopicEnable=true\nautoCreateSubscriptionGroup=true\nmapedFileSizeCommitLog=8388608\n"
+        "autoCreateTopicEnable=true\nautoCreateSubscriptionGroup=true\n"
+        f"{SMALL_STORE}"
         f"registerBrokerIntervalMillis=500\n{extra_conf}"
     )
     try:

@@ -1,6 +1,7 @@
 """Acceptance 5: orderly consumers keep each order id's messages in send order, lose none,
 across random listener failures and a rebalance in the middle of the run."""
 
+import asyncio
 import random
 import threading
 from collections import defaultdict
@@ -9,7 +10,9 @@ import orjson
 import pytest
 
 from broker.client import (
+    BROADCASTING,
     CONSUME_FROM_FIRST_OFFSET,
+    AsyncPushConsumer,
     ConsumeOrderlyStatus,
     Producer,
     PushConsumer,
@@ -155,6 +158,7 @@ def test_a_message_failing_past_max_reconsume_times_is_sent_back_and_the_queue_m
         msg = messages[0]
         attempts.append((msg.body, msg.reconsume_times))
         if msg.body == b"poison":
+            context["suspend_current_queue_time_ms"] = 5  # overrides the consumer's minute below
             return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
         done.set()
         return ConsumeOrderlyStatus.SUCCESS
@@ -167,7 +171,7 @@ def test_a_message_failing_past_max_reconsume_times_is_sent_back_and_the_queue_m
     )
     consumer.subscribe("PoisonTopic", "*")
     consumer.register_message_listener_orderly(
-        listener, suspend_current_queue_time_ms=10, max_reconsume_times=2
+        listener, suspend_current_queue_time_ms=60_000, max_reconsume_times=2
     )
     consumer.start()
     producer = Producer("poison-producer", cluster.namesrv_addr, instance_name="poison-p").start()
@@ -175,12 +179,22 @@ def test_a_message_failing_past_max_reconsume_times_is_sent_back_and_the_queue_m
         poison = Message("PoisonTopic", b"poison")
         poison.keys = "poison-key"
         sent = producer.send(poison)
-        producer.send(Message("PoisonTopic", b"next"))
+        nxt = producer.send(Message("PoisonTopic", b"next"))
         assert done.wait(30)
+        # An operator's "consume this message directly" reaches the orderly listener too.
+        direct = {"consumerGroup": "poison-group", "clientId": consumer.instance.client_id,
+                  "msgId": nxt.offset_msg_id}  # fmt: skip
+        answer = cluster.admin.invoke(
+            cluster.broker_addr, create_request(RequestCode.CONSUME_MESSAGE_DIRECTLY, direct), 15_000
+        )
+        assert answer.ok, answer.remark
+        assert orjson.loads(answer.body)["consumeResult"] == "CR_SUCCESS"
+        assert orjson.loads(answer.body)["order"] is True
     finally:
         producer.shutdown()
         consumer.shutdown()
-    assert attempts == [(b"poison", 0), (b"poison", 1), (b"poison", 2), (b"next", 0)]
+    assert attempts[:4] == [(b"poison", 0), (b"poison", 1), (b"poison", 2), (b"next", 0)]
+    assert attempts[4:] == [(b"next", 0)]  # the direct consumption
 
     def sent_back():
         with MQAdmin(cluster.namesrv_addr) as admin:
@@ -197,4 +211,78 @@ def test_a_message_failing_past_max_reconsume_times_is_sent_back_and_the_queue_m
     assert back.body == b"poison"
     assert back.properties[const.PROPERTY_RETRY_TOPIC] == "PoisonTopic"
     assert back.properties[const.PROPERTY_ORIGIN_MESSAGE_ID] == sent.msg_id
+    assert back.unique_key == sent.msg_id  # same client msgId: the retry joins the message's trace
     assert back.reconsume_times == 2  # carried in the send header, as RocketMQ
+
+
+def test_broadcasting_orderly_consumers_each_get_everything_in_order(cluster, tmp_path):
+    cluster.create_topic("BroadcastOrder", 2)
+    seen = {"b1": defaultdict(list), "b2": defaultdict(list)}
+
+    def listener_for(name):
+        def listener(messages, context):
+            for msg in messages:
+                seen[name][msg.queue_id].append(int(msg.body))
+            return ConsumeOrderlyStatus.SUCCESS
+
+        return listener
+
+    consumers = []
+    for name in seen:
+        consumer = PushConsumer(
+            "broadcast-orderly", cluster.namesrv_addr, instance_name=name, message_model=BROADCASTING,
+            consume_from_where=CONSUME_FROM_FIRST_OFFSET, offset_store_dir=str(tmp_path / name),
+        )  # fmt: skip
+        consumer.subscribe("BroadcastOrder", "*")
+        consumer.register_message_listener_orderly(listener_for(name))
+        consumers.append(consumer.start())
+    producer = Producer("broadcast-producer", cluster.namesrv_addr, instance_name="bp").start()
+    try:
+        for i in range(40):
+            producer.send(Message("BroadcastOrder", str(i).encode()), selector=hash_selector, arg=f"o{i % 2}")
+        total = lambda name: sum(len(v) for v in seen[name].values())  # noqa: E731
+        assert wait_until(lambda: total("b1") == 40 and total("b2") == 40, timeout=30)
+    finally:
+        producer.shutdown()
+        for consumer in consumers:
+            consumer.shutdown()
+    assert seen["b1"] == seen["b2"]
+    for values in seen["b1"].values():
+        assert values == sorted(values)
+
+
+def test_asyncio_orderly_listener_runs_on_the_callers_loop(cluster):
+    cluster.create_topic("AsyncOrder", 1)
+    producer = Producer("async-order-producer", cluster.namesrv_addr, instance_name="ap").start()
+    try:
+        for i in range(20):
+            producer.send(Message("AsyncOrder", str(i).encode()))
+    finally:
+        producer.shutdown()
+
+    async def scenario():
+        seen, loop, all_seen = [], asyncio.get_running_loop(), asyncio.Event()
+
+        async def listener(messages, context):
+            assert asyncio.get_running_loop() is loop
+            seen.extend(int(m.body) for m in messages)
+            if len(seen) == 20:
+                all_seen.set()
+            return ConsumeOrderlyStatus.SUCCESS
+
+        consumer = AsyncPushConsumer(
+            "async-orderly",
+            cluster.namesrv_addr,
+            instance_name="ac",
+            consume_from_where=CONSUME_FROM_FIRST_OFFSET,
+        )
+        consumer.subscribe("AsyncOrder", "*")
+        consumer.register_message_listener_orderly(listener)
+        await consumer.start()
+        try:
+            await asyncio.wait_for(all_seen.wait(), 30)
+        finally:
+            await consumer.shutdown()
+        return seen
+
+    assert asyncio.run(scenario()) == list(range(20))

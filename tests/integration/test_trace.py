@@ -92,6 +92,12 @@ def test_send_and_every_consume_attempt_are_traced_in_order(cluster):
     assert code == 0
     shown = json.loads(out.getvalue())
     assert [e["event"] for e in shown["events"]] == [e.event for e in events]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli.main(["queryMsgTraceById", "-n", cluster.namesrv_addr, "-i", result.msg_id]) == 0
+    lines = out.getvalue().splitlines()
+    assert lines[0].split()[:3] == ["#Event", "#Group", "#Client"]
+    assert [line.split()[0] for line in lines[1:]] == [e.event for e in events]
 
 
 def test_untraced_clients_write_no_trace_and_the_cli_says_so(cluster, capsys):

@@ -131,3 +131,23 @@ def test_matches_a_reference_three_valued_evaluation(a, b, low, span, words):
     equal = None if a is None else (an is not None and an == low)
     expected = and_(or_(between, membership), None if equal is None else not equal)
     assert compile_(expression).evaluate(props) is expected
+
+
+sql_alphabet = st.sampled_from(
+    ["a", "b", " ", "(", ")", "'", "=", "<", ">", "<>", "AND", "OR", "NOT", "IN", "IS", "NULL", "BETWEEN",
+     "1", "2.5", "-", ",", "TRUE", "x'y", "é", "\x00"]
+)  # fmt: skip
+
+
+@given(st.lists(sql_alphabet, max_size=12).map(" ".join), st.dictionaries(st.sampled_from("ab"), values))
+def test_any_text_compiles_or_is_refused_cleanly(text, props):
+    try:
+        compiled = compile_(text)
+    except FilterSyntaxError:
+        return
+    assert compiled.evaluate({k: v for k, v in props.items() if v is not None}) in (True, False, None)
+
+
+def test_names_that_start_like_keywords_are_properties():
+    compiled = compile_("in.x = 1 AND is$ = 2 AND nota IN ('a') AND true_flag = TRUE")
+    assert compiled.matches({"in.x": "1", "is$": "2", "nota": "a", "true_flag": "true"})

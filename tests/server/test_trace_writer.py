@@ -30,8 +30,10 @@ def _consumed_message():
 
 
 async def _run_writer(tmp_path):
+    small_store = {"mappedFileSizeCommitLog": "1048576", "mappedFileSizeConsumeQueue": "6000",
+                   "maxHashSlotNum": "1000", "maxIndexNum": "4000"}  # fmt: skip
     config = BrokerConfig.from_properties(
-        {"storePathRootDir": str(tmp_path), "listenPort": "0", "brokerName": "broker-t"}
+        {"storePathRootDir": str(tmp_path), "listenPort": "0", "brokerName": "broker-t", **small_store}
     )
     controller = BrokerController(config)
     port = await controller.start()

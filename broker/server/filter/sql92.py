@@ -49,15 +49,15 @@ GRAMMAR = r"""
         | FALSE                             -> false
 string_list: STRING ("," STRING)*
 
-_AND.2: /and\b/i
-_OR.2: /or\b/i
-_NOT.2: /not\b/i
-_BETWEEN.2: /between\b/i
-_IN.2: /in\b/i
-_IS.2: /is\b/i
-_NULL.2: /null\b/i
-TRUE.2: /true\b/i
-FALSE.2: /false\b/i
+_AND.2: /and(?![A-Za-z0-9_$.])/i
+_OR.2: /or(?![A-Za-z0-9_$.])/i
+_NOT.2: /not(?![A-Za-z0-9_$.])/i
+_BETWEEN.2: /between(?![A-Za-z0-9_$.])/i
+_IN.2: /in(?![A-Za-z0-9_$.])/i
+_IS.2: /is(?![A-Za-z0-9_$.])/i
+_NULL.2: /null(?![A-Za-z0-9_$.])/i
+TRUE.2: /true(?![A-Za-z0-9_$.])/i
+FALSE.2: /false(?![A-Za-z0-9_$.])/i
 CMP_OP: "<>" | "<=" | ">=" | "=" | "<" | ">"
 PROPERTY: /[A-Za-z_$][A-Za-z0-9_$.]*/
 NUMBER: /(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?[lLdDfF]?/
