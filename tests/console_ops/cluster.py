@@ -18,7 +18,11 @@ def start_broker(workdir: Path, namesrv_addr: str, name: str = "broker-ops") -> 
     conf.write_text(
         f"brokerClusterName={CLUSTER}\nbrokerName={name}\nbrokerId=0\n"
         f"storePathRootDir={workdir / name}\nautoCreateTopicEnable=true\n"
-        "autoCreateSubscriptionGroup=true\nmapedFileSizeCommitLog=4194304\n"
+        "autoCreateSubscriptionGroup=true\n"
+        # Small store files: the defaults (1 GiB commit-log segments, a 420 MB index) would fill the
+        # disk every engineer's test runs share.
+        "mappedFileSizeCommitLog=4194304\nmappedFileSizeConsumeQueue=120000\n"
+        "maxHashSlotNum=20000\nmaxIndexNum=80000\n"
         f"messageDelayLevel={DELAY_LEVELS}\nflushDelayOffsetInterval=200\n"
         # The checker must not resolve the tests' half messages behind their back.
         "transactionCheckInterval=3600000\ntransactionTimeOut=3600000\n"

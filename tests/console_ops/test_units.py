@@ -90,5 +90,5 @@ def test_delay_levels_parse_as_rocketmq_writes_them():
         ("2h", 7_200_000),
         ("1d", 86_400_000),
     ]
-    with pytest.raises(ValueError, match="bad delay level"):
+    with pytest.raises(ValueError, match="bad messageDelayLevel entry"):
         parse_levels("1s 5x")

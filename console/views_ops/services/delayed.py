@@ -9,30 +9,25 @@ reads it. A message is due at its store time + the level's delay.
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 
 from broker.client.admin import AdminRequestError, MQAdmin, MQAdminError
 from broker.common import message_const as mc
 from broker.common.topic_config import SCHEDULE_TOPIC
+from broker.store.store_config import MessageStoreConfig
 
 from .reading import LocatedMessage, read_queue
 
 DEFAULT_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
-_UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-_LEVEL = re.compile(r"^(\d+)([smhd])$")
 
 
 def parse_levels(text: str) -> list[tuple[str, int]]:
-    """RocketMQ's ``messageDelayLevel`` ("1s 5s … 2h") → [(label, milliseconds)], level 1 first."""
-    levels = []
-    for token in text.split():
-        match = _LEVEL.match(token)
-        if not match:
-            raise ValueError(f"bad delay level {token!r} in messageDelayLevel")
-        levels.append((token, int(match.group(1)) * _UNIT_MS[match.group(2)]))
-    return levels
+    """RocketMQ's ``messageDelayLevel`` ("1s 5s … 2h") → [(label, milliseconds)], level 1 first,
+    parsed as the store parses it."""
+    return list(
+        zip(text.split(), MessageStoreConfig(message_delay_level=text).delay_levels_ms(), strict=True)
+    )
 
 
 @dataclass(frozen=True)
