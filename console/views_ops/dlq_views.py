@@ -11,6 +11,7 @@ from broker.client.admin import MQAdminError
 from broker.common.topic_config import DLQ_GROUP_TOPIC_PREFIX, dlq_topic, retry_topic, validate_topic
 from console.models import AuditRecord, ReplayJob
 from console.roles import OPERATOR, VIEWER, require_role
+from console.tasks import replay_dead_letters
 
 from . import connection
 from .common import (
@@ -220,9 +221,24 @@ def dlq_replay(request, group: str):
     if scope == "selected" and not job.message_ids:
         job.delete()
         raise BadRequest("select at least one dead letter (or choose to replay all)")
-    from console.tasks import replay_dead_letters
-
-    replay_dead_letters.delay(job.pk)
+    if len(job.message_ids) > MAX_SELECTED:
+        job.delete()
+        raise BadRequest(f"at most {MAX_SELECTED} messages can be selected; replay all with a filter instead")
+    try:
+        replay_dead_letters.delay(job.pk)
+    except Exception as exc:  # the task queue (Redis) is down: say so, keep the job as failed
+        job.status, job.detail = ReplayJob.STATUS_FAILED, f"could not queue the job: {exc}"
+        job.save(update_fields=["status", "detail"])
+        record(
+            request, "dlq.replay", dlq_topic(group), {"job": job.pk}, AuditRecord.RESULT_FAILED, job.detail
+        )
+        return render(
+            request,
+            "console_ops/error.html",
+            {"title": "Replay not started", "message": job.detail, "status": 503,
+             "hint": "Check that the Celery broker (REDIS_URL) is reachable, then try again."},
+            status=503,
+        )  # fmt: skip
     record(
         request,
         "dlq.replay",
