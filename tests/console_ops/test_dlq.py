@@ -142,6 +142,13 @@ def test_replay_all_runs_as_a_job_with_progress(readable, admin, eager_celery):
     assert (job.status, job.total, job.sent, job.failed) == ("done", 3, 3, 0)
     page = readable.get(reverse("console_ops:replay_job", kwargs={"job_id": job.pk}))
     assert b"3</span> sent" in page.content
+    listing = readable.get(reverse("console_ops:replay_jobs"))
+    assert list(listing.context["jobs"]) == [job]
+    assert readable.get(reverse("console_ops:replay_job", kwargs={"job_id": job.pk + 1})).status_code == 404
+    polled = readable.get(
+        reverse("console_ops:replay_job", kwargs={"job_id": job.pk}), headers={"HX-Request": "true"}
+    )
+    assert b"<h1>" not in polled.content and b'data-status="done"' in polled.content
     actions = set(AuditRecord.objects.values_list("action", "result"))
     assert {("dlq.replay", "ok"), ("dlq.replay.finished", "ok")} <= actions
     assert sum(q.max_offset for q in admin.topic_status(f"%RETRY%{GROUP}").queues) >= 3
