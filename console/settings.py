@@ -66,6 +66,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "console.cluster_errors.ClusterErrorMiddleware",
 ]
 
 ROOT_URLCONF = "console.urls"
@@ -82,7 +83,9 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "console.context_processors.console",
             ],
+            "builtins": ["console.templatetags.console_format"],
         },
     },
 ]
@@ -112,20 +115,25 @@ CELERY_DATA_DIR = VAR_DIR / "celery"
 CELERY_BROKER_URL = REDIS_URL or "filesystem://"
 CELERY_RESULT_BACKEND = REDIS_URL or f"file://{CELERY_DATA_DIR / 'results'}"
 if not REDIS_URL:
-    for _folder in ("queue", "processed", "results"):
+    for _folder in ("queue", "processed", "results", "control"):
         (CELERY_DATA_DIR / _folder).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(CELERY_DATA_DIR / "queue"),
         "data_folder_out": str(CELERY_DATA_DIR / "queue"),
         "processed_folder": str(CELERY_DATA_DIR / "processed"),
         "store_processed": False,
+        # Exchange tables of broadcasts (worker control): under var/, not the working directory.
+        "control_folder": str(CELERY_DATA_DIR / "control"),
     }
 CELERY_TASK_TRACK_STARTED = True
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = os.environ.get("TZ", "UTC")
 
 SPARK_MASTER = os.environ.get("SPARK_MASTER", "local[*]")
+# Name servers the console offers, comma separated; each entry may be a "host:port;host:port" list.
 BROKER_NAMESRV = os.environ.get("BROKER_NAMESRV", "127.0.0.1:9876")
+# How long /metrics reuses figures collected from the cluster (scrapes stay cheap for the brokers).
+CONSOLE_METRICS_CACHE_SECONDS = float(os.environ.get("CONSOLE_METRICS_CACHE_SECONDS", "10"))
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
