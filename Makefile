@@ -5,11 +5,17 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The console's front-end libraries (package.json) from the npm registry, copied to static/vendor/.
+VENDOR_STAMP := static/vendor/.installed
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: run test test-slow lint bench bench-store bench-broker setup clean
 
-setup: $(STAMP)
+setup: $(STAMP) $(VENDOR_STAMP)
+
+$(VENDOR_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund && npm run --silent vendor
+	touch $(VENDOR_STAMP)
 
 $(STAMP): pyproject.toml scripts/ensure_system_packages.sh
 	bash scripts/ensure_system_packages.sh
@@ -18,11 +24,12 @@ $(STAMP): pyproject.toml scripts/ensure_system_packages.sh
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
-run: $(STAMP)
+run: $(STAMP) $(VENDOR_STAMP)
 	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py ensure_admin
 	$(BIN)/honcho start -f Procfile
 
-test: $(STAMP)
+test: $(STAMP) $(VENDOR_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 

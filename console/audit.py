@@ -3,8 +3,14 @@
 from console.models import AuditRecord
 
 
-def audit(request, action: str, target: str = "", parameters: dict | None = None,
-          result: str = AuditRecord.RESULT_OK, detail: str = "") -> AuditRecord:
+def audit(
+    request,
+    action: str,
+    target: str = "",
+    parameters: dict | None = None,
+    result: str = AuditRecord.RESULT_OK,
+    detail: str = "",
+) -> AuditRecord:
     user = request.user if request.user.is_authenticated else None
     return AuditRecord.objects.create(
         user=user,

@@ -43,6 +43,8 @@ def require_role(minimum: str):
             if not request.user.is_authenticated:
                 return redirect_to_login(request.get_full_path())
             if not has_role(request.user, minimum):
+                if request.method == "POST":
+                    _audit_denied(request, view.__name__, minimum)
                 return HttpResponseForbidden(
                     f"This action needs the {minimum} role; ask an admin to grant it.",
                     content_type="text/plain",
@@ -52,3 +54,11 @@ def require_role(minimum: str):
         return wrapped
 
     return decorate
+
+
+def _audit_denied(request, view_name: str, minimum: str) -> None:
+    # Imported here: roles is imported by models' neighbours at start-up, audit needs the app registry.
+    from console.audit import audit
+    from console.models import AuditRecord
+
+    audit(request, view_name, request.path, {}, AuditRecord.RESULT_DENIED, f"needs the {minimum} role")

@@ -68,6 +68,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "console.cluster_errors.ClusterErrorMiddleware",
 ]
 
 ROOT_URLCONF = "console.urls"
@@ -84,7 +85,9 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "console.context_processors.console",
             ],
+            "builtins": ["console.templatetags.console_format"],
         },
     },
 ]
@@ -124,7 +127,7 @@ if not REDIS_URL:
         "data_folder_out": str(CELERY_DATA_DIR / "queue"),
         "processed_folder": str(CELERY_DATA_DIR / "processed"),
         "store_processed": False,
-        # Exchange tables (broadcast/fanout): kombu's default is ./control in the working directory.
+        # Exchange tables of broadcasts (worker control): under var/, not the working directory.
         "control_folder": str(CELERY_DATA_DIR / "control"),
     }
 CELERY_TASK_TRACK_STARTED = True
@@ -136,7 +139,10 @@ SPARK_MASTER = os.environ.get("SPARK_MASTER", "local[*]")
 ANALYTICS_ARCHIVE_URI = os.environ.get("ANALYTICS_ARCHIVE_URI", str(VAR_DIR / "archive"))
 ANALYTICS_REPORTS_DIR = Path(os.environ.get("ANALYTICS_REPORTS_DIR", VAR_DIR / "reports"))
 ANALYTICS_SHUFFLE_PARTITIONS = int(os.environ.get("ANALYTICS_SHUFFLE_PARTITIONS", "8"))
+# Name servers the console offers, comma separated; each entry may be a "host:port;host:port" list.
 BROKER_NAMESRV = os.environ.get("BROKER_NAMESRV", "127.0.0.1:9876")
+# How long /metrics reuses figures collected from the cluster (scrapes stay cheap for the brokers).
+CONSOLE_METRICS_CACHE_SECONDS = float(os.environ.get("CONSOLE_METRICS_CACHE_SECONDS", "10"))
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -8,8 +8,12 @@ def healthz(request):
     return JsonResponse({"status": "ok"})
 
 
+# One include() per URL module, so each part of the console adds its own line.
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),
+    path("ops/", include("console.ops_urls")),
+    path("accounts/", include("django.contrib.auth.urls")),
     path("analytics/", include("analytics.urls")),
+    path("", include("console.web_urls")),
 ]

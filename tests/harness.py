@@ -64,3 +64,25 @@ class EngineProcess:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(10)
+
+
+# broker.conf lines for test brokers: small store files. The defaults (1 GiB commit-log segments
+# reserved up front, a 420 MB index) would fill the disk over a suite of short-lived brokers.
+SMALL_STORE_CONF = (
+    "mappedFileSizeCommitLog=8388608\nmappedFileSizeConsumeQueue=120000\n"
+    "maxHashSlotNum=20000\nmaxIndexNum=80000\n"
+)
+
+
+def small_store_config(**overrides):
+    """A ``MessageStoreConfig`` with small files, for tests that run a store in-process."""
+    from broker.store.store_config import MessageStoreConfig
+
+    values = {
+        "mapped_file_size_commit_log": 8 * 1024 * 1024,
+        "mapped_file_size_consume_queue": 6000 * 20,
+        "max_hash_slot_num": 20_000,
+        "max_index_num": 80_000,
+    }
+    values.update(overrides)
+    return MessageStoreConfig(**values)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
 import tempfile
 import threading
 import time
@@ -37,7 +38,7 @@ class Ours(Peer):
         self.work_dir = work_dir
 
     async def setup(self) -> None:
-        base = Path(tempfile.mkdtemp(prefix="bench-broker-", dir=self.work_dir))
+        base = self.base = Path(tempfile.mkdtemp(prefix="bench-broker-", dir=self.work_dir))
         self.namesrv = EngineProcess(["-m", "broker.namesrv", "--listen-port", str(free_port())])
         conf = base / "broker.conf"
         conf.write_text(
@@ -60,6 +61,7 @@ class Ours(Peer):
         self.producer.shutdown()
         self.broker.stop()
         self.namesrv.stop()
+        shutil.rmtree(self.base, ignore_errors=True)  # a 1 GiB segment per run adds up
 
     async def sync_send(self, count: int) -> None:
         def run() -> None:

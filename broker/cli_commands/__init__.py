@@ -6,7 +6,7 @@ from broker.cli_commands.base import Command
 
 
 def all_commands() -> list[Command]:
-    from broker.cli_commands import brokers, cluster, group, message, offset, topic
+    from broker.cli_commands import brokers, cluster, group, message, offset, topic, trace
 
     return [
         *cluster.COMMANDS,
@@ -14,5 +14,6 @@ def all_commands() -> list[Command]:
         *group.COMMANDS,
         *offset.COMMANDS,
         *message.COMMANDS,
+        *trace.COMMANDS,
         *brokers.COMMANDS,
     ]

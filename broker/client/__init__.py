@@ -14,6 +14,7 @@ from .allocate import (
     AllocateConsistentHash,
 )
 from .asyncio_api import AsyncLitePullConsumer, AsyncPushConsumer
+from .consume_orderly import ConsumeOrderlyStatus
 from .consumer_core import (
     BROADCASTING,
     CLUSTERING,
@@ -23,9 +24,11 @@ from .consumer_core import (
 )
 from .errors import MQBrokerError, MQClientError
 from .message_queue import MessageQueue
+from .message_selector import MessageSelector
 from .producer import Producer, SendResult, hash_selector, random_selector
 from .pull_consumer import LitePullConsumer
 from .push_consumer import ConsumeConcurrentlyStatus, PushConsumer
+from .request_reply import RequestTimeoutError, create_reply_message
 
 __all__ = [
     "BROADCASTING",
@@ -41,13 +44,17 @@ __all__ = [
     "AsyncLitePullConsumer",
     "AsyncPushConsumer",
     "ConsumeConcurrentlyStatus",
+    "ConsumeOrderlyStatus",
     "LitePullConsumer",
     "MQBrokerError",
     "MQClientError",
     "MessageQueue",
+    "MessageSelector",
     "Producer",
     "PushConsumer",
+    "RequestTimeoutError",
     "SendResult",
+    "create_reply_message",
     "hash_selector",
     "random_selector",
 ]

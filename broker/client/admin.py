@@ -23,6 +23,7 @@ from broker.common.message_codec import (
     decode_messages,
     decode_offset_msg_id,
 )
+from broker.common.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE
 from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC, RETRY_GROUP_TOPIC_PREFIX, validate_topic
 from broker.remoting import fastjson
 from broker.remoting.client import EventLoopThread, RemotingClient
@@ -539,23 +540,31 @@ class AsyncMQAdmin:
         queues: list[QueueConsumeProgress] = []
         tps = 0.0
         for addr in await self._group_broker_addrs(group):
-            fields = {"consumerGroup": group}
-            if topic:
-                fields["topic"] = topic
-            reply = await self._broker(addr, RequestCode.GET_CONSUME_STATS, fields)
-            if reply.code in (ResponseCode.TOPIC_NOT_EXIST, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST):
-                continue
-            reply.raise_unless_success()
-            stats = reply.json()
-            tps += float(stats.get("consumeTps") or 0.0)
-            broker_name = info.broker_name_of(addr) or addr
-            queues.extend(_progress_rows(stats.get("offsetTable"), broker_name))
+            broker_tps, rows = await self.broker_consume_stats(addr, group, topic, info.broker_name_of(addr))
+            tps += broker_tps
+            queues.extend(rows)
         if not queues:
             raise NotFoundError(f"consumer group {group!r} has no consume progress on any broker")
         queues.sort(key=lambda q: (q.topic, q.broker_name, q.queue_id))
         return ConsumeProgress(
             group=group, queues=queues, consume_tps=round(tps, 2), diff_total=sum(q.diff for q in queues)
         )
+
+    async def broker_consume_stats(
+        self, addr: str, group: str, topic: str | None = None, broker_name: str | None = None
+    ) -> tuple[float, list[QueueConsumeProgress]]:
+        """One broker's GET_CONSUME_STATS of a group: (consume TPS, per-queue rows), or (0.0, [])
+        when that broker knows neither the group nor the topic."""
+        fields = {"consumerGroup": group}
+        if topic:
+            fields["topic"] = topic
+        reply = await self._broker(addr, RequestCode.GET_CONSUME_STATS, fields)
+        if reply.code in (ResponseCode.TOPIC_NOT_EXIST, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST):
+            return 0.0, []
+        reply.raise_unless_success()
+        stats = reply.json()
+        rows = _progress_rows(stats.get("offsetTable"), broker_name or addr)
+        return float(stats.get("consumeTps") or 0.0), rows
 
     async def consumer_groups_progress(self) -> list[ConsumerGroupSummary]:
         """Every group that has a retry topic, with its online clients and total lag."""
@@ -804,6 +813,87 @@ class AsyncMQAdmin:
         body = _format_properties(properties)
         (await self._broker(addr, RequestCode.UPDATE_BROKER_CONFIG, None, body)).raise_unless_success()
 
+    async def all_topic_configs(self, addr: str) -> dict[str, dict[str, Any]]:
+        """The broker's topic table (GET_ALL_TOPIC_CONFIG): name → TopicConfig JSON (RocketMQ names)."""
+        reply = await self._broker(addr, RequestCode.GET_ALL_TOPIC_CONFIG)
+        reply.raise_unless_success()
+        table = reply.json().get("topicConfigTable") or {}
+        return {str(name): dict(config) for name, config in sorted(table.items())}
+
+    async def all_subscription_groups(self, addr: str) -> dict[str, dict[str, Any]]:
+        """The broker's group table (GET_ALL_SUBSCRIPTIONGROUP_CONFIG): name → SubscriptionGroupConfig."""
+        reply = await self._broker(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        reply.raise_unless_success()
+        table = reply.json().get("subscriptionGroupTable") or {}
+        return {str(name): dict(config) for name, config in sorted(table.items())}
+
+    async def consumer_running_info(self, group: str, client_id: str) -> dict[str, Any]:
+        """One online consumer's ConsumerRunningInfo (GET_CONSUMER_RUNNING_INFO, relayed by a broker
+        the client is connected to): its properties, subscriptions and the queues it holds."""
+        fields = {"consumerGroup": group, "clientId": client_id, "jstackEnable": False}
+        reply = await self._first_success(
+            await self._group_broker_addrs(group), RequestCode.GET_CONSUMER_RUNNING_INFO, fields
+        )
+        return reply.json()
+
+    async def consume_message_directly(
+        self, group: str, client_id: str, offset_msg_id: str, topic: str | None = None
+    ) -> dict[str, Any]:
+        """Hand one stored message to one online consumer (CONSUME_MESSAGE_DIRECTLY through the
+        message's store host) and return its ConsumeMessageDirectlyResult (consumeResult, remark,
+        spentTimeMills). Nothing is committed: it is a redelivery to that client only."""
+        addr, _ = _decode_offset_msg_id(offset_msg_id)
+        fields: dict[str, Any] = {"consumerGroup": group, "clientId": client_id, "msgId": offset_msg_id}
+        if topic:
+            fields["topic"] = topic
+        reply = await self._broker(addr, RequestCode.CONSUME_MESSAGE_DIRECTLY, fields)
+        reply.raise_unless_success()
+        return reply.json()
+
+    # -- delayed messages and transactions (console W6/W7) ---------------------------------------
+
+    async def delay_offsets(self, addr: str) -> dict[int, int]:
+        """Delay progress per level (GET_ALL_DELAY_OFFSET): the schedule-topic offset each level's
+        timer has delivered up to. RocketMQ answers with its ``delayOffset.json`` body."""
+        reply = await self._broker(addr, RequestCode.GET_ALL_DELAY_OFFSET)
+        reply.raise_unless_success()
+        table = (reply.json().get("offsetTable") or {}) if reply.body else {}
+        return {int(level): _as_int(offset) for level, offset in table.items()}
+
+    async def end_transaction(
+        self,
+        addr: str,
+        producer_group: str,
+        tran_state_table_offset: int,
+        commit_log_offset: int,
+        msg_id: str,
+        commit: bool,
+        transaction_id: str | None = None,
+    ) -> None:
+        """Commit or roll back a half message as an operator (END_TRANSACTION with
+        fromTransactionCheck, as a producer answering a check does), addressed by the half
+        message's queue offset and commit-log offset on broker ``addr``."""
+        fields: dict[str, Any] = {
+            "producerGroup": producer_group,
+            "tranStateTableOffset": tran_state_table_offset,
+            "commitLogOffset": commit_log_offset,
+            "commitOrRollback": TRANSACTION_COMMIT_TYPE if commit else TRANSACTION_ROLLBACK_TYPE,
+            "fromTransactionCheck": True,
+            "msgId": msg_id,
+        }
+        if transaction_id:
+            fields["transactionId"] = transaction_id
+        (await self._broker(addr, RequestCode.END_TRANSACTION, fields)).raise_unless_success()
+
+    async def query_consumer_offset(self, addr: str, group: str, topic: str, queue_id: int) -> int:
+        """The group's committed offset of one queue, or -1 when it has none."""
+        fields = {"consumerGroup": group, "topic": topic, "queueId": queue_id}
+        reply = await self._broker(addr, RequestCode.QUERY_CONSUMER_OFFSET, fields)
+        if reply.code == ResponseCode.QUERY_NOT_FOUND:
+            return -1
+        reply.raise_unless_success()
+        return _as_int(reply.ext_fields.get("offset"))
+
 
 def _blocking(method: Callable[..., Coroutine[Any, Any, Any]]) -> Callable[..., Any]:
     """The blocking twin of an ``AsyncMQAdmin`` coroutine method, run on the admin's loop thread."""
@@ -839,6 +929,11 @@ class MQAdmin:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def run(self, coroutine: Coroutine[Any, Any, Any], timeout: float | None = None) -> Any:
+        """Run a coroutine over ``self.core`` on the admin's loop thread and return its result: for
+        callers that fan many requests out at once (``asyncio.gather``) instead of one by one."""
+        return self._loop.run(coroutine, timeout=timeout)
+
     def iter_queue_messages(
         self, addr: str, topic: str, queue_id: int, start: int, end: int, group: str = TOOLS_CONSUMER_GROUP
     ) -> Iterator[MessageExt]:
@@ -864,6 +959,7 @@ class MQAdmin:
     create_or_update_subscription_group = _blocking(AsyncMQAdmin.create_or_update_subscription_group)
     delete_subscription_group = _blocking(AsyncMQAdmin.delete_subscription_group)
     consumer_progress = _blocking(AsyncMQAdmin.consumer_progress)
+    broker_consume_stats = _blocking(AsyncMQAdmin.broker_consume_stats)
     consumer_groups_progress = _blocking(AsyncMQAdmin.consumer_groups_progress)
     consumer_connection = _blocking(AsyncMQAdmin.consumer_connection)
     producer_connection = _blocking(AsyncMQAdmin.producer_connection)
@@ -880,6 +976,13 @@ class MQAdmin:
     broker_runtime_info = _blocking(AsyncMQAdmin.broker_runtime_info)
     broker_config = _blocking(AsyncMQAdmin.broker_config)
     update_broker_config = _blocking(AsyncMQAdmin.update_broker_config)
+    delay_offsets = _blocking(AsyncMQAdmin.delay_offsets)
+    end_transaction = _blocking(AsyncMQAdmin.end_transaction)
+    query_consumer_offset = _blocking(AsyncMQAdmin.query_consumer_offset)
+    all_topic_configs = _blocking(AsyncMQAdmin.all_topic_configs)
+    all_subscription_groups = _blocking(AsyncMQAdmin.all_subscription_groups)
+    consume_message_directly = _blocking(AsyncMQAdmin.consume_message_directly)
+    consumer_running_info = _blocking(AsyncMQAdmin.consumer_running_info)
 
 
 def _progress_rows(table: Any, broker_name: str) -> list[QueueConsumeProgress]:

@@ -37,6 +37,16 @@ class AsyncPushConsumer:
 
         self.consumer.register_message_listener(on_caller_loop)
 
+    def register_message_listener_orderly(self, listener: Callable, **options) -> None:
+        """An orderly listener (may be ``async def``); ``options`` as ``PushConsumer``'s."""
+        if inspect.iscoroutinefunction(listener):
+            loop, coroutine_listener = asyncio.get_running_loop(), listener
+
+            def listener(messages, context):
+                return asyncio.run_coroutine_threadsafe(coroutine_listener(messages, context), loop).result()
+
+        self.consumer.register_message_listener_orderly(listener, **options)
+
     async def start(self) -> AsyncPushConsumer:
         await asyncio.to_thread(self.consumer.start)
         return self

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import orjson
 
-from broker.common.message_codec import decode_messages
+from broker.common.message_codec import decode_messages, properties_to_string, string_to_properties
+from broker.common.request_headers import LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody
 from broker.remoting import fastjson
 from broker.remoting.client import RemotingClient
 from broker.remoting.codes import RequestCode as RC
@@ -12,8 +13,10 @@ from broker.remoting.codes import ResponseCode
 from broker.remoting.command import RemotingCommand, create_request
 
 from .errors import MQBrokerError
+from .message_queue import MessageQueue
 
 PULL_FLAG_COMMIT_OFFSET, PULL_FLAG_SUSPEND, PULL_FLAG_SUBSCRIPTION = 0x1, 0x2, 0x4
+_REPLY_MARK = properties_to_string({"MSG_TYPE": "reply"})  # as it appears in the properties header
 
 
 def _checked(response: RemotingCommand, addr: str, allowed: tuple[int, ...] = (ResponseCode.SUCCESS,)):
@@ -38,6 +41,9 @@ class ClientAPI:
         self, addr: str, header: dict, body: bytes, timeout_ms: int, batch: bool = False
     ) -> RemotingCommand:
         code = RC.SEND_BATCH_MESSAGE if batch else RC.SEND_MESSAGE
+        properties = header.get("properties") or ""
+        if _REPLY_MARK in properties and string_to_properties(properties).get("MSG_TYPE") == "reply":
+            code = RC.SEND_REPLY_MESSAGE  # a reply (MSG_TYPE=reply) goes to the requester through the broker
         return _checked(
             await self.remoting.invoke(addr, create_request(code, header, body), timeout_ms), addr
         )
@@ -103,3 +109,32 @@ class ClientAPI:
         return int(
             _checked(await self.remoting.invoke(addr, create_request(code, fields)), addr).field("offset")
         )
+
+    async def send_back(self, addr: str, header: dict, timeout_ms: int = 3000) -> None:
+        """CONSUMER_SEND_MSG_BACK: the broker re-delivers the message later (or dead-letters it)."""
+        request = create_request(RC.CONSUMER_SEND_MSG_BACK, header)
+        _checked(await self.remoting.invoke(addr, request, timeout_ms), addr)
+
+    async def end_transaction_oneway(self, addr: str, header: dict, remark: str | None = None) -> None:
+        """END_TRANSACTION, oneway as RocketMQ's producers send it (the broker answers nothing)."""
+        request = create_request(RC.END_TRANSACTION, header, oneway=True)
+        request.remark = remark
+        await self.remoting.invoke_oneway(addr, request)
+    async def check_client_config(self, addr: str, client_id: str, group: str, subscription: dict) -> None:
+        """CHECK_CLIENT_CONFIG: raises ``MQBrokerError`` (SUBSCRIPTION_PARSE_FAILED, …) when refused."""
+        body = {"clientId": client_id, "group": group, "subscriptionData": subscription}
+        request = create_request(RC.CHECK_CLIENT_CONFIG, body=orjson.dumps(body))
+        _checked(await self.remoting.invoke(addr, request, 3000), addr)
+
+    async def lock_batch_mq(self, addr: str, group: str, client_id: str, mqs: list) -> set:
+        """LOCK_BATCH_MQ: the queues (of ``mqs``) this client now holds on that broker."""
+        body = LockBatchRequestBody(group, client_id, [mq.to_json() for mq in mqs])
+        request = create_request(RC.LOCK_BATCH_MQ, body=orjson.dumps(body.to_json_dict()))
+        response = _checked(await self.remoting.invoke(addr, request, 1000), addr)
+        held = LockBatchResponseBody.from_json_dict(fastjson.loads(response.body) if response.body else {})
+        return {MessageQueue.from_json(q) for q in held.lock_ok_mq_set}
+
+    async def unlock_batch_mq(self, addr: str, group: str, client_id: str, mqs: list) -> None:
+        body = UnlockBatchRequestBody(group, client_id, [mq.to_json() for mq in mqs])
+        request = create_request(RC.UNLOCK_BATCH_MQ, body=orjson.dumps(body.to_json_dict()))
+        _checked(await self.remoting.invoke(addr, request, 1000), addr)

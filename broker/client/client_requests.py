@@ -41,6 +41,7 @@ async def _running_info(consumer, request):
             "messageModel": consumer.message_model,
             "consumeFromWhere": consumer.consume_from_where,
             "PROP_CONSUMER_START_TIMESTAMP": str(consumer.started_at),
+            "PROP_CONSUME_ORDERLY": str(getattr(consumer, "orderly", None) is not None).lower(),
         },
         "subscriptionSet": [consumer.consumer_data()["subscriptionDataSet"]],
         "mqTable": {
@@ -64,13 +65,17 @@ async def _consume_directly(consumer, request):
     try:
         status = listener([msg], {"direct": True})
         result, remark = (
-            ("CR_SUCCESS" if getattr(status, "value", None) == "CONSUME_SUCCESS" else "CR_LATER"),
+            (
+                "CR_SUCCESS"
+                if getattr(status, "value", None) in ("CONSUME_SUCCESS", "SUCCESS")
+                else "CR_LATER"
+            ),
             None,
         )
     except Exception as exc:
         result, remark = "CR_THROW_EXCEPTION", f"{type(exc).__name__}: {exc}"
     body = {
-        "order": False,
+        "order": getattr(consumer, "orderly", None) is not None,
         "autoCommit": True,
         "consumeResult": result,
         "remark": remark,

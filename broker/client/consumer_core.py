@@ -22,6 +22,7 @@ from .client_api import PULL_FLAG_COMMIT_OFFSET, PULL_FLAG_SUBSCRIPTION, PULL_FL
 from .errors import MQClientError
 from .instance import MQClientInstance
 from .message_queue import MessageQueue
+from .message_selector import TAG, MessageSelector
 from .offset_store import LocalFileOffsetStore, RemoteBrokerOffsetStore
 
 log = logging.getLogger(__name__)
@@ -31,8 +32,10 @@ CONSUME_FROM_FIRST_OFFSET = "CONSUME_FROM_FIRST_OFFSET"
 CONSUME_FROM_TIMESTAMP = "CONSUME_FROM_TIMESTAMP"
 
 
-def subscription_data(topic: str, expression: str) -> dict:
+def subscription_data(topic: str, expression: str, expression_type: str = TAG) -> dict:
     tags = [] if expression.strip() in ("", "*") else [t.strip() for t in expression.split("||") if t.strip()]
+    if expression_type != TAG:
+        tags = []  # a SQL92 expression is evaluated by the broker as a whole
     return {
         "classFilterMode": False,
         "topic": topic,
@@ -40,7 +43,7 @@ def subscription_data(topic: str, expression: str) -> dict:
         "tagsSet": tags,
         "codeSet": [java_string_hash(t) for t in tags],
         "subVersion": int(time.time() * 1000),
-        "expressionType": "TAG",
+        "expressionType": expression_type,
     }
 
 
@@ -75,6 +78,7 @@ class ConsumerCore:
         self.instance, self.instance_name = instance, instance_name
         self.rebalance_interval_ms, self.persist_interval_ms = rebalance_interval_ms, persist_interval_ms
         self.subscriptions: dict[str, str] = {}
+        self.expression_types: dict[str, str] = {}  # topic → SQL92 for property filters (else TAG)
         self.assigned: dict[MessageQueue, asyncio.Task] = {}
         self.offsets = None
         self.rebalance_history: list[tuple[float, frozenset]] = []
@@ -83,14 +87,38 @@ class ConsumerCore:
         self.started_at = 0
 
     # -- configuration ------------------------------------------------------------------------
-    def subscribe(self, topic: str, expression: str = "*") -> None:
+    subscribes_to_retry_topic = False  # push consumers do, in clustering mode
+
+    def subscribe(self, topic: str, expression: str | MessageSelector = "*") -> None:
         reason = tc.validate_topic(topic)
         if reason:
             raise MQClientError(reason)
-        self.subscriptions[topic] = expression
+        selector = expression
+        if not isinstance(selector, MessageSelector):
+            selector = MessageSelector.by_tag(expression)
+        if self.running and not selector.is_tag:
+            self.instance.run(self._check_subscription(topic, selector))  # before it is used anywhere
+        self.subscriptions[topic] = selector.expression
+        self.expression_types[topic] = selector.expression_type
+
+    async def _check_subscriptions(self) -> None:
+        """Let the brokers judge SQL92 subscriptions now (CHECK_CLIENT_CONFIG), as RocketMQ does at
+        start: a bad expression fails here, loudly, rather than in every later pull."""
+        for topic, expression_type in self.expression_types.items():
+            if expression_type != TAG:
+                await self._check_subscription(
+                    topic, MessageSelector(expression_type, self.subscriptions[topic])
+                )
+
+    async def _check_subscription(self, topic: str, selector: MessageSelector) -> None:
+        route = await self.instance.route(topic)
+        data = subscription_data(topic, selector.expression, selector.expression_type)
+        for addr in route.broker_addrs.values() if route else ():
+            await self.instance.api.check_client_config(addr, self.instance.client_id, self.group, data)
 
     def consumer_data(self) -> dict:
-        subs = [subscription_data(t, e) for t, e in self.subscriptions.items()]
+        types = self.expression_types
+        subs = [subscription_data(t, e, types.get(t, TAG)) for t, e in self.subscriptions.items()]
         return {
             "groupName": self.group,
             "consumeType": self.consume_type,
@@ -102,13 +130,24 @@ class ConsumerCore:
 
     # -- life cycle ---------------------------------------------------------------------------
     def _start_core(self) -> None:
+        owns_instance = self.instance is None
         self.instance = self.instance or MQClientInstance(
             self.namesrv_addr, self.instance_name, rebalance_interval_ms=self.rebalance_interval_ms
         )
+        try:
+            self.instance.run(self._check_subscriptions())
+        except Exception:
+            if owns_instance:  # a refused start leaves no thread or connection behind
+                self.instance.shutdown()
+                self.instance = None
+            raise
         if self.message_model == BROADCASTING:
             self.offsets = LocalFileOffsetStore(self.offset_store_dir, self.instance.client_id, self.group)
         else:
             self.offsets = RemoteBrokerOffsetStore(self.instance, self.group)
+            if self.subscribes_to_retry_topic:
+                # Sent-back messages come back through the group's retry topic (RocketMQ's copySubscription).
+                self.subscriptions.setdefault(tc.retry_topic(self.group), "*")
         self.instance.consumers[self.group] = self
         self.running = True
         self.started_at = int(time.time() * 1000)
@@ -118,7 +157,7 @@ class ConsumerCore:
 
     async def _first_rebalance(self) -> None:
         for topic in self.subscriptions:
-            if await self.instance.route(topic, refresh=True) is None:
+            if await self.instance.route(topic, refresh=True) is None and not tc.is_retry_topic(topic):
                 # As RocketMQ: not fatal, the topic may be created later; rebalancing retries.
                 log.warning("no route of topic %s yet; %s consumes it once it appears", topic, self.group)
         await self.instance.send_heartbeats()
@@ -153,6 +192,8 @@ class ConsumerCore:
         for mq in [mq for mq in self.assigned if mq not in wanted]:
             await self._drop_queue(mq)
         for mq in sorted(wanted - set(self.assigned)):
+            if not await self.acquire_queue(mq):
+                continue  # e.g. an orderly queue still locked by its previous owner: next rebalance
             offset = await self._start_offset(mq)
             self.assigned[mq] = asyncio.create_task(self._pull_loop(mq, offset))
         self.rebalance_history.append((time.monotonic(), frozenset(self.assigned)))
@@ -184,6 +225,7 @@ class ConsumerCore:
         if task is not None:
             task.cancel()
         self.on_queue_dropped(mq)
+        await self.release_queue(mq)
         await self.offsets.persist([mq])
         self.offsets.remove(mq)
 
@@ -245,11 +287,12 @@ class ConsumerCore:
             "suspendTimeoutMillis": 15_000,
             "subscription": self.subscriptions.get(mq.topic, "*"),
             "subVersion": 0,
-            "expressionType": "TAG",
+            "expressionType": self.expression_types.get(mq.topic, TAG),
         }
         code, fields, messages = await self.instance.api.pull(addr, header, 30_000)
         expression = self.subscriptions.get(mq.topic, "*")
-        if messages and expression.strip() not in ("", "*"):
+        is_tag = self.expression_types.get(mq.topic, TAG) == TAG
+        if messages and is_tag and expression.strip() not in ("", "*"):
             wanted = {t.strip() for t in expression.split("||")}
             messages = [m for m in messages if m.tags in wanted]  # the broker only compared hashes
         return code, fields, messages
@@ -263,3 +306,10 @@ class ConsumerCore:
 
     def on_queue_dropped(self, mq: MessageQueue) -> None:
         pass
+
+    async def acquire_queue(self, mq: MessageQueue) -> bool:
+        """May this member start consuming ``mq``? (Orderly consumers lock it at the broker first.)"""
+        return True
+
+    async def release_queue(self, mq: MessageQueue) -> None:
+        """``mq`` went to another member: finish with it (orderly consumers unlock it)."""

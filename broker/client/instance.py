@@ -18,7 +18,7 @@ from broker.remoting.client import EventLoopThread, RemotingClient
 from broker.remoting.codes import RequestCode
 from broker.remoting.errors import RemotingError
 
-from . import client_requests
+from . import client_requests, request_reply
 from .client_api import ClientAPI
 from .errors import MQClientError
 from .message_queue import MessageQueue
@@ -93,6 +93,7 @@ class MQClientInstance:
         remoting.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_ids_changed)
         self.remoting = remoting
         client_requests.register(self)
+        request_reply.register(self)
         self._rebalance_now = asyncio.Event()
         return remoting
 

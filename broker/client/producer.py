@@ -7,23 +7,29 @@ while (latency fault tolerance); bodies over 4 KiB are compressed.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import itertools
+import logging
 import random
 import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from broker.common import message_const
 from broker.common.batch_codec import encode_batch
 from broker.common.message import Message
 from broker.common.message_codec import properties_to_string
+from broker.common.message_const import PROPERTY_TRANSACTION_PREPARED
 from broker.common.message_id import create_unique_id
-from broker.common.sysflag import COMPRESSED_FLAG
-from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC, validate_topic
-from broker.remoting.codes import ResponseCode
+from broker.common.sysflag import COMPRESSED_FLAG, TRANSACTION_PREPARED_TYPE
+from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC, is_retry_topic, validate_topic
+from broker.remoting.codes import RequestCode, ResponseCode
+from broker.remoting.command import create_request
 from broker.remoting.errors import RemotingError
 
+from . import request_reply
 from .errors import MQBrokerError, MQClientError
 from .instance import MQClientInstance, TopicRoute
 from .message_queue import MessageQueue
@@ -81,8 +87,17 @@ class Producer:
         latency_fault_enable: bool = True,
         default_topic_queue_nums: int = 4,
         instance: MQClientInstance | None = None,
+        instance_name: str | None = None,
+        enable_trace: bool = False,
+        trace_topic: str | None = None,
     ) -> None:
         self.group = group
+        # Message trace: send records go to the trace topic (RMQ_SYS_TRACE_TOPIC by default).
+        self.enable_trace, self.trace_topic = enable_trace, trace_topic
+        self.send_hooks: list[Callable] = []  # hook(mq, broker_addr, header, body, response, cost_ms)
+        self.trace_dispatcher = None
+        # Part of the client id; producers of one process that receive replies need distinct ones.
+        self.instance_name = instance_name
         self.namesrv_addr = namesrv_addr
         self.send_timeout_ms = send_timeout_ms
         self.retry_times = retry_times
@@ -94,12 +109,19 @@ class Producer:
 
     # -- life cycle ---------------------------------------------------------------------------
     def start(self) -> Producer:
-        self.instance = self.instance or MQClientInstance(self.namesrv_addr)
+        self.instance = self.instance or MQClientInstance(self.namesrv_addr, self.instance_name)
         self.instance.producers[self.group] = self
         self.instance.start()
+        if self.enable_trace and self.trace_dispatcher is None:
+            from .trace import install_producer_trace
+
+            self.trace_dispatcher = install_producer_trace(self, self.trace_topic)
         return self
 
     def shutdown(self) -> None:
+        if self.trace_dispatcher is not None:
+            self.trace_dispatcher.shutdown()
+            self.trace_dispatcher = None
         if self.instance is not None:
             self.instance.producers.pop(self.group, None)
             self.instance.shutdown()
@@ -121,7 +143,8 @@ class Producer:
         callback: Callable[[SendResult | None, Exception | None], None] | None = None,
         queue: MessageQueue | None = None,
     ) -> concurrent.futures.Future:
-        future = self._instance().submit(self.asend(msg, queue))
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        self._instance().loop_thread.loop.call_soon_threadsafe(self._start_send_async, msg, queue, future)
         if callback is not None:
             future.add_done_callback(lambda f: callback(None if f.exception() else f.result(), f.exception()))
         return future
@@ -131,6 +154,20 @@ class Producer:
 
     def send_batch(self, messages: list[Message], queue: MessageQueue | None = None) -> list[SendResult]:
         return self._instance().run(self.asend_batch(messages, queue))
+
+    def request(self, msg: Message, timeout_ms: int = 3000, **send_options):
+        """Send ``msg`` and return the reply message; ``RequestTimeoutError`` when none comes in time.
+        ``send_options``: ``queue``, or ``selector`` and ``arg``, as for ``send``."""
+        return self._instance().run(request_reply.request(self, msg, timeout_ms, **send_options))
+
+    def request_async(
+        self, msg: Message, callback=None, timeout_ms: int = 3000, **send_options
+    ) -> concurrent.futures.Future:
+        """As ``request`` without blocking: ``callback(reply, error)`` runs when it completes."""
+        future = self._instance().submit(request_reply.request(self, msg, timeout_ms, **send_options))
+        if callback is not None:
+            future.add_done_callback(lambda f: callback(None if f.exception() else f.result(), f.exception()))
+        return future
 
     def _instance(self) -> MQClientInstance:
         if self.instance is None:
@@ -177,6 +214,70 @@ class Producer:
             results.append(await self._send_to(target, header, body, self.send_timeout_ms, True, ids))
         return results
 
+    # -- the async-send fast path (runs on the instance's loop) --------------------------------
+    def _start_send_async(self, msg: Message, queue: MessageQueue | None, future) -> None:
+        """One attempt through a callback when the route and connection are at hand; anything
+        else (first send to a topic, a broker to connect to, an error to retry) takes ``asend``."""
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            route = self.instance.routes.get(msg.topic)
+            if queue is None and (route is None or not route.write_queues):
+                return self._fall_back(msg, queue, future)
+            header, body = self._prepare(msg)
+            target = queue or self._select(route, msg, None, None, None)
+            addr = (route.broker_addrs.get(target.broker_name) if route else None) or self._addr(target)
+            connection = self.instance.remoting.cached_connection(addr)
+            if connection is None:
+                return self._fall_back(msg, queue, future)
+            header["queueId"] = target.queue_id
+            request = create_request(RequestCode.SEND_MESSAGE, header, body)
+        except Exception as exc:
+            future.set_exception(exc)
+            return None
+        started = time.monotonic()
+
+        def on_response(response, error) -> None:
+            if error is None and response.code in _STATUS:
+                self._note_latency(target.broker_name, started, isolation=False)
+                if self.send_hooks:
+                    cost_ms = int((time.monotonic() - started) * 1000)
+                    for hook in self.send_hooks:
+                        _run_send_hook(hook, target, addr, header, body, response, cost_ms)
+                future.set_result(self._result(response, target, msg.unique_key))
+            else:  # retried on another broker by the full path
+                self._note_latency(target.broker_name, started, isolation=True)
+                self._fall_back(msg, queue, future)
+
+        connection.invoke_with_callback(request, self.send_timeout_ms, on_response)
+        return None
+
+    def _fall_back(self, msg, queue, future) -> None:
+        def copy_outcome(task: asyncio.Task) -> None:
+            if task.cancelled():
+                future.cancel()
+            elif task.exception() is not None:
+                future.set_exception(task.exception())
+            else:
+                future.set_result(task.result())
+
+        task = asyncio.get_running_loop().create_task(self.asend(msg, queue))
+        task.add_done_callback(copy_outcome)
+
+    def _note_latency(self, broker_name: str, started: float, isolation: bool) -> None:
+        if self.faults:
+            self.faults.update(broker_name, (time.monotonic() - started) * 1000, isolation=isolation)
+
+    @staticmethod
+    def _result(response, mq: MessageQueue, msg_id: str) -> SendResult:
+        return SendResult(
+            _STATUS.get(response.code, "SEND_OK"),
+            msg_id,
+            response.field("msgId") or "",
+            MessageQueue(mq.topic, mq.broker_name, int(response.field("queueId", mq.queue_id))),
+            int(response.field("queueOffset", "0")),
+        )
+
     # -- internals ----------------------------------------------------------------------------
     def _prepare(self, msg: Message, for_batch: bool = False) -> tuple[dict, bytes]:
         reason = validate_topic(msg.topic)
@@ -194,6 +295,8 @@ class Producer:
             msg.unique_key = msg.unique_key or create_unique_id()
             if len(body) > self.compress_over:
                 body, sys_flag = zlib.compress(body, 5), COMPRESSED_FLAG
+            if msg.properties.get(PROPERTY_TRANSACTION_PREPARED) == "true":
+                sys_flag |= TRANSACTION_PREPARED_TYPE  # a half message (TransactionProducer)
         header = {
             "producerGroup": self.group,
             "topic": msg.topic,
@@ -208,6 +311,8 @@ class Producer:
             "unitMode": False,
             "batch": for_batch,
         }
+        if is_retry_topic(msg.topic):
+            _retry_counters_to_header(msg, header)
         return header, body
 
     async def _route(self, topic: str) -> TopicRoute:
@@ -259,18 +364,32 @@ class Producer:
         try:
             response = await self.instance.api.send(addr, header, body, timeout_ms, batch)
         except (RemotingError, MQBrokerError):
-            if self.faults:
-                self.faults.update(mq.broker_name, (time.monotonic() - started) * 1000, isolation=True)
+            self._note_latency(mq.broker_name, started, isolation=True)
             raise
-        if self.faults:
-            self.faults.update(mq.broker_name, (time.monotonic() - started) * 1000, isolation=False)
-        return SendResult(
-            _STATUS.get(response.code, "SEND_OK"),
-            msg_id,
-            response.field("msgId") or "",
-            MessageQueue(mq.topic, mq.broker_name, int(response.field("queueId", mq.queue_id))),
-            int(response.field("queueOffset", "0")),
-        )
+        self._note_latency(mq.broker_name, started, isolation=False)
+        for hook in self.send_hooks:
+            _run_send_hook(hook, mq, addr, header, body, response, int((time.monotonic() - started) * 1000))
+        return self._result(response, mq, msg_id)
+
+
+def _retry_counters_to_header(msg: Message, header: dict) -> None:
+    """As RocketMQ: a message sent back to a retry topic carries its reconsume counters in the
+    header (the broker moves it to the DLQ by them), not in its properties."""
+    properties = dict(msg.properties)
+    reconsume = properties.pop(message_const.PROPERTY_RECONSUME_TIME, None)
+    maximum = properties.pop(message_const.PROPERTY_MAX_RECONSUME_TIMES, None)
+    if reconsume is not None:
+        header["reconsumeTimes"] = int(reconsume)
+    if maximum is not None:
+        header["maxReconsumeTimes"] = int(maximum)
+    header["properties"] = properties_to_string(properties)
+
+
+def _run_send_hook(hook, *args) -> None:
+    try:
+        hook(*args)
+    except Exception:  # a hook (tracing, metrics) must never fail the application's send
+        logging.getLogger(__name__).exception("a send hook failed")
 
 
 _RETRYABLE = {

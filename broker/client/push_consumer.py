@@ -10,11 +10,13 @@ from __future__ import annotations
 import enum
 import logging
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from .consumer_core import ConsumerCore
+from broker.common.message_const import PROPERTY_RETRY_TOPIC
+from broker.common.topic_config import retry_topic
+
+from .consumer_core import BROADCASTING, ConsumerCore
 from .message_queue import MessageQueue
 
 log = logging.getLogger(__name__)
@@ -51,6 +53,8 @@ class ProcessQueue:
 
 
 class PushConsumer(ConsumerCore):
+    subscribes_to_retry_topic = True
+
     def __init__(
         self,
         group: str,
@@ -59,57 +63,113 @@ class PushConsumer(ConsumerCore):
         consume_threads: int = 20,
         consume_batch_size: int = 1,
         pull_threshold_per_queue: int = 1000,
-        retry_delay_s: float = 1.0,
+        retry_delay_s: float = 5.0,
+        max_reconsume_times: int | None = None,
+        send_back_timeout_s: float = 3.0,
+        enable_trace: bool = False,
+        trace_topic: str | None = None,
         **options,
     ) -> None:
         super().__init__(group, namesrv_addr, **options)
+        # Message trace: consume records (before/after each listener call) go to the trace topic.
+        self.enable_trace, self.trace_topic, self.trace_dispatcher = enable_trace, trace_topic, None
         self.consume_batch_size = consume_batch_size
         self.pull_threshold = pull_threshold_per_queue
         self.retry_delay_s = retry_delay_s
+        # None: the subscription group's retryMaxTimes (16 by default) decides on the broker.
+        self.max_reconsume_times = max_reconsume_times
+        self.send_back_timeout_s = send_back_timeout_s
         self.listener: Callable | None = None
         self.process_queues: dict[MessageQueue, ProcessQueue] = {}
         self.before_hooks: list[Callable] = []
         self.after_hooks: list[Callable] = []
         self.pool = ThreadPoolExecutor(consume_threads, thread_name_prefix=f"consume-{group}")
+        self.orderly = None  # a ConsumeMessageOrderlyService once an orderly listener is registered
 
     def register_message_listener(self, listener: Callable) -> None:
         """``listener(messages, context) -> ConsumeConcurrentlyStatus``."""
         self.listener = listener
 
+    def register_message_listener_orderly(self, listener: Callable, **options) -> None:
+        """``listener(messages, context) -> ConsumeOrderlyStatus``: each queue in order, one thread
+        at a time, while this client holds the queue's lock (options: see ``consume_orderly``)."""
+        from .consume_orderly import ConsumeMessageOrderlyService
+
+        self.listener = listener
+        self.orderly = ConsumeMessageOrderlyService(self, listener, **options)
+
     def start(self) -> PushConsumer:
         if self.listener is None:
             raise ValueError("register a message listener before starting the consumer")
-        self._start_core()
+        if self.enable_trace and self.trace_dispatcher is None:
+            from .trace import install_consumer_trace
+
+            self.trace_dispatcher = install_consumer_trace(self, self.trace_topic)
+        try:
+            self._start_core()
+        except Exception:
+            if self.trace_dispatcher is not None:  # a refused start leaves no trace producer behind
+                self.trace_dispatcher.shutdown()
+                self.trace_dispatcher = None
+            raise
+        if self.orderly is not None:
+            self.orderly.start()
         return self
 
     def shutdown(self) -> None:
+        if self.orderly is not None:
+            self.orderly.shutdown()
         self._shutdown_core()
         self.pool.shutdown(wait=True, cancel_futures=True)
+        if self.trace_dispatcher is not None:
+            self.trace_dispatcher.shutdown()
+            self.trace_dispatcher = None
 
     # -- hooks of ConsumerCore ----------------------------------------------------------------
     def is_busy(self, mq: MessageQueue) -> bool:
+        if self.orderly is not None:
+            return self.orderly.is_busy(mq)
         queue = self.process_queues.get(mq)
         return queue is not None and len(queue) >= self.pull_threshold
 
     def on_messages(self, mq: MessageQueue, messages: list) -> None:
+        if self.orderly is not None:
+            return self.orderly.on_messages(mq, messages)
         queue = self.process_queues.setdefault(mq, ProcessQueue())
         queue.add(messages)
         for start in range(0, len(messages), self.consume_batch_size):
             self.pool.submit(self._consume, mq, queue, messages[start : start + self.consume_batch_size])
 
     def on_queue_dropped(self, mq: MessageQueue) -> None:
+        if self.orderly is not None:
+            self.orderly.on_queue_dropped(mq)
         queue = self.process_queues.pop(mq, None)
         if queue is not None:
             queue.dropped = True
+
+    async def _stop_all(self) -> None:
+        await super()._stop_all()
+        if self.orderly is not None:
+            await self.orderly.unlock_all()
+
+    async def acquire_queue(self, mq: MessageQueue) -> bool:
+        return await self.orderly.acquire_queue(mq) if self.orderly is not None else True
+
+    async def release_queue(self, mq: MessageQueue) -> None:
+        if self.orderly is not None:
+            await self.orderly.release_queue(mq)
 
     # -- consuming ----------------------------------------------------------------------------
     def _consume(self, mq: MessageQueue, queue: ProcessQueue, messages: list) -> None:
         if queue.dropped or not self.running:
             return
+        for msg in messages:
+            restore_retry_topic(msg, self.group)
+        context = {"message_queue": mq, "delay_level_when_next_consume": 0, "ack_index": len(messages) - 1}
         for hook in self.before_hooks:
             hook(messages)
         try:
-            status = self.listener(messages, {"message_queue": mq})
+            status = self.listener(messages, context)
         except Exception:
             log.exception(
                 "the message listener of %s raised; the messages will be consumed again", self.group
@@ -117,22 +177,89 @@ class PushConsumer(ConsumerCore):
             status = None
         for hook in self.after_hooks:
             hook(messages, status)
-        if status is not ConsumeConcurrentlyStatus.CONSUME_SUCCESS:
-            self._redeliver_later(mq, queue, messages)
-            return
+        last = len(messages) - 1
+        ack_index = min(_context_int(context, "ack_index", last), last) if status is SUCCESS else -1
+        self._process_result(
+            mq, queue, messages, ack_index, _context_int(context, "delay_level_when_next_consume", 0)
+        )
+
+    def _process_result(
+        self, mq, queue: ProcessQueue, messages: list, ack_index: int, delay_level: int
+    ) -> None:
+        """Messages after ``ack_index`` failed: send them back (clustering) or drop them
+        (broadcasting, as RocketMQ); only those the broker would not take back stay here."""
+        failed = messages[ack_index + 1 :]
+        kept: list = []
+        if failed and self.message_model == BROADCASTING:
+            for msg in failed:
+                log.warning(
+                    "BROADCASTING: consuming message %s of %s failed; dropped", msg.client_msg_id, msg.topic
+                )
+        elif failed:
+            kept = [msg for msg in failed if not self.send_message_back(msg, mq, delay_level)]
         for msg in messages:
+            if any(msg is k for k in kept):
+                continue
             commit = queue.remove(msg.queue_offset)
             if not queue.dropped:
                 self.offsets.update(mq, commit, increase_only=True)
+        if kept:
+            self._consume_locally_later(mq, queue, kept)
 
-    def _redeliver_later(self, mq: MessageQueue, queue: ProcessQueue, messages: list) -> None:
-        """Try again after a pause; the offset stays behind the failed message meanwhile."""
+    def send_message_back(self, msg, mq: MessageQueue, delay_level: int = 0) -> bool:
+        """CONSUMER_SEND_MSG_BACK for ``msg`` (consumed from ``mq``); False when it failed.
+
+        ``delay_level`` 0 lets the broker choose (3 + reconsume times), < 0 dead-letters at once."""
+        addr = self.instance.broker_addr(mq.broker_name) or "{}:{}".format(*msg.store_host)
+        header = {
+            "offset": msg.commitlog_offset,
+            "group": self.group,
+            "delayLevel": delay_level,
+            "originMsgId": msg.client_msg_id,
+            "originTopic": msg.topic,
+            "unitMode": False,
+            "maxReconsumeTimes": self.max_reconsume_times,
+        }
+        try:
+            self.instance.run(self.instance.api.send_back(addr, header), timeout=self.send_back_timeout_s)
+            return True
+        except Exception as exc:
+            log.warning("sending message %s back to %s failed (%s); consuming it again locally in %.1f s",
+                        msg.client_msg_id, addr, exc, self.retry_delay_s)  # fmt: skip
+            return False
+
+    def _consume_locally_later(self, mq: MessageQueue, queue: ProcessQueue, messages: list) -> None:
+        """The broker did not take them back: keep their offsets pinned and try here again later."""
         for msg in messages:
             msg.reconsume_times += 1
 
         def again() -> None:
-            time.sleep(self.retry_delay_s)
-            self._consume(mq, queue, messages)
+            if self.running and not queue.dropped:
+                try:
+                    self.pool.submit(self._consume, mq, queue, messages)
+                except RuntimeError:  # the pool shut down meanwhile
+                    pass
 
-        if self.running:
-            self.pool.submit(again)
+        timer = threading.Timer(self.retry_delay_s, again)
+        timer.daemon = True
+        timer.start()
+
+
+SUCCESS = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+
+def _context_int(context: dict, key: str, default: int) -> int:
+    """A number the listener left in the context; a bad value is ignored (and said so), never fatal."""
+    value = context.get(key, default)
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        log.warning("the listener set context[%r]=%r, not a number; using %d", key, value, default)
+        return default
+
+
+def restore_retry_topic(msg, group: str) -> None:
+    """A message re-delivered through ``%RETRY%<group>`` shows its original topic again."""
+    original = msg.properties.get(PROPERTY_RETRY_TOPIC)
+    if original and msg.topic == retry_topic(group):
+        msg.topic = original

@@ -55,6 +55,11 @@ class RemotingClient:
             self._connections[addr] = connection
             return connection
 
+    def cached_connection(self, addr: str) -> RemotingConnection | None:
+        """The open connection to ``addr`` if there is one (no connecting, no awaiting)."""
+        existing = self._connections.get(addr)
+        return existing if existing is not None and existing.is_open else None
+
     async def invoke(
         self, addr: str, request: RemotingCommand, timeout_ms: int = DEFAULT_TIMEOUT_MS
     ) -> RemotingCommand:

@@ -25,6 +25,9 @@ MUTABLE_KEYS = frozenset(
         "enablePropertyFilter",
         "messageDelayLevel",
         "registerBrokerIntervalMillis",
+        "transactionTimeOut",
+        "transactionCheckInterval",
+        "transactionCheckMax",
     }
 )
 
@@ -48,6 +51,17 @@ class BrokerConfig:
     client_channel_max_idle_millis: int = 120_000
     flush_consumer_offset_interval: int = 5000
     enable_property_filter: bool = False
+    # Delay, retry and transaction services (RocketMQ's defaults; tests shorten them).
+    flush_delay_offset_interval: int = 10_000
+    transaction_timeout: int = 6000
+    transaction_check_interval: int = 60_000
+    transaction_check_max: int = 15
+    # How long an orderly consumer's queue lock lives without renewal (RocketMQ: 60 s).
+    rebalance_lock_max_live_time: int = 60_000
+    store_reply_message_enable: bool = True
+    # Create the trace topic at start-up (RocketMQ's traceTopicEnable); the broker then also
+    # traces the retries and dead-lettering it performs.
+    trace_topic_enable: bool = False
     raw: dict[str, str] = field(default_factory=dict)
     conf_path: Path | None = None
 
@@ -80,6 +94,13 @@ class BrokerConfig:
             client_channel_max_idle_millis=get_int(raw, "clientChannelMaxIdleTimeMillis", 120_000),
             flush_consumer_offset_interval=get_int(raw, "flushConsumerOffsetInterval", 5000),
             enable_property_filter=get_bool(raw, "enablePropertyFilter", False),
+            flush_delay_offset_interval=get_int(raw, "flushDelayOffsetInterval", 10_000),
+            transaction_timeout=get_int(raw, "transactionTimeOut", 6000),
+            transaction_check_interval=get_int(raw, "transactionCheckInterval", 60_000),
+            transaction_check_max=get_int(raw, "transactionCheckMax", 15),
+            rebalance_lock_max_live_time=get_int(raw, "rebalanceLockMaxLiveTime", 60_000),
+            store_reply_message_enable=get_bool(raw, "storeReplyMessageEnable", True),
+            trace_topic_enable=get_bool(raw, "traceTopicEnable", False),
             raw=dict(raw),
             conf_path=conf_path,
         )
@@ -107,6 +128,13 @@ class BrokerConfig:
             "shortPollingTimeMills": str(self.short_polling_time_mills),
             "registerBrokerIntervalMillis": str(self.register_broker_interval_millis),
             "enablePropertyFilter": str(self.enable_property_filter).lower(),
+            "flushDelayOffsetInterval": str(self.flush_delay_offset_interval),
+            "transactionTimeOut": str(self.transaction_timeout),
+            "transactionCheckInterval": str(self.transaction_check_interval),
+            "transactionCheckMax": str(self.transaction_check_max),
+            "rebalanceLockMaxLiveTime": str(self.rebalance_lock_max_live_time),
+            "storeReplyMessageEnable": str(self.store_reply_message_enable).lower(),
+            "traceTopicEnable": str(self.trace_topic_enable).lower(),
         }
         store = self.store_config()
         values.update(

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from broker import __version__
+from broker.common import topic_config as tc
 from broker.remoting.codes import RequestCode as RC
 from broker.remoting.server import RemotingServer
 from broker.store.config_files import ConsumerOffsetTable
@@ -16,15 +17,24 @@ from broker.store.message_store import MessageStore
 
 from .client_manager import ConsumerManager, ProducerManager
 from .config import BrokerConfig
+from .filter import FilterCache
 from .long_polling import PullRequestHoldService
 from .processors.admin import AdminProcessor
 from .processors.clients import ClientProcessor, OffsetProcessor, notify_request
+from .processors.end_transaction import EndTransactionProcessor
+from .processors.locks import LockProcessor
 from .processors.pull import PullProcessor
 from .processors.query import QueryProcessor
+from .processors.reply import ReplyProcessor, ensure_reply_topic
 from .processors.send import SendProcessor
+from .processors.send_back import SendBackProcessor
+from .queue_locks import RebalanceLockManager
 from .registration import NamesrvRegistration
+from .schedule_message import ScheduleMessageService
 from .subscription_manager import SubscriptionGroupManager
 from .topic_manager import TopicConfigManager
+from .transaction.check_service import TransactionalMessageCheckService
+from .transaction.service import TransactionalMessageService
 
 log = logging.getLogger(__name__)
 
@@ -46,15 +56,23 @@ class BrokerController:
         self.offsets = ConsumerOffsetTable(config_dir)
         self.consumers = ConsumerManager()
         self.producers = ProducerManager()
+        self.filters = FilterCache()
+        self.queue_locks = RebalanceLockManager(config.rebalance_lock_max_live_time)
         self.server = RemotingServer(config.broker_ip1, config.listen_port)
+        self.schedule = ScheduleMessageService(self.store, config_dir, config.flush_delay_offset_interval)
+        self.transactions = TransactionalMessageService(self)
+        self.transaction_checker = TransactionalMessageCheckService(self, self.transactions)
         self.hold: PullRequestHoldService | None = None
         self.registration: NamesrvRegistration | None = None
         self._tasks: list[asyncio.Task] = []
         self.boot_timestamp = int(time.time() * 1000)
 
     async def start(self) -> int:
-        self.store.start()
+        self.store.start(dispatch_loop=asyncio.get_running_loop())
         self.topics.load()
+        ensure_reply_topic(self)
+        if self.config.trace_topic_enable:
+            self.topics.ensure(tc.TRACE_TOPIC, 1, tc.PERM_READ | tc.PERM_WRITE)
         self.groups.load()
         self.offsets.load()
         self.hold = PullRequestHoldService(asyncio.get_running_loop())
@@ -65,6 +83,8 @@ class BrokerController:
         self.registration = NamesrvRegistration(self)
         await self.registration.register_all()
         self.registration.start()
+        self.schedule.start()
+        self.transaction_checker.start()
         self._tasks = [
             asyncio.create_task(
                 self._every(self.config.flush_consumer_offset_interval, self.offsets.persist)
@@ -115,7 +135,13 @@ class BrokerController:
             RC.UPDATE_BROKER_CONFIG: admin.update_config,
             RC.GET_CONSUMER_RUNNING_INFO: admin.forward_to_client,
             RC.CONSUME_MESSAGE_DIRECTLY: admin.forward_to_client,
+            RC.CONSUMER_SEND_MSG_BACK: SendBackProcessor(self).send_back,
+            RC.END_TRANSACTION: EndTransactionProcessor(self).end_transaction,
+            RC.GET_ALL_DELAY_OFFSET: self.schedule.all_delay_offsets,
         }
+        locks, reply = LockProcessor(self), ReplyProcessor(self)
+        table[RC.LOCK_BATCH_MQ], table[RC.UNLOCK_BATCH_MQ] = locks.lock_batch, locks.unlock_batch
+        table[RC.SEND_REPLY_MESSAGE] = table[RC.SEND_REPLY_MESSAGE_V2] = reply.send_reply
         for code, handler in table.items():
             self.server.register_processor(code, handler)
 
@@ -160,6 +186,9 @@ class BrokerController:
             "short_polling_time_mills",
             "register_broker_interval_millis",
             "enable_property_filter",
+            "transaction_timeout",
+            "transaction_check_interval",
+            "transaction_check_max",
         ):
             setattr(self.config, attr, getattr(fresh, attr))
         self.config.raw = merged
@@ -181,6 +210,7 @@ class BrokerController:
                 "msgGetTotalTodayNow": info.get("getMessageTransferedMsgCount", "0"),
             }
         )
+        info.update(self.schedule.runtime_info())
         return info
 
     async def stop(self) -> None:
@@ -191,6 +221,9 @@ class BrokerController:
         if self.registration:
             await self.registration.stop()
         await self.server.stop()
+        # Both finish the message in hand before stopping, so the persisted progress is exact.
+        await self.schedule.stop()
+        await self.transaction_checker.stop()
         self.offsets.persist()
         self.topics.persist()
         self.store.shutdown()

@@ -39,13 +39,12 @@ class IndexFile:
         self.slot_num = slot_num
         self.index_num = index_num
         size = HEADER.size + slot_num * SLOT.size + index_num * ENTRY.size
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            if os.fstat(fd).st_size != size:
-                os.ftruncate(fd, size)
-            self._map = mmap.mmap(fd, size)
-        finally:
-            os.close(fd)
+        # The descriptor stays open so flush can fdatasync it: mmap.flush holds the GIL through
+        # the msync, stalling every other thread of the broker (a latency spike per flush).
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        if os.fstat(self._fd).st_size != size:
+            os.ftruncate(self._fd, size)
+        self._map = mmap.mmap(self._fd, size)
         (self.begin_timestamp, self.end_timestamp, self.begin_phy_offset, self.end_phy_offset,
          self.hash_slot_count, self.index_count) = HEADER.unpack_from(self._map, 0)  # fmt: skip
         if self.index_count == 0:
@@ -96,12 +95,13 @@ class IndexFile:
         return offsets
 
     def flush(self) -> None:
-        self._map.flush()
+        os.fdatasync(self._fd)
 
     def close(self) -> None:
         if not self._map.closed:
-            self._map.flush()
+            os.fdatasync(self._fd)
             self._map.close()
+            os.close(self._fd)
 
     def destroy(self) -> None:
         self.close()

@@ -7,10 +7,13 @@ any logical position is found by arithmetic. Writes go into the mapping (the pag
 
 from __future__ import annotations
 
+import logging
 import mmap
 import os
 import threading
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 _ZERO_CHUNK = bytes(1 << 20)
 
@@ -128,13 +131,21 @@ class MappedFileQueue:
         """Map the existing segments; wrote positions are set by recovery."""
         if not self.directory.exists():
             return
-        for path in sorted(self.directory.iterdir()):
-            if not (path.is_file() and path.name.isdigit() and len(path.name) == 20):
-                continue
-            if path.stat().st_size != self.file_size:
-                raise ValueError(
-                    f"{path} is {path.stat().st_size} bytes but segments here are {self.file_size}"
-                )
+        paths = [
+            path
+            for path in sorted(self.directory.iterdir())
+            if path.is_file() and path.name.isdigit() and len(path.name) == 20
+        ]
+        for path in paths:
+            size = path.stat().st_size
+            if size != self.file_size:
+                # A process killed while creating the newest segment leaves it short (often empty):
+                # nothing acknowledged can be in its missing part, so it is extended with zeros
+                # (= unwritten). A short or long segment anywhere else is a real mismatch.
+                if path != paths[-1] or size > self.file_size:
+                    raise ValueError(f"{path} is {size} bytes but segments here are {self.file_size}")
+                log.warning("%s is %d of %d bytes (creation interrupted); extending it", path, size,
+                            self.file_size)  # fmt: skip
             mapped = MappedFile(path, int(path.name), self.file_size)
             mapped.wrote_position = mapped.flushed_position = self.file_size
             self.files.append(mapped)

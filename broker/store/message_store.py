@@ -7,6 +7,7 @@ the raw stored records back, ready to send in a pull response.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import logging
 import threading
@@ -95,12 +96,14 @@ class MessageStore:
     def abort_file(self) -> Path:
         return self.root / "abort"
 
-    def start(self) -> None:
+    def start(self, dispatch_loop: asyncio.AbstractEventLoop | None = None) -> None:
+        """Recover and start the services; with ``dispatch_loop``, dispatch runs on that loop
+        (the broker's) instead of a thread of its own."""
         self.root.mkdir(parents=True, exist_ok=True)
         self.last_exit_ok = not self.abort_file.exists()
         self.abort_file.touch()
         self._load_and_recover()
-        self._start_services()
+        self._start_services(dispatch_loop)
         self._running = True
         log.info("store at %s started (last exit %s)", self.root, "clean" if self.last_exit_ok else "UNCLEAN")
 
@@ -138,8 +141,8 @@ class MessageStore:
                 queue.recover()
                 self.consume_queues[(topic_dir.name, int(queue_dir.name))] = queue
 
-    def _start_services(self) -> None:
-        self.reput.start(self.commitlog.max_offset)
+    def _start_services(self, dispatch_loop: asyncio.AbstractEventLoop | None) -> None:
+        self.reput.start(self.commitlog.max_offset, dispatch_loop)
         cfg = self.config
         if cfg.sync_flush:
             self._group_commit = GroupCommitService(self.commitlog.flush, cfg.sync_flush_timeout)
@@ -218,7 +221,7 @@ class MessageStore:
         self._last_dispatched_ts = request.store_timestamp
 
     def add_dispatch_listener(self, listener: Callable[[DispatchRequest], None]) -> None:
-        """Called on the dispatch thread after each message becomes readable."""
+        """Called after each message becomes readable, on the dispatch thread or loop."""
         self.reput.listeners.append(listener)
 
     def wait_for_dispatch(self, commitlog_offset: int | None = None, timeout: float | None = 10) -> bool:

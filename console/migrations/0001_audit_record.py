@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,21 +14,31 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='AuditRecord',
+            name="AuditRecord",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('username', models.CharField(max_length=150)),
-                ('action', models.CharField(db_index=True, max_length=64)),
-                ('target', models.CharField(blank=True, max_length=512)),
-                ('parameters', models.JSONField(blank=True, default=dict)),
-                ('result', models.CharField(max_length=16)),
-                ('detail', models.TextField(blank=True)),
-                ('remote_addr', models.GenericIPAddressField(blank=True, null=True)),
-                ('user', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                ("username", models.CharField(max_length=150)),
+                ("action", models.CharField(db_index=True, max_length=64)),
+                ("target", models.CharField(blank=True, max_length=512)),
+                ("parameters", models.JSONField(blank=True, default=dict)),
+                ("result", models.CharField(max_length=16)),
+                ("detail", models.TextField(blank=True)),
+                ("remote_addr", models.GenericIPAddressField(blank=True, null=True)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
     ]

@@ -31,7 +31,7 @@ def start_broker(workdir: Path, name: str, namesrv_addr: str) -> EngineProcess:
     conf.write_text(
         f"brokerClusterName={CLUSTER}\nbrokerName={name}\nbrokerId=0\n"
         f"storePathRootDir={workdir / name}\nautoCreateTopicEnable=true\n"
-        "autoCreateSubscriptionGroup=true\nmapedFileSizeCommitLog=4194304\n"
+        "autoCreateSubscriptionGroup=true\nmappedFileSizeCommitLog=4194304\n"
     )
     args = ["-m", "broker.server", "-c", str(conf), "--listen-port", str(free_port()), "-n", namesrv_addr]
     return _drain(EngineProcess(args))

@@ -13,7 +13,7 @@ from broker.remoting.client import RemotingClient, SyncRemotingClient
 from broker.remoting.codes import RequestCode as RC
 from broker.remoting.codes import ResponseCode
 from broker.remoting.command import create_request, response_to
-from tests.harness import EngineProcess, free_port
+from tests.harness import SMALL_STORE_CONF, EngineProcess, free_port
 
 FLAG_SUSPEND, FLAG_SUBSCRIPTION = 0x2, 0x4
 
@@ -22,7 +22,7 @@ def start_broker(namesrv_addr, store_dir, name, port=None, extra=""):
     conf = store_dir.parent / f"{name}.conf"
     conf.write_text(
         f"brokerClusterName=TestCluster\nbrokerName={name}\nlistenPort={port or free_port()}\n"
-        f"namesrvAddr={namesrv_addr}\nstorePathRootDir={store_dir}\nregisterBrokerIntervalMillis=1000\n{extra}"
+        f"namesrvAddr={namesrv_addr}\nstorePathRootDir={store_dir}\nregisterBrokerIntervalMillis=1000\n{SMALL_STORE_CONF}{extra}"
     )
     return EngineProcess(["-m", "broker.server", "-c", str(conf)])
 

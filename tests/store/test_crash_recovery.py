@@ -128,3 +128,37 @@ def test_truncated_file_tail_is_recovered(open_store, tmp_path):
     reopened = open_store(tmp_path / "s2")
     assert reopened.get_max_offset_in_queue("t", 0) == 119
     assert reopened.max_physic_offset == results[-1].append.wrote_offset
+
+
+def _store_with_two_queue_segments(open_store, store_dir: Path):
+    geometry = {"mapped_file_size_consume_queue": 10 * 20}  # 10 entries per segment
+    store = open_store(store_dir, **geometry)
+    for i in range(15):
+        assert store.put_message(MessageExt(topic="torn", body=b"m%d" % i, queue_id=0)).ok
+    store.wait_for_dispatch()
+    store.shutdown()
+    return geometry, store_dir / "consumequeue" / "torn" / "0"
+
+
+def test_a_segment_whose_creation_was_killed_is_extended_not_fatal(open_store, tmp_path):
+    geometry, queue_dir = _store_with_two_queue_segments(open_store, tmp_path / "store")
+    # As if killed between creating the next segment's file and sizing it.
+    (queue_dir / f"{400:020d}").touch()  # segments are named by byte offset: 0, 200, 400
+    (tmp_path / "store" / "abort").touch()
+    store = open_store(tmp_path / "store", **geometry)
+    assert store.get_max_offset_in_queue("torn", 0) == 15
+    assert store.put_message(MessageExt(topic="torn", body=b"after", queue_id=0)).ok
+    store.wait_for_dispatch()
+    assert store.get_message("g", "torn", 0, 15, 5).message_count == 1
+
+
+def test_a_short_segment_before_the_last_is_refused(open_store, tmp_path):
+    geometry, queue_dir = _store_with_two_queue_segments(open_store, tmp_path / "store")
+    first = queue_dir / f"{0:020d}"
+    first.write_bytes(first.read_bytes()[:100])
+    try:
+        open_store(tmp_path / "store", **geometry)
+    except ValueError as exc:
+        assert "segments here are 200" in str(exc)
+    else:
+        raise AssertionError("a truncated middle segment must stop the store from starting")

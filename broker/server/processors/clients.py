@@ -12,6 +12,7 @@ from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import RemotingCommand, create_request, response_to
 
 from ..client_manager import ClientChannel, now_ms
+from ..filter import check_subscription
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +28,11 @@ class ClientProcessor:
             return response_to(request, ResponseCode.SYSTEM_ERROR, "the heartbeat has no clientID")
         channel = ClientChannel(conn, client_id, request.language, request.version, now_ms())
         conn.attributes["client_id"] = client_id
+        for consumer in data.get("consumerDataSet") or []:
+            for subscription in consumer.get("subscriptionDataSet") or []:
+                refusal = self._subscription_refusal(subscription)
+                if refusal is not None:  # as CHECK_CLIENT_CONFIG: never register a broken filter
+                    return response_to(request, *refusal)
         for consumer in data.get("consumerDataSet") or []:
             self._consumer_heartbeat(consumer, channel)
         for producer in data.get("producerDataSet") or []:
@@ -68,13 +74,25 @@ class ClientProcessor:
     async def check_client_config(self, conn, request: RemotingCommand) -> RemotingCommand:
         data = fastjson.loads(request.body) if request.body else {}
         subscription = data.get("subscriptionData") or {}
-        if (subscription.get("expressionType") or "TAG").upper() != "TAG":
-            return response_to(
-                request,
-                ResponseCode.SUBSCRIPTION_PARSE_FAILED,
-                "The broker does not support consumer to filter message by SQL92",
-            )
+        refusal = self._subscription_refusal(subscription)
+        if refusal is not None:
+            return response_to(request, *refusal)
         return response_to(request)
+
+    def _subscription_refusal(self, subscription: dict) -> tuple[int, str] | None:
+        """RocketMQ's code and reason when this broker cannot serve ``subscription``."""
+        problem = check_subscription(
+            subscription.get("expressionType"),
+            subscription.get("subString"),
+            self.broker.config.enable_property_filter,
+        )
+        if problem is None:
+            return None
+        unsupported, reason = problem
+        if unsupported:
+            return ResponseCode.SYSTEM_ERROR, reason
+        topic = subscription.get("topic", "")
+        return ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"the subscription of {topic} is invalid: {reason}"
 
 
 class OffsetProcessor:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import time
 
 from broker.common import topic_config as tc
-from broker.common.java_hash import java_string_hash
 from broker.remoting.codes import ResponseCode
 from broker.remoting.command import RemotingCommand, response_to
 from broker.store.results import GetMessageStatus
+
+from ..filter import FilterSyntaxError, TagFilter, is_tag_type
 
 FLAG_COMMIT_OFFSET = 0x1
 FLAG_SUSPEND = 0x2
@@ -23,22 +24,6 @@ _STATUS_CODES = {
     GetMessageStatus.OFFSET_OVERFLOW_BADLY: ResponseCode.PULL_OFFSET_MOVED,
     GetMessageStatus.OFFSET_TOO_SMALL: ResponseCode.PULL_OFFSET_MOVED,
 }
-
-
-class TagFilter:
-    """Broker-side filter: tag hash codes against the consume-queue entries."""
-
-    def __init__(self, expression: str | None) -> None:
-        expression = (expression or "").strip()
-        self.codes: set[int] | None = None
-        if expression and expression != "*":
-            self.codes = {java_string_hash(tag.strip()) for tag in expression.split("||") if tag.strip()}
-
-    def is_matched_by_consume_queue(self, tags_code: int) -> bool:
-        return self.codes is None or tags_code in self.codes
-
-    def is_matched_by_commit_log(self, record) -> bool:
-        return True
 
 
 class PullProcessor:
@@ -139,10 +124,19 @@ class PullProcessor:
                 )
             expression_type = subscription.get("expressionType") or "TAG"
             expression = subscription.get("subString")
-        if expression_type.upper() != "TAG":
+        if is_tag_type(expression_type):
+            return TagFilter(expression)
+        return self._sql_filter(request, group, topic, expression_type, expression)
+
+    def _sql_filter(self, request, group: str, topic: str, expression_type: str, expression):
+        if not self.broker.config.enable_property_filter or expression_type.upper() != "SQL92":
             return response_to(
                 request,
-                ResponseCode.SUBSCRIPTION_PARSE_FAILED,
-                "The broker does not support consumer to filter message by SQL92",
+                ResponseCode.SYSTEM_ERROR,
+                f"The broker does not support consumer to filter message by {expression_type}",
             )
-        return TagFilter(expression)
+        try:
+            return self.broker.filters.get(group, topic, expression or "", request.int_field("subVersion", 0))
+        except FilterSyntaxError as exc:
+            reason = f"parse the consumer's subscription failed: {exc}"
+            return response_to(request, ResponseCode.SUBSCRIPTION_PARSE_FAILED, reason)

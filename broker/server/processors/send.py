@@ -1,16 +1,26 @@
-"""SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE."""
+"""SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE.
+
+Before a single message is stored it may change topic, as in RocketMQ's broker: a transaction's
+half message goes to the half topic, a message to ``%RETRY%<group>`` that used up its
+reconsume times goes to ``%DLQ%<group>``, and a delayed message goes to the schedule topic.
+"""
 
 from __future__ import annotations
 
 import random
 
+from broker.common import message_const as const
 from broker.common import topic_config as tc
 from broker.common.batch_codec import BatchDecodeError, decode_batch
 from broker.common.message import MessageExt
 from broker.common.message_codec import string_to_properties
+from broker.common.message_const import PROPERTY_CLUSTER
 from broker.remoting.codes import ResponseCode
 from broker.remoting.command import RemotingCommand, response_to
 from broker.store.results import PutMessageStatus
+
+from ..schedule_message import to_schedule_message
+from ..transaction.half_message import is_half_request, to_half_message
 
 # SendMessageRequestHeaderV2 names its fields with single letters to save bytes.
 V2_FIELDS = {
@@ -37,6 +47,24 @@ _PUT_STATUS_CODES = {
     PutMessageStatus.SERVICE_NOT_AVAILABLE: ResponseCode.SERVICE_NOT_AVAILABLE,
     PutMessageStatus.OS_PAGECACHE_BUSY: ResponseCode.SYSTEM_BUSY,
 }
+
+
+def ensure_system_topic(broker, topic: str, queues: int, perm: int):
+    """Create a topic the broker needs (retry/DLQ) once, and tell the name servers."""
+    config = broker.topics.get(topic)
+    if config is None:
+        config = broker.topics.ensure(topic, queues, perm)
+        broker.register_soon()
+    return config
+
+
+def ensure_dlq_topic(broker, group: str):
+    # One queue, write-only: a dead letter is kept, never consumed automatically (as RocketMQ).
+    return ensure_system_topic(broker, tc.dlq_topic(group), 1, tc.PERM_WRITE)
+
+
+def put_status_code(status: PutMessageStatus) -> int:
+    return _PUT_STATUS_CODES.get(status, ResponseCode.SYSTEM_ERROR)
 
 
 def v1_fields(request: RemotingCommand) -> dict[str, str]:
@@ -77,6 +105,11 @@ class SendProcessor:
         messages = self._messages(request, header, topic, queue_id, conn)
         if isinstance(messages, str):
             return response_to(request, ResponseCode.MESSAGE_ILLEGAL, messages)
+        for msg in messages:  # as RocketMQ: a request's reply finds its cluster's reply topic by it
+            msg.properties[PROPERTY_CLUSTER] = self.broker.config.broker_cluster_name
+        refused = self._redirect(request, header, messages)
+        if refused is not None:
+            return refused
         result = await self.broker.store.put_messages_async(messages)
         return self._response(request, result, queue_id)
 
@@ -131,8 +164,52 @@ class SendProcessor:
             )
         ]
 
+    def _redirect(self, request, header, messages: list[MessageExt]) -> RemotingCommand | None:
+        """Move a message to the topic it really belongs in now; a response when refused."""
+        for msg in messages:
+            level = msg.properties.get(const.PROPERTY_DELAY_TIME_LEVEL)
+            if level is not None and not level.strip().lstrip("-").isdigit():
+                return response_to(
+                    request,
+                    ResponseCode.MESSAGE_ILLEGAL,
+                    f"the {const.PROPERTY_DELAY_TIME_LEVEL} property {level!r} is not a number",
+                )
+        if len(messages) > 1 or request.code == 320 or header.bool_field("batch"):
+            if any(m.delay_time_level > 0 for m in messages):
+                return response_to(
+                    request, ResponseCode.MESSAGE_ILLEGAL, "delayed messages cannot be batched"
+                )
+            return None
+        msg = messages[0]
+        if is_half_request(msg):
+            to_half_message(msg)
+            return None
+        if tc.is_retry_topic(msg.topic):
+            refused = self._retry_or_dlq(request, header, msg)
+            if refused is not None:
+                return refused
+        to_schedule_message(msg, self.broker.schedule.max_level)
+        return None
+
+    def _retry_or_dlq(self, request, header, msg: MessageExt) -> RemotingCommand | None:
+        """A client re-sending to a retry topic itself: past its reconsume times it is dead."""
+        group = msg.topic[len(tc.RETRY_GROUP_TOPIC_PREFIX) :]
+        group_config = self.broker.groups.find(group)
+        if group_config is None:
+            return response_to(
+                request, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}"
+            )
+        max_times = header.int_field("maxReconsumeTimes", -1)
+        if max_times < 0:
+            max_times = group_config.retry_max_times
+        if msg.reconsume_times >= max_times:
+            ensure_dlq_topic(self.broker, group)
+            msg.topic, msg.queue_id = tc.dlq_topic(group), 0
+            msg.delay_time_level = 0
+        return None
+
     def _response(self, request, result, queue_id: int) -> RemotingCommand:
-        code = _PUT_STATUS_CODES.get(result.status, ResponseCode.SYSTEM_ERROR)
+        code = put_status_code(result.status)
         if result.append is None:
             return response_to(request, code, result.remark or result.status.value)
         fields = {

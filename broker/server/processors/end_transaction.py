@@ -1,0 +1,72 @@
+"""END_TRANSACTION (37): commit or roll back a half message.
+
+Producers send it oneway after their local transaction (or in answer to a check, with
+``fromTransactionCheck``); operator tools send it as a normal request naming a pending half
+message by commit-log offset, and get an answer saying what happened.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from broker.common.request_headers import EndTransactionRequestHeader, HeaderError
+from broker.common.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE
+from broker.common.topic_config import is_writeable
+from broker.remoting.codes import ResponseCode
+from broker.remoting.command import RemotingCommand, response_to
+
+from .send import put_status_code
+
+log = logging.getLogger(__name__)
+
+
+class EndTransactionProcessor:
+    def __init__(self, broker) -> None:
+        self.broker = broker
+
+    async def end_transaction(self, conn, request: RemotingCommand) -> RemotingCommand:
+        try:
+            header = EndTransactionRequestHeader.from_ext_fields(request.ext_fields)
+        except HeaderError as exc:
+            return response_to(request, ResponseCode.SYSTEM_ERROR, str(exc))
+        if not is_writeable(self.broker.config.broker_permission):
+            return response_to(request, ResponseCode.NO_PERMISSION, "the broker does not accept writes now")
+        state = header.commit_or_rollback
+        origin = "check answer" if header.from_transaction_check else "producer"
+        if state == TRANSACTION_NOT_TYPE:
+            log.info(
+                "%s of group %s left transaction %s unknown (msgId %s)",
+                origin,
+                header.producer_group,
+                header.transaction_id,
+                header.msg_id,
+            )
+            return response_to(request, ResponseCode.SUCCESS, "transaction state unknown: nothing done")
+        if state not in (TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE):
+            return response_to(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                f"commitOrRollback={state} must be {TRANSACTION_COMMIT_TYPE} (commit), "
+                f"{TRANSACTION_ROLLBACK_TYPE} (rollback) or {TRANSACTION_NOT_TYPE} (unknown)",
+            )
+        service = self.broker.transactions
+        half = service.find_half(header)
+        if isinstance(half, str):
+            log.warning(
+                "END_TRANSACTION from %s (%s) for %s refused: %s",
+                conn.remote_addr,
+                origin,
+                header.msg_id,
+                half,
+            )
+            return response_to(request, ResponseCode.SYSTEM_ERROR, half)
+        if state == TRANSACTION_COMMIT_TYPE:
+            result = await service.commit(half)
+        else:
+            result = await service.rollback(half)
+        if not result.ok:
+            code = put_status_code(result.put.status) if result.put else ResponseCode.SYSTEM_ERROR
+            return response_to(
+                request, code if code != ResponseCode.SUCCESS else ResponseCode.SYSTEM_ERROR, result.remark
+            )
+        return response_to(request)

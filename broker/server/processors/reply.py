@@ -1,0 +1,120 @@
+"""SEND_REPLY_MESSAGE (324) / V2 (325): a responder's reply, pushed to the requesting client.
+
+The reply carries the requester's client id (REPLY_TO_CLIENT). The broker pushes it over that
+client's own connection with PUSH_REPLY_MESSAGE_TO_CLIENT (326) and, as RocketMQ does with
+``storeReplyMessageEnable``, also stores it in ``<cluster>_REPLY_TOPIC``. A requester this
+broker does not know (no heartbeat from it) makes the push fail with SYSTEM_ERROR.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from broker.common import message_const as const
+from broker.common import topic_config as tc
+from broker.common.message import MessageExt
+from broker.common.message_codec import properties_to_string, string_to_properties
+from broker.remoting.codes import RequestCode, ResponseCode
+from broker.remoting.command import RemotingCommand, create_request, response_to
+
+from .send import _host_port, v1_fields
+
+log = logging.getLogger(__name__)
+
+REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"
+PUSH_REPLY_TIMEOUT_MS = 3000
+
+
+def reply_topic(cluster: str) -> str:
+    """RocketMQ's ``MixAll.getReplyTopic``: where a cluster's replies are stored."""
+    return f"{cluster}_{REPLY_TOPIC_POSTFIX}"
+
+
+def ensure_reply_topic(broker) -> None:
+    """The broker creates its cluster's reply topic at start (one queue), as RocketMQ's does."""
+    broker.topics.ensure(reply_topic(broker.config.broker_cluster_name), 1, tc.PERM_READ | tc.PERM_WRITE)
+
+
+class ReplyProcessor:
+    def __init__(self, broker) -> None:
+        self.broker = broker
+
+    async def send_reply(self, conn, request: RemotingCommand) -> RemotingCommand:
+        header = RemotingCommand(code=request.code, ext_fields=v1_fields(request))
+        topic = header.field("topic") or ""
+        reason = tc.validate_topic(topic)
+        if reason:
+            return response_to(request, ResponseCode.MESSAGE_ILLEGAL, reason)
+        config = self.broker.topics.get(topic)
+        if config is None:
+            return response_to(
+                request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!"
+            )
+        queue_id = header.int_field("queueId", 0)
+        if not 0 <= queue_id < config.write_queue_nums:
+            queue_id = 0
+        msg = MessageExt(
+            topic,
+            request.body,
+            header.int_field("flag", 0),
+            string_to_properties(header.field("properties") or ""),
+            queue_id=queue_id,
+            sys_flag=header.int_field("sysFlag", 0),
+            born_timestamp=header.int_field("bornTimestamp", 0),
+            born_host=_host_port(conn.remote_addr),
+            reconsume_times=header.int_field("reconsumeTimes", 0),
+        )
+        pushed, remark = await self._push(header, msg)
+        code = ResponseCode.SUCCESS if pushed else ResponseCode.SYSTEM_ERROR
+        fields = {"queueId": queue_id, "queueOffset": 0, "msgId": ""}
+        if self.broker.config.store_reply_message_enable:
+            result = await self.broker.store.put_messages_async([msg])
+            if result.append is None:
+                return response_to(request, ResponseCode.SYSTEM_ERROR, result.remark or result.status.value)
+            fields.update(msgId=result.append.msg_id, queueOffset=result.append.logics_offset)
+            # As RocketMQ: a stored reply is a successful send even when the push failed (the
+            # remark says so); answering an error would make the responder send it again.
+            code = ResponseCode.SUCCESS
+        return response_to(request, code, remark, fields)
+
+    async def _push(self, header: RemotingCommand, msg: MessageExt) -> tuple[bool, str | None]:
+        sender = msg.properties.get(const.PROPERTY_MESSAGE_REPLY_TO_CLIENT)
+        channel = self._producer_channel(sender)
+        if channel is None:
+            return False, f"push reply message fail, channel of <{sender}> not found."
+        properties = {**msg.properties, const.PROPERTY_PUSH_REPLY_TIME: str(int(time.time() * 1000))}
+        fields = {
+            "producerGroup": header.field("producerGroup"),
+            "topic": msg.topic,
+            "defaultTopic": header.field("defaultTopic"),
+            "defaultTopicQueueNums": header.field("defaultTopicQueueNums"),
+            "queueId": msg.queue_id,
+            "sysFlag": msg.sys_flag,
+            "bornTimestamp": msg.born_timestamp,
+            "flag": msg.flag,
+            "properties": properties_to_string(properties),
+            "reconsumeTimes": msg.reconsume_times,
+            "unitMode": header.field("unitMode", "false"),
+            "bornHost": f"{msg.born_host[0]}:{msg.born_host[1]}",
+            "storeHost": self.broker.config.broker_addr,
+            "storeTimestamp": int(time.time() * 1000),
+        }
+        push = create_request(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, fields, msg.body)
+        try:
+            response = await channel.connection.invoke(push, PUSH_REPLY_TIMEOUT_MS)
+        except Exception as exc:
+            log.warning("pushing a reply to %s failed: %s", sender, exc)
+            return False, f"push reply message to {sender} fail: {exc}"
+        if response.code != ResponseCode.SUCCESS:
+            return False, f"push reply message to {sender} fail: {response.remark}"
+        return True, None
+
+    def _producer_channel(self, client_id: str | None):
+        if not client_id:
+            return None
+        for channels in list(self.broker.producers.groups.values()):
+            channel = channels.get(client_id)
+            if channel is not None and getattr(channel.connection, "is_open", False):
+                return channel
+        return None

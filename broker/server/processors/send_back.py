@@ -1,0 +1,127 @@
+"""CONSUMER_SEND_MSG_BACK (36): a consumer could not process a message; try it again later.
+
+The broker reads the message back by commit-log offset and writes a copy to ``%RETRY%<group>``
+through the delay mechanism (level ``3 + reconsumeTimes`` unless the client chose one), with
+the reconsume count + 1 and the original topic and id in RETRY_TOPIC / ORIGIN_MESSAGE_ID. Once
+the count reaches the group's max reconsume times (or the client asks with a level < 0) the
+copy goes to ``%DLQ%<group>`` instead, where nothing consumes it automatically.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+
+from broker.common import message_const as const
+from broker.common import topic_config as tc
+from broker.common.message import MessageExt
+from broker.common.message_codec import MessageDecodeError
+from broker.common.request_headers import ConsumerSendMsgBackRequestHeader, HeaderError
+from broker.remoting.codes import ResponseCode
+from broker.remoting.command import RemotingCommand, response_to
+
+from .. import trace_writer
+from ..schedule_message import to_schedule_message
+from .send import ensure_dlq_topic, ensure_system_topic, put_status_code
+
+log = logging.getLogger(__name__)
+FIRST_RETRY_DELAY_LEVEL = 3  # 10 s with the default levels
+
+
+class SendBackProcessor:
+    def __init__(self, broker) -> None:
+        self.broker = broker
+
+    async def send_back(self, conn, request: RemotingCommand) -> RemotingCommand:
+        try:
+            header = ConsumerSendMsgBackRequestHeader.from_ext_fields(request.ext_fields)
+        except HeaderError as exc:
+            return response_to(request, ResponseCode.SYSTEM_ERROR, str(exc))
+        broker = self.broker
+        group_config = broker.groups.find(header.group)
+        if group_config is None:
+            return response_to(
+                request,
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                f"subscription group not exist, {header.group}",
+            )
+        if not tc.is_writeable(broker.config.broker_permission):
+            return response_to(
+                request,
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{broker.config.broker_ip1}] sending message is forbidden",
+            )
+        if group_config.retry_queue_nums <= 0:
+            return response_to(request)  # the group opted out of retries: drop, as RocketMQ
+        original = self._look_up(header.offset)
+        if original is None:
+            return response_to(
+                request, ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {header.offset}"
+            )
+        max_times = header.max_reconsume_times
+        if max_times is None or max_times < 0:
+            max_times = group_config.retry_max_times
+        if original.reconsume_times >= max_times or header.delay_level < 0:
+            ensure_dlq_topic(broker, header.group)
+            target = self._copy(original, tc.dlq_topic(header.group), 0)
+        else:
+            retry = ensure_system_topic(
+                broker,
+                tc.retry_topic(header.group),
+                group_config.retry_queue_nums,
+                tc.PERM_READ | tc.PERM_WRITE,
+            )
+            if not tc.is_writeable(retry.perm):
+                return response_to(
+                    request,
+                    ResponseCode.NO_PERMISSION,
+                    f"the topic[{retry.topic_name}] sending message is forbidden",
+                )
+            target = self._copy(original, retry.topic_name, random.randrange(max(1, retry.write_queue_nums)))
+            level = header.delay_level or FIRST_RETRY_DELAY_LEVEL + original.reconsume_times
+            target.delay_time_level = level
+            to_schedule_message(target, broker.schedule.max_level)
+        result = await broker.store.put_messages_async([target])
+        if not result.ok:
+            return response_to(
+                request,
+                put_status_code(result.status) or ResponseCode.SYSTEM_ERROR,
+                result.remark or result.status.value,
+            )
+        # Once tracing is on in the cluster (the trace topic exists here), retries and dead
+        # letters join the message's trace: only the broker sees them happen.
+        if broker.topics.get(tc.TRACE_TOPIC) is not None:
+            kind = trace_writer.DLQ if tc.is_dlq_topic(target.topic) else trace_writer.RETRY
+            await trace_writer.write_trace_record(broker, original, kind, header.group)
+        return response_to(request)
+
+    def _look_up(self, commitlog_offset: int) -> MessageExt | None:
+        store = self.broker.store
+        if not store.min_physic_offset <= commitlog_offset < store.max_physic_offset:
+            return None
+        try:
+            return store.look_message_by_offset(commitlog_offset)
+        except MessageDecodeError:
+            return None
+
+    @staticmethod
+    def _copy(original: MessageExt, topic: str, queue_id: int) -> MessageExt:
+        props = dict(original.properties)
+        props.setdefault(const.PROPERTY_RETRY_TOPIC, original.topic)
+        # The first send-back names the broker's id of the message; later ones keep that one.
+        props.setdefault(const.PROPERTY_ORIGIN_MESSAGE_ID, original.msg_id)
+        props[const.PROPERTY_WAIT_STORE_MSG_OK] = "false"
+        props.pop(const.PROPERTY_DELAY_TIME_LEVEL, None)
+        props.pop(const.PROPERTY_REAL_TOPIC, None)
+        props.pop(const.PROPERTY_REAL_QUEUE_ID, None)
+        return MessageExt(
+            topic,
+            original.body,
+            original.flag,
+            props,
+            queue_id=queue_id,
+            sys_flag=original.sys_flag,
+            born_timestamp=original.born_timestamp,
+            born_host=original.born_host,
+            reconsume_times=original.reconsume_times + 1,
+        )

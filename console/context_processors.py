@@ -1,0 +1,20 @@
+"""Template context every console page needs: navigation, name server, the user's role."""
+
+from __future__ import annotations
+
+from console.cluster_access import current_namesrv, namesrv_choices
+from console.navigation import nav_links
+from console.roles import ADMIN, OPERATOR, has_role, user_role
+
+
+def console(request) -> dict[str, object]:
+    user = getattr(request, "user", None)
+    authenticated = bool(user and user.is_authenticated)
+    return {
+        "nav_links": nav_links(request.path) if authenticated else [],
+        "namesrv_current": current_namesrv(request) if hasattr(request, "session") else "",
+        "namesrv_choices": namesrv_choices(),
+        "user_role": user_role(user) if authenticated else None,
+        "can_operate": authenticated and has_role(user, OPERATOR),
+        "is_admin": authenticated and has_role(user, ADMIN),
+    }

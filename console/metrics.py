@@ -1,0 +1,169 @@
+"""W10: Prometheus figures of the cluster, collected from the brokers when scraped.
+
+One collection walks brokers (runtime info), topics (stored messages) and groups (lag, TPS,
+clients) with the fanned-out admin requests of ``cluster_queries``, and is reused for
+``CONSOLE_METRICS_CACHE_SECONDS`` so several scrapers (or a short scrape interval) do not multiply
+the load on the brokers.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+from broker.client.admin import AsyncMQAdmin, MQAdmin, MQAdminError
+from console.cluster_queries import _group_rows, _topic_rows, fan_out
+
+
+@dataclass
+class Snapshot:
+    taken_at: float
+    brokers: list[dict] = field(default_factory=list)
+    topics: dict[str, int] = field(default_factory=dict)
+    groups: list = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+async def _collect(core: AsyncMQAdmin) -> Snapshot:
+    snapshot = Snapshot(time.time())
+    info = await core.cluster_info()
+    addrs = [
+        (cluster, name, broker_id, addr)
+        for cluster, names in sorted(info.clusters.items())
+        for name in names
+        if name in info.brokers
+        for broker_id, addr in sorted(info.brokers[name].broker_addrs.items())
+    ]
+    runtimes = await fan_out([core.broker_runtime_info(addr) for *_, addr in addrs])
+    for (cluster, name, broker_id, addr), runtime in zip(addrs, runtimes, strict=True):
+        up = not isinstance(runtime, BaseException)
+        if not up:
+            snapshot.errors.append(str(runtime))
+        snapshot.brokers.append(
+            {
+                "cluster": cluster,
+                "broker": name,
+                "broker_id": str(broker_id),
+                "addr": addr,
+                "up": up,
+                "runtime": runtime if up else {},
+            }
+        )
+    topics = [t.name for t in await _topic_rows(core)]
+    statuses = await fan_out([core.topic_status(t) for t in topics])
+    for topic, status in zip(topics, statuses, strict=True):
+        if isinstance(status, BaseException):
+            snapshot.errors.append(str(status))
+            continue
+        snapshot.topics[topic] = sum(q.max_offset for q in status.queues)
+    snapshot.groups = await _group_rows(core)
+    return snapshot
+
+
+def _first_number(value: str | None) -> float:
+    try:
+        return float(str(value).split()[0])
+    except (IndexError, ValueError):
+        return 0.0
+
+
+class ClusterCollector:
+    """A prometheus-client collector over one name server's cluster, with a short cache."""
+
+    def __init__(self, admin: MQAdmin, cache_seconds: float) -> None:
+        self.admin = admin
+        self.cache_seconds = cache_seconds
+        self._lock = threading.Lock()
+        self._snapshot: Snapshot | None = None
+
+    def snapshot(self) -> Snapshot:
+        with self._lock:
+            fresh = self._snapshot and time.time() - self._snapshot.taken_at < self.cache_seconds
+            if not fresh:
+                try:
+                    self._snapshot = self.admin.run(_collect(self.admin.core))
+                except MQAdminError as exc:
+                    self._snapshot = Snapshot(time.time(), errors=[str(exc)])
+            return self._snapshot
+
+    def collect(self):
+        snap = self.snapshot()
+        labels = ["cluster", "broker", "broker_id", "addr"]
+        up = GaugeMetricFamily(
+            "rocketmq_broker_up", "1 when the broker answered the last collection", labels=labels
+        )
+        put_tps = GaugeMetricFamily(
+            "rocketmq_broker_put_tps", "Messages put per second (10 s average)", labels=labels
+        )
+        get_tps = GaugeMetricFamily(
+            "rocketmq_broker_get_tps", "Messages read per second (10 s average)", labels=labels
+        )
+        put_total = CounterMetricFamily(
+            "rocketmq_broker_put_messages", "Messages put since start", labels=labels
+        )
+        get_total = CounterMetricFamily(
+            "rocketmq_broker_get_messages", "Messages read since start", labels=labels
+        )
+        disk = GaugeMetricFamily(
+            "rocketmq_broker_commitlog_disk_ratio", "Used fraction of the commit-log disk", labels=labels
+        )
+        for b in snap.brokers:
+            values = [b["cluster"], b["broker"], b["broker_id"], b["addr"]]
+            runtime = b["runtime"]
+            up.add_metric(values, 1.0 if b["up"] else 0.0)
+            if not b["up"]:
+                continue
+            put_tps.add_metric(values, _first_number(runtime.get("putTps")))
+            get_tps.add_metric(
+                values, _first_number(runtime.get("getTransferredTps") or runtime.get("getTransferedTps"))
+            )
+            put_total.add_metric(values, _first_number(runtime.get("msgPutTotalTodayNow")))
+            get_total.add_metric(values, _first_number(runtime.get("msgGetTotalTodayNow")))
+            disk.add_metric(values, _first_number(runtime.get("commitLogDiskRatio")))
+        yield from (up, put_tps, get_tps, put_total, get_total, disk)
+
+        stored = CounterMetricFamily(
+            "rocketmq_topic_messages", "Messages written to the topic (sum of max offsets)", labels=["topic"]
+        )
+        for topic, total in sorted(snap.topics.items()):
+            stored.add_metric([topic], total)
+        yield stored
+
+        lag = GaugeMetricFamily(
+            "rocketmq_group_lag", "Messages not yet consumed by the group", labels=["group"]
+        )
+        tps = GaugeMetricFamily(
+            "rocketmq_group_consume_tps", "Messages consumed per second", labels=["group"]
+        )
+        clients = GaugeMetricFamily(
+            "rocketmq_group_clients", "Online consumers of the group", labels=["group"]
+        )
+        for g in snap.groups:
+            if g.error:
+                continue
+            lag.add_metric([g.name], g.lag)
+            tps.add_metric([g.name], g.consume_tps)
+            clients.add_metric([g.name], g.clients)
+        yield from (lag, tps, clients)
+
+        errors = GaugeMetricFamily(
+            "rocketmq_console_collect_errors", "Requests that failed in the last collection"
+        )
+        errors.add_metric([], len(snap.errors))
+        yield errors
+
+
+_collectors: dict[str, ClusterCollector] = {}
+_collectors_lock = threading.Lock()
+
+
+def collector_for(admin: MQAdmin, namesrv: str) -> ClusterCollector:
+    with _collectors_lock:
+        collector = _collectors.get(namesrv)
+        if collector is None or collector.admin is not admin:
+            collector = _collectors[namesrv] = ClusterCollector(admin, settings.CONSOLE_METRICS_CACHE_SECONDS)
+        return collector

@@ -1,0 +1,1 @@
+"""The console's core pages: cluster, topics, consumer groups, producers, messages, audit, metrics."""

@@ -1,0 +1,150 @@
+"""W5 + W14: message queries (topic + time range, key, id), export, detail with body views and
+per-group consumption, resend to one consumer (consume-message-directly)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from django.core.paginator import Paginator
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from console.cluster_access import admin_of
+from console.forms import IdQueryForm, KeyQueryForm, ResendForm, TopicTimeQueryForm
+from console.message_export import EXPORT_FORMATS, export_response
+from console.message_queries import (
+    describe_all,
+    message_track,
+    messages_by_id,
+    messages_by_key,
+    messages_by_time,
+)
+from console.roles import OPERATOR, VIEWER, require_role
+from console.views.common import bad_request, form_errors_text, invalid_form, run_action
+
+MODES = {"time": TopicTimeQueryForm, "key": KeyQueryForm, "id": IdQueryForm}
+# Bodies bigger than this are cut in the page (the export always has them whole).
+BODY_DISPLAY_LIMIT = 64 * 1024
+DEFAULT_RANGE_MS = 3_600_000
+PAGE_SIZE = 100
+
+
+def _run_query(admin, mode: str, data: dict):
+    if mode == "time":
+        now = int(time.time() * 1000)
+        end = int(data["end"].timestamp() * 1000) if data.get("end") else now
+        begin = int(data["begin"].timestamp() * 1000) if data.get("begin") else end - DEFAULT_RANGE_MS
+        return messages_by_time(admin, data["topic"], begin, end)
+    if mode == "key":
+        return messages_by_key(admin, data["topic"], data["key"])
+    return messages_by_id(admin, data.get("topic", ""), data["msg_id"])
+
+
+@require_GET
+@require_role(VIEWER)
+def message_search(request):
+    mode = request.GET.get("mode", "time")
+    if mode not in MODES:
+        return bad_request(request, f"unknown query mode {mode!r}; use time, key or id")
+    export = request.GET.get("export", "")
+    if export and export not in EXPORT_FORMATS:
+        return bad_request(request, f"unknown export format {export!r}; use csv or json")
+    searched = any(name in request.GET for name in ("topic", "key", "msg_id"))
+    form = MODES[mode](request.GET if searched else None)
+    context = {"mode": mode, "form": form, "searched": searched, "result": None}
+    if searched:
+        if not form.is_valid():
+            return bad_request(request, f"Invalid query: {form_errors_text(form)}")
+        result = _run_query(admin_of(request), mode, form.cleaned_data)
+        if export:
+            name = form.cleaned_data.get("topic") or form.cleaned_data.get("msg_id") or "messages"
+            return export_response(result.views, export, f"{name}-{mode}")
+        context["result"] = result
+        context["page"] = Paginator(result.views, PAGE_SIZE).get_page(request.GET.get("page"))
+        query = request.GET.copy()
+        query.pop("export", None)
+        query.pop("page", None)
+        context["export_query"] = query.urlencode()
+    return render(request, "console/messages.html", context)
+
+
+def _body_views(body: bytes) -> dict:
+    shown = body[:BODY_DISPLAY_LIMIT]
+    try:
+        text = shown.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    pretty = None
+    if text is not None and len(body) <= BODY_DISPLAY_LIMIT:
+        try:
+            pretty = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+        except ValueError:
+            pretty = None
+    hex_lines = [f"{i:08x}  {shown[i : i + 16].hex(' ')}" for i in range(0, len(shown), 16)]
+    return {
+        "text": text,
+        "json": pretty,
+        "hex": "\n".join(hex_lines),
+        "size": len(body),
+        "cut": len(body) > BODY_DISPLAY_LIMIT,
+    }
+
+
+@require_GET
+@require_role(VIEWER)
+def message_detail(request, msg_id: str):
+    form = IdQueryForm({"msg_id": msg_id, "topic": request.GET.get("topic", "")})
+    if not form.is_valid():
+        return bad_request(request, f"Invalid message id: {form_errors_text(form)}")
+    admin = admin_of(request)
+    message = admin.view_message(form.cleaned_data["msg_id"])
+    [view] = describe_all(admin, [message])
+    tracks = message_track(admin, message)
+    context = {
+        "m": view,
+        "body": _body_views(message.body),
+        "tracks": tracks,
+        "resend_targets": [(t.group, c) for t in tracks for c in t.clients],
+    }
+    return render(request, "console/message_detail.html", context)
+
+
+@require_POST
+@require_role(OPERATOR)
+def message_resend(request, msg_id: str):
+    """Hand the stored message to one online consumer of a group again (RocketMQ's "resend" in the
+    dashboard): the client runs its listener on it; offsets do not move."""
+    form = ResendForm(request.POST)
+    id_form = IdQueryForm({"msg_id": msg_id})
+    if not id_form.is_valid():
+        return invalid_form(request, "message.resend", msg_id, id_form)
+    if not form.is_valid():
+        return invalid_form(request, "message.resend", msg_id, form)
+    admin = admin_of(request)
+    offset_id = id_form.cleaned_data["msg_id"]
+    group, client_id = form.cleaned_data["group"], form.cleaned_data["client_id"]
+
+    def resend():
+        topic = admin.view_message(offset_id).topic
+        result = admin.consume_message_directly(group, client_id, offset_id, topic)
+        if result.get("consumeResult") != "CR_SUCCESS":
+            raise ValueError(
+                f"the consumer answered {result.get('consumeResult')}"
+                + (f": {result['remark']}" if result.get("remark") else "")
+            )
+        return result
+
+    run_action(
+        request,
+        "message.resend",
+        offset_id,
+        {"group": group, "client_id": client_id},
+        resend,
+        lambda r: (
+            f"Message {offset_id} consumed again by {client_id} of {group}: "
+            f"{r.get('consumeResult')} in {r.get('spentTimeMills', 0)} ms"
+        ),
+    )
+    return redirect(reverse("console:message", args=[offset_id]))

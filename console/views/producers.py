@@ -1,0 +1,41 @@
+"""W4: the online producers of a group on a topic's brokers: client id, address, language, version."""
+
+from __future__ import annotations
+
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from broker.client.admin import AdminRequestError
+from broker.remoting.codes import ResponseCode
+from console.cluster_access import admin_of
+from console.cluster_queries import topic_rows
+from console.forms import ProducerQueryForm
+from console.roles import VIEWER, require_role
+from console.views.common import bad_request, form_errors_text
+
+
+@require_GET
+@require_role(VIEWER)
+def producer_page(request):
+    admin = admin_of(request)
+    searched = "topic" in request.GET or "group" in request.GET
+    form = ProducerQueryForm(request.GET if searched else None)
+    context = {
+        "form": form,
+        "searched": searched,
+        "connection": None,
+        "missing": "",
+        "topics": [t.name for t in topic_rows(admin) if "normal" in t.kinds or "fifo" in t.kinds],
+    }
+    if searched:
+        if not form.is_valid():
+            return bad_request(request, f"Invalid query: {form_errors_text(form)}")
+        try:
+            context["connection"] = admin.producer_connection(
+                form.cleaned_data["group"], form.cleaned_data["topic"]
+            )
+        except AdminRequestError as exc:
+            if exc.code != ResponseCode.SYSTEM_ERROR:  # RocketMQ: "the producer group not exist"
+                raise
+            context["missing"] = exc.remark or str(exc)
+    return render(request, "console/producers.html", context)

@@ -1,0 +1,42 @@
+"""The home redirect and the name-server switch (kept in the user's session)."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.shortcuts import redirect
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
+
+from console.audit import audit
+from console.cluster_access import select_namesrv
+from console.forms import NamesrvSwitchForm
+from console.models import AuditRecord
+from console.roles import VIEWER, require_role
+from console.views.common import bad_request, invalid_form
+
+
+@require_role(VIEWER)
+def home(request):
+    return redirect("console:cluster")
+
+
+@require_POST
+@require_role(VIEWER)
+def namesrv_switch(request):
+    """Any console user may look at another configured cluster; only settings list the choices,
+    so the console never connects to an address typed into a form."""
+    form = NamesrvSwitchForm(request.POST)
+    if not form.is_valid():
+        return invalid_form(request, "namesrv.switch", "", form)
+    addr = form.cleaned_data["namesrv"]
+    try:
+        select_namesrv(request, addr)
+    except ValueError as exc:
+        audit(request, "namesrv.switch", addr, {}, AuditRecord.RESULT_FAILED, str(exc))
+        return bad_request(request, str(exc))
+    audit(request, "namesrv.switch", addr, {}, AuditRecord.RESULT_OK, "")
+    messages.info(request, f"Now using name server {addr}")
+    target = form.cleaned_data.get("next") or "/"
+    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
+        target = "/"
+    return redirect(target)

@@ -1,0 +1,189 @@
+"""W2 + W14: topics — list with kind filter and search, create / update, delete, route, per-queue
+status, consuming groups, a test message, a TPS sample for the chart."""
+
+from __future__ import annotations
+
+import time
+
+from django.core.paginator import Paginator
+from django.http import JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from broker.cli_commands.sending import choose_queue, send_with_producer
+from broker.common.message import Message
+from console.cluster_access import admin_of
+from console.cluster_queries import topic_consumers, topic_rows
+from console.forms import PERM_CHOICES, SendMessageForm, TopicForm
+from console.roles import OPERATOR, VIEWER, require_role
+from console.topic_kinds import KIND_LABELS, KINDS
+from console.views.common import bad_request, invalid_form, run_action
+
+PAGE_SIZE = 100
+
+
+@require_GET
+@require_role(VIEWER)
+def topic_list(request):
+    admin = admin_of(request)
+    kind = request.GET.get("kind", "")
+    if kind and kind not in KINDS:
+        return bad_request(request, f"unknown topic kind {kind!r}; use one of {', '.join(KINDS)}")
+    query = request.GET.get("q", "").strip()
+    rows = topic_rows(admin)
+    counts = {k: sum(1 for r in rows if k in r.kinds) for k in KINDS}
+    shown = [
+        r for r in rows if (not kind or kind in r.kinds) and (not query or query.lower() in r.name.lower())
+    ]
+    page = Paginator(shown, PAGE_SIZE).get_page(request.GET.get("page"))
+    info = admin.cluster_info()
+    context = {
+        "page": page,
+        "total": len(rows),
+        "kind": kind,
+        "query": query,
+        "kinds": [(k, KIND_LABELS[k], counts[k]) for k in KINDS],
+        "clusters": sorted(info.clusters),
+        "masters": sorted((b.broker_name, b.master_addr) for b in info.brokers.values() if b.master_addr),
+        "perm_choices": PERM_CHOICES,
+    }
+    template = (
+        "console/_topic_table.html" if request.htmx and not request.htmx.boosted else "console/topics.html"
+    )
+    return render(request, template, context)
+
+
+@require_GET
+@require_role(VIEWER)
+def topic_detail(request, topic: str):
+    admin = admin_of(request)
+    route = admin.topic_route(topic)
+    status = admin.topic_status(topic)
+    queue_data = route.queue_datas[0] if route.queue_datas else None
+    context = {
+        "topic": topic,
+        "route": route,
+        "status": status,
+        "total_messages": sum(q.max_offset - q.min_offset for q in status.queues),
+        "consumers": topic_consumers(admin, topic),
+        "send_form": SendMessageForm(),
+        "perm_choices": PERM_CHOICES,
+        "current": {
+            "read_queue_nums": queue_data.read_queue_nums if queue_data else 8,
+            "write_queue_nums": queue_data.write_queue_nums if queue_data else 8,
+            "perm": queue_data.perm if queue_data else 6,
+            "order": bool(route.order_topic_conf),
+        },
+        "masters": [(b.broker_name, b.master_addr) for b in route.broker_datas if b.master_addr],
+        "clusters": sorted({b.cluster for b in route.broker_datas}),
+    }
+    return render(request, "console/topic_detail.html", context)
+
+
+@require_POST
+@require_role(OPERATOR)
+def topic_save(request):
+    """Create a topic, or update its queue counts / permission: on one broker or every master of a cluster."""
+    form = TopicForm(request.POST)
+    target = request.POST.get("topic", "")
+    if not form.is_valid():
+        return invalid_form(request, "topic.save", target, form)
+    data = form.cleaned_data
+    admin = admin_of(request)
+    params = {
+        k: data[k] for k in ("cluster", "broker_addr", "read_queue_nums", "write_queue_nums", "perm", "order")
+    }
+
+    def save() -> list[str]:
+        addrs = admin.resolve_masters(data["broker_addr"] or None, data["cluster"] or None)
+        for addr in addrs:
+            admin.create_or_update_topic(
+                addr,
+                data["topic"],
+                data["read_queue_nums"],
+                data["write_queue_nums"],
+                data["perm"],
+                data["order"],
+            )
+        return addrs
+
+    ok, _ = run_action(
+        request,
+        "topic.save",
+        data["topic"],
+        params,
+        save,
+        lambda addrs: f"Topic {data['topic']} saved on {', '.join(addrs)}",
+    )
+    return redirect("console:topic", topic=data["topic"]) if ok else redirect("console:topics")
+
+
+@require_POST
+@require_role(OPERATOR)
+def topic_delete(request, topic: str):
+    admin = admin_of(request)
+    run_action(
+        request,
+        "topic.delete",
+        topic,
+        {},
+        lambda: admin.delete_topic(topic),
+        lambda addrs: f"Topic {topic} deleted from {', '.join(addrs)} and the name server",
+    )
+    return redirect("console:topics")
+
+
+@require_POST
+@require_role(OPERATOR)
+def topic_send(request, topic: str):
+    """Send one test message through the SDK producer (group TOOLS_PRODUCER), as mqadmin sendMessage."""
+    form = SendMessageForm(request.POST)
+    if not form.is_valid():
+        return invalid_form(request, "topic.send", topic, form)
+    data = form.cleaned_data
+    admin = admin_of(request)
+    params = {
+        "tags": data["tags"],
+        "keys": data["keys"],
+        "broker_name": data["broker_name"],
+        "queue_id": data["queue_id"],
+        "body_bytes": len(data["body"].encode("utf-8")),
+    }
+
+    def send():
+        queue = None
+        if data["broker_name"]:
+            queue = choose_queue(admin.topic_route(topic), data["broker_name"], data["queue_id"])
+        message = Message(topic=topic, body=data["body"].encode("utf-8"))
+        message.tags = data["tags"] or None
+        message.keys = data["keys"] or None
+        return send_with_producer(admin, message, queue)
+
+    ok, result = run_action(
+        request,
+        "topic.send",
+        topic,
+        params,
+        send,
+        lambda r: (
+            f"Sent {r.send_status} to {r.message_queue.broker_name} queue {r.message_queue.queue_id} "
+            f"offset {r.queue_offset}: msgId {r.msg_id}, offsetMsgId {r.offset_msg_id}"
+        ),
+    )
+    if ok:
+        return redirect(reverse("console:message", args=[result.offset_msg_id]) + f"?topic={topic}")
+    return redirect("console:topic", topic=topic)
+
+
+@require_GET
+@require_role(VIEWER)
+def topic_tps_sample(request, topic: str):
+    """Running totals: messages stored in the topic and consumed by each group (the page derives rates)."""
+    admin = admin_of(request)
+    status = admin.topic_status(topic)
+    counters = {"produced": sum(q.max_offset for q in status.queues)}
+    for consumer in topic_consumers(admin, topic):
+        if not consumer.error:
+            counters[f"consumed by {consumer.group}"] = consumer.consumed
+    return JsonResponse({"at": int(time.time() * 1000), "counters": counters})

@@ -1,0 +1,187 @@
+"""Helpers every operations view shares: cluster errors as pages, times, form parsing."""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import json
+from functools import wraps
+
+from django.http import HttpResponse
+from django.shortcuts import render
+
+from broker.client.admin import MQAdminError, NotFoundError
+from console.audit import audit
+
+
+class BadRequest(ValueError):
+    """Input a view refuses; rendered as a 400 page with the reason."""
+
+
+def cluster_errors(view):
+    """Render cluster failures and bad input as pages that say what went wrong and what to do."""
+
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        try:
+            return view(request, *args, **kwargs)
+        except BadRequest as exc:
+            return _error(request, 400, "Bad request", str(exc), "Correct the form and try again.")
+        except NotFoundError as exc:
+            return _error(
+                request, 404, "Not found", str(exc), "Check the name or id; it may have been deleted."
+            )
+        except MQAdminError as exc:
+            return _error(
+                request,
+                502,
+                "The cluster did not answer",
+                str(exc),
+                "Check that the name server and brokers run and that the console uses the right name server.",
+            )
+
+    return wrapped
+
+
+def record(
+    request,
+    action: str,
+    target: str = "",
+    parameters: dict | None = None,
+    result: str = "ok",
+    detail: str = "",
+):
+    """``console.audit.audit``, remembering on the request that this action has its record."""
+    request.ops_audited = True
+    return audit(request, action, target, parameters, result, detail)
+
+
+def audited(action: str):
+    """For mutating views: a refusal (bad input, a cluster error) that the view did not audit itself
+    is audited as failed, with the form's fields, before the error page is shown."""
+
+    def decorate(view):
+        @wraps(view)
+        def wrapped(request, *args, **kwargs):
+            try:
+                return view(request, *args, **kwargs)
+            except (BadRequest, MQAdminError) as exc:
+                if not getattr(request, "ops_audited", False):
+                    fields = {k: v for k, v in request.POST.lists() if k != "csrfmiddlewaretoken"}
+                    record(request, action, request.path, fields, "failed", str(exc))
+                raise
+
+        return wrapped
+
+    return decorate
+
+
+def _error(request, status: int, title: str, message: str, hint: str):
+    template = "console_ops/_error.html" if request.headers.get("HX-Request") else "console_ops/error.html"
+    context = {"title": title, "message": message, "hint": hint, "status": status}
+    return render(request, template, context, status=status)
+
+
+def ms_to_datetime(ms: int | None) -> datetime.datetime | None:
+    if not ms:
+        return None
+    return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
+
+
+def parse_datetime_ms(text: str | None, field: str) -> int | None:
+    """An ``<input type=datetime-local>`` value (UTC) or epoch milliseconds → epoch ms."""
+    text = (text or "").strip()
+    if not text:
+        return None
+    if text.isdigit():
+        return int(text)
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise BadRequest(f"{field}: {text!r} is not a date and time (use YYYY-MM-DDTHH:MM)") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def parse_float(text: str | None, field: str, minimum: float = 0, maximum: float = 100_000) -> float:
+    text = (text or "").strip() or "0"
+    try:
+        value = float(text)
+    except ValueError:
+        raise BadRequest(f"{field}: {text!r} is not a number") from None
+    if not minimum <= value <= maximum:
+        raise BadRequest(f"{field} must be between {minimum:g} and {maximum:g}")
+    return value
+
+
+def message_row(message, broker_name: str = "") -> dict:
+    """What message tables show of a MessageExt."""
+    return {
+        "msg_id": message.client_msg_id,
+        "offset_msg_id": message.msg_id,
+        "topic": message.topic,
+        "tags": message.tags or "",
+        "keys": " ".join(message.keys),
+        "queue_id": message.queue_id,
+        "queue_offset": message.queue_offset,
+        "born": ms_to_datetime(message.born_timestamp),
+        "stored": ms_to_datetime(message.store_timestamp),
+        "reconsume_times": message.reconsume_times,
+        "body_size": len(message.body),
+        "broker": broker_name,
+        "properties": dict(sorted(message.properties.items())),
+    }
+
+
+def body_views(body: bytes) -> dict:
+    """The body as text (when it decodes), pretty JSON (when it parses) and hex."""
+    text = None
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    pretty = None
+    if text is not None:
+        try:
+            pretty = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+        except ValueError:
+            pass
+    return {"text": text, "json": pretty, "hex": body[:4096].hex(" ", 2), "hex_truncated": len(body) > 4096}
+
+
+EXPORT_FORMATS = ("csv", "json")
+
+
+def export_response(rows: list[dict], fmt: str, filename: str) -> HttpResponse:
+    """A download of ``rows`` as CSV or JSON (W14: every message list can be exported)."""
+    if fmt not in EXPORT_FORMATS:
+        raise BadRequest(f"export format must be csv or json, not {fmt!r}")
+    if fmt == "json":
+        response = HttpResponse(json.dumps(rows, indent=2, default=str), content_type="application/json")
+    else:
+        response = HttpResponse(content_type="text/csv; charset=utf-8")
+        writer = csv.DictWriter(response, fieldnames=list(rows[0]) if rows else ["msgId"])
+        writer.writeheader()
+        writer.writerows(rows)
+    response["Content-Disposition"] = f'attachment; filename="{filename}.{fmt}"'
+    return response
+
+
+def export_row(message, broker_name: str = "", **extra) -> dict:
+    """One exported message: ids, routing, times (epoch ms), body as text."""
+    return {
+        "msgId": message.client_msg_id,
+        "offsetMsgId": message.msg_id,
+        "topic": message.topic,
+        "tags": message.tags or "",
+        "keys": " ".join(message.keys),
+        **extra,
+        "broker": broker_name,
+        "queueId": message.queue_id,
+        "queueOffset": message.queue_offset,
+        "bornTimestamp": message.born_timestamp,
+        "storeTimestamp": message.store_timestamp,
+        "reconsumeTimes": message.reconsume_times,
+        "body": message.body.decode("utf-8", errors="replace"),
+    }

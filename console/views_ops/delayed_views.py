@@ -1,0 +1,88 @@
+"""Delayed-message pages (W6): pending count and next due time per level, and a level's messages."""
+
+from __future__ import annotations
+
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from console.roles import VIEWER, require_role
+
+from . import connection
+from .common import BadRequest, cluster_errors, export_response, export_row, message_row, ms_to_datetime
+from .services import delayed
+
+
+@require_GET
+@require_role(VIEWER)
+@cluster_errors
+def delayed_levels(request):
+    brokers = delayed.delay_status(connection.admin(request))
+    now = delayed.now_ms()
+    context = {
+        "brokers": [
+            {
+                "name": b.broker_name,
+                "addr": b.broker_addr,
+                "error": b.error,
+                "pending": sum(level.pending for level in b.levels),
+                "levels": [
+                    {
+                        "level": level.level,
+                        "label": level.label,
+                        "pending": level.pending,
+                        "progress": level.progress,
+                        "max_offset": level.max_offset,
+                        "next_due": ms_to_datetime(level.next_due_ms),
+                        "next_due_in_s": None
+                        if level.next_due_ms is None
+                        else max(0, round((level.next_due_ms - now) / 1000)),
+                    }
+                    for level in b.levels
+                ],
+            }
+            for b in brokers
+        ]
+    }
+    return render(request, "console_ops/delayed_levels.html", context)
+
+
+def _pending(request, broker_name: str, level: int):
+    info = connection.admin(request).cluster_info()
+    data = info.brokers.get(broker_name)
+    if data is None or not data.master_addr:
+        raise BadRequest(f"broker {broker_name!r} is not in the cluster (or has no master)")
+    try:
+        return delayed.pending_of_level(connection.admin(request), broker_name, data.master_addr, level)
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
+
+
+@require_GET
+@require_role(VIEWER)
+@cluster_errors
+def delayed_level_export(request, broker_name: str, level: int, fmt: str):
+    _, pending = _pending(request, broker_name, level)
+    rows = [
+        export_row(p.located.message, broker_name, realTopic=p.real_topic, realQueueId=p.real_queue_id,
+                   level=level, dueTimestamp=p.due_ms)
+        for p in pending
+    ]  # fmt: skip
+    return export_response(rows, fmt, f"delayed-{broker_name}-level{level}")
+
+
+@require_GET
+@require_role(VIEWER)
+@cluster_errors
+def delayed_level(request, broker_name: str, level: int):
+    status, pending = _pending(request, broker_name, level)
+    rows = [
+        {
+            **message_row(p.located.message, broker_name),
+            "real_topic": p.real_topic,
+            "real_queue_id": p.real_queue_id,
+            "due": ms_to_datetime(p.due_ms),
+        }
+        for p in pending
+    ]
+    context = {"broker": broker_name, "status": status, "rows": rows, "more": status.pending - len(rows)}
+    return render(request, "console_ops/delayed_level.html", context)

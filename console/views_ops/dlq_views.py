@@ -1,0 +1,317 @@
+"""Dead-letter pages (W8): groups with dead letters, a group's list with filter and export,
+inspect one, dry-run preview, replay (one now; selected or all as a Celery job)."""
+
+from __future__ import annotations
+
+from django.core.paginator import Paginator
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from broker.client.admin import MQAdminError
+from broker.common.topic_config import DLQ_GROUP_TOPIC_PREFIX, dlq_topic, retry_topic, validate_topic
+from console.models import AuditRecord, ReplayJob
+from console.roles import OPERATOR, VIEWER, require_role
+from console.tasks import replay_dead_letters
+
+from . import connection
+from .common import (
+    BadRequest,
+    audited,
+    body_views,
+    cluster_errors,
+    export_response,
+    export_row,
+    message_row,
+    parse_datetime_ms,
+    parse_float,
+    record,
+)
+from .services import dlq
+
+MAX_SELECTED = 10_000
+PAGE_SIZE = 100
+FILTER_FIELDS = ("key", "tag", "begin", "end")
+MAX_RATE = 10_000
+
+
+def _filter_from(params) -> dlq.DeadLetterFilter:
+    return dlq.DeadLetterFilter(
+        key=(params.get("key") or "").strip(),
+        tag=(params.get("tag") or "").strip(),
+        begin_ms=parse_datetime_ms(params.get("begin"), "from"),
+        end_ms=parse_datetime_ms(params.get("end"), "to"),
+    )
+
+
+def _check_group(group: str) -> str:
+    problem = validate_topic(dlq_topic(group))
+    if problem:
+        raise BadRequest(f"bad consumer group name: {problem}")
+    return group
+
+
+@require_GET
+@require_role(VIEWER)
+@cluster_errors
+def dlq_groups(request):
+    admin = connection.admin(request)
+    groups = []
+    for topic in admin.topic_list():
+        if topic.startswith(DLQ_GROUP_TOPIC_PREFIX):
+            status = admin.topic_status(topic)
+            count = sum(q.max_offset - q.min_offset for q in status.queues)
+            groups.append({"group": topic[len(DLQ_GROUP_TOPIC_PREFIX) :], "count": count})
+    return render(request, "console_ops/dlq_groups.html", {"groups": groups})
+
+
+@require_GET
+@require_role(VIEWER)
+@cluster_errors
+def dlq_list(request, group: str):
+    _check_group(group)
+    flt = _filter_from(request.GET)
+    write_only = dlq.write_only_brokers(connection.admin(request), group)
+    if write_only:
+        return render(request, "console_ops/dlq_write_only.html", {"group": group, "brokers": write_only})
+    located = dlq.list_dead_letters(connection.admin(request), group, flt)
+    page = Paginator(located, PAGE_SIZE).get_page(request.GET.get("page"))
+    rows = [
+        {**message_row(i.message, i.broker_name), "origin": dlq.original_topic(i.message)}
+        for i in page.object_list
+    ]
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {
+        "group": group,
+        "rows": rows,
+        "page": page,
+        "total": len(located),
+        "query": query.urlencode(),
+        "filter": {k: v for k, v in request.GET.items() if k in FILTER_FIELDS},
+        "targets": dlq.TARGETS,
+        "retry_topic": retry_topic(group),
+    }
+    template = (
+        "console_ops/_dlq_table.html"
+        if request.htmx and request.htmx.target == "dlq-table"
+        else "console_ops/dlq_list.html"
+    )
+    return render(request, template, context)
+
+
+@require_POST
+@require_role(OPERATOR)
+@cluster_errors
+@audited("dlq.make_readable")
+def dlq_make_readable(request, group: str):
+    _check_group(group)
+    try:
+        changed = dlq.make_readable(connection.admin(request), group)
+    except MQAdminError as exc:
+        record(request, "dlq.make_readable", dlq_topic(group), {}, AuditRecord.RESULT_FAILED, str(exc))
+        raise
+    record(
+        request,
+        "dlq.make_readable",
+        dlq_topic(group),
+        {"brokers": changed},
+        detail="perm set to 6 (read+write)",
+    )
+    return redirect("console_ops:dlq_list", group=group)
+
+
+@require_GET
+@require_role(VIEWER)
+@cluster_errors
+def dlq_export(request, group: str, fmt: str):
+    _check_group(group)
+    located = dlq.list_dead_letters(connection.admin(request), group, _filter_from(request.GET))
+    rows = [
+        export_row(i.message, i.broker_name, originTopic=dlq.original_topic(i.message) or "") for i in located
+    ]
+    return export_response(rows, fmt, f"dlq-{group}")
+
+
+@require_GET
+@require_role(VIEWER)
+@cluster_errors
+def dlq_message(request, group: str, offset_msg_id: str):
+    _check_group(group)
+    try:
+        (message,) = dlq.find_dead_letters(connection.admin(request), group, [offset_msg_id])
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
+    context = {
+        "group": group,
+        "row": message_row(message),
+        "body": body_views(message.body),
+        "origin": dlq.original_topic(message),
+        "targets": dlq.TARGETS,
+        "retry_topic": retry_topic(group),
+    }
+    return render(request, "console_ops/dlq_message.html", context)
+
+
+def _selected_messages(request, group: str):
+    """The dead letters a replay form names: ``scope`` one / selected / all (with the filter)."""
+    scope = request.POST.get("scope", "selected")
+    admin = connection.admin(request)
+    if scope == "all":
+        return scope, [i.message for i in dlq.list_dead_letters(admin, group, _filter_from(request.POST))]
+    ids = [i for i in request.POST.getlist("ids") if i.strip()]
+    if not ids:
+        raise BadRequest("select at least one dead letter (or choose to replay all)")
+    if len(ids) > MAX_SELECTED:
+        raise BadRequest(f"at most {MAX_SELECTED} messages can be selected; replay all with a filter instead")
+    try:
+        return scope, dlq.find_dead_letters(admin, group, ids)
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
+
+
+def _target(request) -> str:
+    target = request.POST.get("target", dlq.TARGET_ORIGINAL)
+    if target not in dlq.TARGETS:
+        raise BadRequest(f"replay target must be one of {', '.join(dlq.TARGETS)}")
+    return target
+
+
+@require_POST
+@require_role(VIEWER)
+@cluster_errors
+def dlq_preview(request, group: str):
+    """Dry run: what would be sent where. Reads only, so viewers may look too."""
+    _check_group(group)
+    target = _target(request)
+    scope, messages = _selected_messages(request, group)
+    steps = dlq.plan_replay(group, messages, target)
+    context = {
+        "group": group,
+        "steps": steps,
+        "scope": scope,
+        "target": target,
+        "ready": sum(1 for s in steps if not s.error),
+        "blocked": sum(1 for s in steps if s.error),
+    }
+    return render(request, "console_ops/_dlq_preview.html", context)
+
+
+@require_POST
+@require_role(OPERATOR)
+@cluster_errors
+@audited("dlq.replay")
+def dlq_replay(request, group: str):
+    _check_group(group)
+    target = _target(request)
+    rate = parse_float(request.POST.get("rate"), "rate (messages per second)", 0, MAX_RATE)
+    scope = request.POST.get("scope", "selected")
+    if scope == "one":
+        return _replay_one(request, group, target)
+    if scope not in ("selected", "all"):
+        raise BadRequest("scope must be one, selected or all")
+    job = ReplayJob.objects.create(
+        user=request.user,
+        namesrv=connection.namesrv_of(request),
+        group=group,
+        target=target,
+        rate_per_second=rate,
+        message_ids=[i for i in request.POST.getlist("ids") if i.strip()] if scope == "selected" else [],
+        filters=_filter_fields(request.POST) if scope == "all" else {},
+    )
+    if scope == "selected" and not job.message_ids:
+        job.delete()
+        raise BadRequest("select at least one dead letter (or choose to replay all)")
+    if len(job.message_ids) > MAX_SELECTED:
+        job.delete()
+        raise BadRequest(f"at most {MAX_SELECTED} messages can be selected; replay all with a filter instead")
+    try:
+        replay_dead_letters.delay(job.pk)
+    except Exception as exc:  # the task queue (Redis) is down: say so, keep the job as failed
+        job.status, job.detail = ReplayJob.STATUS_FAILED, f"could not queue the job: {exc}"
+        job.save(update_fields=["status", "detail"])
+        record(
+            request, "dlq.replay", dlq_topic(group), {"job": job.pk}, AuditRecord.RESULT_FAILED, job.detail
+        )
+        return render(
+            request,
+            "console_ops/error.html",
+            {"title": "Replay not started", "message": job.detail, "status": 503,
+             "hint": "Check that the Celery broker (REDIS_URL) is reachable, then try again."},
+            status=503,
+        )  # fmt: skip
+    record(
+        request,
+        "dlq.replay",
+        dlq_topic(group),
+        {
+            "scope": scope,
+            "target": target,
+            "rate": rate,
+            "job": job.pk,
+            "count": len(job.message_ids) or None,
+            "filter": job.filters,
+        },
+        detail=f"replay job {job.pk} queued",
+    )
+    return redirect("console_ops:replay_job", job_id=job.pk)
+
+
+def _filter_fields(params) -> dict:
+    flt = _filter_from(params)
+    return {"key": flt.key, "tag": flt.tag, "begin_ms": flt.begin_ms, "end_ms": flt.end_ms}
+
+
+def _replay_one(request, group: str, target: str):
+    offset_msg_id = (request.POST.get("ids") or "").strip()
+    if not offset_msg_id:
+        raise BadRequest("name the dead letter to replay")
+    try:
+        messages = dlq.find_dead_letters(connection.admin(request), group, [offset_msg_id])
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
+    (outcome,) = list(dlq.replay(connection.producer(request), group, messages, target))
+    params = {
+        "scope": "one",
+        "target": target,
+        "offsetMsgId": offset_msg_id,
+        "msgId": messages[0].client_msg_id,
+        "destination": outcome.step.destination,
+    }
+    if outcome.error:
+        record(request, "dlq.replay", dlq_topic(group), params, AuditRecord.RESULT_FAILED, outcome.error)
+        raise BadRequest(f"replay failed: {outcome.error}")
+    record(
+        request,
+        "dlq.replay",
+        dlq_topic(group),
+        {**params, "newMsgId": outcome.new_msg_id},
+        detail=f"sent to {outcome.step.destination} as {outcome.new_msg_id}",
+    )
+    context = {"group": group, "outcome": outcome}
+    return render(request, "console_ops/dlq_replayed.html", context)
+
+
+@require_GET
+@require_role(VIEWER)
+def replay_job(request, job_id: int):
+    job = ReplayJob.objects.filter(pk=job_id).first()
+    if job is None:
+        return render(
+            request,
+            "console_ops/error.html",
+            {
+                "title": "Not found",
+                "message": f"replay job {job_id} does not exist",
+                "hint": "Open the job list to see existing jobs.",
+                "status": 404,
+            },
+            status=404,
+        )
+    template = "console_ops/_replay_job.html" if request.htmx else "console_ops/replay_job.html"
+    return render(request, template, {"job": job})
+
+
+@require_GET
+@require_role(VIEWER)
+def replay_jobs(request):
+    return render(request, "console_ops/replay_jobs.html", {"jobs": ReplayJob.objects.all()[:100]})

@@ -1,0 +1,240 @@
+"""The acceptance walk through the console in headless Chromium, against make-run-style processes
+(name server, broker, daphne, Celery worker), once on embedded defaults and once on PostgreSQL +
+Redis. Steps run in order on one logged-in page; each page visited is saved as a screenshot.
+
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+
+import pytest
+from playwright.sync_api import expect
+
+from broker.client import ConsumeConcurrentlyStatus, PushConsumer
+from broker.client.admin import MQAdmin
+from broker.client.transaction_producer import LocalTransactionState, TransactionProducer
+from broker.common.message import Message
+from tests.browser.stack import ADMIN_USER
+from tests.console_ops.cluster import make_dead_letters, send, wait_until
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def test_01_log_in(page, stack, shot):
+    page.goto("/accounts/login/")
+    shot("01-login")
+    page.fill("input[name=username]", ADMIN_USER)
+    page.fill("input[name=password]", stack.password)
+    page.click("button[type=submit]")
+    expect(page).to_have_url(re.compile(r"/cluster/$"))
+    expect(page.locator(".who")).to_contain_text(ADMIN_USER)
+    shot("02-cluster")
+
+
+def test_02_create_topic_send_find_by_key_and_open_detail(page, shot):
+    page.goto("/topics/")
+    page.click("#create-topic summary")
+    page.fill("#create-topic input[name=topic]", "BrowserTopic")
+    page.fill("#create-topic input[name=read_queue_nums]", "4")
+    page.fill("#create-topic input[name=write_queue_nums]", "4")
+    page.click("#create-topic button[type=submit]")
+    expect(page.locator("h1")).to_contain_text("BrowserTopic")
+    shot("03-topic-created")
+    page.fill("#send-message textarea[name=body]", '{"hello": "browser"}')
+    page.fill("#send-message input[name=tags]", "bt")
+    page.fill("#send-message input[name=keys]", "browser-key-1")
+    page.click("#send-message button[type=submit]")
+    expect(page.locator("h1")).to_contain_text("Message")
+    shot("04-test-message-sent")
+
+    def found_by_key():
+        page.goto("/messages/?mode=key&topic=BrowserTopic&key=browser-key-1")
+        return page.locator("table tbody tr").count() == 1
+
+    wait_until(found_by_key, timeout=20, interval=0.5, what="the message found by its key")
+    expect(page.locator("table tbody tr")).to_contain_text("browser-key-1")
+    shot("05-found-by-key")
+    link = page.locator("table tbody tr td.mono a").first
+    link.click()
+    expect(page.locator("h1")).to_contain_text("Message")
+    expect(page.locator("main")).to_contain_text('{"hello": "browser"}')
+    shot("06-message-detail")
+
+
+def _group_lag(page) -> int:
+    return int(page.locator(".stats div:has-text('lag') b").first.inner_text().strip())
+
+
+def test_03_group_lag_falls_and_reset_to_earliest_with_preview(page, stack, shot):
+    topic, group = "BrowserLag", "browser-lag"
+    send(stack.namesrv_addr, topic, 1, keys="lag-seed")  # the topic exists before the group subscribes
+    gate = threading.Event()
+
+    def slow_listener(messages, context):
+        gate.wait(60)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    # Short rebalance interval: a consumer that starts before the broker lists it as a member gets
+    # its queues at the next rebalance, which should not be 20 s away in a test.
+    consumer = PushConsumer(
+        group, stack.namesrv_addr, persist_interval_ms=200, consume_threads=2, rebalance_interval_ms=1000
+    )
+    consumer.subscribe(topic, "*")
+    consumer.register_message_listener(slow_listener)
+    consumer.start()
+    try:
+        send(stack.namesrv_addr, topic, 20, keys="lag")
+
+        def lag_at_least(n):
+            page.goto(f"/groups/{group}/")
+            return _group_lag(page) >= n
+
+        wait_until(lambda: lag_at_least(15), timeout=30, interval=0.5, what="a lag on the group page")
+        shot("07-group-lag")
+        gate.set()
+        wait_until(lambda: not lag_at_least(1), timeout=30, interval=0.5, what="the lag to fall to 0")
+        shot("08-group-lag-consumed")
+        page.select_option("#reset-offset select[name=topic]", topic)
+        page.select_option("#reset-offset select[name=mode]", "earliest")
+        page.click("#reset-offset button[type=submit]")
+        expect(page.locator("#reset-preview")).to_contain_text("consumed again")
+        shot("09-reset-preview")
+        page.click("#reset-preview button:has-text('Apply this reset')")
+        expect(page.locator(".flash")).to_be_visible()
+        shot("10-reset-applied")
+    finally:
+        gate.set()
+        consumer.shutdown()
+
+
+def test_04_live_tail_shows_a_message_sent_afterwards(page, stack, shot):
+    send(stack.namesrv_addr, "BrowserTail", 1, keys="tail-before")  # the topic exists before tailing
+    page.goto("/ops/tail/?topic=BrowserTail")
+    expect(page.locator("#tail-status")).to_contain_text("live", timeout=30_000)
+    sent = send(stack.namesrv_addr, "BrowserTail", 1, keys="tail-after", tags="browser")[0]
+    row = page.locator(f'#tail-log tr[data-msg-id="{sent.msg_id}"]')
+    expect(row).to_be_visible(timeout=15_000)
+    expect(row).to_contain_text("tail-after-0")
+    expect(page.locator('#tail-log tr:has-text("tail-before-0")')).to_have_count(0)
+    page.fill("#filter-form input[name=tags]", "nothing-has-this-tag")
+    page.click("#filter-form button[type=submit]")
+    shot("11-live-tail")
+
+
+class _Collector:
+    def __init__(self) -> None:
+        self.messages = []
+        self.lock = threading.Lock()
+
+    def __call__(self, messages, context):
+        with self.lock:
+            self.messages.extend(messages)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    def copy_of(self, new_msg_id: str):
+        with self.lock:
+            return [m for m in self.messages if m.client_msg_id == new_msg_id]
+
+
+def test_05_replay_a_dead_letter_and_see_it_consumed(page, stack, shot):
+    topic, group = "BrowserOrders", "browser-billing"
+    make_dead_letters(stack.namesrv_addr, topic, group, 2, keys="bdead")
+    collector = _Collector()
+    healthy = PushConsumer(group, stack.namesrv_addr, rebalance_interval_ms=1000)
+    healthy.subscribe(topic, "*")
+    healthy.register_message_listener(collector)
+    healthy.start()
+    try:
+        page.goto("/ops/dlq/")
+        shot("12-dlq-groups")
+        page.click(f"text={group}")
+        expect(page.locator("h1")).to_contain_text(group)
+        if page.locator("text=is write-only").count():
+            shot("13-dlq-write-only")
+            page.click("button:has-text('readable')")
+        rows = page.locator("#dlq-table tbody tr")
+        expect(rows).to_have_count(2)
+        shot("14-dlq-list")
+        page.check("#dlq-table tbody tr:first-child input[name=ids]")
+        page.click("button:has-text('Preview')")
+        expect(page.locator("#preview")).to_contain_text("Dry run: 1 would be sent")
+        expect(page.locator("#preview")).to_contain_text(topic)
+        shot("15-dlq-preview")
+        page.click("#dlq-table tbody tr:first-child td.mono a")
+        expect(page.locator("h1")).to_contain_text("Dead letter")
+        shot("16-dlq-message")
+        page.click("button:has-text('Replay this message')")
+        expect(page.locator("h1")).to_have_text("Replayed")
+        new_id = page.locator("#new-msg-id").inner_text().strip()
+        shot("17-dlq-replayed")
+        consumed = wait_until(
+            lambda: collector.copy_of(new_id), timeout=30, what="the replayed copy consumed"
+        )
+        assert consumed[0].get_property("ORIGIN_MESSAGE_ID")
+        # Bulk replay of every dead letter, run by the Celery worker, progress polled by htmx.
+        page.goto(f"/ops/dlq/{group}/")
+        page.select_option("select[name=scope]", "all")
+        page.fill("input[name=rate]", "20")
+        page.click("button:has-text('Replay'):not(:has-text('this'))")
+        expect(page.locator(".job-status")).to_have_text("done", timeout=60_000)
+        expect(page.locator(".job-sent")).to_have_text("2")
+        shot("18-replay-job")
+    finally:
+        healthy.shutdown()
+
+
+class _Undecided:
+    def execute_local_transaction(self, msg, arg):
+        return LocalTransactionState.UNKNOW
+
+    def check_local_transaction(self, msg):
+        return LocalTransactionState.UNKNOW
+
+
+def test_06_commit_a_pending_transaction(page, stack, shot):
+    producer = TransactionProducer("browser-tx", stack.namesrv_addr, _Undecided()).start()
+    try:
+        msg = Message("BrowserPayments", b"pay 42")
+        msg.keys = "browser-pay"
+        msg_id = producer.send_message_in_transaction(msg).msg_id
+    finally:
+        producer.shutdown()
+    page.goto("/ops/transactions/")
+    row = page.locator(f'tr[data-msg-id="{msg_id}"]')
+    expect(row).to_contain_text("browser-tx")
+    shot("19-transactions")
+    row.locator("button[value=commit]").click()
+    expect(page.locator(".flash")).to_contain_text("Commit of")
+    expect(page.locator(f'tr[data-msg-id="{msg_id}"]')).to_have_count(0)
+    with MQAdmin(stack.namesrv_addr) as admin:
+        found = wait_until(
+            lambda: admin.query_message_by_key("BrowserPayments", "browser-pay"), what="commit"
+        )
+    assert found[0].body == b"pay 42"
+    shot("20-transaction-committed")
+
+
+def test_07_delayed_and_trace_pages(page, stack, shot):
+    sent = send(stack.namesrv_addr, "BrowserLater", 1, keys="later", DELAY=3)[0]
+    page.goto("/ops/delayed/")
+    expect(page.locator("main")).to_contain_text("1h")
+    expect(page.locator("main")).to_contain_text("1 pending")
+    shot("21-delayed")
+    page.click("td a >> text=3")
+    expect(page.locator("main")).to_contain_text("BrowserLater")
+    shot("22-delayed-level")
+    page.goto(f"/ops/trace/?msgId={sent.msg_id}&topic=SCHEDULE_TOPIC_XXXX")
+    expect(page.locator(".timeline")).to_contain_text("Delayed (level 3)")
+    shot("23-trace")
+
+
+def test_08_every_action_is_in_the_audit_log(page, shot):
+    page.goto("/audit/")
+    main = page.locator("main")
+    actions = ("topic.save", "topic.send", "group.reset_offset", "dlq.make_readable", "dlq.replay",
+               "dlq.replay.finished", "transaction.commit")  # fmt: skip
+    for action in actions:
+        expect(main).to_contain_text(action)
+    shot("24-audit")

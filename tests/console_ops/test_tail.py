@@ -1,0 +1,170 @@
+"""Live tail over a real websocket consumer (Channels communicator) and a real broker."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import AnonymousUser
+
+from console.tail.routing import websocket_urlpatterns
+from tests.console_ops.cluster import send
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TOPIC = "OpsTail"
+
+
+@pytest.fixture
+def fast_tail():
+    from console.tail.pump import registry
+
+    registry.settings.suspend_ms = 1000
+    registry.settings.route_refresh_s = 0.5
+    yield registry
+    registry.settings.suspend_ms = 5000
+
+
+async def _connect(user, topic=TOPIC):
+    communicator = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/tail/{topic}/")
+    communicator.scope["user"] = user
+    connected, code = await communicator.connect()
+    return communicator, connected, code
+
+
+async def _until(communicator, predicate, timeout=15.0):
+    """Next message that satisfies ``predicate`` (others, e.g. status ticks, are skipped)."""
+
+    async def scan():
+        while True:
+            message = await communicator.receive_json_from(timeout=timeout)
+            if predicate(message):
+                return message
+
+    return await asyncio.wait_for(scan(), timeout)
+
+
+async def _live(communicator):
+    await _until(communicator, lambda m: m["type"] == "status" and m["status"] == "live")
+
+
+async def test_anonymous_socket_is_closed():
+    _, connected, code = await _connect(AnonymousUser())
+    assert not connected and code == 4403
+
+
+async def test_messages_sent_after_start_arrive_filtered(namesrv, viewer, fast_tail):
+    send(namesrv, TOPIC, 1, keys="before")  # creates the topic; must not be shown (tail starts at max)
+    communicator, connected, _ = await _connect(viewer)
+    assert connected
+    try:
+        await _live(communicator)
+        await communicator.send_json_to({"action": "filter", "tags": "keep", "key": "", "sql": ""})
+        assert (await _until(communicator, lambda m: m["type"] == "filter"))["ok"] is True
+        await database_sync_to_async(send)(namesrv, TOPIC, 2, keys="drop", tags="other")
+        await database_sync_to_async(send)(namesrv, TOPIC, 1, keys="after", tags="keep")
+        seen = []
+        while not any(e["keys"] == ["after-0"] for e in seen):
+            batch = await _until(communicator, lambda m: m["type"] == "messages")
+            seen.extend(batch["events"])
+        assert [e["keys"] for e in seen] == [["after-0"]]
+        assert seen[0]["body"].startswith('{"n": 0') and seen[0]["topic"] == TOPIC
+    finally:
+        await communicator.disconnect()
+
+
+async def test_pause_counts_missed_and_resume_continues(namesrv, viewer, fast_tail):
+    communicator, _, _ = await _connect(viewer)
+    try:
+        await _live(communicator)
+        await communicator.send_json_to({"action": "pause"})
+        await _until(communicator, lambda m: m["type"] == "paused")
+        await database_sync_to_async(send)(namesrv, TOPIC, 2, keys="paused")
+        # The pump forwards while paused; wait until the consumer has counted both as missed.
+        consumer_missed = 0
+        for _ in range(100):
+            await asyncio.sleep(0.1)
+            await communicator.send_json_to({"action": "resume"})
+            resumed = await _until(communicator, lambda m: m["type"] == "resumed")
+            consumer_missed += resumed["missed"]
+            if consumer_missed >= 2:
+                break
+            await communicator.send_json_to({"action": "pause"})
+            await _until(communicator, lambda m: m["type"] == "paused")
+        assert consumer_missed == 2
+        await database_sync_to_async(send)(namesrv, TOPIC, 1, keys="resumed")
+        batch = await _until(communicator, lambda m: m["type"] == "messages" and m["events"])
+        assert batch["events"][0]["keys"] == ["resumed-0"]
+    finally:
+        await communicator.disconnect()
+
+
+async def test_bad_filters_are_refused_with_the_reason(namesrv, viewer, fast_tail):
+    communicator, _, _ = await _connect(viewer)
+    try:
+        await communicator.send_json_to({"action": "filter", "sql": "price >", "tags": "", "key": ""})
+        reply = await _until(communicator, lambda m: m["type"] == "filter")
+        assert reply["ok"] is False and "price" in reply["error"]
+        await communicator.send_json_to({"action": "explode"})
+        assert "unknown action" in (await _until(communicator, lambda m: m["type"] == "error"))["error"]
+    finally:
+        await communicator.disconnect()
+
+
+async def test_sql_filter_selects_by_property(namesrv, viewer, fast_tail):
+    communicator, _, _ = await _connect(viewer)
+    try:
+        await _live(communicator)
+        await communicator.send_json_to({"action": "filter", "sql": "amount > 100", "tags": "", "key": ""})
+        assert (await _until(communicator, lambda m: m["type"] == "filter"))["ok"] is True
+        await database_sync_to_async(send)(namesrv, TOPIC, 1, keys="small", amount=5)
+        await database_sync_to_async(send)(namesrv, TOPIC, 1, keys="big", amount=500)
+        batch = await _until(communicator, lambda m: m["type"] == "messages" and m["events"])
+        assert [e["keys"] for e in batch["events"]] == [["big-0"]]
+    finally:
+        await communicator.disconnect()
+
+
+def _burst(namesrv_addr: str, count: int) -> set[str]:
+    """``count`` messages sent as fast as the producer goes (async sends), their msgIds."""
+    from broker.client import Producer
+    from broker.common.message import Message
+
+    producer = Producer("OPS_TAIL_BURST", namesrv_addr).start()
+    try:
+        futures = [producer.send_async(Message(TOPIC, b"burst")) for _ in range(count)]
+        return {future.result(10).msg_id for future in futures}
+    finally:
+        producer.shutdown()
+
+
+async def test_a_burst_arrives_complete(namesrv, viewer, fast_tail):
+    communicator, _, _ = await _connect(viewer)
+    try:
+        await _live(communicator)
+        sent = await database_sync_to_async(_burst)(namesrv, 400)
+        seen: set[str] = set()
+        while not sent <= seen:
+            batch = await _until(communicator, lambda m: m["type"] == "messages" and m["events"])
+            seen.update(e["msgId"] for e in batch["events"])
+        assert sent <= seen
+    finally:
+        await communicator.disconnect()
+
+
+async def test_tailing_a_topic_before_it_exists_shows_its_first_messages(namesrv, viewer, fast_tail):
+    communicator, _, _ = await _connect(viewer, topic="OpsTailBornLater")
+    try:
+        waiting = await _until(communicator, lambda m: m["type"] == "status")
+        assert waiting["status"] == "waiting"
+        await database_sync_to_async(send)(namesrv, "OpsTailBornLater", 2, keys="first")
+        seen = []
+        while len(seen) < 2:
+            batch = await _until(communicator, lambda m: m["type"] == "messages" and m["events"])
+            seen.extend(e["keys"][0] for e in batch["events"])
+        assert sorted(seen) == ["first-0", "first-1"]
+    finally:
+        await communicator.disconnect()
