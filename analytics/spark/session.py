@@ -9,7 +9,7 @@ import threading
 from .codec_zip import build_codec_zip
 
 _lock = threading.Lock()
-_shipped: set[tuple[int, str]] = set()
+_shipped: set[tuple[str, str]] = set()
 
 
 def spark_session(
@@ -38,7 +38,7 @@ def spark_session(
         )
         context = spark.sparkContext
         codec = build_codec_zip()
-        key = (id(context), str(codec))
+        key = (context.applicationId, str(codec))
         if key not in _shipped:
             context.addPyFile(str(codec))
             _shipped.add(key)

@@ -27,7 +27,9 @@ def workload(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def spark():
-    return spark_session("local[2]", shuffle_partitions=2)
+    session = spark_session("local[2]", shuffle_partitions=2)
+    yield session
+    session.stop()  # before interpreter exit, so py4j does not log into closed streams
 
 
 @pytest.fixture(scope="module")
