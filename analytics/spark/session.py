@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import threading
@@ -9,6 +10,8 @@ import threading
 from .codec_zip import build_codec_zip
 
 _lock = threading.Lock()
+# py4j logs every gateway connection at INFO: noise in worker logs (and at exit, into closed streams).
+logging.getLogger("py4j").setLevel(logging.WARNING)
 _shipped: set[tuple[str, str]] = set()
 
 
