@@ -19,6 +19,7 @@ SHIPPED = (
     "analytics/__init__.py",
     "analytics/spark/__init__.py",
     "analytics/spark/segment_rows.py",
+    "analytics/spark/arrow_rows.py",
 )
 
 

@@ -1,8 +1,9 @@
 """Archived commit-log segments → a DataFrame of stored records (A1).
 
-``binaryFiles`` reads each segment whole from any URI Hadoop understands (a local directory,
-``file://``, ``hdfs://``, ``s3a://`` …); ``mapPartitions`` decodes them with the store's codec
-on the executors (``segment_rows``, shipped in the codec zip).
+The ``binaryFile`` source reads each segment whole from any URI Hadoop understands (a local
+directory, ``file://``, ``hdfs://``, ``s3a://`` …); ``mapInArrow`` decodes them with the store's
+codec on the executors (``segment_rows`` via ``arrow_rows``, shipped in the codec zip) and hands
+the rows to the JVM as Arrow batches.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from .segment_rows import COLUMNS, decode_partition
+from .arrow_rows import decode_file_batches
+from .segment_rows import COLUMNS
 
 _TYPES = {
     "commitlog_offset": LongType(), "queue_id": IntegerType(), "queue_offset": LongType(),
@@ -45,9 +47,7 @@ def segments_location(uri: str) -> str:
     return uri
 
 
-def segments_dataframe(spark, uri: str, min_partitions: int | None = None):
+def segments_dataframe(spark, uri: str):
     """One row per stored record of every segment under ``uri`` (see ``segment_rows.COLUMNS``)."""
-    location = segments_location(uri)
-    files = spark.sparkContext.binaryFiles(location, minPartitions=min_partitions)
-    rows = files.mapPartitions(decode_partition)
-    return spark.createDataFrame(rows, SCHEMA, verifySchema=False)
+    files = spark.read.format("binaryFile").load(segments_location(uri)).select("path")
+    return files.mapInArrow(decode_file_batches, SCHEMA)

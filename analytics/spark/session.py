@@ -37,6 +37,9 @@ def spark_session(
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
             .config("spark.sql.session.timeZone", "UTC")
+            # Each input row of the decode is a segment's path: one per batch spreads the segments
+            # over the Python workers.
+            .config("spark.sql.execution.arrow.maxRecordsPerBatch", "1")
             .getOrCreate()
         )
         context = spark.sparkContext
