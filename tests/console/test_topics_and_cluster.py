@@ -60,7 +60,7 @@ def test_operator_cannot_update_broker_config(operator_client, live_cluster):
     addr = live_cluster.brokers["broker-a"].addr
     response = operator_client.post(f"/cluster/broker/{addr}/config", {"key": "deleteWhen", "value": "04"})
     assert response.status_code == 403
-    assert AuditRecord.objects.get(action="broker_config_update").result == "denied"
+    assert AuditRecord.objects.get(action="broker.config.update").result == "denied"
 
 
 def test_broker_tps_sample_has_put_and_get_counters(viewer_client, live_cluster):
