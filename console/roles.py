@@ -32,8 +32,12 @@ def has_role(user, minimum: str) -> bool:
     return role is not None and ROLE_ORDER.index(role) >= ROLE_ORDER.index(minimum)
 
 
-def require_role(minimum: str):
-    """View decorator: anonymous users go to the login page, others without the role get a 403."""
+def require_role(minimum: str, action: str | None = None):
+    """View decorator: anonymous users go to the login page, others without the role get a 403.
+
+    A refused POST is audited as "denied" under ``action`` (the name the view audits its own
+    result with, so one filter on the audit page shows both), else under the view's name.
+    """
     if minimum not in ROLE_ORDER:
         raise ValueError(f"unknown role {minimum!r}")
 
@@ -44,7 +48,7 @@ def require_role(minimum: str):
                 return redirect_to_login(request.get_full_path())
             if not has_role(request.user, minimum):
                 if request.method == "POST":
-                    _audit_denied(request, view.__name__, minimum)
+                    _audit_denied(request, action or view.__name__, minimum)
                 return HttpResponseForbidden(
                     f"This action needs the {minimum} role; ask an admin to grant it.",
                     content_type="text/plain",

@@ -58,7 +58,7 @@ def broker_page(request, addr: str):
 
 
 @require_POST
-@require_role(ADMIN)
+@require_role(ADMIN, action="broker.config.update")
 def broker_config_update(request, addr: str):
     form = BrokerConfigForm(request.POST)
     if not form.is_valid():

@@ -82,7 +82,7 @@ def group_page(request, group: str):
 
 
 @require_POST
-@require_role(OPERATOR)
+@require_role(OPERATOR, action="group.save")
 def group_save(request):
     form = GroupForm(request.POST)
     target = request.POST.get("group", "")
@@ -111,7 +111,7 @@ def group_save(request):
 
 
 @require_POST
-@require_role(OPERATOR)
+@require_role(OPERATOR, action="group.delete")
 def group_delete(request, group: str):
     """Delete the group's config (and its offsets) from every master that has it."""
     admin = admin_of(request)
@@ -164,7 +164,7 @@ def reset_preview_page(request, group: str):
 
 
 @require_POST
-@require_role(OPERATOR)
+@require_role(OPERATOR, action="group.reset_offset")
 def reset_apply(request, group: str):
     form = ResetOffsetForm(request.POST)
     if not form.is_valid():
@@ -187,7 +187,7 @@ def reset_apply(request, group: str):
 
 
 @require_POST
-@require_role(OPERATOR)
+@require_role(OPERATOR, action="group.skip_backlog")
 def skip_backlog(request, group: str):
     """Move every topic of the group to its latest offset: the backlog is skipped, never consumed."""
     admin = admin_of(request)

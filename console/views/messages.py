@@ -112,7 +112,7 @@ def message_detail(request, msg_id: str):
 
 
 @require_POST
-@require_role(OPERATOR)
+@require_role(OPERATOR, action="message.resend")
 def message_resend(request, msg_id: str):
     """Hand the stored message to one online consumer of a group again (RocketMQ's "resend" in the
     dashboard): the client runs its listener on it; offsets do not move."""

@@ -82,7 +82,7 @@ def topic_detail(request, topic: str):
 
 
 @require_POST
-@require_role(OPERATOR)
+@require_role(OPERATOR, action="topic.save")
 def topic_save(request):
     """Create a topic, or update its queue counts / permission: on one broker or every master of a cluster."""
     form = TopicForm(request.POST)
@@ -120,7 +120,7 @@ def topic_save(request):
 
 
 @require_POST
-@require_role(OPERATOR)
+@require_role(OPERATOR, action="topic.delete")
 def topic_delete(request, topic: str):
     admin = admin_of(request)
     run_action(
@@ -135,7 +135,7 @@ def topic_delete(request, topic: str):
 
 
 @require_POST
-@require_role(OPERATOR)
+@require_role(OPERATOR, action="topic.send")
 def topic_send(request, topic: str):
     """Send one test message through the SDK producer (group TOOLS_PRODUCER), as mqadmin sendMessage."""
     form = SendMessageForm(request.POST)

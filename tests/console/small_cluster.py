@@ -7,8 +7,10 @@ here are a few MiB and each consume-queue file holds ``queue_entries`` entries.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
+from broker.client.admin import NotFoundError
 from tests.cli.live_cluster import CLUSTER, LiveCluster, _drain, start_namesrv
 from tests.harness import EngineProcess, free_port
 
@@ -38,3 +40,19 @@ def start_small_cluster(
         cluster.stop()
         raise
     return cluster
+
+
+def route_settles(admin, topic: str, expected: set, timeout: float = 10.0) -> bool:
+    """Brokers re-register a changed topic with the name server on their own: wait for the route."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            found = {
+                (q.broker_name, q.write_queue_nums, q.perm) for q in admin.topic_route(topic).queue_datas
+            }
+        except NotFoundError:
+            found = set()
+        if found == expected:
+            return True
+        time.sleep(0.05)
+    return False

@@ -100,9 +100,9 @@ def test_audit_page_filters_by_user_action_and_result(viewer_client, operator_cl
     only_otto = viewer_client.get("/audit/", {"user": "ott"}).content.decode()
     assert "otto" in only_otto and ">vera<" not in only_otto
     denied = viewer_client.get("/audit/", {"result": "denied"}, HTTP_HX_REQUEST="true").content.decode()
-    assert "<html" not in denied and "<code>topic_delete</code>" in denied
+    assert "<html" not in denied and "<code>topic.delete</code>" in denied
     assert "<code>topic.save</code>" not in denied
     by_action = viewer_client.get("/audit/", {"action": "topic.save"}).content.decode()
-    assert "invalid input" in by_action and "<code>topic_delete</code>" not in by_action
+    assert "invalid input" in by_action and "<code>topic.delete</code>" not in by_action
     empty = viewer_client.get("/audit/", {"user": "nobody-at-all"}).content.decode()
     assert "No audit record matches" in empty

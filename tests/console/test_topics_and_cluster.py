@@ -8,6 +8,7 @@ import pytest
 
 from console.models import AuditRecord
 from tests.cli.live_cluster import CLUSTER
+from tests.console.small_cluster import route_settles
 
 pytestmark = pytest.mark.django_db
 
@@ -60,7 +61,7 @@ def test_operator_cannot_update_broker_config(operator_client, live_cluster):
     addr = live_cluster.brokers["broker-a"].addr
     response = operator_client.post(f"/cluster/broker/{addr}/config", {"key": "deleteWhen", "value": "04"})
     assert response.status_code == 403
-    assert AuditRecord.objects.get(action="broker_config_update").result == "denied"
+    assert AuditRecord.objects.get(action="broker.config.update").result == "denied"
 
 
 def test_broker_tps_sample_has_put_and_get_counters(viewer_client, live_cluster):
@@ -84,19 +85,16 @@ def _save_topic(client, topic, **extra):
 def test_topic_lifecycle_create_update_send_delete(operator_client, admin):
     created = _save_topic(operator_client, "ConsoleLifecycle")
     assert created.status_code == 302 and created["Location"] == "/topics/ConsoleLifecycle/"
-    route = admin.topic_route("ConsoleLifecycle")
-    assert sorted(q.broker_name for q in route.queue_datas) == ["broker-a", "broker-b"]
-    assert all(q.write_queue_nums == 4 for q in route.queue_datas)
+    assert route_settles(admin, "ConsoleLifecycle", {("broker-a", 4, 6), ("broker-b", 4, 6)})
 
     detail = operator_client.get("/topics/ConsoleLifecycle/").content.decode()
     assert "broker-a" in detail and "Send a test message" in detail and "Delete topic" in detail
 
     _save_topic(operator_client, "ConsoleLifecycle", write_queue_nums=2, read_queue_nums=2, perm=4)
-    assert {(q.write_queue_nums, q.perm) for q in admin.topic_route("ConsoleLifecycle").queue_datas} == {
-        (2, 4)
-    }
+    assert route_settles(admin, "ConsoleLifecycle", {("broker-a", 2, 4), ("broker-b", 2, 4)})
 
     _save_topic(operator_client, "ConsoleLifecycle", perm=6)
+    assert route_settles(admin, "ConsoleLifecycle", {("broker-a", 4, 6), ("broker-b", 4, 6)})
     sent = operator_client.post(
         "/topics/ConsoleLifecycle/send", {"body": "hello console", "tags": "T", "keys": "k1"}
     )
@@ -115,6 +113,7 @@ def test_topic_lifecycle_create_update_send_delete(operator_client, admin):
 
 def test_send_to_a_chosen_broker_and_queue(operator_client, admin):
     _save_topic(operator_client, "ConsolePinned")
+    assert route_settles(admin, "ConsolePinned", {("broker-a", 4, 6), ("broker-b", 4, 6)})
     sent = operator_client.post(
         "/topics/ConsolePinned/send",
         {"body": "pinned", "broker_name": "broker-b", "queue_id": "3"},
@@ -166,8 +165,9 @@ def test_unknown_topic_detail_is_404(viewer_client, live_cluster):
     assert page.status_code == 404 and b"no route for topic" in page.content
 
 
-def test_topic_tps_sample_counts_produced_messages(operator_client, viewer_client):
+def test_topic_tps_sample_counts_produced_messages(operator_client, viewer_client, admin):
     _save_topic(operator_client, "ConsoleTps")
+    assert route_settles(admin, "ConsoleTps", {("broker-a", 4, 6), ("broker-b", 4, 6)})
     before = viewer_client.get("/topics/ConsoleTps/tps.json").json()["counters"]["produced"]
     operator_client.post("/topics/ConsoleTps/send", {"body": "one"})
     operator_client.post("/topics/ConsoleTps/send", {"body": "two"})
