@@ -87,7 +87,7 @@ class BrokerController:
         self.transaction_checker.start()
         self._tasks = [
             asyncio.create_task(
-                self._every(self.config.flush_consumer_offset_interval, self.offsets.persist)
+                self._every(self.config.flush_consumer_offset_interval, self.offsets.persist, on_thread=True)
             ),
             asyncio.create_task(self._every(10_000, self._scan_idle_clients)),
         ]
@@ -145,11 +145,16 @@ class BrokerController:
         for code, handler in table.items():
             self.server.register_processor(code, handler)
 
-    async def _every(self, interval_ms: int, action) -> None:
+    async def _every(self, interval_ms: int, action, on_thread: bool = False) -> None:
+        """Run ``action`` every interval; ``on_thread`` for one that waits on the disk (an fsync on
+        the loop would hold every request and every held pull behind it)."""
         while True:
             await asyncio.sleep(interval_ms / 1000)
             try:
-                action()
+                if on_thread:
+                    await asyncio.to_thread(action)
+                else:
+                    action()
             except Exception:
                 log.exception("periodic task %s failed", getattr(action, "__name__", action))
 

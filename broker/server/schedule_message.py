@@ -117,7 +117,7 @@ class ScheduleMessageService:
         while not self._stopping.is_set():
             await self._pause(self.flush_interval_ms / 1000)
             if not self._stopping.is_set():
-                self.offsets.persist()
+                await asyncio.to_thread(self.offsets.persist)  # fsyncs: off the loop
 
     async def _level_loop(self, level: int) -> None:
         while not self._stopping.is_set():

@@ -23,6 +23,8 @@ class JsonConfigFile:
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         self.backup = self.path.with_name(self.path.name + ".bak")
+        # Periodic persists run on worker threads; the final one at shutdown may overlap them.
+        self._write_lock = threading.Lock()
 
     def load(self) -> dict | None:
         for candidate in (self.path, self.backup):
@@ -34,6 +36,10 @@ class JsonConfigFile:
         return None
 
     def persist(self, data: dict) -> None:
+        with self._write_lock:
+            self._write(data)
+
+    def _write(self, data: dict) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         payload = orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
         tmp = self.path.with_name(self.path.name + ".tmp")

@@ -199,12 +199,17 @@ class IndexService:
             self._last_indexed_offset = min(self._last_indexed_offset, commitlog_offset - 1)
 
     def flush(self) -> int:
-        """Flush the file being written; return the newest store time now on disk."""
+        """Flush the file being written; return the newest store time now on disk.
+
+        The disk wait happens outside the lock: dispatch keeps indexing new messages meanwhile
+        (holding it stalled every dispatch — and so every consumer — for the whole fdatasync)."""
         with self._lock:
-            if self.files:
-                self.files[-1].flush()
-            self._last_flush_ts = self.last_update_timestamp()
-            return self._last_flush_ts
+            current = self.files[-1] if self.files else None
+            newest = self.last_update_timestamp()
+        if current is not None:
+            current.flush()
+        self._last_flush_ts = newest
+        return newest
 
     def shutdown(self) -> None:
         with self._lock:
