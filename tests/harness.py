@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -86,3 +87,25 @@ def small_store_config(**overrides):
     }
     values.update(overrides)
     return MessageStoreConfig(**values)
+
+
+def wait_until(predicate, timeout: float = 60, interval: float = 0.05) -> bool:
+    """Poll ``predicate`` until it holds or ``timeout`` passes; the last answer is returned."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()
+
+
+def keep_draining(process: EngineProcess) -> EngineProcess:
+    """Keep reading a started process's output into ``process.output``: the harness stops
+    reading once the process is up, and a chatty process must never block on a full pipe."""
+
+    def pump() -> None:
+        for line in process.proc.stdout:
+            process.output.append(line)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return process

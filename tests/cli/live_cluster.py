@@ -2,28 +2,16 @@
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.harness import EngineProcess, free_port
+from tests.harness import EngineProcess, free_port, keep_draining
 
 CLUSTER = "CliCluster"
 
 
-def _drain(process: EngineProcess) -> EngineProcess:
-    # The harness stops reading stdout once the process is up; keep reading so a chatty
-    # process never blocks on a full pipe in the middle of a test.
-    def pump() -> None:
-        for line in process.proc.stdout:
-            process.output.append(line)
-
-    threading.Thread(target=pump, daemon=True).start()
-    return process
-
-
 def start_namesrv() -> EngineProcess:
-    return _drain(EngineProcess(["-m", "broker.namesrv", "--listen-port", str(free_port())]))
+    return keep_draining(EngineProcess(["-m", "broker.namesrv", "--listen-port", str(free_port())]))
 
 
 def start_broker(workdir: Path, name: str, namesrv_addr: str) -> EngineProcess:
@@ -34,7 +22,7 @@ def start_broker(workdir: Path, name: str, namesrv_addr: str) -> EngineProcess:
         "autoCreateSubscriptionGroup=true\nmappedFileSizeCommitLog=4194304\n"
     )
     args = ["-m", "broker.server", "-c", str(conf), "--listen-port", str(free_port()), "-n", namesrv_addr]
-    return _drain(EngineProcess(args))
+    return keep_draining(EngineProcess(args))
 
 
 @dataclass

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 from broker.client.admin import NotFoundError
-from tests.cli.live_cluster import CLUSTER, LiveCluster, _drain, start_namesrv
-from tests.harness import EngineProcess, free_port
+from tests.cli.live_cluster import CLUSTER, LiveCluster, start_namesrv
+from tests.harness import EngineProcess, free_port, keep_draining
 
 CONSUME_QUEUE_ENTRY_BYTES = 20
 
@@ -26,7 +26,7 @@ def start_broker(workdir: Path, name: str, namesrv_addr: str, queue_entries: int
         f"mappedFileSizeConsumeQueue={queue_entries * CONSUME_QUEUE_ENTRY_BYTES}\n"
     )
     args = ["-m", "broker.server", "-c", str(conf), "--listen-port", str(free_port()), "-n", namesrv_addr]
-    return _drain(EngineProcess(args))
+    return keep_draining(EngineProcess(args))
 
 
 def start_small_cluster(

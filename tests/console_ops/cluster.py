@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from tests.cli.live_cluster import _drain, start_namesrv
-from tests.harness import EngineProcess, free_port
+from tests.cli.live_cluster import start_namesrv
+from tests.harness import EngineProcess, free_port, keep_draining
 
 CLUSTER = "OpsCluster"
 # Level 1 and 2 deliver quickly; level 3 (1 h) keeps messages pending for the delayed pages.
@@ -28,7 +28,7 @@ def start_broker(workdir: Path, namesrv_addr: str, name: str = "broker-ops") -> 
         "transactionCheckInterval=3600000\ntransactionTimeOut=3600000\n"
     )
     args = ["-m", "broker.server", "-c", str(conf), "--listen-port", str(free_port()), "-n", namesrv_addr]
-    return _drain(EngineProcess(args))
+    return keep_draining(EngineProcess(args))
 
 
 def wait_until(predicate, timeout: float = 20.0, interval: float = 0.1, what: str = "condition"):

@@ -10,8 +10,7 @@ from pathlib import Path
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.codes import RequestCode
 from broker.remoting.command import create_request
-from tests.cli.live_cluster import _drain
-from tests.harness import SMALL_STORE_CONF, EngineProcess, free_port
+from tests.harness import SMALL_STORE_CONF, EngineProcess, free_port, keep_draining
 
 CLUSTER = "SemanticsCluster"
 
@@ -55,7 +54,7 @@ class OneBrokerCluster:
 
 
 def start_one_broker(workdir: Path, extra_conf: str = "") -> OneBrokerCluster:
-    namesrv = _drain(EngineProcess(["-m", "broker.namesrv", "--listen-port", str(free_port())]))
+    namesrv = keep_draining(EngineProcess(["-m", "broker.namesrv", "--listen-port", str(free_port())]))
     conf = workdir / "broker.conf"
     conf.write_text(
         f"brokerClusterName={CLUSTER}\nbrokerName=broker-a\nbrokerId=0\n"
@@ -66,17 +65,9 @@ def start_one_broker(workdir: Path, extra_conf: str = "") -> OneBrokerCluster:
     )
     try:
         args = ["-m", "broker.server", "-c", str(conf), "--listen-port", str(free_port()), "-n", namesrv.addr]
-        broker = _drain(EngineProcess(args))
+        broker = keep_draining(EngineProcess(args))
     except BaseException:
         namesrv.stop()
         raise
     return OneBrokerCluster(namesrv, broker, SyncRemotingClient())
 
-
-def wait_until(predicate, timeout: float = 30, interval: float = 0.02) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return predicate()

@@ -3,8 +3,6 @@ broker that can be restarted on the same port and store (delay, retry and transa
 
 from __future__ import annotations
 
-import threading
-import time
 from pathlib import Path
 
 from broker.client import CONSUME_FROM_FIRST_OFFSET, PushConsumer
@@ -12,28 +10,12 @@ from broker.client.instance import MQClientInstance
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.codes import RequestCode
 from broker.remoting.command import create_request
-from tests.harness import SMALL_STORE_CONF, EngineProcess, free_port
+from tests.harness import SMALL_STORE_CONF, EngineProcess, free_port, keep_draining
 
 CLUSTER = "SemanticsCluster"
 BROKER_NAME = "broker-s"
 
 
-def wait_until(predicate, timeout: float = 30, interval: float = 0.05) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return predicate()
-
-
-def _drain(process: EngineProcess) -> EngineProcess:
-    def pump() -> None:
-        for line in process.proc.stdout:
-            process.output.append(line)
-
-    threading.Thread(target=pump, daemon=True).start()
-    return process
 
 
 class SemanticsCluster:
@@ -51,7 +33,8 @@ class SemanticsCluster:
             **settings,
         }
         self.conf.write_text("".join(f"{k}={v}\n" for k, v in lines.items()) + SMALL_STORE_CONF)
-        self.namesrv = _drain(EngineProcess(["-m", "broker.namesrv", "--listen-port", str(free_port())]))
+        namesrv_args = ["-m", "broker.namesrv", "--listen-port", str(free_port())]
+        self.namesrv = keep_draining(EngineProcess(namesrv_args))
         self.broker: EngineProcess | None = None
         self.admin = SyncRemotingClient()
         try:
@@ -71,7 +54,7 @@ class SemanticsCluster:
     def start_broker(self) -> None:
         args = ["-m", "broker.server", "-c", str(self.conf), "-n", self.namesrv.addr,
                 "--listen-port", str(self.port)]  # fmt: skip
-        self.broker = _drain(EngineProcess(args))
+        self.broker = keep_draining(EngineProcess(args))
 
     def restart_broker(self) -> None:
         assert self.broker.stop() == 0, "".join(self.broker.output)

@@ -19,7 +19,7 @@ from broker.common.message import Message
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.codes import RequestCode
 from broker.remoting.command import create_request
-from tests.harness import SMALL_STORE_CONF, EngineProcess, free_port
+from tests.harness import SMALL_STORE_CONF, EngineProcess, free_port, wait_until
 
 TOPIC = "Acceptance"
 
@@ -43,15 +43,6 @@ class Recorder:
             for msg in messages:
                 self.seen[msg.body] += 1
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
-
-def wait_until(predicate, timeout=60, interval=0.1):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return predicate()
 
 
 @pytest.fixture

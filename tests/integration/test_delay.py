@@ -13,7 +13,8 @@ from broker.common import message_const as const
 from broker.common.batch_codec import encode_batch
 from broker.common.message import Message
 from broker.remoting.codes import RequestCode, ResponseCode
-from tests.integration.semantics_cluster import SemanticsCluster, wait_until
+from tests.harness import wait_until
+from tests.integration.semantics_cluster import SemanticsCluster
 
 TOPIC = "DelayTopic"
 LEVELS_MS = [1000, 2000, 3000]

@@ -23,7 +23,8 @@ from broker.common import message_const as const
 from broker.common.message import Message
 from broker.remoting.codes import RequestCode
 from broker.remoting.command import create_request
-from tests.integration.one_broker_cluster import start_one_broker, wait_until
+from tests.harness import wait_until
+from tests.integration.one_broker_cluster import start_one_broker
 
 TOPIC = "OrderTopic"
 GROUP = "orderly-group"

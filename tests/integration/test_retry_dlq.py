@@ -13,7 +13,8 @@ from broker.client import BROADCASTING, ConsumeConcurrentlyStatus, Producer
 from broker.common import message_const as const
 from broker.common.message import Message
 from broker.remoting.codes import RequestCode
-from tests.integration.semantics_cluster import CLUSTER, SemanticsCluster, wait_until
+from tests.harness import wait_until
+from tests.integration.semantics_cluster import CLUSTER, SemanticsCluster
 
 TOPIC = "RetryTopic"
 

@@ -13,7 +13,8 @@ from broker.client import CONSUME_FROM_FIRST_OFFSET, ConsumeConcurrentlyStatus, 
 from broker.client.admin import MQAdmin
 from broker.client.trace import query_message_trace
 from broker.common.message import Message
-from tests.integration.one_broker_cluster import start_one_broker, wait_until
+from tests.harness import wait_until
+from tests.integration.one_broker_cluster import start_one_broker
 
 TOPIC, GROUP = "TracedTopic", "traced-consumer"
 

@@ -13,7 +13,8 @@ from broker.common.message import Message
 from broker.common.message_codec import decode_offset_msg_id
 from broker.common.sysflag import TRANSACTION_COMMIT_TYPE
 from broker.remoting.codes import RequestCode, ResponseCode
-from tests.integration.semantics_cluster import SemanticsCluster, wait_until
+from tests.harness import wait_until
+from tests.integration.semantics_cluster import SemanticsCluster
 
 TOPIC = "TxTopic"
 CHECK_MAX = 3
