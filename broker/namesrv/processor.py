@@ -12,6 +12,7 @@ from broker.remoting.command import RemotingCommand, response_to
 from broker.remoting.server import RemotingServer
 
 from .kv_config import ORDER_TOPIC_NAMESPACE, KVConfigManager
+from .register_body import RegisterBodyError, body_crc32, decode_register_body
 from .route_info import Registration, RouteInfoManager
 
 log = logging.getLogger(__name__)
@@ -49,19 +50,23 @@ class NamesrvProcessor:
 
     # -- brokers ------------------------------------------------------------------------------
     async def register_broker(self, conn, request: RemotingCommand) -> RemotingCommand:
-        if request.bool_field("compressed"):
-            remark = "compressed registration is not supported; set compressedRegister=false"
-            return response_to(request, ResponseCode.SYSTEM_ERROR, remark)
-        body = fastjson.loads(request.body) if request.body else {}
-        wrapper = (body or {}).get("topicConfigSerializeWrapper") or {}
+        expected_crc = request.int_field("bodyCrc32", 0)
+        if expected_crc and body_crc32(request.body) != expected_crc:
+            return response_to(request, ResponseCode.SYSTEM_ERROR,
+                               f"crc32 not match: the body's is {body_crc32(request.body)}, the header says "
+                               f"{expected_crc}")  # fmt: skip
+        try:
+            body = decode_register_body(request.body, request.bool_field("compressed"))
+        except RegisterBodyError as exc:
+            return response_to(request, ResponseCode.SYSTEM_ERROR, str(exc))
         reg = Registration(
             cluster=request.field("clusterName") or "DefaultCluster",
             broker_name=_required(request, "brokerName"),
             broker_addr=_required(request, "brokerAddr"),
             broker_id=request.int_field("brokerId"),
             ha_server_addr=request.field("haServerAddr") or "",
-            topic_configs=wrapper.get("topicConfigTable") or {},
-            data_version=wrapper.get("dataVersion") or {},
+            topic_configs=body.topic_configs,
+            data_version=body.data_version,
             connection=conn,
         )
         master = self.routes.register(reg)

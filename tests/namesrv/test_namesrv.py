@@ -1,6 +1,8 @@
 """The name server as a real process, driven with real frames."""
 
+import struct
 import time
+import zlib
 
 import orjson
 import pytest
@@ -155,3 +157,53 @@ def test_fastjson_integer_keys_are_accepted():
     assert fastjson_loads(b'{"brokerAddrs":{0:"127.0.0.1:10911",1:"127.0.0.1:10921"}}') == {
         "brokerAddrs": {"0": "127.0.0.1:10911", "1": "127.0.0.1:10921"}
     }
+
+
+def compressed_body(topics: dict[str, tuple[int, int, int]], data_version: dict) -> bytes:
+    """A body as a RocketMQ broker with compressedRegister=true writes it (built from the layout:
+    length-prefixed DataVersion JSON, topic count, one ``TopicConfig.encode`` line per topic,
+    filter-server JSON; the whole zlib-deflated)."""
+
+    def part(raw: bytes) -> bytes:
+        return struct.pack(">i", len(raw)) + raw
+
+    lines = b"".join(
+        part(f"{name} {r} {w} {perm} SINGLE_TAG".encode()) for name, (r, w, perm) in topics.items()
+    )
+    raw = part(orjson.dumps(data_version)) + struct.pack(">i", len(topics)) + lines + part(b"[]")
+    return zlib.compress(raw, 9)
+
+
+def register_compressed(client, addr, body: bytes, crc: int | None = None):
+    header = {"brokerName": "broker-z", "brokerAddr": "127.0.0.1:20919", "clusterName": "cz",
+              "haServerAddr": "", "brokerId": 0, "compressed": True,
+              "bodyCrc32": zlib.crc32(body) & 0x7FFFFFFF if crc is None else crc}  # fmt: skip
+    return client.invoke(addr, create_request(RequestCode.REGISTER_BROKER, header, body))
+
+
+def test_a_compressed_registration_registers_its_topics(namesrv, client):
+    body = compressed_body({"zipped": (8, 6, 6), "read-only": (2, 2, 4)}, {"timestamp": 5, "counter": 2})
+    assert register_compressed(client, namesrv.addr, body).ok
+    data = orjson.loads(route(client, namesrv.addr, "zipped").body)
+    queue = data["queueDatas"][0]
+    assert (queue["brokerName"], queue["readQueueNums"], queue["writeQueueNums"], queue["perm"]) == (
+        "broker-z", 8, 6, 6,
+    )  # fmt: skip
+    assert orjson.loads(route(client, namesrv.addr, "read-only").body)["queueDatas"][0]["perm"] == 4
+
+
+def test_bad_compressed_registrations_are_refused_and_register_nothing(namesrv, client):
+    body = compressed_body({"zipped": (4, 4, 6)}, {"timestamp": 5, "counter": 1})
+    wrong_crc = register_compressed(client, namesrv.addr, body, crc=12345)
+    assert wrong_crc.code == ResponseCode.SYSTEM_ERROR and "crc32 not match" in wrong_crc.remark
+    garbage = register_compressed(client, namesrv.addr, b"not a zlib stream")
+    assert garbage.code == ResponseCode.SYSTEM_ERROR and "does not inflate" in garbage.remark
+    truncated = zlib.compress(zlib.decompress(body)[:-1])
+    short = register_compressed(client, namesrv.addr, truncated)
+    assert short.code == ResponseCode.SYSTEM_ERROR and "remain" in short.remark
+    length = struct.Struct(">i").pack
+    bad_line = zlib.compress(length(2) + b"{}" + length(1) + length(9) + b"t x 4 6 S" + length(2) + b"[]")
+    refused = register_compressed(client, namesrv.addr, bad_line)
+    assert refused.code == ResponseCode.SYSTEM_ERROR and "non-numeric" in refused.remark
+    assert route(client, namesrv.addr, "zipped").code == ResponseCode.TOPIC_NOT_EXIST
+    assert register(client, namesrv.addr, "broker-a", "127.0.0.1:20911", ["still-serving"]).ok
