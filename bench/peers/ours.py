@@ -125,6 +125,10 @@ class Ours(Peer):
         consumer.subscribe(LATENCY_TOPIC)
         consumer.register_message_listener(listener)
         await asyncio.to_thread(consumer.start)
+        # The producer learns the topic's route before the clock starts, as the peers' clients
+        # hold their channels and streams before they publish.
+        instance = self.producer.instance
+        await asyncio.to_thread(instance.run, instance.route(LATENCY_TOPIC))
         await asyncio.sleep(1)
 
         async def send() -> None:
