@@ -109,6 +109,19 @@ class MessageExt(Message):
     reconsume_times: int = 0
     prepared_transaction_offset: int = 0
 
+    def copy_for_store(self, topic: str, queue_id: int, properties: dict[str, str], **changes) -> MessageExt:
+        """A new message to store elsewhere (retry, schedule, commit, dead letter …) carrying this
+        one's body, flag, sys flag, born time and host and reconsume times; ``changes`` override."""
+        fields = {
+            "queue_id": queue_id,
+            "sys_flag": self.sys_flag,
+            "born_timestamp": self.born_timestamp,
+            "born_host": self.born_host,
+            "reconsume_times": self.reconsume_times,
+            **changes,
+        }
+        return MessageExt(topic, self.body, self.flag, properties, **fields)
+
     @property
     def offset_msg_id(self) -> str:
         """The broker-side id: store host + commit-log offset (same as ``msg_id`` here)."""

@@ -64,17 +64,8 @@ def real_message(scheduled: MessageExt) -> MessageExt | None:
         return None
     props.pop(const.PROPERTY_DELAY_TIME_LEVEL, None)
     props[const.PROPERTY_WAIT_STORE_MSG_OK] = "false"
-    return MessageExt(
-        topic,
-        scheduled.body,
-        scheduled.flag,
-        props,
-        queue_id=queue_id,
-        sys_flag=scheduled.sys_flag,
-        born_timestamp=scheduled.born_timestamp,
-        born_host=scheduled.born_host,
-        reconsume_times=scheduled.reconsume_times,
-        prepared_transaction_offset=scheduled.prepared_transaction_offset,
+    return scheduled.copy_for_store(
+        topic, queue_id, props, prepared_transaction_offset=scheduled.prepared_transaction_offset
     )
 
 

@@ -14,11 +14,11 @@ import time
 from broker.common import message_const as const
 from broker.common import topic_config as tc
 from broker.common.message import MessageExt
-from broker.common.message_codec import properties_to_string, string_to_properties
+from broker.common.message_codec import properties_to_string
 from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import RemotingCommand, create_request, response_to
 
-from .send import _host_port, v1_fields
+from .send import single_message, v1_fields
 
 log = logging.getLogger(__name__)
 
@@ -54,17 +54,7 @@ class ReplyProcessor:
         queue_id = header.int_field("queueId", 0)
         if not 0 <= queue_id < config.write_queue_nums:
             queue_id = 0
-        msg = MessageExt(
-            topic,
-            request.body,
-            header.int_field("flag", 0),
-            string_to_properties(header.field("properties") or ""),
-            queue_id=queue_id,
-            sys_flag=header.int_field("sysFlag", 0),
-            born_timestamp=header.int_field("bornTimestamp", 0),
-            born_host=_host_port(conn.remote_addr),
-            reconsume_times=header.int_field("reconsumeTimes", 0),
-        )
+        msg = single_message(request, header, topic, queue_id, conn)
         pushed, remark = await self._push(header, msg)
         code = ResponseCode.SUCCESS if pushed else ResponseCode.SYSTEM_ERROR
         fields = {"queueId": queue_id, "queueOffset": 0, "msgId": ""}

@@ -15,7 +15,7 @@ from broker.common.batch_codec import BatchDecodeError, decode_batch
 from broker.common.message import MessageExt
 from broker.common.message_codec import string_to_properties
 from broker.common.message_const import PROPERTY_CLUSTER
-from broker.remoting.codes import ResponseCode
+from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import RemotingCommand, response_to
 from broker.store.results import PutMessageStatus
 
@@ -73,6 +73,40 @@ def v1_fields(request: RemotingCommand) -> dict[str, str]:
     return request.ext_fields
 
 
+def single_message(request, header, topic: str, queue_id: int, conn) -> MessageExt:
+    """The message a SEND_MESSAGE(-like) request carries: body, then the header's fields."""
+    return MessageExt(
+        topic,
+        request.body,
+        header.int_field("flag", 0),
+        string_to_properties(header.field("properties") or ""),
+        queue_id=queue_id,
+        sys_flag=header.int_field("sysFlag", 0),
+        born_timestamp=header.int_field("bornTimestamp", 0),
+        born_host=_host_port(conn.remote_addr),
+        reconsume_times=header.int_field("reconsumeTimes", 0),
+    )
+
+
+def messages_from_request(request, header, topic: str, queue_id: int, conn) -> list[MessageExt] | str:
+    """The messages of a send request (one, or a batch); a reason string when the batch is bad."""
+    if not (request.code == RequestCode.SEND_BATCH_MESSAGE or header.bool_field("batch")):
+        return [single_message(request, header, topic, queue_id, conn)]
+    try:
+        batch = decode_batch(request.body, topic)
+    except BatchDecodeError as exc:
+        return str(exc)
+    if not batch:
+        return "the batch is empty"
+    base = {
+        "sys_flag": header.int_field("sysFlag", 0),
+        "born_timestamp": header.int_field("bornTimestamp", 0),
+        "born_host": _host_port(conn.remote_addr),
+        "reconsume_times": header.int_field("reconsumeTimes", 0),
+    }
+    return [MessageExt(topic, m.body, m.flag, m.properties, queue_id=queue_id, **base) for m in batch]
+
+
 class SendProcessor:
     def __init__(self, broker) -> None:
         self.broker = broker
@@ -102,7 +136,7 @@ class SendProcessor:
                 ResponseCode.SYSTEM_ERROR,
                 f"request queueId[{queue_id}] is illegal, {topic} has {config.write_queue_nums}",
             )
-        messages = self._messages(request, header, topic, queue_id, conn)
+        messages = messages_from_request(request, header, topic, queue_id, conn)
         if isinstance(messages, str):
             return response_to(request, ResponseCode.MESSAGE_ILLEGAL, messages)
         for msg in messages:  # as RocketMQ: a request's reply finds its cluster's reply topic by it
@@ -141,28 +175,6 @@ class SendProcessor:
                 header, ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden"
             )
         return config
-
-    def _messages(self, request, header, topic, queue_id, conn) -> list[MessageExt] | str:
-        base = {
-            "sys_flag": header.int_field("sysFlag", 0),
-            "born_timestamp": header.int_field("bornTimestamp", 0),
-            "born_host": _host_port(conn.remote_addr),
-            "reconsume_times": header.int_field("reconsumeTimes", 0),
-        }
-        if request.code == 320 or header.bool_field("batch"):
-            try:
-                batch = decode_batch(request.body, topic)
-            except BatchDecodeError as exc:
-                return str(exc)
-            if not batch:
-                return "the batch is empty"
-            return [MessageExt(topic, m.body, m.flag, m.properties, queue_id=queue_id, **base) for m in batch]
-        properties = string_to_properties(header.field("properties") or "")
-        return [
-            MessageExt(
-                topic, request.body, header.int_field("flag", 0), properties, queue_id=queue_id, **base
-            )
-        ]
 
     def _redirect(self, request, header, messages: list[MessageExt]) -> RemotingCommand | None:
         """Move a message to the topic it really belongs in now; a response when refused."""

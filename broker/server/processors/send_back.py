@@ -114,14 +114,4 @@ class SendBackProcessor:
         props.pop(const.PROPERTY_DELAY_TIME_LEVEL, None)
         props.pop(const.PROPERTY_REAL_TOPIC, None)
         props.pop(const.PROPERTY_REAL_QUEUE_ID, None)
-        return MessageExt(
-            topic,
-            original.body,
-            original.flag,
-            props,
-            queue_id=queue_id,
-            sys_flag=original.sys_flag,
-            born_timestamp=original.born_timestamp,
-            born_host=original.born_host,
-            reconsume_times=original.reconsume_times + 1,
-        )
+        return original.copy_for_store(topic, queue_id, props, reconsume_times=original.reconsume_times + 1)

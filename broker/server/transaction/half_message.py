@@ -41,16 +41,11 @@ def final_message(half: MessageExt, transaction_type: int, half_commitlog_offset
     topic = props.pop(const.PROPERTY_REAL_TOPIC, "")
     queue_id = int(props.pop(const.PROPERTY_REAL_QUEUE_ID, "0") or 0)
     props[const.PROPERTY_WAIT_STORE_MSG_OK] = "false"
-    return MessageExt(
+    return half.copy_for_store(
         topic,
-        half.body,
-        half.flag,
+        queue_id,
         props,
-        queue_id=queue_id,
         sys_flag=reset_transaction_value(half.sys_flag, transaction_type),
-        born_timestamp=half.born_timestamp,
-        born_host=half.born_host,
-        reconsume_times=half.reconsume_times,
         prepared_transaction_offset=half_commitlog_offset,
     )
 
@@ -74,26 +69,14 @@ def renewed_half_message(half: MessageExt, check_times: int) -> MessageExt:
     props = dict(half.properties)
     props[const.PROPERTY_TRANSACTION_CHECK_TIMES] = str(check_times)
     props[const.PROPERTY_WAIT_STORE_MSG_OK] = "false"
-    return _copy(half, TRANS_HALF_TOPIC, HALF_QUEUE_ID, props)
+    return half.copy_for_store(TRANS_HALF_TOPIC, HALF_QUEUE_ID, props)
 
 
 def check_max_message(half: MessageExt) -> MessageExt:
     """What is kept of a half message nobody resolved within ``transactionCheckMax`` checks."""
-    return _copy(half, TRANS_CHECK_MAX_TIME_TOPIC, 0, dict(half.properties))
+    return half.copy_for_store(TRANS_CHECK_MAX_TIME_TOPIC, 0, dict(half.properties))
 
 
-def _copy(half: MessageExt, topic: str, queue_id: int, props: dict[str, str]) -> MessageExt:
-    return MessageExt(
-        topic,
-        half.body,
-        half.flag,
-        props,
-        queue_id=queue_id,
-        sys_flag=half.sys_flag,
-        born_timestamp=half.born_timestamp,
-        born_host=half.born_host,
-        reconsume_times=half.reconsume_times,
-    )
 
 
 def check_times(half: MessageExt) -> int:
