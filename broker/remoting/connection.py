@@ -1,8 +1,10 @@
 """One TCP connection speaking the remoting protocol, for servers and clients alike.
 
 Both ends may send requests: the broker asks a producer about a transaction, a client answers
-the broker's notification. Each incoming request runs as its own task, so a slow handler (a
-held long-polling pull) never blocks the requests behind it on the same connection.
+the broker's notification. A handler is either a coroutine function — the request then runs as
+its own task, so a slow handler (a held long-polling pull) never blocks the requests behind it —
+or a plain function that answers at once (a send on an ASYNC_FLUSH store) and may return an
+awaitable when it has to wait after all; plain handlers cost no task and no extra loop turn.
 """
 
 from __future__ import annotations
@@ -18,7 +20,10 @@ from .frame import DEFAULT_MAX_FRAME, FrameDecoder, encode_frame
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[["RemotingConnection", RemotingCommand], Awaitable[RemotingCommand | None]]
+Handler = Callable[
+    ["RemotingConnection", RemotingCommand],
+    Awaitable[RemotingCommand | None] | RemotingCommand | None,
+]
 
 
 class ProcessorTable:
@@ -51,6 +56,7 @@ class RemotingConnection(asyncio.Protocol):
         self._loop = asyncio.get_event_loop()
         self.closed = self._loop.create_future()
         self._outgoing: list[bytes] = []
+        self._reading = False  # inside data_received: its responses leave together at its end
         self.attributes: dict = {}  # what the owner knows of the peer (client id, …)
         self._tasks: set[asyncio.Task] = set()
 
@@ -69,15 +75,19 @@ class RemotingConnection(asyncio.Protocol):
             log.warning("closing the connection from %s: %s", self.remote_addr, exc)
             self.close()
             return
-        for cmd in commands:
-            if cmd.is_response:
-                future = self.pending.pop(cmd.opaque, None)
-                if future is not None and not future.done():
-                    future.set_result(cmd)
-            else:
-                task = asyncio.ensure_future(self._handle(cmd))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+        self._reading = True
+        try:
+            for cmd in commands:
+                if cmd.is_response:
+                    future = self.pending.pop(cmd.opaque, None)
+                    if future is not None and not future.done():
+                        future.set_result(cmd)
+                else:
+                    self._serve(cmd)
+        finally:
+            self._reading = False
+        if self._outgoing:
+            self._send_outgoing()
 
     def connection_lost(self, exc) -> None:
         for future in list(self.pending.values()):
@@ -90,20 +100,34 @@ class RemotingConnection(asyncio.Protocol):
             self.on_close(self)
 
     # -- requests from the peer ---------------------------------------------------------------
-    async def _handle(self, request: RemotingCommand) -> None:
+    def _serve(self, request: RemotingCommand) -> None:
         handler = self.processors.find(request.code)
         if handler is None:
-            response = response_to(request, ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
-                                   f" request type {request.code} not supported")  # fmt: skip
-        else:
-            try:
-                response = await handler(self, request)
-            except asyncio.CancelledError:
-                return
-            except Exception as exc:
-                log.exception("handler for request code %d failed", request.code)
-                response = response_to(request, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
-        if response is not None and not request.is_oneway:
+            self._reply(request, response_to(request, ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                                              f" request type {request.code} not supported"))  # fmt: skip
+            return
+        try:
+            outcome = handler(self, request)
+        except Exception as exc:
+            outcome = _failure(request, exc)
+        if outcome is None or type(outcome) is RemotingCommand:
+            self._reply(request, outcome)
+            return
+        task = asyncio.ensure_future(self._finish(request, outcome))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _finish(self, request: RemotingCommand, pending: Awaitable) -> None:
+        try:
+            response = await pending
+        except asyncio.CancelledError:
+            return
+        except Exception as exc:
+            response = _failure(request, exc)
+        self._reply(request, response)
+
+    def _reply(self, request: RemotingCommand, response: RemotingCommand | None) -> None:
+        if response is not None and not request.is_oneway and self.is_open:
             response.opaque = request.opaque
             response.serialize_type = request.serialize_type
             self.write(response)
@@ -118,7 +142,7 @@ class RemotingConnection(asyncio.Protocol):
             raise RemotingSendRequestError(self.remote_addr, "the connection is closed")
         # Frames written during one turn of the loop leave in one send: the responses to a burst
         # of pipelined requests cost one system call instead of one each.
-        if not self._outgoing:
+        if not self._outgoing and not self._reading:
             self._loop.call_soon(self._send_outgoing)
         self._outgoing.append(encode_frame(cmd))
 
@@ -207,6 +231,11 @@ class _CallbackSlot:
             self.callback(response, error)
         except Exception:  # one failing callback must not break the reading of the connection
             log.exception("a response callback failed")
+
+
+def _failure(request: RemotingCommand, exc: Exception) -> RemotingCommand:
+    log.error("handler for request code %d failed", request.code, exc_info=exc)
+    return response_to(request, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
 
 
 def _expire(future: asyncio.Future, addr: str, timeout_ms: int, code: int) -> None:

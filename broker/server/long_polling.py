@@ -7,12 +7,15 @@ every pull waiting on that queue below the new end wakes at once to read it.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections import defaultdict
 
 
 class PullRequestHoldService:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Made on ``loop``'s thread."""
         self.loop = loop
+        self._loop_thread_id = threading.get_ident()
         self.waiting: dict[tuple[str, int], list[tuple[int, asyncio.Future]]] = defaultdict(list)
 
     async def wait(self, topic: str, queue_id: int, offset: int, timeout_s: float) -> bool:
@@ -33,9 +36,13 @@ class PullRequestHoldService:
                     self.waiting.pop(key, None)
 
     def notify_from_thread(self, topic: str, queue_id: int, max_offset: int) -> None:
-        """Called on the dispatch thread for each dispatched message."""
+        """Called for each dispatched message, on the loop (the broker dispatches there: the
+        held pull is answered in the same turn) or on a store thread."""
         if (topic, queue_id) in self.waiting:
-            self.loop.call_soon_threadsafe(self.notify, topic, queue_id, max_offset)
+            if threading.get_ident() == self._loop_thread_id:
+                self.notify(topic, queue_id, max_offset)
+            else:
+                self.loop.call_soon_threadsafe(self.notify, topic, queue_id, max_offset)
 
     def notify(self, topic: str, queue_id: int, max_offset: int) -> None:
         for offset, future in self.waiting.get((topic, queue_id), []):

@@ -85,29 +85,32 @@ class ReputService:
         self.listeners: list[Callable[[DispatchRequest], None]] = []
         self._thread = threading.Thread(target=self._run, name="ReputMessageService", daemon=True)
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread_id: int | None = None
 
     def start(self, from_offset: int, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        """Dispatch on ``loop`` (started from that loop's thread), else on a thread of our own."""
         self.dispatched_offset = from_offset
         self._loop = loop
         if loop is None:
             self._thread.start()
+        else:
+            self._loop_thread_id = threading.get_ident()
 
     def submit(self, request: DispatchRequest) -> None:
         self._queue.append(request)
         if len(self._queue) == 1:
-            if self._loop is not None:
-                self._loop.call_soon_threadsafe(self._drain, self._queue)
-            else:
+            if self._loop is None:
                 with self._cond:
                     self._cond.notify()
+            elif threading.get_ident() == self._loop_thread_id:
+                # Appended by a handler on the loop: no wake-up byte through the self-pipe
+                # (a system call and an extra loop turn per message).
+                self._loop.call_soon(self._drain, self._queue)
+            else:
+                self._loop.call_soon_threadsafe(self._drain, self._queue)
 
     def _on_loop_thread(self) -> bool:
-        if self._loop is None:
-            return False
-        try:
-            return asyncio.get_running_loop() is self._loop
-        except RuntimeError:
-            return False
+        return self._loop is not None and threading.get_ident() == self._loop_thread_id
 
     def dispatch_now(self, request: DispatchRequest) -> None:
         """Apply one request synchronously (recovery, before the thread starts)."""

@@ -12,7 +12,7 @@ import concurrent.futures
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from broker.common import message_const as const
@@ -360,11 +360,20 @@ class MessageStore:
 
     async def put_messages_async(self, batch: list[MessageExt]) -> PutMessageResult:
         """As ``put_messages``, but waits for a sync flush without blocking the event loop."""
+        outcome = self.put_messages_or_wait(batch)
+        return outcome if type(outcome) is PutMessageResult else await outcome
+
+    def put_messages_or_wait(self, batch: list[MessageExt]) -> PutMessageResult | Awaitable[PutMessageResult]:
+        """Append on the event loop: the result, or — when a SYNC_FLUSH must be waited for — an
+        awaitable of it. Callers that can answer at once then need no coroutine or task."""
         result, flush_to = self._append_for_flush(batch)
         if flush_to is None:
             return result
+        return self._after_flush(result, self._group_commit.request_async(flush_to))
+
+    async def _after_flush(self, result: PutMessageResult, flushed_future) -> PutMessageResult:
         try:
-            flushed = await self._group_commit.request_async(flush_to)
+            flushed = await flushed_future
         except (RuntimeError, OSError):
             flushed = False
         return self._flushed_result(result, flushed)

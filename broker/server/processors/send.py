@@ -8,6 +8,7 @@ reconsume times goes to ``%DLQ%<group>``, and a delayed message goes to the sche
 from __future__ import annotations
 
 import random
+from collections.abc import Awaitable
 
 from broker.common import message_const as const
 from broker.common import topic_config as tc
@@ -17,7 +18,7 @@ from broker.common.message_codec import string_to_properties
 from broker.common.message_const import PROPERTY_CLUSTER
 from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import RemotingCommand, response_to
-from broker.store.results import PutMessageStatus
+from broker.store.results import PutMessageResult, PutMessageStatus
 
 from ..schedule_message import to_schedule_message
 from ..transaction.half_message import is_half_request, to_half_message
@@ -111,7 +112,9 @@ class SendProcessor:
     def __init__(self, broker) -> None:
         self.broker = broker
 
-    async def send(self, conn, request: RemotingCommand) -> RemotingCommand:
+    def send(self, conn, request: RemotingCommand) -> RemotingCommand | Awaitable[RemotingCommand]:
+        """Answers at once on an ASYNC_FLUSH store; returns an awaitable when the message must
+        be flushed (SYNC_FLUSH) before the producer hears of it."""
         header = RemotingCommand(code=request.code, ext_fields=v1_fields(request))
         topic = header.field("topic") or ""
         reason = tc.validate_topic(topic)
@@ -144,8 +147,13 @@ class SendProcessor:
         refused = self._redirect(request, header, messages)
         if refused is not None:
             return refused
-        result = await self.broker.store.put_messages_async(messages)
-        return self._response(request, result, queue_id)
+        outcome = self.broker.store.put_messages_or_wait(messages)
+        if type(outcome) is PutMessageResult:
+            return self._response(request, outcome, queue_id)
+        return self._response_when_flushed(request, outcome, queue_id)
+
+    async def _response_when_flushed(self, request, pending_result, queue_id: int) -> RemotingCommand:
+        return self._response(request, await pending_result, queue_id)
 
     def _topic_config(self, header: RemotingCommand, topic: str):
         topics = self.broker.topics
