@@ -68,7 +68,9 @@ def send_frames(count: int, v2: bool) -> list[bytes]:
             "sysFlag": 0,
             "bornTimestamp": int(time.time() * 1000),
             "flag": 0,
-            "properties": properties_to_string({"UNIQ_KEY": f"7F00000100002A9F0000000000{i:06d}", "WAIT": "true"}),
+            "properties": properties_to_string(
+                {"UNIQ_KEY": f"7F00000100002A9F0000000000{i:06d}", "WAIT": "true"}
+            ),
             "reconsumeTimes": 0,
             "unitMode": False,
             "batch": False,
