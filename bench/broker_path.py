@@ -13,6 +13,8 @@ The figures are process CPU microseconds per message: steady on a busy machine, 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 import asyncio
 import cProfile
 import pstats
@@ -98,7 +100,7 @@ async def feed(connection, transport, frames: list[bytes], per_turn: int) -> flo
 async def run(args) -> dict:
     root = Path(tempfile.mkdtemp(prefix="bench-path-"))
     config = BrokerConfig.from_properties(
-        {"listenPort": "0", "storePathRootDir": str(root), "mappedFileSizeCommitLog": str(256 << 20)}
+        {"listenPort": "0", "storePathRootDir": str(root), "mappedFileSizeCommitLog": str(256 << 20), **dict(kv.split("=", 1) for kv in os.environ.get("BENCH_CONF", "").split(",") if kv)}
     )
     broker = BrokerController(config)
     await broker.start()
@@ -114,14 +116,20 @@ async def run(args) -> dict:
             ("send_pipelined_us", False, 64),
             ("send_v2_pipelined_us", True, 64),
         ):
+            if args.only and name != args.only:
+                continue
             frames = send_frames(args.messages, v2)
             await feed(connection, transport, frames[:2000], per_turn)  # warm up
             if profiler and name == args.profile:
                 profiler.enable()
             # The least of several rounds: what the code costs, with less of whatever else
             # the machine was doing.
+            if args.callgrind:  # count instructions of the measured rounds only
+                subprocess.run(["callgrind_control", "-i", "on", str(os.getpid())], check=True)
             figures[name] = min([await feed(connection, transport, frames, per_turn)
                                  for _ in range(args.rounds)])  # fmt: skip
+            if args.callgrind:
+                subprocess.run(["callgrind_control", "-i", "off", str(os.getpid())], check=True)
             if profiler and name == args.profile:
                 profiler.disable()
     finally:
@@ -136,6 +144,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=10000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--only", help="run one of the figures only")
+    parser.add_argument(
+        "--callgrind",
+        action="store_true",
+        help="under valgrind --tool=callgrind --instr-atstart=no: instructions of the measured rounds",
+    )
     parser.add_argument("--profile", help="profile one of the runs (e.g. send_pipelined_us)")
     args = parser.parse_args(argv)
     import uvloop

@@ -63,8 +63,16 @@ class MessageDecodeError(ValueError):
 
 
 # -- properties -------------------------------------------------------------------------------
+_join_pair = NAME_VALUE_SEPARATOR.join
+
+
 def properties_to_string(properties: dict[str, str]) -> str:
-    return "".join(f"{k}{NAME_VALUE_SEPARATOR}{v}{PROPERTY_SEPARATOR}" for k, v in properties.items())
+    if not properties:
+        return ""
+    try:
+        return PROPERTY_SEPARATOR.join(map(_join_pair, properties.items())) + PROPERTY_SEPARATOR
+    except TypeError:  # a value set by hand that is not a string
+        return "".join(f"{k}{NAME_VALUE_SEPARATOR}{v}{PROPERTY_SEPARATOR}" for k, v in properties.items())
 
 
 def string_to_properties(text: str) -> dict[str, str]:

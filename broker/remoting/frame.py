@@ -83,16 +83,19 @@ def _decode_json(raw: bytes) -> RemotingCommand:
             opaque=int(data.get("opaque", 0)),
             flag=int(data.get("flag", 0)),
             remark=None if data.get("remark") is None else str(data["remark"]),
-            # Java peers coerce header values to strings: numbers and booleans arrive either way.
-            ext_fields={
-                k if type(k) is str else str(k): v if type(v) is str else _as_text(v)
-                for k, v in ext.items()
-                if v is not None
-            },
+            ext_fields=ext if all(map(_is_str, ext.values())) else _ext_as_text(ext),
             serialize_type=SERIALIZE_JSON,
         )
     except (TypeError, ValueError) as exc:
         raise FrameError(f"bad JSON header field: {exc}") from None
+
+
+_is_str = str.__instancecheck__  # JSON object keys are always strings; values need a look
+
+
+def _ext_as_text(ext: dict) -> dict[str, str]:
+    """Java peers coerce header values to strings: numbers and booleans arrive either way."""
+    return {k: v if type(v) is str else _as_text(v) for k, v in ext.items() if v is not None}
 
 
 def _as_text(value) -> str:
@@ -102,6 +105,9 @@ def _as_text(value) -> str:
 
 
 def _language(value) -> int:
+    code = _LANGUAGE_NAMES.get(value) if type(value) is str else None
+    if code is not None:
+        return code
     if isinstance(value, int):
         return value
     if isinstance(value, str):
@@ -170,18 +176,25 @@ class FrameDecoder:
         buffer = self._buffer
         buffer += data
         commands = []
-        while len(buffer) >= 8:
-            total, marked = LENGTHS.unpack_from(buffer, 0)
-            if total < 4 or total > self.max_frame:
-                raise FrameError(f"frame length {total} is outside 4..{self.max_frame}")
-            serialize_type, header_len = (marked >> 24) & 0xFF, marked & 0xFFFFFF
-            if header_len > total - 4:
-                raise FrameError(f"header length {header_len} exceeds the frame length {total}")
-            if len(buffer) < 4 + total:
-                break
-            header = bytes(buffer[8 : 8 + header_len])
-            cmd = decode_header(header, serialize_type)
-            cmd.body = bytes(buffer[8 + header_len : 4 + total])
-            del buffer[: 4 + total]
-            commands.append(cmd)
+        start, available = 0, len(buffer)
+        try:
+            while available - start >= 8:
+                total, marked = LENGTHS.unpack_from(buffer, start)
+                if total < 4 or total > self.max_frame:
+                    raise FrameError(f"frame length {total} is outside 4..{self.max_frame}")
+                serialize_type, header_len = (marked >> 24) & 0xFF, marked & 0xFFFFFF
+                if header_len > total - 4:
+                    raise FrameError(f"header length {header_len} exceeds the frame length {total}")
+                end = start + 4 + total
+                if available < end:
+                    break
+                header_end = start + 8 + header_len
+                cmd = decode_header(bytes(buffer[start + 8 : header_end]), serialize_type)
+                cmd.body = bytes(buffer[header_end:end])
+                commands.append(cmd)
+                start = end
+        finally:
+            # Consumed frames leave the buffer in one move, not one move per frame (a read
+            # holding 64 pipelined requests would shift the rest of the buffer 64 times).
+            del buffer[:start]
         return commands

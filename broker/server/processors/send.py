@@ -17,7 +17,7 @@ from broker.common.message import MessageExt
 from broker.common.message_codec import string_to_properties
 from broker.common.message_const import PROPERTY_CLUSTER
 from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand, response_to
+from broker.remoting.command import RPC_TYPE_RESPONSE, RemotingCommand, response_to
 from broker.store.results import PutMessageResult, PutMessageStatus
 
 from ..schedule_message import to_schedule_message
@@ -84,7 +84,7 @@ def single_message(request, header, topic: str, queue_id: int, conn) -> MessageE
         queue_id=queue_id,
         sys_flag=header.int_field("sysFlag", 0),
         born_timestamp=header.int_field("bornTimestamp", 0),
-        born_host=_host_port(conn.remote_addr),
+        born_host=born_host_of(conn),
         reconsume_times=header.int_field("reconsumeTimes", 0),
     )
 
@@ -102,7 +102,7 @@ def messages_from_request(request, header, topic: str, queue_id: int, conn) -> l
     base = {
         "sys_flag": header.int_field("sysFlag", 0),
         "born_timestamp": header.int_field("bornTimestamp", 0),
-        "born_host": _host_port(conn.remote_addr),
+        "born_host": born_host_of(conn),
         "reconsume_times": header.int_field("reconsumeTimes", 0),
     }
     return [MessageExt(topic, m.body, m.flag, m.properties, queue_id=queue_id, **base) for m in batch]
@@ -234,13 +234,23 @@ class SendProcessor:
             return response_to(request, code, result.remark or result.status.value)
         fields = {
             "msgId": result.append.msg_id,
-            "queueId": queue_id,
-            "queueOffset": result.append.logics_offset,
+            "queueId": str(queue_id),
+            "queueOffset": str(result.append.logics_offset),
             "MSG_REGION": "DefaultRegion",
             "TRACE_ON": "true",
         }
         remark = None if code == ResponseCode.SUCCESS else result.status.value
-        return response_to(request, code, remark, fields)
+        # Built directly: every field is already text (response_to would look at each again).
+        return RemotingCommand(code, opaque=request.opaque, flag=RPC_TYPE_RESPONSE, remark=remark,
+                               ext_fields=fields, serialize_type=request.serialize_type)  # fmt: skip
+
+
+def born_host_of(conn) -> tuple[str, int]:
+    """The producer's address as a message's born host (parsed once per connection)."""
+    host = conn.attributes.get("born_host")
+    if host is None:
+        host = conn.attributes["born_host"] = _host_port(conn.remote_addr)
+    return host
 
 
 def _host_port(addr: str) -> tuple[str, int]:
