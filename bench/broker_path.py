@@ -13,12 +13,12 @@ The figures are process CPU microseconds per message: steady on a busy machine, 
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
 import asyncio
 import cProfile
+import os
 import pstats
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -99,9 +99,9 @@ async def feed(connection, transport, frames: list[bytes], per_turn: int) -> flo
 
 async def run(args) -> dict:
     root = Path(tempfile.mkdtemp(prefix="bench-path-"))
-    config = BrokerConfig.from_properties(
-        {"listenPort": "0", "storePathRootDir": str(root), "mappedFileSizeCommitLog": str(256 << 20), **dict(kv.split("=", 1) for kv in os.environ.get("BENCH_CONF", "").split(",") if kv)}
-    )
+    settings = {"listenPort": "0", "storePathRootDir": str(root), "mappedFileSizeCommitLog": str(256 << 20)}
+    settings.update(item.split("=", 1) for item in args.conf)  # e.g. messageIndexEnable=false
+    config = BrokerConfig.from_properties(settings)
     broker = BrokerController(config)
     await broker.start()
     broker.topics.ensure(TOPIC, 4, 6)
@@ -145,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--messages", type=int, default=10000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--only", help="run one of the figures only")
+    parser.add_argument("--conf", nargs="*", default=[], help="broker.conf settings, key=value")
     parser.add_argument(
         "--callgrind",
         action="store_true",
