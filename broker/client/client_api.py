@@ -120,6 +120,7 @@ class ClientAPI:
         request = create_request(RC.END_TRANSACTION, header, oneway=True)
         request.remark = remark
         await self.remoting.invoke_oneway(addr, request)
+
     async def check_client_config(self, addr: str, client_id: str, group: str, subscription: dict) -> None:
         """CHECK_CLIENT_CONFIG: raises ``MQBrokerError`` (SUBSCRIPTION_PARSE_FAILED, …) when refused."""
         body = {"clientId": client_id, "group": group, "subscriptionData": subscription}

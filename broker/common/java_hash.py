@@ -19,15 +19,24 @@ def _powers(length: int) -> tuple[int, ...]:
 
 def java_string_hash(text: str) -> int:
     """Return ``text.hashCode()`` as Java computes it (signed 32-bit)."""
+    h = java_hash_continued(0, text)
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def java_hash_continued(prefix_hash: int, text: str) -> int:
+    """The unsigned 32-bit Java hash of ``prefix + text``, given the prefix's (unsigned) hash:
+    callers that hash many strings with one prefix (the index's ``topic#key``) hash it once."""
     if text.isascii():
         units = text.encode("ascii")
     else:
         data = text.encode("utf-16-be")
         units = [(data[i] << 8) | data[i + 1] for i in range(0, len(data), 2)]
+    if not units:
+        return prefix_hash & _MASK
+    weights = _powers(len(units) + 1)  # weights[0] is 31**len: what the prefix is multiplied by
     # The weighted sum runs in C (map and sum) instead of a Python step per character: the
     # broker hashes every message's keys for the index.
-    h = sum(map(mul, units, _powers(len(units)))) & _MASK if units else 0
-    return h - (1 << 32) if h & 0x80000000 else h
+    return (prefix_hash * weights[0] + sum(map(mul, units, weights[1:]))) & _MASK
 
 
 def tag_hash_code(tags: str | None) -> int:

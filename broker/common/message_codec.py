@@ -150,8 +150,9 @@ def encode_record(
             born_host, LONG.pack(store_timestamp), store_host,
             TAIL_FIELDS.pack(reconsume_times, prepared_transaction_offset, body_len),
         ))  # fmt: skip
-    return bytearray(b"".join((fixed, body, UBYTE.pack(topic_len), topic, SHORT.pack(len(properties)),
-                               properties)))  # fmt: skip
+    # bytearray().join: one copy into the mutable record (bytearray(b"".join(…)) made two).
+    return bytearray().join((fixed, body, UBYTE.pack(topic_len), topic, SHORT.pack(len(properties)),
+                             properties))  # fmt: skip
 
 
 def encode_message(msg: MessageExt) -> bytearray:

@@ -19,9 +19,10 @@ import os
 import struct
 import threading
 from datetime import datetime
+from functools import lru_cache
 from pathlib import Path
 
-from broker.common.java_hash import java_string_hash
+from broker.common.java_hash import java_hash_continued
 
 log = logging.getLogger(__name__)
 HEADER = struct.Struct(">qqqqii")
@@ -30,7 +31,14 @@ ENTRY = struct.Struct(">iqii")
 
 
 def index_key_hash(topic: str, key: str) -> int:
-    return abs(java_string_hash(f"{topic}#{key}")) & 0x7FFFFFFF
+    """RocketMQ's slot hash: ``abs("topic#key".hashCode())``."""
+    h = java_hash_continued(_key_prefix_hash(topic), key)
+    return abs(h - (1 << 32) if h & 0x80000000 else h) & 0x7FFFFFFF
+
+
+@lru_cache(maxsize=4096)
+def _key_prefix_hash(topic: str) -> int:
+    return java_hash_continued(0, f"{topic}#")
 
 
 class IndexFile:

@@ -380,6 +380,8 @@ class MessageStore:
 
     @staticmethod
     def _check_batch(batch: list[MessageExt]) -> PutMessageResult | None:
+        if len(batch) == 1:
+            return None
         if not batch:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="empty batch")
         first = batch[0]

@@ -34,7 +34,10 @@ class AppendMessageResult:
         """offsetMsgId of each record, comma-separated for a batch (as RocketMQ answers).
 
         Computed on demand: most callers of the store never look at it."""
-        return ",".join(create_offset_msg_id(self.store_host, offset) for offset in self.record_offsets)
+        offsets = self.record_offsets
+        if len(offsets) == 1:
+            return create_offset_msg_id(self.store_host, offsets[0])
+        return ",".join(create_offset_msg_id(self.store_host, offset) for offset in offsets)
 
 
 @dataclass(slots=True)

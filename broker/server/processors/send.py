@@ -111,15 +111,20 @@ def messages_from_request(request, header, topic: str, queue_id: int, conn) -> l
 class SendProcessor:
     def __init__(self, broker) -> None:
         self.broker = broker
+        self._valid_topics: set[str] = set()  # names that passed validate_topic
 
     def send(self, conn, request: RemotingCommand) -> RemotingCommand | Awaitable[RemotingCommand]:
         """Answers at once on an ASYNC_FLUSH store; returns an awaitable when the message must
         be flushed (SYNC_FLUSH) before the producer hears of it."""
         header = RemotingCommand(code=request.code, ext_fields=v1_fields(request))
         topic = header.field("topic") or ""
-        reason = tc.validate_topic(topic)
-        if reason:
-            return response_to(request, ResponseCode.MESSAGE_ILLEGAL, reason)
+        if topic not in self._valid_topics:
+            reason = tc.validate_topic(topic)
+            if reason:
+                return response_to(request, ResponseCode.MESSAGE_ILLEGAL, reason)
+            if len(self._valid_topics) > 100_000:  # a client inventing names must not grow it forever
+                self._valid_topics.clear()
+            self._valid_topics.add(topic)
         if not tc.is_writeable(self.broker.config.broker_permission):
             return response_to(
                 request,
@@ -186,6 +191,15 @@ class SendProcessor:
 
     def _redirect(self, request, header, messages: list[MessageExt]) -> RemotingCommand | None:
         """Move a message to the topic it really belongs in now; a response when refused."""
+        if len(messages) == 1:  # the common case first: a plain message stays where it is
+            plain = messages[0]
+            props = plain.properties
+            if (
+                const.PROPERTY_DELAY_TIME_LEVEL not in props
+                and const.PROPERTY_TRANSACTION_PREPARED not in props
+                and not tc.is_retry_topic(plain.topic)
+            ):
+                return None
         for msg in messages:
             level = msg.properties.get(const.PROPERTY_DELAY_TIME_LEVEL)
             if level is not None and not level.strip().lstrip("-").isdigit():

@@ -77,8 +77,6 @@ def check_max_message(half: MessageExt) -> MessageExt:
     return half.copy_for_store(TRANS_CHECK_MAX_TIME_TOPIC, 0, dict(half.properties))
 
 
-
-
 def check_times(half: MessageExt) -> int:
     try:
         return int(half.properties.get(const.PROPERTY_TRANSACTION_CHECK_TIMES, "0") or 0)
