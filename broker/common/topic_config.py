@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 PERM_PRIORITY = 0x1 << 3
 PERM_READ = 0x1 << 2
@@ -41,6 +42,7 @@ SYSTEM_TOPICS = frozenset(
 )
 
 
+@lru_cache(maxsize=4096)  # every send checks its topic: producers and brokers see few names
 def validate_topic(name: str | None) -> str | None:
     """Why ``name`` is not a legal topic name, or None when it is."""
     if not name:

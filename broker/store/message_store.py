@@ -83,7 +83,6 @@ class MessageStore:
         self._services: list = []
         self._running = False
         self._last_appended_ts = 0
-        self._valid_topics: set[str] = set()
         self._last_born, self._last_born_bytes = None, b""
         self._properties_limit = min(self.config.max_properties_size, MAX_PROPERTIES_LENGTH)
         self._last_dispatched_ts = 0
@@ -233,11 +232,9 @@ class MessageStore:
     def _encode(self, msg: MessageExt) -> PendingRecord | PutMessageResult:
         """Validate and encode one message outside the commit-log lock (the hot path: keep lean)."""
         topic = msg.topic
-        if topic not in self._valid_topics:
-            reason = validate_topic(topic)
-            if reason:
-                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=reason)
-            self._valid_topics.add(topic)
+        reason = validate_topic(topic)  # remembers the names it has seen
+        if reason:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=reason)
         props = msg.properties
         properties = properties_to_string(props).encode() if props else b""
         if len(properties) > self._properties_limit:

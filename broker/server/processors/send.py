@@ -111,20 +111,15 @@ def messages_from_request(request, header, topic: str, queue_id: int, conn) -> l
 class SendProcessor:
     def __init__(self, broker) -> None:
         self.broker = broker
-        self._valid_topics: set[str] = set()  # names that passed validate_topic
 
     def send(self, conn, request: RemotingCommand) -> RemotingCommand | Awaitable[RemotingCommand]:
         """Answers at once on an ASYNC_FLUSH store; returns an awaitable when the message must
         be flushed (SYNC_FLUSH) before the producer hears of it."""
         header = RemotingCommand(code=request.code, ext_fields=v1_fields(request))
         topic = header.field("topic") or ""
-        if topic not in self._valid_topics:
-            reason = tc.validate_topic(topic)
-            if reason:
-                return response_to(request, ResponseCode.MESSAGE_ILLEGAL, reason)
-            if len(self._valid_topics) > 100_000:  # a client inventing names must not grow it forever
-                self._valid_topics.clear()
-            self._valid_topics.add(topic)
+        reason = tc.validate_topic(topic)
+        if reason:
+            return response_to(request, ResponseCode.MESSAGE_ILLEGAL, reason)
         if not tc.is_writeable(self.broker.config.broker_permission):
             return response_to(
                 request,
