@@ -32,13 +32,26 @@ ENTRY = struct.Struct(">iqii")
 
 def index_key_hash(topic: str, key: str) -> int:
     """RocketMQ's slot hash: ``abs("topic#key".hashCode())``."""
-    h = java_hash_continued(_key_prefix_hash(topic), key)
-    return abs(h - (1 << 32) if h & 0x80000000 else h) & 0x7FFFFFFF
+    return _slot_hash(java_hash_continued(_prefix_hash(f"{topic}#"), key))
+
+
+def unique_key_hash(topic: str, unique_key: str) -> int:
+    """``index_key_hash`` of a message's unique id. Its first 20 hex digits (the producer's
+    address, pid and a random number) repeat in every message of a producer, so their share of
+    the hash is computed once per producer instead of once per message."""
+    if len(unique_key) != 32:
+        return index_key_hash(topic, unique_key)
+    prefix = _prefix_hash(f"{topic}#{unique_key[:20]}")
+    return _slot_hash(java_hash_continued(prefix, unique_key[20:]))
 
 
 @lru_cache(maxsize=4096)
-def _key_prefix_hash(topic: str) -> int:
-    return java_hash_continued(0, f"{topic}#")
+def _prefix_hash(prefix: str) -> int:
+    return java_hash_continued(0, prefix)
+
+
+def _slot_hash(unsigned: int) -> int:
+    return abs(unsigned - (1 << 32) if unsigned & 0x80000000 else unsigned) & 0x7FFFFFFF
 
 
 class IndexFile:
@@ -151,7 +164,11 @@ class IndexService:
         if commitlog_offset <= self._last_indexed_offset:
             return  # replayed by recovery: already indexed
         with self._lock:
-            for key in ([unique_key] if unique_key else []) + keys:
+            if unique_key:
+                self._writable_file().put(
+                    unique_key_hash(topic, unique_key), commitlog_offset, store_timestamp_ms
+                )
+            for key in keys:
                 if key:
                     self._writable_file().put(
                         index_key_hash(topic, key), commitlog_offset, store_timestamp_ms
