@@ -19,6 +19,7 @@ from .errors import FrameError, RemotingSendRequestError, RemotingTimeoutError
 from .frame import DEFAULT_MAX_FRAME, FrameDecoder, encode_frame
 
 log = logging.getLogger(__name__)
+SWEEP_INTERVAL_S = 0.05  # how often waiting requests are checked against their deadlines
 
 Handler = Callable[
     ["RemotingConnection", RemotingCommand],
@@ -52,7 +53,8 @@ class RemotingConnection(asyncio.Protocol):
         self.decoder = FrameDecoder(max_frame)
         self.transport: asyncio.Transport | None = None
         self.remote_addr = "?"
-        self.pending: dict[int, asyncio.Future] = {}
+        self.pending: dict[int, _FutureSlot | _CallbackSlot] = {}  # by opaque, until answered
+        self._sweeper: asyncio.TimerHandle | None = None
         self._loop = asyncio.get_event_loop()
         self.closed = self._loop.create_future()
         self._outgoing: list[bytes] = []
@@ -79,9 +81,9 @@ class RemotingConnection(asyncio.Protocol):
         try:
             for cmd in commands:
                 if cmd.is_response:
-                    future = self.pending.pop(cmd.opaque, None)
-                    if future is not None and not future.done():
-                        future.set_result(cmd)
+                    slot = self.pending.pop(cmd.opaque, None)
+                    if slot is not None:
+                        slot.set_result(cmd)
                 else:
                     self._serve(cmd)
         finally:
@@ -90,10 +92,12 @@ class RemotingConnection(asyncio.Protocol):
             self._send_outgoing()
 
     def connection_lost(self, exc) -> None:
-        for future in list(self.pending.values()):
-            if not future.done():
-                future.set_exception(RemotingSendRequestError(self.remote_addr, "the connection was closed"))
-        self.pending.clear()
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
+        waiting, self.pending = list(self.pending.values()), {}
+        for slot in waiting:
+            slot.set_exception(RemotingSendRequestError(self.remote_addr, "the connection was closed"))
         if not self.closed.done():
             self.closed.set_result(None)
         if self.on_close:
@@ -152,19 +156,12 @@ class RemotingConnection(asyncio.Protocol):
             self.transport.write(frames[0] if len(frames) == 1 else b"".join(frames))
 
     async def invoke(self, request: RemotingCommand, timeout_ms: int) -> RemotingCommand:
-        loop = asyncio.get_running_loop()
-        future = loop.create_future()
-        self.pending[request.opaque] = future
-        # A plain timer on the future: cheaper than asyncio.wait_for, which wraps every request
-        # in a task of its own.
-        timer = loop.call_later(
-            timeout_ms / 1000, _expire, future, self.remote_addr, timeout_ms, request.code
-        )
+        future = self._loop.create_future()
+        self._await_response(request, timeout_ms, _FutureSlot(future))
         try:
             self.write(request)
             return await future
         finally:
-            timer.cancel()
             self.pending.pop(request.opaque, None)
 
     def invoke_with_callback(
@@ -175,14 +172,34 @@ class RemotingConnection(asyncio.Protocol):
         For hot paths (async sends): no future, no task and no coroutine per request.
         """
         slot = _CallbackSlot(callback, self.pending, request.opaque)
-        slot.timer = asyncio.get_running_loop().call_later(
-            timeout_ms / 1000, _expire, slot, self.remote_addr, timeout_ms, request.code
-        )
-        self.pending[request.opaque] = slot
+        self._await_response(request, timeout_ms, slot)
         try:
             self.write(request)
         except RemotingSendRequestError as exc:
             slot.set_exception(exc)
+
+    def _await_response(self, request: RemotingCommand, timeout_ms: int, slot) -> None:
+        """File ``slot`` under the request's opaque until its response, the connection's end or
+        its deadline. Deadlines are enforced by one sweep of the table every ``SWEEP_INTERVAL_S``
+        (as RocketMQ's scanResponseTable) rather than a timer per request: a timer costs more to
+        arm and cancel than the rest of an async send."""
+        slot.deadline = self._loop.time() + timeout_ms / 1000
+        slot.timeout_ms, slot.code = timeout_ms, request.code
+        self.pending[request.opaque] = slot
+        if self._sweeper is None:
+            self._sweeper = self._loop.call_later(SWEEP_INTERVAL_S, self._sweep)
+
+    def _sweep(self) -> None:
+        self._sweeper = None
+        now = self._loop.time()
+        expired = [(opaque, slot) for opaque, slot in self.pending.items() if slot.deadline <= now]
+        for opaque, slot in expired:
+            if self.pending.get(opaque) is slot:
+                del self.pending[opaque]
+            if not slot.done():
+                slot.set_exception(RemotingTimeoutError(self.remote_addr, slot.timeout_ms, slot.code))
+        if self.pending and not self.closed.done():
+            self._sweeper = self._loop.call_later(SWEEP_INTERVAL_S, self._sweep)
 
     def invoke_oneway(self, request: RemotingCommand) -> None:
         request.flag |= 0x2
@@ -197,18 +214,35 @@ class RemotingConnection(asyncio.Protocol):
 ResponseCallback = Callable[[RemotingCommand | None, Exception | None], None]
 
 
+class _FutureSlot:
+    """A waiting ``invoke``: its future, and when it must give up (see ``_await_response``)."""
+
+    __slots__ = ("code", "deadline", "future", "timeout_ms")
+
+    def __init__(self, future: asyncio.Future) -> None:
+        self.future = future
+
+    def done(self) -> bool:
+        return self.future.done()
+
+    def set_result(self, response: RemotingCommand) -> None:
+        if not self.future.done():
+            self.future.set_result(response)
+
+    def set_exception(self, error: Exception) -> None:
+        if not self.future.done():
+            self.future.set_exception(error)
+
+
 class _CallbackSlot:
-    """Stands in the pending table where a future would, for ``invoke_with_callback``.
+    """A waiting ``invoke_with_callback``: answers the same ``done``/``set_result``/
+    ``set_exception`` calls as ``_FutureSlot``, so the response, close and timeout paths treat
+    both alike."""
 
-    It answers the same ``done``/``set_result``/``set_exception`` calls a future does, so the
-    response, close and timeout paths treat both alike.
-    """
-
-    __slots__ = ("_done", "callback", "opaque", "pending", "timer")
+    __slots__ = ("_done", "callback", "code", "deadline", "opaque", "pending", "timeout_ms")
 
     def __init__(self, callback: ResponseCallback, pending: dict, opaque: int) -> None:
         self.callback, self.pending, self.opaque = callback, pending, opaque
-        self.timer: asyncio.TimerHandle | None = None
         self._done = False
 
     def done(self) -> bool:
@@ -224,7 +258,6 @@ class _CallbackSlot:
         if self._done:
             return
         self._done = True
-        self.timer.cancel()
         if self.pending.get(self.opaque) is self:
             del self.pending[self.opaque]
         try:
@@ -236,8 +269,3 @@ class _CallbackSlot:
 def _failure(request: RemotingCommand, exc: Exception) -> RemotingCommand:
     log.error("handler for request code %d failed", request.code, exc_info=exc)
     return response_to(request, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
-
-
-def _expire(future: asyncio.Future, addr: str, timeout_ms: int, code: int) -> None:
-    if not future.done():
-        future.set_exception(RemotingTimeoutError(addr, timeout_ms, code))
