@@ -14,7 +14,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from .codes import ResponseCode
-from .command import RemotingCommand, response_to
+from .command import RPC_ONEWAY, RemotingCommand, response_to
 from .errors import FrameError, RemotingSendRequestError, RemotingTimeoutError
 from .frame import DEFAULT_MAX_FRAME, FrameDecoder, encode_frame
 
@@ -131,10 +131,13 @@ class RemotingConnection(asyncio.Protocol):
         self._reply(request, response)
 
     def _reply(self, request: RemotingCommand, response: RemotingCommand | None) -> None:
-        if response is not None and not request.is_oneway and self.is_open:
+        if response is None or request.flag & RPC_ONEWAY:
+            return
+        transport = self.transport
+        if transport is not None and not transport.is_closing():
             response.opaque = request.opaque
             response.serialize_type = request.serialize_type
-            self.write(response)
+            self._queue_frame(encode_frame(response))
 
     # -- sending ------------------------------------------------------------------------------
     @property
@@ -144,11 +147,14 @@ class RemotingConnection(asyncio.Protocol):
     def write(self, cmd: RemotingCommand) -> None:
         if not self.is_open:
             raise RemotingSendRequestError(self.remote_addr, "the connection is closed")
+        self._queue_frame(encode_frame(cmd))
+
+    def _queue_frame(self, frame: bytes) -> None:
         # Frames written during one turn of the loop leave in one send: the responses to a burst
         # of pipelined requests cost one system call instead of one each.
         if not self._outgoing and not self._reading:
             self._loop.call_soon(self._send_outgoing)
-        self._outgoing.append(encode_frame(cmd))
+        self._outgoing.append(frame)
 
     def _send_outgoing(self) -> None:
         frames, self._outgoing = self._outgoing, []

@@ -72,22 +72,30 @@ def _decode_json(raw: bytes) -> RemotingCommand:
         raise FrameError(f"the header is not valid JSON: {exc}") from None
     if not isinstance(data, dict) or "code" not in data:
         raise FrameError("the JSON header has no request code")
+    get = data.get
     try:
-        ext = data.get("extFields") or {}
+        ext = get("extFields") or {}
         if not isinstance(ext, dict):
             raise FrameError("extFields is not an object")
+        remark = get("remark")
+        # Positional, in RemotingCommand's field order: this runs for every frame.
         return RemotingCommand(
-            code=int(data["code"]),
-            language=_language(data.get("language", "JAVA")),
-            version=int(data.get("version", 0)),
-            opaque=int(data.get("opaque", 0)),
-            flag=int(data.get("flag", 0)),
-            remark=None if data.get("remark") is None else str(data["remark"]),
-            ext_fields=ext if all(map(_is_str, ext.values())) else _ext_as_text(ext),
-            serialize_type=SERIALIZE_JSON,
+            _as_int(data["code"]),
+            _language(get("language", "JAVA")),
+            _as_int(get("version", 0)),
+            _as_int(get("opaque", 0)),
+            _as_int(get("flag", 0)),
+            remark if remark is None or type(remark) is str else str(remark),
+            ext if all(map(_is_str, ext.values())) else _ext_as_text(ext),
+            b"",
+            SERIALIZE_JSON,
         )
     except (TypeError, ValueError) as exc:
         raise FrameError(f"bad JSON header field: {exc}") from None
+
+
+def _as_int(value) -> int:
+    return value if type(value) is int else int(value)  # Java peers may send numbers as text
 
 
 _is_str = str.__instancecheck__  # JSON object keys are always strings; values need a look
@@ -160,9 +168,12 @@ def _binary_fields(raw: bytes, pos: int, length: int) -> dict[str, str]:
 # -- frames ----------------------------------------------------------------------------------
 def encode_frame(cmd: RemotingCommand) -> bytes:
     header = encode_header(cmd)
-    body = cmd.body or b""
-    marked = (cmd.serialize_type << 24) | len(header)
-    return b"".join((LENGTHS.pack(4 + len(header) + len(body), marked), header, body))
+    body = cmd.body
+    header_len = len(header)
+    if not body:
+        return LENGTHS.pack(4 + header_len, (cmd.serialize_type << 24) | header_len) + header
+    return b"".join((LENGTHS.pack(4 + header_len + len(body), (cmd.serialize_type << 24) | header_len),
+                     header, body))  # fmt: skip
 
 
 class FrameDecoder:
