@@ -1,0 +1,87 @@
+'use strict';
+// Consumes with ali-ons' push Consumer (clustering) and prints one JSON line per delivery.
+//
+//   node consumer.js --namesrv HOST:PORT --group GROUP --topic TOPIC [--expr 'TagA || TagB']
+//                    [--sql 'a > 5'] [--count N] [--timeout-ms MS] [--fail-keys k1,k2] [--linger]
+//                    [--from-last]
+//
+// Output: {"event": "message", msgId, topic, tags, keys, body, reconsumeTimes, properties, queueId,
+// queueOffset} per delivery; {"event": "done", "received": N} once N messages were consumed
+// successfully, or {"event": "timeout", ...} (exit 3) if the time ran out first. A message whose key
+// is in --fail-keys makes the handler throw on its first delivery, so ali-ons sends it back to
+// the broker's retry topic. With --linger the consumer persists its offsets, prints
+// {"event": "persisted"} and stays connected until its stdin closes (for operator views).
+
+const { Consumer } = require('ali-ons');
+const ConsumeFromWhere = require('ali-ons/lib/consumer/consume_from_where');
+const { parseArgs, clientOptions, emit } = require('./common');
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const expected = Number(args.count || 1);
+  const timeoutMs = Number(args['timeout-ms'] || 30000);
+  const failKeys = new Set(args['fail-keys'] ? String(args['fail-keys']).split(',') : []);
+  const consumer = new Consumer({
+    ...clientOptions(args),
+    consumerGroup: args.group,
+    consumeFromWhere: args['from-last']
+      ? ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
+      : ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+    brokerSuspendMaxTimeMillis: Number(args['suspend-ms'] || 15000),
+  });
+  consumer.on('error', err => console.error('[consumer error]', err.message));
+
+  let received = 0;
+  let finish;
+  const finished = new Promise(resolve => { finish = resolve; });
+  const failedOnce = new Set();
+  const expression = args.sql ? { expressionType: 'SQL92', subString: args.sql } : args.expr || '*';
+  consumer.subscribe(args.topic, expression, async msg => {
+    const keys = msg.keys || '';
+    emit({
+      event: 'message',
+      msgId: msg.msgId,
+      topic: msg.topic,
+      tags: msg.tags || null,
+      keys,
+      body: msg.body.toString('utf8'),
+      reconsumeTimes: msg.reconsumeTimes,
+      queueId: msg.queueId,
+      queueOffset: Number(msg.queueOffset),
+      // ali-ons splits the trailing property separator into an empty name: drop it.
+      properties: Object.fromEntries(Object.entries(msg.properties).filter(([name]) => name)),
+    });
+    const failKey = keys.split(' ').find(key => failKeys.has(key));
+    if (failKey && !failedOnce.has(failKey)) {
+      failedOnce.add(failKey);
+      throw new Error(`compat test: failing ${failKey} on purpose`);
+    }
+    received++;
+    if (received >= expected) {
+      finish('done');
+    }
+  });
+
+  const timer = setTimeout(() => finish('timeout'), timeoutMs);
+  const outcome = await finished;
+  clearTimeout(timer);
+  emit({ event: outcome, received });
+  if (args.linger) {
+    // Let the consume loop commit the last batch, then push offsets to the broker.
+    await new Promise(resolve => setTimeout(resolve, 200));
+    await consumer.persistConsumerOffset();
+    emit({ event: 'persisted' });
+    await new Promise(resolve => {
+      process.stdin.on('end', resolve);
+      process.stdin.on('close', resolve);
+      process.stdin.resume();
+    });
+  }
+  await consumer.close();
+  process.exit(outcome === 'done' ? 0 : 3);
+}
+
+main().catch(err => {
+  console.error(err);
+  process.exit(2);
+});
