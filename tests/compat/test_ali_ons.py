@@ -292,6 +292,9 @@ def test_mqadmin_shows_the_ali_ons_group_with_zero_lag(cluster, capsys):
     finally:
         consumer.stop()
     assert len(consumer.messages) == 5
+    # On close ali-ons sends UNREGISTER_CLIENT: the group has no connection left.
+    assert mqadmin_main(["consumerConnection", "-n", cluster.namesrv_addr, "-g", group]) == 1
+    assert "CONSUMER_NOT_ONLINE" in capsys.readouterr().err
 
 
 # -- (d) a failing ali-ons handler: send-back through %RETRY%<group> ------------------------------
@@ -325,3 +328,32 @@ def test_ali_ons_consumer_failure_is_redelivered_through_the_retry_topic(cluster
     finally:
         consumer.stop()
     assert fine["msgId"]
+
+
+def test_ali_ons_consumer_past_max_reconsume_times_sends_to_the_dead_letter_topic(cluster, capsys):
+    topic, group = "CompatJsDead", "compat_js_dead"
+    cluster.create_topic(topic, 2)
+    [dead, _] = ali_ons_send(
+        cluster, [spec(topic, "TagA", ["always-fails"], "dead letter"), spec(topic, "TagA", ["ok"], "ok")]
+    )
+    args = ["--fail-keys", "always-fails", "--fail-times", "99", "--max-reconsume", "1", "--linger"]
+    consumer = AliOnsConsumer(cluster, group, topic, 1, *args)
+    try:
+        consumer.wait_for("persisted")
+
+        def in_dead_letter_topic():
+            # Fails (no route) until the broker has created %DLQ%<group> and registered it.
+            argv = ["queryMsgByKey", "-n", cluster.namesrv_addr, "-t", f"%DLQ%{group}", "-k", "always-fails"]
+            code = mqadmin_main([*argv, "--json"])
+            out, _ = capsys.readouterr()
+            return json.loads(out)["messages"] if code == 0 else []
+
+        assert wait_until(in_dead_letter_topic, timeout=20), consumer.describe()
+        [letter] = in_dead_letter_topic()
+        assert letter["body"] == "dead letter"
+        # Delivered at reconsume times 0 and 1, then the broker saw reconsumeTimes >= maxReconsumeTimes.
+        tries = [m["reconsumeTimes"] for m in consumer.messages if m["keys"] == "always-fails"]
+        assert tries == [0, 1]
+    finally:
+        consumer.stop()
+    assert dead["msgId"]

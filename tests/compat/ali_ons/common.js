@@ -36,7 +36,7 @@ function clientOptions(args) {
     rebalanceInterval: Number(args['rebalance-ms'] || 2000),
     persistConsumerOffsetInterval: Number(args['persist-ms'] || 1000),
     logger: {
-      info() {},
+      info(...items) { if (process.env.ALI_ONS_DEBUG) console.error('[ali-ons info]', ...items); },
       debug() {},
       warn(...items) { console.error('[ali-ons warn]', ...items); },
       error(...items) { console.error('[ali-ons error]', ...items); },

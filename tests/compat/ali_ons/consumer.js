@@ -3,13 +3,13 @@
 //
 //   node consumer.js --namesrv HOST:PORT --group GROUP --topic TOPIC [--expr 'TagA || TagB']
 //                    [--sql 'a > 5'] [--count N] [--timeout-ms MS] [--fail-keys k1,k2] [--linger]
-//                    [--from-last]
+//                    [--fail-times N] [--max-reconsume N] [--from-last]
 //
 // Output: {"event": "message", msgId, topic, tags, keys, body, reconsumeTimes, properties, queueId,
 // queueOffset} per delivery; {"event": "done", "received": N} once N messages were consumed
 // successfully, or {"event": "timeout", ...} (exit 3) if the time ran out first. A message whose key
-// is in --fail-keys makes the handler throw on its first delivery, so ali-ons sends it back to
-// the broker's retry topic. With --linger the consumer persists its offsets, prints
+// is in --fail-keys makes the handler throw on its first --fail-times (default 1) deliveries, so
+// ali-ons sends it back to the broker's retry topic (or, past --max-reconsume, to the DLQ). With --linger the consumer persists its offsets, prints
 // {"event": "persisted"} and stays connected until its stdin closes (for operator views).
 
 const { Consumer } = require('ali-ons');
@@ -21,6 +21,7 @@ async function main() {
   const expected = Number(args.count || 1);
   const timeoutMs = Number(args['timeout-ms'] || 30000);
   const failKeys = new Set(args['fail-keys'] ? String(args['fail-keys']).split(',') : []);
+  const failTimes = Number(args['fail-times'] || 1);
   const consumer = new Consumer({
     ...clientOptions(args),
     consumerGroup: args.group,
@@ -28,13 +29,14 @@ async function main() {
       ? ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
       : ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
     brokerSuspendMaxTimeMillis: Number(args['suspend-ms'] || 15000),
+    maxReconsumeTimes: Number(args['max-reconsume'] || 16),
   });
   consumer.on('error', err => console.error('[consumer error]', err.message));
 
   let received = 0;
   let finish;
   const finished = new Promise(resolve => { finish = resolve; });
-  const failedOnce = new Set();
+  const failures = new Map();
   const expression = args.sql ? { expressionType: 'SQL92', subString: args.sql } : args.expr || '*';
   consumer.subscribe(args.topic, expression, async msg => {
     const keys = msg.keys || '';
@@ -52,8 +54,8 @@ async function main() {
       properties: Object.fromEntries(Object.entries(msg.properties).filter(([name]) => name)),
     });
     const failKey = keys.split(' ').find(key => failKeys.has(key));
-    if (failKey && !failedOnce.has(failKey)) {
-      failedOnce.add(failKey);
+    if (failKey && (failures.get(failKey) || 0) < failTimes) {
+      failures.set(failKey, (failures.get(failKey) || 0) + 1);
       throw new Error(`compat test: failing ${failKey} on purpose`);
     }
     received++;
