@@ -267,14 +267,42 @@ def test_ali_ons_producer_to_python_push_and_lite_pull_consumers(cluster):
 # -- (c) the operator's view of an ali-ons consumer group -----------------------------------------
 
 
-def test_mqadmin_shows_the_ali_ons_group_with_zero_lag(cluster, capsys):
+def test_mqadmin_shows_the_ali_ons_groups_and_zero_lag(cluster, capsys):
     topic, group = "CompatJsOps", "compat_js_ops"
     cluster.create_topic(topic, 4)
-    ali_ons_send(cluster, [spec(topic, "TagA", [f"ops-{i}"], f"ops {i}") for i in range(5)])
-    consumer = AliOnsConsumer(cluster, group, topic, 5, "--expr", "TagA", "--linger", "--instance", "ops")
+    n = cluster.namesrv_addr
+    linger = ["--linger-ms", str(CONSUME_TIMEOUT_MS)]  # the producer stays connected, heartbeating
+    producer = subprocess.Popen(
+        [NODE, str(SCRIPTS / "producer.js"), "--namesrv", n, "--group", "compat_js_ops_producer", *linger],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=ROOT,
+    )
+    consumer = None
     try:
+        producer.stdin.write(
+            "".join(json.dumps(spec(topic, "TagA", [f"ops-{i}"], f"ops {i}")) + "\n" for i in range(5))
+        )
+        producer.stdin.close()
+        sent = [json.loads(producer.stdout.readline() or "null") for _ in range(6)]  # bounded by linger
+        assert [r.get("sendStatus") for r in sent[:5]] == ["SEND_OK"] * 5 and sent[5] == {"event": "sent"}, (
+            sent
+        )
+
+        def producer_listed():  # ali-ons heartbeats its producer group every 2 s (common.js)
+            argv = ["producerConnection", "-n", n, "-g", "compat_js_ops_producer", "-t", topic, "--json"]
+            code = mqadmin_main(argv)
+            out, _ = capsys.readouterr()
+            return json.loads(out)["connections"] if code == 0 else None
+
+        assert wait_until(producer_listed, timeout=15)
+        [producer_connection] = producer_listed()
+        assert producer_connection["language"] == "JAVA" and producer_connection["version"] == 121
+
+        consumer = AliOnsConsumer(cluster, group, topic, 5, "--expr", "TagA", "--linger", "--instance", "ops")
         consumer.wait_for("persisted")
-        n = cluster.namesrv_addr
         view = mqadmin_json(capsys, "consumerConnection", "-n", n, "-g", group)
         [connection] = view["connections"]
         assert connection["client_id"].endswith("@ops") and connection["version"] == 121
@@ -290,10 +318,13 @@ def test_mqadmin_shows_the_ali_ons_group_with_zero_lag(cluster, capsys):
         progress = caught_up()
         assert sum(q["consumer_offset"] for q in progress["queues"]) == 5
     finally:
-        consumer.stop()
+        producer.kill()
+        producer.wait(10)
+        if consumer is not None:
+            consumer.stop()
     assert len(consumer.messages) == 5
     # On close ali-ons sends UNREGISTER_CLIENT: the group has no connection left.
-    assert mqadmin_main(["consumerConnection", "-n", cluster.namesrv_addr, "-g", group]) == 1
+    assert mqadmin_main(["consumerConnection", "-n", n, "-g", group]) == 1
     assert "CONSUMER_NOT_ONLINE" in capsys.readouterr().err
 
 

@@ -1,11 +1,13 @@
 'use strict';
 // Sends messages with ali-ons' Producer and prints one JSON line per SendResult.
 //
-//   node producer.js --namesrv HOST:PORT --group GROUP < messages.jsonl
+//   node producer.js --namesrv HOST:PORT --group GROUP [--linger-ms MS] < messages.jsonl
 //
 // Each input line: {"topic", "tags", "keys": [..], "body", "delayLevel"?, "properties"?}.
 // Output lines: {"index", "msgId", "topic", "brokerName", "queueId", "queueOffset", "sendStatus"};
-// a failed send prints {"index", "error"} and the script exits 1 at the end.
+// a failed send prints {"index", "error"} and the script exits 1 at the end. With --linger-ms the
+// producer stays connected (heartbeating) that long after printing {"event": "sent"}, so operator
+// views can see it.
 
 const readline = require('readline');
 const { Producer, Message } = require('ali-ons');
@@ -59,6 +61,10 @@ async function main() {
       failed++;
       emit({ index, error: `${err.name}: ${err.message}` });
     }
+  }
+  if (args['linger-ms']) {
+    emit({ event: 'sent' });
+    await new Promise(resolve => setTimeout(resolve, Number(args['linger-ms'])));
   }
   await producer.close();
   process.exit(failed ? 1 : 0);
