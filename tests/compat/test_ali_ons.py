@@ -107,6 +107,22 @@ class AliOnsConsumer:
             if not self._seen(event):
                 raise AssertionError(f"no {event!r} from ali-ons (reached={reached}): {self.describe()}")
 
+    def wait_until(self, predicate, timeout: float = PROCESS_TIMEOUT_S) -> bool:
+        with self._changed:
+            return (
+                self._changed.wait_for(lambda: predicate() or self.proc.poll() is not None, timeout)
+                and predicate()
+            )
+
+    def wait_for_queues(self, queues: list[int]) -> None:
+        """Until this client's latest rebalance gave it exactly ``queues``."""
+
+        def latest_share():
+            shares = [e["queues"] for e in self.events if e["event"] == "queues"]
+            return shares[-1] if shares else None
+
+        assert self.wait_until(lambda: latest_share() == queues), self.describe()
+
     def _seen(self, event: str) -> bool:
         return any(e["event"] == event for e in self.events)
 
@@ -186,6 +202,31 @@ def test_ali_ons_producer_to_ali_ons_consumers_with_tag_and_sql_filters(cluster)
     assert sorted(m["body"] for m in got_sql) == sorted(over_5)
     delayed = next(m for m in got_all if m["body"] == "delayed A")
     assert delayed["properties"]["REAL_TOPIC"] == topic and "DELAY" not in delayed["properties"]
+
+
+def test_two_ali_ons_consumers_of_a_group_share_the_queues(cluster):
+    topic, group = "CompatJsRebalance", "compat_js_rebalance"
+    cluster.create_topic(topic, 4)
+    first = AliOnsConsumer(cluster, group, topic, 1, "--until-eof", "--instance", "first")
+    second = AliOnsConsumer(cluster, group, topic, 1, "--until-eof", "--instance", "second")
+    try:
+        # AllocateAveragely over the sorted client ids: "…@first" takes queues 0-1, "…@second" 2-3,
+        # once both have rebalanced (every 2 s) with both heartbeats in GET_CONSUMER_LIST_BY_GROUP.
+        first.wait_for_queues([0, 1])
+        second.wait_for_queues([2, 3])
+        results = ali_ons_send(cluster, [spec(topic, "T", [f"share-{i}"], f"share {i}") for i in range(12)])
+        queue_of = {f"share {i}": r["queueId"] for i, r in enumerate(results)}
+
+        def all_delivered():
+            return len(first.messages) + len(second.messages) >= 12
+
+        assert wait_until(all_delivered, timeout=30), first.describe() + second.describe()
+    finally:
+        first.stop()
+        second.stop()
+    assert sorted(m["body"] for m in first.messages + second.messages) == sorted(queue_of)
+    assert {queue_of[m["body"]] for m in first.messages} <= {0, 1}
+    assert {queue_of[m["body"]] for m in second.messages} <= {2, 3}
 
 
 # -- (b) our SDK <-> ali-ons ----------------------------------------------------------------------

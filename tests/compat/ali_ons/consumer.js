@@ -3,14 +3,15 @@
 //
 //   node consumer.js --namesrv HOST:PORT --group GROUP --topic TOPIC [--expr 'TagA || TagB']
 //                    [--sql 'a > 5'] [--count N] [--timeout-ms MS] [--fail-keys k1,k2] [--linger]
-//                    [--fail-times N] [--max-reconsume N] [--from-last]
+//                    [--fail-times N] [--max-reconsume N] [--from-last] [--until-eof]
 //
 // Output: {"event": "message", msgId, topic, tags, keys, body, reconsumeTimes, properties, queueId,
 // queueOffset} per delivery; {"event": "done", "received": N} once N messages were consumed
 // successfully, or {"event": "timeout", ...} (exit 3) if the time ran out first. A message whose key
 // is in --fail-keys makes the handler throw on its first --fail-times (default 1) deliveries, so
 // ali-ons sends it back to the broker's retry topic (or, past --max-reconsume, to the DLQ). With --linger the consumer persists its offsets, prints
-// {"event": "persisted"} and stays connected until its stdin closes (for operator views).
+// {"event": "persisted"} and stays connected until its stdin closes (for operator views). With
+// --until-eof it consumes until its stdin closes, then prints {"event": "stopped"} (exit 0).
 
 const { Consumer } = require('ali-ons');
 const ConsumeFromWhere = require('ali-ons/lib/consumer/consume_from_where');
@@ -18,7 +19,7 @@ const { parseArgs, clientOptions, emit } = require('./common');
 
 async function main() {
   const args = parseArgs(process.argv.slice(2));
-  const expected = Number(args.count || 1);
+  const expected = args['until-eof'] ? Infinity : Number(args.count || 1);
   const timeoutMs = Number(args['timeout-ms'] || 30000);
   const failKeys = new Set(args['fail-keys'] ? String(args['fail-keys']).split(',') : []);
   const failTimes = Number(args['fail-times'] || 1);
@@ -64,11 +65,25 @@ async function main() {
     }
   });
 
+  // After each rebalance that changed this client's share: {"event": "queues", "queues": [ids]}.
+  consumer.on(`topic_${args.topic}_queue_changed`, () => {
+    const queues = Array.from(consumer.processQueueTable.values())
+      .map(item => item.messageQueue)
+      .filter(mq => mq.topic === args.topic)
+      .map(mq => Number(mq.queueId))
+      .sort();
+    emit({ event: 'queues', queues });
+  });
+
+  if (args['until-eof']) {
+    process.stdin.on('end', () => finish('stopped'));
+    process.stdin.resume();
+  }
   const timer = setTimeout(() => finish('timeout'), timeoutMs);
   const outcome = await finished;
   clearTimeout(timer);
   emit({ event: outcome, received });
-  if (args.linger) {
+  if (args.linger && outcome === 'done') {
     // Let the consume loop commit the last batch, then push offsets to the broker.
     await new Promise(resolve => setTimeout(resolve, 200));
     await consumer.persistConsumerOffset();
@@ -80,7 +95,7 @@ async function main() {
     });
   }
   await consumer.close();
-  process.exit(outcome === 'done' ? 0 : 3);
+  process.exit(outcome === 'timeout' ? 3 : 0);
 }
 
 main().catch(err => {
