@@ -4,6 +4,7 @@
 //   node consumer.js --namesrv HOST:PORT --group GROUP --topic TOPIC [--expr 'TagA || TagB']
 //                    [--sql 'a > 5'] [--count N] [--timeout-ms MS] [--fail-keys k1,k2] [--linger]
 //                    [--fail-times N] [--max-reconsume N] [--from-last] [--until-eof]
+//                    [--no-post-subscription]
 //
 // Output: {"event": "message", msgId, topic, tags, keys, body, reconsumeTimes, properties, queueId,
 // queueOffset} per delivery; {"event": "done", "received": N} once N messages were consumed
@@ -31,6 +32,8 @@ async function main() {
       : ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
     brokerSuspendMaxTimeMillis: Number(args['suspend-ms'] || 15000),
     maxReconsumeTimes: Number(args['max-reconsume'] || 16),
+    // false: pulls carry no subscription, the broker filters by the one from the heartbeat.
+    postSubscriptionWhenPull: !args['no-post-subscription'],
   });
   consumer.on('error', err => console.error('[consumer error]', err.message));
 
