@@ -48,8 +48,12 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    # Retry levels of 1 s keep the send-back test short; SQL92 for the property filter test.
-    extra = "messageDelayLevel=1s 1s 1s 1s 1s 1s\nenablePropertyFilter=true\n"
+    # Retry levels of 1 s keep the send-back test short; SQL92 for the property filter test; with
+    # accessMessageInMemoryMaxRatio=0 every stored message counts as "in disk", so a new group with
+    # CONSUME_FROM_LAST_OFFSET starts at the tail even of a small backlog (as on a big broker).
+    extra = (
+        "messageDelayLevel=1s 1s 1s 1s 1s 1s\nenablePropertyFilter=true\naccessMessageInMemoryMaxRatio=0\n"
+    )
     cluster = start_one_broker(tmp_path_factory.mktemp("ali-ons"), extra)
     yield cluster
     cluster.stop()
@@ -233,6 +237,22 @@ def test_two_ali_ons_consumers_of_a_group_share_the_queues(cluster):
     assert sorted(m["body"] for m in first.messages + second.messages) == sorted(queue_of)
     assert {queue_of[m["body"]] for m in first.messages} <= {0, 1}
     assert {queue_of[m["body"]] for m in second.messages} <= {2, 3}
+
+
+def test_new_ali_ons_group_consuming_from_last_offset_skips_the_backlog(cluster):
+    topic = "CompatJsFromLast"
+    cluster.create_topic(topic, 2)
+    ali_ons_send(cluster, [spec(topic, "T", [f"old-{i}"], f"old {i}") for i in range(4)])
+    # ali-ons' default: QUERY_CONSUMER_OFFSET answers QUERY_NOT_FOUND (the backlog is "in disk"),
+    # so the client asks GET_MAX_OFFSET and starts there.
+    consumer = AliOnsConsumer(cluster, "compat_js_from_last", topic, 3, "--from-last")
+    try:
+        consumer.wait_for_queues([0, 1])
+        ali_ons_send(cluster, [spec(topic, "T", [f"new-{i}"], f"new {i}") for i in range(3)])
+        got = consumer.finish()
+    finally:
+        consumer.stop()
+    assert sorted(m["body"] for m in got) == ["new 0", "new 1", "new 2"]
 
 
 # -- (b) our SDK <-> ali-ons ----------------------------------------------------------------------
