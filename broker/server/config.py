@@ -51,6 +51,9 @@ class BrokerConfig:
     client_channel_max_idle_millis: int = 120_000
     flush_consumer_offset_interval: int = 5000
     enable_property_filter: bool = False
+    # A new group starts at offset 0 only while the queue's first message is within this share (%)
+    # of physical memory behind the commit log's end (RocketMQ's MessageStoreConfig key).
+    access_message_in_memory_max_ratio: int = 40
     # Delay, retry and transaction services (RocketMQ's defaults; tests shorten them).
     flush_delay_offset_interval: int = 10_000
     transaction_timeout: int = 6000
@@ -94,6 +97,7 @@ class BrokerConfig:
             client_channel_max_idle_millis=get_int(raw, "clientChannelMaxIdleTimeMillis", 120_000),
             flush_consumer_offset_interval=get_int(raw, "flushConsumerOffsetInterval", 5000),
             enable_property_filter=get_bool(raw, "enablePropertyFilter", False),
+            access_message_in_memory_max_ratio=get_int(raw, "accessMessageInMemoryMaxRatio", 40),
             flush_delay_offset_interval=get_int(raw, "flushDelayOffsetInterval", 10_000),
             transaction_timeout=get_int(raw, "transactionTimeOut", 6000),
             transaction_check_interval=get_int(raw, "transactionCheckInterval", 60_000),
@@ -128,6 +132,7 @@ class BrokerConfig:
             "shortPollingTimeMills": str(self.short_polling_time_mills),
             "registerBrokerIntervalMillis": str(self.register_broker_interval_millis),
             "enablePropertyFilter": str(self.enable_property_filter).lower(),
+            "accessMessageInMemoryMaxRatio": str(self.access_message_in_memory_max_ratio),
             "flushDelayOffsetInterval": str(self.flush_delay_offset_interval),
             "transactionTimeOut": str(self.transaction_timeout),
             "transactionCheckInterval": str(self.transaction_check_interval),

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import logging
+import os
 
 import orjson
 
@@ -108,14 +110,30 @@ class OffsetProcessor:
         offset = self.broker.offsets.query(group, topic, queue_id)
         if offset >= 0:
             return response_to(request, ext_fields={"offset": offset})
-        # A group that never committed starts from 0 while the queue still holds its first message.
-        if self.broker.store.get_min_offset_in_queue(topic, queue_id) <= 0:
+        # A group that never committed starts from 0 while the queue still holds its first message
+        # and that message is recent (as RocketMQ: minOffset <= 0 && !checkInDiskByConsumeOffset);
+        # otherwise QUERY_NOT_FOUND lets the client apply consumeFromWhere (LAST_OFFSET: the tail).
+        store = self.broker.store
+        if store.get_min_offset_in_queue(topic, queue_id) <= 0 and not self._first_message_in_disk(
+            topic, queue_id
+        ):
             return response_to(request, ext_fields={"offset": 0})
         return response_to(
             request,
             ResponseCode.QUERY_NOT_FOUND,
             "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first",
         )
+
+    def _first_message_in_disk(self, topic: str, queue_id: int) -> bool:
+        """RocketMQ's ``checkInDiskByConsumeOffset(topic, queueId, 0)``: the queue's message at
+        offset 0 lies further behind the commit log's end than the share of physical memory
+        (``accessMessageInMemoryMaxRatio``) reads are expected to find in the page cache."""
+        store = self.broker.store
+        if store.get_max_offset_in_queue(topic, queue_id) <= 0:
+            return False  # no message at offset 0
+        physical = store.get_commit_log_offset_in_queue(topic, queue_id, 0)
+        in_memory = total_physical_memory() * self.broker.config.access_message_in_memory_max_ratio // 100
+        return store.max_physic_offset - physical > in_memory
 
     async def update_consumer_offset(self, conn, request: RemotingCommand) -> RemotingCommand:
         self.broker.offsets.commit(
@@ -153,6 +171,15 @@ class OffsetProcessor:
     async def all_consumer_offsets(self, conn, request: RemotingCommand) -> RemotingCommand:
         table = {key: dict(queues) for key, queues in self.broker.offsets.table.items()}
         return response_to(request, body=orjson.dumps({"offsetTable": table}, option=orjson.OPT_NON_STR_KEYS))
+
+
+@functools.cache
+def total_physical_memory() -> int:
+    """Bytes of RAM on this machine (RocketMQ's StoreUtil.TOTAL_PHYSICAL_MEMORY_SIZE)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # no sysconf: RocketMQ's own fallback, 24 GiB
+        return 24 * 1024**3
 
 
 def notify_request(group: str) -> RemotingCommand:
