@@ -163,6 +163,13 @@ class MQClientInstance:
             return self.loop.create_task(coro)
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
+    def spawn(self, coro) -> asyncio.Task:
+        """A task of the instance's loop (called on it) that shutdown cancels if still running."""
+        task = self.loop.create_task(coro)
+        self._background.add(task)  # the loop keeps only weak references to tasks
+        task.add_done_callback(self._background.discard)
+        return task
+
     def start(self) -> None:
         if not self._tasks:
             self._tasks = [
@@ -220,9 +227,7 @@ class MQClientInstance:
             if self.all_broker_addrs() - known:
                 # A broker we never told about ourselves: heartbeat now (as RocketMQ does at start)
                 # so it lists our producers and consumers without waiting 30 s.
-                task = asyncio.ensure_future(self.send_heartbeats())
-                self._background.add(task)
-                task.add_done_callback(self._background.discard)
+                self.spawn(self.send_heartbeats())
             return
         raise MQClientError(f"no name server reachable for the route of {topic}: {'; '.join(errors)}")
 

@@ -120,23 +120,29 @@ class Producer:
         self.faults = LatencyFaultTolerance() if latency_fault_enable else None
         self.instance = instance
         self._counter = itertools.count(random.randrange(1000))
-        self._in_flight: set[asyncio.Task] = set()
 
     # -- life cycle ---------------------------------------------------------------------------
     def start(self) -> Producer:
         self.instance = self.instance or MQClientInstance(self.namesrv_addr, self.instance_name)
         self.instance.producers[self.group] = self
         self.instance.start()
+        self._install_trace()
+        return self
+
+    def _install_trace(self) -> None:
+        """The trace dispatcher (blocking: its own producer starts)."""
         if self.enable_trace and self.trace_dispatcher is None:
             from .trace import install_producer_trace
 
             self.trace_dispatcher = install_producer_trace(self, self.trace_topic)
-        return self
 
-    def shutdown(self) -> None:
+    def _release_trace(self) -> None:
         if self.trace_dispatcher is not None:
             self.trace_dispatcher.shutdown()
             self.trace_dispatcher = None
+
+    def shutdown(self) -> None:
+        self._release_trace()
         if self.instance is not None:
             self.instance.producers.pop(self.group, None)
             self.instance.shutdown()
@@ -305,16 +311,13 @@ class Producer:
         """Run ``coro`` as a task of the instance's loop and hand its outcome to ``settle``."""
 
         def copy_outcome(task: asyncio.Task) -> None:
-            self._in_flight.discard(task)
             if task.cancelled():
                 settle(None, asyncio.CancelledError())
             else:
                 error = task.exception()
                 settle(None if error else task.result(), error)
 
-        task = asyncio.get_running_loop().create_task(coro)
-        self._in_flight.add(task)  # the loop keeps only weak references to tasks
-        task.add_done_callback(copy_outcome)
+        self.instance.spawn(coro).add_done_callback(copy_outcome)
 
     def _note_latency(self, broker_name: str, started: float, isolation: bool) -> None:
         if self.faults:
