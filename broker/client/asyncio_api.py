@@ -205,7 +205,8 @@ class AsyncLitePullConsumer:
         buffer = self.consumer.buffer
         if not buffer.items:
             try:
-                await asyncio.wait_for(buffer.nonempty.wait(), timeout_s)
+                async with asyncio.timeout(timeout_s):
+                    await buffer.nonempty.wait()
             except TimeoutError:
                 pass
         return self.consumer._take(buffer.take(self.consumer.pull_batch_size))

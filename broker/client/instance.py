@@ -189,7 +189,10 @@ class MQClientInstance:
     async def _rebalance_loop(self) -> None:
         while True:
             try:
-                await asyncio.wait_for(self._rebalance_now.wait(), self.intervals[2])
+                # asyncio.timeout, not wait_for: Python 3.11's wait_for can swallow the cancel
+                # that shutdown sends when the event fires at the same moment.
+                async with asyncio.timeout(self.intervals[2]):
+                    await self._rebalance_now.wait()
             except TimeoutError:
                 pass
             self._rebalance_now.clear()
@@ -276,11 +279,13 @@ class MQClientInstance:
     async def ashutdown(self) -> None:
         """Unregister from the brokers, close the connections, stop the periodic tasks (on the
         instance's loop; from another loop it is handed over to it)."""
-        for task in self._tasks:
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
             task.cancel()
-        self._tasks = []
         if self.in_loop():
             await self._close()
+            # Wait for the cancelled tasks to end: nothing of ours is left on the caller's loop.
+            await asyncio.gather(*tasks, *self._background, return_exceptions=True)
             return
         await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._close(), self.loop))
         if self.loop_thread is not None:
@@ -290,7 +295,8 @@ class MQClientInstance:
         for task in list(self._background):
             task.cancel()
         try:
-            await asyncio.wait_for(self._unregister_all(), 10)
+            async with asyncio.timeout(10):
+                await self._unregister_all()
         except TimeoutError:
             log.warning("unregistering %s from the brokers timed out", self.client_id)
         await self.remoting.close()

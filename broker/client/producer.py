@@ -433,7 +433,9 @@ def _retryable(error: Exception) -> bool:
 
 
 def _send_failed(msg: Message, last_error: Exception | None) -> MQClientError:
-    error = MQClientError(f"send to {msg.topic} failed after retries: {last_error}")
+    # The last broker's code stays readable (e.g. TOPIC_NOT_EXIST when auto-creation is off).
+    code = last_error.response_code if isinstance(last_error, MQClientError) else -1
+    error = MQClientError(f"send to {msg.topic} failed after retries: {last_error}", code)
     error.__cause__ = last_error
     return error
 

@@ -265,7 +265,8 @@ class PushConsumer(ConsumerCore):
         """``send_message_back`` on the instance's loop."""
         addr, header = self._send_back_request(msg, mq, delay_level)
         try:
-            await asyncio.wait_for(self.instance.api.send_back(addr, header), self.send_back_timeout_s)
+            async with asyncio.timeout(self.send_back_timeout_s):
+                await self.instance.api.send_back(addr, header)
             return True
         except Exception as exc:
             self._log_send_back_failure(msg, addr, exc)
