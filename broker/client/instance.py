@@ -113,10 +113,8 @@ class MQClientInstance:
 
     def in_loop(self) -> bool:
         """Is the caller running on this instance's loop (its thread)?"""
-        try:
-            return asyncio.get_running_loop() is self.loop
-        except RuntimeError:
-            return False
+        # The non-raising probe: this runs on every blocking send.
+        return asyncio._get_running_loop() is self.loop
 
     async def _make_remoting(self) -> RemotingClient:
         return self._build_remoting()
@@ -268,8 +266,10 @@ class MQClientInstance:
         self.start()
 
     def shutdown(self) -> None:
+        self.check_not_in_loop()
         for task in self._tasks:
-            task.cancel()
+            self.loop.call_soon_threadsafe(task.cancel)  # tasks of a loop are cancelled on it
+        self._tasks = []
         try:
             self.run(self._close(), timeout=15)
         finally:
@@ -281,7 +281,7 @@ class MQClientInstance:
         instance's loop; from another loop it is handed over to it)."""
         tasks, self._tasks = self._tasks, []
         for task in tasks:
-            task.cancel()
+            self.call_soon(task.cancel)  # on the instance's loop, whichever loop awaits this
         if self.in_loop():
             await self._close()
             # Wait for the cancelled tasks to end: nothing of ours is left on the caller's loop.
