@@ -1,10 +1,13 @@
 """Broker benchmark: this project against RabbitMQ, NATS JetStream and Redis Streams.
 
-    python bench/broker.py [--messages N] [--only ours|rabbitmq|nats|redis] [--sync-flush] [--json]
+    python bench/broker.py [--messages N] [--only ours|ours-threads|rabbitmq|nats|redis]
+                           [--sync-flush] [--json]
 
 Same workloads for every system, over loopback with 1 KiB bodies: sync send (1 producer),
 async send with 64 in flight, batches of 32, consume, end-to-end latency p50/p99 at a fixed
-1,000 msgs/s. A peer that is not reachable is reported as skipped, with the reason.
+1,000 msgs/s. A peer that is not reachable is reported as skipped, with the reason. "ours" is our
+SDK's asyncio API on the benchmark's loop (as the peers' asyncio clients run); "ours-threads" is
+its blocking API driven from threads.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.peers.base import measure
 
-PEERS = ("ours", "rabbitmq", "nats", "redis")
+OURS = ("ours", "ours-threads")
+EXTERNAL = ("rabbitmq", "nats", "redis")
+PEERS = (*OURS, *EXTERNAL)
 HIGHER_IS_BETTER = ("sync_send_msgs_s", "async_send_64_msgs_s", "batch_send_32_msgs_s", "consume_msgs_s")
 
 
@@ -29,6 +34,10 @@ def make_peer(name: str, args: argparse.Namespace):
         from bench.peers.ours import Ours
 
         return Ours("SYNC_FLUSH" if args.sync_flush else "ASYNC_FLUSH", args.dir)
+    if name == "ours-threads":
+        from bench.peers.ours import OursThreads
+
+        return OursThreads("SYNC_FLUSH" if args.sync_flush else "ASYNC_FLUSH", args.dir)
     if name == "rabbitmq":
         from bench.peers.rabbitmq import RabbitMQ
 
@@ -55,17 +64,22 @@ async def run(args: argparse.Namespace) -> dict:
             )
         except Exception as exc:  # a peer that is down is reported, not fatal
             results[name] = {"skipped": f"{type(exc).__name__}: {exc}"}
-    ours = results.get("ours", {})
-    for peer in PEERS[1:]:
-        theirs = results.get(peer, {})
-        if "skipped" in theirs or "skipped" in ours or not theirs or not ours:
-            continue
-        ratios = {key: ours[key] / theirs[key] for key in HIGHER_IS_BETTER if theirs.get(key)}
-        ratios["e2e_p99_ratio"] = (
-            ours["e2e_p99_ms"] / theirs["e2e_p99_ms"] if theirs.get("e2e_p99_ms") else math.nan
-        )
-        results[f"ours_vs_{peer}"] = ratios
+    for mine in OURS:
+        for peer in EXTERNAL:
+            ratios = _ratios(results.get(mine, {}), results.get(peer, {}))
+            if ratios:
+                results[f"{mine.replace('-', '_')}_vs_{peer}"] = ratios
     return results
+
+
+def _ratios(ours: dict, theirs: dict) -> dict:
+    if "skipped" in theirs or "skipped" in ours or not theirs or not ours:
+        return {}
+    ratios = {key: ours[key] / theirs[key] for key in HIGHER_IS_BETTER if theirs.get(key)}
+    ratios["e2e_p99_ratio"] = (
+        ours["e2e_p99_ms"] / theirs["e2e_p99_ms"] if theirs.get("e2e_p99_ms") else math.nan
+    )
+    return ratios
 
 
 def print_table(results: dict) -> None:
@@ -82,7 +96,7 @@ def print_table(results: dict) -> None:
         if "skipped" in results[name]:
             print(f"{name}: skipped ({results[name]['skipped']})")
     for key, ratios in results.items():
-        if key.startswith("ours_vs_"):
+        if key.startswith(("ours_vs_", "ours_threads_vs_")):
             print(key + ": " + ", ".join(f"{k}={v:.2f}" for k, v in ratios.items()))
 
 

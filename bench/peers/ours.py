@@ -1,4 +1,9 @@
-"""This project: a name server and a broker started here, driven through the Python SDK."""
+"""This project: a name server and a broker started here, driven through the Python SDK.
+
+Peer "ours" uses the SDK's asyncio API on the benchmark's own loop (as the NATS, RabbitMQ and
+Redis peers use their asyncio clients); "ours-threads" drives the blocking API from worker
+threads, whose network work runs on the SDK's background loop thread.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,9 @@ from pathlib import Path
 
 from broker.client import (
     CONSUME_FROM_FIRST_OFFSET,
+    AsyncLitePullConsumer,
+    AsyncProducer,
+    AsyncPushConsumer,
     ConsumeConcurrentlyStatus,
     LitePullConsumer,
     Producer,
@@ -30,8 +38,10 @@ TOPIC = "BenchTopic"
 LATENCY_TOPIC = "BenchLatency"
 
 
-class Ours(Peer):
-    name = "ours"
+class OursThreads(Peer):
+    """The blocking API (``Producer``, ``LitePullConsumer``, ``PushConsumer``) from threads."""
+
+    name = "ours-threads"
 
     def __init__(self, flush_disk_type: str = "ASYNC_FLUSH", work_dir: str | None = None) -> None:
         self.flush_disk_type = flush_disk_type
@@ -54,11 +64,17 @@ class Ours(Peer):
             ).ok
         admin.close()
         await asyncio.sleep(0.5)  # registration reaches the name server
-        self.producer = Producer("bench-producer", self.namesrv.addr).start()
         self.body = b"x" * BODY_SIZE
+        await self.start_producer()
+
+    async def start_producer(self) -> None:
+        self.producer = Producer("bench-producer", self.namesrv.addr).start()
+
+    async def stop_producer(self) -> None:
+        self.producer.shutdown()
 
     async def teardown(self) -> None:
-        self.producer.shutdown()
+        await self.stop_producer()
         self.broker.stop()
         self.namesrv.stop()
         shutil.rmtree(self.base, ignore_errors=True)  # a 1 GiB segment per run adds up
@@ -139,4 +155,83 @@ class Ours(Peer):
         while not done.is_set() and time.monotonic() - started < 60:
             await asyncio.sleep(0.05)
         await asyncio.to_thread(consumer.shutdown)
+        return samples
+
+
+class Ours(OursThreads):
+    """The asyncio API on the benchmark's loop: no thread, no hand-off per message."""
+
+    name = "ours"
+
+    async def start_producer(self) -> None:
+        self.producer = await AsyncProducer("bench-producer", self.namesrv.addr).start()
+
+    async def stop_producer(self) -> None:
+        await self.producer.shutdown()
+
+    async def sync_send(self, count: int) -> None:
+        for _ in range(count):
+            await self.producer.send(Message(TOPIC, self.body))
+
+    async def async_send(self, count: int, in_flight: int) -> None:
+        slots = asyncio.Semaphore(in_flight)
+        futures = []
+        for _ in range(count):
+            await slots.acquire()
+            future = self.producer.send_async(Message(TOPIC, self.body))
+            future.add_done_callback(lambda _: slots.release())
+            futures.append(future)
+        await asyncio.gather(*futures)
+
+    async def batch_send(self, count: int, batch: int) -> None:
+        for _ in range(count // batch):
+            await self.producer.send_batch([Message(TOPIC, self.body) for _ in range(batch)])
+
+    async def consume(self, count: int) -> None:
+        consumer = AsyncLitePullConsumer(
+            "bench-lite",
+            self.namesrv.addr,
+            consume_from_where=CONSUME_FROM_FIRST_OFFSET,
+            instance_name="bench-lite",
+            auto_commit=False,
+        )
+        consumer.subscribe(TOPIC)
+        await consumer.start()
+        received = 0
+        while received < count:
+            received += len(await consumer.poll(5))
+        await consumer.shutdown()
+
+    async def latency(self, rate: int, seconds: float) -> list[float]:
+        samples: list[float] = []
+        total = int(rate * seconds)
+        done = asyncio.Event()
+
+        async def listener(messages, context):
+            for msg in messages:
+                samples.append(latency_ms(msg.body))
+            if len(samples) >= total:
+                done.set()
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+        consumer = AsyncPushConsumer("bench-latency", self.namesrv.addr, instance_name="bench-push")
+        consumer.subscribe(LATENCY_TOPIC)
+        consumer.register_message_listener(listener)
+        await consumer.start()
+        # The producer learns the topic's route before the clock starts, as the peers' clients
+        # hold their channels and streams before they publish.
+        await self.producer.producer.instance.route(LATENCY_TOPIC)
+        await asyncio.sleep(1)
+        sent = []
+
+        async def send() -> None:
+            sent.append(self.producer.send_async(Message(LATENCY_TOPIC, stamped_body())))
+
+        await paced(rate, seconds, send)
+        await asyncio.gather(*sent, return_exceptions=True)
+        try:
+            await asyncio.wait_for(done.wait(), 60)
+        except TimeoutError:
+            pass
+        await consumer.shutdown()
         return samples

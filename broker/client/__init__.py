@@ -1,9 +1,9 @@
 """The Python client SDK.
 
 Blocking API: ``Producer``, ``PushConsumer``, ``LitePullConsumer`` (network work runs on a
-background asyncio loop per client instance). asyncio API: ``AsyncPushConsumer`` and
-``AsyncLitePullConsumer`` (awaitable start/poll/commit/shutdown; async listeners run on your
-loop); for sending from your loop, ``await asyncio.wrap_future(producer.send_async(msg))``.
+background asyncio loop per client instance). asyncio API: ``AsyncProducer``,
+``AsyncPushConsumer`` and ``AsyncLitePullConsumer`` run on your own event loop (no thread
+hand-off; ``async def`` listeners are awaited on it).
 """
 
 from .allocate import (
@@ -13,7 +13,7 @@ from .allocate import (
     AllocateByMachineRoom,
     AllocateConsistentHash,
 )
-from .asyncio_api import AsyncLitePullConsumer, AsyncPushConsumer
+from .asyncio_api import AsyncLitePullConsumer, AsyncProducer, AsyncPushConsumer
 from .consume_orderly import ConsumeOrderlyStatus
 from .consumer_core import (
     BROADCASTING,
@@ -42,6 +42,7 @@ __all__ = [
     "AllocateByMachineRoom",
     "AllocateConsistentHash",
     "AsyncLitePullConsumer",
+    "AsyncProducer",
     "AsyncPushConsumer",
     "ConsumeConcurrentlyStatus",
     "ConsumeOrderlyStatus",

@@ -1,44 +1,127 @@
-"""asyncio faces of the consumers, for applications that run on an event loop.
+"""The asyncio API: producers and consumers that run on the application's own event loop.
 
-Network work already runs on the client instance's own loop; these wrappers keep the caller's
-loop free: start, shutdown and poll run in a worker thread, and a push listener may be a
-coroutine function, which then runs on the caller's loop (so it can use the application's own
-async clients) while the consume thread waits for its answer.
+Like nats-py or aio-pika, and unlike the blocking API (whose network work runs on a background
+loop thread), these clients are tasks and callbacks of the loop that starts them: an awaited
+send goes out and comes back on that loop, with no thread hand-off. They share all their logic
+with the blocking classes (``Producer``, ``PushConsumer``, ``LitePullConsumer``), which they
+drive on a client instance made with ``MQClientInstance.on_running_loop``.
+
+Blocking calls of the underlying client from the loop itself are refused with an
+``MQClientError`` (they would wait forever); from other threads they still work.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import inspect
 from collections.abc import Callable
 
+from broker.common.message import Message
+
+from . import request_reply
+from .consume_async import AsyncConsumeService
+from .errors import MQClientError
+from .instance import MQClientInstance
+from .message_queue import MessageQueue
+from .producer import Producer, SendResult, _settler
 from .pull_consumer import LitePullConsumer
 from .push_consumer import ConsumeConcurrentlyStatus, PushConsumer
 
 
-class AsyncPushConsumer:
-    """``await consumer.start()``; listeners may be ``async def``."""
+def _own_instance(client) -> MQClientInstance:
+    """The client's instance on the caller's loop (made here unless one was given)."""
+    if client.instance is None:
+        client.instance = MQClientInstance.on_running_loop(client.namesrv_addr, client.instance_name)
+    elif not client.instance.in_loop():
+        raise MQClientError("the client instance given runs on another loop than the caller's")
+    return client.instance
+
+
+class AsyncProducer:
+    """``async with AsyncProducer(group, namesrv) as producer: await producer.send(msg)``.
+
+    Options as ``Producer``'s (``send_timeout_ms``, ``retry_times``, ``enable_trace`` …)."""
 
     def __init__(self, group: str, namesrv_addr: str, **options) -> None:
+        self.producer = Producer(group, namesrv_addr, **options)
+
+    async def start(self) -> AsyncProducer:
+        producer = self.producer
+        instance = _own_instance(producer)
+        instance.producers[producer.group] = producer
+        await instance.astart()
+        if producer.enable_trace:
+            await asyncio.to_thread(producer._install_trace)
+        return self
+
+    async def shutdown(self) -> None:
+        producer = self.producer
+        await asyncio.to_thread(producer._release_trace)
+        if producer.instance is not None:
+            producer.instance.producers.pop(producer.group, None)
+            await producer.instance.ashutdown()
+
+    async def __aenter__(self) -> AsyncProducer:
+        return await self.start()
+
+    async def __aexit__(self, *exc_info) -> None:
+        await self.shutdown()
+
+    async def send(
+        self,
+        msg: Message,
+        queue: MessageQueue | None = None,
+        selector: Callable | None = None,
+        arg=None,
+        timeout_ms: int | None = None,
+    ) -> SendResult:
+        """Send and wait for the broker's answer; retried on another broker as ``Producer.send``."""
+        return await self.producer.asend(msg, queue, selector, arg, timeout_ms)
+
+    def send_async(self, msg: Message, queue: MessageQueue | None = None) -> asyncio.Future:
+        """Start a send now and return a future of its ``SendResult`` (no task per message when
+        the route and the connection are cached)."""
+        future = self.producer._instance().loop.create_future()
+        self.producer._start_send(msg, queue, None, None, None, _settler(future))
+        return future
+
+    async def send_oneway(self, msg: Message, queue: MessageQueue | None = None) -> None:
+        await self.producer.asend_oneway(msg, queue)
+
+    async def send_batch(self, messages: list[Message], queue: MessageQueue | None = None) -> list:
+        """One or more batches (split at 4 MiB) of messages of one topic."""
+        return await self.producer.asend_batch(messages, queue)
+
+    async def request(self, msg: Message, timeout_ms: int = 3000, **send_options):
+        """Send ``msg`` and return the reply message; ``RequestTimeoutError`` when none comes in time."""
+        return await request_reply.request(self.producer, msg, timeout_ms, **send_options)
+
+
+class AsyncPushConsumer:
+    """``await consumer.start()``; an ``async def`` listener is awaited on the caller's loop by
+    ``consume_concurrency`` workers (default 20); a plain function runs on consume threads.
+    Other options as ``PushConsumer``'s."""
+
+    def __init__(self, group: str, namesrv_addr: str, *, consume_concurrency: int = 20, **options) -> None:
         self.consumer = PushConsumer(group, namesrv_addr, **options)
+        self.consume_concurrency = consume_concurrency
 
     def subscribe(self, topic: str, expression: str = "*") -> None:
         self.consumer.subscribe(topic, expression)
 
     def register_message_listener(self, listener: Callable) -> None:
-        if not inspect.iscoroutinefunction(listener):
-            self.consumer.register_message_listener(listener)
-            return
-        loop = asyncio.get_running_loop()
-
-        def on_caller_loop(messages, context) -> ConsumeConcurrentlyStatus | None:
-            # Runs on a consume thread: hand the coroutine to the application's loop and wait.
-            return asyncio.run_coroutine_threadsafe(listener(messages, context), loop).result()
-
-        self.consumer.register_message_listener(on_caller_loop)
+        """``listener(messages, context) -> ConsumeConcurrentlyStatus`` (``async def`` or not)."""
+        self.consumer.register_message_listener(listener)
+        self.consumer.async_service = None
+        if inspect.iscoroutinefunction(listener):
+            self.consumer.async_service = AsyncConsumeService(
+                self.consumer, listener, self.consume_concurrency
+            )
 
     def register_message_listener_orderly(self, listener: Callable, **options) -> None:
-        """An orderly listener (may be ``async def``); ``options`` as ``PushConsumer``'s."""
+        """An orderly listener (may be ``async def``); ``options`` as ``PushConsumer``'s. Orderly
+        consumption keeps its consume threads; a coroutine listener is run on the caller's loop."""
         if inspect.iscoroutinefunction(listener):
             loop, coroutine_listener = asyncio.get_running_loop(), listener
 
@@ -48,18 +131,64 @@ class AsyncPushConsumer:
         self.consumer.register_message_listener_orderly(listener, **options)
 
     async def start(self) -> AsyncPushConsumer:
-        await asyncio.to_thread(self.consumer.start)
+        consumer = self.consumer
+        await asyncio.to_thread(consumer._prepare_start)
+        if consumer.async_service is not None:
+            consumer.async_service.start()
+        try:
+            await consumer._astart_core()
+        except Exception:
+            if consumer.async_service is not None:
+                await consumer.async_service.shutdown()
+            await asyncio.to_thread(consumer._release_trace)
+            raise
+        if consumer.orderly is not None:
+            consumer.orderly.start()
         return self
 
     async def shutdown(self) -> None:
-        await asyncio.to_thread(self.consumer.shutdown)
+        consumer = self.consumer
+        if consumer.orderly is not None:
+            consumer.orderly.shutdown()
+        await consumer._ashutdown_core()
+        await asyncio.to_thread(consumer._release_trace)
+
+    async def __aenter__(self) -> AsyncPushConsumer:
+        return await self.start()
+
+    async def __aexit__(self, *exc_info) -> None:
+        await self.shutdown()
+
+
+class _LoopBuffer:
+    """Pulled ``(queue, message)`` items for ``AsyncLitePullConsumer``: filled and emptied on the
+    loop (``LitePullConsumer`` uses a thread-safe queue instead)."""
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self.items: collections.deque = collections.deque()
+        self.nonempty = asyncio.Event()
+
+    def qsize(self) -> int:
+        return len(self.items)
+
+    def put(self, item) -> None:
+        self.items.append(item)
+        self.nonempty.set()
+
+    def take(self, count: int) -> list:
+        items = [self.items.popleft() for _ in range(min(count, len(self.items)))]
+        if not self.items:
+            self.nonempty.clear()
+        return items
 
 
 class AsyncLitePullConsumer:
-    """``await consumer.poll()`` without blocking the loop."""
+    """``await consumer.poll()``: pulling runs on the caller's loop, a poll waits on it."""
 
     def __init__(self, group: str, namesrv_addr: str, **options) -> None:
         self.consumer = LitePullConsumer(group, namesrv_addr, **options)
+        self.consumer.buffer = _LoopBuffer(self.consumer.buffer.maxsize)
 
     def subscribe(self, topic: str, expression: str = "*") -> None:
         self.consumer.subscribe(topic, expression)
@@ -68,17 +197,42 @@ class AsyncLitePullConsumer:
         self.consumer.assign(queues)
 
     async def start(self) -> AsyncLitePullConsumer:
-        await asyncio.to_thread(self.consumer.start)
+        await self.consumer._astart_core()
         return self
 
     async def poll(self, timeout_s: float = 5.0) -> list:
-        return await asyncio.to_thread(self.consumer.poll, timeout_s)
+        """Messages pulled so far (up to a batch), waiting up to ``timeout_s`` for the first."""
+        buffer = self.consumer.buffer
+        if not buffer.items:
+            try:
+                async with asyncio.timeout(timeout_s):
+                    await buffer.nonempty.wait()
+            except TimeoutError:
+                pass
+        return self.consumer._take(buffer.take(self.consumer.pull_batch_size))
 
     async def commit(self) -> None:
-        await asyncio.to_thread(self.consumer.commit_sync)
+        await self.consumer.acommit()
 
     async def seek(self, queue, offset: int) -> None:
-        await asyncio.to_thread(self.consumer.seek, queue, offset)
+        await self.consumer.aseek(queue, offset)
+
+    def pause(self, queues) -> None:
+        self.consumer.pause(queues)
+
+    def resume(self, queues) -> None:
+        self.consumer.resume(queues)
 
     async def shutdown(self) -> None:
-        await asyncio.to_thread(self.consumer.shutdown)
+        if self.consumer.auto_commit and self.consumer.running:
+            await self.consumer.acommit()
+        await self.consumer._ashutdown_core()
+
+    async def __aenter__(self) -> AsyncLitePullConsumer:
+        return await self.start()
+
+    async def __aexit__(self, *exc_info) -> None:
+        await self.shutdown()
+
+
+__all__ = ["AsyncLitePullConsumer", "AsyncProducer", "AsyncPushConsumer", "ConsumeConcurrentlyStatus"]

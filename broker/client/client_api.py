@@ -25,6 +25,15 @@ def _checked(response: RemotingCommand, addr: str, allowed: tuple[int, ...] = (R
     return response
 
 
+def send_request_code(header: dict, batch: bool = False) -> int:
+    """SEND_MESSAGE, SEND_BATCH_MESSAGE, or SEND_REPLY_MESSAGE for a reply (MSG_TYPE=reply), which
+    the broker pushes to the requester."""
+    properties = header.get("properties") or ""
+    if _REPLY_MARK in properties and string_to_properties(properties).get("MSG_TYPE") == "reply":
+        return RC.SEND_REPLY_MESSAGE
+    return RC.SEND_BATCH_MESSAGE if batch else RC.SEND_MESSAGE
+
+
 class ClientAPI:
     def __init__(self, remoting: RemotingClient) -> None:
         self.remoting = remoting
@@ -40,10 +49,7 @@ class ClientAPI:
     async def send(
         self, addr: str, header: dict, body: bytes, timeout_ms: int, batch: bool = False
     ) -> RemotingCommand:
-        code = RC.SEND_BATCH_MESSAGE if batch else RC.SEND_MESSAGE
-        properties = header.get("properties") or ""
-        if _REPLY_MARK in properties and string_to_properties(properties).get("MSG_TYPE") == "reply":
-            code = RC.SEND_REPLY_MESSAGE  # a reply (MSG_TYPE=reply) goes to the requester through the broker
+        code = send_request_code(header, batch)
         return _checked(
             await self.remoting.invoke(addr, create_request(code, header, body), timeout_ms), addr
         )

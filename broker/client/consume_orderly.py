@@ -338,7 +338,7 @@ class ConsumeMessageOrderlyService:
         self.consumer.instance.submit(relock())
 
     def _later(self, delay_s: float, action, *args) -> None:
-        loop = self.consumer.instance.loop_thread.loop
+        loop = self.consumer.instance.loop
 
         def submit() -> None:
             if self.consumer.running:

@@ -141,6 +141,27 @@ class ConsumerCore:
                 self.instance.shutdown()
                 self.instance = None
             raise
+        self.instance.run(self._start_on_loop())
+
+    async def _astart_core(self) -> None:
+        """``_start_core`` for the asyncio API: the consumer runs on the caller's loop."""
+        owns_instance = self.instance is None
+        if owns_instance:
+            self.instance = MQClientInstance.on_running_loop(
+                self.namesrv_addr, self.instance_name, rebalance_interval_ms=self.rebalance_interval_ms
+            )
+        elif not self.instance.in_loop():
+            raise MQClientError("the client instance given runs on another loop than the caller's")
+        try:
+            await self._check_subscriptions()
+        except Exception:
+            if owns_instance:
+                await self.instance.ashutdown()
+                self.instance = None
+            raise
+        await self._start_on_loop()
+
+    async def _start_on_loop(self) -> None:
         if self.message_model == BROADCASTING:
             self.offsets = LocalFileOffsetStore(self.offset_store_dir, self.instance.client_id, self.group)
         else:
@@ -151,7 +172,7 @@ class ConsumerCore:
         self.instance.consumers[self.group] = self
         self.running = True
         self.started_at = int(time.time() * 1000)
-        self.instance.run(self._first_rebalance())
+        await self._first_rebalance()
         self.instance.start()
         self._persist_task = self.instance.submit(self._persist_loop())
 
@@ -176,6 +197,20 @@ class ConsumerCore:
         self.instance.run(self._stop_all())
         self.instance.consumers.pop(self.group, None)
         self.instance.shutdown()
+
+    async def _ashutdown_core(self) -> None:
+        """``_shutdown_core`` on the instance's (the caller's) loop."""
+        if not self.running:
+            return
+        self.running = False
+        self._persist_task.cancel()
+        await self._stop_all()
+        await self._drain()
+        self.instance.consumers.pop(self.group, None)
+        await self.instance.ashutdown()
+
+    async def _drain(self) -> None:
+        """Asyncio API: what must end after pulling stopped and before the connections close."""
 
     async def _stop_all(self) -> None:
         for mq in list(self.assigned):

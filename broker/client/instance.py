@@ -1,8 +1,10 @@
 """``MQClientInstance``: what producers and consumers of one process share.
 
-One asyncio loop on a background thread runs all network work; routes from the name servers
-are cached and refreshed every 30 s; heartbeats go to every broker every 30 s; a broker's
-"consumer ids changed" notification triggers a rebalance at once.
+One asyncio loop runs all network work: by default a loop on a background thread (the blocking
+API), or the application's own running loop (``MQClientInstance.on_running_loop``, the asyncio
+API: no thread, no hand-off per request). Routes from the name servers are cached and refreshed
+every 30 s; heartbeats go to every broker every 30 s; a broker's "consumer ids changed"
+notification triggers a rebalance at once.
 """
 
 from __future__ import annotations
@@ -69,7 +71,11 @@ class MQClientInstance:
         heartbeat_interval_ms: int = 30_000,
         route_interval_ms: int = 30_000,
         rebalance_interval_ms: int = 20_000,
+        *,
+        loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
+        """``loop``: run on this (the application's) loop instead of a thread of our own; see
+        ``on_running_loop``."""
         self.namesrv_addrs = [a.strip() for a in namesrv_addr.split(";") if a.strip()]
         if not self.namesrv_addrs:
             raise MQClientError("no name server address given")
@@ -79,8 +85,13 @@ class MQClientInstance:
             route_interval_ms / 1000,
             rebalance_interval_ms / 1000,
         )
-        self.loop_thread = EventLoopThread(f"mq-client-{self.client_id}")
-        self.remoting: RemotingClient = self.loop_thread.run(self._make_remoting())
+        if loop is None:
+            self.loop_thread: EventLoopThread | None = EventLoopThread(f"mq-client-{self.client_id}")
+            self.loop = self.loop_thread.loop
+            self.remoting: RemotingClient = self.loop_thread.run(self._make_remoting())
+        else:
+            self.loop_thread, self.loop = None, loop
+            self.remoting = self._build_remoting()
         self.api = ClientAPI(self.remoting)
         self.routes: dict[str, TopicRoute] = {}
         self.producers: dict[str, object] = {}
@@ -88,7 +99,27 @@ class MQClientInstance:
         self._tasks: list[asyncio.Future] = []
         self._background: set[asyncio.Future] = set()
 
+    @classmethod
+    def on_running_loop(cls, namesrv_addr: str, instance_name: str | None = None, **options):
+        """An instance that runs on the caller's running loop (the asyncio API): requests,
+        heartbeats, route refreshes and pull loops are tasks of that loop. Start and stop it
+        with ``await astart()`` / ``await ashutdown()``; blocking calls (``run``) work only from
+        other threads."""
+        return cls(namesrv_addr, instance_name, loop=asyncio.get_running_loop(), **options)
+
+    @property
+    def on_own_thread(self) -> bool:
+        return self.loop_thread is not None
+
+    def in_loop(self) -> bool:
+        """Is the caller running on this instance's loop (its thread)?"""
+        # The non-raising probe: this runs on every blocking send.
+        return asyncio._get_running_loop() is self.loop
+
     async def _make_remoting(self) -> RemotingClient:
+        return self._build_remoting()
+
+    def _build_remoting(self) -> RemotingClient:
         remoting = RemotingClient()
         remoting.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_ids_changed)
         self.remoting = remoting
@@ -102,10 +133,40 @@ class MQClientInstance:
         return None
 
     def run(self, coro, timeout: float | None = None):
-        return self.loop_thread.run(coro, timeout)
+        """Run ``coro`` on the instance's loop and wait for it (blocking; not from that loop)."""
+        self.check_not_in_loop(coro)
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def check_not_in_loop(self, coro=None) -> None:
+        """Blocking on the loop that has to do the work would wait forever: refuse loudly."""
+        if self.in_loop():
+            if coro is not None:
+                coro.close()
+            raise MQClientError(
+                "a blocking client call was made on the event loop the client runs on; "
+                "use the asyncio API there (await AsyncProducer.send(...), AsyncPushConsumer, ...)"
+            )
+
+    def call_soon(self, callback, *args) -> None:
+        """Run ``callback(*args)`` on the instance's loop, from any thread."""
+        if self.in_loop():
+            self.loop.call_soon(callback, *args)
+        else:
+            self.loop.call_soon_threadsafe(callback, *args)
 
     def submit(self, coro):
-        return asyncio.run_coroutine_threadsafe(coro, self.loop_thread.loop)
+        """Schedule ``coro`` on the instance's loop: a task when called on that loop (loop mode),
+        else a ``concurrent.futures.Future`` (safe to cancel from any thread)."""
+        if self.loop_thread is None and self.in_loop():
+            return self.loop.create_task(coro)
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def spawn(self, coro) -> asyncio.Task:
+        """A task of the instance's loop (called on it) that shutdown cancels if still running."""
+        task = self.loop.create_task(coro)
+        self._background.add(task)  # the loop keeps only weak references to tasks
+        task.add_done_callback(self._background.discard)
+        return task
 
     def start(self) -> None:
         if not self._tasks:
@@ -126,7 +187,10 @@ class MQClientInstance:
     async def _rebalance_loop(self) -> None:
         while True:
             try:
-                await asyncio.wait_for(self._rebalance_now.wait(), self.intervals[2])
+                # asyncio.timeout, not wait_for: Python 3.11's wait_for can swallow the cancel
+                # that shutdown sends when the event fires at the same moment.
+                async with asyncio.timeout(self.intervals[2]):
+                    await self._rebalance_now.wait()
             except TimeoutError:
                 pass
             self._rebalance_now.clear()
@@ -140,7 +204,7 @@ class MQClientInstance:
                 log.warning("rebalance of %s failed: %s", getattr(consumer, "group", "?"), exc)
 
     def trigger_rebalance(self) -> None:
-        self.loop_thread.loop.call_soon_threadsafe(self._rebalance_now.set)
+        self.call_soon(self._rebalance_now.set)
 
     # -- routes -------------------------------------------------------------------------------
     async def route(self, topic: str, refresh: bool = False) -> TopicRoute | None:
@@ -164,9 +228,7 @@ class MQClientInstance:
             if self.all_broker_addrs() - known:
                 # A broker we never told about ourselves: heartbeat now (as RocketMQ does at start)
                 # so it lists our producers and consumers without waiting 30 s.
-                task = asyncio.ensure_future(self.send_heartbeats())
-                self._background.add(task)
-                task.add_done_callback(self._background.discard)
+                self.spawn(self.send_heartbeats())
             return
         raise MQClientError(f"no name server reachable for the route of {topic}: {'; '.join(errors)}")
 
@@ -199,14 +261,45 @@ class MQClientInstance:
             except Exception as exc:
                 log.debug("heartbeat to %s failed: %s", addr, exc)
 
+    async def astart(self) -> None:
+        """``start`` for an instance on the caller's loop (same work; nothing to wait for)."""
+        self.start()
+
     def shutdown(self) -> None:
+        self.check_not_in_loop()
         for task in self._tasks:
+            self.loop.call_soon_threadsafe(task.cancel)  # tasks of a loop are cancelled on it
+        self._tasks = []
+        try:
+            self.run(self._close(), timeout=15)
+        finally:
+            if self.loop_thread is not None:
+                self.loop_thread.stop()
+
+    async def ashutdown(self) -> None:
+        """Unregister from the brokers, close the connections, stop the periodic tasks (on the
+        instance's loop; from another loop it is handed over to it)."""
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            self.call_soon(task.cancel)  # on the instance's loop, whichever loop awaits this
+        if self.in_loop():
+            await self._close()
+            # Wait for the cancelled tasks to end: nothing of ours is left on the caller's loop.
+            await asyncio.gather(*tasks, *self._background, return_exceptions=True)
+            return
+        await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._close(), self.loop))
+        if self.loop_thread is not None:
+            await asyncio.to_thread(self.loop_thread.stop)
+
+    async def _close(self) -> None:
+        for task in list(self._background):
             task.cancel()
         try:
-            self.run(self._unregister_all(), timeout=10)
-            self.run(self.remoting.close(), timeout=5)
-        finally:
-            self.loop_thread.stop()
+            async with asyncio.timeout(10):
+                await self._unregister_all()
+        except TimeoutError:
+            log.warning("unregistering %s from the brokers timed out", self.client_id)
+        await self.remoting.close()
 
     async def _unregister_all(self) -> None:
         for addr in self.all_broker_addrs():

@@ -25,11 +25,12 @@ from broker.common.message_const import PROPERTY_TRANSACTION_PREPARED
 from broker.common.message_id import create_unique_id
 from broker.common.sysflag import COMPRESSED_FLAG, TRANSACTION_PREPARED_TYPE
 from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC, is_retry_topic, validate_topic
-from broker.remoting.codes import RequestCode, ResponseCode
+from broker.remoting.codes import ResponseCode
 from broker.remoting.command import create_request
 from broker.remoting.errors import RemotingError
 
 from . import request_reply
+from .client_api import send_request_code
 from .errors import MQBrokerError, MQClientError
 from .instance import MQClientInstance, TopicRoute
 from .message_queue import MessageQueue
@@ -55,6 +56,19 @@ _STATUS = {
     ResponseCode.FLUSH_SLAVE_TIMEOUT: "FLUSH_SLAVE_TIMEOUT",
     ResponseCode.SLAVE_NOT_AVAILABLE: "SLAVE_NOT_AVAILABLE",
 }
+
+
+@dataclass(slots=True)
+class _Send:
+    """One message on its way: what every attempt of it needs."""
+
+    msg: Message
+    header: dict
+    body: bytes
+    queue: MessageQueue | None
+    selector: Callable | None
+    arg: object
+    deadline: float  # time.monotonic() by which it must be done
 
 
 class LatencyFaultTolerance:
@@ -112,16 +126,23 @@ class Producer:
         self.instance = self.instance or MQClientInstance(self.namesrv_addr, self.instance_name)
         self.instance.producers[self.group] = self
         self.instance.start()
+        self._install_trace()
+        return self
+
+    def _install_trace(self) -> None:
+        """The trace dispatcher (blocking: its own producer starts)."""
         if self.enable_trace and self.trace_dispatcher is None:
             from .trace import install_producer_trace
 
             self.trace_dispatcher = install_producer_trace(self, self.trace_topic)
-        return self
 
-    def shutdown(self) -> None:
+    def _release_trace(self) -> None:
         if self.trace_dispatcher is not None:
             self.trace_dispatcher.shutdown()
             self.trace_dispatcher = None
+
+    def shutdown(self) -> None:
+        self._release_trace()
         if self.instance is not None:
             self.instance.producers.pop(self.group, None)
             self.instance.shutdown()
@@ -135,7 +156,11 @@ class Producer:
         arg=None,
         timeout_ms: int | None = None,
     ) -> SendResult:
-        return self._instance().run(self.asend(msg, queue, selector, arg, timeout_ms))
+        instance = self._instance()
+        instance.check_not_in_loop()
+        future = _running_future()
+        instance.call_soon(self._start_send, msg, queue, selector, arg, timeout_ms, _settler(future))
+        return future.result()
 
     def send_async(
         self,
@@ -143,8 +168,8 @@ class Producer:
         callback: Callable[[SendResult | None, Exception | None], None] | None = None,
         queue: MessageQueue | None = None,
     ) -> concurrent.futures.Future:
-        future: concurrent.futures.Future = concurrent.futures.Future()
-        self._instance().loop_thread.loop.call_soon_threadsafe(self._start_send_async, msg, queue, future)
+        future = _running_future()
+        self._instance().call_soon(self._start_send, msg, queue, None, None, None, _settler(future))
         if callback is not None:
             future.add_done_callback(lambda f: callback(None if f.exception() else f.result(), f.exception()))
         return future
@@ -176,24 +201,40 @@ class Producer:
 
     # -- asyncio API (runs on the instance's loop; use the sync methods from other threads) ---
     async def asend(self, msg, queue=None, selector=None, arg=None, timeout_ms=None) -> SendResult:
+        """One send with retries on other brokers. When the route and the connection are cached
+        the first attempt goes by callback (no task, no coroutine chain), else the full path."""
+        send = self._new_send(msg, queue, selector, arg, timeout_ms)
+        future = asyncio.get_running_loop().create_future()
+        if self._send_fast(send, _settler(future)):
+            return await future
+        return await self._send_attempts(send)
+
+    def _new_send(self, msg, queue, selector, arg, timeout_ms) -> _Send:
         header, body = self._prepare(msg)
         deadline = time.monotonic() + (timeout_ms or self.send_timeout_ms) / 1000
+        return _Send(msg, header, body, queue, selector, arg, deadline)
+
+    async def _send_attempts(
+        self, send: _Send, attempts=None, last_broker=None, last_error=None
+    ) -> SendResult:
+        """The full path: route (fetched if need be), then up to ``attempts`` tries, each on
+        another broker than the one before."""
+        msg, queue = send.msg, send.queue
         route = await self._route(msg.topic)
-        last_broker, last_error = None, None
-        for _ in range(1 + self.retry_times):
-            target = queue or self._select(route, msg, selector, arg, last_broker)
-            remaining = int((deadline - time.monotonic()) * 1000)
+        for _ in range(1 + self.retry_times if attempts is None else attempts):
+            target = queue or self._select(route, msg, send.selector, send.arg, last_broker)
+            remaining = int((send.deadline - time.monotonic()) * 1000)
             if remaining <= 0:
                 break
             try:
-                return await self._send_to(target, header, body, remaining, msg_id=msg.unique_key)
+                return await self._send_to(target, send.header, send.body, remaining, msg_id=msg.unique_key)
             except (RemotingError, MQBrokerError) as exc:
                 last_broker, last_error = target.broker_name, exc
-                if isinstance(exc, MQBrokerError) and exc.response_code not in _RETRYABLE:
+                if not _retryable(exc):
                     raise
                 if queue is not None:
                     break
-        raise MQClientError(f"send to {msg.topic} failed after retries: {last_error}") from last_error
+        raise _send_failed(msg, last_error)
 
     async def asend_oneway(self, msg, queue=None) -> None:
         header, body = self._prepare(msg)
@@ -214,27 +255,35 @@ class Producer:
             results.append(await self._send_to(target, header, body, self.send_timeout_ms, True, ids))
         return results
 
-    # -- the async-send fast path (runs on the instance's loop) --------------------------------
-    def _start_send_async(self, msg: Message, queue: MessageQueue | None, future) -> None:
-        """One attempt through a callback when the route and connection are at hand; anything
-        else (first send to a topic, a broker to connect to, an error to retry) takes ``asend``."""
-        if not future.set_running_or_notify_cancel():
-            return
+    # -- the callback fast path (runs on the instance's loop) ---------------------------------
+    def _start_send(self, msg, queue, selector, arg, timeout_ms, settle) -> None:
+        """Start a send; ``settle(result, error)`` runs once it is over: by callback when the
+        route and connection are at hand, else through a task running the full path."""
         try:
-            route = self.instance.routes.get(msg.topic)
-            if queue is None and (route is None or not route.write_queues):
-                return self._fall_back(msg, queue, future)
-            header, body = self._prepare(msg)
-            target = queue or self._select(route, msg, None, None, None)
-            addr = (route.broker_addrs.get(target.broker_name) if route else None) or self._addr(target)
-            connection = self.instance.remoting.cached_connection(addr)
-            if connection is None:
-                return self._fall_back(msg, queue, future)
-            header["queueId"] = target.queue_id
-            request = create_request(RequestCode.SEND_MESSAGE, header, body)
+            send = self._new_send(msg, queue, selector, arg, timeout_ms)
+            if self._send_fast(send, settle):
+                return
         except Exception as exc:
-            future.set_exception(exc)
-            return None
+            settle(None, exc)
+            return
+        self._spawn(self._send_attempts(send), settle)
+
+    def _send_fast(self, send: _Send, settle) -> bool:
+        """One attempt through ``invoke_with_callback``; False when nothing was sent because the
+        route or the connection is not cached yet. A failed attempt goes on in the full path
+        with the retries left, as ``asend`` would."""
+        msg, header = send.msg, send.header
+        route = self.instance.routes.get(msg.topic)
+        if route is None or not route.write_queues:
+            return False
+        target = send.queue or self._select(route, msg, send.selector, send.arg, None)
+        addr = route.broker_addrs.get(target.broker_name) or self.instance.broker_addr(target.broker_name)
+        connection = self.instance.remoting.cached_connection(addr) if addr else None
+        timeout_ms = int((send.deadline - time.monotonic()) * 1000)
+        if connection is None or timeout_ms <= 0:
+            return False
+        header["queueId"] = target.queue_id
+        request = create_request(send_request_code(header), header, send.body)
         started = time.monotonic()
 
         def on_response(response, error) -> None:
@@ -243,26 +292,32 @@ class Producer:
                 if self.send_hooks:
                     cost_ms = int((time.monotonic() - started) * 1000)
                     for hook in self.send_hooks:
-                        _run_send_hook(hook, target, addr, header, body, response, cost_ms)
-                future.set_result(self._result(response, target, msg.unique_key))
-            else:  # retried on another broker by the full path
-                self._note_latency(target.broker_name, started, isolation=True)
-                self._fall_back(msg, queue, future)
+                        _run_send_hook(hook, target, addr, header, send.body, response, cost_ms)
+                settle(self._result(response, target, msg.unique_key), None)
+                return
+            self._note_latency(target.broker_name, started, isolation=True)
+            error = error or MQBrokerError(response.code, response.remark, addr)
+            if not _retryable(error):
+                settle(None, error)
+            elif send.queue is not None:
+                settle(None, _send_failed(msg, error))
+            else:
+                self._spawn(self._send_attempts(send, self.retry_times, target.broker_name, error), settle)
 
-        connection.invoke_with_callback(request, self.send_timeout_ms, on_response)
-        return None
+        connection.invoke_with_callback(request, timeout_ms, on_response)
+        return True
 
-    def _fall_back(self, msg, queue, future) -> None:
+    def _spawn(self, coro, settle) -> None:
+        """Run ``coro`` as a task of the instance's loop and hand its outcome to ``settle``."""
+
         def copy_outcome(task: asyncio.Task) -> None:
             if task.cancelled():
-                future.cancel()
-            elif task.exception() is not None:
-                future.set_exception(task.exception())
+                settle(None, asyncio.CancelledError())
             else:
-                future.set_result(task.result())
+                error = task.exception()
+                settle(None if error else task.result(), error)
 
-        task = asyncio.get_running_loop().create_task(self.asend(msg, queue))
-        task.add_done_callback(copy_outcome)
+        self.instance.spawn(coro).add_done_callback(copy_outcome)
 
     def _note_latency(self, broker_name: str, started: float, isolation: bool) -> None:
         if self.faults:
@@ -370,6 +425,42 @@ class Producer:
         for hook in self.send_hooks:
             _run_send_hook(hook, mq, addr, header, body, response, int((time.monotonic() - started) * 1000))
         return self._result(response, mq, msg_id)
+
+
+def _retryable(error: Exception) -> bool:
+    """Worth another broker: a network failure or one of the broker codes RocketMQ retries."""
+    return not isinstance(error, MQBrokerError) or error.response_code in _RETRYABLE
+
+
+def _send_failed(msg: Message, last_error: Exception | None) -> MQClientError:
+    # The last broker's code stays readable (e.g. TOPIC_NOT_EXIST when auto-creation is off).
+    code = last_error.response_code if isinstance(last_error, MQClientError) else -1
+    error = MQClientError(f"send to {msg.topic} failed after retries: {last_error}", code)
+    error.__cause__ = last_error
+    return error
+
+
+def _running_future() -> concurrent.futures.Future:
+    """A future the loop thread completes; running already, so the caller cannot cancel it
+    under the loop's feet."""
+    future: concurrent.futures.Future = concurrent.futures.Future()
+    future.set_running_or_notify_cancel()
+    return future
+
+
+def _settler(future):
+    """``settle(result, error)`` for a future: an ``asyncio.Future`` of the instance's loop (a
+    cancelled waiter leaves it done: nothing to settle then), or a running
+    ``concurrent.futures.Future`` a thread waits on."""
+
+    def settle(result, error) -> None:
+        if not future.done():
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(result)
+
+    return settle
 
 
 def _retry_counters_to_header(msg: Message, header: dict) -> None:

@@ -45,41 +45,52 @@ class LitePullConsumer(ConsumerCore):
     def poll(self, timeout_s: float = 5.0) -> list:
         """Messages pulled so far (up to a batch), waiting up to ``timeout_s`` for the first."""
         deadline = time.monotonic() + timeout_s
-        batch = []
-        while len(batch) < self.pull_batch_size:
+        items = []
+        while len(items) < self.pull_batch_size:
             remaining = deadline - time.monotonic()
             try:
-                item = (
-                    self.buffer.get(timeout=max(remaining, 0.001)) if not batch else self.buffer.get_nowait()
+                items.append(
+                    self.buffer.get(timeout=max(remaining, 0.001)) if not items else self.buffer.get_nowait()
                 )
             except queue_module.Empty:
                 break
-            mq, msg = item
+        return self._take(items)
+
+    def _take(self, items: list) -> list:
+        """The messages of ``(queue, message)`` items still ours; note (and auto-commit) progress."""
+        batch = []
+        for mq, msg in items:
             if mq not in self.assigned:
                 continue  # the queue moved to another member meanwhile
             batch.append(msg)
             self.consumed[mq] = max(self.consumed.get(mq, 0), msg.queue_offset + 1)
         if self.auto_commit:
-            for mq, offset in list(self.consumed.items()):
-                self.offsets.update(mq, offset, increase_only=True)
+            self._note_consumed()
         return batch
 
-    def commit_sync(self) -> None:
+    def _note_consumed(self) -> None:
         for mq, offset in list(self.consumed.items()):
             self.offsets.update(mq, offset, increase_only=True)
-        self.instance.run(self.offsets.persist(list(self.consumed)))
+
+    def commit_sync(self) -> None:
+        self.instance.run(self.acommit())
+
+    async def acommit(self) -> None:
+        """``commit_sync`` on the instance's loop."""
+        self._note_consumed()
+        await self.offsets.persist(list(self.consumed))
 
     def seek(self, mq: MessageQueue, offset: int) -> None:
         """Continue ``mq`` from ``offset`` (restarts its pulling)."""
+        self.instance.run(self.aseek(mq, offset))
 
-        async def restart() -> None:
-            task = self.assigned.pop(mq, None)
-            if task is not None:
-                task.cancel()
-            self.offsets.update(mq, offset)
-            self.assigned[mq] = asyncio.create_task(self._pull_loop(mq, offset))
-
-        self.instance.run(restart())
+    async def aseek(self, mq: MessageQueue, offset: int) -> None:
+        """``seek`` on the instance's loop."""
+        task = self.assigned.pop(mq, None)
+        if task is not None:
+            task.cancel()
+        self.offsets.update(mq, offset)
+        self.assigned[mq] = asyncio.create_task(self._pull_loop(mq, offset))
 
     def pause(self, queues: list[MessageQueue]) -> None:
         self.paused.update(queues)

@@ -7,6 +7,7 @@ listener that fails (returns RECONSUME_LATER, None, or raises) gets the message 
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import logging
 import threading
@@ -85,6 +86,7 @@ class PushConsumer(ConsumerCore):
         self.after_hooks: list[Callable] = []
         self.pool = ThreadPoolExecutor(consume_threads, thread_name_prefix=f"consume-{group}")
         self.orderly = None  # a ConsumeMessageOrderlyService once an orderly listener is registered
+        self.async_service = None  # an AsyncConsumeService for a coroutine listener (asyncio API)
 
     def register_message_listener(self, listener: Callable) -> None:
         """``listener(messages, context) -> ConsumeConcurrentlyStatus``."""
@@ -99,31 +101,43 @@ class PushConsumer(ConsumerCore):
         self.orderly = ConsumeMessageOrderlyService(self, listener, **options)
 
     def start(self) -> PushConsumer:
+        self._prepare_start()
+        try:
+            self._start_core()
+        except Exception:
+            self._release_trace()  # a refused start leaves no trace producer behind
+            raise
+        if self.orderly is not None:
+            self.orderly.start()
+        return self
+
+    def _prepare_start(self) -> None:
+        """Checks and the trace dispatcher (blocking: its own producer starts)."""
         if self.listener is None:
             raise ValueError("register a message listener before starting the consumer")
         if self.enable_trace and self.trace_dispatcher is None:
             from .trace import install_consumer_trace
 
             self.trace_dispatcher = install_consumer_trace(self, self.trace_topic)
-        try:
-            self._start_core()
-        except Exception:
-            if self.trace_dispatcher is not None:  # a refused start leaves no trace producer behind
-                self.trace_dispatcher.shutdown()
-                self.trace_dispatcher = None
-            raise
-        if self.orderly is not None:
-            self.orderly.start()
-        return self
+
+    def _release_trace(self) -> None:
+        if self.trace_dispatcher is not None:
+            self.trace_dispatcher.shutdown()
+            self.trace_dispatcher = None
 
     def shutdown(self) -> None:
         if self.orderly is not None:
             self.orderly.shutdown()
         self._shutdown_core()
         self.pool.shutdown(wait=True, cancel_futures=True)
-        if self.trace_dispatcher is not None:
-            self.trace_dispatcher.shutdown()
-            self.trace_dispatcher = None
+        self._release_trace()
+
+    async def _drain(self) -> None:
+        """Asyncio API, at shutdown once pulling stopped: the consume workers and threads end
+        before the connections close (a late send-back must not reconnect)."""
+        if self.async_service is not None:
+            await self.async_service.shutdown()
+        await asyncio.to_thread(self.pool.shutdown, wait=True, cancel_futures=True)
 
     # -- hooks of ConsumerCore ----------------------------------------------------------------
     def is_busy(self, mq: MessageQueue) -> bool:
@@ -137,6 +151,8 @@ class PushConsumer(ConsumerCore):
             return self.orderly.on_messages(mq, messages)
         queue = self.process_queues.setdefault(mq, ProcessQueue())
         queue.add(messages)
+        if self.async_service is not None:
+            return self.async_service.on_messages(mq, queue, messages)
         for start in range(0, len(messages), self.consume_batch_size):
             self.pool.submit(self._consume, mq, queue, messages[start : start + self.consume_batch_size])
 
@@ -160,14 +176,13 @@ class PushConsumer(ConsumerCore):
             await self.orderly.release_queue(mq)
 
     # -- consuming ----------------------------------------------------------------------------
+    # The decisions (what the listener's answer means, what is sent back, what is committed)
+    # live in the helpers below; ``_consume`` runs them on a consume thread, and the asyncio
+    # consumer (``consume_async.AsyncConsumeService``) runs the same helpers on the loop.
     def _consume(self, mq: MessageQueue, queue: ProcessQueue, messages: list) -> None:
         if queue.dropped or not self.running:
             return
-        for msg in messages:
-            restore_retry_topic(msg, self.group)
-        context = {"message_queue": mq, "delay_level_when_next_consume": 0, "ack_index": len(messages) - 1}
-        for hook in self.before_hooks:
-            hook(messages)
+        context = self._begin_consume(mq, messages)
         try:
             status = self.listener(messages, context)
         except Exception:
@@ -175,28 +190,41 @@ class PushConsumer(ConsumerCore):
                 "the message listener of %s raised; the messages will be consumed again", self.group
             )
             status = None
+        ack_index, delay_level = self._end_consume(messages, context, status)
+        failed = self._failed_to_send_back(messages, ack_index)
+        kept = [msg for msg in failed if not self.send_message_back(msg, mq, delay_level)]
+        self._finish_consume(mq, queue, messages, kept)
+
+    def _begin_consume(self, mq: MessageQueue, messages: list) -> dict:
+        """Original topics back, before-hooks run; the listener's context."""
+        for msg in messages:
+            restore_retry_topic(msg, self.group)
+        for hook in self.before_hooks:
+            hook(messages)
+        return {"message_queue": mq, "delay_level_when_next_consume": 0, "ack_index": len(messages) - 1}
+
+    def _end_consume(self, messages: list, context: dict, status) -> tuple[int, int]:
+        """After-hooks run; (index of the last message consumed, delay level for the failed)."""
         for hook in self.after_hooks:
             hook(messages, status)
         last = len(messages) - 1
         ack_index = min(_context_int(context, "ack_index", last), last) if status is SUCCESS else -1
-        self._process_result(
-            mq, queue, messages, ack_index, _context_int(context, "delay_level_when_next_consume", 0)
-        )
+        return ack_index, _context_int(context, "delay_level_when_next_consume", 0)
 
-    def _process_result(
-        self, mq, queue: ProcessQueue, messages: list, ack_index: int, delay_level: int
-    ) -> None:
-        """Messages after ``ack_index`` failed: send them back (clustering) or drop them
-        (broadcasting, as RocketMQ); only those the broker would not take back stay here."""
+    def _failed_to_send_back(self, messages: list, ack_index: int) -> list:
+        """Messages after ``ack_index`` failed: to be sent back (clustering); broadcasting drops
+        them, as RocketMQ does."""
         failed = messages[ack_index + 1 :]
-        kept: list = []
         if failed and self.message_model == BROADCASTING:
             for msg in failed:
                 log.warning(
                     "BROADCASTING: consuming message %s of %s failed; dropped", msg.client_msg_id, msg.topic
                 )
-        elif failed:
-            kept = [msg for msg in failed if not self.send_message_back(msg, mq, delay_level)]
+            return []
+        return failed
+
+    def _finish_consume(self, mq, queue: ProcessQueue, messages: list, kept: list) -> None:
+        """Commit what is done; ``kept`` (the broker would not take them back) stay pinned here."""
         for msg in messages:
             if any(msg is k for k in kept):
                 continue
@@ -204,12 +232,11 @@ class PushConsumer(ConsumerCore):
             if not queue.dropped:
                 self.offsets.update(mq, commit, increase_only=True)
         if kept:
+            for msg in kept:
+                msg.reconsume_times += 1
             self._consume_locally_later(mq, queue, kept)
 
-    def send_message_back(self, msg, mq: MessageQueue, delay_level: int = 0) -> bool:
-        """CONSUMER_SEND_MSG_BACK for ``msg`` (consumed from ``mq``); False when it failed.
-
-        ``delay_level`` 0 lets the broker choose (3 + reconsume times), < 0 dead-letters at once."""
+    def _send_back_request(self, msg, mq: MessageQueue, delay_level: int) -> tuple[str, dict]:
         addr = self.instance.broker_addr(mq.broker_name) or "{}:{}".format(*msg.store_host)
         header = {
             "offset": msg.commitlog_offset,
@@ -220,18 +247,39 @@ class PushConsumer(ConsumerCore):
             "unitMode": False,
             "maxReconsumeTimes": self.max_reconsume_times,
         }
+        return addr, header
+
+    def send_message_back(self, msg, mq: MessageQueue, delay_level: int = 0) -> bool:
+        """CONSUMER_SEND_MSG_BACK for ``msg`` (consumed from ``mq``); False when it failed.
+
+        ``delay_level`` 0 lets the broker choose (3 + reconsume times), < 0 dead-letters at once."""
+        addr, header = self._send_back_request(msg, mq, delay_level)
         try:
             self.instance.run(self.instance.api.send_back(addr, header), timeout=self.send_back_timeout_s)
             return True
         except Exception as exc:
-            log.warning("sending message %s back to %s failed (%s); consuming it again locally in %.1f s",
-                        msg.client_msg_id, addr, exc, self.retry_delay_s)  # fmt: skip
+            self._log_send_back_failure(msg, addr, exc)
             return False
+
+    async def asend_message_back(self, msg, mq: MessageQueue, delay_level: int = 0) -> bool:
+        """``send_message_back`` on the instance's loop."""
+        addr, header = self._send_back_request(msg, mq, delay_level)
+        try:
+            async with asyncio.timeout(self.send_back_timeout_s):
+                await self.instance.api.send_back(addr, header)
+            return True
+        except Exception as exc:
+            self._log_send_back_failure(msg, addr, exc)
+            return False
+
+    def _log_send_back_failure(self, msg, addr: str, exc: Exception) -> None:
+        log.warning("sending message %s back to %s failed (%s); consuming it again locally in %.1f s",
+                    msg.client_msg_id, addr, exc or type(exc).__name__, self.retry_delay_s)  # fmt: skip
 
     def _consume_locally_later(self, mq: MessageQueue, queue: ProcessQueue, messages: list) -> None:
         """The broker did not take them back: keep their offsets pinned and try here again later."""
-        for msg in messages:
-            msg.reconsume_times += 1
+        if self.async_service is not None:
+            return self.async_service.consume_later(mq, queue, messages)
 
         def again() -> None:
             if self.running and not queue.dropped:
@@ -243,6 +291,7 @@ class PushConsumer(ConsumerCore):
         timer = threading.Timer(self.retry_delay_s, again)
         timer.daemon = True
         timer.start()
+        return None
 
 
 SUCCESS = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
