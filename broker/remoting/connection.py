@@ -10,6 +10,7 @@ awaitable when it has to wait after all; plain handlers cost no task and no extr
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -19,6 +20,7 @@ from .errors import FrameError, RemotingSendRequestError, RemotingTimeoutError
 from .frame import DEFAULT_MAX_FRAME, FrameDecoder, encode_frame
 
 log = logging.getLogger(__name__)
+COMMANDS_PER_TURN = 16  # see RemotingConnection._take_turn
 SWEEP_INTERVAL_S = 0.05  # how often waiting requests are checked against their deadlines
 
 Handler = Callable[
@@ -58,7 +60,9 @@ class RemotingConnection(asyncio.Protocol):
         self._loop = asyncio.get_event_loop()
         self.closed = self._loop.create_future()
         self._outgoing: list[bytes] = []
-        self._reading = False  # inside data_received: its responses leave together at its end
+        self._reading = False  # inside _take_turn: the replies it produces leave together at its end
+        self._backlog: collections.deque[RemotingCommand] = collections.deque()  # received, not handled
+        self._turn_scheduled = False
         self.attributes: dict = {}  # what the owner knows of the peer (client id, …)
         self._tasks: set[asyncio.Task] = set()
 
@@ -77,9 +81,29 @@ class RemotingConnection(asyncio.Protocol):
             log.warning("closing the connection from %s: %s", self.remote_addr, exc)
             self.close()
             return
+        backlog = self._backlog
+        backlog.extend(commands)
+        if not self._turn_scheduled:
+            self._take_turn()
+
+    def _take_turn(self) -> None:
+        """Handle up to ``COMMANDS_PER_TURN`` received commands, send what they produced, and
+        leave the rest to the next turn of the loop.
+
+        A read may hold a hundred pipelined requests (or responses). Handled all at once, the
+        peer hears nothing until the last is done and then has nothing to do while we work on
+        its next burst: the two ends take turns instead of working at the same time. In groups,
+        the first answers leave (and the peer sends more work) while later ones are served —
+        and other connections get their turn in between."""
+        self._turn_scheduled = False
+        backlog = self._backlog
+        if self.closed.done():  # the peer is gone: nobody to answer
+            backlog.clear()
+            return
         self._reading = True
         try:
-            for cmd in commands:
+            for _ in range(min(len(backlog), COMMANDS_PER_TURN)):
+                cmd = backlog.popleft()
                 if cmd.is_response:
                     slot = self.pending.pop(cmd.opaque, None)
                     if slot is not None:
@@ -88,6 +112,9 @@ class RemotingConnection(asyncio.Protocol):
                     self._serve(cmd)
         finally:
             self._reading = False
+            if backlog and not self._turn_scheduled and not self.closed.done():
+                self._turn_scheduled = True
+                self._loop.call_soon(self._take_turn)
         if self._outgoing:
             self._send_outgoing()
 

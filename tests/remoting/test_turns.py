@@ -1,0 +1,73 @@
+"""Pipelined requests are served in turns of ``COMMANDS_PER_TURN``, in order, answers sent per turn."""
+
+import asyncio
+
+from broker.remoting.command import create_request, response_to
+from broker.remoting.connection import COMMANDS_PER_TURN, ProcessorTable, RemotingConnection
+from broker.remoting.frame import FrameDecoder, encode_frame
+
+ECHO, SLOW = 700, 701
+
+
+class RecordingTransport:
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(data)
+
+    def is_closing(self) -> bool:
+        return False
+
+    def get_extra_info(self, name, default=None):
+        return ("127.0.0.1", 1) if name == "peername" else default
+
+    def close(self) -> None:
+        pass
+
+
+def answered(transport: RecordingTransport) -> list[str]:
+    decoder = FrameDecoder()
+    return [cmd.field("n") for data in transport.writes for cmd in decoder.feed(data)]
+
+
+def connection_with(transport: RecordingTransport) -> RemotingConnection:
+    table = ProcessorTable()
+    table.register(ECHO, lambda conn, request: response_to(request, ext_fields={"n": request.field("n")}))
+
+    async def slow(conn, request):
+        await asyncio.sleep(0.01)
+        return response_to(request, ext_fields={"n": request.field("n")})
+
+    table.register(SLOW, slow)
+    connection = RemotingConnection(table)
+    connection.connection_made(transport)
+    return connection
+
+
+async def test_a_burst_is_answered_in_turns_and_in_order():
+    transport = RecordingTransport()
+    connection = connection_with(transport)
+    burst = 2 * COMMANDS_PER_TURN + 3
+    connection.data_received(b"".join(encode_frame(create_request(ECHO, {"n": i})) for i in range(burst)))
+    # The first turn answered its share at once, in one write; the rest waits for the loop.
+    assert len(transport.writes) == 1
+    assert answered(transport) == [str(i) for i in range(COMMANDS_PER_TURN)]
+    # Frames that arrive meanwhile queue behind the backlog instead of overtaking it.
+    connection.data_received(encode_frame(create_request(ECHO, {"n": "late"})))
+    assert answered(transport) == [str(i) for i in range(COMMANDS_PER_TURN)]
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert answered(transport) == [str(i) for i in range(burst)] + ["late"]
+    assert len(transport.writes) == 3  # one write per turn, not one per answer
+
+
+async def test_waiting_handlers_do_not_hold_up_the_turns():
+    transport = RecordingTransport()
+    connection = connection_with(transport)
+    frames = [encode_frame(create_request(SLOW, {"n": "slow"}))]
+    frames += [encode_frame(create_request(ECHO, {"n": i})) for i in range(3)]
+    connection.data_received(b"".join(frames))
+    assert answered(transport) == ["0", "1", "2"]
+    await asyncio.sleep(0.05)
+    assert answered(transport) == ["0", "1", "2", "slow"]
