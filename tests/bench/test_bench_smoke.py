@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -34,11 +36,12 @@ def test_store_bench_reports_every_figure(tmp_path):
         assert figures[key] > 0, key
 
 
-def test_broker_bench_runs_our_workloads(tmp_path):
+@pytest.mark.parametrize("peer", ["ours", "ours-threads"])
+def test_broker_bench_runs_our_workloads(tmp_path, peer):
     results = run_json(
-        "bench/broker.py", "--only", "ours", "--messages", "256", "--seconds", "0.5", "--dir", str(tmp_path)
+        "bench/broker.py", "--only", peer, "--messages", "256", "--seconds", "0.5", "--dir", str(tmp_path)
     )
-    ours = results["ours"]
+    ours = results[peer]
     assert "skipped" not in ours, ours
     for key in (
         "sync_send_msgs_s",
@@ -49,3 +52,14 @@ def test_broker_bench_runs_our_workloads(tmp_path):
     ):
         assert ours[key] > 0, key
     assert ours["e2e_samples"] == 500
+
+
+def test_broker_path_bench_reports_cpu_per_message():
+    out = subprocess.run(
+        [sys.executable, "bench/broker_path.py", "--messages", "300", "--rounds", "1"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    figures = dict(line.split()[:2] for line in out.stdout.strip().splitlines())
+    assert set(figures) == {"send_one_per_turn_us", "send_pipelined_us", "send_v2_pipelined_us"}
+    assert all(float(value) > 0 for value in figures.values())
