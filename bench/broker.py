@@ -1,13 +1,14 @@
 """Broker benchmark: this project against RabbitMQ, NATS JetStream and Redis Streams.
 
     python bench/broker.py [--messages N] [--only ours|ours-threads|rabbitmq|nats|redis]
-                           [--sync-flush] [--json]
+                           [--sync-flush] [--loop uvloop|asyncio] [--json]
 
 Same workloads for every system, over loopback with 1 KiB bodies: sync send (1 producer),
 async send with 64 in flight, batches of 32, consume, end-to-end latency p50/p99 at a fixed
 1,000 msgs/s. A peer that is not reachable is reported as skipped, with the reason. "ours" is our
 SDK's asyncio API on the benchmark's loop (as the peers' asyncio clients run); "ours-threads" is
-its blocking API driven from threads.
+its blocking API driven from threads. Every peer's client runs on the same loop (uvloop unless
+``--loop asyncio``).
 """
 
 from __future__ import annotations
@@ -108,8 +109,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sync-flush", action="store_true", help="run our broker with SYNC_FLUSH")
     parser.add_argument("--dir", default=None, help="where our broker keeps its store")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--loop",
+        choices=("uvloop", "asyncio"),
+        default="uvloop",
+        help="the event loop every peer's client runs on (one loop for all, so they compare alike)",
+    )
     args = parser.parse_args(argv)
-    results = asyncio.run(run(args))
+    if args.loop == "uvloop":
+        import uvloop
+
+        results = uvloop.run(run(args))
+    else:
+        results = asyncio.run(run(args))
+    results["loop"] = args.loop
     if args.json:
         print(json.dumps(results))
     else:

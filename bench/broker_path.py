@@ -15,9 +15,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import functools
 import os
 import pstats
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -35,7 +37,9 @@ from broker.server.controller import BrokerController
 from broker.server.processors.send import V2_FIELDS
 
 TOPIC = "PathBench"
+GROUP = "PathBenchGroup"
 BODY = b"x" * 1024
+LENGTH = struct.Struct(">i")
 
 
 class CollectingTransport:
@@ -46,7 +50,10 @@ class CollectingTransport:
         self.closing = False
 
     def write(self, data: bytes) -> None:
-        self.frames += 1
+        pos = 0
+        while pos < len(data):  # one write may carry several frames
+            pos += 4 + LENGTH.unpack_from(data, pos)[0]
+            self.frames += 1
 
     def is_closing(self) -> bool:
         return self.closing
@@ -58,7 +65,7 @@ class CollectingTransport:
         self.closing = True
 
 
-def send_frames(count: int, v2: bool) -> list[bytes]:
+def send_frames(count: int, v2: bool, queue_id: int | None = None) -> list[bytes]:
     frames = []
     for i in range(count):
         header = {
@@ -66,7 +73,7 @@ def send_frames(count: int, v2: bool) -> list[bytes]:
             "topic": TOPIC,
             "defaultTopic": "TBW102",
             "defaultTopicQueueNums": 4,
-            "queueId": i % 4,
+            "queueId": i % 4 if queue_id is None else queue_id,
             "sysFlag": 0,
             "bornTimestamp": int(time.time() * 1000),
             "flag": 0,
@@ -85,15 +92,50 @@ def send_frames(count: int, v2: bool) -> list[bytes]:
     return frames
 
 
-async def feed(connection, transport, frames: list[bytes], per_turn: int) -> float:
+async def feed_in_turns(connection, transport, frames: list[bytes], per_turn: int) -> float:
     start = time.process_time()
     written = transport.frames
     for i in range(0, len(frames), per_turn):
-        connection.data_received(b"".join(frames[i : i + per_turn]))
+        chunk = frames[i : i + per_turn]
+        connection.data_received(b"".join(chunk))
         await asyncio.sleep(0)  # one turn of the loop at least: the dispatch of what was stored
-        while transport.frames == written:  # until the response(s) left
+        written += len(chunk)
+        while transport.frames < written:  # until every response left
             await asyncio.sleep(0)
+    return (time.process_time() - start) / len(frames) * 1e6
+
+
+def pull_frame(queue_offset: int) -> bytes:
+    header = {
+        "consumerGroup": GROUP,
+        "topic": TOPIC,
+        "queueId": 0,
+        "queueOffset": queue_offset,
+        "maxMsgNums": 32,
+        "sysFlag": 0x2 | 0x4,  # suspend, subscription in the request
+        "commitOffset": 0,
+        "suspendTimeoutMillis": 15_000,
+        "subscription": "*",
+        "subVersion": 0,
+        "expressionType": "TAG",
+    }
+    return encode_frame(create_request(RequestCode.PULL_MESSAGE, header))
+
+
+async def feed_to_held_pulls(broker, connection, transport, frames: list[bytes]) -> float:
+    """A consumer waits (a held pull) on an empty queue; each message is sent to it: what the
+    broker does between a producer's send and the consumer's answer (e2e latency's share)."""
+    queue = broker.store.find_consume_queue(TOPIC, 0)
+    offset = queue.max_offset if queue else 0
+    start = time.process_time()
+    for frame in frames:
         written = transport.frames
+        connection.data_received(pull_frame(offset))
+        await asyncio.sleep(0)  # the pull finds nothing and is held
+        connection.data_received(frame)
+        while transport.frames < written + 2:  # the send's answer and the pull's
+            await asyncio.sleep(0)
+        offset += 1
     return (time.process_time() - start) / len(frames) * 1e6
 
 
@@ -110,24 +152,29 @@ async def run(args) -> dict:
     connection.connection_made(transport)
     figures = {}
     profiler = cProfile.Profile() if args.profile else None
+    broker.groups.find(GROUP, create=True)
     try:
         for name, v2, per_turn in (
             ("send_one_per_turn_us", False, 1),
             ("send_pipelined_us", False, 64),
             ("send_v2_pipelined_us", True, 64),
+            ("send_to_held_pull_us", False, 0),
         ):
             if args.only and name != args.only:
                 continue
-            frames = send_frames(args.messages, v2)
-            await feed(connection, transport, frames[:2000], per_turn)  # warm up
+            frames = send_frames(args.messages, v2, queue_id=0 if not per_turn else None)
+            if per_turn:
+                feed = functools.partial(feed_in_turns, connection, transport, per_turn=per_turn)
+            else:
+                feed = functools.partial(feed_to_held_pulls, broker, connection, transport)
+            await feed(frames[:2000])  # warm up
             if profiler and name == args.profile:
                 profiler.enable()
             # The least of several rounds: what the code costs, with less of whatever else
             # the machine was doing.
             if args.callgrind:  # count instructions of the measured rounds only
                 subprocess.run(["callgrind_control", "-i", "on", str(os.getpid())], check=True)
-            figures[name] = min([await feed(connection, transport, frames, per_turn)
-                                 for _ in range(args.rounds)])  # fmt: skip
+            figures[name] = min([await feed(frames) for _ in range(args.rounds)])
             if args.callgrind:
                 subprocess.run(["callgrind_control", "-i", "off", str(os.getpid())], check=True)
             if profiler and name == args.profile:

@@ -23,12 +23,13 @@ class PullRequestHoldService:
         future = self.loop.create_future()
         key = (topic, queue_id)
         self.waiting[key].append((offset, future))
+        # A timer that settles the future: lighter than asyncio.wait_for (its own waiter and
+        # callbacks), and a woken pull resumes one step sooner.
+        timer = self.loop.call_later(timeout_s, _settle, future, False)
         try:
-            await asyncio.wait_for(future, timeout_s)
-            return True
-        except TimeoutError:
-            return False
+            return await future
         finally:
+            timer.cancel()
             entries = self.waiting.get(key)
             if entries is not None:
                 entries[:] = [e for e in entries if e[1] is not future]
@@ -47,10 +48,15 @@ class PullRequestHoldService:
     def notify(self, topic: str, queue_id: int, max_offset: int) -> None:
         for offset, future in self.waiting.get((topic, queue_id), []):
             if offset < max_offset and not future.done():
-                future.set_result(None)
+                future.set_result(True)
 
     def wake_all(self) -> None:
         for entries in self.waiting.values():
             for _, future in entries:
                 if not future.done():
-                    future.set_result(None)
+                    future.set_result(True)
+
+
+def _settle(future: asyncio.Future, woken: bool) -> None:
+    if not future.done():
+        future.set_result(woken)

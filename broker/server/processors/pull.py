@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import time
+from collections.abc import Awaitable
 
 from broker.common import topic_config as tc
 from broker.remoting.codes import ResponseCode
-from broker.remoting.command import RemotingCommand, response_to
+from broker.remoting.command import RPC_TYPE_RESPONSE, RemotingCommand, response_to
 from broker.store.results import GetMessageStatus
 
 from ..filter import FilterSyntaxError, TagFilter, is_tag_type
@@ -30,7 +32,10 @@ class PullProcessor:
     def __init__(self, broker) -> None:
         self.broker = broker
 
-    async def pull(self, conn, request: RemotingCommand) -> RemotingCommand:
+    def pull(self, conn, request: RemotingCommand) -> RemotingCommand | Awaitable[RemotingCommand]:
+        """Answers at once when there is something to read (or nothing may be waited for);
+        otherwise returns an awaitable that holds the pull until a message arrives (long
+        polling) or the suspend time runs out."""
         group, topic = request.field("consumerGroup") or "", request.field("topic") or ""
         queue_id, offset = request.int_field("queueId"), request.int_field("queueOffset")
         max_nums, sys_flag = request.int_field("maxMsgNums", 32), request.int_field("sysFlag", 0)
@@ -42,29 +47,43 @@ class PullProcessor:
             return message_filter
         if sys_flag & FLAG_COMMIT_OFFSET and request.int_field("commitOffset", -1) >= 0:
             self.broker.offsets.commit(group, topic, queue_id, request.int_field("commitOffset"))
-        suspend = bool(sys_flag & FLAG_SUSPEND)
+        read = functools.partial(self.broker.store.get_message, group, topic, queue_id, offset, max_nums,
+                                 message_filter)  # fmt: skip
+        result = read()
+        code = self._code(result, offset)
+        if code != ResponseCode.PULL_NOT_FOUND or not sys_flag & FLAG_SUSPEND:
+            return self._response(request, result, code)
         hold_ms = request.int_field("suspendTimeoutMillis", 15_000)
         if not self.broker.config.long_polling_enable:
             hold_ms = self.broker.config.short_polling_time_mills
-        deadline = time.monotonic() + hold_ms / 1000
-        store = self.broker.store
+        return self._held(request, read, topic, queue_id, offset, time.monotonic() + hold_ms / 1000)
+
+    async def _held(self, request, read, topic: str, queue_id: int, offset: int, deadline: float):
         while True:
-            result = store.get_message(group, topic, queue_id, offset, max_nums, message_filter)
-            code = self._code(result, offset)
             remaining = deadline - time.monotonic()
-            if code != ResponseCode.PULL_NOT_FOUND or not suspend or remaining <= 0:
+            if remaining <= 0:
                 break
             await self.broker.hold.wait(topic, queue_id, offset, remaining)
+            result = read()
+            code = self._code(result, offset)
+            if code != ResponseCode.PULL_NOT_FOUND:
+                return self._response(request, result, code)
+        return self._response(request, result, code)
+
+    @staticmethod
+    def _response(request, result, code: int) -> RemotingCommand:
         fields = {
-            "nextBeginOffset": result.next_begin_offset,
-            "minOffset": result.min_offset,
-            "maxOffset": result.max_offset,
-            "suggestWhichBrokerId": 0,
+            "nextBeginOffset": str(result.next_begin_offset),
+            "minOffset": str(result.min_offset),
+            "maxOffset": str(result.max_offset),
+            "suggestWhichBrokerId": "0",
         }
-        body = result.body() if code == ResponseCode.SUCCESS else b""
-        return response_to(
-            request, code, None if code == ResponseCode.SUCCESS else result.status.value, fields, body
-        )
+        if code == ResponseCode.SUCCESS:
+            remark, body = None, result.body()
+        else:
+            remark, body = result.status.value, b""
+        return RemotingCommand(code, opaque=request.opaque, flag=RPC_TYPE_RESPONSE, remark=remark,
+                               ext_fields=fields, body=body, serialize_type=request.serialize_type)  # fmt: skip
 
     @staticmethod
     def _code(result, offset: int) -> int:
