@@ -82,8 +82,15 @@ class PullProcessor:
             remark, body = None, result.body()
         else:
             remark, body = result.status.value, b""
-        return RemotingCommand(code, opaque=request.opaque, flag=RPC_TYPE_RESPONSE, remark=remark,
-                               ext_fields=fields, body=body, serialize_type=request.serialize_type)  # fmt: skip
+        return RemotingCommand(
+            code,
+            opaque=request.opaque,
+            flag=RPC_TYPE_RESPONSE,
+            remark=remark,
+            ext_fields=fields,
+            body=body,
+            serialize_type=request.serialize_type,
+        )
 
     @staticmethod
     def _code(result, offset: int) -> int:
