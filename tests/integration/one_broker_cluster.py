@@ -70,4 +70,3 @@ def start_one_broker(workdir: Path, extra_conf: str = "") -> OneBrokerCluster:
         namesrv.stop()
         raise
     return OneBrokerCluster(namesrv, broker, SyncRemotingClient())
-

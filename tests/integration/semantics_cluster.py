@@ -16,8 +16,6 @@ CLUSTER = "SemanticsCluster"
 BROKER_NAME = "broker-s"
 
 
-
-
 class SemanticsCluster:
     def __init__(self, workdir: Path, settings: dict[str, str]) -> None:
         self.workdir = workdir
