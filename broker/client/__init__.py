@@ -1,9 +1,9 @@
 """The Python client SDK.
 
-Blocking API: ``Producer``, ``PushConsumer``, ``LitePullConsumer`` (network work runs on a
-background asyncio loop per client instance). asyncio API: ``AsyncProducer``,
-``AsyncPushConsumer`` and ``AsyncLitePullConsumer`` run on your own event loop (no thread
-hand-off; ``async def`` listeners are awaited on it).
+Blocking API: ``Producer``, ``TransactionProducer``, ``PushConsumer``, ``LitePullConsumer``
+(network work runs on a background asyncio loop per client instance). asyncio API:
+``AsyncProducer``, ``AsyncPushConsumer`` and ``AsyncLitePullConsumer`` run on your own event
+loop (no thread hand-off; ``async def`` listeners are awaited on it).
 """
 
 from .allocate import (
@@ -29,6 +29,12 @@ from .producer import Producer, SendResult, hash_selector, random_selector
 from .pull_consumer import LitePullConsumer
 from .push_consumer import ConsumeConcurrentlyStatus, PushConsumer
 from .request_reply import RequestTimeoutError, create_reply_message
+from .transaction_producer import (
+    LocalTransactionState,
+    TransactionListener,
+    TransactionProducer,
+    TransactionSendResult,
+)
 
 __all__ = [
     "BROADCASTING",
@@ -47,6 +53,7 @@ __all__ = [
     "ConsumeConcurrentlyStatus",
     "ConsumeOrderlyStatus",
     "LitePullConsumer",
+    "LocalTransactionState",
     "MQBrokerError",
     "MQClientError",
     "MessageQueue",
@@ -55,6 +62,9 @@ __all__ = [
     "PushConsumer",
     "RequestTimeoutError",
     "SendResult",
+    "TransactionListener",
+    "TransactionProducer",
+    "TransactionSendResult",
     "create_reply_message",
     "hash_selector",
     "random_selector",
