@@ -61,5 +61,10 @@ def test_broker_path_bench_reports_cpu_per_message():
     )  # fmt: skip
     assert out.returncode == 0, out.stderr[-2000:]
     figures = dict(line.split()[:2] for line in out.stdout.strip().splitlines())
-    assert set(figures) == {"send_one_per_turn_us", "send_pipelined_us", "send_v2_pipelined_us"}
+    assert set(figures) == {
+        "send_one_per_turn_us",
+        "send_pipelined_us",
+        "send_v2_pipelined_us",
+        "send_to_held_pull_us",
+    }
     assert all(float(value) > 0 for value in figures.values())
