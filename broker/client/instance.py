@@ -98,6 +98,7 @@ class MQClientInstance:
         self.consumers: dict[str, object] = {}
         self._tasks: list[asyncio.Future] = []
         self._background: set[asyncio.Future] = set()
+        self.heartbeated: set[str] = set()  # broker addresses a heartbeat of ours reached
 
     @classmethod
     def on_running_loop(cls, namesrv_addr: str, instance_name: str | None = None, **options):
@@ -258,8 +259,17 @@ class MQClientInstance:
         for addr in self.all_broker_addrs():
             try:
                 await self.api.heartbeat(addr, data)
+                self.heartbeated.add(addr)
             except Exception as exc:
                 log.debug("heartbeat to %s failed: %s", addr, exc)
+
+    async def heartbeat_known_brokers(self) -> None:
+        """Heartbeat now every known broker that has not heard from us yet. A broker pushes a
+        reply only to a client it knows by heartbeat: a requester must be known before its
+        request can be answered (the heartbeat started when a route arrives may still be on
+        its way)."""
+        if self.all_broker_addrs() - self.heartbeated:
+            await self.send_heartbeats()
 
     async def astart(self) -> None:
         """``start`` for an instance on the caller's loop (same work; nothing to wait for)."""

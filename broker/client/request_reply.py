@@ -130,6 +130,8 @@ async def request(producer, msg: Message, timeout_ms: int, **send_options) -> Me
     table = instance.reply_futures.futures
     table[correlation_id] = future
     try:
+        await instance.route(msg.topic)
+        await instance.heartbeat_known_brokers()
         await producer.asend(msg, timeout_ms=timeout_ms, **send_options)
         remaining = deadline - time.monotonic()
         try:
