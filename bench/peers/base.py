@@ -24,6 +24,20 @@ def latency_ms(body: bytes) -> float:
     return (time.time() - STAMP.unpack_from(body)[0]) * 1000
 
 
+class LatencySamples:
+    """End-to-end latencies of stamped bodies as a consumer receives them; ``done`` (a
+    ``threading.Event`` or an ``asyncio.Event``) is set once ``total`` have arrived."""
+
+    def __init__(self, total: int, done) -> None:
+        self.values: list[float] = []
+        self.total, self.done = total, done
+
+    def add(self, body: bytes) -> None:
+        self.values.append(latency_ms(body))
+        if len(self.values) >= self.total:
+            self.done.set()
+
+
 class Peer:
     name = "peer"
 

@@ -7,7 +7,7 @@ import asyncio
 import nats
 from nats.js.api import StorageType
 
-from .base import BODY_SIZE, Peer, latency_ms, paced, stamped_body
+from .base import BODY_SIZE, LatencySamples, Peer, paced, stamped_body
 
 STREAM, SUBJECT = "PYROCKET_BENCH", "pyrocket.bench"
 
@@ -62,20 +62,16 @@ class NatsJetStream(Peer):
 
     async def latency(self, rate: int, seconds: float) -> list[float]:
         await self.js.purge_stream(STREAM)
-        samples: list[float] = []
-        total = int(rate * seconds)
-        done = asyncio.Event()
+        samples = LatencySamples(int(rate * seconds), asyncio.Event())
 
         async def on_message(message) -> None:
-            samples.append(latency_ms(message.data))
+            samples.add(message.data)
             await message.ack()
-            if len(samples) >= total:
-                done.set()
 
         subscription = await self.js.subscribe(
             SUBJECT, cb=on_message, deliver_policy=nats.js.api.DeliverPolicy.NEW
         )
         await paced(rate, seconds, lambda: self.js.publish(SUBJECT, stamped_body()))
-        await asyncio.wait_for(done.wait(), 60)
+        await asyncio.wait_for(samples.done.wait(), 60)
         await subscription.unsubscribe()
-        return samples
+        return samples.values

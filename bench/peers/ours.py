@@ -30,7 +30,7 @@ from broker.remoting.codes import RequestCode
 from broker.remoting.command import create_request
 from tests.harness import EngineProcess, free_port
 
-from .base import BODY_SIZE, Peer, latency_ms, paced, stamped_body
+from .base import BODY_SIZE, LatencySamples, Peer, paced, stamped_body
 
 TOPIC = "BenchTopic"
 # Its own topic: a new group may start at offset 0 on a young queue (as in RocketMQ), and the
@@ -126,15 +126,11 @@ class OursThreads(Peer):
         await asyncio.to_thread(run)
 
     async def latency(self, rate: int, seconds: float) -> list[float]:
-        samples: list[float] = []
-        total = int(rate * seconds)
-        done = threading.Event()
+        samples = LatencySamples(int(rate * seconds), threading.Event())
 
         def listener(messages, context):
             for msg in messages:
-                samples.append(latency_ms(msg.body))
-            if len(samples) >= total:
-                done.set()
+                samples.add(msg.body)
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
         consumer = PushConsumer("bench-latency", self.namesrv.addr, instance_name="bench-push")
@@ -152,10 +148,10 @@ class OursThreads(Peer):
 
         await paced(rate, seconds, send)
         started = time.monotonic()
-        while not done.is_set() and time.monotonic() - started < 60:
+        while not samples.done.is_set() and time.monotonic() - started < 60:
             await asyncio.sleep(0.05)
         await asyncio.to_thread(consumer.shutdown)
-        return samples
+        return samples.values
 
 
 class Ours(OursThreads):
@@ -203,15 +199,11 @@ class Ours(OursThreads):
         await consumer.shutdown()
 
     async def latency(self, rate: int, seconds: float) -> list[float]:
-        samples: list[float] = []
-        total = int(rate * seconds)
-        done = asyncio.Event()
+        samples = LatencySamples(int(rate * seconds), asyncio.Event())
 
         async def listener(messages, context):
             for msg in messages:
-                samples.append(latency_ms(msg.body))
-            if len(samples) >= total:
-                done.set()
+                samples.add(msg.body)
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
         consumer = AsyncPushConsumer("bench-latency", self.namesrv.addr, instance_name="bench-push")
@@ -230,8 +222,8 @@ class Ours(OursThreads):
         await paced(rate, seconds, send)
         await asyncio.gather(*sent, return_exceptions=True)
         try:
-            await asyncio.wait_for(done.wait(), 60)
+            await asyncio.wait_for(samples.done.wait(), 60)
         except TimeoutError:
             pass
         await consumer.shutdown()
-        return samples
+        return samples.values

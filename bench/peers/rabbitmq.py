@@ -6,7 +6,7 @@ import asyncio
 
 import aio_pika
 
-from .base import BODY_SIZE, Peer, latency_ms, paced, stamped_body
+from .base import BODY_SIZE, LatencySamples, Peer, paced, stamped_body
 
 QUEUE = "pyrocket-bench"
 
@@ -63,18 +63,14 @@ class RabbitMQ(Peer):
 
     async def latency(self, rate: int, seconds: float) -> list[float]:
         await self.queue.purge()
-        samples: list[float] = []
-        total = int(rate * seconds)
-        done = asyncio.Event()
+        samples = LatencySamples(int(rate * seconds), asyncio.Event())
 
         async def on_message(message: aio_pika.IncomingMessage) -> None:
-            samples.append(latency_ms(message.body))
+            samples.add(message.body)
             await message.ack()
-            if len(samples) >= total:
-                done.set()
 
         tag = await self.queue.consume(on_message)
         await paced(rate, seconds, lambda: self._publish(stamped_body()))
-        await asyncio.wait_for(done.wait(), 60)
+        await asyncio.wait_for(samples.done.wait(), 60)
         await self.queue.cancel(tag)
-        return samples
+        return samples.values
