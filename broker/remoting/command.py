@@ -61,9 +61,14 @@ class RemotingCommand:
         return default if raw is None else raw.lower() == "true"
 
 
+_is_str = str.__instancecheck__
+
+
 def _stringify(fields: dict | None) -> dict[str, str]:
     if not fields:
         return {}
+    if all(map(_is_str, fields.values())):  # already text (hot responses build them so): a copy
+        return dict(fields)
     out = {}
     for key, value in fields.items():
         kind = type(value)

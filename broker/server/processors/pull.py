@@ -8,7 +8,7 @@ from collections.abc import Awaitable
 
 from broker.common import topic_config as tc
 from broker.remoting.codes import ResponseCode
-from broker.remoting.command import RPC_TYPE_RESPONSE, RemotingCommand, response_to
+from broker.remoting.command import RemotingCommand, response_to
 from broker.store.results import GetMessageStatus
 
 from ..filter import FilterSyntaxError, TagFilter, is_tag_type
@@ -79,18 +79,8 @@ class PullProcessor:
             "suggestWhichBrokerId": "0",
         }
         if code == ResponseCode.SUCCESS:
-            remark, body = None, result.body()
-        else:
-            remark, body = result.status.value, b""
-        return RemotingCommand(
-            code,
-            opaque=request.opaque,
-            flag=RPC_TYPE_RESPONSE,
-            remark=remark,
-            ext_fields=fields,
-            body=body,
-            serialize_type=request.serialize_type,
-        )
+            return response_to(request, code, None, fields, result.body())
+        return response_to(request, code, result.status.value, fields)
 
     @staticmethod
     def _code(result, offset: int) -> int:

@@ -17,7 +17,7 @@ from broker.common.message import MessageExt
 from broker.common.message_codec import string_to_properties
 from broker.common.message_const import PROPERTY_CLUSTER
 from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RPC_TYPE_RESPONSE, RemotingCommand, response_to
+from broker.remoting.command import RemotingCommand, response_to
 from broker.store.results import PutMessageResult, PutMessageStatus
 
 from ..schedule_message import to_schedule_message
@@ -249,9 +249,7 @@ class SendProcessor:
             "TRACE_ON": "true",
         }
         remark = None if code == ResponseCode.SUCCESS else result.status.value
-        # Built directly: every field is already text (response_to would look at each again).
-        return RemotingCommand(code, opaque=request.opaque, flag=RPC_TYPE_RESPONSE, remark=remark,
-                               ext_fields=fields, serialize_type=request.serialize_type)  # fmt: skip
+        return response_to(request, code, remark, fields)
 
 
 def born_host_of(conn) -> tuple[str, int]:
