@@ -14,6 +14,7 @@ import collections
 import logging
 from collections.abc import Awaitable, Callable
 
+from .busy_poll import BusyPoll
 from .codes import ResponseCode
 from .command import RPC_ONEWAY, RemotingCommand, response_to
 from .errors import FrameError, RemotingSendRequestError, RemotingTimeoutError
@@ -49,8 +50,10 @@ class RemotingConnection(asyncio.Protocol):
         processors: ProcessorTable,
         on_close: Callable[[RemotingConnection], None] | None = None,
         max_frame: int = DEFAULT_MAX_FRAME,
+        busy_poll: BusyPoll | None = None,
     ) -> None:
         self.processors = processors
+        self.busy_poll = busy_poll  # shared by a server's connections: see busy_poll.py
         self.on_close = on_close
         self.decoder = FrameDecoder(max_frame)
         self.transport: asyncio.Transport | None = None
@@ -83,6 +86,8 @@ class RemotingConnection(asyncio.Protocol):
             return
         backlog = self._backlog
         backlog.extend(commands)
+        if self.busy_poll is not None:
+            self.busy_poll.touch()
         if not self._turn_scheduled:
             self._take_turn()
 

@@ -6,6 +6,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
+from .busy_poll import BusyPoll
 from .command import RemotingCommand
 from .connection import Handler, ProcessorTable, RemotingConnection
 from .frame import DEFAULT_MAX_FRAME
@@ -14,7 +15,13 @@ log = logging.getLogger(__name__)
 
 
 class RemotingServer:
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        max_frame: int = DEFAULT_MAX_FRAME,
+        busy_poll_window_s: float = 0.0,
+    ) -> None:
         self.host = host
         self.port = port
         self.max_frame = max_frame
@@ -22,6 +29,8 @@ class RemotingServer:
         self.connections: set[RemotingConnection] = set()
         self.close_listeners: list[Callable[[RemotingConnection], None]] = []
         self._server: asyncio.AbstractServer | None = None
+        self.busy_poll_window_s = busy_poll_window_s
+        self.busy_poll: BusyPoll | None = None
 
     def register_processor(self, code: int, handler: Handler) -> None:
         self.processors.register(code, handler)
@@ -32,6 +41,8 @@ class RemotingServer:
     async def start(self) -> int:
         """Listen; return the bound port (useful with port 0)."""
         loop = asyncio.get_running_loop()
+        if self.busy_poll_window_s > 0:
+            self.busy_poll = BusyPoll(self.busy_poll_window_s, loop)
         self._server = await loop.create_server(
             self._new_connection, self.host, self.port, reuse_address=True
         )
@@ -39,7 +50,9 @@ class RemotingServer:
         return self.port
 
     def _new_connection(self) -> RemotingConnection:
-        connection = RemotingConnection(self.processors, self._connection_closed, self.max_frame)
+        connection = RemotingConnection(
+            self.processors, self._connection_closed, self.max_frame, self.busy_poll
+        )
         self.connections.add(connection)
         return connection
 
@@ -56,6 +69,8 @@ class RemotingServer:
         return await connection.invoke(request, timeout_ms)
 
     async def stop(self) -> None:
+        if self.busy_poll is not None:
+            self.busy_poll.stop()
         if self._server is not None:
             self._server.close()
             for connection in list(self.connections):

@@ -6,7 +6,7 @@ import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from broker.common.conf_file import get_bool, get_int, get_list, load_conf
+from broker.common.conf_file import ConfError, get_bool, get_int, get_list, load_conf
 from broker.store.store_config import MessageStoreConfig
 
 # Settings an operator may change at run time with UPDATE_BROKER_CONFIG (others need a restart).
@@ -65,6 +65,9 @@ class BrokerConfig:
     # Create the trace topic at start-up (RocketMQ's traceTopicEnable); the broker then also
     # traces the retries and dead-lettering it performs.
     trace_topic_enable: bool = False
+    # Keep polling for this long after a read instead of sleeping (broker/remoting/busy_poll.py):
+    # waking a sleeping broker costs more than serving a message. 0 turns it off.
+    busy_poll_window_micros: int = 250
     raw: dict[str, str] = field(default_factory=dict)
     conf_path: Path | None = None
 
@@ -105,6 +108,7 @@ class BrokerConfig:
             rebalance_lock_max_live_time=get_int(raw, "rebalanceLockMaxLiveTime", 60_000),
             store_reply_message_enable=get_bool(raw, "storeReplyMessageEnable", True),
             trace_topic_enable=get_bool(raw, "traceTopicEnable", False),
+            busy_poll_window_micros=_non_negative(raw, "busyPollWindowMicros", 250),
             raw=dict(raw),
             conf_path=conf_path,
         )
@@ -138,6 +142,7 @@ class BrokerConfig:
             "transactionCheckInterval": str(self.transaction_check_interval),
             "transactionCheckMax": str(self.transaction_check_max),
             "rebalanceLockMaxLiveTime": str(self.rebalance_lock_max_live_time),
+            "busyPollWindowMicros": str(self.busy_poll_window_micros),
             "storeReplyMessageEnable": str(self.store_reply_message_enable).lower(),
             "traceTopicEnable": str(self.trace_topic_enable).lower(),
         }
@@ -156,3 +161,10 @@ class BrokerConfig:
         for key, value in self.raw.items():
             values.setdefault(key, value)
         return values
+
+
+def _non_negative(raw: dict[str, str], key: str, default: int) -> int:
+    value = get_int(raw, key, default)
+    if value < 0:
+        raise ConfError(f"{key}={value} cannot be negative")
+    return value

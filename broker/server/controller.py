@@ -58,7 +58,11 @@ class BrokerController:
         self.producers = ProducerManager()
         self.filters = FilterCache()
         self.queue_locks = RebalanceLockManager(config.rebalance_lock_max_live_time)
-        self.server = RemotingServer(config.broker_ip1, config.listen_port)
+        self.server = RemotingServer(
+            config.broker_ip1,
+            config.listen_port,
+            busy_poll_window_s=config.busy_poll_window_micros / 1_000_000,
+        )
         self.schedule = ScheduleMessageService(self.store, config_dir, config.flush_delay_offset_interval)
         self.transactions = TransactionalMessageService(self)
         self.transaction_checker = TransactionalMessageCheckService(self, self.transactions)
