@@ -1,7 +1,8 @@
 """Broker benchmark: this project against RabbitMQ, NATS JetStream and Redis Streams.
 
     python bench/broker.py [--messages N] [--only ours|ours-threads|rabbitmq|nats|redis]
-                           [--sync-flush] [--loop uvloop|asyncio] [--json]
+                           [--sync-flush] [--broker-conf KEY=VALUE ...] [--loop uvloop|asyncio]
+                           [--json]
 
 Same workloads for every system, over loopback with 1 KiB bodies: sync send (1 producer),
 async send with 64 in flight, batches of 32, consume, end-to-end latency p50/p99 at a fixed
@@ -34,11 +35,11 @@ def make_peer(name: str, args: argparse.Namespace):
     if name == "ours":
         from bench.peers.ours import Ours
 
-        return Ours("SYNC_FLUSH" if args.sync_flush else "ASYNC_FLUSH", args.dir)
+        return Ours(_flush_type(args), args.dir, args.broker_conf)
     if name == "ours-threads":
         from bench.peers.ours import OursThreads
 
-        return OursThreads("SYNC_FLUSH" if args.sync_flush else "ASYNC_FLUSH", args.dir)
+        return OursThreads(_flush_type(args), args.dir, args.broker_conf)
     if name == "rabbitmq":
         from bench.peers.rabbitmq import RabbitMQ
 
@@ -52,11 +53,23 @@ def make_peer(name: str, args: argparse.Namespace):
     return RedisStreams()
 
 
+def _flush_type(args: argparse.Namespace) -> str:
+    return "SYNC_FLUSH" if args.sync_flush else "ASYNC_FLUSH"
+
+
+def _conf_line(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE")
+    return key.strip(), value.strip()
+
+
 async def run(args: argparse.Namespace) -> dict:
     results: dict = {
         "messages": args.messages,
         "body_bytes": 1024,
-        "ours_flush": "SYNC_FLUSH" if args.sync_flush else "ASYNC_FLUSH",
+        "ours_flush": _flush_type(args),
+        "ours_broker_conf": args.broker_conf,
     }
     for name in [args.only] if args.only else PEERS:
         try:
@@ -108,6 +121,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", choices=PEERS)
     parser.add_argument("--sync-flush", action="store_true", help="run our broker with SYNC_FLUSH")
     parser.add_argument("--dir", default=None, help="where our broker keeps its store")
+    parser.add_argument(
+        "--broker-conf",
+        nargs="*",
+        type=_conf_line,
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra broker.conf settings for our broker (e.g. busyPollWindowMicros=0)",
+    )
     parser.add_argument("--json", action="store_true")
     parser.add_argument(
         "--loop",
@@ -116,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         help="the event loop every peer's client runs on (one loop for all, so they compare alike)",
     )
     args = parser.parse_args(argv)
+    args.broker_conf = dict(args.broker_conf)
     if args.loop == "uvloop":
         import uvloop
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import re
 import signal
 import socket
@@ -16,8 +17,38 @@ ROOT = Path(__file__).resolve().parents[1]
 _LISTEN_LINE = re.compile(r"listening on (\S+):(\d+)")
 
 
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+_EPHEMERAL_LOW = _ephemeral_low()
+_handed_out: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as probe:
+    """A loopback port to listen on, below the kernel's ephemeral range.
+
+    A port from ``bind(0)`` comes from the ephemeral range that outgoing connections also draw
+    from: between this probe and the server's own bind, a client's connection could take it
+    ("address already in use", seen in CI). Ports below that range are only ever taken by
+    listeners. A port is handed out once per process, so two servers never get the same one.
+    """
+    low = max(1024, min(_EPHEMERAL_LOW, 65536) - 12_000)
+    for _ in range(200):
+        port = random.randrange(low, max(low + 1, _EPHEMERAL_LOW))
+        if port in _handed_out:
+            continue
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
+    with socket.socket() as probe:  # a crowded machine: let the kernel choose
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
 

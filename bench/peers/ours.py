@@ -43,9 +43,15 @@ class OursThreads(Peer):
 
     name = "ours-threads"
 
-    def __init__(self, flush_disk_type: str = "ASYNC_FLUSH", work_dir: str | None = None) -> None:
+    def __init__(
+        self,
+        flush_disk_type: str = "ASYNC_FLUSH",
+        work_dir: str | None = None,
+        broker_conf: dict[str, str] | None = None,
+    ) -> None:
         self.flush_disk_type = flush_disk_type
         self.work_dir = work_dir
+        self.broker_conf = broker_conf or {}  # extra broker.conf lines (e.g. busyPollWindowMicros=0)
 
     async def setup(self) -> None:
         base = self.base = Path(tempfile.mkdtemp(prefix="bench-broker-", dir=self.work_dir))
@@ -54,6 +60,7 @@ class OursThreads(Peer):
         conf.write_text(
             f"brokerName=bench-broker\nlistenPort={free_port()}\nnamesrvAddr={self.namesrv.addr}\n"
             f"storePathRootDir={base / 'store'}\nflushDiskType={self.flush_disk_type}\n"
+            + "".join(f"{key}={value}\n" for key, value in self.broker_conf.items())
         )
         self.broker = EngineProcess(["-m", "broker.server", "-c", str(conf)])
         admin = SyncRemotingClient()

@@ -39,8 +39,10 @@ def test_store_bench_reports_every_figure(tmp_path):
 @pytest.mark.parametrize("peer", ["ours", "ours-threads"])
 def test_broker_bench_runs_our_workloads(tmp_path, peer):
     results = run_json(
-        "bench/broker.py", "--only", peer, "--messages", "256", "--seconds", "0.5", "--dir", str(tmp_path)
-    )
+        "bench/broker.py", "--only", peer, "--messages", "256", "--seconds", "0.5", "--dir", str(tmp_path),
+        "--broker-conf", "busyPollWindowMicros=100",
+    )  # fmt: skip
+    assert results["ours_broker_conf"] == {"busyPollWindowMicros": "100"}
     ours = results[peer]
     assert "skipped" not in ours, ours
     for key in (
@@ -52,6 +54,15 @@ def test_broker_bench_runs_our_workloads(tmp_path, peer):
     ):
         assert ours[key] > 0, key
     assert ours["e2e_samples"] == 500
+
+
+def test_broker_bench_refuses_a_malformed_conf_setting():
+    out = subprocess.run(
+        [sys.executable, "bench/broker.py", "--only", "ours", "--broker-conf", "busyPollWindowMicros"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 2
+    assert "is not KEY=VALUE" in out.stderr
 
 
 def test_broker_path_bench_reports_cpu_per_message():
