@@ -4,7 +4,7 @@ Between two requests an idle loop sleeps in ``epoll_wait``. Waking a sleeping pr
 most expensive step of a request on a virtual machine: the sender's ``send`` has to kick the
 halted virtual CPU of the receiver (a hypervisor exit), and the receiver takes tens of
 microseconds to run again. A producer sending one message at a time pays that on every
-request. Measured here: one synchronous producer went from ~7 k to ~10-14 k msgs/s when the
+request. Measured here: one synchronous producer went from ~7 k to ~9.5-10 k msgs/s when the
 broker kept polling for 250 µs after each read.
 
 So after a read the loop keeps itself busy (a callback that re-queues itself, which makes the
