@@ -36,6 +36,12 @@ TOPIC = "BenchTopic"
 # Its own topic: a new group may start at offset 0 on a young queue (as in RocketMQ), and the
 # latency run must only see stamped messages.
 LATENCY_TOPIC = "BenchLatency"
+# The consume run reads the whole topic from the start without committing, in both APIs.
+LITE_CONSUMER_OPTIONS = {
+    "consume_from_where": CONSUME_FROM_FIRST_OFFSET,
+    "instance_name": "bench-lite",
+    "auto_commit": False,
+}
 
 
 class OursThreads(Peer):
@@ -116,13 +122,7 @@ class OursThreads(Peer):
 
     async def consume(self, count: int) -> None:
         def run() -> None:
-            consumer = LitePullConsumer(
-                "bench-lite",
-                self.namesrv.addr,
-                consume_from_where=CONSUME_FROM_FIRST_OFFSET,
-                instance_name="bench-lite",
-                auto_commit=False,
-            )
+            consumer = LitePullConsumer("bench-lite", self.namesrv.addr, **LITE_CONSUMER_OPTIONS)
             consumer.subscribe(TOPIC)
             consumer.start()
             received = 0
@@ -191,13 +191,7 @@ class Ours(OursThreads):
             await self.producer.send_batch([Message(TOPIC, self.body) for _ in range(batch)])
 
     async def consume(self, count: int) -> None:
-        consumer = AsyncLitePullConsumer(
-            "bench-lite",
-            self.namesrv.addr,
-            consume_from_where=CONSUME_FROM_FIRST_OFFSET,
-            instance_name="bench-lite",
-            auto_commit=False,
-        )
+        consumer = AsyncLitePullConsumer("bench-lite", self.namesrv.addr, **LITE_CONSUMER_OPTIONS)
         consumer.subscribe(TOPIC)
         await consumer.start()
         received = 0
