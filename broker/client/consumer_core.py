@@ -299,6 +299,10 @@ class ConsumerCore:
             next_offset = int(fields.get("nextBeginOffset", offset))
             if code == R.SUCCESS and messages:
                 self.on_messages(mq, messages)
+                # Let the consumers woken by these messages run before the next pull is written:
+                # that write wakes the broker (a costly system call here), and the messages in
+                # hand should not wait behind it.
+                await asyncio.sleep(0)
             elif code == R.PULL_OFFSET_MOVED:
                 self.offsets.update(mq, next_offset)
             offset = next_offset

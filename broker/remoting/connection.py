@@ -4,7 +4,9 @@ Both ends may send requests: the broker asks a producer about a transaction, a c
 the broker's notification. A handler is either a coroutine function — the request then runs as
 its own task, so a slow handler (a held long-polling pull) never blocks the requests behind it —
 or a plain function that answers at once (a send on an ASYNC_FLUSH store) and may return an
-awaitable when it has to wait after all; plain handlers cost no task and no extra loop turn.
+awaitable when it has to wait after all; plain handlers cost no task and no extra loop turn. A
+plain handler that returns None answers later, if at all, through ``send_response`` (a held
+long-polling pull, answered when another connection's send stores a message).
 """
 
 from __future__ import annotations
@@ -145,7 +147,7 @@ class RemotingConnection(asyncio.Protocol):
         try:
             outcome = handler(self, request)
         except Exception as exc:
-            outcome = _failure(request, exc)
+            outcome = failure_response(request, exc)
         if outcome is None or type(outcome) is RemotingCommand:
             self._reply(request, outcome)
             return
@@ -159,7 +161,7 @@ class RemotingConnection(asyncio.Protocol):
         except asyncio.CancelledError:
             return
         except Exception as exc:
-            response = _failure(request, exc)
+            response = failure_response(request, exc)
         self._reply(request, response)
 
     def _reply(self, request: RemotingCommand, response: RemotingCommand | None) -> None:
@@ -170,6 +172,22 @@ class RemotingConnection(asyncio.Protocol):
             response.opaque = request.opaque
             response.serialize_type = request.serialize_type
             self._queue_frame(encode_frame(response))
+
+    def send_response(self, request: RemotingCommand, response: RemotingCommand) -> None:
+        """Answer ``request`` later, from outside its handler (a held pull woken by a message
+        another connection sent). Written at once unless this connection is in a turn or has
+        frames waiting, so the answer does not wait for a further turn of the loop."""
+        if request.flag & RPC_ONEWAY:
+            return
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        response.opaque = request.opaque
+        response.serialize_type = request.serialize_type
+        if self._reading or self._outgoing:
+            self._queue_frame(encode_frame(response))
+        else:
+            transport.write(encode_frame(response))
 
     # -- sending ------------------------------------------------------------------------------
     @property
@@ -304,6 +322,7 @@ class _CallbackSlot:
             log.exception("a response callback failed")
 
 
-def _failure(request: RemotingCommand, exc: Exception) -> RemotingCommand:
+def failure_response(request: RemotingCommand, exc: Exception) -> RemotingCommand:
+    """SYSTEM_ERROR with the exception, for a handler that failed (logged here)."""
     log.error("handler for request code %d failed", request.code, exc_info=exc)
     return response_to(request, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")

@@ -99,7 +99,9 @@ class BrokerController:
 
     def _on_dispatch(self, request) -> None:
         if request.goes_to_consume_queue:
-            self.hold.notify_from_thread(request.topic, request.queue_id, request.queue_offset + 1)
+            self.hold.notify_from_thread(
+                request.topic, request.queue_id, request.queue_offset + 1, request.tags_code
+            )
 
     def _register_processors(self) -> None:
         send, pull, clients = SendProcessor(self), PullProcessor(self), ClientProcessor(self)

@@ -1,14 +1,32 @@
 """Held pulls (RocketMQ's PullRequestHoldService), on the broker's event loop.
 
-A pull that finds nothing waits here; the store's dispatch thread reports each new message and
-every pull waiting on that queue below the new end wakes at once to read it.
+A pull that finds nothing is parked here with a callback; the store's dispatch reports each new
+message and every pull parked on that queue below the new end is called back at once, in the
+same turn of the loop as the send that produced the message: the consumer's answer is built and
+written before the producer's. No task or coroutine per held pull: a woken pull costs one call.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections import defaultdict
+from collections.abc import Callable
+
+# wake(final): final is True when the pull must be answered now whatever it finds (its time ran
+# out, or the broker stops); False when a message arrived and it may be parked again if that
+# message is not for it (a tag it does not want).
+Wake = Callable[[bool], None]
+# accepts(tags_code): may a message with this tag hash answer the pull? (its filter, as RocketMQ's
+# isMatchedByConsumeQueue: a message the pull would skip does not wake it)
+Accepts = Callable[[int], bool]
+
+
+class _Parked:
+    __slots__ = ("accepts", "offset", "timer", "wake")
+
+    def __init__(self, offset: int, wake: Wake, accepts: Accepts | None) -> None:
+        self.offset, self.wake, self.accepts = offset, wake, accepts
+        self.timer: asyncio.TimerHandle | None = None
 
 
 class PullRequestHoldService:
@@ -16,47 +34,85 @@ class PullRequestHoldService:
         """Made on ``loop``'s thread."""
         self.loop = loop
         self._loop_thread_id = threading.get_ident()
-        self.waiting: dict[tuple[str, int], list[tuple[int, asyncio.Future]]] = defaultdict(list)
+        self.waiting: dict[tuple[str, int], list[_Parked]] = {}
 
-    async def wait(self, topic: str, queue_id: int, offset: int, timeout_s: float) -> bool:
-        """Wait up to ``timeout_s`` for a message at or beyond ``offset``; True when woken."""
-        future = self.loop.create_future()
+    def park(
+        self,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        timeout_s: float,
+        wake: Wake,
+        accepts: Accepts | None = None,
+    ) -> None:
+        """Call ``wake(False)`` once a message at or beyond ``offset`` that ``accepts`` takes is
+        dispatched to the queue, or ``wake(True)`` after ``timeout_s`` — whichever comes first,
+        exactly once."""
         key = (topic, queue_id)
-        self.waiting[key].append((offset, future))
-        # A timer that settles the future: lighter than asyncio.wait_for (its own waiter and
-        # callbacks), and a woken pull resumes one step sooner.
-        timer = self.loop.call_later(timeout_s, _settle, future, False)
-        try:
-            return await future
-        finally:
-            timer.cancel()
-            entries = self.waiting.get(key)
-            if entries is not None:
-                entries[:] = [e for e in entries if e[1] is not future]
-                if not entries:
-                    self.waiting.pop(key, None)
+        parked = _Parked(offset, wake, accepts)
+        parked.timer = self.loop.call_later(max(timeout_s, 0), self._expire, key, parked)
+        entries = self.waiting.get(key)
+        if entries is None:
+            self.waiting[key] = [parked]
+        else:
+            entries.append(parked)
 
-    def notify_from_thread(self, topic: str, queue_id: int, max_offset: int) -> None:
-        """Called for each dispatched message, on the loop (the broker dispatches there: the
-        held pull is answered in the same turn) or on a store thread."""
+    def is_waiting(self, topic: str, queue_id: int) -> bool:
+        return (topic, queue_id) in self.waiting
+
+    def notify_from_thread(
+        self, topic: str, queue_id: int, max_offset: int, tags_code: int | None = None
+    ) -> None:
+        """Called for each dispatched message, on the loop (the broker dispatches there) or on a
+        store thread (then handed to the loop)."""
         if (topic, queue_id) in self.waiting:
             if threading.get_ident() == self._loop_thread_id:
-                self.notify(topic, queue_id, max_offset)
+                self.notify(topic, queue_id, max_offset, tags_code)
             else:
-                self.loop.call_soon_threadsafe(self.notify, topic, queue_id, max_offset)
+                self.loop.call_soon_threadsafe(self.notify, topic, queue_id, max_offset, tags_code)
 
-    def notify(self, topic: str, queue_id: int, max_offset: int) -> None:
-        for offset, future in self.waiting.get((topic, queue_id), []):
-            if offset < max_offset and not future.done():
-                future.set_result(True)
+    def notify(self, topic: str, queue_id: int, max_offset: int, tags_code: int | None = None) -> None:
+        """A message was dispatched: the queue now ends at ``max_offset``; ``tags_code`` is the
+        new message's tag hash (None: wake whoever waits below the end)."""
+        key = (topic, queue_id)
+        entries = self.waiting.get(key)
+        if not entries:
+            return
+        woken, still = [], []
+        for parked in entries:
+            if parked.offset < max_offset and (
+                tags_code is None or parked.accepts is None or parked.accepts(tags_code)
+            ):
+                woken.append(parked)
+            else:
+                still.append(parked)
+        if not woken:
+            return
+        if still:
+            self.waiting[key] = still
+        else:
+            del self.waiting[key]
+        for parked in woken:  # a woken pull may park again (into the new list): see ``wake``
+            parked.timer.cancel()
+            parked.wake(False)
+
+    def _expire(self, key: tuple[str, int], parked: _Parked) -> None:
+        entries = self.waiting.get(key)
+        if entries is None or parked not in entries:
+            return
+        entries.remove(parked)
+        if not entries:
+            del self.waiting[key]
+        parked.wake(True)
 
     def wake_all(self) -> None:
-        for entries in self.waiting.values():
-            for _, future in entries:
-                if not future.done():
-                    future.set_result(True)
+        """Answer every held pull now (the broker stops)."""
+        waiting, self.waiting = self.waiting, {}
+        for entries in waiting.values():
+            for parked in entries:
+                parked.timer.cancel()
+                parked.wake(True)
 
-
-def _settle(future: asyncio.Future, woken: bool) -> None:
-    if not future.done():
-        future.set_result(woken)
+    @property
+    def held_count(self) -> int:
+        return sum(len(entries) for entries in self.waiting.values())

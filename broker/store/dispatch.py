@@ -112,6 +112,12 @@ class ReputService:
     def _on_loop_thread(self) -> bool:
         return self._loop is not None and threading.get_ident() == self._loop_thread_id
 
+    def dispatch_pending(self) -> None:
+        """On the dispatch loop's thread: apply what is queued now instead of at the loop's next
+        turn (a consumer's held pull is waiting for it)."""
+        if self._queue and self._on_loop_thread():
+            self._drain(self._queue)
+
     def dispatch_now(self, request: DispatchRequest) -> None:
         """Apply one request synchronously (recovery, before the thread starts)."""
         self._dispatch(request)

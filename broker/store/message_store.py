@@ -368,6 +368,10 @@ class MessageStore:
             return result
         return self._after_flush(result, self._group_commit.request_async(flush_to))
 
+    def dispatch_pending(self) -> None:
+        """Make what was appended readable now (on the dispatch loop), not at its next turn."""
+        self.reput.dispatch_pending()
+
     async def _after_flush(self, result: PutMessageResult, flushed_future) -> PutMessageResult:
         try:
             flushed = await flushed_future

@@ -49,7 +49,9 @@ class SendTraceHook:
             TraceRecord(
                 PUB,
                 properties.get(const.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, ""),
-                timestamp=_now_ms(),
+                # When the send began, as RocketMQ's trace context: a consumer may hold the
+                # message before its producer hears back from the broker.
+                timestamp=_now_ms() - cost_ms,
                 region=fields.get("MSG_REGION") or DEFAULT_REGION,
                 group=self.group,
                 topic=mq.topic,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Awaitable
 
 from broker.common import topic_config as tc
 from broker.remoting.codes import ResponseCode
 from broker.remoting.command import RemotingCommand, response_to
+from broker.remoting.connection import failure_response
 from broker.store.results import GetMessageStatus
 
 from ..filter import FilterSyntaxError, TagFilter, is_tag_type
@@ -32,10 +32,10 @@ class PullProcessor:
     def __init__(self, broker) -> None:
         self.broker = broker
 
-    def pull(self, conn, request: RemotingCommand) -> RemotingCommand | Awaitable[RemotingCommand]:
+    def pull(self, conn, request: RemotingCommand) -> RemotingCommand | None:
         """Answers at once when there is something to read (or nothing may be waited for);
-        otherwise returns an awaitable that holds the pull until a message arrives (long
-        polling) or the suspend time runs out."""
+        otherwise parks the pull (long polling) and answers it on ``conn`` when a message
+        arrives or the suspend time runs out."""
         group, topic = request.field("consumerGroup") or "", request.field("topic") or ""
         queue_id, offset = request.int_field("queueId"), request.int_field("queueOffset")
         max_nums, sys_flag = request.int_field("maxMsgNums", 32), request.int_field("sysFlag", 0)
@@ -56,19 +56,30 @@ class PullProcessor:
         hold_ms = request.int_field("suspendTimeoutMillis", 15_000)
         if not self.broker.config.long_polling_enable:
             hold_ms = self.broker.config.short_polling_time_mills
-        return self._held(request, read, topic, queue_id, offset, time.monotonic() + hold_ms / 1000)
+        deadline = time.monotonic() + hold_ms / 1000
+        self._park(conn, request, read, message_filter, topic, queue_id, offset, deadline)
+        return None  # answered later, by the callback
 
-    async def _held(self, request, read, topic: str, queue_id: int, offset: int, deadline: float):
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            await self.broker.hold.wait(topic, queue_id, offset, remaining)
-            result = read()
-            code = self._code(result, offset)
-            if code != ResponseCode.PULL_NOT_FOUND:
-                return self._response(request, result, code)
-        return self._response(request, result, code)
+    def _park(
+        self, conn, request, read, message_filter, topic: str, queue_id: int, offset: int, deadline: float
+    ):
+        hold, accepts = self.broker.hold, message_filter.is_matched_by_consume_queue
+
+        def wake(final: bool) -> None:
+            try:
+                result = read()
+                code = self._code(result, offset)
+                remaining = deadline - time.monotonic()
+                if code == ResponseCode.PULL_NOT_FOUND and not final and remaining > 0:
+                    # What arrived was not for this pull (filtered out): wait on.
+                    hold.park(topic, queue_id, offset, remaining, wake, accepts)
+                    return
+                response = self._response(request, result, code)
+            except Exception as exc:  # the consumer hears of it rather than waiting forever
+                response = failure_response(request, exc)
+            conn.send_response(request, response)
+
+        hold.park(topic, queue_id, offset, deadline - time.monotonic(), wake, accepts)
 
     @staticmethod
     def _response(request, result, code: int) -> RemotingCommand:

@@ -148,6 +148,10 @@ class SendProcessor:
         if refused is not None:
             return refused
         outcome = self.broker.store.put_messages_or_wait(messages)
+        if self.broker.hold.waiting:
+            # A consumer waits (long polling): dispatch now, so its answer is written in this
+            # turn, before the producer's.
+            self.broker.store.dispatch_pending()
         if type(outcome) is PutMessageResult:
             return self._response(request, outcome, queue_id)
         return self._response_when_flushed(request, outcome, queue_id)

@@ -1,0 +1,207 @@
+"""Held pulls: parked with a callback, woken by the dispatch of a message in the same turn as the
+send that stored it, answered before the producer's own answer; expiry, filters and stop."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from broker.common.message_codec import decode_messages, properties_to_string
+from broker.remoting.codes import RequestCode, ResponseCode
+from broker.remoting.command import create_request
+from broker.remoting.frame import FrameDecoder, encode_frame
+from broker.server.config import BrokerConfig
+from broker.server.controller import BrokerController
+from broker.server.long_polling import PullRequestHoldService
+from tests.harness import SMALL_STORE_CONF
+
+TOPIC, GROUP = "HeldPulls", "HeldPullsGroup"
+SMALL_STORE = dict(line.split("=", 1) for line in SMALL_STORE_CONF.split())
+
+
+# -- the hold service alone ---------------------------------------------------------------------
+async def test_a_message_below_the_new_end_wakes_the_pull_once():
+    hold = PullRequestHoldService(asyncio.get_running_loop())
+    calls = []
+    hold.park("t", 0, 5, 60, calls.append)
+    hold.notify("t", 0, 5)  # the queue now ends at 5: nothing at offset 5 yet
+    hold.notify("t", 1, 9)  # another queue
+    assert calls == [] and hold.is_waiting("t", 0)
+    hold.notify("t", 0, 6)
+    hold.notify("t", 0, 7)
+    assert calls == [False]
+    assert not hold.is_waiting("t", 0) and hold.held_count == 0
+
+
+async def test_an_unanswered_pull_expires_once_with_a_final_wake():
+    hold = PullRequestHoldService(asyncio.get_running_loop())
+    calls = []
+    hold.park("t", 0, 0, 0.01, calls.append)
+    for _ in range(100):
+        if calls:
+            break
+        await asyncio.sleep(0.01)
+    hold.notify("t", 0, 1)  # too late: it was answered already
+    hold.wake_all()
+    assert calls == [True] and hold.held_count == 0
+
+
+async def test_a_woken_pull_may_park_again_and_stop_answers_everyone():
+    hold = PullRequestHoldService(asyncio.get_running_loop())
+    calls = []
+
+    def wake(final: bool) -> None:
+        calls.append(final)
+        if not final:
+            hold.park("t", 0, 0, 60, wake)  # what arrived was not for it
+
+    hold.park("t", 0, 0, 60, wake)
+    hold.park("t", 0, 3, 60, calls.append)
+    hold.notify("t", 0, 1)
+    assert calls == [False] and hold.held_count == 2
+    hold.wake_all()
+    assert sorted(calls) == [False, True, True] and hold.held_count == 0
+    await asyncio.sleep(0.02)
+    assert len(calls) == 3  # the cancelled timers never fire
+
+
+# -- a broker in this process, its connections writing into lists --------------------------------
+class LoggingTransport:
+    """A socket stand-in that records every write in one log shared by all connections."""
+
+    def __init__(self, name: str, log: list) -> None:
+        self.name, self.log = name, log
+
+    def write(self, data: bytes) -> None:
+        for cmd in FrameDecoder().feed(data):
+            self.log.append((self.name, cmd))
+
+    def is_closing(self) -> bool:
+        return False
+
+    def get_extra_info(self, name, default=None):
+        return ("127.0.0.1", 40000) if name == "peername" else default
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+async def broker(tmp_path):
+    config = BrokerConfig.from_properties(
+        {"listenPort": "0", "storePathRootDir": str(tmp_path), **SMALL_STORE}
+    )
+    controller = BrokerController(config)
+    await controller.start()
+    controller.topics.ensure(TOPIC, 1, 6)
+    controller.groups.find(GROUP, create=True)
+    yield controller
+    await controller.stop()
+
+
+def connect(broker, name: str, log: list):
+    connection = broker.server._new_connection()
+    connection.connection_made(LoggingTransport(name, log))
+    return connection
+
+
+def pull_frame(offset: int, suspend_ms: int = 60_000, subscription: str = "*") -> bytes:
+    header = {
+        "consumerGroup": GROUP,
+        "topic": TOPIC,
+        "queueId": 0,
+        "queueOffset": offset,
+        "maxMsgNums": 32,
+        "sysFlag": 0x2 | 0x4,  # suspend; the subscription comes with the request
+        "commitOffset": 0,
+        "suspendTimeoutMillis": suspend_ms,
+        "subscription": subscription,
+        "subVersion": 0,
+        "expressionType": "TAG",
+    }
+    return encode_frame(create_request(RequestCode.PULL_MESSAGE, header))
+
+
+def send_frame(body: bytes, tag: str = "") -> bytes:
+    header = {
+        "producerGroup": "pg",
+        "topic": TOPIC,
+        "queueId": 0,
+        "sysFlag": 0,
+        "bornTimestamp": 0,
+        "flag": 0,
+        "properties": properties_to_string({"TAGS": tag} if tag else {}),
+    }
+    return encode_frame(create_request(RequestCode.SEND_MESSAGE, header, body))
+
+
+async def test_the_held_pull_is_answered_in_the_senders_turn_before_the_sender(broker):
+    log: list = []
+    consumer, producer = connect(broker, "consumer", log), connect(broker, "producer", log)
+    consumer.data_received(pull_frame(0))
+    await asyncio.sleep(0)
+    assert log == [] and broker.hold.held_count == 1
+    producer.data_received(send_frame(b"first"))
+    # No turn of the loop in between: the message was dispatched and the pull answered inside
+    # the send's handling, and the consumer's answer left first.
+    assert [(name, cmd.code) for name, cmd in log] == [
+        ("consumer", ResponseCode.SUCCESS),
+        ("producer", ResponseCode.SUCCESS),
+    ]
+    assert [m.body for m in decode_messages(log[0][1].body)] == [b"first"]
+    assert log[0][1].field("nextBeginOffset") == "1" and broker.hold.held_count == 0
+
+
+async def test_a_message_the_filter_refuses_leaves_the_pull_held(broker):
+    log: list = []
+    consumer, producer = connect(broker, "consumer", log), connect(broker, "producer", log)
+    consumer.data_received(pull_frame(0, subscription="wanted"))
+    await asyncio.sleep(0)
+    producer.data_received(send_frame(b"other", tag="other"))
+    await asyncio.sleep(0)
+    # As RocketMQ's hold service: a message whose tag the pull skips does not wake it.
+    assert [name for name, _ in log] == ["producer"] and broker.hold.held_count == 1
+    producer.data_received(send_frame(b"mine", tag="wanted"))
+    answers = [cmd for name, cmd in log if name == "consumer"]
+    assert len(answers) == 1 and answers[0].code == ResponseCode.SUCCESS
+    assert [m.body for m in decode_messages(answers[0].body)] == [b"mine"]
+    assert answers[0].field("nextBeginOffset") == "2"
+
+
+async def test_the_hold_service_asks_the_filter_about_the_new_message():
+    hold = PullRequestHoldService(asyncio.get_running_loop())
+    calls = []
+    hold.park("t", 0, 0, 60, calls.append, accepts=lambda tags_code: tags_code == 7)
+    hold.notify("t", 0, 1, tags_code=3)
+    assert calls == [] and hold.held_count == 1
+    hold.notify("t", 0, 2, tags_code=7)
+    assert calls == [False] and hold.held_count == 0
+
+
+async def test_a_held_pull_times_out_with_pull_not_found_and_nothing_is_read(broker):
+    log: list = []
+    consumer = connect(broker, "consumer", log)
+    consumer.data_received(pull_frame(0, suspend_ms=30))
+    for _ in range(300):
+        if log:
+            break
+        await asyncio.sleep(0.01)
+    assert [(name, cmd.code) for name, cmd in log] == [("consumer", ResponseCode.PULL_NOT_FOUND)]
+    assert broker.hold.held_count == 0
+
+
+async def test_stopping_the_broker_answers_held_pulls(tmp_path):
+    config = BrokerConfig.from_properties(
+        {"listenPort": "0", "storePathRootDir": str(tmp_path), **SMALL_STORE}
+    )
+    controller = BrokerController(config)
+    await controller.start()
+    controller.topics.ensure(TOPIC, 1, 6)
+    controller.groups.find(GROUP, create=True)
+    log: list = []
+    connect(controller, "consumer", log).data_received(pull_frame(0))
+    await asyncio.sleep(0)
+    assert log == []
+    await controller.stop()
+    assert [(name, cmd.code) for name, cmd in log] == [("consumer", ResponseCode.PULL_NOT_FOUND)]
