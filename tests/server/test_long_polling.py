@@ -87,15 +87,18 @@ class LoggingTransport:
         pass
 
 
-@pytest.fixture
-async def broker(tmp_path):
-    config = BrokerConfig.from_properties(
-        {"listenPort": "0", "storePathRootDir": str(tmp_path), **SMALL_STORE}
-    )
+async def start_broker(root) -> BrokerController:
+    config = BrokerConfig.from_properties({"listenPort": "0", "storePathRootDir": str(root), **SMALL_STORE})
     controller = BrokerController(config)
     await controller.start()
     controller.topics.ensure(TOPIC, 1, 6)
     controller.groups.find(GROUP, create=True)
+    return controller
+
+
+@pytest.fixture
+async def broker(tmp_path):
+    controller = await start_broker(tmp_path)
     yield controller
     await controller.stop()
 
@@ -192,13 +195,7 @@ async def test_a_held_pull_times_out_with_pull_not_found_and_nothing_is_read(bro
 
 
 async def test_stopping_the_broker_answers_held_pulls(tmp_path):
-    config = BrokerConfig.from_properties(
-        {"listenPort": "0", "storePathRootDir": str(tmp_path), **SMALL_STORE}
-    )
-    controller = BrokerController(config)
-    await controller.start()
-    controller.topics.ensure(TOPIC, 1, 6)
-    controller.groups.find(GROUP, create=True)
+    controller = await start_broker(tmp_path)
     log: list = []
     connect(controller, "consumer", log).data_received(pull_frame(0))
     await asyncio.sleep(0)
