@@ -165,6 +165,8 @@ class BrokerController:
                 log.exception("periodic task %s failed", getattr(action, "__name__", action))
 
     def _on_connection_closed(self, connection) -> None:
+        if self.hold is not None:
+            self.hold.forget(connection)  # its held pulls have nobody to answer
         self.producers.drop_connection(connection)
         for group in set(self.consumers.drop_connection(connection)):
             self.notify_consumer_ids_changed(group)

@@ -22,10 +22,10 @@ Accepts = Callable[[int], bool]
 
 
 class _Parked:
-    __slots__ = ("accepts", "offset", "timer", "wake")
+    __slots__ = ("accepts", "offset", "owner", "timer", "wake")
 
-    def __init__(self, offset: int, wake: Wake, accepts: Accepts | None) -> None:
-        self.offset, self.wake, self.accepts = offset, wake, accepts
+    def __init__(self, offset: int, wake: Wake, accepts: Accepts | None, owner) -> None:
+        self.offset, self.wake, self.accepts, self.owner = offset, wake, accepts, owner
         self.timer: asyncio.TimerHandle | None = None
 
 
@@ -44,12 +44,13 @@ class PullRequestHoldService:
         timeout_s: float,
         wake: Wake,
         accepts: Accepts | None = None,
+        owner=None,
     ) -> None:
         """Call ``wake(False)`` once a message at or beyond ``offset`` that ``accepts`` takes is
         dispatched to the queue, or ``wake(True)`` after ``timeout_s`` — whichever comes first,
-        exactly once."""
+        exactly once (never, if ``forget(owner)`` comes before)."""
         key = (topic, queue_id)
-        parked = _Parked(offset, wake, accepts)
+        parked = _Parked(offset, wake, accepts, owner)
         parked.timer = self.loop.call_later(max(timeout_s, 0), self._expire, key, parked)
         entries = self.waiting.get(key)
         if entries is None:
@@ -104,6 +105,24 @@ class PullRequestHoldService:
         if not entries:
             del self.waiting[key]
         parked.wake(True)
+
+    def forget(self, owner) -> int:
+        """Drop the pulls ``owner`` (a connection) parked, unanswered: its peer is gone. Returns
+        how many there were."""
+        dropped = 0
+        for key, entries in list(self.waiting.items()):
+            kept = [p for p in entries if p.owner is not owner]
+            if len(kept) == len(entries):
+                continue
+            for parked in entries:
+                if parked.owner is owner:
+                    parked.timer.cancel()
+                    dropped += 1
+            if kept:
+                self.waiting[key] = kept
+            else:
+                del self.waiting[key]
+        return dropped
 
     def wake_all(self) -> None:
         """Answer every held pull now (the broker stops)."""

@@ -66,6 +66,18 @@ async def test_a_woken_pull_may_park_again_and_stop_answers_everyone():
     assert len(calls) == 3  # the cancelled timers never fire
 
 
+async def test_pulls_of_a_closed_connection_are_forgotten_unanswered():
+    hold = PullRequestHoldService(asyncio.get_running_loop())
+    gone, alive, calls = object(), object(), []
+    hold.park("t", 0, 0, 0.01, lambda final: calls.append(("gone", final)), owner=gone)
+    hold.park("t", 1, 0, 60, lambda final: calls.append(("gone", final)), owner=gone)
+    hold.park("t", 0, 0, 60, lambda final: calls.append(("alive", final)), owner=alive)
+    assert hold.forget(gone) == 2 and hold.held_count == 1
+    await asyncio.sleep(0.03)  # the forgotten pull's timer was cancelled too
+    hold.notify("t", 0, 1)
+    assert calls == [("alive", False)]
+
+
 # -- a broker in this process, its connections writing into lists --------------------------------
 class LoggingTransport:
     """A socket stand-in that records every write in one log shared by all connections."""
@@ -192,6 +204,18 @@ async def test_a_held_pull_times_out_with_pull_not_found_and_nothing_is_read(bro
         await asyncio.sleep(0.01)
     assert [(name, cmd.code) for name, cmd in log] == [("consumer", ResponseCode.PULL_NOT_FOUND)]
     assert broker.hold.held_count == 0
+
+
+async def test_a_consumer_that_disconnects_leaves_no_held_pull(broker):
+    log: list = []
+    consumer, producer = connect(broker, "consumer", log), connect(broker, "producer", log)
+    consumer.data_received(pull_frame(0))
+    await asyncio.sleep(0)
+    assert broker.hold.held_count == 1
+    consumer.connection_lost(None)
+    assert broker.hold.held_count == 0
+    producer.data_received(send_frame(b"nobody waits"))
+    assert [name for name, _ in log] == ["producer"]
 
 
 async def test_stopping_the_broker_answers_held_pulls(tmp_path):

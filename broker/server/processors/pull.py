@@ -72,14 +72,14 @@ class PullProcessor:
                 remaining = deadline - time.monotonic()
                 if code == ResponseCode.PULL_NOT_FOUND and not final and remaining > 0:
                     # What arrived was not for this pull (filtered out): wait on.
-                    hold.park(topic, queue_id, offset, remaining, wake, accepts)
+                    hold.park(topic, queue_id, offset, remaining, wake, accepts, conn)
                     return
                 response = self._response(request, result, code)
             except Exception as exc:  # the consumer hears of it rather than waiting forever
                 response = failure_response(request, exc)
             conn.send_response(request, response)
 
-        hold.park(topic, queue_id, offset, deadline - time.monotonic(), wake, accepts)
+        hold.park(topic, queue_id, offset, deadline - time.monotonic(), wake, accepts, conn)
 
     @staticmethod
     def _response(request, result, code: int) -> RemotingCommand:
