@@ -13,8 +13,8 @@ import threading
 from collections.abc import Callable
 
 # wake(final): final is True when the pull must be answered now whatever it finds (its time ran
-# out, or the broker stops); False when a message arrived and it may be parked again if that
-# message is not for it (a tag it does not want).
+# out, or the broker stops); False when a message arrived: the pull may park again if its read
+# still finds nothing (two tags with one hash code).
 Wake = Callable[[bool], None]
 # accepts(tags_code): may a message with this tag hash answer the pull? (its filter, as RocketMQ's
 # isMatchedByConsumeQueue: a message the pull would skip does not wake it)
