@@ -56,6 +56,43 @@ async def test_a_new_read_extends_the_window():
     assert not poll.spinning
 
 
+async def test_sparse_traffic_shrinks_the_window_to_nothing():
+    clock = FakeClock()
+    poll = BusyPoll(0.001, asyncio.get_running_loop(), clock)
+    windows = []
+    for _ in range(5):  # a read every 3 ms: no spin of at most 1 ms catches the next one
+        clock.now += 0.003
+        poll.touch()
+        windows.append(poll.current_s)
+    assert windows == pytest.approx([0.001, 0.0005, 0.00025, 0.000125, 0.0])
+    await turns()
+    assert not poll.spinning  # nothing to spin for: the loop sleeps at once
+
+
+async def test_reads_just_after_the_window_grow_it_back_to_the_most():
+    clock = FakeClock()
+    poll = BusyPoll(0.001, asyncio.get_running_loop(), clock)
+    poll.touch()  # a first read only starts the clock
+    poll.current_s = 0.0  # as after a quiet spell
+    windows = []
+    for _ in range(5):  # a read every 0.6 ms: a 1 ms spin would catch each one
+        clock.now += 0.0006
+        poll.touch()
+        windows.append(poll.current_s)
+    assert windows == pytest.approx([0.000125, 0.00025, 0.0005, 0.001, 0.001])
+    await turns()
+    assert poll.spinning
+
+
+async def test_reads_caught_by_the_spin_leave_the_window_as_it_is():
+    clock = FakeClock()
+    poll = BusyPoll(0.001, asyncio.get_running_loop(), clock)
+    for _ in range(10):
+        clock.now += 0.0002
+        poll.touch()
+    assert poll.current_s == 0.001
+
+
 async def test_a_zero_window_never_spins():
     poll = BusyPoll(0.0, asyncio.get_running_loop(), FakeClock())
     poll.touch()
