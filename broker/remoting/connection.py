@@ -164,30 +164,26 @@ class RemotingConnection(asyncio.Protocol):
             response = failure_response(request, exc)
         self._reply(request, response)
 
-    def _reply(self, request: RemotingCommand, response: RemotingCommand | None) -> None:
+    def _reply(
+        self, request: RemotingCommand, response: RemotingCommand | None, at_once: bool = False
+    ) -> None:
         if response is None or request.flag & RPC_ONEWAY:
             return
         transport = self.transport
         if transport is not None and not transport.is_closing():
             response.opaque = request.opaque
             response.serialize_type = request.serialize_type
-            self._queue_frame(encode_frame(response))
+            frame = encode_frame(response)
+            if at_once and not (self._reading or self._outgoing):
+                transport.write(frame)  # nothing to join it with: no need to wait for a turn
+            else:
+                self._queue_frame(frame)
 
     def send_response(self, request: RemotingCommand, response: RemotingCommand) -> None:
         """Answer ``request`` later, from outside its handler (a held pull woken by a message
         another connection sent). Written at once unless this connection is in a turn or has
         frames waiting, so the answer does not wait for a further turn of the loop."""
-        if request.flag & RPC_ONEWAY:
-            return
-        transport = self.transport
-        if transport is None or transport.is_closing():
-            return
-        response.opaque = request.opaque
-        response.serialize_type = request.serialize_type
-        if self._reading or self._outgoing:
-            self._queue_frame(encode_frame(response))
-        else:
-            transport.write(encode_frame(response))
+        self._reply(request, response, at_once=True)
 
     # -- sending ------------------------------------------------------------------------------
     @property

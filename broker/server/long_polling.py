@@ -58,9 +58,6 @@ class PullRequestHoldService:
         else:
             entries.append(parked)
 
-    def is_waiting(self, topic: str, queue_id: int) -> bool:
-        return (topic, queue_id) in self.waiting
-
     def notify_from_thread(
         self, topic: str, queue_id: int, max_offset: int, tags_code: int | None = None
     ) -> None:
@@ -111,17 +108,13 @@ class PullRequestHoldService:
         how many there were."""
         dropped = 0
         for key, entries in list(self.waiting.items()):
-            kept = [p for p in entries if p.owner is not owner]
-            if len(kept) == len(entries):
-                continue
-            for parked in entries:
-                if parked.owner is owner:
-                    parked.timer.cancel()
-                    dropped += 1
-            if kept:
-                self.waiting[key] = kept
-            else:
+            gone = [parked for parked in entries if parked.owner is owner]
+            for parked in gone:
+                parked.timer.cancel()
+                entries.remove(parked)
+            if not entries:
                 del self.waiting[key]
+            dropped += len(gone)
         return dropped
 
     def wake_all(self) -> None:

@@ -27,11 +27,11 @@ async def test_a_message_below_the_new_end_wakes_the_pull_once():
     hold.park("t", 0, 5, 60, calls.append)
     hold.notify("t", 0, 5)  # the queue now ends at 5: nothing at offset 5 yet
     hold.notify("t", 1, 9)  # another queue
-    assert calls == [] and hold.is_waiting("t", 0)
+    assert calls == [] and ("t", 0) in hold.waiting
     hold.notify("t", 0, 6)
     hold.notify("t", 0, 7)
     assert calls == [False]
-    assert not hold.is_waiting("t", 0) and hold.held_count == 0
+    assert ("t", 0) not in hold.waiting and hold.held_count == 0
 
 
 async def test_an_unanswered_pull_expires_once_with_a_final_wake():

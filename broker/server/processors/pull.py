@@ -71,7 +71,7 @@ class PullProcessor:
                 code = self._code(result, offset)
                 remaining = deadline - time.monotonic()
                 if code == ResponseCode.PULL_NOT_FOUND and not final and remaining > 0:
-                    # What arrived was not for this pull (filtered out): wait on.
+                    # Nothing readable for it after all (another tag with the same hash): wait on.
                     hold.park(topic, queue_id, offset, remaining, wake, accepts, conn)
                     return
                 response = self._response(request, result, code)
