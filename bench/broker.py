@@ -1,7 +1,7 @@
 """Broker benchmark: this project against RabbitMQ, NATS JetStream and Redis Streams.
 
     python bench/broker.py [--messages N] [--only ours|ours-threads|rabbitmq|nats|redis]
-                           [--sync-flush] [--broker-conf KEY=VALUE ...] [--loop uvloop|asyncio]
+                           [--rounds N] [--sync-flush] [--broker-conf KEY=VALUE ...] [--loop uvloop|asyncio]
                            [--json]
 
 Same workloads for every system, over loopback with 1 KiB bodies: sync send (1 producer),
@@ -10,6 +10,11 @@ async send with 64 in flight, batches of 32, consume, end-to-end latency p50/p99
 SDK's asyncio API on the benchmark's loop (as the peers' asyncio clients run); "ours-threads" is
 its blocking API driven from threads. Every peer's client runs on the same loop (uvloop unless
 ``--loop asyncio``).
+
+This machine's speed drifts by tens of percent from minute to minute, and one pass measures the
+peers one after another. ``--rounds N`` runs N passes, each starting with the next peer in turn,
+and reports each figure's median over the rounds (every round's figures are in ``--json``), so
+a ratio compares peers measured side by side in time rather than whichever ran in a fast minute.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import argparse
 import asyncio
 import json
 import math
+import statistics
 import sys
 from pathlib import Path
 
@@ -71,19 +77,43 @@ async def run(args: argparse.Namespace) -> dict:
         "ours_flush": _flush_type(args),
         "ours_broker_conf": args.broker_conf,
     }
-    for name in [args.only] if args.only else PEERS:
-        try:
-            results[name] = await asyncio.wait_for(
-                measure(make_peer(name, args), args.messages, args.seconds), 600
-            )
-        except Exception as exc:  # a peer that is down is reported, not fatal
-            results[name] = {"skipped": f"{type(exc).__name__}: {exc}"}
+    names = [args.only] if args.only else list(PEERS)
+    rounds: dict[str, list[dict]] = {name: [] for name in names}
+    failures: dict[str, str] = {}
+    for round_number in range(args.rounds):
+        shift = round_number % len(names)  # each round starts with the next peer
+        for name in names[shift:] + names[:shift]:
+            if name in failures and not rounds[name]:
+                continue  # down in the first round: not asked again
+            try:
+                figures = await asyncio.wait_for(
+                    measure(make_peer(name, args), args.messages, args.seconds), 600
+                )
+            except Exception as exc:  # a peer that is down is reported, not fatal
+                failures[name] = f"{type(exc).__name__}: {exc}"
+                continue
+            rounds[name].append(figures)
+    results["rounds"] = args.rounds
+    for name in names:
+        if rounds[name]:
+            results[name] = median_figures(rounds[name])
+            if args.rounds > 1:
+                results[name]["rounds"] = rounds[name]
+        else:
+            results[name] = {"skipped": failures[name]}
     for mine in OURS:
         for peer in EXTERNAL:
             ratios = _ratios(results.get(mine, {}), results.get(peer, {}))
             if ratios:
                 results[f"{mine.replace('-', '_')}_vs_{peer}"] = ratios
     return results
+
+
+def median_figures(rounds: list[dict]) -> dict:
+    """Each figure's median over the rounds a peer completed."""
+    keys = [key for key in rounds[0] if isinstance(rounds[0][key], int | float)]
+    medians = {key: statistics.median(r[key] for r in rounds) for key in keys}
+    return medians | {"completed_rounds": len(rounds)}
 
 
 def _ratios(ours: dict, theirs: dict) -> dict:
@@ -99,6 +129,8 @@ def _ratios(ours: dict, theirs: dict) -> dict:
 def print_table(results: dict) -> None:
     names = [p for p in PEERS if p in results]
     keys = [*HIGHER_IS_BETTER, "e2e_p50_ms", "e2e_p99_ms"]
+    if results["rounds"] > 1:
+        print(f"median of {results['rounds']} rounds, peers interleaved")
     print(f"{'':24s}" + "".join(f"{n:>14s}" for n in names))
     for key in keys:
         cells = []
@@ -119,6 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--messages", type=int, default=20_000)
     parser.add_argument("--seconds", type=float, default=5.0, help="length of the latency run")
     parser.add_argument("--only", choices=PEERS)
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="passes over the peers, interleaved; figures are medians"
+    )
     parser.add_argument("--sync-flush", action="store_true", help="run our broker with SYNC_FLUSH")
     parser.add_argument("--dir", default=None, help="where our broker keeps its store")
     parser.add_argument(
@@ -137,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
         help="the event loop every peer's client runs on (one loop for all, so they compare alike)",
     )
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     args.broker_conf = dict(args.broker_conf)
     if args.loop == "uvloop":
         import uvloop

@@ -7,7 +7,10 @@ whose transport only collects what would be written. Frames are the ones the SDK
 wire (SEND_MESSAGE with full header names) and the ones RocketMQ's Java client sends
 (SEND_MESSAGE_V2, one-letter names). "one per turn" feeds one frame and lets the loop run until
 the response is written (a sync producer); "pipelined" feeds 64 frames at once (async senders).
-The figures are process CPU microseconds per message: steady on a busy machine, unlike rates.
+"send to held pull" is everything a message costs when a consumer waits for it (its pull, the
+send, both answers); "send to pull answer" only the part between reading the send and writing the
+consumer's answer: the broker's share of end-to-end latency. The figures are process CPU
+microseconds per message: steady on a busy machine, unlike rates.
 """
 
 from __future__ import annotations
@@ -43,13 +46,16 @@ LENGTH = struct.Struct(">i")
 
 
 class CollectingTransport:
-    """Stands in for a socket: counts what the broker writes."""
+    """Stands in for a socket: counts what the broker writes, and when it first wrote."""
 
     def __init__(self) -> None:
         self.frames = 0
         self.closing = False
+        self.first_write_cpu: float | None = None  # process time; reset by whoever reads it
 
     def write(self, data: bytes) -> None:
+        if self.first_write_cpu is None:
+            self.first_write_cpu = time.process_time()
         pos = 0
         while pos < len(data):  # one write may carry several frames
             pos += 4 + LENGTH.unpack_from(data, pos)[0]
@@ -122,21 +128,30 @@ def pull_frame(queue_offset: int) -> bytes:
     return encode_frame(create_request(RequestCode.PULL_MESSAGE, header))
 
 
-async def feed_to_held_pulls(broker, connection, transport, frames: list[bytes]) -> float:
-    """A consumer waits (a held pull) on an empty queue; each message is sent to it: what the
-    broker does between a producer's send and the consumer's answer (e2e latency's share)."""
+async def feed_to_held_pulls(
+    broker, connection, transport, frames: list[bytes], until_answer: bool = False
+) -> float:
+    """A consumer waits (a held pull) on an empty queue; each message is sent to it: all the
+    broker does for both (the pull, the send, both answers), or with ``until_answer`` only
+    what it does between reading the send and writing the consumer's answer (the broker's
+    share of end-to-end latency)."""
     queue = broker.store.find_consume_queue(TOPIC, 0)
     offset = queue.max_offset if queue else 0
     start = time.process_time()
+    until_answer_total = 0.0
     for frame in frames:
         written = transport.frames
         connection.data_received(pull_frame(offset))
         await asyncio.sleep(0)  # the pull finds nothing and is held
+        transport.first_write_cpu = None
+        fed = time.process_time()
         connection.data_received(frame)
         while transport.frames < written + 2:  # the send's answer and the pull's
             await asyncio.sleep(0)
+        until_answer_total += transport.first_write_cpu - fed
         offset += 1
-    return (time.process_time() - start) / len(frames) * 1e6
+    total = until_answer_total if until_answer else time.process_time() - start
+    return total / len(frames) * 1e6
 
 
 async def run(args) -> dict:
@@ -159,14 +174,17 @@ async def run(args) -> dict:
             ("send_pipelined_us", False, 64),
             ("send_v2_pipelined_us", True, 64),
             ("send_to_held_pull_us", False, 0),
+            ("send_to_pull_answer_us", False, -1),
         ):
             if args.only and name != args.only:
                 continue
-            frames = send_frames(args.messages, v2, queue_id=0 if not per_turn else None)
-            if per_turn:
+            frames = send_frames(args.messages, v2, queue_id=0 if per_turn <= 0 else None)
+            if per_turn > 0:
                 feed = functools.partial(feed_in_turns, connection, transport, per_turn=per_turn)
             else:
-                feed = functools.partial(feed_to_held_pulls, broker, connection, transport)
+                feed = functools.partial(
+                    feed_to_held_pulls, broker, connection, transport, until_answer=per_turn < 0
+                )
             await feed(frames[:2000])  # warm up
             if profiler and name == args.profile:
                 profiler.enable()

@@ -70,14 +70,23 @@ def request_from_record(buf, pos: int, delay_levels_ms: list[int], check_crc: bo
 class ReputService:
     """Applies dispatch requests to consume queues and the index, in commit order.
 
+    Each request is applied in two steps: ``make_readable`` (its consume-queue entry), then the
+    listeners (held pulls waiting for it), then ``index`` (its keys). Waking a consumer does not
+    wait for the index: a key query cannot run before the step that follows in the same turn.
+
     Requests are queued by the append path under the commit-log lock, so the deque already
     holds them in commit order. By default a background thread drains it in batches; a broker
     passes its event loop instead, and the loop drains it after the handlers that appended:
     no thread hand-off (and GIL switch) per message, and held pulls are woken directly.
     """
 
-    def __init__(self, dispatch: Callable[[DispatchRequest], None]) -> None:
-        self._dispatch = dispatch
+    def __init__(
+        self,
+        make_readable: Callable[[DispatchRequest], None],
+        index: Callable[[DispatchRequest], None] | None = None,
+    ) -> None:
+        self._make_readable = make_readable
+        self._index = index
         self._queue: deque[DispatchRequest] = deque()
         self._cond = threading.Condition()
         self._stopped = False
@@ -120,7 +129,9 @@ class ReputService:
 
     def dispatch_now(self, request: DispatchRequest) -> None:
         """Apply one request synchronously (recovery, before the thread starts)."""
-        self._dispatch(request)
+        self._make_readable(request)
+        if self._index is not None:
+            self._index(request)
         self.dispatched_offset = request.commitlog_offset + request.size
 
     def wait_dispatched(self, offset: int, timeout: float | None = None) -> bool:
@@ -145,16 +156,21 @@ class ReputService:
             self._drain(queue)
 
     def _drain(self, queue: deque[DispatchRequest]) -> None:
-        dispatch, listeners = self._dispatch, self.listeners
+        make_readable, index, listeners = self._make_readable, self._index, self.listeners
         while queue:
             request = queue.popleft()
             try:
-                dispatch(request)
+                make_readable(request)
             except Exception:
                 log.exception("dispatch of the message at %d failed", request.commitlog_offset)
-            self.dispatched_offset = request.commitlog_offset + request.size
             if listeners:
                 self._notify(listeners, request)
+            if index is not None:
+                try:
+                    index(request)
+                except Exception:
+                    log.exception("indexing the message at %d failed", request.commitlog_offset)
+            self.dispatched_offset = request.commitlog_offset + request.size
         with self._cond:
             self._cond.notify_all()
 

@@ -76,7 +76,7 @@ class MessageStore:
             self.root / "index", self.config.max_hash_slot_num, self.config.max_index_num
         )
         self.checkpoint = StoreCheckpoint(self.root / "checkpoint")
-        self.reput = ReputService(self._dispatch)
+        self.reput = ReputService(self._make_readable, self._index_keys)
         self._store_host = encode_host(self.config.store_host_port)
         self._delay_levels = self.config.delay_levels_ms()
         self._group_commit: GroupCommitService | None = None
@@ -205,19 +205,22 @@ class MessageStore:
                     self.consume_queues[(topic, queue_id)] = queue
         return queue
 
-    def _dispatch(self, request: DispatchRequest) -> None:
-        """Make one appended message readable: its consume-queue entry, then its index keys."""
+    def _make_readable(self, request: DispatchRequest) -> None:
+        """An appended message's consume-queue entry (what pulls read)."""
         if request.sys_flag & _TRANSACTION_BITS not in _INVISIBLE_TRANSACTION_TYPES:
             queue = self.consume_queues.get((request.topic, request.queue_id))
             if queue is None:
                 queue = self.find_consume_queue(request.topic, request.queue_id, create=True)
             queue.put(request.commitlog_offset, request.size, request.tags_code, request.queue_offset)
+        self._last_dispatched_ts = request.store_timestamp
+
+    def _index_keys(self, request: DispatchRequest) -> None:
+        """An appended message's keys and unique id in the index (what key queries read)."""
         if (request.keys or request.unique_key) and self.config.message_index_enable:
             keys = request.keys.split(const.KEY_SEPARATOR) if request.keys else []
             self.index.build_index(
                 request.topic, keys, request.unique_key, request.commitlog_offset, request.store_timestamp
             )
-        self._last_dispatched_ts = request.store_timestamp
 
     def add_dispatch_listener(self, listener: Callable[[DispatchRequest], None]) -> None:
         """Called after each message becomes readable, on the dispatch thread or loop."""

@@ -36,14 +36,20 @@ def test_store_bench_reports_every_figure(tmp_path):
         assert figures[key] > 0, key
 
 
-@pytest.mark.parametrize("peer", ["ours", "ours-threads"])
-def test_broker_bench_runs_our_workloads(tmp_path, peer):
+@pytest.mark.parametrize(("peer", "rounds"), [("ours", 2), ("ours-threads", 1)])
+def test_broker_bench_runs_our_workloads(tmp_path, peer, rounds):
     results = run_json(
         "bench/broker.py", "--only", peer, "--messages", "256", "--seconds", "0.5", "--dir", str(tmp_path),
-        "--broker-conf", "busyPollWindowMicros=100",
+        "--broker-conf", "busyPollWindowMicros=100", "--rounds", str(rounds),
     )  # fmt: skip
     assert results["ours_broker_conf"] == {"busyPollWindowMicros": "100"}
+    assert results["rounds"] == rounds
     ours = results[peer]
+    assert ours["completed_rounds"] == rounds
+    if rounds > 1:  # the reported figure is the median of the rounds' figures
+        per_round = sorted(r["e2e_p50_ms"] for r in ours["rounds"])
+        assert len(per_round) == rounds
+        assert ours["e2e_p50_ms"] == pytest.approx(sum(per_round[:2]) / 2)
     assert "skipped" not in ours, ours
     for key in (
         "sync_send_msgs_s",
@@ -65,6 +71,15 @@ def test_broker_bench_refuses_a_malformed_conf_setting():
     assert "is not KEY=VALUE" in out.stderr
 
 
+def test_broker_bench_refuses_zero_rounds():
+    out = subprocess.run(
+        [sys.executable, "bench/broker.py", "--only", "ours", "--rounds", "0"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 2
+    assert "--rounds must be at least 1" in out.stderr
+
+
 def test_broker_path_bench_reports_cpu_per_message():
     out = subprocess.run(
         [sys.executable, "bench/broker_path.py", "--messages", "300", "--rounds", "1"],
@@ -77,5 +92,6 @@ def test_broker_path_bench_reports_cpu_per_message():
         "send_pipelined_us",
         "send_v2_pipelined_us",
         "send_to_held_pull_us",
+        "send_to_pull_answer_us",
     }
     assert all(float(value) > 0 for value in figures.values())

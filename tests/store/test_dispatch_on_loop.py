@@ -63,3 +63,27 @@ async def test_shutdown_dispatches_what_the_loop_had_not_reached(tmp_path):
         assert reopened.last_exit_ok
     finally:
         reopened.shutdown()
+
+
+async def test_listeners_see_the_message_readable_before_its_keys_are_indexed(tmp_path):
+    """A held pull (a dispatch listener) is answered before the index work: the consumer's
+    answer does not wait for it. Once the dispatch is over the key is found, and a waiter for
+    the dispatched offset sees both."""
+    store = MessageStore(tmp_path / "store", small_config())
+    store.start(dispatch_loop=asyncio.get_running_loop())
+    seen = []
+
+    def listener(request) -> None:
+        found = store.query_message("loop", "order-7", 10, 0, 2**62)
+        seen.append((readable(store, 1), len(found)))
+
+    store.add_dispatch_listener(listener)
+    try:
+        msg = MessageExt(topic="loop", body=b"x", queue_id=0)
+        msg.keys = "order-7"
+        assert store.put_message(msg).ok
+        assert store.wait_for_dispatch(timeout=1)
+        assert seen == [(1, 0)]  # readable, not yet indexed, when the listener ran
+        assert len(store.query_message("loop", "order-7", 10, 0, 2**62)) == 1
+    finally:
+        store.shutdown()
