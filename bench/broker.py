@@ -136,7 +136,10 @@ def print_table(results: dict) -> None:
         cells = []
         for name in names:
             value = results[name].get(key)
-            cells.append(f"{value:14,.1f}" if isinstance(value, float) else f"{'skipped':>14s}")
+            if not isinstance(value, float):
+                cells.append(f"{'skipped':>14s}")
+            else:  # rates to a message a second, latencies to 10 µs
+                cells.append(f"{value:14,.2f}" if key.endswith("_ms") else f"{value:14,.0f}")
         print(f"{key:24s}" + "".join(cells))
     for name in names:
         if "skipped" in results[name]:

@@ -66,6 +66,7 @@ class RemotingConnection(asyncio.Protocol):
         self.closed = self._loop.create_future()
         self._outgoing: list[bytes] = []
         self._reading = False  # inside _take_turn: the replies it produces leave together at its end
+        self._corked = False  # a frame left at once this turn: the next ones wait for the next turn
         self._backlog: collections.deque[RemotingCommand] = collections.deque()  # received, not handled
         self._turn_scheduled = False
         self.attributes: dict = {}  # what the owner knows of the peer (client id, …)
@@ -164,26 +165,19 @@ class RemotingConnection(asyncio.Protocol):
             response = failure_response(request, exc)
         self._reply(request, response)
 
-    def _reply(
-        self, request: RemotingCommand, response: RemotingCommand | None, at_once: bool = False
-    ) -> None:
+    def _reply(self, request: RemotingCommand, response: RemotingCommand | None) -> None:
         if response is None or request.flag & RPC_ONEWAY:
             return
         transport = self.transport
         if transport is not None and not transport.is_closing():
             response.opaque = request.opaque
             response.serialize_type = request.serialize_type
-            frame = encode_frame(response)
-            if at_once and not (self._reading or self._outgoing):
-                transport.write(frame)  # nothing to join it with: no need to wait for a turn
-            else:
-                self._queue_frame(frame)
+            self._queue_frame(encode_frame(response))
 
     def send_response(self, request: RemotingCommand, response: RemotingCommand) -> None:
         """Answer ``request`` later, from outside its handler (a held pull woken by a message
-        another connection sent). Written at once unless this connection is in a turn or has
-        frames waiting, so the answer does not wait for a further turn of the loop."""
-        self._reply(request, response, at_once=True)
+        another connection sent): written at once, as any frame sent outside a turn."""
+        self._reply(request, response)
 
     # -- sending ------------------------------------------------------------------------------
     @property
@@ -196,11 +190,21 @@ class RemotingConnection(asyncio.Protocol):
         self._queue_frame(encode_frame(cmd))
 
     def _queue_frame(self, frame: bytes) -> None:
-        # Frames written during one turn of the loop leave in one send: the responses to a burst
-        # of pipelined requests cost one system call instead of one each.
-        if not self._outgoing and not self._reading:
-            self._loop.call_soon(self._send_outgoing)
+        # A frame sent while nothing else is being sent leaves at once: a lone request (a sync
+        # send, a consumer's next pull) or a held pull's answer does not wait a turn of the loop.
+        # It corks the connection until the loop's next turn: the frames that follow it in this
+        # turn (a burst of async sends), like the replies produced while reading a burst of
+        # requests, are joined and leave in one send instead of a system call each.
         self._outgoing.append(frame)
+        if self._reading or self._corked:
+            return  # leaves at the end of the reading turn, or when the cork is pulled
+        self._corked = True
+        self._loop.call_soon(self._uncork)
+        self._send_outgoing()
+
+    def _uncork(self) -> None:
+        self._corked = False
+        self._send_outgoing()
 
     def _send_outgoing(self) -> None:
         frames, self._outgoing = self._outgoing, []

@@ -27,6 +27,7 @@ class RecordingTransport:
 
 
 def answered(transport: RecordingTransport) -> list[str]:
+    """The ``n`` field of every frame written, in order (answers, or requests this end sent)."""
     decoder = FrameDecoder()
     return [cmd.field("n") for data in transport.writes for cmd in decoder.feed(data)]
 
@@ -71,3 +72,27 @@ async def test_waiting_handlers_do_not_hold_up_the_turns():
     assert answered(transport) == ["0", "1", "2"]
     await asyncio.sleep(0.05)
     assert answered(transport) == ["0", "1", "2", "slow"]
+
+
+async def test_a_lone_request_leaves_at_once_and_a_burst_after_it_leaves_in_one_write():
+    transport = RecordingTransport()
+    connection = connection_with(transport)
+    connection.write(create_request(ECHO, {"n": "lone"}))
+    assert answered(transport) == ["lone"]  # no turn of the loop awaited (a sync send)
+    for i in range(5):  # the rest of this turn's burst (async sends) is joined…
+        connection.write(create_request(ECHO, {"n": i}))
+    assert len(transport.writes) == 1
+    await asyncio.sleep(0)
+    assert answered(transport) == ["lone", "0", "1", "2", "3", "4"]
+    assert len(transport.writes) == 2  # …into one write at the next turn
+    connection.write(create_request(ECHO, {"n": "later"}))  # a new turn: at once again
+    assert answered(transport)[-1] == "later"
+    assert len(transport.writes) == 3
+
+
+async def test_a_later_answer_outside_a_turn_leaves_at_once():
+    transport = RecordingTransport()
+    connection = connection_with(transport)
+    request = create_request(ECHO, {"n": "held"})
+    connection.send_response(request, response_to(request, ext_fields={"n": "held"}))
+    assert answered(transport) == ["held"]
