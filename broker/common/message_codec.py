@@ -37,9 +37,10 @@ PROPERTY_SEPARATOR = "\x02"
 MAX_TOPIC_LENGTH = 127
 MAX_PROPERTIES_LENGTH = 32767
 
-# Fixed-position fields, patched in place under the store's lock.
+# Fixed-position fields, patched in place under the store's lock (and sysFlag, read first).
 QUEUE_OFFSET_POSITION = 20
 PHYSICAL_OFFSET_POSITION = 28
+SYS_FLAG_POSITION = 36
 BORN_HOST_POSITION = 48
 
 # totalSize, magic, bodyCRC, queueId, flag, queueOffset, physicalOffset, sysFlag, bornTimestamp
@@ -56,6 +57,7 @@ USHORT = struct.Struct(">H")
 TAIL_FIELDS = struct.Struct(">iqi")
 
 MIN_RECORD_SIZE = FIXED_V4.size + UBYTE.size + SHORT.size
+_V6_HOSTS = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
 
 
 class MessageDecodeError(ValueError):
@@ -224,6 +226,10 @@ def read_record_size(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
     return BLANK.unpack_from(buf, pos)
 
 
+# What garbled bytes make the decoding raise (reported as MessageDecodeError).
+_MALFORMED = (struct.error, IndexError, ValueError, OSError, zlib.error)
+
+
 def decode_message(
     buf: bytes | bytearray | memoryview,
     pos: int = 0,
@@ -237,7 +243,7 @@ def decode_message(
         return _decode(memoryview(buf), pos, read_body, check_crc, decompress_body)
     except MessageDecodeError:
         raise
-    except (struct.error, IndexError, ValueError, OSError, zlib.error) as exc:
+    except _MALFORMED as exc:
         raise MessageDecodeError(f"malformed message at {pos}: {exc}") from exc
 
 
@@ -248,19 +254,26 @@ def _decode(view: memoryview, pos: int, read_body: bool, check_crc: bool, decomp
     end = pos + total
     if total < MIN_RECORD_SIZE or end > len(view):
         raise MessageDecodeError(f"record at {pos} declares {total} bytes, {len(view) - pos} available")
-    (_, _, body_crc, queue_id, flag, queue_offset, physical_offset, sys_flag,
-     born_ts) = HEAD.unpack_from(view, pos)  # fmt: skip
-    cur = pos + HEAD.size
-    born_len = 20 if sys_flag & BORNHOST_V6_FLAG else 8
-    born_host = view[cur : cur + born_len]
-    cur += born_len
-    store_ts = LONG.unpack_from(view, cur)[0]
-    cur += 8
-    store_len = 20 if sys_flag & STOREHOSTADDRESS_V6_FLAG else 8
-    store_host = view[cur : cur + store_len]
-    cur += store_len
-    reconsume_times, prepared_offset, body_len = TAIL_FIELDS.unpack_from(view, cur)
-    cur += TAIL_FIELDS.size
+    if not INT.unpack_from(view, pos + SYS_FLAG_POSITION)[0] & _V6_HOSTS:
+        # IPv4 hosts (the common case): the whole fixed part in one unpack.
+        (_, _, body_crc, queue_id, flag, queue_offset, physical_offset, sys_flag, born_ts, born_raw,
+         store_ts, store_raw, reconsume_times, prepared_offset,
+         body_len) = FIXED_V4.unpack_from(view, pos)  # fmt: skip
+        cur = pos + FIXED_V4.size
+    else:
+        (_, _, body_crc, queue_id, flag, queue_offset, physical_offset, sys_flag,
+         born_ts) = HEAD.unpack_from(view, pos)  # fmt: skip
+        cur = pos + HEAD.size
+        born_len = 20 if sys_flag & BORNHOST_V6_FLAG else 8
+        born_raw = bytes(view[cur : cur + born_len])
+        cur += born_len
+        store_ts = LONG.unpack_from(view, cur)[0]
+        cur += 8
+        store_len = 20 if sys_flag & STOREHOSTADDRESS_V6_FLAG else 8
+        store_raw = bytes(view[cur : cur + store_len])
+        cur += store_len
+        reconsume_times, prepared_offset, body_len = TAIL_FIELDS.unpack_from(view, cur)
+        cur += TAIL_FIELDS.size
     if body_len < 0 or cur + body_len > end:
         raise MessageDecodeError(f"body length {body_len} overruns the record at {pos}")
     body = view[cur : cur + body_len]
@@ -268,7 +281,7 @@ def _decode(view: memoryview, pos: int, read_body: bool, check_crc: bool, decomp
     if check_crc and zlib.crc32(body) & 0x7FFFFFFF != body_crc:
         raise MessageDecodeError(f"body CRC mismatch in the record at {pos}")
     if magic == MESSAGE_MAGIC_CODE:
-        topic_len = UBYTE.unpack_from(view, cur)[0]
+        topic_len = view[cur]
         cur += 1
     else:
         topic_len = USHORT.unpack_from(view, cur)[0]
@@ -287,16 +300,18 @@ def _decode(view: memoryview, pos: int, read_body: bool, check_crc: bool, decomp
         body_bytes = bytes(body)
         if decompress and sys_flag & COMPRESSED_FLAG:
             body_bytes = zlib.decompress(body_bytes)
-    store_host_raw = bytes(store_host)
+    # Positional, in MessageExt's field order: this runs for every message a consumer receives.
     return MessageExt(
-        topic=topic, body=body_bytes, flag=flag, properties=properties, queue_id=queue_id,
-        store_size=total, queue_offset=queue_offset, sys_flag=sys_flag, born_timestamp=born_ts,
-        born_host=decode_host(born_host), store_timestamp=store_ts,
-        store_host=decode_host(store_host_raw),
-        msg_id=create_offset_msg_id(store_host_raw, physical_offset),
-        commitlog_offset=physical_offset, body_crc=body_crc, reconsume_times=reconsume_times,
-        prepared_transaction_offset=prepared_offset,
+        topic, body_bytes, flag, properties, queue_id, total, queue_offset, sys_flag, born_ts,
+        _host_of(born_raw), store_ts, _host_of(store_raw), create_offset_msg_id(store_raw, physical_offset),
+        physical_offset, body_crc, reconsume_times, prepared_offset,
     )  # fmt: skip
+
+
+@lru_cache(maxsize=1024)
+def _host_of(raw: bytes) -> HostPort:
+    """``decode_host`` for the few hosts a process sees again and again (producers, brokers)."""
+    return decode_host(raw)
 
 
 def iter_records(buf: bytes | bytearray | memoryview) -> Iterator[tuple[int, int]]:
@@ -318,6 +333,19 @@ def iter_records(buf: bytes | bytearray | memoryview) -> Iterator[tuple[int, int
         pos += total
 
 
-def decode_messages(buf: bytes | bytearray | memoryview, **options) -> list[MessageExt]:
-    """Decode a concatenation of records (a pull response body)."""
-    return [decode_message(buf, pos, **options) for pos, _ in iter_records(buf)]
+def decode_messages(
+    buf: bytes | bytearray | memoryview,
+    *,
+    read_body: bool = True,
+    check_crc: bool = False,
+    decompress_body: bool = False,
+) -> list[MessageExt]:
+    """Decode a concatenation of records (a pull response body). Any malformed input raises
+    ``MessageDecodeError``."""
+    view = memoryview(buf)
+    try:
+        return [_decode(view, pos, read_body, check_crc, decompress_body) for pos, _ in iter_records(view)]
+    except MessageDecodeError:
+        raise
+    except _MALFORMED as exc:
+        raise MessageDecodeError(f"malformed message: {exc}") from exc
