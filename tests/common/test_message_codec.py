@@ -65,7 +65,9 @@ def _canonical_host(host):
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(messages)
 def test_encode_decode_identity(msg):
-    decoded = decode_message(encode_message(msg), check_crc=True)
+    encoded = encode_message(msg)
+    decoded = decode_message(encoded, check_crc=True)
+    assert decoded.store_size == len(encoded)
     assert decoded.topic == msg.topic
     assert decoded.body == msg.body
     assert decoded.flag == msg.flag
