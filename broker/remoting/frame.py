@@ -57,7 +57,7 @@ def _encode_binary(cmd: RemotingCommand) -> bytes:
     ))  # fmt: skip
 
 
-def decode_header(raw: bytes, serialize_type: int) -> RemotingCommand:
+def decode_header(raw: bytes | bytearray, serialize_type: int) -> RemotingCommand:
     if serialize_type == SERIALIZE_JSON:
         return _decode_json(raw)
     if serialize_type == SERIALIZE_ROCKETMQ:
@@ -65,7 +65,7 @@ def decode_header(raw: bytes, serialize_type: int) -> RemotingCommand:
     raise FrameError(f"unknown serialisation type {serialize_type}")
 
 
-def _decode_json(raw: bytes) -> RemotingCommand:
+def _decode_json(raw: bytes | bytearray) -> RemotingCommand:
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -125,7 +125,7 @@ def _language(value) -> int:
     return int(LanguageCode.OTHER)
 
 
-def _decode_binary(raw: bytes) -> RemotingCommand:
+def _decode_binary(raw: bytes | bytearray) -> RemotingCommand:
     try:
         code, language, version, opaque, flag = BINARY_FIXED.unpack_from(raw, 0)
         pos = BINARY_FIXED.size
@@ -141,7 +141,7 @@ def _decode_binary(raw: bytes) -> RemotingCommand:
     return RemotingCommand(code, language, version, opaque, flag, remark, fields, b"", SERIALIZE_ROCKETMQ)
 
 
-def _text(raw: bytes, pos: int, length: int) -> str:
+def _text(raw: bytes | bytearray, pos: int, length: int) -> str:
     if pos + length > len(raw) or length < 0:
         raise FrameError("a binary header string overruns the header")
     try:
@@ -150,7 +150,7 @@ def _text(raw: bytes, pos: int, length: int) -> str:
         raise FrameError("a binary header string is not UTF-8") from None
 
 
-def _binary_fields(raw: bytes, pos: int, length: int) -> dict[str, str]:
+def _binary_fields(raw: bytes | bytearray, pos: int, length: int) -> dict[str, str]:
     end = pos + length
     if end > len(raw):
         raise FrameError("extFields overrun the binary header")
@@ -185,12 +185,16 @@ class FrameDecoder:
 
     def feed(self, data: bytes) -> list[RemotingCommand]:
         buffer = self._buffer
-        buffer += data
+        if buffer:
+            buffer += data
+            source = buffer
+        else:  # nothing left over (the usual case): read the frames straight from ``data``
+            source = data
         commands = []
-        start, available = 0, len(buffer)
+        start, available = 0, len(source)
         try:
             while available - start >= 8:
-                total, marked = LENGTHS.unpack_from(buffer, start)
+                total, marked = LENGTHS.unpack_from(source, start)
                 if total < 4 or total > self.max_frame:
                     raise FrameError(f"frame length {total} is outside 4..{self.max_frame}")
                 serialize_type, header_len = (marked >> 24) & 0xFF, marked & 0xFFFFFF
@@ -200,12 +204,16 @@ class FrameDecoder:
                 if available < end:
                     break
                 header_end = start + 8 + header_len
-                cmd = decode_header(bytes(buffer[start + 8 : header_end]), serialize_type)
-                cmd.body = bytes(buffer[header_end:end])
+                cmd = decode_header(source[start + 8 : header_end], serialize_type)
+                body = source[header_end:end]
+                cmd.body = body if type(body) is bytes else bytes(body)
                 commands.append(cmd)
                 start = end
         finally:
             # Consumed frames leave the buffer in one move, not one move per frame (a read
             # holding 64 pipelined requests would shift the rest of the buffer 64 times).
-            del buffer[:start]
+            if source is buffer:
+                del buffer[:start]
+            elif start < available:
+                buffer += memoryview(data)[start:]  # the start of a frame still to come
         return commands

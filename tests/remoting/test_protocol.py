@@ -66,6 +66,9 @@ def test_incremental_decoding_at_every_split():
         decoder = FrameDecoder()
         got = decoder.feed(frames[:split]) + decoder.feed(frames[split:])
         assert [c.code for c in got] == [11, 12]
+        assert [c.body for c in got] == [b"body", b""]
+        assert all(type(c.body) is bytes for c in got)
+        assert decoder.feed(frames) == got  # nothing left over from the split reads
 
 
 @pytest.mark.parametrize(
