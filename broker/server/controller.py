@@ -15,6 +15,7 @@ from broker.remoting.server import RemotingServer
 from broker.store.config_files import ConsumerOffsetTable
 from broker.store.message_store import MessageStore
 
+from .broker_stats import BrokerStats
 from .client_manager import ConsumerManager, ProducerManager
 from .config import BrokerConfig
 from .filter import FilterCache
@@ -66,6 +67,8 @@ class BrokerController:
         self.schedule = ScheduleMessageService(self.store, config_dir, config.flush_delay_offset_interval)
         self.transactions = TransactionalMessageService(self)
         self.transaction_checker = TransactionalMessageCheckService(self, self.transactions)
+        self.stats = BrokerStats(self.store)
+        self.stats_sampler: asyncio.Task | None = None  # once a second (tests stop it, sample by hand)
         self.hold: PullRequestHoldService | None = None
         self.registration: NamesrvRegistration | None = None
         self._tasks: list[asyncio.Task] = []
@@ -95,6 +98,8 @@ class BrokerController:
             ),
             asyncio.create_task(self._every(10_000, self._scan_idle_clients)),
         ]
+        self.stats_sampler = asyncio.create_task(self._every(1000, self._sample_stats))
+        self._tasks.append(self.stats_sampler)
         return port
 
     def _on_dispatch(self, request) -> None:
@@ -164,6 +169,9 @@ class BrokerController:
             except Exception:
                 log.exception("periodic task %s failed", getattr(action, "__name__", action))
 
+    def _sample_stats(self) -> None:
+        self.stats.sample(time.monotonic())
+
     def _on_connection_closed(self, connection) -> None:
         if self.hold is not None:
             self.hold.forget(connection)  # its held pulls have nobody to answer
@@ -224,6 +232,7 @@ class BrokerController:
             }
         )
         info.update(self.schedule.runtime_info())
+        info.update(self.stats.runtime_info())
         return info
 
     async def stop(self) -> None:

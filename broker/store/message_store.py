@@ -88,6 +88,7 @@ class MessageStore:
         self._last_dispatched_ts = 0
         self.last_exit_ok = True
         self.put_count = self.put_size = self.get_count = 0
+        self.get_found_count = self.get_miss_count = 0  # reads that found messages, or none
         self.boot_timestamp = int(clock() * 1000)
 
     # -- life cycle ---------------------------------------------------------------------------
@@ -401,6 +402,7 @@ class MessageStore:
     ) -> GetMessageResult:
         queue = self.find_consume_queue(topic, queue_id)
         if queue is None:
+            self.get_miss_count += 1
             return GetMessageResult(GetMessageStatus.NO_MATCHED_LOGIC_QUEUE)
         min_offset, max_offset = queue.min_offset, queue.max_offset
         result = GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, offset, min_offset, max_offset)
@@ -416,6 +418,10 @@ class MessageStore:
         else:
             self._read_messages(queue, offset, max_count, message_filter, result)
         self.get_count += len(result.messages)
+        if result.status is GetMessageStatus.FOUND:
+            self.get_found_count += 1
+        else:
+            self.get_miss_count += 1
         return result
 
     def _read_messages(

@@ -99,6 +99,7 @@ class AdminProcessor:
         group = request.field("groupName") or ""
         self.broker.groups.delete(group)
         self.broker.offsets.remove_group(group)
+        self.broker.stats.forget_group(group)
         return response_to(request)
 
     async def all_groups(self, conn, request: RemotingCommand) -> RemotingCommand:
@@ -111,8 +112,9 @@ class AdminProcessor:
         info = broker.consumers.groups.get(group)
         if info and not only_topic:
             topics |= set(info.subscriptions)
-        entries = []
+        entries, consume_tps = [], 0.0
         for topic in sorted(t for t in topics if broker.topics.get(t)):
+            consume_tps += broker.stats.consume_tps(group, topic)
             for queue_id in range(broker.topics.get(topic).write_queue_nums):
                 broker_offset = store.get_max_offset_in_queue(topic, queue_id)
                 consumer_offset = max(broker.offsets.query(group, topic, queue_id), 0)
@@ -129,7 +131,8 @@ class AdminProcessor:
                 entries.append((_mq(topic, broker.config.broker_name, queue_id), wrapper))
         if not entries and only_topic and broker.topics.get(only_topic) is None:
             return response_to(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{only_topic}] not exist")
-        body = b'{"consumeTps":0.0,"offsetTable":' + fastjson.dumps_object_key_map(entries) + b"}"
+        body = b"".join((b'{"consumeTps":', orjson.dumps(consume_tps), b',"offsetTable":',
+                         fastjson.dumps_object_key_map(entries), b"}"))  # fmt: skip
         return response_to(request, body=body)
 
     async def consumer_connections(self, conn, request: RemotingCommand) -> RemotingCommand:

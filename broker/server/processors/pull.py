@@ -81,8 +81,7 @@ class PullProcessor:
 
         hold.park(topic, queue_id, offset, deadline - time.monotonic(), wake, accepts, conn)
 
-    @staticmethod
-    def _response(request, result, code: int) -> RemotingCommand:
+    def _response(self, request, result, code: int) -> RemotingCommand:
         fields = {
             "nextBeginOffset": str(result.next_begin_offset),
             "minOffset": str(result.min_offset),
@@ -90,6 +89,9 @@ class PullProcessor:
             "suggestWhichBrokerId": "0",
         }
         if code == ResponseCode.SUCCESS:
+            self.broker.stats.on_pulled(
+                request.field("topic") or "", request.field("consumerGroup") or "", result.message_count
+            )
             return response_to(request, code, None, fields, result.body())
         return response_to(request, code, result.status.value, fields)
 

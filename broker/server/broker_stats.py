@@ -1,0 +1,109 @@
+"""The rates a RocketMQ broker reports: put and get TPS in its runtime info (``putTps``,
+``getTransferedTps``…, what ``clusterList`` and the console show as in/out TPS), and each
+consumer group's consume TPS in its consume stats.
+
+Counters only grow; they are sampled once a second, and a rate is the growth between the newest
+sample and one taken a number of samples earlier, as RocketMQ's store statistics do: the
+runtime-info figures are over the last 10 s, minute and 10 minutes, empty while the broker is
+younger than the window. A group's consume TPS counts the messages its pulls carried over the
+last minute, sampled every 10 s.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+
+RUNTIME_WINDOWS_S = (10, 60, 600)
+GROUP_SAMPLE_EVERY = 10  # one group sample every 10 store samples (10 s)
+GROUP_SAMPLES_KEPT = 7  # a minute between the oldest and the newest
+
+
+class CounterSamples:
+    """``(time, running total)`` snapshots of one counter, the newest ``keep`` of them."""
+
+    def __init__(self, keep: int) -> None:
+        self.samples: deque[tuple[float, int]] = deque(maxlen=keep)
+
+    def add(self, now_s: float, total: int) -> None:
+        self.samples.append((now_s, total))
+
+    def rate(self, back: int) -> float | None:
+        """Per second, between the newest snapshot and the one ``back`` before it; None while
+        fewer are kept."""
+        if len(self.samples) <= back:
+            return None
+        return _rate(self.samples[-1 - back], self.samples[-1])
+
+    def rate_over_all(self) -> float:
+        """Per second, between the oldest snapshot kept and the newest (0 with fewer than two)."""
+        if len(self.samples) < 2:
+            return 0.0
+        return _rate(self.samples[0], self.samples[-1])
+
+
+def _rate(begin: tuple[float, int], end: tuple[float, int]) -> float:
+    elapsed = end[0] - begin[0]
+    return (end[1] - begin[1]) / elapsed if elapsed > 0 else 0.0
+
+
+class BrokerStats:
+    """Fed by the pull path (``on_pulled``) and sampled once a second (``sample``); the store's
+    own counters (puts, transferred messages, found and missed reads) are read at each sample."""
+
+    def __init__(self, store) -> None:
+        self.store = store
+        keep = max(RUNTIME_WINDOWS_S) + 1
+        self._put, self._found = CounterSamples(keep), CounterSamples(keep)
+        self._miss, self._transferred = CounterSamples(keep), CounterSamples(keep)
+        self.group_gets: dict[tuple[str, str], int] = defaultdict(int)  # (topic, group) → messages
+        self._group_samples: dict[tuple[str, str], CounterSamples] = {}
+        self._samples_taken = 0
+
+    def on_pulled(self, topic: str, group: str, count: int) -> None:
+        """A pull answered ``count`` messages of ``topic`` to ``group``."""
+        self.group_gets[(topic, group)] += count
+
+    def sample(self, now_s: float) -> None:
+        store = self.store
+        self._put.add(now_s, store.put_count)
+        self._found.add(now_s, store.get_found_count)
+        self._miss.add(now_s, store.get_miss_count)
+        self._transferred.add(now_s, store.get_count)
+        if self._samples_taken % GROUP_SAMPLE_EVERY == 0:
+            for key, total in list(self.group_gets.items()):
+                samples = self._group_samples.get(key)
+                if samples is None:
+                    samples = self._group_samples[key] = CounterSamples(GROUP_SAMPLES_KEPT)
+                samples.add(now_s, total)
+        self._samples_taken += 1
+
+    def consume_tps(self, group: str, topic: str) -> float:
+        """Messages a second ``group`` pulled from ``topic`` over about the last minute."""
+        samples = self._group_samples.get((topic, group))
+        return samples.rate_over_all() if samples else 0.0
+
+    def forget_group(self, group: str) -> None:
+        for key in [key for key in self.group_gets if key[1] == group]:
+            del self.group_gets[key]
+            self._group_samples.pop(key, None)
+
+    def runtime_info(self) -> dict[str, str]:
+        """RocketMQ's rate entries: three figures (10 s, 1 min, 10 min) joined by spaces, each
+        empty until the broker has run that long; ``getTotalTps`` counts 0 instead."""
+        info = {
+            "putTps": _figures(self._put),
+            "getFoundTps": _figures(self._found),
+            "getMissTps": _figures(self._miss),
+            "getTransferedTps": _figures(self._transferred),
+        }
+        totals = []
+        for window in RUNTIME_WINDOWS_S:
+            found, miss = self._found.rate(window), self._miss.rate(window)
+            totals.append(repr((found or 0.0) + (miss or 0.0)))
+        info["getTotalTps"] = " ".join(totals)
+        return info
+
+
+def _figures(samples: CounterSamples) -> str:
+    rates = (samples.rate(window) for window in RUNTIME_WINDOWS_S)
+    return " ".join("" if rate is None else repr(rate) for rate in rates)
