@@ -56,30 +56,11 @@ class PullProcessor:
         hold_ms = request.int_field("suspendTimeoutMillis", 15_000)
         if not self.broker.config.long_polling_enable:
             hold_ms = self.broker.config.short_polling_time_mills
-        deadline = time.monotonic() + hold_ms / 1000
-        self._park(conn, request, read, message_filter, topic, queue_id, offset, deadline)
-        return None  # answered later, by the callback
-
-    def _park(
-        self, conn, request, read, message_filter, topic: str, queue_id: int, offset: int, deadline: float
-    ):
-        hold, accepts = self.broker.hold, message_filter.is_matched_by_consume_queue
-
-        def wake(final: bool) -> None:
-            try:
-                result = read()
-                code = self._code(result, offset)
-                remaining = deadline - time.monotonic()
-                if code == ResponseCode.PULL_NOT_FOUND and not final and remaining > 0:
-                    # Nothing readable for it after all (another tag with the same hash): wait on.
-                    hold.park(topic, queue_id, offset, remaining, wake, accepts, conn)
-                    return
-                response = self._response(request, result, code)
-            except Exception as exc:  # the consumer hears of it rather than waiting forever
-                response = failure_response(request, exc)
-            conn.send_response(request, response)
-
-        hold.park(topic, queue_id, offset, deadline - time.monotonic(), wake, accepts, conn)
+        held = _HeldPull(self, conn, request, read, message_filter.is_matched_by_consume_queue)
+        held.topic, held.queue_id, held.offset = topic, queue_id, offset
+        held.deadline = time.monotonic() + hold_ms / 1000
+        held.park()
+        return None  # answered later, when woken
 
     def _response(self, request, result, code: int) -> RemotingCommand:
         fields = {
@@ -169,3 +150,38 @@ class PullProcessor:
         except FilterSyntaxError as exc:
             reason = f"parse the consumer's subscription failed: {exc}"
             return response_to(request, ResponseCode.SUBSCRIPTION_PARSE_FAILED, reason)
+
+
+class _HeldPull:
+    """A pull waiting for a message (long polling), answered on its connection when woken.
+
+    An object rather than a closure: a nested function that parks itself again refers to its own
+    name, a reference cycle that only the garbage collector frees. With one per held pull, the
+    broker ran a collection every few dozen messages, each in the path of the message at hand.
+    """
+
+    __slots__ = ("accepts", "conn", "deadline", "offset", "processor", "queue_id", "read", "request", "topic")
+
+    def __init__(self, processor: PullProcessor, conn, request, read, accepts) -> None:
+        self.processor, self.conn, self.request = processor, conn, request
+        self.read, self.accepts = read, accepts  # what it reads when woken; which messages wake it
+
+    def park(self) -> None:
+        self.processor.broker.hold.park(
+            self.topic, self.queue_id, self.offset, self.deadline - time.monotonic(), self.wake, self.accepts,
+            self.conn,
+        )  # fmt: skip
+
+    def wake(self, final: bool) -> None:
+        processor, request = self.processor, self.request
+        try:
+            result = self.read()
+            code = processor._code(result, self.offset)
+            if code == ResponseCode.PULL_NOT_FOUND and not final and self.deadline > time.monotonic():
+                # Nothing readable for it after all (another tag with the same hash): wait on.
+                self.park()
+                return
+            response = processor._response(request, result, code)
+        except Exception as exc:  # the consumer hears of it rather than waiting forever
+            response = failure_response(request, exc)
+        self.conn.send_response(request, response)
