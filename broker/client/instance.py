@@ -98,6 +98,7 @@ class MQClientInstance:
         self.consumers: dict[str, object] = {}
         self._tasks: list[asyncio.Future] = []
         self._background: set[asyncio.Future] = set()
+        self.closing = False  # shutdown began: nothing new is spawned
         self.heartbeated: set[str] = set()  # broker addresses a heartbeat of ours reached
 
     @classmethod
@@ -162,8 +163,13 @@ class MQClientInstance:
             return self.loop.create_task(coro)
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
-    def spawn(self, coro) -> asyncio.Task:
-        """A task of the instance's loop (called on it) that shutdown cancels if still running."""
+    def spawn(self, coro) -> asyncio.Task | None:
+        """A task of the instance's loop (called on it) that shutdown cancels if still running.
+        None once shutdown began (``coro`` is closed unrun): a send retried because shutdown
+        closed its connection must not outlive the instance."""
+        if self.closing:
+            coro.close()
+            return None
         task = self.loop.create_task(coro)
         self._background.add(task)  # the loop keeps only weak references to tasks
         task.add_done_callback(self._background.discard)
@@ -302,6 +308,7 @@ class MQClientInstance:
             await asyncio.to_thread(self.loop_thread.stop)
 
     async def _close(self) -> None:
+        self.closing = True
         for task in list(self._background):
             task.cancel()
         try:

@@ -317,7 +317,11 @@ class Producer:
                 error = task.exception()
                 settle(None if error else task.result(), error)
 
-        self.instance.spawn(coro).add_done_callback(copy_outcome)
+        task = self.instance.spawn(coro)
+        if task is None:
+            settle(None, MQClientError("the producer is shutting down"))
+        else:
+            task.add_done_callback(copy_outcome)
 
     def _note_latency(self, broker_name: str, started: float, isolation: bool) -> None:
         if self.faults:

@@ -1,5 +1,7 @@
 """Client building blocks: allocation strategies, batch splitting, fault tolerance, offsets."""
 
+import inspect
+
 import pytest
 
 from broker.client.allocate import (
@@ -10,9 +12,10 @@ from broker.client.allocate import (
     AllocateConsistentHash,
 )
 from broker.client.errors import MQClientError
+from broker.client.instance import MQClientInstance
 from broker.client.message_queue import MessageQueue
 from broker.client.offset_store import LocalFileOffsetStore
-from broker.client.producer import LatencyFaultTolerance, hash_selector, split_batches
+from broker.client.producer import LatencyFaultTolerance, Producer, hash_selector, split_batches
 from broker.common.batch_codec import BatchDecodeError, decode_batch, encode_batch
 from broker.common.message import Message
 
@@ -119,3 +122,24 @@ async def test_local_offset_store_persists_with_backup(tmp_path):
     main.write_text("{broken")
     reloaded = LocalFileOffsetStore(tmp_path, "127.0.0.1@1", "g")
     assert reloaded.read_memory(QUEUES[0]) == 10  # the .bak of the previous write
+
+
+async def test_nothing_is_spawned_once_the_instance_shuts_down():
+    """A send whose connection shutdown closed is retried in a task; begun after shutdown's
+    sweep, that task would outlive the instance (and its connections)."""
+    instance = MQClientInstance.on_running_loop("127.0.0.1:1", "spawn-after-shutdown")
+    await instance.ashutdown()
+
+    async def retry():
+        raise AssertionError("never runs")
+
+    coro = retry()
+    assert instance.spawn(coro) is None
+    assert inspect.getcoroutinestate(coro) == inspect.CORO_CLOSED  # closed, not left unawaited
+
+    producer = Producer("spawn-after-shutdown", "127.0.0.1:1")
+    producer.instance = instance
+    outcomes = []
+    producer._spawn(retry(), lambda result, error: outcomes.append((result, error)))
+    [(result, error)] = outcomes
+    assert result is None and isinstance(error, MQClientError) and "shutting down" in str(error)
