@@ -10,6 +10,7 @@ back is consumed here again after ``retry_delay_s`` through ``loop.call_later``.
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 from collections.abc import Callable
 
@@ -21,13 +22,17 @@ class AsyncConsumeService:
         if concurrency < 1:
             raise ValueError("consume_concurrency must be at least 1")
         self.consumer, self.listener, self.concurrency = consumer, listener, concurrency
-        self.work: asyncio.Queue | None = None
+        # Batches no worker has taken yet, and the workers waiting for one (each a future the
+        # next batch is handed to directly: lighter than an asyncio.Queue on every message).
+        self.backlog: collections.deque = collections.deque()
+        self.idle: collections.deque[asyncio.Future] = collections.deque()
         self.workers: list[asyncio.Task] = []
         self.timers: set[asyncio.TimerHandle] = set()
 
     def start(self) -> None:
         """On the consumer's loop, before the first pull."""
-        self.work = asyncio.Queue()
+        self.backlog.clear()
+        self.idle.clear()
         self.workers = [
             asyncio.create_task(self._worker(), name=f"consume-{self.consumer.group}-{i}")
             for i in range(self.concurrency)
@@ -47,20 +52,36 @@ class AsyncConsumeService:
     def on_messages(self, mq, queue, messages: list) -> None:
         size = self.consumer.consume_batch_size
         for start in range(0, len(messages), size):
-            self.work.put_nowait((mq, queue, messages[start : start + size]))
+            self._hand((mq, queue, messages[start : start + size]))
+
+    def _hand(self, batch: tuple) -> None:
+        """To a waiting worker if there is one, else to the backlog."""
+        idle = self.idle
+        while idle:
+            waiter = idle.popleft()
+            if not waiter.done():  # (a worker being cancelled leaves a cancelled one)
+                waiter.set_result(batch)
+                return
+        self.backlog.append(batch)
 
     def consume_later(self, mq, queue, messages: list) -> None:
         def again() -> None:
             self.timers.discard(timer)
             if self.consumer.running and not queue.dropped:
-                self.work.put_nowait((mq, queue, messages))
+                self._hand((mq, queue, messages))
 
         timer = asyncio.get_running_loop().call_later(self.consumer.retry_delay_s, again)
         self.timers.add(timer)
 
     async def _worker(self) -> None:
+        loop = asyncio.get_running_loop()
         while True:
-            mq, queue, messages = await self.work.get()
+            if self.backlog:
+                mq, queue, messages = self.backlog.popleft()
+            else:
+                waiter = loop.create_future()
+                self.idle.append(waiter)
+                mq, queue, messages = await waiter
             try:
                 await self._consume(mq, queue, messages)
             except Exception:  # a worker must outlive any one batch

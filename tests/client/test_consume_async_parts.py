@@ -121,3 +121,39 @@ def test_a_retried_message_shows_its_original_topic():
     retried = message(0, topic="%RETRY%g", **{const.PROPERTY_RETRY_TOPIC: "Orders"})
     asyncio.run(consume(consumer, listener, [retried]))
     assert topics == ["Orders"]
+
+
+def test_no_more_listeners_run_at_once_than_the_concurrency_and_none_of_the_rest_is_lost():
+    consumer = make_consumer()
+    running, most_at_once, finished = set(), [0], []
+    release = None
+
+    async def listener(messages, context):
+        offset = messages[0].queue_offset
+        running.add(offset)
+        most_at_once[0] = max(most_at_once[0], len(running))
+        await release.wait()
+        running.discard(offset)
+        finished.append(offset)
+        return SUCCESS
+
+    async def scenario():
+        nonlocal release
+        release = asyncio.Event()
+        service = AsyncConsumeService(consumer, listener, concurrency=2)
+        consumer.listener, consumer.async_service = listener, service
+        service.start()
+        consumer.on_messages(MQ, [message(i) for i in range(5)])  # five batches of one
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert len(running) == 2 and len(service.backlog) == 3  # the rest wait their turn
+        release.set()
+        for _ in range(50):
+            await asyncio.sleep(0)
+        await service.shutdown()  # idle workers end cleanly
+        assert service.workers == []
+
+    asyncio.run(scenario())
+    assert most_at_once[0] == 2
+    assert sorted(finished) == list(range(5))
+    assert consumer.offsets.read_memory(MQ) == 5
