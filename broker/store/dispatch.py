@@ -70,7 +70,7 @@ def request_from_record(buf, pos: int, delay_levels_ms: list[int], check_crc: bo
 class ReputService:
     """Applies dispatch requests to consume queues and the index, in commit order.
 
-    Each request is applied in two steps: ``make_readable`` (its consume-queue entry), then the
+    Each request is applied in three steps: ``make_readable`` (its consume-queue entry), the
     listeners (held pulls waiting for it), then ``index`` (its keys). Waking a consumer does not
     wait for the index: a key query cannot run before the step that follows in the same turn.
 
@@ -83,7 +83,7 @@ class ReputService:
     def __init__(
         self,
         make_readable: Callable[[DispatchRequest], None],
-        index: Callable[[DispatchRequest], None] | None = None,
+        index: Callable[[DispatchRequest], None],
     ) -> None:
         self._make_readable = make_readable
         self._index = index
@@ -130,8 +130,7 @@ class ReputService:
     def dispatch_now(self, request: DispatchRequest) -> None:
         """Apply one request synchronously (recovery, before the thread starts)."""
         self._make_readable(request)
-        if self._index is not None:
-            self._index(request)
+        self._index(request)
         self.dispatched_offset = request.commitlog_offset + request.size
 
     def wait_dispatched(self, offset: int, timeout: float | None = None) -> bool:
@@ -165,11 +164,10 @@ class ReputService:
                 log.exception("dispatch of the message at %d failed", request.commitlog_offset)
             if listeners:
                 self._notify(listeners, request)
-            if index is not None:
-                try:
-                    index(request)
-                except Exception:
-                    log.exception("indexing the message at %d failed", request.commitlog_offset)
+            try:
+                index(request)
+            except Exception:
+                log.exception("indexing the message at %d failed", request.commitlog_offset)
             self.dispatched_offset = request.commitlog_offset + request.size
         with self._cond:
             self._cond.notify_all()

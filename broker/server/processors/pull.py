@@ -56,10 +56,9 @@ class PullProcessor:
         hold_ms = request.int_field("suspendTimeoutMillis", 15_000)
         if not self.broker.config.long_polling_enable:
             hold_ms = self.broker.config.short_polling_time_mills
-        held = _HeldPull(self, conn, request, read, message_filter.is_matched_by_consume_queue)
-        held.topic, held.queue_id, held.offset = topic, queue_id, offset
-        held.deadline = time.monotonic() + hold_ms / 1000
-        held.park()
+        accepts = message_filter.is_matched_by_consume_queue
+        deadline = time.monotonic() + hold_ms / 1000
+        _HeldPull(self, conn, request, read, accepts, topic, queue_id, offset, deadline).park()
         return None  # answered later, when woken
 
     def _response(self, request, result, code: int) -> RemotingCommand:
@@ -162,9 +161,13 @@ class _HeldPull:
 
     __slots__ = ("accepts", "conn", "deadline", "offset", "processor", "queue_id", "read", "request", "topic")
 
-    def __init__(self, processor: PullProcessor, conn, request, read, accepts) -> None:
+    def __init__(
+        self, processor: PullProcessor, conn, request, read, accepts,
+        topic: str, queue_id: int, offset: int, deadline: float,
+    ) -> None:  # fmt: skip
         self.processor, self.conn, self.request = processor, conn, request
         self.read, self.accepts = read, accepts  # what it reads when woken; which messages wake it
+        self.topic, self.queue_id, self.offset, self.deadline = topic, queue_id, offset, deadline
 
     def park(self) -> None:
         self.processor.broker.hold.park(
