@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
+
 import orjson
 
 from broker.common.message_codec import decode_messages, properties_to_string, string_to_properties
@@ -16,6 +19,12 @@ from .errors import MQBrokerError
 from .message_queue import MessageQueue
 
 PULL_FLAG_COMMIT_OFFSET, PULL_FLAG_SUSPEND, PULL_FLAG_SUBSCRIPTION = 0x1, 0x2, 0x4
+_PULL_ANSWERS = (
+    ResponseCode.SUCCESS,
+    ResponseCode.PULL_NOT_FOUND,
+    ResponseCode.PULL_RETRY_IMMEDIATELY,
+    ResponseCode.PULL_OFFSET_MOVED,
+)
 _REPLY_MARK = properties_to_string({"MSG_TYPE": "reply"})  # as it appears in the properties header
 
 
@@ -57,24 +66,33 @@ class ClientAPI:
     async def send_oneway(self, addr: str, header: dict, body: bytes) -> None:
         await self.remoting.invoke_oneway(addr, create_request(RC.SEND_MESSAGE, header, body, oneway=True))
 
-    async def pull(self, addr: str, header: dict, timeout_ms: int) -> tuple[int, dict, list]:
-        response = await self.remoting.invoke(addr, create_request(RC.PULL_MESSAGE, header), timeout_ms)
-        _checked(
-            response,
-            addr,
-            (
-                ResponseCode.SUCCESS,
-                ResponseCode.PULL_NOT_FOUND,
-                ResponseCode.PULL_RETRY_IMMEDIATELY,
-                ResponseCode.PULL_OFFSET_MOVED,
-            ),
-        )
-        messages = (
-            decode_messages(response.body, decompress_body=True)
-            if response.code == ResponseCode.SUCCESS
-            else []
-        )
-        return response.code, response.ext_fields, messages
+    async def pull(
+        self, addr: str, header: dict, timeout_ms: int, on_found: Callable[[list], None]
+    ) -> tuple[int, dict]:
+        """PULL_MESSAGE: the response's code and fields. The messages found go to
+        ``on_found`` while the answer is being read, not when the caller resumes: that would be
+        a turn of the loop later, and through every coroutine waiting on this one, in the path
+        of each message a consumer receives. Once the caller stopped waiting (cancelled: its
+        queue went to another member), an answer is dropped."""
+        connection = await self.remoting.connection(addr)
+        answered = asyncio.get_running_loop().create_future()
+
+        def on_answer(response: RemotingCommand | None, error: Exception | None) -> None:
+            if answered.done():
+                return
+            try:
+                if error is not None:
+                    raise error
+                _checked(response, addr, _PULL_ANSWERS)
+                if response.code == ResponseCode.SUCCESS:
+                    on_found(decode_messages(response.body, decompress_body=True))
+            except Exception as exc:
+                answered.set_exception(exc)
+            else:
+                answered.set_result((response.code, response.ext_fields))
+
+        connection.invoke_with_callback(create_request(RC.PULL_MESSAGE, header), timeout_ms, on_answer)
+        return await answered
 
     async def heartbeat(self, addr: str, data: dict) -> None:
         _checked(

@@ -9,6 +9,7 @@ where ``consume_from_where`` says for a new group).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 
@@ -289,21 +290,18 @@ class ConsumerCore:
                 await asyncio.sleep(0.05)
                 continue
             try:
-                code, fields, messages = await self._pull_once(mq, offset)
+                code, fields = await self._pull_once(mq, offset)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 log.debug("pull from %s failed: %s", mq, exc)
                 await asyncio.sleep(1)
                 continue
+            # The messages found went to on_messages as the answer was read (``_found``): the
+            # consumers they woke run before this next pull is written, which wakes the broker
+            # (a costly system call here).
             next_offset = int(fields.get("nextBeginOffset", offset))
-            if code == R.SUCCESS and messages:
-                self.on_messages(mq, messages)
-                # Let the consumers woken by these messages run before the next pull is written:
-                # that write wakes the broker (a costly system call here), and the messages in
-                # hand should not wait behind it.
-                await asyncio.sleep(0)
-            elif code == R.PULL_OFFSET_MOVED:
+            if code == R.PULL_OFFSET_MOVED:
                 self.offsets.update(mq, next_offset)
             offset = next_offset
 
@@ -328,13 +326,17 @@ class ConsumerCore:
             "subVersion": 0,
             "expressionType": self.expression_types.get(mq.topic, TAG),
         }
-        code, fields, messages = await self.instance.api.pull(addr, header, 30_000)
+        return await self.instance.api.pull(addr, header, 30_000, functools.partial(self._found, mq))
+
+    def _found(self, mq: MessageQueue, messages: list) -> None:
+        """A pull's messages, as its answer is read."""
         expression = self.subscriptions.get(mq.topic, "*")
         is_tag = self.expression_types.get(mq.topic, TAG) == TAG
         if messages and is_tag and expression.strip() not in ("", "*"):
             wanted = {t.strip() for t in expression.split("||")}
             messages = [m for m in messages if m.tags in wanted]  # the broker only compared hashes
-        return code, fields, messages
+        if messages:
+            self.on_messages(mq, messages)
 
     # -- hooks for the concrete consumers ----------------------------------------------------
     def is_busy(self, mq: MessageQueue) -> bool:

@@ -13,6 +13,7 @@ process's pump feeds only its own sockets, so nobody receives a message twice.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import logging
 import os
@@ -149,8 +150,9 @@ class TopicPump:
                 "subVersion": 0,
                 "expressionType": "TAG",
             }
+            found = functools.partial(self._found, broker_name)
             try:
-                code, fields, messages = await api.pull(addr, header, self.settings.suspend_ms + 5000)
+                code, fields = await api.pull(addr, header, self.settings.suspend_ms + 5000, found)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # a broker restart must not end the tail: retry after a pause
@@ -158,11 +160,12 @@ class TopicPump:
                 await asyncio.sleep(self.settings.error_backoff_s)
                 continue
             next_offset = int(fields.get("nextBeginOffset", offset))
-            if code == ResponseCode.SUCCESS and messages:
-                self._outbox.extend(message_event(m, broker_name) for m in messages)
-                if len(self._outbox) >= self.settings.flush_max_events:
-                    self._wake.set()
             offset = max(next_offset, offset) if code != ResponseCode.PULL_OFFSET_MOVED else next_offset
+
+    def _found(self, broker_name: str, messages: list) -> None:
+        self._outbox.extend(message_event(m, broker_name) for m in messages)
+        if len(self._outbox) >= self.settings.flush_max_events:
+            self._wake.set()
 
     async def _flush_loop(self, layer) -> None:
         group = group_name(self.topic)
