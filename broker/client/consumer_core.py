@@ -81,6 +81,7 @@ class ConsumerCore:
         self.subscriptions: dict[str, str] = {}
         self.expression_types: dict[str, str] = {}  # topic → SQL92 for property filters (else TAG)
         self.assigned: dict[MessageQueue, asyncio.Task] = {}
+        self._rebalancing = asyncio.Lock()
         self.offsets = None
         self.rebalance_history: list[tuple[float, frozenset]] = []
         self._persist_task = None
@@ -214,12 +215,21 @@ class ConsumerCore:
         """Asyncio API: what must end after pulling stopped and before the connections close."""
 
     async def _stop_all(self) -> None:
-        for mq in list(self.assigned):
-            await self._drop_queue(mq)
+        async with self._rebalancing:  # a rebalance under way finishes first, then nothing is left
+            for mq in list(self.assigned):
+                await self._drop_queue(mq)
         await self.offsets.persist(list(self.offsets.table))
 
     # -- rebalance ----------------------------------------------------------------------------
     async def rebalance(self) -> None:
+        # One at a time: the periodic rebalance, a reset-offset reload and the first rebalance
+        # of a consumer joining a shared instance may overlap, and two that both found a queue
+        # unowned would start two pull loops for it (each message consumed twice, and the one
+        # overwritten in ``assigned`` never stopped).
+        async with self._rebalancing:
+            await self._rebalance()
+
+    async def _rebalance(self) -> None:
         if not self.running:
             return
         wanted: set[MessageQueue] = set()
@@ -236,11 +246,12 @@ class ConsumerCore:
 
     async def reload_offsets(self, topic: str) -> None:
         """Restart every owned queue of ``topic`` from the offset now committed on the broker."""
-        for mq in [mq for mq in self.assigned if mq.topic == topic]:
-            self.assigned.pop(mq).cancel()
-            self.on_queue_dropped(mq)
-            self.offsets.remove(mq)  # not persisted: the broker's value is the new truth
-        await self.rebalance()
+        async with self._rebalancing:
+            for mq in [mq for mq in self.assigned if mq.topic == topic]:
+                self.assigned.pop(mq).cancel()
+                self.on_queue_dropped(mq)
+                self.offsets.remove(mq)  # not persisted: the broker's value is the new truth
+            await self._rebalance()
 
     async def _allocate(self, topic: str) -> list[MessageQueue]:
         route = await self.instance.route(topic, refresh=True)

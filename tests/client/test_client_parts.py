@@ -1,5 +1,6 @@
 """Client building blocks: allocation strategies, batch splitting, fault tolerance, offsets."""
 
+import asyncio
 import inspect
 
 import pytest
@@ -11,10 +12,11 @@ from broker.client.allocate import (
     AllocateByMachineRoom,
     AllocateConsistentHash,
 )
+from broker.client.consumer_core import ConsumerCore
 from broker.client.errors import MQClientError
 from broker.client.instance import MQClientInstance
 from broker.client.message_queue import MessageQueue
-from broker.client.offset_store import LocalFileOffsetStore
+from broker.client.offset_store import LocalFileOffsetStore, OffsetStore
 from broker.client.producer import LatencyFaultTolerance, Producer, hash_selector, split_batches
 from broker.common.batch_codec import BatchDecodeError, decode_batch, encode_batch
 from broker.common.message import Message
@@ -143,3 +145,36 @@ async def test_nothing_is_spawned_once_the_instance_shuts_down():
     producer._spawn(retry(), lambda result, error: outcomes.append((result, error)))
     [(result, error)] = outcomes
     assert result is None and isinstance(error, MQClientError) and "shutting down" in str(error)
+
+
+async def test_concurrent_rebalances_start_one_pull_loop_per_queue():
+    """The periodic rebalance, a reset-offset reload and a second consumer's first rebalance on a
+    shared instance may overlap: each queue still gets exactly one pull loop (a second one would
+    consume every message twice and outlive the consumer's shutdown)."""
+    queues = [MessageQueue("Orders", "broker-a", i) for i in range(4)]
+    pulls: list = []
+
+    class Core(ConsumerCore):
+        async def _allocate(self, topic):
+            await asyncio.sleep(0)  # a route and member lookup on the network
+            return queues
+
+        async def _start_offset(self, mq):
+            await asyncio.sleep(0)
+            return 0
+
+        async def _pull_loop(self, mq, offset):
+            pulls.append(mq)
+            await asyncio.Event().wait()
+
+    core = Core("g", "127.0.0.1:1")
+    core.subscriptions["Orders"] = "*"
+    core.offsets, core.running = OffsetStore(), True
+    await asyncio.gather(core.rebalance(), core.rebalance(), core.rebalance())
+    await asyncio.sleep(0)
+    assert sorted(pulls) == queues  # one loop each
+    running = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    assert sorted(running, key=id) == sorted(core.assigned.values(), key=id)
+    for task in running:
+        task.cancel()
+    await asyncio.gather(*running, return_exceptions=True)
