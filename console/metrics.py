@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from broker.client.admin import AsyncMQAdmin, MQAdmin, MQAdminError
+from broker.client.admin import AsyncMQAdmin, MQAdmin, MQAdminError, runtime_figure
 from console.cluster_queries import _group_rows, _topic_rows, fan_out
 
 
@@ -64,13 +64,6 @@ async def _collect(core: AsyncMQAdmin) -> Snapshot:
     return snapshot
 
 
-def _first_number(value: str | None) -> float:
-    try:
-        return float(str(value).split()[0])
-    except (IndexError, ValueError):
-        return 0.0
-
-
 class ClusterCollector:
     """A prometheus-client collector over one name server's cluster, with a short cache."""
 
@@ -117,13 +110,13 @@ class ClusterCollector:
             up.add_metric(values, 1.0 if b["up"] else 0.0)
             if not b["up"]:
                 continue
-            put_tps.add_metric(values, _first_number(runtime.get("putTps")))
+            put_tps.add_metric(values, runtime_figure(runtime.get("putTps")))
             get_tps.add_metric(
-                values, _first_number(runtime.get("getTransferredTps") or runtime.get("getTransferedTps"))
+                values, runtime_figure(runtime.get("getTransferredTps") or runtime.get("getTransferedTps"))
             )
-            put_total.add_metric(values, _first_number(runtime.get("msgPutTotalTodayNow")))
-            get_total.add_metric(values, _first_number(runtime.get("msgGetTotalTodayNow")))
-            disk.add_metric(values, _first_number(runtime.get("commitLogDiskRatio")))
+            put_total.add_metric(values, runtime_figure(runtime.get("msgPutTotalTodayNow")))
+            get_total.add_metric(values, runtime_figure(runtime.get("msgGetTotalTodayNow")))
+            disk.add_metric(values, runtime_figure(runtime.get("commitLogDiskRatio")))
         yield from (up, put_tps, get_tps, put_total, get_total, disk)
 
         stored = CounterMetricFamily(

@@ -401,11 +401,11 @@ class AsyncMQAdmin:
             broker_id=broker_id,
             addr=addr,
             version=kv.get("brokerVersionDesc", ""),
-            in_tps=_first_float(kv.get("putTps")),
-            out_tps=_first_float(kv.get("getTransferredTps") or kv.get("getTransferedTps")),
+            in_tps=runtime_figure(kv.get("putTps")),
+            out_tps=runtime_figure(kv.get("getTransferredTps") or kv.get("getTransferedTps")),
             page_cache_lock_ms=_as_int(kv.get("pageCacheLockTimeMills")),
             hours_of_data=round(hours, 2),
-            disk_ratio=_first_float(kv.get("commitLogDiskRatio")),
+            disk_ratio=runtime_figure(kv.get("commitLogDiskRatio")),
             runtime_error=error,
         )
 
@@ -1011,7 +1011,7 @@ def _as_int(value: Any) -> int:
         return 0
 
 
-def _first_float(value: Any) -> float:
+def runtime_figure(value: Any) -> float:
     """RocketMQ runtime figures like putTps are ``"12.5 11.0 10.2"`` (10 s, 1 min, 10 min)."""
     if value is None:
         return 0.0
