@@ -43,6 +43,9 @@ class ReportRun(models.Model):
     output_files = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
+    # Touched every ANALYTICS_HEARTBEAT_SECONDS by the worker running the job: a run whose
+    # heartbeat stopped lost its worker (killed, out of memory, machine gone).
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

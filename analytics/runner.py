@@ -6,12 +6,16 @@ one restarted mid-run) shows the same state; a failure keeps its reason.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
 import traceback
-from datetime import datetime
+from collections.abc import Iterator
+from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from .models import ReportRow, ReportRun
@@ -35,32 +39,89 @@ def execute_run(run_id: int) -> ReportRun:
     if run.finished:
         return run  # a redelivered task message must not run a finished report again
     output_dir = settings.ANALYTICS_REPORTS_DIR / f"run-{run.pk}"
-    _update(run, status=ReportRun.RUNNING, started_at=timezone.now(), progress=1, stage="starting Spark",
-            spark_master=settings.SPARK_MASTER, output_dir=str(output_dir), error="")  # fmt: skip
-    try:
-        from .spark.job import ReportRequest, run_report
-        from .spark.session import spark_session
-
-        spark = spark_session(settings.SPARK_MASTER, settings.ANALYTICS_SHUFFLE_PARTITIONS)
-        request = ReportRequest(
-            report=run.report, input_uri=run.input_uri, output_dir=str(output_dir),
-            start_ms=_ms(run.start_time), end_ms=_ms(run.end_time), topics=list(run.topics or []),
-        )  # fmt: skip
-        result = run_report(spark, request, lambda pct, stage: _update(run, progress=pct, stage=stage))
-        with transaction.atomic():
-            run.report_rows.all().delete()
-            ReportRow.objects.bulk_create(
-                ReportRow(run=run, section=section, position=i, values=_jsonable(row))
-                for section, rows in result.sections.items()
-                for i, row in enumerate(rows)
-            )
-            _update(run, status=ReportRun.DONE, progress=100, stage="done", finished_at=timezone.now(),
-                    output_files=result.files)  # fmt: skip
-    except Exception as exc:
-        log.exception("report run %s failed", run.pk)
-        _update(run, status=ReportRun.FAILED, stage="failed", finished_at=timezone.now(),
-                error=failure_reason(exc))  # fmt: skip
+    now = timezone.now()
+    _update(run, status=ReportRun.RUNNING, started_at=now, heartbeat_at=now, progress=1,
+            stage="starting Spark", spark_master=settings.SPARK_MASTER, output_dir=str(output_dir),
+            error="")  # fmt: skip
+    with heartbeat(run.pk, settings.ANALYTICS_HEARTBEAT_SECONDS):
+        try:
+            _run_job(run, output_dir)
+        except Exception as exc:
+            log.exception("report run %s failed", run.pk)
+            _update(run, status=ReportRun.FAILED, stage="failed", finished_at=timezone.now(),
+                    error=failure_reason(exc))  # fmt: skip
     return run
+
+
+def _run_job(run: ReportRun, output_dir) -> None:
+    from .spark.job import ReportRequest, run_report
+    from .spark.session import spark_session
+
+    spark = spark_session(settings.SPARK_MASTER, settings.ANALYTICS_SHUFFLE_PARTITIONS)
+    request = ReportRequest(
+        report=run.report, input_uri=run.input_uri, output_dir=str(output_dir),
+        start_ms=_ms(run.start_time), end_ms=_ms(run.end_time), topics=list(run.topics or []),
+    )  # fmt: skip
+    result = run_report(spark, request, lambda pct, stage: _update(run, progress=pct, stage=stage))
+    with transaction.atomic():
+        run.report_rows.all().delete()
+        ReportRow.objects.bulk_create(
+            ReportRow(run=run, section=section, position=i, values=_jsonable(row))
+            for section, rows in result.sections.items()
+            for i, row in enumerate(rows)
+        )
+        _update(run, status=ReportRun.DONE, progress=100, stage="done", finished_at=timezone.now(),
+                output_files=result.files)  # fmt: skip
+
+
+@contextlib.contextmanager
+def heartbeat(run_id: int, interval_s: float) -> Iterator[None]:
+    """While the block runs, touch the run's ``heartbeat_at`` every ``interval_s`` from a thread
+    of its own (a Spark stage can run for minutes without reporting progress)."""
+    stop = threading.Event()
+
+    def beat() -> None:
+        try:
+            while not stop.wait(interval_s):
+                try:
+                    ReportRun.objects.filter(pk=run_id, status=ReportRun.RUNNING).update(
+                        heartbeat_at=timezone.now()
+                    )
+                except Exception:  # the database is away for a moment: the next beat may pass
+                    log.warning("heartbeat of report run %s failed", run_id, exc_info=True)
+        finally:
+            connection.close()  # this thread's own database connection
+
+    thread = threading.Thread(target=beat, name=f"report-run-{run_id}-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def fail_abandoned_runs() -> int:
+    """Mark failed the runs whose worker stopped mid-run (no heartbeat for
+    ``ANALYTICS_ABANDONED_AFTER`` seconds); return how many. A worker killed by a signal or by
+    the kernel cannot record its own end, so the pages would otherwise show them running forever."""
+    now = timezone.now()
+    silent_since = now - timedelta(seconds=settings.ANALYTICS_ABANDONED_AFTER)
+    silent = Q(heartbeat_at__lt=silent_since) | Q(heartbeat_at__isnull=True, started_at__lt=silent_since)
+    failed = 0
+    for run in ReportRun.objects.filter(silent, status=ReportRun.RUNNING):
+        last_sign = run.heartbeat_at or run.started_at  # (runs started before heartbeats existed)
+        reason = (
+            f"the worker running this report stopped: no heartbeat since "
+            f"{last_sign.isoformat(timespec='seconds')} (expected every "
+            f"{settings.ANALYTICS_HEARTBEAT_SECONDS:g} s). Start the report again."
+        )
+        # Only if it is still silent: a worker that beat meanwhile keeps its run.
+        failed += ReportRun.objects.filter(pk=run.pk, status=ReportRun.RUNNING,
+                                           heartbeat_at=run.heartbeat_at).update(
+            status=ReportRun.FAILED, stage="failed", finished_at=now, error=reason
+        )  # fmt: skip
+    return failed
 
 
 def failure_reason(exc: BaseException) -> str:

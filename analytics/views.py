@@ -23,6 +23,7 @@ from console.roles import OPERATOR, has_role, require_role
 from . import charts
 from .forms import RunForm, ScheduleForm
 from .models import ReportRun
+from .runner import fail_abandoned_runs
 from .spark.catalog import REPORT_SECTIONS
 from .tasks import RUN_SCHEDULED_REPORT, run_report
 
@@ -32,6 +33,7 @@ DOWNLOAD_FORMATS = {"csv": "text/csv", "parquet": "application/vnd.apache.parque
 @login_required
 @require_GET
 def run_list(request):
+    fail_abandoned_runs()
     runs = ReportRun.objects.all()[:200]
     return render(
         request, "analytics/run_list.html", {"runs": runs, "can_operate": has_role(request.user, OPERATOR)}
@@ -71,6 +73,7 @@ def run_start(request):
 @login_required
 @require_GET
 def run_detail(request, run_id: int):
+    fail_abandoned_runs()
     run = get_object_or_404(ReportRun, pk=run_id)
     return render(request, "analytics/run_detail.html", _run_context(run))
 
@@ -79,6 +82,7 @@ def run_detail(request, run_id: int):
 @require_GET
 def run_status(request, run_id: int):
     """The live part of a run's page (polled by htmx until the run is finished)."""
+    fail_abandoned_runs()
     run = get_object_or_404(ReportRun, pk=run_id)
     response = render(request, "analytics/_run_status.html", _run_context(run))
     if run.finished and request.headers.get("HX-Request"):

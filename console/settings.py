@@ -139,6 +139,10 @@ SPARK_MASTER = os.environ.get("SPARK_MASTER", "local[*]")
 ANALYTICS_ARCHIVE_URI = os.environ.get("ANALYTICS_ARCHIVE_URI", str(VAR_DIR / "archive"))
 ANALYTICS_REPORTS_DIR = Path(os.environ.get("ANALYTICS_REPORTS_DIR", VAR_DIR / "reports"))
 ANALYTICS_SHUFFLE_PARTITIONS = int(os.environ.get("ANALYTICS_SHUFFLE_PARTITIONS", "8"))
+# A running report's worker proves it is alive this often; a run silent for ANALYTICS_ABANDONED_AFTER
+# seconds is shown as failed (its worker stopped) instead of "running" forever.
+ANALYTICS_HEARTBEAT_SECONDS = float(os.environ.get("ANALYTICS_HEARTBEAT_SECONDS", "30"))
+ANALYTICS_ABANDONED_AFTER = float(os.environ.get("ANALYTICS_ABANDONED_AFTER", "120"))
 # Name servers the console offers, comma separated; each entry may be a "host:port;host:port" list.
 BROKER_NAMESRV = os.environ.get("BROKER_NAMESRV", "127.0.0.1:9876")
 # How long /metrics reuses figures collected from the cluster (scrapes stay cheap for the brokers).

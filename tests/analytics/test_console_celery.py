@@ -17,6 +17,7 @@ from django.urls import reverse
 from django_celery_beat.models import PeriodicTask
 
 from analytics.models import ReportRun
+from analytics.tasks import run_report
 from console.models import AuditRecord
 from tests.analytics.workload import WorkloadWriter
 
@@ -273,3 +274,37 @@ def test_viewers_read_but_cannot_start_or_schedule(transactional_db):
     with override_settings(LOGIN_URL="/login/"):  # the console's login view lives in another branch
         response = Client().get(reverse("analytics:run_list"))
     assert response.status_code == 302 and response.url.startswith("/login/")  # anonymous: log in first
+
+
+def test_a_run_whose_worker_was_killed_is_shown_failed(operator_client, worker_env, archive, tmp_path):
+    """A worker killed mid-run (SIGKILL: nothing of it can record the end) leaves its run
+    'running'; once its heartbeat has been silent for ANALYTICS_ABANDONED_AFTER the pages show it
+    failed, with the reason. Its own queue, so the module's worker cannot take the run."""
+    archive_dir, _ = archive
+    env = {**worker_env, "ANALYTICS_HEARTBEAT_SECONDS": "0.5"}
+    args = ["worker", "-l", "info", "--pool", "solo", "-Q", "doomed", "--without-gossip", "--without-mingle",
+            "--without-heartbeat"]  # fmt: skip
+    doomed = CeleryProcess(args, env, tmp_path / "doomed.log", "ready.")
+    run = ReportRun.objects.create(report="all", input_uri=str(archive_dir))
+    try:
+        run_report.apply_async((run.pk,), queue="doomed")
+
+        def beating():
+            fresh = ReportRun.objects.get(pk=run.pk)
+            started = fresh.status == ReportRun.RUNNING and fresh.heartbeat_at
+            return started and fresh.heartbeat_at > fresh.started_at  # the heartbeat thread beat
+
+        wait_for(beating, 120, "the run to start and beat")
+    finally:
+        doomed.proc.kill()
+        doomed.stop()
+    assert ReportRun.objects.get(pk=run.pk).status == ReportRun.RUNNING  # nobody recorded the end
+
+    with override_settings(ANALYTICS_ABANDONED_AFTER=2):
+        page = operator_client.get(reverse("analytics:run_detail", args=[run.pk])).content.decode()
+        assert "The run failed" not in page  # silent for less than that: still running
+        time.sleep(2.5)
+        page = operator_client.get(reverse("analytics:run_detail", args=[run.pk])).content.decode()
+    assert "The run failed" in page and "the worker running this report stopped" in page
+    run.refresh_from_db()
+    assert run.status == ReportRun.FAILED and run.finished_at is not None
