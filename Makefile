@@ -31,6 +31,7 @@ run: $(STAMP) $(VENDOR_STAMP)
 
 test: $(STAMP) $(VENDOR_STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
 test-slow: $(STAMP)
