@@ -4,7 +4,8 @@ Like nats-py or aio-pika, and unlike the blocking API (whose network work runs o
 loop thread), these clients are tasks and callbacks of the loop that starts them: an awaited
 send goes out and comes back on that loop, with no thread hand-off. They share all their logic
 with the blocking classes (``Producer``, ``PushConsumer``, ``LitePullConsumer``), which they
-drive on a client instance made with ``MQClientInstance.on_running_loop``.
+drive on a client instance of the running loop (shared by the clients of that loop with the
+same instance name, ``MQClientInstance.shared``).
 
 Blocking calls of the underlying client from the loop itself are refused with an
 ``MQClientError`` (they would wait forever); from other threads they still work.
@@ -30,10 +31,11 @@ from .push_consumer import ConsumeConcurrentlyStatus, PushConsumer
 
 
 def _own_instance(client) -> MQClientInstance:
-    """The client's instance on the caller's loop (made here unless one was given)."""
+    """The client's instance on the caller's loop (shared, unless one was given)."""
     if client.instance is None:
-        client.instance = MQClientInstance.on_running_loop(client.namesrv_addr, client.instance_name)
-    elif not client.instance.in_loop():
+        loop = asyncio.get_running_loop()
+        return MQClientInstance.shared(client.namesrv_addr, client.instance_name, loop=loop)
+    if not client.instance.in_loop():
         raise MQClientError("the client instance given runs on another loop than the caller's")
     return client.instance
 
@@ -49,7 +51,13 @@ class AsyncProducer:
     async def start(self) -> AsyncProducer:
         producer = self.producer
         instance = _own_instance(producer)
-        instance.producers[producer.group] = producer
+        try:
+            instance.add_client("producer", producer.group, producer)
+        except MQClientError:
+            if instance.remove_client("producer", producer.group, producer):  # made for us alone
+                await instance.ashutdown()
+            raise
+        producer.instance = instance
         await instance.astart()
         if producer.enable_trace:
             await asyncio.to_thread(producer._install_trace)
@@ -58,9 +66,9 @@ class AsyncProducer:
     async def shutdown(self) -> None:
         producer = self.producer
         await asyncio.to_thread(producer._release_trace)
-        if producer.instance is not None:
-            producer.instance.producers.pop(producer.group, None)
-            await producer.instance.ashutdown()
+        instance = producer.instance
+        if instance is not None and instance.remove_client("producer", producer.group, producer):
+            await instance.ashutdown()  # the last client of the instance
 
     async def __aenter__(self) -> AsyncProducer:
         return await self.start()

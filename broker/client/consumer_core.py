@@ -132,34 +132,36 @@ class ConsumerCore:
 
     # -- life cycle ---------------------------------------------------------------------------
     def _start_core(self) -> None:
-        owns_instance = self.instance is None
-        self.instance = self.instance or MQClientInstance(
+        given = self.instance
+        self.instance = instance = given or MQClientInstance.shared(
             self.namesrv_addr, self.instance_name, rebalance_interval_ms=self.rebalance_interval_ms
         )
         try:
-            self.instance.run(self._check_subscriptions())
+            instance.add_client("consumer", self.group, self)
+            instance.run(self._check_subscriptions())
         except Exception:
-            if owns_instance:  # a refused start leaves no thread or connection behind
-                self.instance.shutdown()
-                self.instance = None
+            if instance.remove_client("consumer", self.group, self):  # a refused start leaves no thread
+                instance.shutdown()
+            self.instance = given
             raise
-        self.instance.run(self._start_on_loop())
+        instance.run(self._start_on_loop())
 
     async def _astart_core(self) -> None:
         """``_start_core`` for the asyncio API: the consumer runs on the caller's loop."""
-        owns_instance = self.instance is None
-        if owns_instance:
-            self.instance = MQClientInstance.on_running_loop(
-                self.namesrv_addr, self.instance_name, rebalance_interval_ms=self.rebalance_interval_ms
-            )
-        elif not self.instance.in_loop():
+        given = self.instance
+        if given is not None and not given.in_loop():
             raise MQClientError("the client instance given runs on another loop than the caller's")
+        self.instance = instance = given or MQClientInstance.shared(
+            self.namesrv_addr, self.instance_name, loop=asyncio.get_running_loop(),
+            rebalance_interval_ms=self.rebalance_interval_ms,
+        )  # fmt: skip
         try:
+            instance.add_client("consumer", self.group, self)
             await self._check_subscriptions()
         except Exception:
-            if owns_instance:
-                await self.instance.ashutdown()
-                self.instance = None
+            if instance.remove_client("consumer", self.group, self):
+                await instance.ashutdown()
+            self.instance = given
             raise
         await self._start_on_loop()
 
@@ -171,7 +173,6 @@ class ConsumerCore:
             if self.subscribes_to_retry_topic:
                 # Sent-back messages come back through the group's retry topic (RocketMQ's copySubscription).
                 self.subscriptions.setdefault(tc.retry_topic(self.group), "*")
-        self.instance.consumers[self.group] = self
         self.running = True
         self.started_at = int(time.time() * 1000)
         await self._first_rebalance()
@@ -197,8 +198,8 @@ class ConsumerCore:
         self.running = False
         self._persist_task.cancel()
         self.instance.run(self._stop_all())
-        self.instance.consumers.pop(self.group, None)
-        self.instance.shutdown()
+        if self.instance.remove_client("consumer", self.group, self):
+            self.instance.shutdown()  # the last client of the instance
 
     async def _ashutdown_core(self) -> None:
         """``_shutdown_core`` on the instance's (the caller's) loop."""
@@ -208,8 +209,8 @@ class ConsumerCore:
         self._persist_task.cancel()
         await self._stop_all()
         await self._drain()
-        self.instance.consumers.pop(self.group, None)
-        await self.instance.ashutdown()
+        if self.instance.remove_client("consumer", self.group, self):
+            await self.instance.ashutdown()  # the last client of the instance
 
     async def _drain(self) -> None:
         """Asyncio API: what must end after pulling stopped and before the connections close."""

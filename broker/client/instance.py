@@ -5,6 +5,12 @@ API), or the application's own running loop (``MQClientInstance.on_running_loop`
 API: no thread, no hand-off per request). Routes from the name servers are cached and refreshed
 every 30 s; heartbeats go to every broker every 30 s; a broker's "consumer ids changed"
 notification triggers a rebalance at once.
+
+As RocketMQ's MQClientManager, clients share instances: producers and consumers made with the
+same instance name (the process id by default), name servers and settings use one instance, so
+one client id. The id is how brokers tell the members of a consumer group apart: two instances
+with one id would be one member to the broker and both take that member's queues. A group is
+registered once per instance, and starting a second client of it is refused.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import logging
 import os
 import random
 import socket
+import threading
 from dataclasses import dataclass, field
 
 from broker.remoting.client import EventLoopThread, RemotingClient
@@ -26,6 +33,10 @@ from .errors import MQClientError
 from .message_queue import MessageQueue
 
 log = logging.getLogger(__name__)
+
+# Instances in use by clients, by what makes them shareable (see the module's docstring).
+_shared: dict[tuple, MQClientInstance] = {}
+_shared_lock = threading.Lock()
 
 
 @dataclass
@@ -100,6 +111,60 @@ class MQClientInstance:
         self._background: set[asyncio.Future] = set()
         self.closing = False  # shutdown began: nothing new is spawned
         self.heartbeated: set[str] = set()  # broker addresses a heartbeat of ours reached
+
+    @classmethod
+    def shared(
+        cls,
+        namesrv_addr: str,
+        instance_name: str | None = None,
+        *,
+        loop: asyncio.AbstractEventLoop | None = None,
+        rebalance_interval_ms: int | None = None,
+    ) -> MQClientInstance:
+        """The instance for this instance name and name servers, made on first use (``loop``:
+        one on that running loop, as ``on_running_loop``). Clients register on it with
+        ``add_client`` and leave with ``remove_client``; the last to leave shuts it down. A
+        consumer asking for a shorter rebalance interval than the instance's gets it."""
+        key = (instance_name or str(os.getpid()), namesrv_addr, loop)
+        with _shared_lock:
+            instance = _shared.get(key)
+            if instance is None or instance.closing:
+                instance = cls(namesrv_addr, instance_name, loop=loop)
+                instance._shared_key = key
+                _shared[key] = instance
+            if rebalance_interval_ms is not None and rebalance_interval_ms / 1000 < instance.intervals[2]:
+                instance.intervals = (*instance.intervals[:2], rebalance_interval_ms / 1000)
+            return instance
+
+    def add_client(self, kind: str, group: str, client) -> None:
+        """Register a producer or consumer (``kind``) of ``group``; refused, as RocketMQ does,
+        when another client of that group already runs under this client id."""
+        table = self.producers if kind == "producer" else self.consumers
+        with _shared_lock:
+            same_id = [self] + [i for i in _shared.values() if i is not self and i.client_id == self.client_id
+                                and i.namesrv_addrs == self.namesrv_addrs and not i.closing]  # fmt: skip
+            for instance in same_id:
+                holder = (instance.producers if kind == "producer" else instance.consumers).get(group)
+                if holder is not None and holder is not client:
+                    raise MQClientError(
+                        f"The {kind} group[{group}] has been created before, specify another name please."
+                    )
+            table[group] = client
+
+    def remove_client(self, kind: str, group: str, client) -> bool:
+        """Forget a client; True when it was the last one: the caller shuts the instance down
+        (and a client made afterwards gets a new instance)."""
+        table = self.producers if kind == "producer" else self.consumers
+        with _shared_lock:
+            if table.get(group) is client:
+                del table[group]
+            if self.producers or self.consumers:
+                return False
+            self.closing = True
+            key = getattr(self, "_shared_key", None)
+            if key is not None and _shared.get(key) is self:
+                del _shared[key]
+            return True
 
     @classmethod
     def on_running_loop(cls, namesrv_addr: str, instance_name: str | None = None, **options):

@@ -123,9 +123,15 @@ class Producer:
 
     # -- life cycle ---------------------------------------------------------------------------
     def start(self) -> Producer:
-        self.instance = self.instance or MQClientInstance(self.namesrv_addr, self.instance_name)
-        self.instance.producers[self.group] = self
-        self.instance.start()
+        instance = self.instance or MQClientInstance.shared(self.namesrv_addr, self.instance_name)
+        try:
+            instance.add_client("producer", self.group, self)
+        except MQClientError:
+            if instance.remove_client("producer", self.group, self):  # made for us alone
+                instance.shutdown()
+            raise
+        self.instance = instance
+        instance.start()
         self._install_trace()
         return self
 
@@ -143,9 +149,8 @@ class Producer:
 
     def shutdown(self) -> None:
         self._release_trace()
-        if self.instance is not None:
-            self.instance.producers.pop(self.group, None)
-            self.instance.shutdown()
+        if self.instance is not None and self.instance.remove_client("producer", self.group, self):
+            self.instance.shutdown()  # the last client of the instance
 
     # -- sync API -----------------------------------------------------------------------------
     def send(

@@ -2,6 +2,7 @@
 
 import asyncio
 import inspect
+import threading
 
 import pytest
 
@@ -178,3 +179,30 @@ async def test_concurrent_rebalances_start_one_pull_loop_per_queue():
     for task in running:
         task.cancel()
     await asyncio.gather(*running, return_exceptions=True)
+
+
+def test_clients_share_an_instance_per_client_id_and_refuse_a_second_client_of_a_group():
+    """As RocketMQ's MQClientManager: one instance (so one client id, one loop thread) per instance
+    name and name servers; a group runs once per client id; the last client to leave stops it."""
+    namesrv = "127.0.0.1:1"  # nothing is sent: starting a producer needs no server
+    orders = Producer("orders-producer", namesrv).start()
+    audit = Producer("audit-producer", namesrv).start()
+    elsewhere = Producer("orders-producer", namesrv, instance_name="other").start()
+    try:
+        assert orders.instance is audit.instance  # the default instance name: the process id
+        assert elsewhere.instance is not orders.instance
+        assert elsewhere.instance.client_id != orders.instance.client_id
+        threads_before = threading.active_count()
+        with pytest.raises(MQClientError, match=r"producer group\[orders-producer\] has been created before"):
+            Producer("orders-producer", namesrv).start()
+        assert threading.active_count() == threads_before  # the refused start left no thread
+        shared = orders.instance
+        orders.shutdown()
+        assert audit.instance.loop_thread.alive  # still serving the other producer
+        audit.shutdown()
+        assert not shared.loop_thread.alive  # the last client stopped it
+        again = Producer("orders-producer", namesrv).start()  # a new instance for a new client
+        assert again.instance is not shared
+        again.shutdown()
+    finally:
+        elsewhere.shutdown()

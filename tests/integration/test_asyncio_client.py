@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 import pytest
 import uvloop
@@ -18,6 +19,7 @@ from broker.client import (
     ConsumeConcurrentlyStatus,
     MQClientError,
     Producer,
+    PushConsumer,
     create_reply_message,
 )
 from broker.client.instance import MQClientInstance
@@ -317,3 +319,44 @@ def test_broker_down_gives_a_clear_error(tmp_path):
             assert "Doomed" in str(error) and "failed after retries" in str(error)
     finally:
         cluster.stop()
+
+
+def test_one_process_runs_a_consumer_group_once_per_client_id(cluster):
+    """A second consumer of a group under the same client id (default instance name) would be
+    the same member to the broker and consume every message again: it is refused, as RocketMQ
+    refuses it. A producer and a consumer of the process share the client's loop thread."""
+    topic = "SharedInstance"
+    cluster.create_topic(topic, 4)
+    received: list[bytes] = []
+
+    def listener(messages, context):
+        received.extend(m.body for m in messages)
+        return SUCCESS
+
+    def consumer(group: str) -> PushConsumer:
+        made = PushConsumer(group, cluster.namesrv_addr, consume_from_where=CONSUME_FROM_FIRST_OFFSET)
+        made.subscribe(topic)
+        made.register_message_listener(listener)
+        return made
+
+    first = consumer("shared-group").start()
+    try:
+        with pytest.raises(MQClientError, match=r"consumer group\[shared-group\] has been created before"):
+            consumer("shared-group").start()
+        producer = Producer("shared-producer", cluster.namesrv_addr).start()
+        try:
+            assert producer.instance is first.instance
+            assert len([name for name in client_threads() if name.startswith("mq-client-")]) == 1
+            for i in range(40):
+                producer.send(Message(topic, b"m%d" % i))
+            deadline = time.monotonic() + 20
+            while len(received) < 40 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(0.5)  # a duplicate would arrive right behind
+            assert sorted(received) == sorted(b"m%d" % i for i in range(40))  # each once
+        finally:
+            producer.shutdown()
+        assert first.instance.loop_thread.alive  # the consumer still runs on it
+    finally:
+        first.shutdown()
+    assert client_threads() == []
