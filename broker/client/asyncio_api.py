@@ -66,9 +66,8 @@ class AsyncProducer:
     async def shutdown(self) -> None:
         producer = self.producer
         await asyncio.to_thread(producer._release_trace)
-        instance = producer.instance
-        if instance is not None and instance.remove_client("producer", producer.group, producer):
-            await instance.ashutdown()  # the last client of the instance
+        if producer.instance is not None:
+            await producer.instance.aleave("producer", producer.group, producer)
 
     async def __aenter__(self) -> AsyncProducer:
         return await self.start()

@@ -198,8 +198,7 @@ class ConsumerCore:
         self.running = False
         self._persist_task.cancel()
         self.instance.run(self._stop_all())
-        if self.instance.remove_client("consumer", self.group, self):
-            self.instance.shutdown()  # the last client of the instance
+        self.instance.leave("consumer", self.group, self)
 
     async def _ashutdown_core(self) -> None:
         """``_shutdown_core`` on the instance's (the caller's) loop."""
@@ -209,8 +208,7 @@ class ConsumerCore:
         self._persist_task.cancel()
         await self._stop_all()
         await self._drain()
-        if self.instance.remove_client("consumer", self.group, self):
-            await self.instance.ashutdown()  # the last client of the instance
+        await self.instance.aleave("consumer", self.group, self)
 
     async def _drain(self) -> None:
         """Asyncio API: what must end after pulling stopped and before the connections close."""

@@ -153,18 +153,46 @@ class MQClientInstance:
 
     def remove_client(self, kind: str, group: str, client) -> bool:
         """Forget a client; True when it was the last one: the caller shuts the instance down
-        (and a client made afterwards gets a new instance)."""
+        (and a client made afterwards gets a new instance). False once shutdown began."""
         table = self.producers if kind == "producer" else self.consumers
         with _shared_lock:
             if table.get(group) is client:
                 del table[group]
-            if self.producers or self.consumers:
+            if self.producers or self.consumers or self.closing:
                 return False
             self.closing = True
             key = getattr(self, "_shared_key", None)
             if key is not None and _shared.get(key) is self:
                 del _shared[key]
             return True
+
+    def leave(self, kind: str, group: str, client) -> None:
+        """A client stops (blocking API): its group is unregistered from the brokers, as
+        RocketMQ's unregisterProducer/unregisterConsumer do (the instance may go on serving
+        others, and the broker must not count a member that left until its heartbeat expires);
+        the last client shuts the instance down."""
+        if self.closing:
+            return
+        self.run(self._unregister_group(kind, group))
+        if self.remove_client(kind, group, client):
+            self.shutdown()
+
+    async def aleave(self, kind: str, group: str, client) -> None:
+        """``leave`` on the instance's loop (asyncio API)."""
+        if self.closing:
+            return
+        await self._unregister_group(kind, group)
+        if self.remove_client(kind, group, client):
+            await self.ashutdown()
+
+    async def _unregister_group(self, kind: str, group: str) -> None:
+        producer_group, consumer_group = (group, None) if kind == "producer" else (None, group)
+        try:
+            async with asyncio.timeout(5):
+                for addr in self.all_broker_addrs():
+                    await _quietly(self.api.unregister(addr, self.client_id, producer_group, consumer_group))
+        except TimeoutError:
+            log.warning("unregistering %s %s from the brokers timed out", kind, group)
 
     @classmethod
     def on_running_loop(cls, namesrv_addr: str, instance_name: str | None = None, **options):
@@ -321,8 +349,9 @@ class MQClientInstance:
     def heartbeat_data(self) -> dict:
         return {
             "clientID": self.client_id,
-            "producerDataSet": [{"groupName": group} for group in self.producers],
-            "consumerDataSet": [consumer.consumer_data() for consumer in self.consumers.values()],
+            # Copies: clients join and leave from other threads (list() of a dict is atomic).
+            "producerDataSet": [{"groupName": group} for group in list(self.producers)],
+            "consumerDataSet": [consumer.consumer_data() for consumer in list(self.consumers.values())],
         }
 
     async def send_heartbeats(self) -> None:
@@ -385,9 +414,9 @@ class MQClientInstance:
 
     async def _unregister_all(self) -> None:
         for addr in self.all_broker_addrs():
-            for group in self.producers:
+            for group in list(self.producers):
                 await _quietly(self.api.unregister(addr, self.client_id, group, None))
-            for group in self.consumers:
+            for group in list(self.consumers):
                 await _quietly(self.api.unregister(addr, self.client_id, None, group))
 
 

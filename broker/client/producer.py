@@ -149,8 +149,8 @@ class Producer:
 
     def shutdown(self) -> None:
         self._release_trace()
-        if self.instance is not None and self.instance.remove_client("producer", self.group, self):
-            self.instance.shutdown()  # the last client of the instance
+        if self.instance is not None:
+            self.instance.leave("producer", self.group, self)
 
     # -- sync API -----------------------------------------------------------------------------
     def send(

@@ -22,6 +22,7 @@ from broker.client import (
     PushConsumer,
     create_reply_message,
 )
+from broker.client.admin import MQAdmin, MQAdminError
 from broker.client.instance import MQClientInstance
 from broker.common.message import Message
 from broker.remoting.codes import RequestCode, ResponseCode
@@ -340,23 +341,28 @@ def test_one_process_runs_a_consumer_group_once_per_client_id(cluster):
         return made
 
     first = consumer("shared-group").start()
+    producer = Producer("shared-producer", cluster.namesrv_addr).start()
     try:
         with pytest.raises(MQClientError, match=r"consumer group\[shared-group\] has been created before"):
             consumer("shared-group").start()
-        producer = Producer("shared-producer", cluster.namesrv_addr).start()
-        try:
-            assert producer.instance is first.instance
-            assert len([name for name in client_threads() if name.startswith("mq-client-")]) == 1
-            for i in range(40):
-                producer.send(Message(topic, b"m%d" % i))
-            deadline = time.monotonic() + 20
-            while len(received) < 40 and time.monotonic() < deadline:
-                time.sleep(0.05)
-            time.sleep(0.5)  # a duplicate would arrive right behind
-            assert sorted(received) == sorted(b"m%d" % i for i in range(40))  # each once
-        finally:
-            producer.shutdown()
-        assert first.instance.loop_thread.alive  # the consumer still runs on it
+        assert producer.instance is first.instance
+        assert len([name for name in client_threads() if name.startswith("mq-client-")]) == 1
+        for i in range(40):
+            producer.send(Message(topic, b"m%d" % i))
+        deadline = time.monotonic() + 20
+        while len(received) < 40 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # a duplicate would arrive right behind
+        assert sorted(received) == sorted(b"m%d" % i for i in range(40))  # each once
+
+        # The consumer leaves while the instance goes on serving the producer: its group is
+        # unregistered from the broker at once, not when the connection closes or expires.
+        first.shutdown()
+        assert producer.instance.loop_thread.alive
+        with MQAdmin(cluster.namesrv_addr) as admin, pytest.raises(MQAdminError):
+            admin.consumer_connection("shared-group")  # no member online
+        assert producer.send(Message(topic, b"after")).send_status == "SEND_OK"
     finally:
         first.shutdown()
+        producer.shutdown()
     assert client_threads() == []
