@@ -7,10 +7,11 @@ every 30 s; heartbeats go to every broker every 30 s; a broker's "consumer ids c
 notification triggers a rebalance at once.
 
 As RocketMQ's MQClientManager, clients share instances: producers and consumers made with the
-same instance name (the process id by default), name servers and settings use one instance, so
-one client id. The id is how brokers tell the members of a consumer group apart: two instances
-with one id would be one member to the broker and both take that member's queues. A group is
-registered once per instance, and starting a second client of it is refused.
+same instance name (the process id by default) and name servers use one instance (per running
+loop, for the asyncio API), so one client id. The id is how brokers tell the members of a
+consumer group apart: two instances with one id would be one member to the broker and both take
+that member's queues. A group is registered once per instance, and starting a second client of
+it is refused.
 """
 
 from __future__ import annotations
@@ -111,6 +112,7 @@ class MQClientInstance:
         self._background: set[asyncio.Future] = set()
         self.closing = False  # shutdown began: nothing new is spawned
         self.heartbeated: set[str] = set()  # broker addresses a heartbeat of ours reached
+        self._shared_key: tuple | None = None  # its entry among the shared instances, if any
 
     @classmethod
     def shared(
@@ -161,9 +163,8 @@ class MQClientInstance:
             if self.producers or self.consumers or self.closing:
                 return False
             self.closing = True
-            key = getattr(self, "_shared_key", None)
-            if key is not None and _shared.get(key) is self:
-                del _shared[key]
+            if self._shared_key is not None and _shared.get(self._shared_key) is self:
+                del _shared[self._shared_key]
             return True
 
     def leave(self, kind: str, group: str, client) -> None:
@@ -173,7 +174,8 @@ class MQClientInstance:
         the last client shuts the instance down."""
         if self.closing:
             return
-        self.run(self._unregister_group(kind, group))
+        if self._holds(kind, group, client):  # (not a client whose start was refused)
+            self.run(self._unregister_group(kind, group))
         if self.remove_client(kind, group, client):
             self.shutdown()
 
@@ -181,9 +183,13 @@ class MQClientInstance:
         """``leave`` on the instance's loop (asyncio API)."""
         if self.closing:
             return
-        await self._unregister_group(kind, group)
+        if self._holds(kind, group, client):
+            await self._unregister_group(kind, group)
         if self.remove_client(kind, group, client):
             await self.ashutdown()
+
+    def _holds(self, kind: str, group: str, client) -> bool:
+        return (self.producers if kind == "producer" else self.consumers).get(group) is client
 
     async def _unregister_group(self, kind: str, group: str) -> None:
         producer_group, consumer_group = (group, None) if kind == "producer" else (None, group)
