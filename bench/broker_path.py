@@ -32,12 +32,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from broker.common.message_codec import properties_to_string
+from broker.common.request_headers import SEND_V1_TO_V2
 from broker.remoting.codes import RequestCode
 from broker.remoting.command import create_request
 from broker.remoting.frame import encode_frame
 from broker.server.config import BrokerConfig
 from broker.server.controller import BrokerController
-from broker.server.processors.send import V2_FIELDS
 
 TOPIC = "PathBench"
 GROUP = "PathBenchGroup"
@@ -92,8 +92,7 @@ def send_frames(count: int, v2: bool, queue_id: int | None = None) -> list[bytes
         }
         code = RequestCode.SEND_MESSAGE
         if v2:
-            short = {name: letter for letter, name in V2_FIELDS.items()}
-            header, code = {short[k]: v for k, v in header.items()}, RequestCode.SEND_MESSAGE_V2
+            header, code = {SEND_V1_TO_V2[k]: v for k, v in header.items()}, RequestCode.SEND_MESSAGE_V2
         frames.append(encode_frame(create_request(code, header, BODY)))
     return frames
 

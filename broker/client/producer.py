@@ -26,11 +26,10 @@ from broker.common.message_id import create_unique_id
 from broker.common.sysflag import COMPRESSED_FLAG, TRANSACTION_PREPARED_TYPE
 from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC, is_retry_topic, validate_topic
 from broker.remoting.codes import ResponseCode
-from broker.remoting.command import create_request
 from broker.remoting.errors import RemotingError
 
 from . import request_reply
-from .client_api import send_request_code
+from .client_api import send_request
 from .errors import MQBrokerError, MQClientError
 from .instance import MQClientInstance, TopicRoute
 from .message_queue import MessageQueue
@@ -288,7 +287,7 @@ class Producer:
         if connection is None or timeout_ms <= 0:
             return False
         header["queueId"] = target.queue_id
-        request = create_request(send_request_code(header), header, send.body)
+        request = send_request(header, send.body)
         started = time.monotonic()
 
         def on_response(response, error) -> None:

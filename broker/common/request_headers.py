@@ -161,6 +161,12 @@ _V2_LETTERS = {
 }
 
 
+# The same, by wire name: V2 letter → V1 field name, and back. A send's V2 header is its V1 header
+# with these keys (what RocketMQ's Java client sends by default).
+SEND_V2_TO_V1 = {letter: _camel(attr) for letter, attr in _V2_LETTERS.items()}
+SEND_V1_TO_V2 = {name: letter for letter, name in SEND_V2_TO_V1.items()}
+
+
 @dataclass(slots=True)
 class SendMessageRequestHeaderV2(CommandHeader):
     """SEND_MESSAGE_V2 (310) and SEND_REPLY_MESSAGE_V2 (325): V1 with one-letter names."""

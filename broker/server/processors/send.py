@@ -16,29 +16,13 @@ from broker.common.batch_codec import BatchDecodeError, decode_batch
 from broker.common.message import MessageExt
 from broker.common.message_codec import string_to_properties
 from broker.common.message_const import PROPERTY_CLUSTER
+from broker.common.request_headers import SEND_V2_TO_V1
 from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import RemotingCommand, response_to
 from broker.store.results import PutMessageResult, PutMessageStatus
 
 from ..schedule_message import to_schedule_message
 from ..transaction.half_message import is_half_request, to_half_message
-
-# SendMessageRequestHeaderV2 names its fields with single letters to save bytes.
-V2_FIELDS = {
-    "a": "producerGroup",
-    "b": "topic",
-    "c": "defaultTopic",
-    "d": "defaultTopicQueueNums",
-    "e": "queueId",
-    "f": "sysFlag",
-    "g": "bornTimestamp",
-    "h": "flag",
-    "i": "properties",
-    "j": "reconsumeTimes",
-    "k": "unitMode",
-    "l": "maxReconsumeTimes",
-    "m": "batch",
-}
 
 _PUT_STATUS_CODES = {
     PutMessageStatus.PUT_OK: ResponseCode.SUCCESS,
@@ -70,7 +54,7 @@ def put_status_code(status: PutMessageStatus) -> int:
 
 def v1_fields(request: RemotingCommand) -> dict[str, str]:
     if "b" in request.ext_fields and "topic" not in request.ext_fields:
-        return {V2_FIELDS.get(k, k): v for k, v in request.ext_fields.items()}
+        return {SEND_V2_TO_V1.get(k, k): v for k, v in request.ext_fields.items()}
     return request.ext_fields
 
 
