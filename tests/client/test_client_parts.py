@@ -13,6 +13,7 @@ from broker.client.allocate import (
     AllocateByMachineRoom,
     AllocateConsistentHash,
 )
+from broker.client.asyncio_api import AsyncProducer
 from broker.client.consumer_core import ConsumerCore
 from broker.client.errors import MQClientError
 from broker.client.instance import MQClientInstance
@@ -206,3 +207,23 @@ def test_clients_share_an_instance_per_client_id_and_refuse_a_second_client_of_a
         again.shutdown()
     finally:
         elsewhere.shutdown()
+
+
+def test_asyncio_clients_share_the_instance_of_their_loop():
+    async def on_one_loop():
+        first = await AsyncProducer("async-orders", "127.0.0.1:1").start()
+        other = await AsyncProducer("async-audit", "127.0.0.1:1").start()
+        try:
+            assert first.producer.instance is other.producer.instance
+            assert first.producer.instance.loop is asyncio.get_running_loop()  # no thread of its own
+            refused = r"producer group\[async-orders\] has been created before"
+            with pytest.raises(MQClientError, match=refused):
+                await AsyncProducer("async-orders", "127.0.0.1:1").start()
+            return first.producer.instance
+        finally:
+            await first.shutdown()
+            await other.shutdown()
+
+    instance = asyncio.run(on_one_loop())
+    assert instance.closing  # the last client stopped it
+    assert asyncio.run(on_one_loop()) is not instance  # another loop, another instance
