@@ -22,22 +22,11 @@ from broker.common.message import Message
 
 from . import request_reply
 from .consume_async import AsyncConsumeService
-from .errors import MQClientError
 from .instance import MQClientInstance
 from .message_queue import MessageQueue
 from .producer import Producer, SendResult, _settler
 from .pull_consumer import LitePullConsumer
 from .push_consumer import ConsumeConcurrentlyStatus, PushConsumer
-
-
-def _own_instance(client) -> MQClientInstance:
-    """The client's instance on the caller's loop (shared, unless one was given)."""
-    if client.instance is None:
-        loop = asyncio.get_running_loop()
-        return MQClientInstance.shared(client.namesrv_addr, client.instance_name, loop=loop)
-    if not client.instance.in_loop():
-        raise MQClientError("the client instance given runs on another loop than the caller's")
-    return client.instance
 
 
 class AsyncProducer:
@@ -50,13 +39,10 @@ class AsyncProducer:
 
     async def start(self) -> AsyncProducer:
         producer = self.producer
-        instance = _own_instance(producer)
-        try:
-            instance.add_client("producer", producer.group, producer)
-        except MQClientError:
-            if instance.remove_client("producer", producer.group, producer):  # made for us alone
-                await instance.ashutdown()
-            raise
+        instance = MQClientInstance.of_running_loop(
+            producer.instance, producer.namesrv_addr, producer.instance_name
+        )
+        await instance.ajoin("producer", producer.group, producer)
         producer.instance = instance
         await instance.astart()
         if producer.enable_trace:

@@ -132,35 +132,33 @@ class ConsumerCore:
 
     # -- life cycle ---------------------------------------------------------------------------
     def _start_core(self) -> None:
-        given = self.instance
-        self.instance = instance = given or MQClientInstance.shared(
+        instance = self.instance or MQClientInstance.shared(
             self.namesrv_addr, self.instance_name, rebalance_interval_ms=self.rebalance_interval_ms
         )
+        instance.join("consumer", self.group, self)
+        given, self.instance = self.instance, instance
         try:
-            instance.add_client("consumer", self.group, self)
             instance.run(self._check_subscriptions())
         except Exception:
-            if instance.remove_client("consumer", self.group, self):  # a refused start leaves no thread
-                instance.shutdown()
+            instance.abandon("consumer", self.group, self)
             self.instance = given
             raise
         instance.run(self._start_on_loop())
 
     async def _astart_core(self) -> None:
         """``_start_core`` for the asyncio API: the consumer runs on the caller's loop."""
-        given = self.instance
-        if given is not None and not given.in_loop():
-            raise MQClientError("the client instance given runs on another loop than the caller's")
-        self.instance = instance = given or MQClientInstance.shared(
-            self.namesrv_addr, self.instance_name, loop=asyncio.get_running_loop(),
+        instance = MQClientInstance.of_running_loop(
+            self.instance,
+            self.namesrv_addr,
+            self.instance_name,
             rebalance_interval_ms=self.rebalance_interval_ms,
-        )  # fmt: skip
+        )
+        await instance.ajoin("consumer", self.group, self)
+        given, self.instance = self.instance, instance
         try:
-            instance.add_client("consumer", self.group, self)
             await self._check_subscriptions()
         except Exception:
-            if instance.remove_client("consumer", self.group, self):
-                await instance.ashutdown()
+            await instance.aabandon("consumer", self.group, self)
             self.instance = given
             raise
         await self._start_on_loop()

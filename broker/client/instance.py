@@ -138,26 +138,39 @@ class MQClientInstance:
                 instance.intervals = (*instance.intervals[:2], rebalance_interval_ms / 1000)
             return instance
 
+    @classmethod
+    def of_running_loop(cls, given: MQClientInstance | None, namesrv_addr: str, instance_name: str | None,
+                        **options) -> MQClientInstance:  # fmt: skip
+        """For the asyncio API: the instance given (it must run on the caller's loop), else the
+        shared one of the caller's loop."""
+        if given is None:
+            return cls.shared(namesrv_addr, instance_name, loop=asyncio.get_running_loop(), **options)
+        if not given.in_loop():
+            raise MQClientError("the client instance given runs on another loop than the caller's")
+        return given
+
+    def _table(self, kind: str) -> dict[str, object]:
+        return self.producers if kind == "producer" else self.consumers
+
     def add_client(self, kind: str, group: str, client) -> None:
         """Register a producer or consumer (``kind``) of ``group``; refused, as RocketMQ does,
         when another client of that group already runs under this client id."""
-        table = self.producers if kind == "producer" else self.consumers
         with _shared_lock:
             same_id = [self] + [i for i in _shared.values() if i is not self and i.client_id == self.client_id
                                 and i.namesrv_addrs == self.namesrv_addrs and not i.closing]  # fmt: skip
             for instance in same_id:
-                holder = (instance.producers if kind == "producer" else instance.consumers).get(group)
+                holder = instance._table(kind).get(group)
                 if holder is not None and holder is not client:
                     raise MQClientError(
                         f"The {kind} group[{group}] has been created before, specify another name please."
                     )
-            table[group] = client
+            self._table(kind)[group] = client
 
     def remove_client(self, kind: str, group: str, client) -> bool:
         """Forget a client; True when it was the last one: the caller shuts the instance down
         (and a client made afterwards gets a new instance). False once shutdown began."""
-        table = self.producers if kind == "producer" else self.consumers
         with _shared_lock:
+            table = self._table(kind)
             if table.get(group) is client:
                 del table[group]
             if self.producers or self.consumers or self.closing:
@@ -167,29 +180,50 @@ class MQClientInstance:
                 del _shared[self._shared_key]
             return True
 
-    def leave(self, kind: str, group: str, client) -> None:
-        """A client stops (blocking API): its group is unregistered from the brokers, as
-        RocketMQ's unregisterProducer/unregisterConsumer do (the instance may go on serving
-        others, and the broker must not count a member that left until its heartbeat expires);
-        the last client shuts the instance down."""
-        if self.closing:
-            return
-        if self._holds(kind, group, client):  # (not a client whose start was refused)
-            self.run(self._unregister_group(kind, group))
+    # A client's life on an instance: ``join`` when it starts (blocking API; ``ajoin`` on the
+    # instance's loop), ``abandon`` if the rest of its start fails, ``leave`` when it stops.
+    def join(self, kind: str, group: str, client) -> None:
+        try:
+            self.add_client(kind, group, client)
+        except MQClientError:
+            self.abandon(kind, group, client)
+            raise
+
+    async def ajoin(self, kind: str, group: str, client) -> None:
+        try:
+            self.add_client(kind, group, client)
+        except MQClientError:
+            await self.aabandon(kind, group, client)
+            raise
+
+    def abandon(self, kind: str, group: str, client) -> None:
+        """A client that did not start: forgotten, not announced (no broker has heard of it);
+        an instance made for it alone stops, leaving no thread or connection behind."""
         if self.remove_client(kind, group, client):
             self.shutdown()
+
+    async def aabandon(self, kind: str, group: str, client) -> None:
+        if self.remove_client(kind, group, client):
+            await self.ashutdown()
+
+    def leave(self, kind: str, group: str, client) -> None:
+        """A client stops: its group is unregistered from the brokers, as RocketMQ's
+        unregisterProducer/unregisterConsumer do (the instance may go on serving others, and
+        the broker must not count a member that left until its heartbeat expires); the last
+        client shuts the instance down."""
+        if self.closing:
+            return
+        if self._table(kind).get(group) is client:  # (not a client whose start was refused)
+            self.run(self._unregister_group(kind, group))
+        self.abandon(kind, group, client)
 
     async def aleave(self, kind: str, group: str, client) -> None:
         """``leave`` on the instance's loop (asyncio API)."""
         if self.closing:
             return
-        if self._holds(kind, group, client):
+        if self._table(kind).get(group) is client:
             await self._unregister_group(kind, group)
-        if self.remove_client(kind, group, client):
-            await self.ashutdown()
-
-    def _holds(self, kind: str, group: str, client) -> bool:
-        return (self.producers if kind == "producer" else self.consumers).get(group) is client
+        await self.aabandon(kind, group, client)
 
     async def _unregister_group(self, kind: str, group: str) -> None:
         producer_group, consumer_group = (group, None) if kind == "producer" else (None, group)

@@ -123,12 +123,7 @@ class Producer:
     # -- life cycle ---------------------------------------------------------------------------
     def start(self) -> Producer:
         instance = self.instance or MQClientInstance.shared(self.namesrv_addr, self.instance_name)
-        try:
-            instance.add_client("producer", self.group, self)
-        except MQClientError:
-            if instance.remove_client("producer", self.group, self):  # made for us alone
-                instance.shutdown()
-            raise
+        instance.join("producer", self.group, self)
         self.instance = instance
         instance.start()
         self._install_trace()
