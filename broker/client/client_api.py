@@ -84,9 +84,10 @@ class ClientAPI:
         def on_answer(response: RemotingCommand | None, error: Exception | None) -> None:
             if answered.done():
                 return
+            if error is not None:
+                answered.set_exception(error)
+                return
             try:
-                if error is not None:
-                    raise error
                 _checked(response, addr, _PULL_ANSWERS)
                 if response.code == ResponseCode.SUCCESS:
                     on_found(decode_messages(response.body, decompress_body=True))

@@ -12,6 +12,7 @@ import asyncio
 import functools
 import logging
 import time
+from collections.abc import Callable
 
 from broker.common import topic_config as tc
 from broker.common.java_hash import java_string_hash
@@ -293,12 +294,13 @@ class ConsumerCore:
 
     # -- pulling ------------------------------------------------------------------------------
     async def _pull_loop(self, mq: MessageQueue, offset: int) -> None:
+        found = functools.partial(self._found, mq)  # what each answer's messages go to
         while self.running:
             if self.is_busy(mq):
                 await asyncio.sleep(0.05)
                 continue
             try:
-                code, fields = await self._pull_once(mq, offset)
+                code, fields = await self._pull_once(mq, offset, found)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -313,7 +315,7 @@ class ConsumerCore:
                 self.offsets.update(mq, next_offset)
             offset = next_offset
 
-    async def _pull_once(self, mq: MessageQueue, offset: int):
+    async def _pull_once(self, mq: MessageQueue, offset: int, found: Callable[[list], None]):
         addr = self.instance.broker_addr(mq.broker_name)
         if addr is None:
             raise MQClientError(f"no address for {mq.broker_name}")
@@ -334,7 +336,7 @@ class ConsumerCore:
             "subVersion": 0,
             "expressionType": self.expression_types.get(mq.topic, TAG),
         }
-        return await self.instance.api.pull(addr, header, 30_000, functools.partial(self._found, mq))
+        return await self.instance.api.pull(addr, header, 30_000, found)
 
     def _found(self, mq: MessageQueue, messages: list) -> None:
         """A pull's messages, as its answer is read."""

@@ -136,6 +136,7 @@ class TopicPump:
     async def _pull_loop(
         self, api: ClientAPI, broker_name: str, addr: str, queue_id: int, offset: int
     ) -> None:
+        found = functools.partial(self._found, broker_name)
         while True:
             header = {
                 "consumerGroup": TAIL_GROUP,
@@ -150,7 +151,6 @@ class TopicPump:
                 "subVersion": 0,
                 "expressionType": "TAG",
             }
-            found = functools.partial(self._found, broker_name)
             try:
                 code, fields = await api.pull(addr, header, self.settings.suspend_ms + 5000, found)
             except asyncio.CancelledError:
