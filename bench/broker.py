@@ -1,15 +1,15 @@
 """Broker benchmark: this project against RabbitMQ, NATS JetStream and Redis Streams.
 
     python bench/broker.py [--messages N] [--only ours|ours-threads|rabbitmq|nats|redis]
-                           [--rounds N] [--sync-flush] [--broker-conf KEY=VALUE ...] [--loop uvloop|asyncio]
-                           [--json]
+                           [--rounds N] [--warm-up N] [--sync-flush] [--broker-conf KEY=VALUE ...]
+                           [--loop uvloop|asyncio] [--json]
 
-Same workloads for every system, over loopback with 1 KiB bodies: sync send (1 producer),
-async send with 64 in flight, batches of 32, consume, end-to-end latency p50/p99 at a fixed
-1,000 msgs/s. A peer that is not reachable is reported as skipped, with the reason. "ours" is our
-SDK's asyncio API on the benchmark's loop (as the peers' asyncio clients run); "ours-threads" is
-its blocking API driven from threads. Every peer's client runs on the same loop (uvloop unless
-``--loop asyncio``).
+Same workloads for every system, over loopback with 1 KiB bodies: sync send (1 producer), async
+send with 64 in flight, batches of 32, consume, end-to-end latency p50/p99 at a fixed 1,000
+msgs/s, each timed after the peer has sent ``--warm-up`` messages (1,000) untimed. A peer that
+is not reachable is reported as skipped, with the reason. "ours" is our SDK's asyncio API on the
+benchmark's loop (as the peers' asyncio clients run); "ours-threads" is its blocking API driven
+from threads. Every peer's client runs on the same loop (uvloop unless ``--loop asyncio``).
 
 This machine's speed drifts by tens of percent from minute to minute, and one pass measures the
 peers one after another. ``--rounds N`` runs N passes, each starting with the next peer in turn,
@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.peers.base import measure
+from bench.peers.base import WARM_UP_MESSAGES, measure
 
 OURS = ("ours", "ours-threads")
 EXTERNAL = ("rabbitmq", "nats", "redis")
@@ -76,6 +76,7 @@ async def run(args: argparse.Namespace) -> dict:
         "body_bytes": 1024,
         "ours_flush": _flush_type(args),
         "ours_broker_conf": args.broker_conf,
+        "warm_up_messages": args.warm_up,
     }
     names = [args.only] if args.only else list(PEERS)
     rounds: dict[str, list[dict]] = {name: [] for name in names}
@@ -87,7 +88,7 @@ async def run(args: argparse.Namespace) -> dict:
                 continue  # down in the first round: not asked again
             try:
                 figures = await asyncio.wait_for(
-                    measure(make_peer(name, args), args.messages, args.seconds), 600
+                    measure(make_peer(name, args), args.messages, args.seconds, args.warm_up), 600
                 )
             except Exception as exc:  # a peer that is down is reported, not fatal
                 failures[name] = f"{type(exc).__name__}: {exc}"
@@ -153,6 +154,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=20_000)
     parser.add_argument("--seconds", type=float, default=5.0, help="length of the latency run")
+    parser.add_argument(
+        "--warm-up",
+        type=int,
+        default=WARM_UP_MESSAGES,
+        help="messages each peer sends untimed before its figures are taken",
+    )
     parser.add_argument("--only", choices=PEERS)
     parser.add_argument(
         "--rounds", type=int, default=1, help="passes over the peers, interleaved; figures are medians"
@@ -177,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
+    if args.warm_up < 0:
+        parser.error("--warm-up cannot be negative")
     args.broker_conf = dict(args.broker_conf)
     if args.loop == "uvloop":
         import uvloop

@@ -2,7 +2,10 @@
 
 Each peer implements five coroutines; ``measure`` times them the same way for everyone. Bodies
 are 1 KiB; the end-to-end latency run sends at a fixed rate and the consumer computes
-now - send time from a timestamp carried in the body.
+now - send time from a timestamp carried in the body. Every peer first sends ``warm_up``
+messages untimed (``WARM_UP_MESSAGES`` unless told): the figures are of a running system, not
+of its first requests (connections opening, first pages of new files, an interpreter's first
+passes through its code), which cost each peer differently and drift from run to run.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import struct
 import time
 
 BODY_SIZE = 1024
+WARM_UP_MESSAGES = 1000
 STAMP = struct.Struct(">d")
 
 
@@ -69,10 +73,11 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-async def measure(peer: Peer, messages: int, latency_seconds: float) -> dict:
+async def measure(peer: Peer, messages: int, latency_seconds: float, warm_up: int = WARM_UP_MESSAGES) -> dict:
     await peer.setup()
     figures = {}
     try:
+        await peer.sync_send(warm_up)
         for name, run in (
             ("sync_send", lambda: peer.sync_send(messages // 4)),
             ("async_send_64", lambda: peer.async_send(messages, 64)),

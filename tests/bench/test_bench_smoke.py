@@ -40,9 +40,10 @@ def test_store_bench_reports_every_figure(tmp_path):
 def test_broker_bench_runs_our_workloads(tmp_path, peer, rounds):
     results = run_json(
         "bench/broker.py", "--only", peer, "--messages", "256", "--seconds", "0.5", "--dir", str(tmp_path),
-        "--broker-conf", "busyPollWindowMicros=100", "--rounds", str(rounds),
+        "--broker-conf", "busyPollWindowMicros=100", "--rounds", str(rounds), "--warm-up", "64",
     )  # fmt: skip
     assert results["ours_broker_conf"] == {"busyPollWindowMicros": "100"}
+    assert results["warm_up_messages"] == 64
     assert results["rounds"] == rounds
     ours = results[peer]
     assert ours["completed_rounds"] == rounds
@@ -67,6 +68,7 @@ def test_broker_bench_runs_our_workloads(tmp_path, peer, rounds):
     [
         (["--broker-conf", "busyPollWindowMicros"], "is not KEY=VALUE"),
         (["--rounds", "0"], "--rounds must be at least 1"),
+        (["--warm-up", "-1"], "--warm-up cannot be negative"),
     ],
 )
 def test_broker_bench_refuses_bad_arguments(args, reason):
