@@ -6,10 +6,14 @@ import asyncio
 
 import nats
 from nats.js.api import StorageType
+from nats.js.errors import NotFoundError
 
 from .base import BODY_SIZE, LatencySamples, Peer, paced, stamped_body
 
 STREAM, SUBJECT = "PYROCKET_BENCH", "pyrocket.bench"
+# The latency run's own stream, new for the run, as every peer's latency run has its own topic,
+# queue or stream: no peer is measured while it cleans up after the throughput runs (a purge).
+LATENCY_STREAM, LATENCY_SUBJECT = "PYROCKET_LATENCY", "pyrocket.latency"
 
 
 class NatsJetStream(Peer):
@@ -21,11 +25,14 @@ class NatsJetStream(Peer):
     async def setup(self) -> None:
         self.nc = await nats.connect(self.url, connect_timeout=5, max_reconnect_attempts=0)
         self.js = self.nc.jetstream()
+        await self._new_stream(STREAM, SUBJECT)
+
+    async def _new_stream(self, name: str, subject: str) -> None:
         try:
-            await self.js.delete_stream(STREAM)
-        except Exception:
+            await self.js.delete_stream(name)
+        except NotFoundError:
             pass
-        await self.js.add_stream(name=STREAM, subjects=[SUBJECT], storage=StorageType.FILE)
+        await self.js.add_stream(name=name, subjects=[subject], storage=StorageType.FILE)
 
     async def teardown(self) -> None:
         await self.js.delete_stream(STREAM)
@@ -61,7 +68,7 @@ class NatsJetStream(Peer):
         await subscription.unsubscribe()
 
     async def latency(self, rate: int, seconds: float) -> list[float]:
-        await self.js.purge_stream(STREAM)
+        await self._new_stream(LATENCY_STREAM, LATENCY_SUBJECT)
         samples = LatencySamples(int(rate * seconds), asyncio.Event())
 
         async def on_message(message) -> None:
@@ -69,9 +76,10 @@ class NatsJetStream(Peer):
             await message.ack()
 
         subscription = await self.js.subscribe(
-            SUBJECT, cb=on_message, deliver_policy=nats.js.api.DeliverPolicy.NEW
+            LATENCY_SUBJECT, cb=on_message, deliver_policy=nats.js.api.DeliverPolicy.NEW
         )
-        await paced(rate, seconds, lambda: self.js.publish(SUBJECT, stamped_body()))
+        await paced(rate, seconds, lambda: self.js.publish(LATENCY_SUBJECT, stamped_body()))
         await asyncio.wait_for(samples.done.wait(), 60)
         await subscription.unsubscribe()
+        await self.js.delete_stream(LATENCY_STREAM)
         return samples.values

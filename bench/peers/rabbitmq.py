@@ -9,6 +9,9 @@ import aio_pika
 from .base import BODY_SIZE, LatencySamples, Peer, paced, stamped_body
 
 QUEUE = "pyrocket-bench"
+# The latency run's own queue, new for the run (as every peer's latency run has its own topic,
+# queue or stream: none is measured while it cleans up after the throughput runs).
+LATENCY_QUEUE = "pyrocket-bench-latency"
 
 
 class RabbitMQ(Peer):
@@ -31,8 +34,8 @@ class RabbitMQ(Peer):
     def _message(self, body: bytes | None = None) -> aio_pika.Message:
         return aio_pika.Message(body or b"x" * BODY_SIZE, delivery_mode=aio_pika.DeliveryMode.PERSISTENT)
 
-    async def _publish(self, body: bytes | None = None) -> None:
-        await self.channel.default_exchange.publish(self._message(body), routing_key=QUEUE)
+    async def _publish(self, body: bytes | None = None, queue: str = QUEUE) -> None:
+        await self.channel.default_exchange.publish(self._message(body), routing_key=queue)
 
     async def sync_send(self, count: int) -> None:
         for _ in range(count):
@@ -62,15 +65,17 @@ class RabbitMQ(Peer):
                     break
 
     async def latency(self, rate: int, seconds: float) -> list[float]:
-        await self.queue.purge()
+        queue = await self.channel.declare_queue(LATENCY_QUEUE, durable=True)
+        await queue.purge()
         samples = LatencySamples(int(rate * seconds), asyncio.Event())
 
         async def on_message(message: aio_pika.IncomingMessage) -> None:
             samples.add(message.body)
             await message.ack()
 
-        tag = await self.queue.consume(on_message)
-        await paced(rate, seconds, lambda: self._publish(stamped_body()))
+        tag = await queue.consume(on_message)
+        await paced(rate, seconds, lambda: self._publish(stamped_body(), LATENCY_QUEUE))
         await asyncio.wait_for(samples.done.wait(), 60)
-        await self.queue.cancel(tag)
+        await queue.cancel(tag)
+        await queue.delete(if_unused=False, if_empty=False)
         return samples.values

@@ -9,6 +9,8 @@ import redis.asyncio as redis
 from .base import BODY_SIZE, Peer, latency_ms, paced, stamped_body
 
 STREAM, GROUP = "pyrocket-bench", "bench-group"
+# The latency run's own stream (as every peer's latency run has its own topic, queue or stream).
+LATENCY_STREAM = "pyrocket-bench-latency"
 
 
 class RedisStreams(Peer):
@@ -56,12 +58,13 @@ class RedisStreams(Peer):
         samples: list[float] = []
         total = int(rate * seconds)
         last_id = "$"
+        await self.client.delete(LATENCY_STREAM)
         reader = redis.from_url(self.url)
 
         async def read() -> None:
             nonlocal last_id
             while len(samples) < total:
-                reply = await reader.xread({STREAM: last_id}, count=256, block=1000)
+                reply = await reader.xread({LATENCY_STREAM: last_id}, count=256, block=1000)
                 for _, entries in reply:
                     for message_id, fields in entries:
                         samples.append(latency_ms(fields[b"b"]))
@@ -69,7 +72,8 @@ class RedisStreams(Peer):
 
         task = asyncio.create_task(read())
         await asyncio.sleep(0.1)
-        await paced(rate, seconds, lambda: self.client.xadd(STREAM, {"b": stamped_body()}))
+        await paced(rate, seconds, lambda: self.client.xadd(LATENCY_STREAM, {"b": stamped_body()}))
         await asyncio.wait_for(task, 60)
         await reader.aclose()
+        await self.client.delete(LATENCY_STREAM)
         return samples
