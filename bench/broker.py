@@ -2,7 +2,7 @@
 
     python bench/broker.py [--messages N] [--only ours|ours-threads|rabbitmq|nats|redis]
                            [--rounds N] [--warm-up N] [--sync-flush] [--broker-conf KEY=VALUE ...]
-                           [--loop uvloop|asyncio] [--json]
+                           [--loop uvloop|asyncio] [--interleave-latency TURNS] [--json]
 
 Same workloads for every system, over loopback with 1 KiB bodies: sync send (1 producer), async
 send with 64 in flight, batches of 32, consume, end-to-end latency p50/p99 at a fixed 1,000
@@ -15,6 +15,8 @@ This machine's speed drifts by tens of percent from minute to minute, and one pa
 peers one after another. ``--rounds N`` runs N passes, each starting with the next peer in turn,
 and reports each figure's median over the rounds (every round's figures are in ``--json``), so
 a ratio compares peers measured side by side in time rather than whichever ran in a fast minute.
+``--interleave-latency TURNS`` goes further for the latency run alone: every peer is set up at
+once and they take turns, each ``--seconds / TURNS`` long, their samples pooled per peer.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.peers.base import WARM_UP_MESSAGES, measure
+from bench.peers.base import WARM_UP_MESSAGES, measure, measure_latency_interleaved
 
 OURS = ("ours", "ours-threads")
 EXTERNAL = ("rabbitmq", "nats", "redis")
@@ -79,6 +81,8 @@ async def run(args: argparse.Namespace) -> dict:
         "warm_up_messages": args.warm_up,
     }
     names = [args.only] if args.only else list(PEERS)
+    if args.interleave_latency:
+        return results | await _run_interleaved(args, names)
     rounds: dict[str, list[dict]] = {name: [] for name in names}
     failures: dict[str, str] = {}
     for round_number in range(args.rounds):
@@ -102,12 +106,30 @@ async def run(args: argparse.Namespace) -> dict:
                 results[name]["rounds"] = rounds[name]
         else:
             results[name] = {"skipped": failures[name]}
+    return results | _all_ratios(results)
+
+
+async def _run_interleaved(args: argparse.Namespace, names: list[str]) -> dict:
+    """``--interleave-latency``: the latency run only, every peer's turns interleaved in time."""
+    peers = {name: make_peer(name, args) for name in names}
+    figures, failures = await measure_latency_interleaved(
+        peers, args.seconds, args.interleave_latency, args.warm_up
+    )
+    results = {"rounds": 1, "interleaved_latency_slices": args.interleave_latency}
+    for name in names:
+        results[name] = figures[name] if name in figures else {"skipped": failures[name]}
+    return results | _all_ratios(results)
+
+
+def _all_ratios(results: dict) -> dict:
+    """Each of our columns against each peer's, where both have figures."""
+    all_ratios = {}
     for mine in OURS:
         for peer in EXTERNAL:
             ratios = _ratios(results.get(mine, {}), results.get(peer, {}))
             if ratios:
-                results[f"{mine.replace('-', '_')}_vs_{peer}"] = ratios
-    return results
+                all_ratios[f"{mine.replace('-', '_')}_vs_{peer}"] = ratios
+    return all_ratios
 
 
 def median_figures(rounds: list[dict]) -> dict:
@@ -132,6 +154,9 @@ def print_table(results: dict) -> None:
     keys = [*HIGHER_IS_BETTER, "e2e_p50_ms", "e2e_p99_ms"]
     if results["rounds"] > 1:
         print(f"median of {results['rounds']} rounds, peers interleaved")
+    if "interleaved_latency_slices" in results:
+        print(f"latency only, {results['interleaved_latency_slices']} turns per peer, peers interleaved")
+        keys = keys[len(HIGHER_IS_BETTER) :]
     print(f"{'':24s}" + "".join(f"{n:>14s}" for n in names))
     for key in keys:
         cells = []
@@ -174,6 +199,13 @@ def main(argv: list[str] | None = None) -> int:
         metavar="KEY=VALUE",
         help="extra broker.conf settings for our broker (e.g. busyPollWindowMicros=0)",
     )
+    parser.add_argument(
+        "--interleave-latency",
+        type=int,
+        default=0,
+        metavar="TURNS",
+        help="measure end-to-end latency only, the peers taking TURNS turns each, interleaved in time",
+    )
     parser.add_argument("--json", action="store_true")
     parser.add_argument(
         "--loop",
@@ -186,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--rounds must be at least 1")
     if args.warm_up < 0:
         parser.error("--warm-up cannot be negative")
+    if args.interleave_latency < 0:
+        parser.error("--interleave-latency cannot be negative")
     args.broker_conf = dict(args.broker_conf)
     if args.loop == "uvloop":
         import uvloop

@@ -73,6 +73,15 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
+def latency_figures(samples: list[float]) -> dict:
+    return {
+        "e2e_p50_ms": percentile(samples, 0.50),
+        "e2e_p99_ms": percentile(samples, 0.99),
+        "e2e_samples": len(samples),
+        "e2e_mean_ms": statistics.fmean(samples) if samples else float("nan"),
+    }
+
+
 async def measure(peer: Peer, messages: int, latency_seconds: float, warm_up: int = WARM_UP_MESSAGES) -> dict:
     await peer.setup()
     figures = {}
@@ -90,11 +99,36 @@ async def measure(peer: Peer, messages: int, latency_seconds: float, warm_up: in
         start = time.perf_counter()
         await peer.consume(messages)
         figures["consume_msgs_s"] = messages / (time.perf_counter() - start)
-        samples = await peer.latency(1000, latency_seconds)
-        figures["e2e_p50_ms"] = percentile(samples, 0.50)
-        figures["e2e_p99_ms"] = percentile(samples, 0.99)
-        figures["e2e_samples"] = len(samples)
-        figures["e2e_mean_ms"] = statistics.fmean(samples) if samples else float("nan")
+        figures |= latency_figures(await peer.latency(1000, latency_seconds))
     finally:
         await peer.teardown()
     return figures
+
+
+async def measure_latency_interleaved(
+    peers: dict[str, Peer], latency_seconds: float, slices: int, warm_up: int = WARM_UP_MESSAGES
+) -> tuple[dict[str, dict], dict[str, str]]:
+    """The latency run alone, for peers set up side by side: ``slices`` turns in which each peer
+    in turn runs for ``latency_seconds / slices`` (each turn starting with the next peer), each
+    peer's samples pooled. Runs minutes apart meet a machine whose speed has drifted; these meet
+    the same minutes. Returns each peer's figures, and why a peer that failed to start did."""
+    started, failures = {}, {}
+    try:
+        for name, peer in peers.items():
+            try:
+                await peer.setup()
+            except Exception as exc:  # a peer that is down is reported, not fatal
+                failures[name] = f"{type(exc).__name__}: {exc}"
+                continue
+            started[name] = peer
+            await peer.sync_send(warm_up)
+        samples: dict[str, list[float]] = {name: [] for name in started}
+        names = list(started)
+        for turn in range(slices):
+            shift = turn % max(len(names), 1)
+            for name in names[shift:] + names[:shift]:
+                samples[name] += await started[name].latency(1000, latency_seconds / slices)
+    finally:
+        for peer in started.values():
+            await peer.teardown()
+    return {name: latency_figures(values) for name, values in samples.items()}, failures
