@@ -5,7 +5,10 @@ are 1 KiB; the end-to-end latency run sends at a fixed rate and the consumer com
 now - send time from a timestamp carried in the body. Every peer first sends ``warm_up``
 messages untimed (``WARM_UP_MESSAGES`` unless told): the figures are of a running system, not
 of its first requests (connections opening, first pages of new files, an interpreter's first
-passes through its code), which cost each peer differently and drift from run to run.
+passes through its code), which cost each peer differently and drift from run to run. Each
+latency run likewise starts with ``SETTLE_SECONDS`` of untimed messages at the same rate (a
+consumer or stream that was just created, the first deliveries), so a run split into short turns
+(``measure_latency_interleaved``) does not count each turn's start-up against its peer.
 """
 
 from __future__ import annotations
@@ -17,15 +20,19 @@ import time
 
 BODY_SIZE = 1024
 WARM_UP_MESSAGES = 1000
+SETTLE_SECONDS = 0.2
 STAMP = struct.Struct(">d")
+_UNTIMED = -1.0  # the stamp of a settling message
 
 
-def stamped_body() -> bytes:
-    return STAMP.pack(time.time()).ljust(BODY_SIZE, b"x")
+def stamped_body(timed: bool = True) -> bytes:
+    return STAMP.pack(time.time() if timed else _UNTIMED).ljust(BODY_SIZE, b"x")
 
 
-def latency_ms(body: bytes) -> float:
-    return (time.time() - STAMP.unpack_from(body)[0]) * 1000
+def latency_ms(body: bytes) -> float | None:
+    """Milliseconds since the body was stamped; None for an untimed (settling) message."""
+    stamp = STAMP.unpack_from(body)[0]
+    return None if stamp == _UNTIMED else (time.time() - stamp) * 1000
 
 
 class LatencySamples:
@@ -37,7 +44,10 @@ class LatencySamples:
         self.total, self.done = total, done
 
     def add(self, body: bytes) -> None:
-        self.values.append(latency_ms(body))
+        latency = latency_ms(body)
+        if latency is None:
+            return
+        self.values.append(latency)
         if len(self.values) >= self.total:
             self.done.set()
 
@@ -55,15 +65,16 @@ class Peer:
 
 
 async def paced(rate: int, seconds: float, send) -> int:
-    """Call ``send()`` ``rate`` times a second for ``seconds``; return how many were sent."""
-    total = int(rate * seconds)
+    """Call ``send(body)`` ``rate`` times a second: ``SETTLE_SECONDS`` of untimed bodies, then
+    ``seconds`` of stamped ones; return how many were timed."""
+    settling, timed = int(rate * SETTLE_SECONDS), int(rate * seconds)
     start = time.monotonic()
-    for i in range(total):
+    for i in range(settling + timed):
         delay = start + i / rate - time.monotonic()
         if delay > 0:
             await asyncio.sleep(delay)
-        await send()
-    return total
+        await send(stamped_body(timed=i >= settling))
+    return timed
 
 
 def percentile(values: list[float], fraction: float) -> float:

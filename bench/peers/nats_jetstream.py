@@ -8,7 +8,7 @@ import nats
 from nats.js.api import StorageType
 from nats.js.errors import NotFoundError
 
-from .base import BODY_SIZE, LatencySamples, Peer, paced, stamped_body
+from .base import BODY_SIZE, LatencySamples, Peer, paced
 
 STREAM, SUBJECT = "PYROCKET_BENCH", "pyrocket.bench"
 # The latency run's own stream, new for the run, as every peer's latency run has its own topic,
@@ -78,7 +78,7 @@ class NatsJetStream(Peer):
         subscription = await self.js.subscribe(
             LATENCY_SUBJECT, cb=on_message, deliver_policy=nats.js.api.DeliverPolicy.NEW
         )
-        await paced(rate, seconds, lambda: self.js.publish(LATENCY_SUBJECT, stamped_body()))
+        await paced(rate, seconds, lambda body: self.js.publish(LATENCY_SUBJECT, body))
         await asyncio.wait_for(samples.done.wait(), 60)
         await subscription.unsubscribe()
         await self.js.delete_stream(LATENCY_STREAM)

@@ -30,7 +30,7 @@ from broker.remoting.codes import RequestCode
 from broker.remoting.command import create_request
 from tests.harness import EngineProcess, free_port
 
-from .base import BODY_SIZE, LatencySamples, Peer, paced, stamped_body
+from .base import BODY_SIZE, LatencySamples, Peer, paced
 
 TOPIC = "BenchTopic"
 # Its own topic: a new group may start at offset 0 on a young queue (as in RocketMQ), and the
@@ -164,8 +164,8 @@ class OursThreads(Peer):
         await asyncio.to_thread(instance.run, instance.route(LATENCY_TOPIC))
         await asyncio.sleep(1)
 
-        async def send() -> None:
-            self.producer.send_async(Message(LATENCY_TOPIC, stamped_body()))
+        async def send(body: bytes) -> None:
+            self.producer.send_async(Message(LATENCY_TOPIC, body))
 
         await paced(rate, seconds, send)
         started = time.monotonic()
@@ -231,11 +231,11 @@ class Ours(OursThreads):
         await self.producer.producer.instance.route(LATENCY_TOPIC)
         await asyncio.sleep(1)
 
-        async def send() -> None:
+        async def send(body: bytes) -> None:
             # Each send awaited, as the other peers' publishes: nothing piles up in this process
             # (a list of every future and result made the process's full collections grow to
             # tens of ms, charged to whichever message was in flight).
-            await self.producer.send(Message(LATENCY_TOPIC, stamped_body()))
+            await self.producer.send(Message(LATENCY_TOPIC, body))
 
         await paced(rate, seconds, send)
         try:

@@ -6,7 +6,7 @@ import asyncio
 
 import aio_pika
 
-from .base import BODY_SIZE, LatencySamples, Peer, paced, stamped_body
+from .base import BODY_SIZE, LatencySamples, Peer, paced
 
 QUEUE = "pyrocket-bench"
 # The latency run's own queue, new for the run (as every peer's latency run has its own topic,
@@ -74,7 +74,7 @@ class RabbitMQ(Peer):
             await message.ack()
 
         tag = await queue.consume(on_message)
-        await paced(rate, seconds, lambda: self._publish(stamped_body(), LATENCY_QUEUE))
+        await paced(rate, seconds, lambda body: self._publish(body, LATENCY_QUEUE))
         await asyncio.wait_for(samples.done.wait(), 60)
         await queue.cancel(tag)
         await queue.delete(if_unused=False, if_empty=False)

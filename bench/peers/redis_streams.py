@@ -6,7 +6,7 @@ import asyncio
 
 import redis.asyncio as redis
 
-from .base import BODY_SIZE, Peer, latency_ms, paced, stamped_body
+from .base import BODY_SIZE, Peer, latency_ms, paced
 
 STREAM, GROUP = "pyrocket-bench", "bench-group"
 # The latency run's own stream (as every peer's latency run has its own topic, queue or stream).
@@ -67,12 +67,14 @@ class RedisStreams(Peer):
                 reply = await reader.xread({LATENCY_STREAM: last_id}, count=256, block=1000)
                 for _, entries in reply:
                     for message_id, fields in entries:
-                        samples.append(latency_ms(fields[b"b"]))
+                        latency = latency_ms(fields[b"b"])
+                        if latency is not None:  # not a settling message
+                            samples.append(latency)
                         last_id = message_id
 
         task = asyncio.create_task(read())
         await asyncio.sleep(0.1)
-        await paced(rate, seconds, lambda: self.client.xadd(LATENCY_STREAM, {"b": stamped_body()}))
+        await paced(rate, seconds, lambda body: self.client.xadd(LATENCY_STREAM, {"b": body}))
         await asyncio.wait_for(task, 60)
         await reader.aclose()
         await self.client.delete(LATENCY_STREAM)
