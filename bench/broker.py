@@ -115,7 +115,7 @@ async def _run_interleaved(args: argparse.Namespace, names: list[str]) -> dict:
     figures, failures = await measure_latency_interleaved(
         peers, args.seconds, args.interleave_latency, args.warm_up
     )
-    results = {"rounds": 1, "interleaved_latency_slices": args.interleave_latency}
+    results = {"rounds": 1, "interleaved_latency_turns": args.interleave_latency}
     for name in names:
         results[name] = figures[name] if name in figures else {"skipped": failures[name]}
     return results | _all_ratios(results)
@@ -154,8 +154,8 @@ def print_table(results: dict) -> None:
     keys = [*HIGHER_IS_BETTER, "e2e_p50_ms", "e2e_p99_ms"]
     if results["rounds"] > 1:
         print(f"median of {results['rounds']} rounds, peers interleaved")
-    if "interleaved_latency_slices" in results:
-        print(f"latency only, {results['interleaved_latency_slices']} turns per peer, peers interleaved")
+    if "interleaved_latency_turns" in results:
+        print(f"latency only, {results['interleaved_latency_turns']} turns per peer, peers interleaved")
         keys = keys[len(HIGHER_IS_BETTER) :]
     print(f"{'':24s}" + "".join(f"{n:>14s}" for n in names))
     for key in keys:
@@ -220,6 +220,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--warm-up cannot be negative")
     if args.interleave_latency < 0:
         parser.error("--interleave-latency cannot be negative")
+    if args.interleave_latency and args.rounds > 1:
+        parser.error("--interleave-latency takes turns instead of rounds: give one or the other")
     args.broker_conf = dict(args.broker_conf)
     if args.loop == "uvloop":
         import uvloop

@@ -117,10 +117,10 @@ async def measure(peer: Peer, messages: int, latency_seconds: float, warm_up: in
 
 
 async def measure_latency_interleaved(
-    peers: dict[str, Peer], latency_seconds: float, slices: int, warm_up: int = WARM_UP_MESSAGES
+    peers: dict[str, Peer], latency_seconds: float, turns: int, warm_up: int = WARM_UP_MESSAGES
 ) -> tuple[dict[str, dict], dict[str, str]]:
-    """The latency run alone, for peers set up side by side: ``slices`` turns in which each peer
-    in turn runs for ``latency_seconds / slices`` (each turn starting with the next peer), each
+    """The latency run alone, for peers set up side by side: ``turns`` turns in which each peer
+    in turn runs for ``latency_seconds / turns`` (each turn starting with the next peer), each
     peer's samples pooled. Runs minutes apart meet a machine whose speed has drifted; these meet
     the same minutes. Returns each peer's figures, and why a peer that failed to start did."""
     started, failures = {}, {}
@@ -135,10 +135,10 @@ async def measure_latency_interleaved(
             await peer.sync_send(warm_up)
         samples: dict[str, list[float]] = {name: [] for name in started}
         names = list(started)
-        for turn in range(slices):
+        for turn in range(turns):
             shift = turn % max(len(names), 1)
             for name in names[shift:] + names[:shift]:
-                samples[name] += await started[name].latency(1000, latency_seconds / slices)
+                samples[name] += await started[name].latency(1000, latency_seconds / turns)
     finally:
         for peer in started.values():
             await peer.teardown()

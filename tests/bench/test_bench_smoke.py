@@ -68,7 +68,7 @@ def test_interleaved_latency_pools_each_peers_turns(tmp_path):
         "bench/broker.py", "--only", "ours", "--interleave-latency", "2", "--seconds", "0.5",
         "--warm-up", "16", "--dir", str(tmp_path),
     )  # fmt: skip
-    assert results["interleaved_latency_slices"] == 2
+    assert results["interleaved_latency_turns"] == 2
     ours = results["ours"]
     assert ours["e2e_samples"] == 500  # two turns of 0.25 s at 1,000 msgs/s
     assert 0 < ours["e2e_p50_ms"] <= ours["e2e_p99_ms"]
@@ -82,6 +82,7 @@ def test_interleaved_latency_pools_each_peers_turns(tmp_path):
         (["--rounds", "0"], "--rounds must be at least 1"),
         (["--warm-up", "-1"], "--warm-up cannot be negative"),
         (["--interleave-latency", "-2"], "--interleave-latency cannot be negative"),
+        (["--interleave-latency", "2", "--rounds", "2"], "give one or the other"),
     ],
 )
 def test_broker_bench_refuses_bad_arguments(args, reason):
