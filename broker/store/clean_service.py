@@ -9,7 +9,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .archive import SegmentArchiver
-from .retention import RetentionPolicy, SegmentInfo, disk_used_ratio
+from .disk import disk_used_percent
+from .retention import RetentionPolicy, SegmentInfo
 from .store_config import MessageStoreConfig
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ class CleanService:
         )
         self.archiver = SegmentArchiver(config.archive_uri) if config.archive_uri else None
         self.interval = config.clean_resource_interval / 1000
-        self.disk_usage: Callable[[str], float] = disk_used_ratio
+        self.disk_usage: Callable[[str], float] = disk_used_percent
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="CleanCommitLogService", daemon=True)

@@ -41,6 +41,7 @@ from .checkpoint import StoreCheckpoint
 from .clean_service import CleanService
 from .commitlog import CommitLog, PendingRecord
 from .consume_queue import ConsumeQueue
+from .disk import capacity_text, disk_used_fraction
 from .dispatch import DispatchRequest, ReputService, compute_tags_code, request_from_record
 from .flush import GroupCommitService, PeriodicFlushService
 from .index import IndexService
@@ -545,8 +546,23 @@ class MessageStore:
                 topic_dir.rmdir()
         return removed
 
+    def earliest_message_time(self) -> int:
+        """Store time of the oldest message in the commit log; -1 when it holds none."""
+        offset = self.commitlog.min_offset
+        size = self.commitlog.record_size_at(offset) if offset < self.commitlog.max_offset else None
+        return self._store_time_of(offset, size) if size else -1
+
     def runtime_info(self) -> dict[str, str]:
+        # A directory not made yet (no topic has a queue) is on the store root's disk.
+        commitlog_dir, queue_dir = (
+            str(path if path.exists() else self.root)
+            for path in (self.commitlog.files.directory, self.root / "consumequeue")
+        )
         return {
+            "commitLogDiskRatio": str(disk_used_fraction(commitlog_dir)),
+            "consumeQueueDiskRatio": str(disk_used_fraction(queue_dir)),
+            "commitLogDirCapacity": capacity_text(commitlog_dir),
+            "earliestMessageTimeStamp": str(self.earliest_message_time()),
             "commitLogMinOffset": str(self.commitlog.min_offset),
             "commitLogMaxOffset": str(self.commitlog.max_offset),
             "dispatchBehindBytes": str(self.commitlog.max_offset - self.reput.dispatched_offset),

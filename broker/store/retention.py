@@ -8,7 +8,6 @@ oldest so the log never has a hole.
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -62,9 +61,3 @@ class RetentionPolicy:
                 break  # keep the log contiguous: nothing newer goes before this one
             chosen.append(segment)
         return chosen
-
-
-def disk_used_ratio(path: str) -> float:
-    """Percentage of the filesystem holding ``path`` that is in use."""
-    usage = shutil.disk_usage(path)
-    return 100.0 * usage.used / usage.total if usage.total else 0.0

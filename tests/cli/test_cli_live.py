@@ -250,10 +250,17 @@ def test_consumer_connection_lists_a_live_consumer(cluster, capsys):
         consumer.shutdown()
 
 
-def test_broker_status_and_config(cluster, capsys):
+def test_broker_status_and_config(cluster, capsys, sent):
     addr = cluster.brokers["broker-a"].addr
     status = ok_json(capsys, "brokerStatus", "-b", addr)["brokers"][addr]
     assert status, "runtime info is empty"
+    # Figures clusterList and the console's cluster page show (#SPACE, #Hour): the disk is in
+    # use and the messages sent earlier in this module are the oldest, stored moments ago.
+    assert 0 < float(status["commitLogDiskRatio"]) <= 1
+    assert status["commitLogDirCapacity"].startswith("Total : ")
+    assert 0 < time.time() * 1000 - int(status["earliestMessageTimeStamp"]) < 600_000
+    rows = ok_json(capsys, "clusterList", "-n", cluster.namesrv_addr)["brokers"]
+    assert all(0 < row["disk_ratio"] <= 1 for row in rows), rows
     assert ":" in ok(capsys, "brokerStatus", "-n", cluster.namesrv_addr, "-c", CLUSTER)
     config = ok_json(capsys, "getBrokerConfig", "-b", addr)["brokers"][addr]
     assert config["brokerName"] == "broker-a"

@@ -3,6 +3,8 @@ refused, CSRF is enforced. And /metrics in Prometheus text format."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.test import Client
 from django.urls import URLPattern, get_resolver
@@ -124,6 +126,8 @@ def test_metrics_exposes_broker_topic_and_group_figures(live_cluster, admin, set
             f'cluster="{CLUSTER}"}} 1.0' in text
         )
     assert "# TYPE rocketmq_broker_put_tps gauge" in text
+    disk = [float(v) for v in re.findall(r"^rocketmq_broker_commitlog_disk_ratio\{.*\} (\S+)$", text, re.M)]
+    assert len(disk) == 2 and all(0 < ratio <= 1 for ratio in disk), disk
     assert 'rocketmq_topic_messages_total{topic="MetricsTopic"} 1.0' in text
     assert 'rocketmq_group_lag{group="metrics-group"} 1.0' in text
     assert 'rocketmq_group_clients{group="metrics-group"} 0.0' in text
