@@ -3,7 +3,6 @@ per-group consumption, resend to one consumer (consume-message-directly)."""
 
 from __future__ import annotations
 
-import json
 import time
 
 from django.core.paginator import Paginator
@@ -13,6 +12,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from console.cluster_access import admin_of
 from console.forms import IdQueryForm, KeyQueryForm, ResendForm, TopicTimeQueryForm
+from console.message_body import body_views
 from console.message_export import EXPORT_FORMATS, export_response
 from console.message_queries import (
     describe_all,
@@ -25,8 +25,6 @@ from console.roles import OPERATOR, VIEWER, require_role
 from console.views.common import bad_request, form_errors_text, invalid_form, run_action
 
 MODES = {"time": TopicTimeQueryForm, "key": KeyQueryForm, "id": IdQueryForm}
-# Bodies bigger than this are cut in the page (the export always has them whole).
-BODY_DISPLAY_LIMIT = 64 * 1024
 DEFAULT_RANGE_MS = 3_600_000
 PAGE_SIZE = 100
 
@@ -70,28 +68,6 @@ def message_search(request):
     return render(request, "console/messages.html", context)
 
 
-def _body_views(body: bytes) -> dict:
-    shown = body[:BODY_DISPLAY_LIMIT]
-    try:
-        text = shown.decode("utf-8")
-    except UnicodeDecodeError:
-        text = None
-    pretty = None
-    if text is not None and len(body) <= BODY_DISPLAY_LIMIT:
-        try:
-            pretty = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
-        except ValueError:
-            pretty = None
-    hex_lines = [f"{i:08x}  {shown[i : i + 16].hex(' ')}" for i in range(0, len(shown), 16)]
-    return {
-        "text": text,
-        "json": pretty,
-        "hex": "\n".join(hex_lines),
-        "size": len(body),
-        "cut": len(body) > BODY_DISPLAY_LIMIT,
-    }
-
-
 @require_GET
 @require_role(VIEWER)
 def message_detail(request, msg_id: str):
@@ -104,7 +80,7 @@ def message_detail(request, msg_id: str):
     tracks = message_track(admin, message)
     context = {
         "m": view,
-        "body": _body_views(message.body),
+        "body": body_views(message.body),
         "tracks": tracks,
         "resend_targets": [(t.group, c) for t in tracks for c in t.clients],
     }

@@ -134,22 +134,6 @@ def message_row(message, broker_name: str = "") -> dict:
     }
 
 
-def body_views(body: bytes) -> dict:
-    """The body as text (when it decodes), pretty JSON (when it parses) and hex."""
-    text = None
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError:
-        pass
-    pretty = None
-    if text is not None:
-        try:
-            pretty = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
-        except ValueError:
-            pass
-    return {"text": text, "json": pretty, "hex": body[:4096].hex(" ", 2), "hex_truncated": len(body) > 4096}
-
-
 EXPORT_FORMATS = ("csv", "json")
 
 

@@ -9,6 +9,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from broker.client.admin import MQAdminError
 from broker.common.topic_config import DLQ_GROUP_TOPIC_PREFIX, dlq_topic, retry_topic, validate_topic
+from console.message_body import body_views
 from console.models import AuditRecord, ReplayJob
 from console.roles import OPERATOR, VIEWER, require_role
 from console.tasks import replay_dead_letters
@@ -17,7 +18,6 @@ from . import connection
 from .common import (
     BadRequest,
     audited,
-    body_views,
     cluster_errors,
     export_response,
     export_row,

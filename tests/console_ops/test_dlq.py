@@ -75,6 +75,7 @@ def test_list_filter_and_inspect(readable):
     assert detail.status_code == 200
     assert detail.context["origin"] == TOPIC
     assert json.loads(detail.context["body"]["json"])["topic"] == TOPIC
+    assert detail.context["body"]["hex"].startswith("00000000  7b 22")  # the message page's hex dump
 
 
 def test_inspecting_a_message_of_another_topic_is_refused(readable, namesrv):
