@@ -29,9 +29,9 @@ COLUMNS = (
 )
 
 
-def _row(view: dict) -> list:
+def _row(view: dict, columns: tuple[str, ...]) -> list:
     row = []
-    for column in COLUMNS:
+    for column in columns:
         value = view.get(column)
         if column == "properties":
             value = json.dumps(value or {}, sort_keys=True, ensure_ascii=False)
@@ -39,19 +39,25 @@ def _row(view: dict) -> list:
     return row
 
 
-def export_response(views: list[dict], fmt: str, basename: str) -> HttpResponse:
-    """A download of ``views``: CSV with one message per row (properties as JSON), or a JSON array."""
+def export_response(
+    views: list[dict], fmt: str, basename: str, extra_columns: tuple[str, ...] = ()
+) -> HttpResponse:
+    """A download of ``views``: CSV with one message per row (properties as JSON), or a JSON array.
+    ``extra_columns`` are what a page adds to each message (a dead letter's origin topic, a delayed
+    message's due time), placed after its keys."""
     if fmt not in EXPORT_FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; use csv or json")
+    after_keys = COLUMNS.index("keys") + 1
+    columns = (*COLUMNS[:after_keys], *extra_columns, *COLUMNS[after_keys:])
     safe = "".join(ch if ch.isalnum() or ch in "-_%" else "_" for ch in basename) or "messages"
     if fmt == "json":
-        body = json.dumps([{c: v.get(c) for c in COLUMNS} for v in views], ensure_ascii=False, indent=1)
+        body = json.dumps([{c: v.get(c) for c in columns} for v in views], ensure_ascii=False, indent=1)
         response = HttpResponse(body, content_type="application/json; charset=utf-8")
     else:
         buffer = io.StringIO()
         writer = csv.writer(buffer)
-        writer.writerow(COLUMNS)
-        writer.writerows(_row(v) for v in views)
+        writer.writerow(columns)
+        writer.writerows(_row(v, columns) for v in views)
         response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{safe}.{fmt}"'
     return response

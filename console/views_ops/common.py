@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import csv
 import datetime
-import json
 from functools import wraps
 
 from django.http import HttpResponse
 from django.shortcuts import render
 
+from broker.cli_commands.messages_view import describe_message
 from broker.client.admin import MQAdminError, NotFoundError
+from broker.common.message import MessageExt
 from console.audit import audit
+from console.message_export import EXPORT_FORMATS, export_response
 
 
 class BadRequest(ValueError):
@@ -134,38 +135,12 @@ def message_row(message, broker_name: str = "") -> dict:
     }
 
 
-EXPORT_FORMATS = ("csv", "json")
-
-
-def export_response(rows: list[dict], fmt: str, filename: str) -> HttpResponse:
-    """A download of ``rows`` as CSV or JSON (W14: every message list can be exported)."""
+def export_messages(
+    rows: list[tuple[MessageExt, str, dict]], fmt: str, filename: str, extra_columns: tuple[str, ...]
+) -> HttpResponse:
+    """W14 for the operations pages: the Messages page's export (``console.message_export``) of
+    ``(message, broker name, what the page adds)`` rows, ``extra_columns`` naming the additions."""
     if fmt not in EXPORT_FORMATS:
         raise BadRequest(f"export format must be csv or json, not {fmt!r}")
-    if fmt == "json":
-        response = HttpResponse(json.dumps(rows, indent=2, default=str), content_type="application/json")
-    else:
-        response = HttpResponse(content_type="text/csv; charset=utf-8")
-        writer = csv.DictWriter(response, fieldnames=list(rows[0]) if rows else ["msgId"])
-        writer.writeheader()
-        writer.writerows(rows)
-    response["Content-Disposition"] = f'attachment; filename="{filename}.{fmt}"'
-    return response
-
-
-def export_row(message, broker_name: str = "", **extra) -> dict:
-    """One exported message: ids, routing, times (epoch ms), body as text."""
-    return {
-        "msgId": message.client_msg_id,
-        "offsetMsgId": message.msg_id,
-        "topic": message.topic,
-        "tags": message.tags or "",
-        "keys": " ".join(message.keys),
-        **extra,
-        "broker": broker_name,
-        "queueId": message.queue_id,
-        "queueOffset": message.queue_offset,
-        "bornTimestamp": message.born_timestamp,
-        "storeTimestamp": message.store_timestamp,
-        "reconsumeTimes": message.reconsume_times,
-        "body": message.body.decode("utf-8", errors="replace"),
-    }
+    views = [describe_message(message, broker_name) | extra for message, broker_name, extra in rows]
+    return export_response(views, fmt, filename, extra_columns)

@@ -8,7 +8,7 @@ from django.views.decorators.http import require_GET
 from console.roles import VIEWER, require_role
 
 from . import connection
-from .common import BadRequest, cluster_errors, export_response, export_row, message_row, ms_to_datetime
+from .common import BadRequest, cluster_errors, export_messages, message_row, ms_to_datetime
 from .services import delayed
 
 
@@ -63,11 +63,12 @@ def _pending(request, broker_name: str, level: int):
 def delayed_level_export(request, broker_name: str, level: int, fmt: str):
     _, pending = _pending(request, broker_name, level)
     rows = [
-        export_row(p.located.message, broker_name, realTopic=p.real_topic, realQueueId=p.real_queue_id,
-                   level=level, dueTimestamp=p.due_ms)
+        (p.located.message, broker_name, {"real_topic": p.real_topic, "real_queue_id": p.real_queue_id,
+                                          "level": level, "due_timestamp": p.due_ms})
         for p in pending
     ]  # fmt: skip
-    return export_response(rows, fmt, f"delayed-{broker_name}-level{level}")
+    extra = ("real_topic", "real_queue_id", "level", "due_timestamp")
+    return export_messages(rows, fmt, f"delayed-{broker_name}-level{level}", extra)
 
 
 @require_GET

@@ -19,8 +19,7 @@ from .common import (
     BadRequest,
     audited,
     cluster_errors,
-    export_response,
-    export_row,
+    export_messages,
     message_row,
     parse_datetime_ms,
     parse_float,
@@ -127,9 +126,9 @@ def dlq_export(request, group: str, fmt: str):
     _check_group(group)
     located = dlq.list_dead_letters(connection.admin(request), group, _filter_from(request.GET))
     rows = [
-        export_row(i.message, i.broker_name, originTopic=dlq.original_topic(i.message) or "") for i in located
+        (i.message, i.broker_name, {"origin_topic": dlq.original_topic(i.message) or ""}) for i in located
     ]
-    return export_response(rows, fmt, f"dlq-{group}")
+    return export_messages(rows, fmt, f"dlq-{group}", ("origin_topic",))
 
 
 @require_GET

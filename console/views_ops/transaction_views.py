@@ -12,7 +12,7 @@ from console.models import AuditRecord
 from console.roles import OPERATOR, VIEWER, require_role
 
 from . import connection
-from .common import BadRequest, audited, cluster_errors, export_response, export_row, message_row, record
+from .common import BadRequest, audited, cluster_errors, export_messages, message_row, record
 from .services import transactions
 
 
@@ -41,11 +41,12 @@ def pending_transactions(request):
 def pending_transactions_export(request, fmt: str):
     pending = transactions.pending_half_messages(connection.admin(request))
     rows = [
-        export_row(h.message, h.located.broker_name, realTopic=h.real_topic, producerGroup=h.producer_group,
-                   checkTimes=h.check_times, ageSeconds=round(h.age_s()))
+        (h.message, h.located.broker_name, {"real_topic": h.real_topic, "producer_group": h.producer_group,
+                                            "check_times": h.check_times, "age_seconds": round(h.age_s())})
         for h in pending
     ]  # fmt: skip
-    return export_response(rows, fmt, "pending-transactions")
+    extra = ("real_topic", "producer_group", "check_times", "age_seconds")
+    return export_messages(rows, fmt, "pending-transactions", extra)
 
 
 @require_POST

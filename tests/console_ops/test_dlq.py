@@ -99,7 +99,11 @@ def test_export_csv_and_json(readable):
     assert sorted(r["keys"] for r in rows) == ["dead-0", "dead-1", "dead-2"]
     csv_text = readable.get(reverse("console_ops:dlq_export", kwargs={"group": GROUP, "fmt": "csv"})).content
     lines = csv_text.decode().strip().splitlines()
-    assert lines[0].startswith("msgId,offsetMsgId,topic,tags,keys,originTopic") and len(lines) == 4
+    # The Messages page's columns, with the dead letter's origin topic after its keys.
+    columns = "msg_id,offset_msg_id,topic,broker_name,queue_id,queue_offset,tags,keys,origin_topic,"
+    assert lines[0].startswith(columns)
+    assert len(lines) == 4
+    assert {r["origin_topic"] for r in rows} == {TOPIC}
 
 
 def test_preview_is_a_dry_run(readable, admin):

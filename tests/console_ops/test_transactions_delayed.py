@@ -55,7 +55,7 @@ def test_pending_half_messages_are_listed_with_group_age_and_checks(namesrv, hal
     exported = viewer_client.get(reverse("console_ops:transactions_export", kwargs={"fmt": "csv"}))
     assert exported["Content-Disposition"] == 'attachment; filename="pending-transactions.csv"'
     header, *lines = exported.content.decode().strip().splitlines()
-    assert "producerGroup" in header and any("pay-commit" in line for line in lines)
+    assert "producer_group" in header and any("pay-commit" in line for line in lines)
     bad = viewer_client.get(reverse("console_ops:transactions_export", kwargs={"fmt": "xml"}))
     assert bad.status_code == 400
 
@@ -122,7 +122,7 @@ def test_delayed_levels_show_pending_counts_and_messages(namesrv, viewer_client)
         )
     ).json()
     assert sorted(r["keys"] for r in exported) == ["remind-0", "remind-1"]
-    assert all(r["dueTimestamp"] - r["storeTimestamp"] == 3_600_000 for r in exported)
+    assert all(r["due_timestamp"] - r["store_timestamp"] == 3_600_000 for r in exported)
     missing = viewer_client.get(
         reverse("console_ops:delayed_level", kwargs={"broker_name": broker["name"], "level": 9})
     )

@@ -3,11 +3,14 @@ delay-level parsing."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from broker.common import message_const as mc
 from broker.common.message import MessageExt
 from console.tail.filters import TailFilterError, compile_filter
+from console.views_ops.common import BadRequest, export_messages
 from console.views_ops.services import dlq
 from console.views_ops.services.delayed import parse_levels
 
@@ -92,3 +95,16 @@ def test_delay_levels_parse_as_rocketmq_writes_them():
     ]
     with pytest.raises(ValueError, match="bad messageDelayLevel entry"):
         parse_levels("1s 5x")
+
+
+def test_exports_keep_a_binary_body_whole_and_refuse_unknown_formats():
+    binary = MessageExt(topic="%DLQ%g", body=bytes(range(256)), queue_id=0)
+    binary.tags = "t"
+    rows = [(binary, "broker-a", {"origin_topic": "Orders"})]
+    response = export_messages(rows, "json", "dlq-g", ("origin_topic",))
+    (row,) = json.loads(response.content)
+    assert (row["body_encoding"], row["body"]) == ("hex", bytes(range(256)).hex())  # not "\ufffd"s
+    assert (row["origin_topic"], row["broker_name"]) == ("Orders", "broker-a")
+    assert response["Content-Disposition"] == 'attachment; filename="dlq-g.json"'
+    with pytest.raises(BadRequest, match="csv or json"):
+        export_messages([], "xml", "dlq-g", ())
