@@ -7,6 +7,7 @@ import time
 import orjson
 
 from broker.common.message_codec import MessageDecodeError, decode_message
+from broker.remoting import fastjson
 from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import response_to
 
@@ -35,6 +36,9 @@ async def _reset_offset(consumer, request):
 
 
 async def _running_info(consumer, request):
+    """ConsumerRunningInfo as RocketMQ's clients write it: ``subscriptionSet`` a list of
+    SubscriptionData, ``mqTable`` keyed by MessageQueue objects (fastjson's dialect, which Java
+    tools and the console read) with each held queue's offset."""
     info = {
         "properties": {
             "consumerGroup": consumer.group,
@@ -43,14 +47,18 @@ async def _running_info(consumer, request):
             "PROP_CONSUMER_START_TIMESTAMP": str(consumer.started_at),
             "PROP_CONSUME_ORDERLY": str(getattr(consumer, "orderly", None) is not None).lower(),
         },
-        "subscriptionSet": [consumer.consumer_data()["subscriptionDataSet"]],
-        "mqTable": {
-            f"{mq.topic}@{mq.broker_name}@{mq.queue_id}": {"commitOffset": consumer.offsets.read_memory(mq)}
-            for mq in consumer.assigned
-        },
+        "subscriptionSet": consumer.consumer_data()["subscriptionDataSet"],
         "statusTable": {},
     }
-    return response_to(request, body=orjson.dumps(info))
+    queues = [
+        (
+            {"brokerName": mq.broker_name, "queueId": mq.queue_id, "topic": mq.topic},
+            {"commitOffset": consumer.offsets.read_memory(mq)},
+        )
+        for mq in sorted(consumer.assigned, key=lambda mq: (mq.topic, mq.broker_name, mq.queue_id))
+    ]
+    body = orjson.dumps(info)[:-1] + b',"mqTable":' + fastjson.dumps_object_key_map(queues) + b"}"
+    return response_to(request, body=body)
 
 
 async def _consume_directly(consumer, request):

@@ -104,6 +104,21 @@ def test_group_detail_queues_clients_and_subscriptions(viewer_client, flow):
     assert "Delete group" not in html  # viewer
 
 
+def test_consumer_running_info_is_shaped_as_rocketmqs(flow):
+    """What Java tools and the console read: subscriptions as a list of SubscriptionData, the held
+    queues keyed by MessageQueue objects (fastjson's dialect) with their offsets."""
+    admin = flow["admin"]
+    client_id = admin.consumer_connection(GROUP).connections[0].client_id
+    info = admin.consumer_running_info(GROUP, client_id)
+    assert TOPIC in {subscription["topic"] for subscription in info["subscriptionSet"]}
+    held = {dict(queue)["topic"]: [] for queue in info["mqTable"]}
+    for queue, state in info["mqTable"].items():
+        held[dict(queue)["topic"]].append((dict(queue)["brokerName"], dict(queue)["queueId"]))
+        assert state["commitOffset"] >= 0
+    assert sorted(held[TOPIC]) == [("broker-a", 0), ("broker-a", 1), ("broker-b", 0), ("broker-b", 1)]
+    assert info["properties"]["consumerGroup"] == GROUP
+
+
 def test_unknown_group_is_404(viewer_client, flow):
     page = viewer_client.get("/groups/no-such-group-x/")
     assert page.status_code == 404
