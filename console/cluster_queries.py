@@ -256,15 +256,11 @@ class GroupDetail:
 
 
 def _queue_of(key: Any) -> tuple[str, str, int] | None:
-    """A ConsumerRunningInfo mqTable key: a MessageQueue object, or ``topic@broker@queueId`` text."""
+    """A ConsumerRunningInfo mqTable key: a MessageQueue object (read as (name, value) pairs)."""
     if isinstance(key, tuple | frozenset):
         key = dict(key)
     if isinstance(key, dict):
         return str(key.get("topic", "")), str(key.get("brokerName", "")), int(key.get("queueId", 0))
-    if isinstance(key, str) and key.count("@") >= 2:
-        topic, broker_name, queue_id = key.rsplit("@", 2)
-        if queue_id.isdigit():
-            return topic, broker_name, int(queue_id)
     return None
 
 
