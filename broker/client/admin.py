@@ -191,6 +191,12 @@ class BrokerSummary:
     hours_of_data: float
     disk_ratio: float
     runtime_error: str | None = None
+    # Messages in (put) and out (got) yesterday and today so far, from the totals the broker
+    # notes at midnight (what ``clusterList -m`` prints).
+    in_total_yesterday: int = 0
+    out_total_yesterday: int = 0
+    in_total_today: int = 0
+    out_total_today: int = 0
 
 
 @dataclass(frozen=True)
@@ -393,6 +399,10 @@ class AsyncMQAdmin:
             error = None
         except MQAdminError as exc:
             kv, error = {}, str(exc)
+
+        def total(key: str) -> int:  # a message count of the runtime info
+            return _as_int(kv.get(key))
+
         earliest = _as_int(kv.get("earliestMessageTimeStamp"))
         hours = (time.time() * 1000 - earliest) / 3_600_000 if earliest > 0 else 0.0
         return BrokerSummary(
@@ -407,6 +417,10 @@ class AsyncMQAdmin:
             hours_of_data=round(hours, 2),
             disk_ratio=runtime_figure(kv.get("commitLogDiskRatio")),
             runtime_error=error,
+            in_total_yesterday=total("msgPutTotalTodayMorning") - total("msgPutTotalYesterdayMorning"),
+            out_total_yesterday=total("msgGetTotalTodayMorning") - total("msgGetTotalYesterdayMorning"),
+            in_total_today=total("msgPutTotalTodayNow") - total("msgPutTotalTodayMorning"),
+            out_total_today=total("msgGetTotalTodayNow") - total("msgGetTotalTodayMorning"),
         )
 
     # -- target resolution -------------------------------------------------------------------

@@ -6,11 +6,14 @@ Counters only grow; they are sampled once a second, and a rate is the growth bet
 sample and one taken a number of samples earlier, as RocketMQ's store statistics do: the
 runtime-info figures are over the last 10 s, minute and 10 minutes, empty while the broker is
 younger than the window. A group's consume TPS counts the messages its pulls carried over the
-last minute, sampled every 10 s.
+last minute, sampled every 10 s. The put and get totals are also noted at each local midnight
+(RocketMQ's BrokerStats: ``msgPutTotalTodayMorning``…), so a day's in and out counts can be told
+(``clusterList -m``).
 """
 
 from __future__ import annotations
 
+import datetime
 from collections import defaultdict, deque
 
 RUNTIME_WINDOWS_S = (10, 60, 600)
@@ -58,13 +61,15 @@ class BrokerStats:
         self.group_gets: dict[tuple[str, str], int] = defaultdict(int)  # (topic, group) → messages
         self._group_samples: dict[tuple[str, str], CounterSamples] = {}
         self._samples_taken = 0
+        self.daily = DailyTotals(datetime.date.today())
 
     def on_pulled(self, topic: str, group: str, count: int) -> None:
         """A pull answered ``count`` messages of ``topic`` to ``group``."""
         self.group_gets[(topic, group)] += count
 
-    def sample(self, now_s: float) -> None:
+    def sample(self, now_s: float, today: datetime.date | None = None) -> None:
         store = self.store
+        self.daily.note(today or datetime.date.today(), store.put_count, store.get_count)
         self._put.add(now_s, store.put_count)
         self._found.add(now_s, store.get_found_count)
         self._miss.add(now_s, store.get_miss_count)
@@ -101,7 +106,34 @@ class BrokerStats:
             found, miss = self._found.rate(window), self._miss.rate(window)
             totals.append(repr((found or 0.0) + (miss or 0.0)))
         info["getTotalTps"] = " ".join(totals)
-        return info
+        return info | self.daily.runtime_info()
+
+
+class DailyTotals:
+    """The put and get totals as they stood at the start of today and of yesterday (local
+    midnight). Like RocketMQ's, both are 0 until the broker has run through a midnight: today's
+    count is then everything since it started."""
+
+    def __init__(self, today: datetime.date) -> None:
+        self.day = today
+        self.put_today_morning = self.put_yesterday_morning = 0
+        self.get_today_morning = self.get_yesterday_morning = 0
+
+    def note(self, today: datetime.date, put_total: int, get_total: int) -> None:
+        """Called with the running totals at each sample: a new day moves the mornings along."""
+        if today == self.day:
+            return
+        self.day = today
+        self.put_yesterday_morning, self.put_today_morning = self.put_today_morning, put_total
+        self.get_yesterday_morning, self.get_today_morning = self.get_today_morning, get_total
+
+    def runtime_info(self) -> dict[str, str]:
+        return {
+            "msgPutTotalYesterdayMorning": str(self.put_yesterday_morning),
+            "msgPutTotalTodayMorning": str(self.put_today_morning),
+            "msgGetTotalYesterdayMorning": str(self.get_yesterday_morning),
+            "msgGetTotalTodayMorning": str(self.get_today_morning),
+        }
 
 
 def _figures(samples: CounterSamples) -> str:

@@ -261,6 +261,12 @@ def test_broker_status_and_config(cluster, capsys, sent):
     assert 0 < time.time() * 1000 - int(status["earliestMessageTimeStamp"]) < 600_000
     rows = ok_json(capsys, "clusterList", "-n", cluster.namesrv_addr)["brokers"]
     assert all(0 < row["disk_ratio"] <= 1 for row in rows), rows
+    # -m: messages in and out yesterday and today; until a midnight passes, today is all of them.
+    table = ok(capsys, "clusterList", "-n", cluster.namesrv_addr, "-m")
+    daily_columns = ["#InTotalYest", "#OutTotalYest", "#InTotalToday", "#OutTotalToday"]
+    assert table.splitlines()[0].split()[4:] == daily_columns
+    put = sum(row["in_total_today"] + row["in_total_yesterday"] for row in rows)
+    assert put >= len(sent["results"]), rows
     assert ":" in ok(capsys, "brokerStatus", "-n", cluster.namesrv_addr, "-c", CLUSTER)
     config = ok_json(capsys, "getBrokerConfig", "-b", addr)["brokers"][addr]
     assert config["brokerName"] == "broker-a"

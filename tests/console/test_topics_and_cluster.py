@@ -20,6 +20,7 @@ def test_cluster_page_lists_both_brokers_with_runtime_figures(viewer_client, liv
     for name, process in live_cluster.brokers.items():
         assert name in html and process.addr in html
     assert "master" in html and "pyrocket" in html  # version column
+    assert "In today" in html and "Out today" in html  # with yesterday's counts beside them
     # Disk used: the brokers' own commitLogDiskRatio (their store's disk is never empty).
     disk_used = [float(v) for v in re.findall(r'<td class="num">(\d+\.\d) %</td>', html)]
     assert len(disk_used) == len(live_cluster.brokers) and all(0 < v <= 100 for v in disk_used), disk_used

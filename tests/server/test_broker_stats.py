@@ -1,6 +1,7 @@
 """The broker's rates (putTps…, a group's consume TPS) on a fake clock and a stand-in store."""
 
 import asyncio
+import datetime
 
 import pytest
 
@@ -33,6 +34,29 @@ def test_a_rate_needs_as_many_samples_as_its_window():
         samples.add(float(second), 150)
     assert samples.rate(3) == 0.0
     assert samples.rate_over_all() == 0.0
+
+
+def test_midnight_totals_tell_each_days_messages_in_and_out():
+    store = CountingStore()
+    stats = BrokerStats(store)
+    monday, tuesday, wednesday = (datetime.date(2026, 11, day) for day in (23, 24, 25))
+    stats.daily.day = monday
+    store.put_count, store.get_count = 100, 40
+    stats.sample(1.0, monday)
+    daily = stats.runtime_info()
+    # No midnight yet: both mornings are 0, so "today" is everything since the start.
+    assert [daily[k] for k in ("msgPutTotalTodayMorning", "msgPutTotalYesterdayMorning")] == ["0", "0"]
+    store.put_count, store.get_count = 250, 90
+    stats.sample(2.0, tuesday)  # the first sample after midnight notes the totals then
+    store.put_count, store.get_count = 300, 95
+    stats.sample(3.0, tuesday)
+    daily = stats.runtime_info()
+    assert (daily["msgPutTotalTodayMorning"], daily["msgGetTotalTodayMorning"]) == ("250", "90")
+    assert (daily["msgPutTotalYesterdayMorning"], daily["msgGetTotalYesterdayMorning"]) == ("0", "0")
+    stats.sample(4.0, wednesday)
+    daily = stats.runtime_info()
+    assert (daily["msgPutTotalTodayMorning"], daily["msgGetTotalTodayMorning"]) == ("300", "95")
+    assert (daily["msgPutTotalYesterdayMorning"], daily["msgGetTotalYesterdayMorning"]) == ("250", "90")
 
 
 def test_runtime_info_gives_10s_1min_10min_figures_once_the_broker_ran_that_long():
