@@ -188,6 +188,11 @@ class MappedFileQueue:
         last = self.last_file
         return last.end_offset if last else 0
 
+    @property
+    def unflushed_bytes(self) -> int:
+        """Written but not yet made durable (RocketMQ's remainHowManyDataToFlush)."""
+        return sum(max(0, mapped.wrote_position - mapped.flushed_position) for mapped in list(self.files))
+
     def flush(self) -> int:
         """Flush every segment with unflushed bytes; return the flushed end offset."""
         with self._lock:

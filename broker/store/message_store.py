@@ -41,7 +41,7 @@ from .checkpoint import StoreCheckpoint
 from .clean_service import CleanService
 from .commitlog import CommitLog, PendingRecord
 from .consume_queue import ConsumeQueue
-from .disk import capacity_text, disk_used_fraction
+from .disk import capacity_text, disk_used_fraction, human_bytes
 from .dispatch import DispatchRequest, ReputService, compute_tags_code, request_from_record
 from .flush import GroupCommitService, PeriodicFlushService
 from .index import IndexService
@@ -568,6 +568,8 @@ class MessageStore:
             "dispatchBehindBytes": str(self.commitlog.max_offset - self.reput.dispatched_offset),
             "putMessageTimesTotal": str(self.put_count),
             "putMessageSizeTotal": str(self.put_size),
+            "putMessageAverageSize": str(self.put_size / self.put_count if self.put_count else 0.0),
+            "remainHowManyDataToFlush": human_bytes(self.commitlog.files.unflushed_bytes),
             "getMessageTransferedMsgCount": str(self.get_count),
             "bootTimestamp": str(self.boot_timestamp),
             "flushDiskType": self.config.flush_disk_type,

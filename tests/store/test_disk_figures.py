@@ -1,5 +1,6 @@
-"""The disk and age figures a broker reports (RocketMQ's runtime info: the console's Disk used
-and Hours of data, clusterList's #SPACE and #Hour) and the retention service acts on."""
+"""The store figures a broker reports in its runtime info (disk use, data age, average message
+size, data left to flush: the console's Disk used and Hours of data, clusterList's #SPACE and
+#Hour) and the retention service acts on."""
 
 import math
 import os
@@ -9,6 +10,7 @@ import pytest
 
 from broker.common.message import MessageExt
 from broker.store.disk import disk_used_fraction, disk_used_percent, human_bytes
+from broker.store.mapped_file import MappedFileQueue
 
 
 def statvfs_used_percent(path) -> float:
@@ -52,3 +54,27 @@ def test_runtime_info_reports_disk_and_the_oldest_message(open_store):
         clock["now"] = 1_000.0 + second
         assert store.put_message(MessageExt(topic="T", body=b"x", queue_id=0)).ok
     assert store.runtime_info()["earliestMessageTimeStamp"] == "1005000"
+
+
+def test_unflushed_bytes_are_what_was_written_since_the_last_flush(tmp_path):
+    files = MappedFileQueue(tmp_path / "log", 4096)
+    first = files.last_file_for_write()
+    first.append(b"a" * 4096)  # fills the first segment
+    files.last_file_for_write().append(b"b" * 100)  # the next one
+    assert files.unflushed_bytes == 4196
+    assert human_bytes(files.unflushed_bytes) == "4.1 KiB"  # remainHowManyDataToFlush
+    files.flush()
+    assert files.unflushed_bytes == 0
+    files.last_file.append(b"c" * 10)
+    assert files.unflushed_bytes == 10
+    files.destroy()
+
+
+def test_runtime_info_reports_average_size_and_data_left_to_flush(open_store):
+    store = open_store()
+    for body in (b"x" * 10, b"y" * 30):
+        assert store.put_message(MessageExt(topic="T", body=body, queue_id=0)).ok
+    store.commitlog.flush()
+    info = store.runtime_info()
+    assert float(info["putMessageAverageSize"]) == int(info["putMessageSizeTotal"]) / 2
+    assert info["remainHowManyDataToFlush"] == "0 B"
