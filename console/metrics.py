@@ -104,6 +104,11 @@ class ClusterCollector:
         disk = GaugeMetricFamily(
             "rocketmq_broker_commitlog_disk_ratio", "Used fraction of the commit-log disk", labels=labels
         )
+        request_wait = GaugeMetricFamily(
+            "rocketmq_broker_request_wait_ms",
+            "How long a request arriving now waits before the broker serves it (its loop's lag), ms",
+            labels=labels,
+        )
         for b in snap.brokers:
             values = [b["cluster"], b["broker"], b["broker_id"], b["addr"]]
             runtime = b["runtime"]
@@ -117,7 +122,10 @@ class ClusterCollector:
             put_total.add_metric(values, runtime_figure(runtime.get("msgPutTotalTodayNow")))
             get_total.add_metric(values, runtime_figure(runtime.get("msgGetTotalTodayNow")))
             disk.add_metric(values, runtime_figure(runtime.get("commitLogDiskRatio")))
-        yield from (up, put_tps, get_tps, put_total, get_total, disk)
+            request_wait.add_metric(
+                values, runtime_figure(runtime.get("sendThreadPoolQueueHeadWaitTimeMills"))
+            )
+        yield from (up, put_tps, get_tps, put_total, get_total, disk, request_wait)
 
         stored = CounterMetricFamily(
             "rocketmq_topic_messages", "Messages written to the topic (sum of max offsets)", labels=["topic"]

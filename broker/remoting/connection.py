@@ -138,6 +138,10 @@ class RemotingConnection(asyncio.Protocol):
         if self.on_close:
             self.on_close(self)
 
+    def waiting_request_codes(self) -> list[int]:
+        """The codes of the requests read but not served yet (a burst's later ones)."""
+        return [cmd.code for cmd in self._backlog if not cmd.is_response]
+
     # -- requests from the peer ---------------------------------------------------------------
     def _serve(self, request: RemotingCommand) -> None:
         handler = self.processors.find(request.code)

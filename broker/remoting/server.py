@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from collections.abc import Callable
 
 from .busy_poll import BusyPoll
@@ -63,6 +64,13 @@ class RemotingServer:
                 listener(connection)
             except Exception:
                 log.exception("connection-closed listener failed")
+
+    def waiting_requests(self) -> Counter:
+        """Request code → how many requests of it are read but not served yet, over every connection."""
+        waiting = Counter()
+        for connection in self.connections:
+            waiting.update(connection.waiting_request_codes())
+        return waiting
 
     async def invoke(self, connection: RemotingConnection, request: RemotingCommand, timeout_ms: int):
         """Send a request to a connected client and await its response."""

@@ -20,6 +20,7 @@ from .client_manager import ConsumerManager, ProducerManager
 from .config import BrokerConfig
 from .filter import FilterCache
 from .long_polling import PullRequestHoldService
+from .loop_lag import LoopLagMonitor
 from .processors.admin import AdminProcessor
 from .processors.clients import ClientProcessor, OffsetProcessor, notify_request
 from .processors.end_transaction import EndTransactionProcessor
@@ -31,6 +32,7 @@ from .processors.send import SendProcessor
 from .processors.send_back import SendBackProcessor
 from .queue_locks import RebalanceLockManager
 from .registration import NamesrvRegistration
+from .request_queues import queue_figures
 from .schedule_message import ScheduleMessageService
 from .subscription_manager import SubscriptionGroupManager
 from .topic_manager import TopicConfigManager
@@ -70,6 +72,7 @@ class BrokerController:
         self.stats = BrokerStats(self.store)
         self.stats_sampler: asyncio.Task | None = None  # once a second (tests stop it, sample by hand)
         self.hold: PullRequestHoldService | None = None
+        self.loop_lag: LoopLagMonitor | None = None
         self.registration: NamesrvRegistration | None = None
         self._tasks: list[asyncio.Task] = []
         self.boot_timestamp = int(time.time() * 1000)
@@ -83,6 +86,8 @@ class BrokerController:
         self.groups.load()
         self.offsets.load()
         self.hold = PullRequestHoldService(asyncio.get_running_loop())
+        self.loop_lag = LoopLagMonitor(asyncio.get_running_loop())
+        self.loop_lag.start()
         self.store.add_dispatch_listener(self._on_dispatch)
         self._register_processors()
         self.server.close_listeners.append(self._on_connection_closed)
@@ -232,12 +237,16 @@ class BrokerController:
             }
         )
         info.update(self.schedule.runtime_info())
+        lag_ms = self.loop_lag.lag_ms if self.loop_lag is not None else 0
+        info.update(queue_figures(self.server.waiting_requests(), lag_ms))
         info.update(self.stats.runtime_info())
         return info
 
     async def stop(self) -> None:
         for task in self._tasks:
             task.cancel()
+        if self.loop_lag is not None:
+            self.loop_lag.stop()
         if self.hold:
             self.hold.wake_all()
         if self.registration:

@@ -128,6 +128,8 @@ def test_metrics_exposes_broker_topic_and_group_figures(live_cluster, admin, set
     assert "# TYPE rocketmq_broker_put_tps gauge" in text
     disk = [float(v) for v in re.findall(r"^rocketmq_broker_commitlog_disk_ratio\{.*\} (\S+)$", text, re.M)]
     assert len(disk) == 2 and all(0 < ratio <= 1 for ratio in disk), disk
+    waits = re.findall(r"^rocketmq_broker_request_wait_ms\{.*\} (\S+)$", text, re.M)
+    assert len(waits) == 2 and all(float(wait) >= 0 for wait in waits), waits
     assert 'rocketmq_topic_messages_total{topic="MetricsTopic"} 1.0' in text
     assert 'rocketmq_group_lag{group="metrics-group"} 1.0' in text
     assert 'rocketmq_group_clients{group="metrics-group"} 0.0' in text

@@ -96,3 +96,16 @@ async def test_a_later_answer_outside_a_turn_leaves_at_once():
     request = create_request(ECHO, {"n": "held"})
     connection.send_response(request, response_to(request, ext_fields={"n": "held"}))
     assert answered(transport) == ["held"]
+
+
+async def test_the_requests_a_turn_left_waiting_are_reported_by_code_until_served():
+    transport = RecordingTransport()
+    connection = connection_with(transport)
+    burst = [create_request(ECHO, {"n": i}) for i in range(COMMANDS_PER_TURN + 3)]
+    burst[-1] = create_request(SLOW, {"n": "slow"})
+    late_answer = response_to(create_request(ECHO, {}))  # an answer in the backlog is no request
+    connection.data_received(b"".join(encode_frame(cmd) for cmd in burst) + encode_frame(late_answer))
+    assert connection.waiting_request_codes() == [ECHO, ECHO, SLOW]
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert connection.waiting_request_codes() == []

@@ -333,6 +333,11 @@ def test_admin_topics_groups_config_and_runtime(cluster, client):
 
     runtime = orjson.loads(client.invoke(addr, create_request(RC.GET_BROKER_RUNTIME_INFO)).body)["table"]
     assert {"commitLogMaxOffset", "brokerVersionDesc", "bootTimestamp"} <= set(runtime)
+    # RocketMQ's queue figures: this broker's backlog and loop lag (nothing waits here now).
+    assert runtime["pageCacheLockTimeMills"] == "0"
+    for key in ("sendThreadPoolQueueSize", "pullThreadPoolQueueSize", "queryThreadPoolQueueSize"):
+        assert runtime[key] == "0"
+    assert int(runtime["sendThreadPoolQueueHeadWaitTimeMills"]) >= 0
     assert client.invoke(
         addr, create_request(RC.UPDATE_BROKER_CONFIG, body=b"shortPollingTimeMills=500\n")
     ).ok
