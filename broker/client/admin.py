@@ -197,6 +197,9 @@ class BrokerSummary:
     out_total_yesterday: int = 0
     in_total_today: int = 0
     out_total_today: int = 0
+    # How long a request arriving now waits before the broker serves it: its event loop's lag
+    # (RocketMQ's sendThreadPoolQueueHeadWaitTimeMills).
+    request_wait_ms: int = 0
 
 
 @dataclass(frozen=True)
@@ -421,6 +424,7 @@ class AsyncMQAdmin:
             out_total_yesterday=total("msgGetTotalTodayMorning") - total("msgGetTotalYesterdayMorning"),
             in_total_today=total("msgPutTotalTodayNow") - total("msgPutTotalTodayMorning"),
             out_total_today=total("msgGetTotalTodayNow") - total("msgGetTotalTodayMorning"),
+            request_wait_ms=_as_int(kv.get("sendThreadPoolQueueHeadWaitTimeMills")),
         )
 
     # -- target resolution -------------------------------------------------------------------

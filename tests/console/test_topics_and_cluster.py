@@ -24,6 +24,9 @@ def test_cluster_page_lists_both_brokers_with_runtime_figures(viewer_client, liv
     # Disk used: the brokers' own commitLogDiskRatio (their store's disk is never empty).
     disk_used = [float(v) for v in re.findall(r'<td class="num">(\d+\.\d) %</td>', html)]
     assert len(disk_used) == len(live_cluster.brokers) and all(0 < v <= 100 for v in disk_used), disk_used
+    # Request wait: each broker's loop lag, in whole milliseconds.
+    waits = re.findall(r'<td class="num request-wait">(\d+) ms</td>', html)
+    assert "Request wait" in html and len(waits) == len(live_cluster.brokers), waits
 
 
 def test_broker_page_shows_runtime_and_config(viewer_client, live_cluster):
