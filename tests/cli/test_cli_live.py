@@ -1,12 +1,14 @@
 """mqadmin against a real name server and two brokers (subprocesses, tests/cli/live_cluster.py).
 
 Subcommands run in-process through ``broker.cli.main`` (fast) and a few as real subprocesses
-(``python -m broker.cli``). The tests share one cluster and run in file order: later ones use
-what earlier ones created (topic, messages, group offsets).
+(``python -m broker.cli``). The tests share one cluster; what several need (the topic, the
+messages sent to it) comes from module fixtures, so each test also runs alone (``-k``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import subprocess
 import sys
@@ -36,8 +38,40 @@ def cluster(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def sent() -> dict[str, Any]:
-    return {}
+def topic(cluster) -> str:
+    """TOPIC with 3 queues on each broker, in the name server's route."""
+    n = cluster.namesrv_addr
+    quiet("updateTopic", "-n", n, "-c", CLUSTER, "-t", TOPIC, "-r", "3", "-w", "3")
+    eventually(lambda: len(quiet_json("topicRoute", "-n", n, "-t", TOPIC)["queue_datas"]) == 2)
+    return TOPIC
+
+
+@pytest.fixture(scope="module")
+def sent(cluster, topic) -> dict[str, Any]:
+    """MESSAGES messages sent by ``mqadmin sendMessage`` to queue 0 of each broker in turn,
+    key ``key-<i>``, body ``body-<i>``, tag TagA: their results, and a time before them."""
+    since = int(time.time() * 1000) - 60_000
+    results = []
+    for i in range(MESSAGES):
+        broker = "broker-a" if i % 2 == 0 else "broker-b"
+        message = ["-t", topic, "-p", f"body-{i}", "-k", f"key-{i}", "-c", "TagA"]
+        results.append(
+            quiet_json("sendMessage", "-n", cluster.namesrv_addr, *message, "-b", broker, "-i", "0")
+        )
+    return {"results": results, "since": since}
+
+
+def quiet(*argv: str) -> str:
+    """mqadmin's output, for fixtures (capsys is a test's own)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    assert code == 0, f"mqadmin {' '.join(argv)} exited {code}: {err.getvalue()}"
+    return out.getvalue()
+
+
+def quiet_json(*argv: str) -> Any:
+    return json.loads(quiet(*argv, "--json"))
 
 
 def mqadmin(capsys, *argv: str) -> tuple[int, str, str]:
@@ -112,32 +146,9 @@ def test_update_topic_then_list_and_route(cluster, capsys):
 
 def test_send_messages_then_topic_status(cluster, capsys, sent):
     n = cluster.namesrv_addr
-    results = []
-    for i in range(MESSAGES):
-        broker = "broker-a" if i % 2 == 0 else "broker-b"
-        results.append(
-            ok_json(
-                capsys,
-                "sendMessage",
-                "-n",
-                n,
-                "-t",
-                TOPIC,
-                "-p",
-                f"body-{i}",
-                "-k",
-                f"key-{i}",
-                "-c",
-                "TagA",
-                "-b",
-                broker,
-                "-i",
-                "0",
-            )
-        )
+    results = sent["results"]
     assert all(r["send_status"] == "SEND_OK" for r in results)
-    sent["results"] = results
-    sent["since"] = int(time.time() * 1000) - 60_000
+    assert len({r["msg_id"] for r in results}) == MESSAGES
     status = ok_json(capsys, "topicStatus", "-n", n, "-t", TOPIC)
     maxima = {(q["broker_name"], q["queue_id"]): q["max_offset"] for q in status["queues"]}
     assert maxima[("broker-a", 0)] == maxima[("broker-b", 0)] == MESSAGES // 2
@@ -167,7 +178,7 @@ def test_query_messages_by_ids_and_key(cluster, capsys, sent):
     assert table.splitlines()[1].split()[0] == sent["results"][3]["msg_id"]
 
 
-def test_consume_message_prints_what_was_sent(cluster, capsys):
+def test_consume_message_prints_what_was_sent(cluster, capsys, sent):
     n = cluster.namesrv_addr
     data = ok_json(capsys, "consumeMessage", "-n", n, "-t", TOPIC)
     assert sorted(m["body"] for m in data["messages"]) == sorted(f"body-{i}" for i in range(MESSAGES))
@@ -205,7 +216,7 @@ def test_connections_of_offline_groups_fail_clearly(cluster, capsys):
     assert code == 1 and err.startswith("mqadmin: broker ")
 
 
-def test_producer_connection_lists_a_live_producer(cluster, capsys):
+def test_producer_connection_lists_a_live_producer(cluster, capsys, topic):
     n = cluster.namesrv_addr
     producer = Producer("CliLiveProducers", n).start()
     try:
@@ -226,7 +237,7 @@ def test_producer_connection_lists_a_live_producer(cluster, capsys):
         producer.shutdown()
 
 
-def test_consumer_connection_lists_a_live_consumer(cluster, capsys):
+def test_consumer_connection_lists_a_live_consumer(cluster, capsys, topic):
     n = cluster.namesrv_addr
     consumer = LitePullConsumer("CliLiveConsumers", n)
     consumer.subscribe(TOPIC, "TagA || TagB")
@@ -275,7 +286,7 @@ def test_broker_status_and_config(cluster, capsys, sent):
     assert "maxMessageSize" in ok(capsys, "getBrokerConfig", "-n", cluster.namesrv_addr, "-c", CLUSTER)
 
 
-def test_delete_group_and_topic(cluster, capsys):
+def test_delete_group_and_topic(cluster, capsys, topic):
     n = cluster.namesrv_addr
     out = ok(capsys, "deleteSubGroup", "-n", n, "-c", CLUSTER, "-g", GROUP)
     assert out.count("delete subscription group") == 2
