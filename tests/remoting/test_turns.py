@@ -1,9 +1,16 @@
-"""Pipelined requests are served in turns of ``COMMANDS_PER_TURN``, in order, answers sent per turn."""
+"""Pipelined requests are served in turns of ``COMMANDS_PER_TURN``, in order, answers sent per
+turn; a connection whose backlog is full stops reading until it is served."""
 
 import asyncio
 
+from broker.remoting import connection as connection_module
 from broker.remoting.command import create_request, response_to
-from broker.remoting.connection import COMMANDS_PER_TURN, ProcessorTable, RemotingConnection
+from broker.remoting.connection import (
+    COMMANDS_PER_TURN,
+    MAX_BACKLOG_COMMANDS,
+    ProcessorTable,
+    RemotingConnection,
+)
 from broker.remoting.frame import FrameDecoder, encode_frame
 
 ECHO, SLOW = 700, 701
@@ -109,3 +116,63 @@ async def test_the_requests_a_turn_left_waiting_are_reported_by_code_until_serve
     for _ in range(3):
         await asyncio.sleep(0)
     assert connection.waiting_request_codes() == []
+
+
+class PausableTransport(RecordingTransport):
+    """Records when the connection stops and starts reading."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reading: list[bool] = []
+
+    def pause_reading(self) -> None:
+        self.reading.append(False)
+
+    def resume_reading(self) -> None:
+        self.reading.append(True)
+
+
+def echo_frames(count: int, size: int = 0) -> bytes:
+    return b"".join(encode_frame(create_request(ECHO, {"n": i}, b"b" * size)) for i in range(count))
+
+
+async def test_a_full_backlog_stops_reading_until_every_waiting_request_is_served():
+    transport = PausableTransport()
+    connection = connection_with(transport)
+    burst = MAX_BACKLOG_COMMANDS + COMMANDS_PER_TURN  # more than a turn serves: the rest waits
+    connection.data_received(echo_frames(burst))
+    assert transport.reading == [False] and connection.reading_paused
+    for _ in range(burst):  # a turn at a time, while anything still waits: still not reading
+        if len(answered(transport)) >= burst - COMMANDS_PER_TURN:
+            break
+        await asyncio.sleep(0)
+        assert transport.reading == [False]
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert answered(transport) == [str(i) for i in range(burst)]
+    assert transport.reading == [False, True] and not connection.reading_paused
+
+
+async def test_a_backlog_under_the_limits_keeps_reading():
+    transport = PausableTransport()
+    connection = connection_with(transport)
+    for _ in range(3):  # bursts the turns keep up with
+        connection.data_received(echo_frames(COMMANDS_PER_TURN * 4))
+        for _ in range(5):
+            await asyncio.sleep(0)
+    assert len(answered(transport)) == 3 * COMMANDS_PER_TURN * 4
+    assert transport.reading == []
+
+
+async def test_bytes_read_while_requests_wait_stop_reading_too(monkeypatch):
+    monkeypatch.setattr(connection_module, "MAX_BACKLOG_BYTES", 64 * 1024)
+    transport = PausableTransport()
+    connection = connection_with(transport)
+    connection.data_received(echo_frames(COMMANDS_PER_TURN + 1, size=1024))  # 17 KiB: reading on
+    assert transport.reading == []
+    connection.data_received(echo_frames(COMMANDS_PER_TURN * 3, size=1024))  # 65 KiB since empty
+    assert transport.reading == [False]
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert len(answered(transport)) == COMMANDS_PER_TURN * 4 + 1
+    assert transport.reading == [False, True]

@@ -1,6 +1,8 @@
 """The broker as a real process next to a real name server, driven with RocketMQ frames."""
 
 import asyncio
+import socket
+import threading
 import time
 
 import orjson
@@ -13,7 +15,9 @@ from broker.remoting.client import RemotingClient, SyncRemotingClient
 from broker.remoting.codes import RequestCode as RC
 from broker.remoting.codes import ResponseCode
 from broker.remoting.command import create_request, response_to
-from tests.harness import SMALL_STORE_CONF, EngineProcess, free_port
+from broker.remoting.connection import MAX_BACKLOG_COMMANDS
+from broker.remoting.frame import encode_frame
+from tests.harness import SMALL_STORE_CONF, EngineProcess, free_port, wait_until
 
 FLAG_SUSPEND, FLAG_SUBSCRIPTION = 0x2, 0x4
 
@@ -52,9 +56,9 @@ def client():
     sync.close()
 
 
-def send(client, addr, topic, body, queue_id=0, tags=None, keys=None, v2=False, code=RC.SEND_MESSAGE):
-    props = "".join(f"{k}\x01{v}\x02" for k, v in (("TAGS", tags), ("KEYS", keys)) if v)
-    header = {
+def send_header(topic, queue_id=0, props=""):
+    """SEND_MESSAGE's header fields, as RocketMQ's producer fills them."""
+    return {
         "producerGroup": "pg",
         "topic": topic,
         "defaultTopic": "TBW102",
@@ -66,6 +70,11 @@ def send(client, addr, topic, body, queue_id=0, tags=None, keys=None, v2=False, 
         "properties": props,
         "reconsumeTimes": 0,
     }
+
+
+def send(client, addr, topic, body, queue_id=0, tags=None, keys=None, v2=False, code=RC.SEND_MESSAGE):
+    props = "".join(f"{k}\x01{v}\x02" for k, v in (("TAGS", tags), ("KEYS", keys)) if v)
+    header = send_header(topic, queue_id, props)
     if v2:
         letters = dict(zip("abcdefghij", header, strict=False))
         header = {letter: header[name] for letter, name in letters.items()}
@@ -376,7 +385,6 @@ def test_restart_keeps_topics_offsets_and_messages(cluster, client, tmp_path):
 
 
 def test_garbage_on_the_wire_does_not_hurt_others(cluster, client):
-    import socket
     import struct
 
     _, brokers = cluster
@@ -395,3 +403,44 @@ def test_garbage_on_the_wire_does_not_hurt_others(cluster, client):
     assert after["table"]["commitLogMaxOffset"] == before["table"]["commitLogMaxOffset"]
     unknown = client.invoke(brokers["broker-a"].addr, create_request(777))
     assert unknown.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+
+
+def test_a_flood_of_oneway_sends_is_held_back_not_read_into_memory(cluster, client):
+    """Raw connections write oneway sends far faster than the broker stores them. The broker
+    stops reading a connection once MAX_BACKLOG_COMMANDS of its requests wait (TCP holds the
+    sender back), so its send queue stays bounded; it answers other connections meanwhile and
+    stores every message (a oneway send has nobody to hear of a refusal)."""
+    _, brokers = cluster
+    addr = brokers["broker-a"].addr
+    topic, senders, per_sender = "FloodTopic", 2, 10_000
+    create = {"topic": topic, "readQueueNums": 4, "writeQueueNums": 4, "perm": 6}
+    assert client.invoke(addr, create_request(RC.UPDATE_AND_CREATE_TOPIC, create)).ok
+    flood = b"".join(
+        encode_frame(create_request(RC.SEND_MESSAGE, send_header(topic, i % 4), b"f" * 1024, oneway=True))
+        for i in range(per_sender)
+    )
+    host, port = addr.rsplit(":", 1)
+    connections = [socket.create_connection((host, int(port)), timeout=60) for _ in range(senders)]
+    writers = [threading.Thread(target=conn.sendall, args=(flood,)) for conn in connections]
+    for writer in writers:
+        writer.start()
+    waiting = []
+    while True:  # sampled while the senders write, and once after
+        runtime = client.invoke(addr, create_request(RC.GET_BROKER_RUNTIME_INFO))
+        waiting.append(int(orjson.loads(runtime.body)["table"]["sendThreadPoolQueueSize"]))
+        if not any(writer.is_alive() for writer in writers):
+            break
+        time.sleep(0.02)
+    for writer in writers:
+        writer.join()
+
+    def stored() -> int:
+        fields = [{"topic": topic, "queueId": queue_id} for queue_id in range(4)]
+        answers = [client.invoke(addr, create_request(RC.GET_MAX_OFFSET, f)) for f in fields]
+        return sum(int(answer.field("offset")) for answer in answers)
+
+    assert wait_until(lambda: stored() == senders * per_sender, timeout=120)
+    for conn in connections:
+        conn.close()
+    # Read into memory at most: the backlog's limit and one more read (256 KiB) per connection.
+    assert max(waiting) <= senders * 2 * MAX_BACKLOG_COMMANDS, max(waiting)
