@@ -67,8 +67,10 @@ class RemotingClient:
         return await connection.invoke(request, timeout_ms)
 
     async def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
+        """Returns once the request is written, or queued for writing while the peer keeps up."""
         connection = await self.connection(addr)
         connection.invoke_oneway(request)
+        await connection.drain()
 
     def close_connection(self, addr: str) -> None:
         connection = self._connections.pop(addr, None)

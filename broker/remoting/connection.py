@@ -81,6 +81,7 @@ class RemotingConnection(asyncio.Protocol):
         self._turn_scheduled = False
         self.attributes: dict = {}  # what the owner knows of the peer (client id, …)
         self._tasks: set[asyncio.Task] = set()
+        self._writable: asyncio.Future | None = None  # while the transport's buffer is too full
 
     # -- asyncio.Protocol --------------------------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -162,8 +163,18 @@ class RemotingConnection(asyncio.Protocol):
             slot.set_exception(RemotingSendRequestError(self.remote_addr, "the connection was closed"))
         if not self.closed.done():
             self.closed.set_result(None)
+        self.resume_writing()  # whoever waits to write hears of the end at its next write
         if self.on_close:
             self.on_close(self)
+
+    def pause_writing(self) -> None:
+        if self._writable is None:
+            self._writable = self._loop.create_future()
+
+    def resume_writing(self) -> None:
+        waiter, self._writable = self._writable, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def waiting_request_codes(self) -> list[int]:
         """The codes of the requests read but not served yet (a burst's later ones)."""
@@ -291,6 +302,17 @@ class RemotingConnection(asyncio.Protocol):
     def invoke_oneway(self, request: RemotingCommand) -> None:
         request.flag |= 0x2
         self.write(request)
+
+    async def drain(self) -> None:
+        """For senders nobody answers (oneway): let a corked burst leave now, then wait while
+        the transport holds more than its high-water mark (the peer takes no more — a broker
+        whose backlog is full stops reading). Without it, a loop of oneway sends that never
+        yields would keep every frame in memory and send none until it ended."""
+        if len(self._outgoing) >= COMMANDS_PER_TURN:
+            self._send_outgoing()
+        waiter = self._writable
+        if waiter is not None:
+            await asyncio.shield(waiter)  # one sender cancelled must not wake the others
 
     def close(self) -> None:
         if self.transport is not None:
