@@ -61,9 +61,16 @@ class RemotingConnection(asyncio.Protocol):
         on_close: Callable[[RemotingConnection], None] | None = None,
         max_frame: int = DEFAULT_MAX_FRAME,
         busy_poll: BusyPoll | None = None,
+        serve_only_while_read: bool = False,
     ) -> None:
         self.processors = processors
         self.busy_poll = busy_poll  # shared by a server's connections: see busy_poll.py
+        # A server's end: while the peer reads none of its answers (the transport's buffer over
+        # its high-water mark), requests wait in the backlog instead of answers piling up in
+        # memory — a client that pipelines pulls and never reads would otherwise be written
+        # every answer. Not a client's end: it always reads its answers, or two ends that both
+        # stopped would wait for each other.
+        self.serve_only_while_read = serve_only_while_read
         self.on_close = on_close
         self.decoder = FrameDecoder(max_frame)
         self.transport: asyncio.Transport | None = None
@@ -124,6 +131,8 @@ class RemotingConnection(asyncio.Protocol):
         if self.closed.done():  # the peer is gone: nobody to answer
             backlog.clear()
             return
+        if self._writable is not None and self.serve_only_while_read:
+            return  # resume_writing takes the turn
         self._reading = True
         try:
             for _ in range(min(len(backlog), COMMANDS_PER_TURN)):
@@ -175,6 +184,9 @@ class RemotingConnection(asyncio.Protocol):
         waiter, self._writable = self._writable, None
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
+        if self._backlog and not self._turn_scheduled and not self.closed.done():
+            self._turn_scheduled = True  # requests held while the peer read nothing
+            self._loop.call_soon(self._take_turn)
 
     def waiting_request_codes(self) -> list[int]:
         """The codes of the requests read but not served yet (a burst's later ones)."""

@@ -52,7 +52,11 @@ class RemotingServer:
 
     def _new_connection(self) -> RemotingConnection:
         connection = RemotingConnection(
-            self.processors, self._connection_closed, self.max_frame, self.busy_poll
+            self.processors,
+            self._connection_closed,
+            self.max_frame,
+            self.busy_poll,
+            serve_only_while_read=True,
         )
         self.connections.add(connection)
         return connection

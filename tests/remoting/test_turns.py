@@ -39,7 +39,7 @@ def answered(transport: RecordingTransport) -> list[str]:
     return [cmd.field("n") for data in transport.writes for cmd in decoder.feed(data)]
 
 
-def connection_with(transport: RecordingTransport) -> RemotingConnection:
+def connection_with(transport: RecordingTransport, **options) -> RemotingConnection:
     table = ProcessorTable()
     table.register(ECHO, lambda conn, request: response_to(request, ext_fields={"n": request.field("n")}))
 
@@ -48,7 +48,7 @@ def connection_with(transport: RecordingTransport) -> RemotingConnection:
         return response_to(request, ext_fields={"n": request.field("n")})
 
     table.register(SLOW, slow)
-    connection = RemotingConnection(table)
+    connection = RemotingConnection(table, **options)
     connection.connection_made(transport)
     return connection
 
@@ -176,3 +176,24 @@ async def test_bytes_read_while_requests_wait_stop_reading_too(monkeypatch):
         await asyncio.sleep(0)
     assert len(answered(transport)) == COMMANDS_PER_TURN * 4 + 1
     assert transport.reading == [False, True]
+
+
+async def test_a_server_holds_requests_while_its_peer_reads_no_answers():
+    transport = RecordingTransport()
+    connection = connection_with(transport, serve_only_while_read=True)
+    connection.pause_writing()  # what the transport says once its buffer is over the high-water mark
+    connection.data_received(echo_frames(3))
+    await asyncio.sleep(0)
+    assert answered(transport) == []
+    assert connection.waiting_request_codes() == [ECHO] * 3
+    connection.resume_writing()
+    await asyncio.sleep(0)
+    assert answered(transport) == ["0", "1", "2"]
+
+
+async def test_a_clients_end_keeps_serving_while_it_cannot_write():
+    transport = RecordingTransport()
+    connection = connection_with(transport)
+    connection.pause_writing()
+    connection.data_received(echo_frames(3))
+    assert answered(transport) == ["0", "1", "2"]

@@ -16,7 +16,7 @@ from broker.remoting.codes import RequestCode as RC
 from broker.remoting.codes import ResponseCode
 from broker.remoting.command import create_request, response_to
 from broker.remoting.connection import MAX_BACKLOG_COMMANDS
-from broker.remoting.frame import encode_frame
+from broker.remoting.frame import FrameDecoder, encode_frame
 from tests.harness import SMALL_STORE_CONF, EngineProcess, free_port, wait_until
 
 FLAG_SUSPEND, FLAG_SUBSCRIPTION = 0x2, 0x4
@@ -444,3 +444,47 @@ def test_a_flood_of_oneway_sends_is_held_back_not_read_into_memory(cluster, clie
         conn.close()
     # Read into memory at most: the backlog's limit and one more read (256 KiB) per connection.
     assert max(waiting) <= senders * 2 * MAX_BACKLOG_COMMANDS, max(waiting)
+
+
+def test_pipelined_pulls_wait_while_their_answers_are_not_read(cluster, client):
+    """A client writes hundreds of pulls and reads none of the (large) answers. The broker
+    stops serving that connection once its answers fill the socket, instead of building every
+    answer in memory; once the client reads, every pull is answered, in order."""
+    _, brokers = cluster
+    addr = brokers["broker-a"].addr
+    topic, pulls = "StalledReaderTopic", 400
+    create = {"topic": topic, "readQueueNums": 1, "writeQueueNums": 1, "perm": 6}
+    assert client.invoke(addr, create_request(RC.UPDATE_AND_CREATE_TOPIC, create)).ok
+    for _ in range(32):
+        assert send(client, addr, topic, b"s" * 16 * 1024).ok
+    wait_dispatched(client, addr, topic, 0, 32)
+    one_pull = client.invoke(addr, create_request(RC.PULL_MESSAGE, pull_fields(topic, 0, 0)))
+    per_pull = len(decode_messages(one_pull.body))
+
+    def runtime() -> dict:
+        return orjson.loads(client.invoke(addr, create_request(RC.GET_BROKER_RUNTIME_INFO)).body)["table"]
+
+    got_before = int(runtime()["msgGetTotalTodayNow"])
+    host, port = addr.rsplit(":", 1)
+    reader = socket.create_connection((host, int(port)), timeout=60)
+    requests = [create_request(RC.PULL_MESSAGE, pull_fields(topic, 0, 0)) for _ in range(pulls)]
+    reader.sendall(b"".join(encode_frame(request) for request in requests))
+    samples = []  # (pulls served, pulls waiting) until neither changes
+    for _ in range(600):
+        table = runtime()
+        served = (int(table["msgGetTotalTodayNow"]) - got_before) // per_pull
+        samples.append((served, int(table["pullThreadPoolQueueSize"])))
+        if samples[-1][1] == 0 or samples[-5:] == [samples[-1]] * 5:
+            break
+        time.sleep(0.05)
+    served, waiting = samples[-1]
+    assert waiting > 0 and served + waiting == pulls, samples[-5:]
+    assert served < pulls // 2  # what the socket's buffers hold, not every answer
+
+    opaques = []
+    decoder = FrameDecoder()
+    while len(opaques) < pulls:
+        opaques += [answer.opaque for answer in decoder.feed(reader.recv(1 << 20))]
+    reader.close()
+    assert opaques == [request.opaque for request in requests]
+    assert wait_until(lambda: runtime()["pullThreadPoolQueueSize"] == "0")
