@@ -29,27 +29,28 @@ def stamped_body(timed: bool = True) -> bytes:
     return STAMP.pack(time.time() if timed else _UNTIMED).ljust(BODY_SIZE, b"x")
 
 
-def latency_ms(body: bytes) -> float | None:
-    """Milliseconds since the body was stamped; None for an untimed (settling) message."""
-    stamp = STAMP.unpack_from(body)[0]
-    return None if stamp == _UNTIMED else (time.time() - stamp) * 1000
-
-
 class LatencySamples:
-    """End-to-end latencies of stamped bodies as a consumer receives them; ``done`` (a
-    ``threading.Event`` or an ``asyncio.Event``) is set once ``total`` have arrived."""
+    """End-to-end latencies of stamped bodies as a consumer receives them, with the stamps
+    (``bench/latency_split.py`` finds them on the wire); ``done`` (a ``threading.Event`` or an
+    ``asyncio.Event``) is set once ``total`` have arrived."""
 
     def __init__(self, total: int, done) -> None:
-        self.values: list[float] = []
+        self.values: list[float] = []  # milliseconds from stamp to receipt
+        self.stamps: list[float] = []
         self.total, self.done = total, done
 
     def add(self, body: bytes) -> None:
-        latency = latency_ms(body)
-        if latency is None:
+        now = time.time()
+        stamp = STAMP.unpack_from(body)[0]
+        if stamp == _UNTIMED:  # a settling message
             return
-        self.values.append(latency)
+        self.values.append((now - stamp) * 1000)
+        self.stamps.append(stamp)
         if len(self.values) >= self.total:
             self.done.set()
+
+    def __len__(self) -> int:
+        return len(self.values)
 
 
 class Peer:
@@ -61,7 +62,7 @@ class Peer:
     async def async_send(self, count: int, in_flight: int) -> None: ...
     async def batch_send(self, count: int, batch: int) -> None: ...
     async def consume(self, count: int) -> None: ...
-    async def latency(self, rate: int, seconds: float) -> list[float]: ...
+    async def latency(self, rate: int, seconds: float) -> LatencySamples: ...
 
 
 async def paced(rate: int, seconds: float, send) -> int:
@@ -110,7 +111,7 @@ async def measure(peer: Peer, messages: int, latency_seconds: float, warm_up: in
         start = time.perf_counter()
         await peer.consume(messages)
         figures["consume_msgs_s"] = messages / (time.perf_counter() - start)
-        figures |= latency_figures(await peer.latency(1000, latency_seconds))
+        figures |= latency_figures((await peer.latency(1000, latency_seconds)).values)
     finally:
         await peer.teardown()
     return figures
@@ -138,7 +139,7 @@ async def measure_latency_interleaved(
         for turn in range(turns):
             shift = turn % max(len(names), 1)
             for name in names[shift:] + names[:shift]:
-                samples[name] += await started[name].latency(1000, latency_seconds / turns)
+                samples[name] += (await started[name].latency(1000, latency_seconds / turns)).values
     finally:
         for peer in started.values():
             await peer.teardown()

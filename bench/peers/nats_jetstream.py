@@ -67,7 +67,7 @@ class NatsJetStream(Peer):
                 received += 1
         await subscription.unsubscribe()
 
-    async def latency(self, rate: int, seconds: float) -> list[float]:
+    async def latency(self, rate: int, seconds: float) -> LatencySamples:
         await self._new_stream(LATENCY_STREAM, LATENCY_SUBJECT)
         samples = LatencySamples(int(rate * seconds), asyncio.Event())
 
@@ -82,4 +82,4 @@ class NatsJetStream(Peer):
         await asyncio.wait_for(samples.done.wait(), 60)
         await subscription.unsubscribe()
         await self.js.delete_stream(LATENCY_STREAM)
-        return samples.values
+        return samples

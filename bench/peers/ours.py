@@ -146,7 +146,7 @@ class OursThreads(Peer):
 
         await asyncio.to_thread(run)
 
-    async def latency(self, rate: int, seconds: float) -> list[float]:
+    async def latency(self, rate: int, seconds: float) -> LatencySamples:
         samples = LatencySamples(int(rate * seconds), threading.Event())
 
         def listener(messages, context):
@@ -172,7 +172,7 @@ class OursThreads(Peer):
         while not samples.done.is_set() and time.monotonic() - started < 60:
             await asyncio.sleep(0.05)
         await asyncio.to_thread(consumer.shutdown)
-        return samples.values
+        return samples
 
 
 class Ours(OursThreads):
@@ -214,7 +214,7 @@ class Ours(OursThreads):
             received += len(await consumer.poll(5))
         await consumer.shutdown()
 
-    async def latency(self, rate: int, seconds: float) -> list[float]:
+    async def latency(self, rate: int, seconds: float) -> LatencySamples:
         samples = LatencySamples(int(rate * seconds), asyncio.Event())
 
         async def listener(messages, context):
@@ -243,4 +243,4 @@ class Ours(OursThreads):
         except TimeoutError:
             pass
         await consumer.shutdown()
-        return samples.values
+        return samples

@@ -64,7 +64,7 @@ class RabbitMQ(Peer):
                 if received >= count:
                     break
 
-    async def latency(self, rate: int, seconds: float) -> list[float]:
+    async def latency(self, rate: int, seconds: float) -> LatencySamples:
         queue = await self.channel.declare_queue(LATENCY_QUEUE, durable=True)
         await queue.purge()
         samples = LatencySamples(int(rate * seconds), asyncio.Event())
@@ -78,4 +78,4 @@ class RabbitMQ(Peer):
         await asyncio.wait_for(samples.done.wait(), 60)
         await queue.cancel(tag)
         await queue.delete(if_unused=False, if_empty=False)
-        return samples.values
+        return samples

@@ -6,7 +6,7 @@ import asyncio
 
 import redis.asyncio as redis
 
-from .base import BODY_SIZE, Peer, latency_ms, paced
+from .base import BODY_SIZE, LatencySamples, Peer, paced
 
 STREAM, GROUP = "pyrocket-bench", "bench-group"
 # The latency run's own stream (as every peer's latency run has its own topic, queue or stream).
@@ -54,9 +54,9 @@ class RedisStreams(Peer):
                 await self.client.xack(STREAM, GROUP, *ids)
             received += len(ids)
 
-    async def latency(self, rate: int, seconds: float) -> list[float]:
-        samples: list[float] = []
+    async def latency(self, rate: int, seconds: float) -> LatencySamples:
         total = int(rate * seconds)
+        samples = LatencySamples(total, asyncio.Event())
         last_id = "$"
         await self.client.delete(LATENCY_STREAM)
         reader = redis.from_url(self.url)
@@ -67,9 +67,7 @@ class RedisStreams(Peer):
                 reply = await reader.xread({LATENCY_STREAM: last_id}, count=256, block=1000)
                 for _, entries in reply:
                     for message_id, fields in entries:
-                        latency = latency_ms(fields[b"b"])
-                        if latency is not None:  # not a settling message
-                            samples.append(latency)
+                        samples.add(fields[b"b"])
                         last_id = message_id
 
         task = asyncio.create_task(read())
