@@ -51,6 +51,7 @@ class AsyncProducer:
 
     async def shutdown(self) -> None:
         producer = self.producer
+        producer.fail_queued_sends()
         await asyncio.to_thread(producer._release_trace)
         if producer.instance is not None:
             await producer.instance.aleave("producer", producer.group, producer)
@@ -74,9 +75,11 @@ class AsyncProducer:
 
     def send_async(self, msg: Message, queue: MessageQueue | None = None) -> asyncio.Future:
         """Start a send now and return a future of its ``SendResult`` (no task per message when
-        the route and the connection are cached)."""
+        the route and the connection are cached). While ``max_async_in_flight`` sends (or
+        ``max_async_in_flight_bytes``) await answers, it waits for room first, at most its send
+        timeout (then ``RemotingTooMuchRequestError``, not sent)."""
         future = self.producer._instance().loop.create_future()
-        self.producer._start_send(msg, queue, None, None, None, _settler(future))
+        self.producer.start_async_when_room(msg, queue, _settler(future))
         return future
 
     async def send_oneway(self, msg: Message, queue: MessageQueue | None = None) -> None:

@@ -26,13 +26,14 @@ from broker.common.message_id import create_unique_id
 from broker.common.sysflag import COMPRESSED_FLAG, TRANSACTION_PREPARED_TYPE
 from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC, is_retry_topic, validate_topic
 from broker.remoting.codes import ResponseCode
-from broker.remoting.errors import RemotingError
+from broker.remoting.errors import RemotingError, RemotingTooMuchRequestError
 
 from . import request_reply
 from .client_api import send_request
 from .errors import MQBrokerError, MQClientError
 from .instance import MQClientInstance, TopicRoute
 from .message_queue import MessageQueue
+from .send_window import DEFAULT_MAX_BYTES, DEFAULT_MAX_MESSAGES, SendWindow
 
 MAX_MESSAGE_SIZE = 4 * 1024 * 1024
 # Latency thresholds (ms) and how long a broker that hit them is avoided (RocketMQ's defaults).
@@ -103,6 +104,8 @@ class Producer:
         instance_name: str | None = None,
         enable_trace: bool = False,
         trace_topic: str | None = None,
+        max_async_in_flight: int = DEFAULT_MAX_MESSAGES,
+        max_async_in_flight_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
         self.group = group
         # Message trace: send records go to the trace topic (RMQ_SYS_TRACE_TOPIC by default).
@@ -117,6 +120,8 @@ class Producer:
         self.compress_over = compress_over
         self.default_topic_queue_nums = default_topic_queue_nums
         self.faults = LatencyFaultTolerance() if latency_fault_enable else None
+        # How many async sends (and bytes) may await answers at once: send_window.py.
+        self.async_window = SendWindow(max_async_in_flight, max_async_in_flight_bytes)
         self.instance = instance
         self._counter = itertools.count(random.randrange(1000))
 
@@ -144,6 +149,7 @@ class Producer:
     def shutdown(self) -> None:
         self._release_trace()
         if self.instance is not None:
+            self.instance.call_soon(self.fail_queued_sends)
             self.instance.leave("producer", self.group, self)
 
     # -- sync API -----------------------------------------------------------------------------
@@ -167,8 +173,21 @@ class Producer:
         callback: Callable[[SendResult | None, Exception | None], None] | None = None,
         queue: MessageQueue | None = None,
     ) -> concurrent.futures.Future:
+        instance = self._instance()
         future = _running_future()
-        self._instance().call_soon(self._start_send, msg, queue, None, None, None, _settler(future))
+        settle = _settler(future)
+        if instance.in_loop():  # the loop cannot wait for itself: queued there instead
+            self.start_async_when_room(msg, queue, settle)
+        else:
+            size = _window_size(msg)
+            try:  # as RocketMQ's tryAcquire: the calling thread waits for room
+                self.async_window.enter_blocking(size, self.send_timeout_ms / 1000)
+            except RemotingTooMuchRequestError as exc:
+                settle(None, exc)
+            else:
+                instance.call_soon(
+                    self._start_send, msg, queue, None, None, None, self._leaving(size, settle)
+                )
         if callback is not None:
             future.add_done_callback(lambda f: callback(None if f.exception() else f.result(), f.exception()))
         return future
@@ -253,6 +272,36 @@ class Producer:
             body = encode_batch(chunk)
             results.append(await self._send_to(target, header, body, self.send_timeout_ms, True, ids))
         return results
+
+    # -- async sends through the window (send_window.py) --------------------------------------
+    def start_async_when_room(self, msg, queue, settle) -> None:
+        """On the instance's loop: start an async send once the window has room for it, or
+        settle it with ``RemotingTooMuchRequestError`` when its send timeout passes first."""
+        size = _window_size(msg)
+        settled = self._leaving(size, settle)
+        self.async_window.enter_later(
+            size,
+            self.send_timeout_ms / 1000,
+            lambda: self._start_send(msg, queue, None, None, None, settled),
+            lambda error: settle(None, error),
+        )
+
+    def fail_queued_sends(self) -> None:
+        """On the instance's loop, as the producer stops: async sends still waiting for room fail."""
+        self.async_window.fail_queued(MQClientError("the producer was shut down before the send found room"))
+
+    def _leaving(self, size: int, settle):
+        """``settle``, after giving the send's room in the window back (once)."""
+        window, left = self.async_window, False
+
+        def settled(result, error) -> None:
+            nonlocal left
+            if not left:
+                left = True
+                window.leave(size)
+            settle(result, error)
+
+        return settled
 
     # -- the callback fast path (runs on the instance's loop) ---------------------------------
     def _start_send(self, msg, queue, selector, arg, timeout_ms, settle) -> None:
@@ -449,6 +498,10 @@ def _running_future() -> concurrent.futures.Future:
     future: concurrent.futures.Future = concurrent.futures.Future()
     future.set_running_or_notify_cancel()
     return future
+
+
+def _window_size(msg: Message) -> int:
+    return len(msg.body) if msg.body else 0
 
 
 def _settler(future):

@@ -23,5 +23,10 @@ class RemotingSendRequestError(RemotingError):
         self.addr = addr
 
 
+class RemotingTooMuchRequestError(RemotingError):
+    """Not sent: too many requests were already waiting for answers (RocketMQ's
+    RemotingTooMuchRequestException)."""
+
+
 class FrameError(RemotingError):
     """Bytes on the wire that are not a valid RocketMQ frame or header."""
