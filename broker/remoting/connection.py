@@ -16,6 +16,7 @@ import collections
 import logging
 from collections.abc import Awaitable, Callable
 
+from .backlog_budget import BacklogBudget
 from .busy_poll import BusyPoll
 from .codes import ResponseCode
 from .command import RPC_ONEWAY, RemotingCommand, response_to
@@ -62,9 +63,11 @@ class RemotingConnection(asyncio.Protocol):
         max_frame: int = DEFAULT_MAX_FRAME,
         busy_poll: BusyPoll | None = None,
         serve_only_while_read: bool = False,
+        budget: BacklogBudget | None = None,
     ) -> None:
         self.processors = processors
         self.busy_poll = busy_poll  # shared by a server's connections: see busy_poll.py
+        self.budget = budget  # a server's connections' backlogs together: see backlog_budget.py
         # A server's end: while the peer reads none of its answers (the transport's buffer over
         # its high-water mark), requests wait in the backlog instead of answers piling up in
         # memory — a client that pipelines pulls and never reads would otherwise be written
@@ -105,17 +108,37 @@ class RemotingConnection(asyncio.Protocol):
             log.warning("closing the connection from %s: %s", self.remote_addr, exc)
             self.close()
             return
-        backlog = self._backlog
+        backlog, budget = self._backlog, self.budget
         if not backlog:
-            self._backlog_bytes = 0
+            self._forget_backlog_bytes()
         self._backlog_bytes += len(data)
         backlog.extend(commands)
+        if budget is not None:
+            budget.bytes += len(data)
+            budget.commands += len(commands)
         if self.busy_poll is not None:
             self.busy_poll.touch()
         if not self._turn_scheduled:
             self._take_turn()
-        if backlog and (len(backlog) >= MAX_BACKLOG_COMMANDS or self._backlog_bytes >= MAX_BACKLOG_BYTES):
+        if backlog and (
+            len(backlog) >= MAX_BACKLOG_COMMANDS
+            or self._backlog_bytes >= MAX_BACKLOG_BYTES
+            or (budget is not None and budget.exhausted())
+        ):
             self._pause_reading()
+
+    def _forget_backlog_bytes(self) -> None:
+        """The backlog is empty: what was read into it no longer counts."""
+        if self.budget is not None:
+            self.budget.bytes -= self._backlog_bytes
+        self._backlog_bytes = 0
+
+    def _drop_backlog(self) -> None:
+        """The peer is gone: nobody to answer what still waits."""
+        if self.budget is not None:
+            self.budget.commands -= len(self._backlog)
+        self._backlog.clear()
+        self._forget_backlog_bytes()
 
     def _take_turn(self) -> None:
         """Handle up to ``COMMANDS_PER_TURN`` received commands, send what they produced, and
@@ -128,15 +151,17 @@ class RemotingConnection(asyncio.Protocol):
         and other connections get their turn in between."""
         self._turn_scheduled = False
         backlog = self._backlog
-        if self.closed.done():  # the peer is gone: nobody to answer
-            backlog.clear()
+        if self.closed.done():
+            self._drop_backlog()
             return
         if self._writable is not None and self.serve_only_while_read:
             return  # resume_writing takes the turn
         self._reading = True
+        served = 0
         try:
             for _ in range(min(len(backlog), COMMANDS_PER_TURN)):
                 cmd = backlog.popleft()
+                served += 1
                 if cmd.is_response:
                     slot = self.pending.pop(cmd.opaque, None)
                     if slot is not None:
@@ -145,6 +170,10 @@ class RemotingConnection(asyncio.Protocol):
                     self._serve(cmd)
         finally:
             self._reading = False
+            if self.budget is not None:
+                self.budget.commands -= served
+            if not backlog:
+                self._forget_backlog_bytes()
             if backlog and not self._turn_scheduled and not self.closed.done():
                 self._turn_scheduled = True
                 self._loop.call_soon(self._take_turn)
@@ -172,6 +201,7 @@ class RemotingConnection(asyncio.Protocol):
             slot.set_exception(RemotingSendRequestError(self.remote_addr, "the connection was closed"))
         if not self.closed.done():
             self.closed.set_result(None)
+        self._drop_backlog()
         self.resume_writing()  # whoever waits to write hears of the end at its next write
         if self.on_close:
             self.on_close(self)

@@ -7,6 +7,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 
+from .backlog_budget import BacklogBudget
 from .busy_poll import BusyPoll
 from .command import RemotingCommand
 from .connection import Handler, ProcessorTable, RemotingConnection
@@ -32,6 +33,7 @@ class RemotingServer:
         self._server: asyncio.AbstractServer | None = None
         self.busy_poll_window_s = busy_poll_window_s
         self.busy_poll: BusyPoll | None = None
+        self.backlog_budget = BacklogBudget()  # every connection's unserved requests together
 
     def register_processor(self, code: int, handler: Handler) -> None:
         self.processors.register(code, handler)
@@ -57,6 +59,7 @@ class RemotingServer:
             self.max_frame,
             self.busy_poll,
             serve_only_while_read=True,
+            budget=self.backlog_budget,
         )
         self.connections.add(connection)
         return connection

@@ -4,6 +4,7 @@ turn; a connection whose backlog is full stops reading until it is served."""
 import asyncio
 
 from broker.remoting import connection as connection_module
+from broker.remoting.backlog_budget import BacklogBudget
 from broker.remoting.command import create_request, response_to
 from broker.remoting.connection import (
     COMMANDS_PER_TURN,
@@ -197,3 +198,52 @@ async def test_a_clients_end_keeps_serving_while_it_cannot_write():
     connection.pause_writing()
     connection.data_received(echo_frames(3))
     assert answered(transport) == ["0", "1", "2"]
+
+
+def budget_connection(transport, budget: BacklogBudget) -> RemotingConnection:
+    return connection_with(transport, budget=budget, serve_only_while_read=True)
+
+
+async def settle(turns: int = 20) -> None:
+    for _ in range(turns):
+        await asyncio.sleep(0)
+
+
+async def test_connections_that_together_exceed_the_servers_budget_stop_reading():
+    budget = BacklogBudget(max_commands=40)
+    first, second, light = PausableTransport(), PausableTransport(), PausableTransport()
+    a, b, c = (budget_connection(t, budget) for t in (first, second, light))
+    a.data_received(echo_frames(48))  # 16 served in the read, 32 wait: under 40
+    assert budget.commands == 32 and first.reading == []
+    b.data_received(echo_frames(30))  # 16 served, 14 wait: 46 together
+    assert budget.commands == 46 and second.reading == [False]  # its own 14 are far below 1,024
+    c.data_received(echo_frames(1))  # nothing waits of its own: served at once, reading on
+    assert answered(light) == ["0"] and light.reading == []
+    await settle()
+    assert len(answered(first)) == 48 and len(answered(second)) == 30
+    assert second.reading == [False, True]  # once its own backlog was served
+    assert (budget.commands, budget.bytes) == (0, 0)
+
+
+async def test_the_servers_byte_budget_counts_what_waiting_connections_read():
+    budget = BacklogBudget(max_bytes=64 * 1024)
+    first, second = PausableTransport(), PausableTransport()
+    a, b = budget_connection(first, budget), budget_connection(second, budget)
+    a.data_received(echo_frames(COMMANDS_PER_TURN * 2, size=1024))  # ~34 KiB, half still waiting
+    assert first.reading == [] and budget.bytes > 32 * 1024
+    b.data_received(echo_frames(COMMANDS_PER_TURN * 2, size=1024))  # ~68 KiB together
+    assert second.reading == [False] and first.reading == []
+    await settle()
+    assert second.reading == [False, True]
+    assert (budget.commands, budget.bytes) == (0, 0)
+
+
+async def test_a_closed_connection_gives_back_what_it_left_waiting():
+    budget = BacklogBudget()
+    transport = RecordingTransport()
+    connection = budget_connection(transport, budget)
+    connection.pause_writing()  # its peer reads nothing: requests wait
+    connection.data_received(echo_frames(5, size=100))
+    assert budget.commands == 5 and budget.bytes > 500
+    connection.connection_lost(None)
+    assert (budget.commands, budget.bytes) == (0, 0)

@@ -474,7 +474,8 @@ def test_pipelined_pulls_wait_while_their_answers_are_not_read(cluster, client):
         table = runtime()
         served = (int(table["msgGetTotalTodayNow"]) - got_before) // per_pull
         samples.append((served, int(table["pullThreadPoolQueueSize"])))
-        if samples[-1][1] == 0 or samples[-5:] == [samples[-1]] * 5:
+        settled = samples[-1][1] == 0 or samples[-5:] == [samples[-1]] * 5
+        if settled and served + samples[-1][1] == pulls:  # (the first samples may precede the read)
             break
         time.sleep(0.05)
     served, waiting = samples[-1]
