@@ -24,7 +24,7 @@ from . import request_reply
 from .consume_async import AsyncConsumeService
 from .instance import MQClientInstance
 from .message_queue import MessageQueue
-from .producer import Producer, SendResult, _settler
+from .producer import Producer, SendResult
 from .pull_consumer import LitePullConsumer
 from .push_consumer import ConsumeConcurrentlyStatus, PushConsumer
 
@@ -79,7 +79,7 @@ class AsyncProducer:
         ``max_async_in_flight_bytes``) await answers, it waits for room first, at most its send
         timeout (then ``RemotingTooMuchRequestError``, not sent)."""
         future = self.producer._instance().loop.create_future()
-        self.producer.start_async_when_room(msg, queue, _settler(future))
+        self.producer.start_async_when_room(msg, queue, future)
         return future
 
     async def send_oneway(self, msg: Message, queue: MessageQueue | None = None) -> None:

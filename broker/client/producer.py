@@ -175,19 +175,15 @@ class Producer:
     ) -> concurrent.futures.Future:
         instance = self._instance()
         future = _running_future()
-        settle = _settler(future)
         if instance.in_loop():  # the loop cannot wait for itself: queued there instead
-            self.start_async_when_room(msg, queue, settle)
+            self.start_async_when_room(msg, queue, future)
         else:
-            size = _window_size(msg)
             try:  # as RocketMQ's tryAcquire: the calling thread waits for room
-                self.async_window.enter_blocking(size, self.send_timeout_ms / 1000)
+                left_s = self.async_window.reserve(len(msg.body or b""), self.send_timeout_ms / 1000)
             except RemotingTooMuchRequestError as exc:
-                settle(None, exc)
+                future.set_exception(exc)
             else:
-                instance.call_soon(
-                    self._start_send, msg, queue, None, None, None, self._leaving(size, settle)
-                )
+                instance.call_soon(self.start_async_when_room, msg, queue, future, left_s, True)
         if callback is not None:
             future.add_done_callback(lambda f: callback(None if f.exception() else f.result(), f.exception()))
         return future
@@ -274,34 +270,27 @@ class Producer:
         return results
 
     # -- async sends through the window (send_window.py) --------------------------------------
-    def start_async_when_room(self, msg, queue, settle) -> None:
-        """On the instance's loop: start an async send once the window has room for it, or
-        settle it with ``RemotingTooMuchRequestError`` when its send timeout passes first."""
-        size = _window_size(msg)
-        settled = self._leaving(size, settle)
-        self.async_window.enter_later(
+    def start_async_when_room(self, msg, queue, future, timeout_s=None, reserved=False) -> None:
+        """On the instance's loop: start an async send once the window has room for it, or fail
+        ``future`` with ``RemotingTooMuchRequestError`` when ``timeout_s`` (by default its send
+        timeout) passes first. ``reserved``: a thread reserved the room (``SendWindow.reserve``)."""
+        window, size = self.async_window, len(msg.body or b"")
+        if reserved:
+            window.arrived(size)
+        settled = _settler(future, window, size)
+        if window.try_enter(size):  # the usual case: room now
+            self._start_send(msg, queue, None, None, None, settled)
+            return
+        window.enter_later(
             size,
-            self.send_timeout_ms / 1000,
+            self.send_timeout_ms / 1000 if timeout_s is None else timeout_s,
             lambda: self._start_send(msg, queue, None, None, None, settled),
-            lambda error: settle(None, error),
+            lambda error: _settler(future)(None, error),  # never entered: nothing to leave
         )
 
     def fail_queued_sends(self) -> None:
         """On the instance's loop, as the producer stops: async sends still waiting for room fail."""
         self.async_window.fail_queued(MQClientError("the producer was shut down before the send found room"))
-
-    def _leaving(self, size: int, settle):
-        """``settle``, after giving the send's room in the window back (once)."""
-        window, left = self.async_window, False
-
-        def settled(result, error) -> None:
-            nonlocal left
-            if not left:
-                left = True
-                window.leave(size)
-            settle(result, error)
-
-        return settled
 
     # -- the callback fast path (runs on the instance's loop) ---------------------------------
     def _start_send(self, msg, queue, selector, arg, timeout_ms, settle) -> None:
@@ -500,16 +489,17 @@ def _running_future() -> concurrent.futures.Future:
     return future
 
 
-def _window_size(msg: Message) -> int:
-    return len(msg.body) if msg.body else 0
-
-
-def _settler(future):
+def _settler(future, window: SendWindow | None = None, size: int = 0):
     """``settle(result, error)`` for a future: an ``asyncio.Future`` of the instance's loop (a
     cancelled waiter leaves it done: nothing to settle then), or a running
-    ``concurrent.futures.Future`` a thread waits on."""
+    ``concurrent.futures.Future`` a thread waits on. With ``window``: an async send that entered
+    it, whose room is given back at its (first) settling — even if its waiter was cancelled."""
 
     def settle(result, error) -> None:
+        nonlocal window
+        if window is not None:
+            window, entered = None, window
+            entered.leave(size)
         if not future.done():
             if error is not None:
                 future.set_exception(error)

@@ -10,12 +10,12 @@ window does it, always on.
 
 A send enters the window before it starts and leaves it once it is settled (answered, failed or
 timed out). One that does not fit waits for others to leave, at most until its own send timeout,
-and then fails with ``RemotingTooMuchRequestError`` without having been sent:
-
-- the blocking API waits in the calling thread (``enter_blocking``), as RocketMQ's
-  ``tryAcquire`` does: the caller slows to the broker's pace;
-- the asyncio API cannot block its caller (``send_async`` returns a future at once), so the send
-  is queued (``enter_later``) and started by whichever send leaves first, in arrival order.
+and then fails with ``RemotingTooMuchRequestError`` without having been sent. The window's
+counts belong to the producer's loop: sends enter (``try_enter``, or ``enter_later`` which queues
+them in arrival order) and leave there, so the path every send takes needs no lock. The blocking
+API's ``send_async`` also waits in the calling thread while the window is full (``reserve``), as
+RocketMQ's ``tryAcquire`` does, so that the caller slows to the broker's pace instead of running
+ahead of the loop; what threads reserved counts until the loop takes it over (``arrived``).
 
 A message larger than the whole byte budget is let in when nothing else is in flight, so that it
 is sent alone rather than never.
@@ -52,75 +52,53 @@ class SendWindow:
         self.max_messages, self.max_bytes = max_messages, max_bytes
         self.messages = 0  # in flight now
         self.bytes = 0
-        # Counts change under the plain lock (cheap on every send); blocked threads wait on a
-        # condition over the same lock.
-        self._lock = threading.Lock()
-        self._changed = threading.Condition(self._lock)
-        self._blocked = 0  # threads waiting in enter_blocking
-        self._queued: collections.deque[_Queued] = collections.deque()  # asyncio senders, in order
+        self._queued: collections.deque[_Queued] = collections.deque()  # in arrival order
         self._expiry: asyncio.TimerHandle | None = None
+        self._room = threading.Condition()  # threads in reserve wait on it; guards the next two
+        self._reserved = 0  # sends threads reserved room for that have not reached the loop yet
+        self._reserved_bytes = 0
+        self._blocked = 0  # threads waiting in reserve
 
-    def _fits(self, size: int) -> bool:
-        if self.messages == 0:
-            return True
-        return self.messages < self.max_messages and self.bytes + size <= self.max_bytes
+    def _fits(self, size: int, messages: int, used_bytes: int) -> bool:
+        return messages == 0 or (messages < self.max_messages and used_bytes + size <= self.max_bytes)
 
-    def _take(self, size: int) -> None:
-        self.messages += 1
-        self.bytes += size
-
+    # -- on the producer's loop ----------------------------------------------------------------
     def try_enter(self, size: int) -> bool:
         """Enter now if the send fits and nobody queued before it; else False."""
-        with self._lock:
-            if self._queued or not self._fits(size):
-                return False
-            self._take(size)
-            return True
-
-    def enter_blocking(self, size: int, timeout_s: float) -> None:
-        """Enter, waiting in this thread up to ``timeout_s`` for room."""
-        deadline = time.monotonic() + timeout_s
-        with self._changed:
-            while self._queued or not self._fits(size):
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise self._too_many(timeout_s)
-                self._blocked += 1
-                try:
-                    self._changed.wait(remaining)
-                finally:
-                    self._blocked -= 1
-            self._take(size)
+        if self._queued or not self._fits(size, self.messages, self.bytes):
+            return False
+        self.messages += 1
+        self.bytes += size
+        return True
 
     def enter_later(self, size: int, timeout_s: float, start: Callable[[], None], fail: Callable) -> None:
-        """On the producer's loop: call ``start()`` once the send has entered, or
+        """Call ``start()`` once the send has entered (at once if it fits now), or
         ``fail(error)`` if ``timeout_s`` passes first."""
-        with self._lock:
-            if not self._queued and self._fits(size):
-                self._take(size)
-                admitted = True
-            else:
-                self._queued.append(_Queued(size, timeout_s, start, fail))
-                admitted = False
-        if admitted:
+        if self.try_enter(size):
             start()
-        else:
-            self._arm_expiry()
+            return
+        self._queued.append(_Queued(size, timeout_s, start, fail))
+        self._arm_expiry()
 
     def leave(self, size: int) -> None:
-        """A send that entered is settled (called on the producer's loop)."""
-        with self._lock:
-            self.messages -= 1
-            self.bytes -= size
-            if self._blocked:
-                self._changed.notify_all()
+        """A send that entered is settled."""
+        self.messages -= 1
+        self.bytes -= size
         if self._queued:
             self._start_queued()
+        if self._blocked:  # read after the counts changed: see reserve
+            with self._room:
+                self._room.notify_all()
+
+    def arrived(self, size: int) -> None:
+        """A send a thread reserved room for reached the loop (which now counts it, or queues it)."""
+        with self._room:
+            self._reserved -= 1
+            self._reserved_bytes -= size
 
     def fail_queued(self, error: Exception) -> None:
-        """On the producer's loop: the producer stops; sends still waiting for room fail."""
-        with self._lock:
-            waiting, self._queued = list(self._queued), collections.deque()
+        """The producer stops: sends still waiting for room fail."""
+        waiting, self._queued = list(self._queued), collections.deque()
         if self._expiry is not None:
             self._expiry.cancel()
             self._expiry = None
@@ -132,35 +110,57 @@ class SendWindow:
         return len(self._queued)
 
     def _start_queued(self) -> None:
-        started = []
-        with self._lock:
-            while self._queued and self._fits(self._queued[0].size):
-                waiter = self._queued.popleft()
-                self._take(waiter.size)
-                started.append(waiter)
-        for waiter in started:  # outside the lock: a start may settle at once and leave again
+        queued = self._queued
+        while queued and self._fits(queued[0].size, self.messages, self.bytes):
+            waiter = queued.popleft()
+            self.messages += 1
+            self.bytes += waiter.size
             waiter.start()
 
     def _arm_expiry(self) -> None:
         """One timer, for the earliest deadline among the queued sends."""
         if self._expiry is not None or not self._queued:
             return
-        loop = asyncio.get_running_loop()
         earliest = min(waiter.deadline for waiter in self._queued)
         delay = max(0.0, earliest - time.monotonic())
-        self._expiry = loop.call_later(delay, self._expire)
+        self._expiry = asyncio.get_running_loop().call_later(delay, self._expire)
 
     def _expire(self) -> None:
         self._expiry = None
         now = time.monotonic()
-        with self._lock:
-            expired = [waiter for waiter in self._queued if waiter.deadline <= now]
-            for waiter in expired:
-                self._queued.remove(waiter)
+        expired = [waiter for waiter in self._queued if waiter.deadline <= now]
         for waiter in expired:
+            self._queued.remove(waiter)
             waiter.fail(self._too_many(waiter.timeout_s))
         self._start_queued()  # a large send that expired may have held back smaller ones
         self._arm_expiry()
+
+    # -- in any other thread -------------------------------------------------------------------
+    def reserve(self, size: int, timeout_s: float) -> float:
+        """Wait until the window, with what other threads reserved, has room; reserve it until
+        the send reaches the loop (``arrived``). Returns what is left of ``timeout_s``, for the
+        loop's ``enter_later``: the counts are read as the loop leaves them, and the loop still
+        decides (a send may find the room taken there by then and queue).
+
+        No wake-up is lost: this thread counts itself in ``_blocked`` before it reads the counts
+        and holds ``_room`` until it waits; the loop changes the counts before it reads
+        ``_blocked``, and notifies under ``_room``."""
+        deadline = time.monotonic() + timeout_s
+        with self._room:
+            self._blocked += 1
+            try:
+                while self._queued or not self._fits(
+                    size, self.messages + self._reserved, self.bytes + self._reserved_bytes
+                ):
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise self._too_many(timeout_s)
+                    self._room.wait(remaining)
+            finally:
+                self._blocked -= 1
+            self._reserved += 1
+            self._reserved_bytes += size
+        return max(deadline - time.monotonic(), 0.0)
 
     def _too_many(self, timeout_s: float) -> RemotingTooMuchRequestError:
         return RemotingTooMuchRequestError(

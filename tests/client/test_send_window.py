@@ -75,27 +75,34 @@ def test_a_queued_send_fails_at_its_timeout_and_frees_those_behind_it():
     asyncio.run(scenario())
 
 
-def test_a_blocking_sender_waits_for_room_then_enters():
+def test_a_blocking_sender_waits_for_room_and_holds_it_until_the_loop_takes_over():
     window = SendWindow(max_messages=1)
     assert window.try_enter(10)
-    entered = threading.Event()
+    found_room = threading.Event()
+    left: list[float] = []
 
     def sender() -> None:
-        window.enter_blocking(10, 30)
-        entered.set()
+        left.append(window.reserve(10, 30))
+        found_room.set()
 
     thread = threading.Thread(target=sender)
     thread.start()
-    assert not entered.wait(0.2)  # no room: still waiting
-    window.leave(10)
-    assert entered.wait(10)
+    assert not found_room.wait(0.2)  # no room: still waiting
+    window.leave(10)  # (the producer's loop does this as an answer comes)
+    assert found_room.wait(10)
     thread.join()
-    assert window.messages == 1
+    assert 0 < left[0] <= 30  # what is left of its timeout, for the queue on the loop
+    with pytest.raises(RemotingTooMuchRequestError):  # reserved: no room for another thread
+        window.reserve(10, 0.05)
+    window.arrived(10)  # the send reached the loop, which now counts it
+    assert window.try_enter(10) and window.messages == 1
 
 
 def test_a_blocking_sender_gives_up_at_its_timeout():
     window = SendWindow(max_messages=1)
     assert window.try_enter(10)
     with pytest.raises(RemotingTooMuchRequestError, match="within 50 ms"):
-        window.enter_blocking(10, 0.05)
-    assert window.messages == 1  # nothing taken by the one that gave up
+        window.reserve(10, 0.05)
+    assert window.messages == 1
+    window.leave(10)
+    window.reserve(10, 0.05)  # nothing was left reserved by the one that gave up
