@@ -109,7 +109,7 @@ class RemotingConnection(asyncio.Protocol):
             self.close()
             return
         backlog, budget = self._backlog, self.budget
-        if not backlog:
+        if not backlog and self._backlog_bytes:  # (a partial frame read before)
             self._forget_backlog_bytes()
         self._backlog_bytes += len(data)
         backlog.extend(commands)
