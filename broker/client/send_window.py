@@ -86,9 +86,7 @@ class SendWindow:
         self.bytes -= size
         if self._queued:
             self._start_queued()
-        if self._blocked:  # read after the counts changed: see reserve
-            with self._room:
-                self._room.notify_all()
+        self._wake_blocked()
 
     def arrived(self, size: int) -> None:
         """A send a thread reserved room for reached the loop (which now counts it, or queues it)."""
@@ -104,6 +102,7 @@ class SendWindow:
             self._expiry = None
         for waiter in waiting:
             waiter.fail(error)
+        self._wake_blocked()
 
     @property
     def queued(self) -> int:
@@ -134,6 +133,13 @@ class SendWindow:
             waiter.fail(self._too_many(waiter.timeout_s))
         self._start_queued()  # a large send that expired may have held back smaller ones
         self._arm_expiry()
+        self._wake_blocked()  # threads wait while anything is queued
+
+    def _wake_blocked(self) -> None:
+        """After the counts or the queue changed: threads waiting in ``reserve`` look again."""
+        if self._blocked:  # read after the change: see reserve
+            with self._room:
+                self._room.notify_all()
 
     # -- in any other thread -------------------------------------------------------------------
     def reserve(self, size: int, timeout_s: float) -> float:

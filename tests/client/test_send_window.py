@@ -106,3 +106,23 @@ def test_a_blocking_sender_gives_up_at_its_timeout():
     assert window.messages == 1
     window.leave(10)
     window.reserve(10, 0.05)  # nothing was left reserved by the one that gave up
+
+
+def test_a_blocking_sender_held_only_by_the_queue_goes_once_the_queue_clears():
+    async def scenario() -> None:
+        window = SendWindow(max_messages=10, max_bytes=1000)
+        assert window.try_enter(600)
+        failed = []
+        window.enter_later(600, 0.1, pytest.fail, failed.append)  # queued: 1,200 bytes
+        found_room = threading.Event()
+        # 700 bytes would fit, but nobody overtakes the queue: it waits
+        thread = threading.Thread(target=lambda: (window.reserve(100, 30), found_room.set()))
+        thread.start()
+        await asyncio.sleep(0.02)
+        assert not found_room.is_set()
+        while not failed:  # the queued send gives up at its timeout...
+            await asyncio.sleep(0.01)
+        assert await asyncio.to_thread(found_room.wait, 10)  # ...and the thread is told at once
+        thread.join()
+
+    asyncio.run(scenario())
