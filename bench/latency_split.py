@@ -22,15 +22,20 @@ how many were found).
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import shutil
 import signal
-import struct
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import dpkt
+import dpkt.loopback
+import dpkt.sll
+import dpkt.sll2
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -40,50 +45,32 @@ from bench.peers.base import STAMP, WARM_UP_MESSAGES, percentile
 PEERS = ("ours", "ours-threads", "rabbitmq", "nats", "redis")
 STAGES = ("client_send", "server", "client_receive", "total")
 CAPTURE_TAIL_S = 0.5
-_RECORD = struct.Struct("IIII")  # seconds, fraction, captured length, original length
-# Link-layer header lengths of the capture formats tcpdump writes for a loopback interface.
-_LINK_HEADER = {0: 4, 1: 14, 101: 0, 113: 16, 276: 20}
+# The capture formats tcpdump writes for a loopback interface (Linux: Ethernet; BSD: DLT_NULL;
+# "-i any": Linux cooked), each to its network-layer packet.
+_NETWORK_LAYER = {
+    dpkt.pcap.DLT_EN10MB: lambda frame: dpkt.ethernet.Ethernet(frame).data,
+    dpkt.pcap.DLT_NULL: lambda frame: dpkt.loopback.Loopback(frame).data,
+    dpkt.pcap.DLT_LINUX_SLL: lambda frame: dpkt.sll.SLL(frame).data,
+    dpkt.pcap.DLT_LINUX_SLL2: lambda frame: dpkt.sll2.SLL2(frame).data,
+}
 
 
 def tcp_payloads(capture: bytes):
     """Yield ``(time, payload)`` for each TCP segment with data in a pcap capture."""
-    magic = capture[:4]
-    for order in ("<", ">"):
-        (value,) = struct.unpack(order + "I", magic)
-        if value in (0xA1B2C3D4, 0xA1B23C4D):
-            break
-    else:
-        raise ValueError("not a pcap capture (pcapng is not read: tcpdump -w writes pcap)")
-    fraction = 1e-9 if value == 0xA1B23C4D else 1e-6
-    (link_type,) = struct.unpack_from(order + "I", capture, 20)
-    if link_type not in _LINK_HEADER:
-        raise ValueError(f"link type {link_type} is not read")
-    link_header, record = _LINK_HEADER[link_type], struct.Struct(order + _RECORD.format)
-    pos = 24
-    while pos + record.size <= len(capture):
-        seconds, part, captured, _ = record.unpack_from(capture, pos)
-        pos += record.size
-        packet = capture[pos : pos + captured]
-        pos += captured
-        ip = link_header
-        if len(packet) <= ip:
+    try:
+        reader = dpkt.pcap.Reader(io.BytesIO(capture))
+    except ValueError:
+        raise ValueError("not a pcap capture (pcapng is not read: tcpdump -w writes pcap)") from None
+    network_layer = _NETWORK_LAYER.get(reader.datalink())
+    if network_layer is None:
+        raise ValueError(f"link type {reader.datalink()} is not read")
+    for at, frame in reader:
+        try:
+            segment = getattr(network_layer(frame), "data", None)
+        except dpkt.UnpackError:  # cut short by the snap length
             continue
-        version = packet[ip] >> 4
-        if version == 4:
-            if packet[ip + 9] != 6:  # not TCP
-                continue
-            tcp = ip + (packet[ip] & 0x0F) * 4
-        elif version == 6:
-            if packet[ip + 6] != 6:  # not TCP (extension headers are not followed)
-                continue
-            tcp = ip + 40
-        else:
-            continue
-        if len(packet) < tcp + 13:
-            continue
-        payload = packet[tcp + (packet[tcp + 12] >> 4) * 4 :]
-        if payload:
-            yield seconds + part * fraction, payload
+        if isinstance(segment, dpkt.tcp.TCP) and segment.data:
+            yield float(at), bytes(segment.data)
 
 
 def stamp_crossings(capture: bytes, stamps: list[float]) -> dict[float, tuple[float, float]]:

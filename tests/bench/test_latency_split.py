@@ -25,9 +25,9 @@ def ipv4_tcp(payload: bytes, protocol: int = 6) -> bytes:
 
 
 def ipv6_tcp(payload: bytes) -> bytes:
-    ip = bytes([0x60]) + b"\x00" * 5 + bytes([6]) + b"\x00" * 33
     tcp = b"\x00" * 12 + bytes([8 << 4]) + b"\x00" * 19  # a 32-byte header (options)
-    return ETHERNET + ip + tcp + payload
+    ip = bytes([0x60]) + b"\x00" * 3 + struct.pack(">H", len(tcp) + len(payload)) + bytes([6]) + b"\x00" * 33
+    return ETHERNET[:12] + b"\x86\xdd" + ip + tcp + payload
 
 
 def pcap(packets: list[tuple[float, bytes]], nanoseconds: bool = False, order: str = "<") -> bytes:
