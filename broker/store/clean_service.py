@@ -20,7 +20,13 @@ log = logging.getLogger(__name__)
 
 
 class CleanService:
-    def __init__(self, store: MessageStore, config: MessageStoreConfig, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        store: MessageStore,
+        config: MessageStoreConfig,
+        clock: Callable[[], float],
+        archiver: SegmentArchiver | None = None,
+    ) -> None:
         self.store = store
         self.policy = RetentionPolicy(
             config.file_reserved_time,
@@ -29,7 +35,8 @@ class CleanService:
             clock=clock,
             max_per_run=config.delete_files_batch_max,
         )
-        self.archiver = SegmentArchiver(config.archive_uri) if config.archive_uri else None
+        # Archive-before-delete: the safety net behind archive-on-seal (archive_service).
+        self.archiver = archiver
         self.interval = config.clean_resource_interval / 1000
         self.disk_usage: Callable[[str], float] = disk_used_percent
         self._stop = threading.Event()

@@ -64,6 +64,9 @@ class CommitLog:
         # Next logical offset of every (topic, queue id): assigned here, in commit order.
         self.queue_offsets: dict[tuple[str, int], int] = {}
         self._clock = clock
+        # Told of each segment the log rolls past (sealed: never written again). Runs under the
+        # append lock, on the path of a put: it must only hand the work to another thread.
+        self.on_segment_sealed: Callable[[MappedFile], None] | None = None
 
     def append(self, records: list[PendingRecord], on_appended: Callable[[PendingRecord, int], None]) -> int:
         """Append records (one message, or one batch for one queue) atomically in order.
@@ -95,6 +98,8 @@ class CommitLog:
             blank_size = mapped.remaining
             mapped.append(encode_blank(blank_size))
             mapped.wrote_position = self.file_size
+            if self.on_segment_sealed is not None:
+                self.on_segment_sealed(mapped)
             mapped = self.files.last_file_for_write()
         return mapped
 

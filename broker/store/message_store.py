@@ -37,6 +37,8 @@ from broker.common.sysflag import (
 from broker.common.topic_config import SCHEDULE_TOPIC, validate_topic
 
 from . import recovery
+from .archive import SegmentArchiver
+from .archive_service import SealedSegmentArchiveService
 from .checkpoint import StoreCheckpoint
 from .clean_service import CleanService
 from .commitlog import CommitLog, PendingRecord
@@ -82,6 +84,7 @@ class MessageStore:
         self._delay_levels = self.config.delay_levels_ms()
         self._group_commit: GroupCommitService | None = None
         self._services: list = []
+        self.archive_service: SealedSegmentArchiveService | None = None
         self._running = False
         self._last_appended_ts = 0
         self._last_born, self._last_born_bytes = None, b""
@@ -157,7 +160,13 @@ class MessageStore:
         )
         logic_flusher.start()
         self._services.append(logic_flusher)
-        self.clean_service = CleanService(self, cfg, self.clock)
+        archiver = SegmentArchiver(cfg.archive_uri) if cfg.archive_uri else None
+        if archiver is not None:
+            self.archive_service = SealedSegmentArchiveService(self.commitlog, archiver)
+            self.commitlog.on_segment_sealed = self.archive_service.segment_sealed
+            self.archive_service.start()
+            self._services.append(self.archive_service)
+        self.clean_service = CleanService(self, cfg, self.clock, archiver)
         self.clean_service.start()
         self._services.append(self.clean_service)
 
