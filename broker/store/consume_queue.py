@@ -177,20 +177,28 @@ class ConsumeQueue:
                 break
             self.files.delete_first(1)
             removed += 1
-        self._correct_min_offset(commitlog_min_offset)
+        self.correct_min_offset(commitlog_min_offset)
         return removed
 
-    def _correct_min_offset(self, commitlog_min_offset: int) -> None:
+    def correct_min_offset(self, commitlog_min_offset: int) -> None:
+        """Move the min offset to the first entry whose message is still in the commit log
+        (RocketMQ's correctMinOffset): after retention deleted segments, and at start, where
+        the first file may still begin with entries of deleted segments."""
         first = self.files.files[0] if self.files.files else None
         if first is None:
             return
-        position = max(self.min_logic_offset, first.file_from_offset) - first.file_from_offset
-        while position < first.wrote_position:
-            offset, _, _ = ENTRY.unpack_from(first.view, position)
-            if offset >= commitlog_min_offset:
-                break
-            position += ENTRY_SIZE
-        self.min_logic_offset = first.file_from_offset + position
+        view = first.view
+        # Entries point ever further into the commit log: binary search the first live one.
+        lo = max(self.min_logic_offset, first.file_from_offset) - first.file_from_offset
+        lo //= ENTRY_SIZE
+        hi = first.wrote_position // ENTRY_SIZE
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if ENTRY.unpack_from(view, mid * ENTRY_SIZE)[0] >= commitlog_min_offset:
+                hi = mid
+            else:
+                lo = mid + 1
+        self.min_logic_offset = first.file_from_offset + lo * ENTRY_SIZE
 
     def flush(self) -> None:
         self.files.flush()

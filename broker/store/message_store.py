@@ -129,8 +129,11 @@ class MessageStore:
             self.reput.dispatch_now(request)
 
         recovery.replay(self.commitlog, start, apply)
+        min_physic = self.commitlog.min_offset
         for key, queue in self.consume_queues.items():
             self.commitlog.queue_offsets[key] = queue.max_offset
+            # Retention may have deleted the segments the queue's first entries point into.
+            queue.delete_expired(min_physic)
 
     def _load_consume_queues(self) -> None:
         root = self.root / "consumequeue"
