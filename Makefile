@@ -27,7 +27,7 @@ $(STAMP): pyproject.toml scripts/ensure_system_packages.sh
 run: $(STAMP) $(VENDOR_STAMP)
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py ensure_admin
-	$(BIN)/honcho start -f Procfile
+	$(BIN)/python scripts/run_stack.py Procfile
 
 test: $(STAMP) $(VENDOR_STAMP)
 	$(BIN)/ruff check .
