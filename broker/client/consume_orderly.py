@@ -29,6 +29,7 @@ from broker.common.message import Message
 
 from .consumer_core import BROADCASTING
 from .message_queue import MessageQueue
+from .push_consumer import restore_retry_topic
 
 log = logging.getLogger(__name__)
 
@@ -265,6 +266,8 @@ class ConsumeMessageOrderlyService:
         The listener may set ``context["suspend_current_queue_time_ms"]`` to choose this pause
         (RocketMQ's ConsumeOrderlyContext.setSuspendCurrentQueueTimeMillis)."""
         consumer = self.consumer
+        for msg in batch:  # as the concurrent service does (RocketMQ's resetRetryAndNamespace)
+            restore_retry_topic(msg, consumer.group)
         _run_hooks(consumer.before_hooks, batch)
         context = {"message_queue": mq, "orderly": True}
         try:

@@ -4,7 +4,9 @@ A replay sends a copy of the dead letter to the original topic (RETRY_TOPIC prop
 broker sets when a message first fails) or to the group's retry topic (only that group sees it
 again). The copy keeps body, flag, tags, keys and application properties; the broker's own
 bookkeeping properties are dropped so it is a fresh message, and ORIGIN_MESSAGE_ID names the
-message it replays, as RocketMQ does for a sent-back message.
+message it replays, as RocketMQ does for a sent-back message. A copy sent to the retry topic keeps
+the original topic in RETRY_TOPIC, as RocketMQ's own retries do: consumers restore it as the
+message's topic, and if the copy dies again its dead letter names the original topic as origin.
 """
 
 from __future__ import annotations
@@ -18,7 +20,14 @@ from broker.client.admin import MQAdmin, NotFoundError
 from broker.common import message_const as mc
 from broker.common.message import Message, MessageExt
 from broker.common.message_codec import MessageDecodeError, decode_offset_msg_id
-from broker.common.topic_config import PERM_READ, PERM_WRITE, dlq_topic, is_readable, retry_topic
+from broker.common.topic_config import (
+    PERM_READ,
+    PERM_WRITE,
+    dlq_topic,
+    is_readable,
+    is_retry_topic,
+    retry_topic,
+)
 
 from .reading import LocatedMessage, read_topic
 
@@ -167,6 +176,9 @@ def plan_replay(group: str, messages: Iterable[MessageExt], target: str) -> list
 def replay_copy(message: MessageExt, destination: str) -> Message:
     properties = {k: v for k, v in message.properties.items() if k not in _NOT_COPIED}
     properties[mc.PROPERTY_ORIGIN_MESSAGE_ID] = message.client_msg_id
+    origin = original_topic(message)
+    if origin and is_retry_topic(destination):
+        properties[mc.PROPERTY_RETRY_TOPIC] = origin
     return Message(destination, message.body, message.flag, properties)
 
 
