@@ -45,6 +45,9 @@ from bench.peers.base import STAMP, WARM_UP_MESSAGES, percentile
 PEERS = ("ours", "ours-threads", "rabbitmq", "nats", "redis")
 STAGES = ("client_send", "server", "client_receive", "total")
 CAPTURE_TAIL_S = 0.5
+# The kernel drops packets tcpdump has no room for (other loopback traffic included): 64 MiB
+# holds a run's packets even when the machine is too busy to let tcpdump drain it as they come.
+CAPTURE_BUFFER_KIB = 65536
 # The capture formats tcpdump writes for a loopback interface (Linux: Ethernet; BSD: DLT_NULL;
 # "-i any": Linux cooked), each to its network-layer packet.
 _NETWORK_LAYER = {
@@ -123,7 +126,20 @@ class Capture:
 
     def __enter__(self) -> Capture:
         self.process = subprocess.Popen(
-            ["tcpdump", "-i", "lo", "-s", "0", "--immediate-mode", "-U", "-w", str(self.path), "tcp"],
+            [
+                "tcpdump",
+                "-i",
+                "lo",
+                "-s",
+                "0",
+                "-B",
+                str(CAPTURE_BUFFER_KIB),
+                "--immediate-mode",
+                "-U",
+                "-w",
+                str(self.path),
+                "tcp",
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
