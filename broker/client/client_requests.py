@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import time
 
-import orjson
-
 from broker.common.message_codec import MessageDecodeError, decode_message
 from broker.remoting import fastjson
 from broker.remoting.codes import RequestCode, ResponseCode
@@ -57,8 +55,8 @@ async def _running_info(consumer, request):
         )
         for mq in sorted(consumer.assigned, key=lambda mq: (mq.topic, mq.broker_name, mq.queue_id))
     ]
-    body = orjson.dumps(info)[:-1] + b',"mqTable":' + fastjson.dumps_object_key_map(queues) + b"}"
-    return response_to(request, body=body)
+    info["mqTable"] = fastjson.ObjectKeyMap(queues)
+    return response_to(request, body=fastjson.dumps(info))
 
 
 async def _consume_directly(consumer, request):
@@ -89,4 +87,4 @@ async def _consume_directly(consumer, request):
         "remark": remark,
         "spentTimeMills": int((time.monotonic() - started) * 1000),
     }
-    return response_to(request, body=orjson.dumps(body))
+    return response_to(request, body=fastjson.dumps(body))

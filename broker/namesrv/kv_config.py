@@ -38,6 +38,11 @@ class KVConfigManager:
     def namespace(self, namespace: str) -> dict[str, str]:
         return dict(self.table.get(namespace, {}))
 
+    def namespace_table(self, namespace: str) -> dict[str, str] | None:
+        """The namespace's settings, or None when nothing was ever put in it."""
+        table = self.table.get(namespace)
+        return dict(table) if table is not None else None
+
     def _persist(self) -> None:
         if self.path is None:
             return

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import logging
 
-import orjson
-
 from broker.remoting import fastjson
 from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import RemotingCommand, response_to
@@ -16,10 +14,6 @@ from .register_body import RegisterBodyError, body_crc32, decode_register_body
 from .route_info import Registration, RouteInfoManager
 
 log = logging.getLogger(__name__)
-
-
-def _json(data) -> bytes:
-    return orjson.dumps(data)
 
 
 class NamesrvProcessor:
@@ -70,9 +64,12 @@ class NamesrvProcessor:
             connection=conn,
         )
         master = self.routes.register(reg)
-        order_conf = self.kv.namespace(ORDER_TOPIC_NAMESPACE)
+        # The order-topic settings as a KVTable, or no body at all while none were ever put (as
+        # RocketMQ's getKVListByNamespace answers null).
+        order_conf = self.kv.namespace_table(ORDER_TOPIC_NAMESPACE)
+        body = fastjson.dumps({"table": order_conf}) if order_conf is not None else b""
         return response_to(request, ext_fields={"haServerAddr": reg.ha_server_addr, "masterAddr": master},
-                           body=_json({"table": order_conf}))  # fmt: skip
+                           body=body)  # fmt: skip
 
     async def unregister_broker(self, conn, request: RemotingCommand) -> RemotingCommand:
         self.routes.unregister(request.field("clusterName") or "", _required(request, "brokerName"),
@@ -85,7 +82,9 @@ class NamesrvProcessor:
         ours = self.routes.data_version_of(addr)
         changed = ours is None or theirs != ours
         self.routes.touch(addr)
-        return response_to(request, ext_fields={"changed": changed}, body=_json(ours) if ours else b"")
+        return response_to(
+            request, ext_fields={"changed": changed}, body=fastjson.dumps(ours) if ours else b""
+        )
 
     async def wipe_write_perm(self, conn, request: RemotingCommand) -> RemotingCommand:
         count = self.routes.wipe_write_perm(_required(request, "brokerName"))
@@ -98,22 +97,25 @@ class NamesrvProcessor:
         if route is None:
             return response_to(request, ResponseCode.TOPIC_NOT_EXIST,
                                f"No topic route info in name server for the topic: {topic}")  # fmt: skip
-        return response_to(request, body=_json(route))
+        return response_to(request, body=fastjson.dumps(route))
 
     async def cluster_info(self, conn, request: RemotingCommand) -> RemotingCommand:
-        return response_to(request, body=_json(self.routes.cluster_info()))
+        return response_to(request, body=fastjson.dumps(self.routes.cluster_info()))
 
     async def all_topics(self, conn, request: RemotingCommand) -> RemotingCommand:
-        return response_to(request, body=_json({"topicList": self.routes.all_topics()}))
+        return response_to(request, body=fastjson.dumps({"topicList": self.routes.all_topics()}))
 
     async def topics_by_cluster(self, conn, request: RemotingCommand) -> RemotingCommand:
         topics = self.routes.topics_of_cluster(_required(request, "cluster"))
-        return response_to(request, body=_json({"topicList": topics}))
+        return response_to(request, body=fastjson.dumps({"topicList": topics}))
 
     async def system_topics(self, conn, request: RemotingCommand) -> RemotingCommand:
+        # RocketMQ's TopicList of cluster and broker names, with one broker's address: the one an
+        # admin client then asks for the broker's own system topics.
         info = self.routes.cluster_info()
         names = sorted(set(info["clusterAddrTable"]) | set(info["brokerAddrTable"]))
-        return response_to(request, body=_json({"topicList": names}))
+        body = {"topicList": names, "brokerAddr": self.routes.any_broker_addr()}
+        return response_to(request, body=fastjson.dumps(body))
 
     async def delete_topic(self, conn, request: RemotingCommand) -> RemotingCommand:
         self.routes.delete_topic(_required(request, "topic"))
@@ -144,7 +146,7 @@ class NamesrvProcessor:
             return response_to(
                 request, ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {namespace}"
             )
-        return response_to(request, body=_json({"table": table}))
+        return response_to(request, body=fastjson.dumps({"table": table}))
 
 
 def _required(request: RemotingCommand, name: str) -> str:

@@ -1,7 +1,8 @@
 """The name server's whole state: which brokers live, in which clusters, serving which topics.
 
 All in memory (name servers never talk to each other; brokers register with each of them).
-Shapes and JSON field names follow RocketMQ's TopicRouteData, QueueData, BrokerData, ClusterInfo.
+Shapes and JSON field names follow RocketMQ's TopicRouteData, QueueData, BrokerData, ClusterInfo;
+the processor writes them with ``fastjson.dumps`` (absent values as None, Long keys as ints).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class BrokerData:
 
     def to_json(self) -> dict:
         return {"cluster": self.cluster, "brokerName": self.broker_name,
-                "brokerAddrs": {str(k): v for k, v in sorted(self.broker_addrs.items())}}  # fmt: skip
+                "brokerAddrs": dict(sorted(self.broker_addrs.items()))}  # fmt: skip
 
 
 @dataclass
@@ -164,6 +165,14 @@ class RouteInfoManager:
                 "brokerAddrTable": {name: data.to_json() for name, data in sorted(self.brokers.items())},
                 "clusterAddrTable": {c: sorted(names) for c, names in sorted(self.clusters.items())},
             }
+
+    def any_broker_addr(self) -> str | None:
+        """The address of one registered broker (the first by name, its master if it has one)."""
+        with self.lock:
+            for _, data in sorted(self.brokers.items()):
+                if data.broker_addrs:
+                    return data.broker_addrs[min(data.broker_addrs)]
+            return None
 
     def all_topics(self) -> list[str]:
         with self.lock:

@@ -1,9 +1,13 @@
-"""Decode JSON bodies written by Java peers (fastjson), which is not always standard JSON.
+"""JSON bodies in fastjson's dialect, the one RocketMQ's Java peers read and write.
 
-fastjson writes maps with integer keys unquoted (``{0:"127.0.0.1:10911"}``) and, for object keys,
-the object itself as the key (ConsumeStats, TopicStatsTable, ResetOffsetBody). Standard bodies
-decode directly; unquoted numeric keys are quoted for a second attempt; object keys go through a
-small parser that returns them as tuples of (name, value) pairs, so they stay hashable.
+RocketMQ encodes every body with ``JSON.toJSONString`` (RemotingSerializable) and fastjson's
+defaults: fields whose value is null are left out, object fields are written in name order, maps
+keyed by ``Integer``/``Long`` get their keys unquoted (``{0:"127.0.0.1:10911"}``) and maps keyed by
+objects get the object itself as the key (ConsumeStats, TopicStatsTable, ResetOffsetBody).
+
+``dumps`` writes that dialect; ``loads`` reads it: standard bodies decode directly, unquoted
+numeric keys are quoted for a second attempt, and object keys go through a small parser that
+returns them as tuples of (name, value) pairs, so they stay hashable.
 """
 
 from __future__ import annotations
@@ -14,7 +18,9 @@ from typing import Any
 
 import orjson
 
-_UNQUOTED_INT_KEY = re.compile(rb"([{,])\s*(-?\d+)\s*:")
+# A string literal (kept as it is) or a bare numeric key (quoted): strings are matched whole so
+# that text such as "a,1:b" inside a value is never taken for a key.
+_STRING_OR_BARE_KEY = re.compile(rb'"(?:[^"\\]|\\.)*"|([{,]\s*)(-?\d+)(\s*:)')
 
 
 class _ObjectKeyParser:
@@ -113,7 +119,7 @@ def loads(raw: bytes | str):
     except orjson.JSONDecodeError:
         pass
     try:
-        return orjson.loads(_UNQUOTED_INT_KEY.sub(rb'\1"\2":', raw))
+        return orjson.loads(_STRING_OR_BARE_KEY.sub(_quote_bare_key, raw))
     except orjson.JSONDecodeError:
         pass
     try:
@@ -122,7 +128,72 @@ def loads(raw: bytes | str):
         raise JsonBodyError(f"the body is not valid JSON: {exc}") from None
 
 
-def dumps_object_key_map(entries: list[tuple[dict, object]]) -> bytes:
-    """A map keyed by objects, as fastjson writes ``Map<MessageQueue, …>`` for Java peers
-    (``{{"brokerName":"b","queueId":0,"topic":"t"}:{…}}``)."""
-    return b"{" + b",".join(orjson.dumps(key) + b":" + orjson.dumps(value) for key, value in entries) + b"}"
+def _quote_bare_key(match: re.Match) -> bytes:
+    if match.group(2) is None:
+        return match.group(0)
+    return match.group(1) + b'"' + match.group(2) + b'"' + match.group(3)
+
+
+class ObjectKeyMap(list):
+    """A Java map keyed by objects (``Map<MessageQueue, …>``), as (key fields, value) pairs in
+    the order to write them; ``dumps`` writes each key as the object itself."""
+
+
+def dumps(value: Any) -> bytes:
+    """``value`` as fastjson writes it with RocketMQ's defaults (see the module's docstring).
+
+    Dicts stand for Java objects and maps alike: entries whose value is None are left out and
+    the rest are written in key order (a bean's fields by name, as fastjson sorts them); int
+    keys are written bare, as fastjson writes ``Integer`` and ``Long`` keys.
+    """
+    parts: list[bytes] = []
+    _write(value, parts)
+    return b"".join(parts)
+
+
+def _write(value: Any, out: list[bytes]) -> None:
+    if isinstance(value, dict):
+        entries = sorted(((k, v) for k, v in value.items() if v is not None), key=_key_order)
+        _write_map([(_map_key(k), v) for k, v in entries], out)
+    elif isinstance(value, ObjectKeyMap):
+        _write_map([(dumps(key), v) for key, v in value if v is not None], out)
+    elif isinstance(value, list | tuple):
+        _write_array(value, out)
+    elif isinstance(value, set | frozenset):
+        _write_array(sorted(value), out)
+    else:
+        out.append(orjson.dumps(value))
+
+
+def _write_map(entries: list[tuple[bytes, Any]], out: list[bytes]) -> None:
+    out.append(b"{")
+    for index, (key, item) in enumerate(entries):
+        out.append(b"," + key + b":" if index else key + b":")
+        _write(item, out)
+    out.append(b"}")
+
+
+def _write_array(items, out: list[bytes]) -> None:
+    out.append(b"[")
+    for index, item in enumerate(items):
+        if index:
+            out.append(b",")
+        _write(item, out)
+    out.append(b"]")
+
+
+def _key_order(entry: tuple[Any, Any]) -> tuple:
+    key = entry[0]
+    return (0, key, "") if _is_int(key) else (1, 0, str(key))
+
+
+def _map_key(key: Any) -> bytes:
+    if _is_int(key):
+        return str(key).encode()
+    if isinstance(key, str):
+        return orjson.dumps(key)
+    raise TypeError(f"a JSON body's map key must be a str or an int, not {type(key).__name__}")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -41,6 +41,35 @@ class ConsumerGroupInfo:
     def client_ids(self) -> list[str]:
         return sorted(self.channels)
 
+    def subscription_table_json(self) -> dict[str, dict]:
+        """ConsumerConnection's subscriptionTable: each subscription as RocketMQ's broker writes
+        the SubscriptionData it read from the heartbeat (its fields only, Java's defaults for the
+        ones a client left out), whatever else the client put in its heartbeat."""
+        return {topic: subscription_data_json(data) for topic, data in self.subscriptions.items()}
+
+
+def subscription_data_json(data: dict) -> dict:
+    """A heartbeat's subscription with SubscriptionData's fields and types; None where Java's
+    field would be null (so the body leaves it out)."""
+    sub_string, expression_type = data.get("subString"), data.get("expressionType", "TAG")
+    return {
+        "classFilterMode": data.get("classFilterMode") is True,
+        "topic": data.get("topic") if isinstance(data.get("topic"), str) else None,
+        "subString": sub_string if isinstance(sub_string, str) else None,
+        "tagsSet": [t for t in _items(data.get("tagsSet")) if isinstance(t, str)],
+        "codeSet": [c for c in _items(data.get("codeSet")) if _is_int(c)],
+        "subVersion": data["subVersion"] if _is_int(data.get("subVersion")) else now_ms(),
+        "expressionType": expression_type if isinstance(expression_type, str) else None,
+    }
+
+
+def _items(value) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
 
 def now_ms() -> int:
     return int(time.time() * 1000)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-import orjson
-
+from broker.remoting import fastjson
 from broker.remoting.client import RemotingClient
 from broker.remoting.codes import RequestCode
 from broker.remoting.command import create_request
@@ -36,7 +35,7 @@ class NamesrvRegistration:
     async def register_all(self) -> bool:
         """Register with every name server; False when any of them could not be reached."""
         reached = True
-        body = orjson.dumps(
+        body = fastjson.dumps(
             {"topicConfigSerializeWrapper": self.broker.topics.serialize_wrapper(), "filterServerList": []}
         )
         for addr in self.broker.config.namesrv_addrs:

@@ -17,13 +17,12 @@ import logging
 import time
 from pathlib import Path
 
-import orjson
-
 from broker.common import message_const as const
 from broker.common.message import MessageExt
 from broker.common.message_codec import MessageDecodeError, decode_message
 from broker.common.sysflag import TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE, transaction_value
 from broker.common.topic_config import SCHEDULE_TOPIC
+from broker.remoting import fastjson
 from broker.remoting.command import RemotingCommand, response_to
 from broker.store.config_files import DelayOffsetTable
 
@@ -181,4 +180,4 @@ class ScheduleMessageService:
     async def all_delay_offsets(self, conn, request: RemotingCommand) -> RemotingCommand:
         """GET_ALL_DELAY_OFFSET: the content of delayOffset.json, as RocketMQ answers it."""
         body = {"offsetTable": dict(self.offsets.table)}
-        return response_to(request, body=orjson.dumps(body, option=orjson.OPT_NON_STR_KEYS))
+        return response_to(request, body=fastjson.dumps(body))

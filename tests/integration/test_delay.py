@@ -12,6 +12,7 @@ from broker.client import ConsumeConcurrentlyStatus, Producer
 from broker.common import message_const as const
 from broker.common.batch_codec import encode_batch
 from broker.common.message import Message
+from broker.remoting import fastjson
 from broker.remoting.codes import RequestCode, ResponseCode
 from tests.harness import wait_until
 from tests.integration.semantics_cluster import SemanticsCluster
@@ -101,7 +102,7 @@ def test_broker_restart_before_due_loses_and_duplicates_nothing(cluster, tmp_pat
         assert cluster.max_offsets(TOPIC, 4) == len(sent)
         assert Counter(len(times) for times in arrivals.at.values()) == Counter({1: len(sent)})
         response = cluster.request(RequestCode.GET_ALL_DELAY_OFFSET)
-        assert json.loads(response.body)["offsetTable"] == {"1": 20, "3": 20}
+        assert fastjson.loads(response.body)["offsetTable"] == {"1": 20, "3": 20}
         # mqadmin brokerStatus shows each level's progress as RocketMQ does: delivered,stored.
         assert main(["brokerStatus", "-n", cluster.namesrv_addr, "-b", cluster.broker_addr, "--json"]) == 0
         status = json.loads(capsys.readouterr().out)["brokers"][cluster.broker_addr]

@@ -56,7 +56,7 @@ def test_routes_cluster_info_topic_lists_and_unregister(namesrv, client):
     assert register(client, addr, "broker-a", "127.0.0.1:20911", ["orders", "shared"]).ok
     assert register(client, addr, "broker-b", "127.0.0.1:20912", ["shared"]).ok
 
-    data = orjson.loads(route(client, addr, "shared").body)
+    data = fastjson_loads(route(client, addr, "shared").body)
     assert [q["brokerName"] for q in data["queueDatas"]] == ["broker-a", "broker-b"]
     assert data["brokerDatas"][1] == {
         "cluster": "c1",
@@ -66,14 +66,14 @@ def test_routes_cluster_info_topic_lists_and_unregister(namesrv, client):
     missing = route(client, addr, "nope")
     assert missing.code == ResponseCode.TOPIC_NOT_EXIST and "nope" in missing.remark
 
-    info = orjson.loads(client.invoke(addr, create_request(RequestCode.GET_BROKER_CLUSTER_INFO)).body)
+    info = fastjson_loads(client.invoke(addr, create_request(RequestCode.GET_BROKER_CLUSTER_INFO)).body)
     assert info["clusterAddrTable"] == {"c1": ["broker-a", "broker-b"]}
-    topics = orjson.loads(
+    topics = fastjson_loads(
         client.invoke(addr, create_request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)).body
     )
     assert topics["topicList"] == ["orders", "shared"]
     by_cluster = client.invoke(addr, create_request(RequestCode.GET_TOPICS_BY_CLUSTER, {"cluster": "c1"}))
-    assert orjson.loads(by_cluster.body)["topicList"] == ["orders", "shared"]
+    assert fastjson_loads(by_cluster.body)["topicList"] == ["orders", "shared"]
 
     # Re-registration replaces the broker's topic set.
     assert register(client, addr, "broker-a", "127.0.0.1:20911", ["shared"]).ok
@@ -86,14 +86,14 @@ def test_routes_cluster_info_topic_lists_and_unregister(namesrv, client):
         "brokerId": 0,
     }
     assert client.invoke(addr, create_request(RequestCode.UNREGISTER_BROKER, unregister)).ok
-    data = orjson.loads(route(client, addr, "shared").body)
+    data = fastjson_loads(route(client, addr, "shared").body)
     assert [q["brokerName"] for q in data["queueDatas"]] == ["broker-a"]
 
     wiped = client.invoke(
         addr, create_request(RequestCode.WIPE_WRITE_PERM_OF_BROKER, {"brokerName": "broker-a"})
     )
     assert wiped.field("wipeTopicCount") == "1"
-    assert orjson.loads(route(client, addr, "shared").body)["queueDatas"][0]["perm"] == 4
+    assert fastjson_loads(route(client, addr, "shared").body)["queueDatas"][0]["perm"] == 4
 
 
 def test_silent_broker_expires_from_routes(namesrv, client):
@@ -131,11 +131,11 @@ def test_kv_config_and_order_topic_conf(namesrv, client):
     )
     assert got.field("value") == "broker-a:4"
     assert register(client, addr, "broker-a", "127.0.0.1:20911", ["ordered"]).ok
-    assert orjson.loads(route(client, addr, "ordered").body)["orderTopicConf"] == "broker-a:4"
+    assert fastjson_loads(route(client, addr, "ordered").body)["orderTopicConf"] == "broker-a:4"
     listed = client.invoke(
         addr, create_request(RequestCode.GET_KVLIST_BY_NAMESPACE, {"namespace": "ORDER_TOPIC_CONFIG"})
     )
-    assert orjson.loads(listed.body) == {"table": {"ordered": "broker-a:4"}}
+    assert fastjson_loads(listed.body) == {"table": {"ordered": "broker-a:4"}}
     delete = {"namespace": "ORDER_TOPIC_CONFIG", "key": "ordered"}
     assert client.invoke(addr, create_request(RequestCode.DELETE_KV_CONFIG, delete)).ok
     absent = client.invoke(addr, create_request(RequestCode.GET_KV_CONFIG, delete))
@@ -184,12 +184,12 @@ def register_compressed(client, addr, body: bytes, crc: int | None = None):
 def test_a_compressed_registration_registers_its_topics(namesrv, client):
     body = compressed_body({"zipped": (8, 6, 6), "read-only": (2, 2, 4)}, {"timestamp": 5, "counter": 2})
     assert register_compressed(client, namesrv.addr, body).ok
-    data = orjson.loads(route(client, namesrv.addr, "zipped").body)
+    data = fastjson_loads(route(client, namesrv.addr, "zipped").body)
     queue = data["queueDatas"][0]
     assert (queue["brokerName"], queue["readQueueNums"], queue["writeQueueNums"], queue["perm"]) == (
         "broker-z", 8, 6, 6,
     )  # fmt: skip
-    assert orjson.loads(route(client, namesrv.addr, "read-only").body)["queueDatas"][0]["perm"] == 4
+    assert fastjson_loads(route(client, namesrv.addr, "read-only").body)["queueDatas"][0]["perm"] == 4
 
 
 def test_bad_compressed_registrations_are_refused_and_register_nothing(namesrv, client):

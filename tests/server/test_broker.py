@@ -11,6 +11,7 @@ import pytest
 from broker.common.batch_codec import encode_batch
 from broker.common.message import Message
 from broker.common.message_codec import decode_messages
+from broker.remoting import fastjson
 from broker.remoting.client import RemotingClient, SyncRemotingClient
 from broker.remoting.codes import RequestCode as RC
 from broker.remoting.codes import ResponseCode
@@ -159,7 +160,7 @@ def test_auto_create_and_refusals(cluster, client, tmp_path):
     while not (found := client.invoke(namesrv.addr, lookup)).ok:
         assert time.monotonic() < deadline, "the auto-created topic never reached the name server"
         time.sleep(0.05)
-    assert orjson.loads(found.body)["queueDatas"][0]["writeQueueNums"] == 4
+    assert fastjson.loads(found.body)["queueDatas"][0]["writeQueueNums"] == 4
     bad = send(client, brokers["broker-a"].addr, "bad topic!", b"x")
     assert bad.code == ResponseCode.MESSAGE_ILLEGAL
     strict = start_broker(
@@ -356,7 +357,7 @@ def test_admin_topics_groups_config_and_runtime(cluster, client):
     assert refused.code == ResponseCode.NO_PERMISSION and "listenPort" in refused.remark
 
     assert client.invoke(addr, create_request(RC.DELETE_TOPIC_IN_BROKER, {"topic": "AdminTopic"})).ok
-    info = orjson.loads(client.invoke(namesrv.addr, create_request(RC.GET_BROKER_CLUSTER_INFO)).body)
+    info = fastjson.loads(client.invoke(namesrv.addr, create_request(RC.GET_BROKER_CLUSTER_INFO)).body)
     assert info["clusterAddrTable"]["TestCluster"] == ["broker-a", "broker-b"]
     missing_header = client.invoke(addr, create_request(RC.GET_MAX_OFFSET, {"topic": "x"}))
     assert missing_header.code == ResponseCode.SYSTEM_ERROR and "queueId" in missing_header.remark

@@ -61,7 +61,7 @@ class AdminProcessor:
         return response_to(request)
 
     async def all_topic_config(self, conn, request: RemotingCommand) -> RemotingCommand:
-        return response_to(request, body=orjson.dumps(self.broker.topics.serialize_wrapper()))
+        return response_to(request, body=fastjson.dumps(self.broker.topics.serialize_wrapper()))
 
     async def topic_stats(self, conn, request: RemotingCommand) -> RemotingCommand:
         topic = request.field("topic") or ""
@@ -79,12 +79,12 @@ class AdminProcessor:
                 "lastUpdateTimestamp": max(last, 0),
             }
             entries.append((_mq(topic, name, queue_id), stats))
-        return response_to(request, body=b'{"offsetTable":' + fastjson.dumps_object_key_map(entries) + b"}")
+        return response_to(request, body=fastjson.dumps({"offsetTable": fastjson.ObjectKeyMap(entries)}))
 
     async def topic_consume_by_who(self, conn, request: RemotingCommand) -> RemotingCommand:
         topic = request.field("topic") or ""
         groups = self.broker.consumers.groups_subscribing(topic) | self.broker.offsets.groups_of_topic(topic)
-        return response_to(request, body=orjson.dumps({"groupList": sorted(groups)}))
+        return response_to(request, body=fastjson.dumps({"groupList": sorted(groups)}))
 
     # -- groups -------------------------------------------------------------------------------
     async def create_group(self, conn, request: RemotingCommand) -> RemotingCommand:
@@ -103,7 +103,7 @@ class AdminProcessor:
         return response_to(request)
 
     async def all_groups(self, conn, request: RemotingCommand) -> RemotingCommand:
-        return response_to(request, body=orjson.dumps(self.broker.groups.wrapper()))
+        return response_to(request, body=fastjson.dumps(self.broker.groups.wrapper()))
 
     async def consume_stats(self, conn, request: RemotingCommand) -> RemotingCommand:
         group, only_topic = request.field("consumerGroup") or "", request.field("topic")
@@ -131,9 +131,8 @@ class AdminProcessor:
                 entries.append((_mq(topic, broker.config.broker_name, queue_id), wrapper))
         if not entries and only_topic and broker.topics.get(only_topic) is None:
             return response_to(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{only_topic}] not exist")
-        body = b"".join((b'{"consumeTps":', orjson.dumps(consume_tps), b',"offsetTable":',
-                         fastjson.dumps_object_key_map(entries), b"}"))  # fmt: skip
-        return response_to(request, body=body)
+        body = {"consumeTps": float(consume_tps), "offsetTable": fastjson.ObjectKeyMap(entries)}
+        return response_to(request, body=fastjson.dumps(body))
 
     async def consumer_connections(self, conn, request: RemotingCommand) -> RemotingCommand:
         group = request.field("consumerGroup") or ""
@@ -142,17 +141,17 @@ class AdminProcessor:
             return response_to(request, ResponseCode.CONSUMER_NOT_ONLINE, "the consumer group not online")
         body = {
             "connectionSet": [c.to_connection_json() for c in info.channels.values()],
-            "subscriptionTable": info.subscriptions,
+            "subscriptionTable": info.subscription_table_json(),
             "consumeType": info.consume_type,
             "messageModel": info.message_model,
             "consumeFromWhere": info.consume_from_where,
         }
-        return response_to(request, body=orjson.dumps(body))
+        return response_to(request, body=fastjson.dumps(body))
 
     async def producer_connections(self, conn, request: RemotingCommand) -> RemotingCommand:
         channels = self.broker.producers.groups.get(request.field("producerGroup") or "", {})
         body = {"connectionSet": [c.to_connection_json() for c in channels.values()]}
-        return response_to(request, body=orjson.dumps(body))
+        return response_to(request, body=fastjson.dumps(body))
 
     async def reset_offset(self, conn, request: RemotingCommand) -> RemotingCommand:
         """Rewrite a group's offsets to the first message at/after a time (-1 = latest)."""
@@ -169,7 +168,7 @@ class AdminProcessor:
                 offset = store.get_offset_in_queue_by_time(topic, queue_id, timestamp)
             self.broker.offsets.commit(group, topic, queue_id, offset)
             entries.append((_mq(topic, self.broker.config.broker_name, queue_id), offset))
-        body = b'{"offsetTable":' + fastjson.dumps_object_key_map(entries) + b"}"
+        body = fastjson.dumps({"offsetTable": fastjson.ObjectKeyMap(entries)})
         await self._tell_consumers(group, topic, timestamp, body)
         return response_to(request, body=body)
 
@@ -186,7 +185,7 @@ class AdminProcessor:
 
     # -- broker -------------------------------------------------------------------------------
     async def runtime_info(self, conn, request: RemotingCommand) -> RemotingCommand:
-        return response_to(request, body=orjson.dumps({"table": self.broker.runtime_info()}))
+        return response_to(request, body=fastjson.dumps({"table": self.broker.runtime_info()}))
 
     async def get_config(self, conn, request: RemotingCommand) -> RemotingCommand:
         text = "".join(f"{k}={v}\n" for k, v in sorted(self.broker.config.as_properties().items()))

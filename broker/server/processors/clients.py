@@ -6,8 +6,6 @@ import functools
 import logging
 import os
 
-import orjson
-
 from broker.common import topic_config as tc
 from broker.remoting import fastjson
 from broker.remoting.codes import RequestCode, ResponseCode
@@ -71,7 +69,7 @@ class ClientProcessor:
         info = self.broker.consumers.groups.get(group)
         if info is None:
             return response_to(request, ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {group}")
-        return response_to(request, body=orjson.dumps({"consumerIdList": info.client_ids()}))
+        return response_to(request, body=fastjson.dumps({"consumerIdList": info.client_ids()}))
 
     async def check_client_config(self, conn, request: RemotingCommand) -> RemotingCommand:
         data = fastjson.loads(request.body) if request.body else {}
@@ -170,7 +168,7 @@ class OffsetProcessor:
 
     async def all_consumer_offsets(self, conn, request: RemotingCommand) -> RemotingCommand:
         table = {key: dict(queues) for key, queues in self.broker.offsets.table.items()}
-        return response_to(request, body=orjson.dumps({"offsetTable": table}, option=orjson.OPT_NON_STR_KEYS))
+        return response_to(request, body=fastjson.dumps({"offsetTable": table}))
 
 
 @functools.cache

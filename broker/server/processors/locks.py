@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import orjson
-
 from broker.common.request_headers import (
     HeaderError,
     LockBatchRequestBody,
@@ -38,7 +36,7 @@ class LockProcessor:
         group, client_id, keys = parsed
         held = self.broker.queue_locks.try_lock_batch(group, keys, client_id)
         body = LockBatchResponseBody([{"topic": t, "brokerName": b, "queueId": q} for t, b, q in held])
-        return response_to(request, body=orjson.dumps(body.to_json_dict()))
+        return response_to(request, body=fastjson.dumps(body.to_json_dict()))
 
     async def unlock_batch(self, conn, request: RemotingCommand) -> RemotingCommand:
         parsed = _parse(request, UnlockBatchRequestBody)
