@@ -34,10 +34,18 @@ class TopicsField(forms.CharField):
         return parse_topics(super().clean(value) or "")
 
 
+def _moment_input() -> forms.DateTimeInput:
+    """The browser's date-and-time picker; the value it sends (2026-11-23T08:00) is what
+    DateTimeField parses, and typed values like 2026-11-23 08:00 still are."""
+    return forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")
+
+
 class RunForm(forms.Form):
     report = forms.ChoiceField(choices=REPORT_CHOICES, initial="all")
-    start_time = forms.DateTimeField(required=False, help_text="UTC, e.g. 2026-11-23 08:00; empty = first")
-    end_time = forms.DateTimeField(required=False, help_text="UTC, exclusive; empty = last")
+    start_time = forms.DateTimeField(required=False, widget=_moment_input(),
+                                     help_text="UTC; empty = from the first archived message")  # fmt: skip
+    end_time = forms.DateTimeField(required=False, widget=_moment_input(),
+                                   help_text="UTC, exclusive; empty = up to the last")  # fmt: skip
     topics = TopicsField()
     input_uri = forms.CharField(
         required=False,
@@ -45,6 +53,10 @@ class RunForm(forms.Form):
         label="Archive URI",
         help_text="directory or any URI Spark reads; empty = the configured archive",
     )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["input_uri"].widget.attrs["placeholder"] = settings.ANALYTICS_ARCHIVE_URI
 
     def clean(self):
         data = super().clean()
@@ -76,7 +88,9 @@ class ScheduleForm(forms.Form):
         max_length=100,
         help_text="… or a crontab 'minute hour day-of-month month day-of-week' (UTC)",
     )
-    input_uri = forms.CharField(required=False, max_length=1024, label="Archive URI")
+    input_uri = forms.CharField(
+        required=False, max_length=1024, label="Archive URI", help_text="empty = the configured archive"
+    )
     enabled = forms.BooleanField(required=False, initial=True)
 
     def __init__(self, *args, instance: PeriodicTask | None = None, **kwargs):

@@ -23,7 +23,9 @@ from console.roles import OPERATOR, has_role, require_role
 from . import charts
 from .forms import RunForm, ScheduleForm
 from .models import ReportRun
+from .presentation import SECTION_TITLES, schedule_summary, section_table
 from .runner import fail_abandoned_runs
+from .spark import archive_input
 from .spark.catalog import REPORT_SECTIONS
 from .tasks import RUN_SCHEDULED_REPORT, run_report
 
@@ -35,9 +37,18 @@ DOWNLOAD_FORMATS = {"csv": "text/csv", "parquet": "application/vnd.apache.parque
 def run_list(request):
     fail_abandoned_runs()
     runs = ReportRun.objects.all()[:200]
-    return render(
-        request, "analytics/run_list.html", {"runs": runs, "can_operate": has_role(request.user, OPERATOR)}
-    )
+    context = {"runs": runs, "can_operate": has_role(request.user, OPERATOR), **_archive_context()}
+    return render(request, "analytics/run_list.html", context)
+
+
+def _archive_context() -> dict:
+    """The configured archive as the pages show it: what it holds, or what to do when empty."""
+    uri = settings.ANALYTICS_ARCHIVE_URI
+    return {
+        "archive_uri": uri,
+        "archive": archive_input.contents(uri),
+        "archive_help": archive_input.WHAT_TO_DO,
+    }
 
 
 @require_role(OPERATOR)
@@ -48,8 +59,17 @@ def run_start(request):
         if not form.is_valid():
             audit(request, "analytics.run.start", parameters=_printable(request.POST),
                   result=AuditRecord.RESULT_FAILED, detail=form.errors.as_text())  # fmt: skip
-            return render(request, "analytics/run_form.html", {"form": form}, status=400)
+            context = {"form": form, **_archive_context()}
+            return render(request, "analytics/run_form.html", context, status=400)
         data = form.cleaned_data
+        try:
+            archive_input.require_segments(data["input_uri"])
+        except archive_input.NoArchivedSegments as exc:
+            # Refused before a worker spends a Spark session on an input that holds nothing.
+            audit(request, "analytics.run.start", parameters=_printable(request.POST),
+                  result=AuditRecord.RESULT_FAILED, detail=str(exc))  # fmt: skip
+            context = {"form": form, "empty_input": data["input_uri"], **_archive_context()}
+            return render(request, "analytics/run_form.html", context, status=400)
         run = ReportRun.objects.create(
             report=data["report"], start_time=data["start_time"], end_time=data["end_time"],
             topics=data["topics"], input_uri=data["input_uri"], requested_by=request.user.get_username(),
@@ -67,7 +87,7 @@ def run_start(request):
         ReportRun.objects.filter(pk=run.pk).update(celery_task_id=result.id or "")
         audit(request, "analytics.run.start", target=f"run {run.pk}", parameters=_printable(request.POST))
         return redirect("analytics:run_detail", run_id=run.pk)
-    return render(request, "analytics/run_form.html", {"form": form})
+    return render(request, "analytics/run_form.html", {"form": form, **_archive_context()})
 
 
 @login_required
@@ -94,8 +114,8 @@ def _run_context(run: ReportRun) -> dict:
     sections = {}
     if run.status == ReportRun.DONE:
         for name in ("inputs", *REPORT_SECTIONS.get(run.report, ())):
-            rows = run.rows(name)
-            sections[name] = {"rows": rows, "columns": list(rows[0]) if rows else [],
+            header, body = section_table(run.rows(name))
+            sections[name] = {"title": SECTION_TITLES.get(name, name), "header": header, "body": body,
                               "formats": sorted(run.output_files.get(name, {}))}  # fmt: skip
     return {"run": run, "sections": sections, "charts": charts.available_charts(run) if sections else []}
 
@@ -135,7 +155,10 @@ def schedule_list(request):
     return render(
         request,
         "analytics/schedule_list.html",
-        {"schedules": _schedules().order_by("name"), "can_operate": has_role(request.user, OPERATOR)},
+        {
+            "schedules": [(task, schedule_summary(task.kwargs)) for task in _schedules().order_by("name")],
+            "can_operate": has_role(request.user, OPERATOR),
+        },
     )
 
 

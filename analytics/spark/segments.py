@@ -8,9 +8,6 @@ the rows to the JVM as Arrow batches.
 
 from __future__ import annotations
 
-from pathlib import Path
-from urllib.parse import urlparse
-
 from pyspark.sql.types import (
     ArrayType,
     IntegerType,
@@ -21,6 +18,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from .archive_input import require_segments
 from .arrow_rows import decode_file_batches
 from .segment_rows import COLUMNS
 
@@ -35,16 +33,9 @@ SCHEMA = StructType([StructField(name, _TYPES.get(name, StringType()), True) for
 
 
 def segments_location(uri: str) -> str:
-    """Where the segment files are: an archive root (``<root>/commitlog``) or the directory itself."""
-    parsed = urlparse(uri)
-    if parsed.scheme in ("", "file"):
-        path = Path(parsed.path if parsed.scheme == "file" else uri)
-        if not path.exists():
-            raise FileNotFoundError(f"no archived segments at {uri}: the directory does not exist")
-        if (path / "commitlog").is_dir():
-            path = path / "commitlog"
-        return str(path.resolve())
-    return uri
+    """Where the segment files are: an archive root (``<root>/commitlog``) or the directory itself;
+    a local input without segments raises ``NoArchivedSegments`` saying what to do."""
+    return require_segments(uri)
 
 
 def segments_dataframe(spark, uri: str):
