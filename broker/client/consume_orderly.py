@@ -86,6 +86,12 @@ class OrderlyProcessQueue:
     def lock_valid(self, max_live_ms: int) -> bool:
         return self.locked and time.monotonic() * 1000 - self.last_lock_ms <= max_live_ms
 
+    def has_in_flight(self) -> bool:
+        """Messages waiting, or a batch with the listener (its offset is committed before the
+        consume lock is let go)."""
+        with self.state_lock:
+            return bool(self.pending) or self.consume_lock.locked()
+
     def __len__(self) -> int:
         return len(self.pending)
 
@@ -232,6 +238,10 @@ class ConsumeMessageOrderlyService:
         if queue is None or not queue.lock_valid(self.lock_max_live_ms):
             return True  # never pull for a queue this client does not hold
         return len(queue) >= self.consumer.pull_threshold
+
+    def has_in_flight(self, mq: MessageQueue) -> bool:
+        queue = self.queues.get(mq)
+        return queue is not None and queue.has_in_flight()
 
     def on_messages(self, mq: MessageQueue, messages: list) -> None:
         queue = self.queues.get(mq)

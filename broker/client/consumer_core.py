@@ -189,7 +189,10 @@ class ConsumerCore:
     async def _persist_loop(self) -> None:
         while True:
             await asyncio.sleep(self.persist_interval_ms / 1000)
-            await self.offsets.persist(list(self.assigned))
+            try:
+                await self.offsets.persist(list(self.assigned))
+            except Exception as exc:  # a full disk now must not end persisting for good
+                log.warning("persisting the offsets of %s failed: %s", self.group, exc)
 
     def _shutdown_core(self) -> None:
         if not self.running:
@@ -215,7 +218,8 @@ class ConsumerCore:
     async def _stop_all(self) -> None:
         async with self._rebalancing:  # a rebalance under way finishes first, then nothing is left
             for mq in list(self.assigned):
-                await self._drop_queue(mq)
+                await self._drop_queue(mq)  # each commits its offset as it is let go
+        # A broadcasting member's file keeps every queue's offset (its store removes none).
         await self.offsets.persist(list(self.offsets.table))
 
     # -- rebalance ----------------------------------------------------------------------------
@@ -313,7 +317,20 @@ class ConsumerCore:
             next_offset = int(fields.get("nextBeginOffset", offset))
             if code == R.PULL_OFFSET_MOVED:
                 self.offsets.update(mq, next_offset)
+            else:  # found, nothing new, or nothing matching: all below next_offset was seen
+                self._correct_offset(mq, next_offset)
             offset = next_offset
+
+    def _correct_offset(self, mq: MessageQueue, next_offset: int) -> None:
+        """Commit past messages the subscription's filter skipped (RocketMQ's correctTagsOffset).
+
+        Consuming commits only up to the last message delivered: a queue holding nothing but
+        other tags (or with other tags after its last match) would keep its old offset and show
+        lag for a group that is caught up. Once nothing pulled from ``mq`` is still in flight,
+        every offset below the next pull's is consumed or filtered out, so it may be committed.
+        """
+        if not self.has_in_flight(mq):
+            self.offsets.update(mq, next_offset, increase_only=True)
 
     async def _pull_once(self, mq: MessageQueue, offset: int, found: Callable[[list], None]):
         addr = self.instance.broker_addr(mq.broker_name)
@@ -351,6 +368,11 @@ class ConsumerCore:
     # -- hooks for the concrete consumers ----------------------------------------------------
     def is_busy(self, mq: MessageQueue) -> bool:
         return False
+
+    def has_in_flight(self, mq: MessageQueue) -> bool:
+        """Is a message pulled from ``mq`` still unconsumed (its offset not committed in memory)?
+        Asked on the consumer's loop, which is the only one adding messages."""
+        raise NotImplementedError
 
     def on_messages(self, mq: MessageQueue, messages: list) -> None:
         raise NotImplementedError

@@ -18,6 +18,7 @@ class LitePullConsumer(ConsumerCore):
         self.auto_commit = auto_commit
         self.buffer: queue_module.Queue = queue_module.Queue(buffer_size)
         self.consumed: dict[MessageQueue, int] = {}
+        self.pulled_max: dict[MessageQueue, int] = {}  # highest offset put in the buffer, by queue
         self._assigned_only: list[MessageQueue] | None = None
         self.paused: set[MessageQueue] = set()
 
@@ -78,7 +79,8 @@ class LitePullConsumer(ConsumerCore):
     async def acommit(self) -> None:
         """``commit_sync`` on the instance's loop."""
         self._note_consumed()
-        await self.offsets.persist(list(self.consumed))
+        # Queues where nothing was polled may still have moved past filtered-out messages.
+        await self.offsets.persist(set(self.consumed) | set(self.assigned))
 
     def seek(self, mq: MessageQueue, offset: int) -> None:
         """Continue ``mq`` from ``offset`` (restarts its pulling)."""
@@ -101,6 +103,14 @@ class LitePullConsumer(ConsumerCore):
     def is_busy(self, mq: MessageQueue) -> bool:
         return mq in self.paused or self.buffer.qsize() > self.buffer.maxsize * 0.8
 
+    def has_in_flight(self, mq: MessageQueue) -> bool:
+        # In flight until polled and committed (by auto-commit or the application's commit).
+        return self.offsets.read_memory(mq) <= self.pulled_max.get(mq, -1)
+
+    def on_queue_dropped(self, mq: MessageQueue) -> None:
+        self.pulled_max.pop(mq, None)
+
     def on_messages(self, mq: MessageQueue, messages: list) -> None:
         for msg in messages:
             self.buffer.put((mq, msg))
+        self.pulled_max[mq] = max(self.pulled_max.get(mq, -1), messages[-1].queue_offset)

@@ -146,6 +146,12 @@ class PushConsumer(ConsumerCore):
         queue = self.process_queues.get(mq)
         return queue is not None and len(queue) >= self.pull_threshold
 
+    def has_in_flight(self, mq: MessageQueue) -> bool:
+        if self.orderly is not None:
+            return self.orderly.has_in_flight(mq)
+        queue = self.process_queues.get(mq)
+        return queue is not None and len(queue) > 0
+
     def on_messages(self, mq: MessageQueue, messages: list) -> None:
         if self.orderly is not None:
             return self.orderly.on_messages(mq, messages)
