@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from pathlib import Path
@@ -18,12 +19,14 @@ class OffsetStore:
     def __init__(self) -> None:
         self.table: dict[MessageQueue, int] = {}
         self.lock = threading.Lock()
+        self.version = 0  # grows with every change of the table: what a persist has to catch up with
 
     def update(self, mq: MessageQueue, offset: int, increase_only: bool = False) -> None:
         with self.lock:
             if increase_only and self.table.get(mq, -1) >= offset:
                 return
             self.table[mq] = offset
+            self.version += 1
 
     def read_memory(self, mq: MessageQueue) -> int:
         return self.table.get(mq, -1)
@@ -61,7 +64,13 @@ class RemoteBrokerOffsetStore(OffsetStore):
 
 
 class LocalFileOffsetStore(OffsetStore):
-    """``<dir>/<client id>/<group>/offsets.json`` with a ``.bak`` (RocketMQ's layout)."""
+    """``<dir>/<client id>/<group>/offsets.json`` with a ``.bak`` (RocketMQ's layout), written
+    atomically by ``JsonConfigFile``.
+
+    The file is this member's only record of its progress, so it always holds every queue the
+    member has an offset for: a queue it stops reading (a rebalance, or the shutdown dropping
+    every queue) keeps its offset, as RocketMQ's LocalFileOffsetStore never removes one.
+    """
 
     def __init__(self, directory: str | Path, client_id: str, group: str) -> None:
         super().__init__()
@@ -70,11 +79,27 @@ class LocalFileOffsetStore(OffsetStore):
         for key, offset in (data.get("offsetTable") or {}).items():
             topic, broker_name, queue_id = key.rsplit("@", 2)
             self.table[MessageQueue(topic, broker_name, int(queue_id))] = int(offset)
+        self._write_lock = threading.Lock()
+        self._written_version = self.version  # the table as loaded is what the file holds
+
+    def remove(self, mq: MessageQueue) -> None:
+        """Kept (see the class): removing it would erase the offset from the next write."""
 
     async def read_store(self, mq: MessageQueue) -> int:
         return self.table.get(mq, -1)
 
     async def persist(self, mqs=None) -> None:
+        """Write the whole table when it changed since the last write (fsyncs: off the loop)."""
         with self.lock:
+            version = self.version
             table = {f"{mq.topic}@{mq.broker_name}@{mq.queue_id}": o for mq, o in self.table.items()}
-        self.file.persist({"offsetTable": table})
+        await asyncio.to_thread(self._write, version, table)
+
+    def _write(self, version: int, table: dict[str, int]) -> None:
+        # Writes may overlap (the periodic one, cancelled at shutdown, still on its thread while
+        # the final one starts): an older table never replaces a newer one on disk.
+        with self._write_lock:
+            if version <= self._written_version:
+                return
+            self.file.persist({"offsetTable": table})
+            self._written_version = version
