@@ -1,0 +1,143 @@
+"""Acceptance of issue 19: one journey through the stack as `make run` starts it (the Procfile's
+lines, broker.conf created under a temp var dir, SQLite, Celery's filesystem transport, local
+Spark). Traffic from the SDK fills a commit-log segment; the broker archives it once sealed; an
+admin runs the default report from the Analytics page and downloads its CSV, whose rows match
+what was sent; a viewer sees no mutating button. The shared browser fixtures fail every step on
+any console error or failed request.
+
+One test (the steps need each other), written as one function per step.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from broker.client import Producer
+from broker.common.message import Message
+from broker.common.message_codec import decode_offset_msg_id
+from broker.store.archive import SegmentArchiver
+from tests.browser.conftest import ARTIFACTS as BROWSER_ARTIFACTS
+from tests.browser.make_run_stack import MakeRunStack
+from tests.browser.stack import ADMIN_USER
+from tests.console_ops.cluster import wait_until
+
+pytestmark = pytest.mark.timeout(600)
+
+TOPIC = "JourneyOrders"
+BODY_BYTES = 4000
+SEGMENT_BYTES = 8 * 1024 * 1024  # make run's mappedFileSizeCommitLog
+VIEWER, VIEWER_PASSWORD = "vera", "viewer-journey-password-1"
+REPORT_TIMEOUT_MS = 300_000
+# Forms a viewer may see: log out, and the choice of name server (a preference, not a change).
+HARMLESS_FORMS = ("/accounts/logout/", "/namesrv")
+MUTATING = re.compile(r"run report|delete|save|replay|commit|roll back|update|reset|send|skip", re.I)
+ARTIFACTS = BROWSER_ARTIFACTS / "make-run"
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    running = MakeRunStack(tmp_path_factory.mktemp("make-run"))
+    try:
+        running.start()
+        yield running
+    finally:
+        running.stop()
+
+
+def _log_in(page, user: str, password: str) -> None:
+    page.goto("/accounts/login/")
+    page.fill("input[name=username]", user)
+    page.fill("input[name=password]", password)
+    page.click("button[type=submit]")
+    expect(page.locator(".who")).to_contain_text(user)
+
+
+def _traffic_from_the_sdk_is_archived_once_its_segment_seals(stack) -> int:
+    producer = Producer("JOURNEY_PRODUCER", stack.namesrv_addr).start()
+    try:
+        offsets = []
+        # Enough to fill the first 8 MiB segment and roll into the next: it is then sealed.
+        while not offsets or max(offsets) < SEGMENT_BYTES:
+            message = Message(TOPIC, b"%08d" % len(offsets) + b"x" * (BODY_BYTES - 8))
+            message.keys, message.tags = f"order-{len(offsets)}", "journey"
+            offsets.append(decode_offset_msg_id(producer.send(message).offset_msg_id)[1])
+    finally:
+        producer.shutdown()
+    archiver = SegmentArchiver(str(stack.var_dir / "archive"))
+    first = f"{0:020d}"
+    wait_until(lambda: first in archiver.list_archived(), timeout=60, what="the sealed segment archived")
+    # The report reads what is archived: the messages stored in the sealed segment.
+    archived = sum(1 for offset in offsets if offset < SEGMENT_BYTES)
+    assert 0 < archived < len(offsets)
+    return archived
+
+
+def _the_default_report_runs_from_the_analytics_page(page, stack, shot, archived: int) -> str:
+    _log_in(page, ADMIN_USER, stack.password)
+    page.goto("/analytics/")
+    expect(page.locator("#archive-status")).to_contain_text("1 archived segment")
+    shot("journey-01-analytics")
+    page.get_by_role("button", name="Run report").click()
+    expect(page).to_have_url(re.compile(r"/analytics/runs/\d+/$"))
+    run_path = page.url.removeprefix(stack.web_url)
+    expect(page.locator("#run-status")).to_have_attribute("data-status", "done", timeout=REPORT_TIMEOUT_MS)
+    section = page.locator("#section-throughput")
+    expect(section).to_be_visible()  # the finished run's page (reloaded once done) shows its tables
+    row = section.locator("tbody tr", has_text=TOPIC)
+    expect(row.locator("td").first).to_have_text(re.compile(r"^\d{4}-\d\d-\d\d \d\d:00$"))  # a UTC hour
+    shot("journey-02-report-done")
+
+    with page.expect_download() as download:
+        section.get_by_role("link", name="throughput.csv").click()
+    rows = list(csv.DictReader(io.StringIO(Path(download.value.path()).read_text())))
+    ours = [r for r in rows if r["topic"] == TOPIC]
+    assert ours and {r["kind"] for r in ours} == {"normal"}
+    assert sum(int(r["messages"]) for r in ours) == archived
+    assert sum(int(r["bytes"]) for r in ours) == archived * BODY_BYTES
+    return run_path
+
+
+def _a_viewer_sees_no_mutating_button(browser, stack, run_path: str) -> None:
+    stack._manage(
+        "shell",
+        "-c",
+        "from django.contrib.auth.models import Group, User; "
+        f"u = User.objects.create_user({VIEWER!r}, password={VIEWER_PASSWORD!r}); "
+        "u.groups.add(Group.objects.get_or_create(name='viewer')[0])",
+    )
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=stack.web_url)
+    context.set_default_timeout(20_000)
+    page = context.new_page()
+    try:
+        _log_in(page, VIEWER, VIEWER_PASSWORD)
+        pages = ["/analytics/", run_path, "/analytics/schedules/", "/cluster/", "/topics/",
+                 f"/topics/{TOPIC}/", "/groups/", "/messages/"]  # fmt: skip
+        for path in pages:
+            page.goto(path)
+            expect(page.locator("main")).to_be_visible()
+            actions = [
+                action
+                for action in page.locator("form[method=post], form[method=POST]").evaluate_all(
+                    "forms => forms.map(f => f.getAttribute('action') || location.pathname)"
+                )
+                if not action.startswith(HARMLESS_FORMS)
+            ]
+            assert actions == [], f"{path} offers a viewer forms that change things: {actions}"
+            buttons = page.locator("main").get_by_role("button", name=MUTATING).all_inner_texts()
+            assert buttons == [], f"{path} shows a viewer buttons that change things: {buttons}"
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "journey-03-viewer.png"), full_page=True)
+    finally:
+        context.close()
+
+
+def test_make_run_journey(page, browser, stack, shot):
+    archived = _traffic_from_the_sdk_is_archived_once_its_segment_seals(stack)
+    run_path = _the_default_report_runs_from_the_analytics_page(page, stack, shot, archived)
+    _a_viewer_sees_no_mutating_button(browser, stack, run_path)
