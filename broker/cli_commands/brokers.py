@@ -33,13 +33,22 @@ def _configure_get(parser: argparse.ArgumentParser) -> None:
 def _run_get(admin: MQAdmin, args: argparse.Namespace) -> CommandOutput:
     require_target(args)
     addrs = admin.resolve_all_addrs(args.broker_addr, args.cluster)
-    configs = {addr: admin.broker_config(addr) for addr in addrs}
+    states = {addr: admin.broker_config_state(addr) for addr in addrs}
     blocks = []
-    for addr, config in configs.items():
-        width = max((len(k) for k in config), default=0)
-        body = "\n".join(f"{key:<{width}} = {value}" for key, value in config.items())
-        blocks.append(f"============{addr}============\n{body}")
-    return CommandOutput({"brokers": configs}, "\n\n".join(blocks))
+    for addr, state in states.items():
+        width = max((len(k) for k in state.values), default=0)
+        lines = []
+        for key, value in state.values.items():
+            line = f"{key:<{width}} = {value}"
+            if key in state.pending:
+                line += f"   (needs restart: {state.pending[key]} pending)"
+            lines.append(line)
+        blocks.append(f"============{addr}============\n" + "\n".join(lines))
+    data = {
+        "brokers": {addr: state.values for addr, state in states.items()},
+        "pending_restart": {addr: state.pending for addr, state in states.items()},
+    }
+    return CommandOutput(data, "\n\n".join(blocks))
 
 
 def _configure_update(parser: argparse.ArgumentParser) -> None:
@@ -57,10 +66,14 @@ def _run_update(admin: MQAdmin, args: argparse.Namespace) -> CommandOutput:
         addrs = admin.resolve_all_addrs(args.broker_addr, args.cluster)
     else:
         addrs = admin.resolve_masters(args.broker_addr, args.cluster)
-    for addr in addrs:
-        admin.update_broker_config(addr, {args.key: args.value})
-    text = "\n".join(f"update broker config success, {addr}" for addr in addrs)
-    return CommandOutput({"brokers": addrs, "key": args.key, "value": args.value}, text)
+    # The broker's remark says whether the value applies now or after a restart.
+    remarks = {addr: admin.update_broker_config(addr, {args.key: args.value}) for addr in addrs}
+    text = "\n".join(
+        f"update broker config success, {addr}" + (f": {remark}" if remark else "")
+        for addr, remark in remarks.items()
+    )
+    data = {"brokers": addrs, "key": args.key, "value": args.value, "remarks": remarks}
+    return CommandOutput(data, text)
 
 
 COMMANDS = [
@@ -76,5 +89,10 @@ COMMANDS = [
         _configure_get,
         _run_get,
     ),
-    Command("updateBrokerConfig", "Change one broker config key at runtime.", _configure_update, _run_update),
+    Command(
+        "updateBrokerConfig",
+        "Change one broker config key (at once, or after a restart).",
+        _configure_update,
+        _run_update,
+    ),
 ]

@@ -823,13 +823,26 @@ class AsyncMQAdmin:
         return {str(k): str(v) for k, v in sorted(table.items())}
 
     async def broker_config(self, addr: str) -> dict[str, str]:
+        return (await self.broker_config_state(addr)).values
+
+    async def broker_config_state(self, addr: str) -> BrokerConfigState:
+        """The values the broker runs with and those it accepted that wait for its restart
+        (the ``pendingRestart`` field of GET_BROKER_CONFIG; none from brokers that send none)."""
         reply = await self._broker(addr, RequestCode.GET_BROKER_CONFIG)
         reply.raise_unless_success()
-        return _parse_properties(reply.body or b"")
+        try:
+            pending = json.loads(reply.ext_fields.get("pendingRestart") or "{}")
+        except ValueError:
+            pending = {}
+        pending = {str(k): str(v) for k, v in pending.items()} if isinstance(pending, dict) else {}
+        return BrokerConfigState(_parse_properties(reply.body or b""), pending)
 
-    async def update_broker_config(self, addr: str, properties: dict[str, str]) -> None:
+    async def update_broker_config(self, addr: str, properties: dict[str, str]) -> str:
+        """Returns the broker's remark: which values apply now, which need a restart."""
         body = _format_properties(properties)
-        (await self._broker(addr, RequestCode.UPDATE_BROKER_CONFIG, None, body)).raise_unless_success()
+        reply = await self._broker(addr, RequestCode.UPDATE_BROKER_CONFIG, None, body)
+        reply.raise_unless_success()
+        return reply.remark or ""
 
     async def all_topic_configs(self, addr: str) -> dict[str, dict[str, Any]]:
         """The broker's topic table (GET_ALL_TOPIC_CONFIG): name → TopicConfig JSON (RocketMQ names)."""
@@ -994,6 +1007,7 @@ class MQAdmin:
     broker_runtime_info = _blocking(AsyncMQAdmin.broker_runtime_info)
     broker_config = _blocking(AsyncMQAdmin.broker_config)
     update_broker_config = _blocking(AsyncMQAdmin.update_broker_config)
+    broker_config_state = _blocking(AsyncMQAdmin.broker_config_state)
     delay_offsets = _blocking(AsyncMQAdmin.delay_offsets)
     end_transaction = _blocking(AsyncMQAdmin.end_transaction)
     query_consumer_offset = _blocking(AsyncMQAdmin.query_consumer_offset)
@@ -1069,6 +1083,12 @@ def _code_name(code: int) -> str:
         return ResponseCode(code).name
     except ValueError:
         return "UNKNOWN_CODE"
+
+
+@dataclass
+class BrokerConfigState:
+    values: dict[str, str]  # what the broker runs with
+    pending: dict[str, str]  # accepted, used after the broker's restart
 
 
 @dataclass

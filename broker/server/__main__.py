@@ -44,7 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         controller = BrokerController(BrokerConfig.load(args.config, overrides))
     except (ConfError, ValueError) as exc:
-        print(f"broker: {exc}", file=sys.stderr)
+        # A bad setting is the operator's to fix: name it plainly, no traceback.
+        where = f" in {args.config}" if args.config else ""
+        print(f"broker: bad configuration{where}: {exc}", file=sys.stderr)
         return 2
     try:
         run(_serve(controller))

@@ -1,46 +1,34 @@
-"""Broker settings from ``broker.conf`` (RocketMQ's key names) and command-line overrides."""
+"""Broker settings from ``broker.conf`` (RocketMQ's key names) and command-line overrides.
+
+Which keys exist, their types, ranges and how a change applies are in ``config_schema``; the
+defaults are the dataclass defaults here and in ``MessageStoreConfig``.
+"""
 
 from __future__ import annotations
 
+import logging
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from broker.common.conf_file import ConfError, get_bool, get_int, get_list, load_conf
+from broker.common.conf_file import load_conf
 from broker.store.store_config import MessageStoreConfig
 
-# Settings an operator may change at run time with UPDATE_BROKER_CONFIG (others need a restart).
-MUTABLE_KEYS = frozenset(
-    {
-        "autoCreateTopicEnable",
-        "autoCreateSubscriptionGroup",
-        "defaultTopicQueueNums",
-        "brokerPermission",
-        "longPollingEnable",
-        "shortPollingTimeMills",
-        "fileReservedTime",
-        "deleteWhen",
-        "diskMaxUsedSpaceRatio",
-        "maxMessageSize",
-        "enablePropertyFilter",
-        "messageDelayLevel",
-        "registerBrokerIntervalMillis",
-        "transactionTimeOut",
-        "transactionCheckInterval",
-        "transactionCheckMax",
-    }
-)
+from . import config_schema as schema
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
 class BrokerConfig:
     broker_cluster_name: str = "DefaultCluster"
-    broker_name: str = "broker-a"
+    broker_name: str = field(default_factory=socket.gethostname)
     broker_id: int = 0
     broker_ip1: str = "127.0.0.1"
     listen_port: int = 10911
     namesrv_addrs: list[str] = field(default_factory=list)
-    store_path_root_dir: str = "store"
+    store_path_root_dir: str = field(default_factory=lambda: str(Path.home() / "store"))
     auto_create_topic_enable: bool = True
     auto_create_subscription_group: bool = True
     default_topic_queue_nums: int = 4
@@ -68,7 +56,7 @@ class BrokerConfig:
     # Keep polling for this long after a read instead of sleeping (broker/remoting/busy_poll.py):
     # waking a sleeping broker costs more than serving a message. 0 turns it off.
     busy_poll_window_micros: int = 250
-    raw: dict[str, str] = field(default_factory=dict)
+    store: MessageStoreConfig = field(default_factory=MessageStoreConfig)
     conf_path: Path | None = None
 
     @property
@@ -82,89 +70,32 @@ class BrokerConfig:
 
     @classmethod
     def from_properties(cls, raw: dict[str, str], conf_path: Path | None = None) -> BrokerConfig:
-        return cls(
-            broker_cluster_name=raw.get("brokerClusterName", "DefaultCluster"),
-            broker_name=raw.get("brokerName", socket.gethostname()),
-            broker_id=get_int(raw, "brokerId", 0),
-            broker_ip1=raw.get("brokerIP1", "127.0.0.1"),
-            listen_port=get_int(raw, "listenPort", 10911),
-            namesrv_addrs=get_list(raw, "namesrvAddr"),
-            store_path_root_dir=raw.get("storePathRootDir", str(Path.home() / "store")),
-            auto_create_topic_enable=get_bool(raw, "autoCreateTopicEnable", True),
-            auto_create_subscription_group=get_bool(raw, "autoCreateSubscriptionGroup", True),
-            default_topic_queue_nums=get_int(raw, "defaultTopicQueueNums", 4),
-            broker_permission=get_int(raw, "brokerPermission", 6),
-            long_polling_enable=get_bool(raw, "longPollingEnable", True),
-            short_polling_time_mills=get_int(raw, "shortPollingTimeMills", 1000),
-            register_broker_interval_millis=get_int(raw, "registerBrokerIntervalMillis", 30_000),
-            client_channel_max_idle_millis=get_int(raw, "clientChannelMaxIdleTimeMillis", 120_000),
-            flush_consumer_offset_interval=get_int(raw, "flushConsumerOffsetInterval", 5000),
-            enable_property_filter=get_bool(raw, "enablePropertyFilter", False),
-            access_message_in_memory_max_ratio=get_int(raw, "accessMessageInMemoryMaxRatio", 40),
-            flush_delay_offset_interval=get_int(raw, "flushDelayOffsetInterval", 10_000),
-            transaction_timeout=get_int(raw, "transactionTimeOut", 6000),
-            transaction_check_interval=get_int(raw, "transactionCheckInterval", 60_000),
-            transaction_check_max=get_int(raw, "transactionCheckMax", 15),
-            rebalance_lock_max_live_time=get_int(raw, "rebalanceLockMaxLiveTime", 60_000),
-            store_reply_message_enable=get_bool(raw, "storeReplyMessageEnable", True),
-            trace_topic_enable=get_bool(raw, "traceTopicEnable", False),
-            busy_poll_window_micros=_non_negative(raw, "busyPollWindowMicros", 250),
-            raw=dict(raw),
+        """Settings from RocketMQ's keys; a bad value raises ``ConfigValueError`` naming it.
+        Unknown keys are ignored with a warning, as RocketMQ ignores them."""
+        values, unknown = schema.parse_known(raw)
+        if unknown:
+            log.warning("broker.conf: ignoring unknown keys %s", ", ".join(sorted(unknown)))
+        config = cls(
+            **{key.attr: value for key, value in values.items() if key.owner == schema.BROKER},
             conf_path=conf_path,
         )
+        store_values = {key.attr: value for key, value in values.items() if key.owner == schema.STORE}
+        config.store = MessageStoreConfig(
+            **store_values, store_path_root_dir=config.store_path_root_dir, store_host=config.broker_addr
+        )
+        return config
 
     def store_config(self) -> MessageStoreConfig:
-        return MessageStoreConfig.from_properties(
-            self.raw, store_path_root_dir=self.store_path_root_dir, store_host=self.broker_addr
-        )
+        """The store's settings: the very object the store reads, so live changes reach it."""
+        return self.store
+
+    def holder_of(self, key: schema.ConfigKey) -> Any:
+        return self.store if key.owner == schema.STORE else self
+
+    def value_of(self, key: schema.ConfigKey) -> str:
+        return key.format(getattr(self.holder_of(key), key.attr))
 
     def as_properties(self) -> dict[str, str]:
-        """Every effective setting under its RocketMQ name (GET_BROKER_CONFIG)."""
-        values = {
-            "brokerClusterName": self.broker_cluster_name,
-            "brokerName": self.broker_name,
-            "brokerId": str(self.broker_id),
-            "brokerIP1": self.broker_ip1,
-            "listenPort": str(self.listen_port),
-            "namesrvAddr": ";".join(self.namesrv_addrs),
-            "storePathRootDir": self.store_path_root_dir,
-            "autoCreateTopicEnable": str(self.auto_create_topic_enable).lower(),
-            "autoCreateSubscriptionGroup": str(self.auto_create_subscription_group).lower(),
-            "defaultTopicQueueNums": str(self.default_topic_queue_nums),
-            "brokerPermission": str(self.broker_permission),
-            "longPollingEnable": str(self.long_polling_enable).lower(),
-            "shortPollingTimeMills": str(self.short_polling_time_mills),
-            "registerBrokerIntervalMillis": str(self.register_broker_interval_millis),
-            "enablePropertyFilter": str(self.enable_property_filter).lower(),
-            "accessMessageInMemoryMaxRatio": str(self.access_message_in_memory_max_ratio),
-            "flushDelayOffsetInterval": str(self.flush_delay_offset_interval),
-            "transactionTimeOut": str(self.transaction_timeout),
-            "transactionCheckInterval": str(self.transaction_check_interval),
-            "transactionCheckMax": str(self.transaction_check_max),
-            "rebalanceLockMaxLiveTime": str(self.rebalance_lock_max_live_time),
-            "busyPollWindowMicros": str(self.busy_poll_window_micros),
-            "storeReplyMessageEnable": str(self.store_reply_message_enable).lower(),
-            "traceTopicEnable": str(self.trace_topic_enable).lower(),
-        }
-        store = self.store_config()
-        values.update(
-            {
-                "flushDiskType": store.flush_disk_type,
-                "mappedFileSizeCommitLog": str(store.mapped_file_size_commit_log),
-                "maxMessageSize": str(store.max_message_size),
-                "fileReservedTime": str(store.file_reserved_time),
-                "deleteWhen": store.delete_when,
-                "diskMaxUsedSpaceRatio": str(store.disk_max_used_space_ratio),
-                "messageDelayLevel": store.message_delay_level,
-            }
-        )
-        for key, value in self.raw.items():
-            values.setdefault(key, value)
-        return values
-
-
-def _non_negative(raw: dict[str, str], key: str, default: int) -> int:
-    value = get_int(raw, key, default)
-    if value < 0:
-        raise ConfError(f"{key}={value} cannot be negative")
-    return value
+        """Every known setting under its RocketMQ name, as the running broker uses it
+        (GET_BROKER_CONFIG)."""
+        return {name: self.value_of(key) for name, key in sorted(schema.KEYS.items())}

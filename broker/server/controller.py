@@ -18,6 +18,7 @@ from broker.store.message_store import MessageStore
 from .broker_stats import BrokerStats
 from .client_manager import ConsumerManager, ProducerManager
 from .config import BrokerConfig
+from .config_update import BrokerConfigUpdater
 from .filter import FilterCache
 from .long_polling import PullRequestHoldService
 from .loop_lag import LoopLagMonitor
@@ -76,6 +77,7 @@ class BrokerController:
         self.registration: NamesrvRegistration | None = None
         self._tasks: list[asyncio.Task] = []
         self.boot_timestamp = int(time.time() * 1000)
+        self.config_updater = BrokerConfigUpdater(self)
 
     async def start(self) -> int:
         self.store.start(dispatch_loop=asyncio.get_running_loop())
@@ -200,29 +202,6 @@ class BrokerController:
     def register_soon(self) -> None:
         if self.registration is not None:
             self.registration.soon()
-
-    def apply_config(self, updates: dict[str, str]) -> None:
-        merged = {**self.config.raw, **updates}
-        fresh = BrokerConfig.from_properties(merged, self.config.conf_path)
-        for attr in (
-            "auto_create_subscription_group",
-            "default_topic_queue_nums",
-            "broker_permission",
-            "long_polling_enable",
-            "short_polling_time_mills",
-            "register_broker_interval_millis",
-            "enable_property_filter",
-            "transaction_timeout",
-            "transaction_check_interval",
-            "transaction_check_max",
-        ):
-            setattr(self.config, attr, getattr(fresh, attr))
-        self.config.raw = merged
-        if fresh.auto_create_topic_enable != self.config.auto_create_topic_enable:
-            self.config.auto_create_topic_enable = fresh.auto_create_topic_enable
-            self.topics.set_auto_create(fresh.auto_create_topic_enable)
-        self.groups.auto_create = self.config.auto_create_subscription_group
-        self.register_soon()
 
     def runtime_info(self) -> dict[str, str]:
         info = self.store.runtime_info()

@@ -57,8 +57,9 @@ class NamesrvRegistration:
         self._wake.set()
 
     async def _loop(self) -> None:
-        interval = self.broker.config.register_broker_interval_millis / 1000
         while True:
+            # Read each turn: registerBrokerIntervalMillis may change at run time.
+            interval = self.broker.config.register_broker_interval_millis / 1000
             reached = await self.register_all()
             try:
                 # A name server that was down (started after us) is retried within a second.

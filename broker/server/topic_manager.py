@@ -63,6 +63,17 @@ class TopicConfigManager:
             self.data_version.next_version()
         self.persist()
 
+    def set_default_queue_nums(self, queue_nums: int) -> None:
+        """defaultTopicQueueNums changed at run time: topics auto-created from now on get up to
+        that many queues (the default topic's queue counts cap them)."""
+        self.default_queue_nums = queue_nums
+        with self.lock:
+            default = self.table.get(tc.AUTO_CREATE_TOPIC_KEY_TOPIC)
+            if default is not None:
+                default.read_queue_nums = default.write_queue_nums = queue_nums
+            self.data_version.next_version()
+        self.persist()
+
     def persist(self) -> None:
         with self.lock:
             snapshot = {name: config.to_json_dict() for name, config in self.table.items()}

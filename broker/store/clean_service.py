@@ -28,16 +28,12 @@ class CleanService:
         archiver: SegmentArchiver | None = None,
     ) -> None:
         self.store = store
-        self.policy = RetentionPolicy(
-            config.file_reserved_time,
-            config.delete_when,
-            config.disk_max_used_space_ratio,
-            clock=clock,
-            max_per_run=config.delete_files_batch_max,
-        )
+        # Read on every pass, not copied: fileReservedTime, deleteWhen, diskMaxUsedSpaceRatio,
+        # cleanResourceInterval and deleteFilesBatchMax change on a running broker.
+        self.config = config
+        self.clock = clock
         # Archive-before-delete: the safety net behind archive-on-seal (archive_service).
         self.archiver = archiver
-        self.interval = config.clean_resource_interval / 1000
         self.disk_usage: Callable[[str], float] = disk_used_percent
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -46,8 +42,19 @@ class CleanService:
     def start(self) -> None:
         self._thread.start()
 
+    @property
+    def policy(self) -> RetentionPolicy:
+        config = self.config
+        return RetentionPolicy(
+            config.file_reserved_time,
+            config.delete_when,
+            config.disk_max_used_space_ratio,
+            clock=self.clock,
+            max_per_run=config.delete_files_batch_max,
+        )
+
     def _run(self) -> None:
-        while not self._stop.wait(self.interval):
+        while not self._stop.wait(self.config.clean_resource_interval / 1000):
             try:
                 self.run_once()
             except Exception:
@@ -64,8 +71,9 @@ class CleanService:
         """One pass; returns the names of the deleted segments."""
         with self._lock:
             store = self.store
-            expired = self.policy.select_expired(
-                self.segments(), self.policy.now_ms(), self.disk_usage(str(store.root))
+            policy = self.policy
+            expired = policy.select_expired(
+                self.segments(), policy.now_ms(), self.disk_usage(str(store.root))
             )
             if not expired:
                 return []

@@ -1,9 +1,13 @@
-"""Settings of one message store, named as RocketMQ's MessageStoreConfig (in snake_case)."""
+"""Settings of one message store, named as RocketMQ's MessageStoreConfig (in snake_case).
+
+Read from ``broker.conf`` through the broker's key table (``broker/server/config_schema.py``),
+which also says which of them a running store picks up at once.
+"""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 ASYNC_FLUSH = "ASYNC_FLUSH"
 SYNC_FLUSH = "SYNC_FLUSH"
@@ -37,18 +41,6 @@ class MessageStoreConfig:
     message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
     store_host: str = "127.0.0.1:10911"
 
-    @classmethod
-    def from_properties(cls, props: dict[str, str], **overrides) -> MessageStoreConfig:
-        """Build from RocketMQ's camelCase keys (``broker.conf``); unknown keys are ignored
-        here because the same file carries the broker's own settings."""
-        values = {}
-        for f in fields(cls):
-            camel = _camel(f.name)
-            if camel in props:
-                values[f.name] = _coerce(f.type, props[camel], camel)
-        values.update(overrides)
-        return cls(**values)
-
     @property
     def sync_flush(self) -> bool:
         return self.flush_disk_type == SYNC_FLUSH
@@ -67,22 +59,3 @@ class MessageStoreConfig:
                 raise ValueError(f"bad messageDelayLevel entry {token!r}")
             levels.append(int(match.group(1)) * units[match.group(2)])
         return levels
-
-
-def _camel(snake: str) -> str:
-    head, *rest = snake.split("_")
-    return head + "".join(part.capitalize() for part in rest)
-
-
-def _coerce(type_name: str, raw: str, key: str):
-    raw = raw.strip()
-    try:
-        if type_name == "int":
-            return int(raw)
-        if type_name == "bool":
-            if raw.lower() not in ("true", "false"):
-                raise ValueError(raw)
-            return raw.lower() == "true"
-    except ValueError as exc:
-        raise ValueError(f"{key}={raw!r} is not a valid {type_name}") from exc
-    return raw or None if type_name.endswith("None") else raw

@@ -10,6 +10,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from broker.client.admin import MQAdminError, NotFoundError
+from console.broker_config_rows import config_rows, updatable_keys
 from console.cluster_access import admin_of, current_namesrv
 from console.forms import BrokerConfigForm
 from console.roles import ADMIN, VIEWER, require_role
@@ -47,11 +48,13 @@ def _broker_name_of(admin, addr: str) -> str:
 def broker_page(request, addr: str):
     admin = admin_of(request)
     broker_name = _broker_name_of(admin, addr)
+    state = admin.broker_config_state(addr)
     context = {
         "addr": addr,
         "broker_name": broker_name,
         "runtime": admin.broker_runtime_info(addr),
-        "config": admin.broker_config(addr),
+        "config_rows": config_rows(state.values, state.pending),
+        "updatable_keys": updatable_keys(),
         "form": BrokerConfigForm(),
     }
     return render(request, "console/broker.html", context)
@@ -71,7 +74,8 @@ def broker_config_update(request, addr: str):
         addr,
         {key: value},
         lambda: admin.update_broker_config(addr, {key: value}),
-        lambda _: f"Broker {addr}: {key} set to {value}",
+        # The broker's own words: applied now, or written and needing a restart.
+        lambda remark: f"Broker {addr}: {remark or f'{key} set to {value}'}",
     )
     return redirect("console:broker", addr=addr)
 

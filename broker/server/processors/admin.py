@@ -5,13 +5,13 @@ from __future__ import annotations
 import orjson
 
 from broker.common import topic_config as tc
-from broker.common.conf_file import parse_properties, write_properties
+from broker.common.conf_file import ConfError, parse_properties
 from broker.common.topic_config import TopicConfig
 from broker.remoting import fastjson
 from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import RemotingCommand, create_request, response_to
 
-from ..config import MUTABLE_KEYS
+from ..config_schema import FixedConfigKeyError
 from ..subscription_manager import SubscriptionGroupConfig
 
 
@@ -117,7 +117,12 @@ class AdminProcessor:
             consume_tps += broker.stats.consume_tps(group, topic)
             for queue_id in range(broker.topics.get(topic).write_queue_nums):
                 broker_offset = store.get_max_offset_in_queue(topic, queue_id)
-                consumer_offset = max(broker.offsets.query(group, topic, queue_id), 0)
+                # Messages retention deleted are not left to consume: a group behind the queue's
+                # first message resumes there (its next pull is moved), so lag counts from it.
+                consumer_offset = max(
+                    broker.offsets.query(group, topic, queue_id),
+                    store.get_min_offset_in_queue(topic, queue_id),
+                )
                 last = (
                     store.get_message_store_timestamp(topic, queue_id, consumer_offset - 1)
                     if consumer_offset
@@ -188,26 +193,32 @@ class AdminProcessor:
         return response_to(request, body=fastjson.dumps({"table": self.broker.runtime_info()}))
 
     async def get_config(self, conn, request: RemotingCommand) -> RemotingCommand:
-        text = "".join(f"{k}={v}\n" for k, v in sorted(self.broker.config.as_properties().items()))
-        version = orjson.dumps(self.broker.topics.data_version.to_json()).decode()
-        return response_to(request, ext_fields={"version": version}, body=text.encode())
+        """The values the running broker uses; values accepted but waiting for a restart are in
+        the ``pendingRestart`` field (a JSON object), which RocketMQ's tools ignore."""
+        text = "".join(f"{k}={v}\n" for k, v in self.broker.config.as_properties().items())
+        ext = {"version": orjson.dumps(self.broker.topics.data_version.to_json()).decode()}
+        pending = self.broker.config_updater.pending
+        if pending:
+            ext["pendingRestart"] = orjson.dumps(pending, option=orjson.OPT_SORT_KEYS).decode()
+        return response_to(request, ext_fields=ext, body=text.encode())
 
     async def update_config(self, conn, request: RemotingCommand) -> RemotingCommand:
-        updates = parse_properties(request.body.decode(errors="replace"))
-        refused = sorted(k for k in updates if k not in MUTABLE_KEYS)
-        if refused:
+        updates = parse_properties((request.body or b"").decode(errors="replace"))
+        if not updates:
             return response_to(
-                request,
-                ResponseCode.NO_PERMISSION,
-                f"cannot change {', '.join(refused)} at run time; edit broker.conf",
+                request, ResponseCode.SYSTEM_ERROR, "no key=value to update in the request body"
             )
         try:
-            self.broker.apply_config(updates)
-        except ValueError as exc:
+            outcome = self.broker.config_updater.update(updates)
+        except FixedConfigKeyError as exc:
+            return response_to(request, ResponseCode.NO_PERMISSION, str(exc))
+        except ConfError as exc:
             return response_to(request, ResponseCode.SYSTEM_ERROR, str(exc))
-        if self.broker.config.conf_path is not None:
-            write_properties(self.broker.config.conf_path, updates)
-        return response_to(request)
+        except OSError as exc:
+            return response_to(
+                request, ResponseCode.SYSTEM_ERROR, f"cannot write broker.conf: {exc.strerror}"
+            )
+        return response_to(request, remark=outcome.remark())
 
     async def forward_to_client(self, conn, request: RemotingCommand) -> RemotingCommand:
         """GET_CONSUMER_RUNNING_INFO / CONSUME_MESSAGE_DIRECTLY: ask the named client, relay its answer."""
