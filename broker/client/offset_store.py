@@ -92,6 +92,8 @@ class LocalFileOffsetStore(OffsetStore):
         """Write the whole table when it changed since the last write (fsyncs: off the loop)."""
         with self.lock:
             version = self.version
+            if version <= self._written_version:
+                return  # unchanged: no thread, no fsync
             table = {f"{mq.topic}@{mq.broker_name}@{mq.queue_id}": o for mq, o in self.table.items()}
         await asyncio.to_thread(self._write, version, table)
 
