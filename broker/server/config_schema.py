@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from broker.common.conf_file import ConfError
+from broker.store.archive import SegmentArchiver
 
 BROKER, STORE = "broker", "store"
 JAVA_INT_MAX = 2**31 - 1
@@ -120,20 +121,17 @@ class Bool:
 class Text:
     pattern: str = r"[^\x00-\x1f]+"
     meaning: str = "one line of text"
-    optional: bool = False  # empty means "not set" (None)
 
-    def parse(self, text: str) -> str | None:
-        if not text and self.optional:
-            return None
+    def parse(self, text: str) -> str:
         if len(text) > _MAX_TEXT or not re.fullmatch(self.pattern, text):
             raise ValueError(f"must be {self.meaning}")
         return text
 
-    def format(self, value: str | None) -> str:
-        return value or ""
+    def format(self, value: str) -> str:
+        return value
 
     def describe(self) -> str:
-        return self.meaning + (" (empty: not set)" if self.optional else "")
+        return self.meaning
 
 
 @dataclass(frozen=True)
@@ -195,6 +193,26 @@ class DelayLevels:
 
     def describe(self) -> str:
         return "delays like 1s 5s 10s 30s 1m … 2h, separated by spaces"
+
+
+@dataclass(frozen=True)
+class ArchiveUri:
+    """``archiveUri``: where sealed segments are copied; empty for none. Checked as the store's
+    archiver will read it, so a URI it cannot use stops the broker at start, not later."""
+
+    def parse(self, text: str) -> str | None:
+        if not text:
+            return None
+        if len(text) > _MAX_TEXT or not re.fullmatch(r"[^\x00-\x1f]+", text):
+            raise ValueError("must be a directory or file:// URI on one line")
+        SegmentArchiver(text)  # raises ValueError saying what it supports
+        return text
+
+    def format(self, value: str | None) -> str:
+        return value or ""
+
+    def describe(self) -> str:
+        return "a directory or file:// URI (empty: no archive)"
 
 
 @dataclass(frozen=True)
@@ -289,7 +307,7 @@ KEYS: dict[str, ConfigKey] = {
         _key("diskMaxUsedSpaceRatio", STORE, Int(10, 95), LIVE, "% disk use that deletes at once"),
         _key("cleanResourceInterval", STORE, Int(10, 3_600_000), LIVE, f"retention pass every, {_MS}"),
         _key("deleteFilesBatchMax", STORE, Int(1, 1000), LIVE, "segments deleted per pass at most"),
-        _key("archiveUri", STORE, Text(r"[^\x00-\x1f]{1,1024}", "a directory or file:// URI", True), RESTART),
+        _key("archiveUri", STORE, ArchiveUri(), RESTART, "copy sealed segments here (analytics input)"),
         _key("messageIndexEnable", STORE, Bool(), LIVE, "index keys and message ids"),
         _key("maxHashSlotNum", STORE, Int(1, 50_000_000), RESTART, "index hash slots"),
         _key("maxIndexNum", STORE, Int(1, 200_000_000), RESTART, "index entries per file"),

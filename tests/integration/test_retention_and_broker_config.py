@@ -283,7 +283,13 @@ def test_delay_levels_need_a_restart_and_say_so(broker):
 
 
 @pytest.mark.parametrize(
-    ("key", "value"), [("diskMaxUsedSpaceRatio", "abc"), ("deleteWhen", "25"), ("fileReservedTime", "-1")]
+    ("key", "value"),
+    [
+        ("diskMaxUsedSpaceRatio", "abc"),
+        ("deleteWhen", "25"),
+        ("fileReservedTime", "-1"),
+        ("archiveUri", "s3a://bucket/segments"),
+    ],
 )
 def test_a_bad_broker_conf_stops_the_broker_with_a_plain_message(tmp_path, key, value):
     conf = tmp_path / "broker.conf"

@@ -57,6 +57,7 @@ def test_broker_conf_round_trip_and_store_values_reach_the_store_config():
         ("autoCreateTopicEnable", "yes", "true or false"),
         ("flushDiskType", "SOMETIMES", "ASYNC_FLUSH, SYNC_FLUSH"),
         ("namesrvAddr", "nohostport", "is not host:port"),
+        ("archiveUri", "s3a://bucket/segments", "only a local directory or file://"),
     ],
 )
 def test_bad_values_are_refused_naming_key_and_value(key, value, reason):
