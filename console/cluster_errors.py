@@ -1,8 +1,10 @@
 """Cluster failures as pages that say what happened and what to do, never a server error.
 
 Read-only views simply let an ``MQAdminError`` propagate; this middleware renders it inside the
-console's layout with a status that tells scripts what kind of failure it was (503 when a server
-does not answer, 404 when the thing asked for does not exist, 502 when a server refused).
+console's layout with a status and a title that tell people and scripts what kind of failure it
+was: 503 "Cluster unavailable" only when a server does not answer, 404 "Not found" when the thing
+asked for does not exist (the error names it), 502 when a server answered with an error. The
+operations pages render the same mapping in their own layout (``views_ops.common``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,16 @@ def advice_for(error: MQAdminError) -> str:
     return "Check the values you entered and that the cluster is up."
 
 
+def title_for(error: MQAdminError) -> str:
+    if isinstance(error, NameServerUnreachableError | BrokerUnreachableError):
+        return "Cluster unavailable"
+    if isinstance(error, NotFoundError):
+        return "Not found"
+    if isinstance(error, AdminRequestError):
+        return "Refused by the cluster"
+    return "Cluster error"
+
+
 def status_for(error: MQAdminError) -> int:
     if isinstance(error, NameServerUnreachableError | BrokerUnreachableError):
         return 503
@@ -56,7 +68,7 @@ class ClusterErrorMiddleware:
     def process_exception(self, request, exception):
         if not isinstance(exception, MQAdminError):
             return None
-        context = {"error": str(exception), "advice": advice_for(exception)}
+        context = {"title": title_for(exception), "error": str(exception), "advice": advice_for(exception)}
         if "application/json" in request.headers.get("Accept", ""):
             return JsonResponse(context, status=status_for(exception))
         partial = bool(request.headers.get("HX-Request"))

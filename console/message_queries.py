@@ -88,7 +88,7 @@ def messages_by_key(admin: MQAdmin, topic: str, key: str) -> MessageList:
 
 def messages_by_id(admin: MQAdmin, topic: str, msg_id: str) -> MessageList:
     """An offsetMsgId alone, or a client msgId within a topic (the unique-key index)."""
-    found = admin.query_message_by_id(topic, msg_id) if topic else [admin.view_message(msg_id)]
+    found = admin.query_message_by_id(topic, msg_id) if topic else [admin.view_cluster_message(msg_id)]
     return MessageList(describe_all(admin, found))
 
 

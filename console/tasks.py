@@ -1,7 +1,9 @@
 """Celery tasks of the console: long operations that must not hold a web request.
 
 ``replay_dead_letters`` replays a ReplayJob (selected dead letters, or all matching a filter)
-at the job's rate, saving progress every few messages so the page can poll it.
+at the job's rate, saving progress every few messages so the page can poll it. Each replayed
+message gets its audit record as a single replay does (``replay_audit``), saved with the progress,
+so the message trace shows bulk replays too.
 """
 
 from __future__ import annotations
@@ -10,12 +12,15 @@ import logging
 import time
 
 from celery import shared_task
+from django.db import transaction
 from django.utils import timezone
 
 from broker.client.admin import MQAdminError
+from broker.common.topic_config import dlq_topic
 from console import cluster_access
+from console.audit import audit_record
 from console.models import AuditRecord, ReplayJob
-from console.views_ops import connection
+from console.views_ops import connection, replay_audit
 from console.views_ops.services import dlq
 
 log = logging.getLogger(__name__)
@@ -39,6 +44,37 @@ def _messages_of(job: ReplayJob) -> tuple[list, list[dict]]:
     return messages, errors
 
 
+def _replay(job: ReplayJob, messages: list) -> None:
+    """Send the copies at the job's rate; progress and the messages' audit records are saved
+    together every ``PROGRESS_EVERY_S`` and at the end."""
+    scope = "selected" if job.message_ids else "all"
+    records: list[AuditRecord] = []
+    last_save = time.monotonic()
+    producer = connection.producer_for(job.namesrv)
+    try:
+        for outcome in dlq.replay(producer, job.group, messages, job.target, job.rate_per_second):
+            if outcome.error:
+                job.failed += 1
+                if len(job.errors) < MAX_RECORDED_ERRORS:
+                    job.errors.append({"msgId": outcome.step.offset_msg_id, "error": outcome.error})
+            else:
+                job.sent += 1
+            fields = replay_audit.outcome_fields(outcome, scope=scope, target=job.target, job=job.pk)
+            records.append(audit_record(job.user, replay_audit.REPLAY, dlq_topic(job.group), **fields))
+            if time.monotonic() - last_save >= PROGRESS_EVERY_S:
+                _save_progress(job, records)
+                last_save = time.monotonic()
+    finally:  # what was sent is recorded even when the job stops half-way
+        _save_progress(job, records)
+
+
+def _save_progress(job: ReplayJob, records: list[AuditRecord]) -> None:
+    with transaction.atomic():
+        job.save(update_fields=["sent", "failed", "errors"])
+        AuditRecord.objects.bulk_create(records)
+    records.clear()
+
+
 @shared_task(name="console.replay_dead_letters")
 def replay_dead_letters(job_id: int) -> dict:
     job = ReplayJob.objects.get(pk=job_id)
@@ -49,19 +85,7 @@ def replay_dead_letters(job_id: int) -> dict:
         job.total = len(messages) + len(lookup_errors)
         job.failed, job.errors = len(lookup_errors), lookup_errors[:MAX_RECORDED_ERRORS]
         job.save(update_fields=["total", "failed", "errors"])
-        last_save = time.monotonic()
-        for outcome in dlq.replay(
-            connection.producer_for(job.namesrv), job.group, messages, job.target, job.rate_per_second
-        ):
-            if outcome.error:
-                job.failed += 1
-                if len(job.errors) < MAX_RECORDED_ERRORS:
-                    job.errors.append({"msgId": outcome.step.offset_msg_id, "error": outcome.error})
-            else:
-                job.sent += 1
-            if time.monotonic() - last_save >= PROGRESS_EVERY_S:
-                job.save(update_fields=["sent", "failed", "errors"])
-                last_save = time.monotonic()
+        _replay(job, messages)
         job.status = ReplayJob.STATUS_DONE
     except Exception as exc:  # the job record must say why it stopped; the worker keeps running
         log.exception("replay job %s failed", job_id)
@@ -73,13 +97,12 @@ def replay_dead_letters(job_id: int) -> dict:
         if job.status == ReplayJob.STATUS_DONE and not job.failed
         else AuditRecord.RESULT_FAILED
     )
-    AuditRecord.objects.create(
-        user=job.user,
-        username=job.user.get_username() if job.user else "celery",
-        action="dlq.replay.finished",
-        target=f"%DLQ%{job.group}",
-        parameters={"job": job.pk, "target": job.target, "total": job.total},
-        result=result,
-        detail=f"sent {job.sent}, failed {job.failed}" + (f"; {job.detail}" if job.detail else ""),
-    )
+    audit_record(
+        job.user,
+        replay_audit.REPLAY_FINISHED,
+        dlq_topic(job.group),
+        {"job": job.pk, "target": job.target, "total": job.total},
+        result,
+        f"sent {job.sent}, failed {job.failed}" + (f"; {job.detail}" if job.detail else ""),
+    ).save()
     return {"sent": job.sent, "failed": job.failed, "status": job.status}

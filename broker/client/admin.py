@@ -721,11 +721,30 @@ class AsyncMQAdmin:
         """The message an offsetMsgId names: its store host answers VIEW_MESSAGE_BY_ID."""
         addr, commit_log_offset = _decode_offset_msg_id(offset_msg_id)
         reply = await self._broker(addr, RequestCode.VIEW_MESSAGE_BY_ID, {"offset": commit_log_offset})
+        # RocketMQ's brokers (and ours) answer SYSTEM_ERROR with this remark for an offset that
+        # holds no message: the message does not exist, the broker did not fail.
+        not_found = NotFoundError(
+            f"message {offset_msg_id} not found: no message at offset {commit_log_offset} of {addr}"
+        )
+        if reply.code == ResponseCode.SYSTEM_ERROR and (reply.remark or "").startswith(_NO_MESSAGE_AT_OFFSET):
+            raise not_found
         reply.raise_unless_success()
         messages = _decode_messages(reply.body)
         if not messages:
-            raise NotFoundError(f"no message at commit-log offset {commit_log_offset} of {addr}")
+            raise not_found
         return messages[0]
+
+    async def view_cluster_message(self, offset_msg_id: str) -> MessageExt:
+        """``view_message`` asked only of a broker the name servers list: an id naming another host
+        is not found in this cluster, and nothing connects to the host it names."""
+        addr, _ = _decode_offset_msg_id(offset_msg_id)
+        if addr not in await self._known_broker_addrs():
+            namesrv = ";".join(self.namesrv_addrs)
+            raise NotFoundError(
+                f"message {offset_msg_id} not found: it names store host {addr}, "
+                f"which is no broker registered on name server {namesrv}"
+            )
+        return await self.view_message(offset_msg_id)
 
     async def query_message_by_id(self, topic: str, msg_id: str) -> list[MessageExt]:
         """A 32-hex id may be an offsetMsgId or a client msgId; try the first when it decodes to a
@@ -1000,6 +1019,7 @@ class MQAdmin:
     min_offset = _blocking(AsyncMQAdmin.min_offset)
     max_offset = _blocking(AsyncMQAdmin.max_offset)
     view_message = _blocking(AsyncMQAdmin.view_message)
+    view_cluster_message = _blocking(AsyncMQAdmin.view_cluster_message)
     query_message_by_id = _blocking(AsyncMQAdmin.query_message_by_id)
     query_message_by_unique_key = _blocking(AsyncMQAdmin.query_message_by_unique_key)
     query_message_by_key = _blocking(AsyncMQAdmin.query_message_by_key)
@@ -1347,6 +1367,9 @@ def _decode_messages(body: bytes | None) -> list[MessageExt]:
         return decode_messages(body or b"", decompress_body=True)
     except MessageDecodeError as exc:
         raise MQAdminError(f"a broker sent messages that cannot be decoded ({exc})") from None
+
+
+_NO_MESSAGE_AT_OFFSET = "can not find message by the offset"
 
 
 def _looks_like_offset_msg_id(msg_id: str) -> bool:

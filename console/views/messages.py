@@ -75,7 +75,7 @@ def message_detail(request, msg_id: str):
     if not form.is_valid():
         return bad_request(request, f"Invalid message id: {form_errors_text(form)}")
     admin = admin_of(request)
-    message = admin.view_message(form.cleaned_data["msg_id"])
+    message = admin.view_cluster_message(form.cleaned_data["msg_id"])
     [view] = describe_all(admin, [message])
     tracks = message_track(admin, message)
     context = {
@@ -103,7 +103,7 @@ def message_resend(request, msg_id: str):
     group, client_id = form.cleaned_data["group"], form.cleaned_data["client_id"]
 
     def resend():
-        topic = admin.view_message(offset_id).topic
+        topic = admin.view_cluster_message(offset_id).topic
         result = admin.consume_message_directly(group, client_id, offset_id, topic)
         if result.get("consumeResult") != "CR_SUCCESS":
             raise ValueError(

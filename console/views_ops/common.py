@@ -9,9 +9,10 @@ from django.http import HttpResponse
 from django.shortcuts import render
 
 from broker.cli_commands.messages_view import describe_message
-from broker.client.admin import MQAdminError, NotFoundError
+from broker.client.admin import MQAdminError
 from broker.common.message import MessageExt
 from console.audit import audit
+from console.cluster_errors import advice_for, status_for, title_for
 from console.message_export import EXPORT_FORMATS, export_response
 
 
@@ -20,7 +21,8 @@ class BadRequest(ValueError):
 
 
 def cluster_errors(view):
-    """Render cluster failures and bad input as pages that say what went wrong and what to do."""
+    """Render cluster failures and bad input as pages that say what went wrong and what to do, with
+    the console's one mapping of cluster errors to statuses (``console.cluster_errors``)."""
 
     @wraps(view)
     def wrapped(request, *args, **kwargs):
@@ -28,18 +30,8 @@ def cluster_errors(view):
             return view(request, *args, **kwargs)
         except BadRequest as exc:
             return _error(request, 400, "Bad request", str(exc), "Correct the form and try again.")
-        except NotFoundError as exc:
-            return _error(
-                request, 404, "Not found", str(exc), "Check the name or id; it may have been deleted."
-            )
         except MQAdminError as exc:
-            return _error(
-                request,
-                502,
-                "The cluster did not answer",
-                str(exc),
-                "Check that the name server and brokers run and that the console uses the right name server.",
-            )
+            return _error(request, status_for(exc), title_for(exc), str(exc), advice_for(exc))
 
     return wrapped
 

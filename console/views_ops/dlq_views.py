@@ -14,7 +14,7 @@ from console.models import AuditRecord, ReplayJob
 from console.roles import OPERATOR, VIEWER, require_role
 from console.tasks import replay_dead_letters
 
-from . import connection
+from . import connection, replay_audit
 from .common import (
     BadRequest,
     audited,
@@ -99,7 +99,7 @@ def dlq_list(request, group: str):
 
 
 @require_POST
-@require_role(OPERATOR)
+@require_role(OPERATOR, action="dlq.make_readable")
 @cluster_errors
 @audited("dlq.make_readable")
 def dlq_make_readable(request, group: str):
@@ -196,9 +196,9 @@ def dlq_preview(request, group: str):
 
 
 @require_POST
-@require_role(OPERATOR)
+@require_role(OPERATOR, action=replay_audit.REPLAY)
 @cluster_errors
-@audited("dlq.replay")
+@audited(replay_audit.REPLAY)
 def dlq_replay(request, group: str):
     _check_group(group)
     target = _target(request)
@@ -228,9 +228,8 @@ def dlq_replay(request, group: str):
     except Exception as exc:  # the task queue (Redis) is down: say so, keep the job as failed
         job.status, job.detail = ReplayJob.STATUS_FAILED, f"could not queue the job: {exc}"
         job.save(update_fields=["status", "detail"])
-        record(
-            request, "dlq.replay", dlq_topic(group), {"job": job.pk}, AuditRecord.RESULT_FAILED, job.detail
-        )
+        failed = AuditRecord.RESULT_FAILED
+        record(request, replay_audit.REPLAY, dlq_topic(group), {"job": job.pk}, failed, job.detail)
         return render(
             request,
             "console_ops/error.html",
@@ -240,7 +239,7 @@ def dlq_replay(request, group: str):
         )  # fmt: skip
     record(
         request,
-        "dlq.replay",
+        replay_audit.REPLAY,
         dlq_topic(group),
         {
             "scope": scope,
@@ -269,23 +268,10 @@ def _replay_one(request, group: str, target: str):
     except ValueError as exc:
         raise BadRequest(str(exc)) from None
     (outcome,) = list(dlq.replay(connection.producer(request), group, messages, target))
-    params = {
-        "scope": "one",
-        "target": target,
-        "offsetMsgId": offset_msg_id,
-        "msgId": messages[0].client_msg_id,
-        "destination": outcome.step.destination,
-    }
+    fields = replay_audit.outcome_fields(outcome, scope="one", target=target)
+    record(request, replay_audit.REPLAY, dlq_topic(group), **fields)
     if outcome.error:
-        record(request, "dlq.replay", dlq_topic(group), params, AuditRecord.RESULT_FAILED, outcome.error)
         raise BadRequest(f"replay failed: {outcome.error}")
-    record(
-        request,
-        "dlq.replay",
-        dlq_topic(group),
-        {**params, "newMsgId": outcome.new_msg_id},
-        detail=f"sent to {outcome.step.destination} as {outcome.new_msg_id}",
-    )
     context = {"group": group, "outcome": outcome}
     return render(request, "console_ops/dlq_replayed.html", context)
 

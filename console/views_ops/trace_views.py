@@ -5,31 +5,32 @@ from __future__ import annotations
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from broker.client.admin import MQAdminError, NotFoundError
+from broker.client.admin import NotFoundError
+from broker.common.message_codec import MessageDecodeError, decode_offset_msg_id
 from broker.common.topic_config import validate_topic
-from console.models import AuditRecord
 from console.roles import VIEWER, require_role
 
-from . import connection
+from . import connection, replay_audit
 from .common import BadRequest, cluster_errors, message_row, ms_to_datetime
 from .services import trace
 
+MAX_MSG_ID_LENGTH = 128  # RocketMQ's ids have 32 to 56 hex digits
+
 
 def _find_message(admin, msg_id: str, topic: str):
-    if topic:
-        try:
-            found = admin.query_message_by_id(topic, msg_id)
-        except NotFoundError:
-            return None
-        return found[0] if found else None
+    """The message itself, or None when the cluster holds no such message (an unreachable cluster
+    is not "not found": its error propagates and becomes a 503 page). Without a topic only an
+    offsetMsgId can be looked up; a client msgId is then found in the trace topic alone."""
     try:
-        return admin.view_message(msg_id)
-    except MQAdminError:
+        if topic:
+            return admin.query_message_by_id(topic, msg_id)[0]
+        decode_offset_msg_id(msg_id)
+        return admin.view_cluster_message(msg_id)
+    except (NotFoundError, MessageDecodeError):
         return None
 
 
 def _replay_events(msg_id: str) -> list[trace.TraceEvent]:
-    records = AuditRecord.objects.filter(action="dlq.replay", parameters__msgId=msg_id).order_by("created_at")
     return [
         trace.TraceEvent(
             int(r.created_at.timestamp() * 1000),
@@ -38,7 +39,7 @@ def _replay_events(msg_id: str) -> list[trace.TraceEvent]:
             detail={"new msgId": r.parameters.get("newMsgId", ""), "result": r.result},
             ok=r.result == "ok",
         )
-        for r in records
+        for r in replay_audit.replays_of(msg_id)
     ]
 
 
@@ -49,7 +50,10 @@ def message_trace(request):
     msg_id = (request.GET.get("msgId") or "").strip()
     topic = (request.GET.get("topic") or "").strip()
     context = {"msg_id": msg_id, "topic": topic}
+    status = 200
     if msg_id:
+        if len(msg_id) > MAX_MSG_ID_LENGTH:
+            raise BadRequest(f"a message id has at most {MAX_MSG_ID_LENGTH} characters")
         if topic and validate_topic(topic):
             raise BadRequest(validate_topic(topic))
         message = _find_message(connection.admin(request), msg_id, topic)
@@ -58,5 +62,8 @@ def message_trace(request):
         context.update(
             message=message_row(message) if message is not None else None,
             events=[{"at": ms_to_datetime(e.timestamp), "event": e} for e in events],
+            not_found=message is None and not events,
         )
-    return render(request, "console_ops/trace.html", context)
+        if context["not_found"]:
+            status = 404  # neither the message nor anything about it exists: not found, said so
+    return render(request, "console_ops/trace.html", context, status=status)

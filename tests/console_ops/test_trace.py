@@ -59,10 +59,13 @@ def test_timeline_of_a_traced_message_that_died(namesrv, traced_failure, viewer_
     assert b"Dead-lettered" in response.content
 
 
-def test_unknown_message_says_nothing_is_recorded(namesrv, viewer_client):
+def test_unknown_message_is_not_found(namesrv, viewer_client):
+    """Nothing at all known of the id: 404 "not found", the form kept to correct it."""
     response = viewer_client.get(reverse("console_ops:trace"), {"msgId": "00000000000000000000000000000000"})
-    assert response.status_code == 200 and response.context["message"] is None
-    assert b"Nothing is recorded" in response.content
+    assert response.status_code == 404 and response.context["message"] is None
+    assert b"Not found: nothing is recorded about 00000000000000000000000000000000" in response.content
+    assert b"<title>Message 00000000000000000000000000000000 not found" in response.content
+    assert b'name="msgId"' in response.content
 
 
 def test_bad_topic_is_refused(namesrv, viewer_client):

@@ -150,7 +150,7 @@ def find_dead_letters(admin: MQAdmin, group: str, offset_msg_ids: Iterable[str])
             raise ValueError(
                 f"{msg_id!r} is not an offsetMsgId (32 hex digits: broker address + offset)"
             ) from None
-        message = admin.view_message(msg_id)
+        message = admin.view_cluster_message(msg_id)
         if message.topic != topic:
             raise ValueError(f"message {msg_id} is in topic {message.topic!r}, not in {topic!r}")
         messages.append(message)
