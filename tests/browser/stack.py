@@ -10,6 +10,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -72,6 +74,17 @@ class Stack:
         wait_until(self._web_ready, timeout=60, interval=0.2, what="the web process")
         return self
 
+    def add_user(self, username: str, role: str) -> str:
+        """A console user holding ``role`` (viewer, operator or admin); returns its password."""
+        password = secrets.token_urlsafe(12)
+        code = (
+            "from django.contrib.auth.models import Group, User\n"
+            f"user = User.objects.create_user({username!r}, password={password!r})\n"
+            f"user.groups.add(Group.objects.get(name={role!r}))\n"
+        )
+        self._manage("shell", "-c", code)
+        return password
+
     def _manage(self, *args: str) -> None:
         subprocess.run(
             [sys.executable, "manage.py", *args],
@@ -117,6 +130,17 @@ class Stack:
             # Give the pooled connections of the stopped processes a moment to go away.
             time.sleep(0.5)
             _pg_execute(f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)')
+
+
+@contextmanager
+def running_stack(workdir: Path, backend: str) -> Iterator[Stack]:
+    """A started stack on ``backend`` ("embedded" or "postgres-redis"), stopped on exit."""
+    running = Stack(workdir, backend)
+    try:
+        running.start()
+        yield running
+    finally:
+        running.stop()
 
 
 def _pg_execute(statement: str) -> None:
