@@ -1,10 +1,11 @@
-"""Template context every console page needs: navigation, name server, the user's role."""
+"""Template context every console page needs: navigation, name server, the user's role and what
+it may do (``may``, see ``console.roles.Permissions``)."""
 
 from __future__ import annotations
 
 from console.cluster_access import current_namesrv, namesrv_choices
 from console.navigation import nav_links
-from console.roles import ADMIN, OPERATOR, has_role, user_role
+from console.roles import Permissions, user_role
 
 
 def console(request) -> dict[str, object]:
@@ -15,6 +16,5 @@ def console(request) -> dict[str, object]:
         "namesrv_current": current_namesrv(request) if hasattr(request, "session") else "",
         "namesrv_choices": namesrv_choices(),
         "user_role": user_role(user) if authenticated else None,
-        "can_operate": authenticated and has_role(user, OPERATOR),
-        "is_admin": authenticated and has_role(user, ADMIN),
+        "may": Permissions(user if authenticated else None),
     }

@@ -1,17 +1,41 @@
-"""Console roles: viewer < operator < admin, kept as Django auth groups of those names.
+"""Console roles and what each may do: viewer < operator < admin, kept as Django auth groups.
 
-Superusers count as admin. Every mutating view is wrapped in ``require_role("operator")`` (or
-"admin"), which also refuses anonymous users, so a permission check can never be forgotten by
-omission of a separate login check.
+Superusers count as admin. Every mutating action of the console has one entry in ``ACTIONS``
+(its audit name → the least role that may do it), and ``may(user, action)`` is the one answer to
+"may this user do X": views are wrapped in ``require_permission(action)``, and templates show a
+control only under ``{% if may.<action> %}`` (the ``may`` context variable, ``Permissions``), so a
+button is shown exactly when pressing it is allowed.
+
+A refused request gets a 403 page in the console layout that says which role is needed (a fragment
+of it for htmx requests, which the page swaps in where the answer was meant to go).
 """
+
+from __future__ import annotations
 
 from functools import wraps
 
 from django.contrib.auth.views import redirect_to_login
-from django.http import HttpResponseForbidden
+from django.shortcuts import render
 
 VIEWER, OPERATOR, ADMIN = "viewer", "operator", "admin"
 ROLE_ORDER = (VIEWER, OPERATOR, ADMIN)
+
+ACTIONS: dict[str, str] = {
+    "topic.save": OPERATOR,
+    "topic.delete": OPERATOR,
+    "topic.send": OPERATOR,
+    "group.save": OPERATOR,
+    "group.delete": OPERATOR,
+    "group.reset_offset": OPERATOR,
+    "group.skip_backlog": OPERATOR,
+    "message.resend": OPERATOR,
+    "broker.config.update": ADMIN,
+    "dlq.replay": OPERATOR,
+    "dlq.make_readable": OPERATOR,
+    "transaction.end": OPERATOR,
+    "tail.filter.save": OPERATOR,
+    "tail.filter.delete": OPERATOR,
+}
 
 
 def user_role(user) -> str | None:
@@ -32,6 +56,39 @@ def has_role(user, minimum: str) -> bool:
     return role is not None and ROLE_ORDER.index(role) >= ROLE_ORDER.index(minimum)
 
 
+def may(user, action: str) -> bool:
+    """May ``user`` do ``action`` (a key of ``ACTIONS``)? An unknown action is a programming error."""
+    return has_role(user, ACTIONS[action])
+
+
+class Permissions:
+    """``may`` in templates: ``{% if may.topic.save %}`` is ``may(user, "topic.save")``.
+
+    Each dotted part narrows the action name; only a complete action name answers, and a name that
+    is no action at all fails the template lookup (so it renders as false, never as a button).
+    """
+
+    def __init__(self, user, prefix: str = "") -> None:
+        self._user, self._prefix = user, prefix
+
+    def __getitem__(self, part: str) -> Permissions | bool:
+        name = f"{self._prefix}.{part}" if self._prefix else part
+        if name in ACTIONS:
+            return self._user is not None and may(self._user, name)
+        if any(action.startswith(name + ".") for action in ACTIONS):
+            return Permissions(self._user, name)
+        raise KeyError(name)
+
+    def __bool__(self) -> bool:  # a part of a name ("may.topic") allows nothing
+        return False
+
+
+def forbidden(request, reason: str):
+    """HTTP 403 in the console layout, or as a fragment for htmx requests."""
+    template = "console/_forbidden.html" if request.headers.get("HX-Request") else "console/forbidden.html"
+    return render(request, template, {"reason": reason}, status=403)
+
+
 def require_role(minimum: str, action: str | None = None):
     """View decorator: anonymous users go to the login page, others without the role get a 403.
 
@@ -49,15 +106,20 @@ def require_role(minimum: str, action: str | None = None):
             if not has_role(request.user, minimum):
                 if request.method == "POST":
                     _audit_denied(request, action or view.__name__, minimum)
-                return HttpResponseForbidden(
-                    f"This action needs the {minimum} role; ask an admin to grant it.",
-                    content_type="text/plain",
-                )
+                return forbidden(request, f"This action needs the {minimum} role; ask an admin to grant it.")
             return view(request, *args, **kwargs)
 
+        wrapped.required_role = minimum
+        wrapped.permission = action
         return wrapped
 
     return decorate
+
+
+def require_permission(action: str):
+    """View decorator for a mutating action: the role ``ACTIONS`` names for it, refusals audited
+    under the action's own name."""
+    return require_role(ACTIONS[action], action=action)
 
 
 def _audit_denied(request, view_name: str, minimum: str) -> None:

@@ -4,10 +4,18 @@ Browser → server (JSON): ``{"action": "filter", "tags": "", "sql": "", "key": 
 ``{"action": "pause"}``, ``{"action": "resume"}``.
 Server → browser: ``{"type": "messages", "events": [...], "skipped": n}`` (messages that passed the
 filter; ``skipped`` counts those that did not), ``{"type": "status", ...}``, ``{"type": "filter",
-"ok": bool, "error": str}``, ``{"type": "paused"|"resumed", "missed": n}``.
+"ok": bool, "error": str}``, ``{"type": "paused"}``, ``{"type": "held", "held": n, "dropped": n}``
+while paused, and on resume ``{"type": "resumed", "missed": n, "held": n, "dropped": n}`` followed
+by the held messages as one ``messages`` event.
+
+While paused, matching messages are held (the newest ``BUFFER_SIZE``, as many as the page keeps;
+older ones are counted as dropped) and shown on resume, so pausing to read never loses what came
+meanwhile beyond what the page would have scrolled away anyway.
 """
 
 from __future__ import annotations
+
+from collections import deque
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
@@ -21,6 +29,8 @@ from .pump import group_name, registry
 
 CLOSE_NOT_ALLOWED = 4403
 CLOSE_BAD_TOPIC = 4400
+# Rows the tail page keeps, and so the most messages a paused socket holds for it.
+BUFFER_SIZE = 500
 
 
 class TailConsumer(AsyncJsonWebsocketConsumer):
@@ -36,7 +46,7 @@ class TailConsumer(AsyncJsonWebsocketConsumer):
             return
         self.filter = TailFilter()
         self.paused = False
-        self.missed = 0
+        self._clear_held()
         self.group = group_name(self.topic)
         await self.accept()
         await self.channel_layer.group_add(self.group, self.channel_name)
@@ -66,31 +76,48 @@ class TailConsumer(AsyncJsonWebsocketConsumer):
             except TailFilterError as exc:
                 await self.send_json({"type": "filter", "ok": False, "error": str(exc)})
                 return
+            # Held messages are shown under the filter in force when the tail resumes.
+            self.held = deque((e for e in self.held if self.filter.matches(e)), maxlen=BUFFER_SIZE)
             await self.send_json({"type": "filter", "ok": True, "filter": self.filter.source})
         elif action == "pause":
-            self.paused, self.missed = True, 0
+            self.paused = True
+            self._clear_held()
             await self.send_json({"type": "paused"})
         elif action == "resume":
-            self.paused = False
-            await self.send_json({"type": "resumed", "missed": self.missed})
+            await self._resume()
         else:
             await self.send_json(
                 {"type": "error", "error": f"unknown action {action!r}: use filter, pause, resume"}
             )
 
+    def _clear_held(self) -> None:
+        self.held: deque[dict] = deque(maxlen=BUFFER_SIZE)
+        self.dropped = 0
+        self.skipped_while_paused = 0
+
+    async def _resume(self) -> None:
+        self.paused = False
+        held, dropped = list(self.held), self.dropped
+        await self.send_json(
+            {"type": "resumed", "missed": len(held) + dropped, "held": len(held), "dropped": dropped}
+        )
+        if held or self.skipped_while_paused:
+            await self.send_json({"type": "messages", "events": held, "skipped": self.skipped_while_paused})
+        self._clear_held()
+
     async def tail_messages(self, event: dict) -> None:
         matched = [e for e in event["events"] if self.filter.matches(e)]
+        skipped = len(event["events"]) - len(matched)
         if self.paused:
-            self.missed += len(matched)
+            self.dropped += max(0, len(self.held) + len(matched) - BUFFER_SIZE)
+            self.held.extend(matched)
+            self.skipped_while_paused += skipped
+            if matched:
+                await self.send_json({"type": "held", "held": len(self.held), "dropped": self.dropped})
             return
-        if matched or len(event["events"]):
+        if event["events"]:
             await self.send_json(
-                {
-                    "type": "messages",
-                    "events": matched,
-                    "skipped": len(event["events"]) - len(matched),
-                    "received": event.get("received"),
-                }
+                {"type": "messages", "events": matched, "skipped": skipped, "received": event.get("received")}
             )
 
     async def tail_status(self, event: dict) -> None:

@@ -13,7 +13,7 @@ from broker.client.admin import MQAdminError, NotFoundError
 from console.broker_config_rows import config_rows, updatable_keys
 from console.cluster_access import admin_of, current_namesrv
 from console.forms import BrokerConfigForm
-from console.roles import ADMIN, VIEWER, require_role
+from console.roles import VIEWER, require_permission, require_role
 from console.views.common import invalid_form, run_action
 
 
@@ -61,7 +61,7 @@ def broker_page(request, addr: str):
 
 
 @require_POST
-@require_role(ADMIN, action="broker.config.update")
+@require_permission("broker.config.update")
 def broker_config_update(request, addr: str):
     form = BrokerConfigForm(request.POST)
     if not form.is_valid():

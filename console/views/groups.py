@@ -12,7 +12,7 @@ from broker.client.admin import NotFoundError
 from console.cluster_access import admin_of
 from console.cluster_queries import group_detail, group_index, group_rows, reset_preview
 from console.forms import GroupForm, ResetOffsetForm, check_group
-from console.roles import OPERATOR, VIEWER, require_role
+from console.roles import VIEWER, require_permission, require_role
 from console.topic_kinds import is_system_group
 from console.views.common import bad_request, form_errors_text, invalid_form, run_action
 
@@ -82,7 +82,7 @@ def group_page(request, group: str):
 
 
 @require_POST
-@require_role(OPERATOR, action="group.save")
+@require_permission("group.save")
 def group_save(request):
     form = GroupForm(request.POST)
     target = request.POST.get("group", "")
@@ -111,7 +111,7 @@ def group_save(request):
 
 
 @require_POST
-@require_role(OPERATOR, action="group.delete")
+@require_permission("group.delete")
 def group_delete(request, group: str):
     """Delete the group's config (and its offsets) from every master that has it."""
     admin = admin_of(request)
@@ -164,7 +164,7 @@ def reset_preview_page(request, group: str):
 
 
 @require_POST
-@require_role(OPERATOR, action="group.reset_offset")
+@require_permission("group.reset_offset")
 def reset_apply(request, group: str):
     form = ResetOffsetForm(request.POST)
     if not form.is_valid():
@@ -187,7 +187,7 @@ def reset_apply(request, group: str):
 
 
 @require_POST
-@require_role(OPERATOR, action="group.skip_backlog")
+@require_permission("group.skip_backlog")
 def skip_backlog(request, group: str):
     """Move every topic of the group to its latest offset: the backlog is skipped, never consumed."""
     admin = admin_of(request)

@@ -21,7 +21,7 @@ from console.message_queries import (
     messages_by_key,
     messages_by_time,
 )
-from console.roles import OPERATOR, VIEWER, require_role
+from console.roles import VIEWER, require_permission, require_role
 from console.views.common import bad_request, form_errors_text, invalid_form, run_action
 
 MODES = {"time": TopicTimeQueryForm, "key": KeyQueryForm, "id": IdQueryForm}
@@ -88,7 +88,7 @@ def message_detail(request, msg_id: str):
 
 
 @require_POST
-@require_role(OPERATOR, action="message.resend")
+@require_permission("message.resend")
 def message_resend(request, msg_id: str):
     """Hand the stored message to one online consumer of a group again (RocketMQ's "resend" in the
     dashboard): the client runs its listener on it; offsets do not move."""

@@ -16,7 +16,7 @@ from broker.common.message import Message
 from console.cluster_access import admin_of
 from console.cluster_queries import topic_consumers, topic_rows
 from console.forms import PERM_CHOICES, SendMessageForm, TopicForm
-from console.roles import OPERATOR, VIEWER, require_role
+from console.roles import VIEWER, require_permission, require_role
 from console.topic_kinds import KIND_LABELS, KINDS
 from console.views.common import bad_request, invalid_form, run_action
 
@@ -82,7 +82,7 @@ def topic_detail(request, topic: str):
 
 
 @require_POST
-@require_role(OPERATOR, action="topic.save")
+@require_permission("topic.save")
 def topic_save(request):
     """Create a topic, or update its queue counts / permission: on one broker or every master of a cluster."""
     form = TopicForm(request.POST)
@@ -120,7 +120,7 @@ def topic_save(request):
 
 
 @require_POST
-@require_role(OPERATOR, action="topic.delete")
+@require_permission("topic.delete")
 def topic_delete(request, topic: str):
     admin = admin_of(request)
     run_action(
@@ -135,7 +135,7 @@ def topic_delete(request, topic: str):
 
 
 @require_POST
-@require_role(OPERATOR, action="topic.send")
+@require_permission("topic.send")
 def topic_send(request, topic: str):
     """Send one test message through the SDK producer (group TOOLS_PRODUCER), as mqadmin sendMessage."""
     form = SendMessageForm(request.POST)

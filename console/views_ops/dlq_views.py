@@ -11,7 +11,7 @@ from broker.client.admin import MQAdminError
 from broker.common.topic_config import DLQ_GROUP_TOPIC_PREFIX, dlq_topic, retry_topic, validate_topic
 from console.message_body import body_views
 from console.models import AuditRecord, ReplayJob
-from console.roles import OPERATOR, VIEWER, require_role
+from console.roles import VIEWER, require_permission, require_role
 from console.tasks import replay_dead_letters
 
 from . import connection, replay_audit
@@ -99,7 +99,7 @@ def dlq_list(request, group: str):
 
 
 @require_POST
-@require_role(OPERATOR, action="dlq.make_readable")
+@require_permission("dlq.make_readable")
 @cluster_errors
 @audited("dlq.make_readable")
 def dlq_make_readable(request, group: str):
@@ -196,7 +196,7 @@ def dlq_preview(request, group: str):
 
 
 @require_POST
-@require_role(OPERATOR, action=replay_audit.REPLAY)
+@require_permission("dlq.replay")
 @cluster_errors
 @audited(replay_audit.REPLAY)
 def dlq_replay(request, group: str):

@@ -1,6 +1,13 @@
-"""The live-tail page (W9) and the user's saved tail filters."""
+"""The live-tail page (W9) and the user's saved tail filters.
+
+Saving or deleting a filter from the page (htmx) answers with the new list and leaves the page, its
+rows and its socket alone; without JavaScript the answer is a redirect to the tail with the filter
+applied.
+"""
 
 from __future__ import annotations
+
+from urllib.parse import urlencode
 
 from django.db import IntegrityError
 from django.shortcuts import redirect, render
@@ -9,12 +16,13 @@ from django.views.decorators.http import require_GET, require_POST
 
 from broker.common.topic_config import validate_topic
 from console.models import SavedTailFilter
-from console.roles import OPERATOR, VIEWER, require_role
+from console.roles import VIEWER, require_permission, require_role
+from console.tail.consumer import BUFFER_SIZE
 from console.tail.filters import TailFilterError, compile_filter
 
 from .common import BadRequest, audited, cluster_errors, record
 
-BUFFER_SIZE = 500
+FILTER_FIELDS = ("tags", "sql", "key")
 
 
 @require_GET
@@ -22,25 +30,26 @@ BUFFER_SIZE = 500
 def tail_page(request):
     topic = (request.GET.get("topic") or "").strip()
     problem = validate_topic(topic) if topic else None
+    topic = topic if not problem else ""
     context = {
-        "topic": topic if not problem else "",
+        "topic": topic,
         "problem": problem,
-        "saved": SavedTailFilter.objects.filter(user=request.user),
+        "saved": _saved_filters(request.user, topic),
         "buffer_size": BUFFER_SIZE,
-        "initial": {k: request.GET.get(k, "") for k in ("tags", "sql", "key")},
+        "initial": {k: request.GET.get(k, "") for k in FILTER_FIELDS},
     }
     return render(request, "console_ops/tail.html", context, status=400 if problem else 200)
 
 
 @require_POST
-@require_role(OPERATOR)
+@require_permission("tail.filter.save")
 @cluster_errors
 @audited("tail.filter.save")
 def save_tail_filter(request):
     name = (request.POST.get("name") or "").strip()
     if not name or len(name) > 80:
         raise BadRequest("give the filter a name of 1 to 80 characters")
-    fields = {k: (request.POST.get(k) or "").strip() for k in ("topic", "tags", "sql", "key")}
+    fields = {k: (request.POST.get(k) or "").strip() for k in ("topic", *FILTER_FIELDS)}
     try:
         compile_filter(fields["tags"], fields["sql"], fields["key"])
     except TailFilterError as exc:
@@ -52,11 +61,15 @@ def save_tail_filter(request):
     except IntegrityError as exc:
         raise BadRequest(f"cannot save the filter: {exc}") from None
     record(request, "tail.filter.save", name, fields, detail="created" if created else "updated")
-    return redirect(f"{_tail_url()}?topic={fields['topic']}&filter={saved.pk}")
+    if request.htmx:
+        context = {"name": saved.name, "created": created, "topic": fields["topic"]}
+        context["saved"] = _saved_filters(request.user, fields["topic"])
+        return render(request, "console_ops/_tail_filter_saved.html", context)
+    return redirect(tail_url(fields["topic"], fields))
 
 
 @require_POST
-@require_role(OPERATOR)
+@require_permission("tail.filter.delete")
 def delete_tail_filter(request, filter_id: int):
     deleted, _ = SavedTailFilter.objects.filter(user=request.user, pk=filter_id).delete()
     result = "ok" if deleted else "failed"
@@ -68,8 +81,24 @@ def delete_tail_filter(request, filter_id: int):
         result,
         "" if deleted else "no such filter of yours",
     )
-    return redirect(_tail_url())
+    topic = (request.POST.get("topic") or "").strip()
+    topic = "" if validate_topic(topic) else topic
+    if request.htmx:
+        context = {"topic": topic, "saved": _saved_filters(request.user, topic)}
+        return render(request, "console_ops/_tail_saved_filters.html", context)
+    return redirect(tail_url(topic, {}))
 
 
-def _tail_url() -> str:
-    return reverse("console_ops:tail")
+def tail_url(topic: str, fields: dict) -> str:
+    """The tail page on ``topic`` with a filter applied from the start (its fields, as saved)."""
+    query = {"topic": topic, **{k: fields[k] for k in FILTER_FIELDS if fields.get(k)}}
+    return f"{reverse('console_ops:tail')}?{urlencode(query)}" if topic else reverse("console_ops:tail")
+
+
+def _saved_filters(user, topic: str) -> list[dict]:
+    """The user's saved filters, each with the link that applies it: on its own topic, or on the
+    topic tailed now for a filter saved for any topic."""
+    return [
+        {"filter": f, "url": tail_url(f.topic or topic, {k: getattr(f, k) for k in FILTER_FIELDS})}
+        for f in SavedTailFilter.objects.filter(user=user)
+    ]

@@ -9,7 +9,7 @@ from django.views.decorators.http import require_GET, require_POST
 from broker.client.admin import MQAdminError
 from broker.common.topic_config import TRANS_HALF_TOPIC
 from console.models import AuditRecord
-from console.roles import OPERATOR, VIEWER, require_role
+from console.roles import VIEWER, require_permission, require_role
 
 from . import connection
 from .common import BadRequest, audited, cluster_errors, export_messages, message_row, record
@@ -50,7 +50,7 @@ def pending_transactions_export(request, fmt: str):
 
 
 @require_POST
-@require_role(OPERATOR)
+@require_permission("transaction.end")
 @cluster_errors
 @audited("transaction.end")
 def end_transaction(request):

@@ -76,28 +76,46 @@ async def test_messages_sent_after_start_arrive_filtered(namesrv, viewer, fast_t
         await communicator.disconnect()
 
 
-async def test_pause_counts_missed_and_resume_continues(namesrv, viewer, fast_tail):
+async def _pause_and_hold(communicator, namesrv, keys: str, count: int) -> dict:
+    """Pause, send ``count`` messages, and return the last "held" report once all are counted."""
+    await communicator.send_json_to({"action": "pause"})
+    await _until(communicator, lambda m: m["type"] == "paused")
+    await database_sync_to_async(send)(namesrv, TOPIC, count, keys=keys)
+    return await _until(communicator, lambda m: m["type"] == "held" and m["held"] + m["dropped"] == count)
+
+
+async def test_messages_matching_while_paused_are_held_and_shown_on_resume(namesrv, viewer, fast_tail):
     communicator, _, _ = await _connect(viewer)
     try:
         await _live(communicator)
-        await communicator.send_json_to({"action": "pause"})
-        await _until(communicator, lambda m: m["type"] == "paused")
-        await database_sync_to_async(send)(namesrv, TOPIC, 2, keys="paused")
-        # The pump forwards while paused; wait until the consumer has counted both as missed.
-        consumer_missed = 0
-        for _ in range(100):
-            await asyncio.sleep(0.1)
-            await communicator.send_json_to({"action": "resume"})
-            resumed = await _until(communicator, lambda m: m["type"] == "resumed")
-            consumer_missed += resumed["missed"]
-            if consumer_missed >= 2:
-                break
-            await communicator.send_json_to({"action": "pause"})
-            await _until(communicator, lambda m: m["type"] == "paused")
-        assert consumer_missed == 2
+        held = await _pause_and_hold(communicator, namesrv, "paused", 2)
+        assert (held["held"], held["dropped"]) == (2, 0)
+        await communicator.send_json_to({"action": "resume"})
+        resumed = await _until(communicator, lambda m: m["type"] == "resumed")
+        assert (resumed["missed"], resumed["held"], resumed["dropped"]) == (2, 2, 0)
+        batch = await _until(communicator, lambda m: m["type"] == "messages" and m["events"])
+        assert sorted(e["keys"][0] for e in batch["events"]) == ["paused-0", "paused-1"]
         await database_sync_to_async(send)(namesrv, TOPIC, 1, keys="resumed")
         batch = await _until(communicator, lambda m: m["type"] == "messages" and m["events"])
-        assert batch["events"][0]["keys"] == ["resumed-0"]
+        assert [e["keys"] for e in batch["events"]] == [["resumed-0"]]
+    finally:
+        await communicator.disconnect()
+
+
+async def test_a_paused_socket_holds_at_most_what_the_page_keeps(namesrv, viewer, fast_tail, monkeypatch):
+    from console.tail import consumer
+
+    monkeypatch.setattr(consumer, "BUFFER_SIZE", 3)
+    communicator, _, _ = await _connect(viewer)
+    try:
+        await _live(communicator)
+        held = await _pause_and_hold(communicator, namesrv, "many", 5)
+        assert (held["held"], held["dropped"]) == (3, 2)
+        await communicator.send_json_to({"action": "resume"})
+        resumed = await _until(communicator, lambda m: m["type"] == "resumed")
+        assert (resumed["missed"], resumed["held"], resumed["dropped"]) == (5, 3, 2)
+        batch = await _until(communicator, lambda m: m["type"] == "messages" and m["events"])
+        assert len(batch["events"]) == 3
     finally:
         await communicator.disconnect()
 
