@@ -3,7 +3,8 @@
 The reply carries the requester's client id (REPLY_TO_CLIENT). The broker pushes it over that
 client's own connection with PUSH_REPLY_MESSAGE_TO_CLIENT (326) and, as RocketMQ does with
 ``storeReplyMessageEnable``, also stores it in ``<cluster>_REPLY_TOPIC``. A requester this
-broker does not know (no heartbeat from it) makes the push fail with SYSTEM_ERROR.
+broker does not know (no heartbeat from it) makes the push fail with SYSTEM_ERROR, as in
+RocketMQ even when the reply was stored.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from broker.common.message_codec import properties_to_string
 from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import RemotingCommand, create_request, response_to
 
-from .send import single_message, v1_fields
+from .send import send_refusal, single_message, v1_fields
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +44,10 @@ class ReplyProcessor:
     async def send_reply(self, conn, request: RemotingCommand) -> RemotingCommand:
         header = RemotingCommand(code=request.code, ext_fields=v1_fields(request))
         topic = header.field("topic") or ""
-        reason = tc.validate_topic(topic)
-        if reason:
-            return response_to(request, ResponseCode.MESSAGE_ILLEGAL, reason)
+        # As RocketMQ's msgCheck: a bad name is SYSTEM_ERROR (TopicValidator.validateTopic).
+        refused = send_refusal(request, topic, ResponseCode.SYSTEM_ERROR)
+        if refused is not None:
+            return refused
         config = self.broker.topics.get(topic)
         if config is None:
             return response_to(
@@ -63,13 +65,14 @@ class ReplyProcessor:
             if result.append is None:
                 return response_to(request, ResponseCode.SYSTEM_ERROR, result.remark or result.status.value)
             fields.update(msgId=result.append.msg_id, queueOffset=result.append.logics_offset)
-            # As RocketMQ: a stored reply is a successful send even when the push failed (the
-            # remark says so); answering an error would make the responder send it again.
-            code = ResponseCode.SUCCESS
+        # As RocketMQ (4.9 and 5): a reply that could not be pushed is SYSTEM_ERROR with the reason,
+        # stored or not; the requester may still find a stored one in the reply topic.
         return response_to(request, code, remark, fields)
 
     async def _push(self, header: RemotingCommand, msg: MessageExt) -> tuple[bool, str | None]:
         sender = msg.properties.get(const.PROPERTY_MESSAGE_REPLY_TO_CLIENT)
+        if not sender:
+            return False, f"reply message properties[{const.PROPERTY_MESSAGE_REPLY_TO_CLIENT}] is null"
         channel = self._producer_channel(sender)
         if channel is None:
             return False, f"push reply message fail, channel of <{sender}> not found."

@@ -34,6 +34,32 @@ _PUT_STATUS_CODES = {
 }
 
 
+# RocketMQ's TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET: topics only the broker itself writes. A
+# client's message there would be taken for a half message, an op record or a delayed entry.
+NOT_ALLOWED_SEND_TOPICS = frozenset(
+    {
+        tc.SCHEDULE_TOPIC,
+        tc.TRANS_HALF_TOPIC,
+        tc.TRANS_OP_HALF_TOPIC,
+        tc.TRANS_CHECK_MAX_TIME_TOPIC,
+        tc.SELF_TEST_TOPIC,
+        tc.OFFSET_MOVED_EVENT,
+    }
+)
+
+
+def send_refusal(request, topic: str, illegal_code: int) -> RemotingCommand | None:
+    """The refusal of a send or reply to ``topic`` for its name alone, or None."""
+    reason = tc.validate_topic(topic)
+    if reason:
+        return response_to(request, illegal_code, reason)
+    if topic in NOT_ALLOWED_SEND_TOPICS:
+        return response_to(
+            request, ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden."
+        )
+    return None
+
+
 def ensure_system_topic(broker, topic: str, queues: int, perm: int):
     """Create a topic the broker needs (retry/DLQ) once, and tell the name servers."""
     config = broker.topics.get(topic)
@@ -101,9 +127,9 @@ class SendProcessor:
         be flushed (SYNC_FLUSH) before the producer hears of it."""
         header = RemotingCommand(code=request.code, ext_fields=v1_fields(request))
         topic = header.field("topic") or ""
-        reason = tc.validate_topic(topic)
-        if reason:
-            return response_to(request, ResponseCode.MESSAGE_ILLEGAL, reason)
+        refused = send_refusal(request, topic, ResponseCode.MESSAGE_ILLEGAL)
+        if refused is not None:
+            return refused
         if not tc.is_writeable(self.broker.config.broker_permission):
             return response_to(
                 request,
@@ -121,7 +147,8 @@ class SendProcessor:
             return response_to(
                 request,
                 ResponseCode.SYSTEM_ERROR,
-                f"request queueId[{queue_id}] is illegal, {topic} has {config.write_queue_nums}",
+                f"request queueId[{queue_id}] is illegal, "
+                f"topic[{topic}] has {config.write_queue_nums} write queues",
             )
         messages = messages_from_request(request, header, topic, queue_id, conn)
         if isinstance(messages, str):

@@ -1,0 +1,244 @@
+"""Every refusal of the write path (SEND_MESSAGE / batch, CONSUMER_SEND_MSG_BACK, END_TRANSACTION,
+SEND_REPLY_MESSAGE) through a real broker: the response code is RocketMQ 4.9's for the same case
+and the remark says what was wrong."""
+
+import pytest
+
+from broker.common import message_const as const
+from broker.common.batch_codec import HEAD, encode_batch
+from broker.common.message import Message
+from broker.common.message_codec import decode_offset_msg_id
+from broker.common.sysflag import TRANSACTION_COMMIT_TYPE
+from broker.remoting.codes import RequestCode as RC
+from broker.remoting.codes import ResponseCode
+from tests.server.refusals_broker import READ, RefusalBroker, assert_refused
+
+TOPIC = "RefusalTopic"
+GROUP = "refusal-group"
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    broker = RefusalBroker(tmp_path_factory.mktemp("refusals-send"), "storeReplyMessageEnable=false\n")
+    broker.create_topic(TOPIC, 4)
+    broker.create_group(GROUP)
+    yield broker
+    broker.stop()
+
+
+def stored_offset(broker, topic=TOPIC) -> int:
+    """The commit-log offset of a freshly sent message."""
+    sent = broker.send(topic, b"payload")
+    assert sent.ok, sent.remark
+    return decode_offset_msg_id(sent.field("msgId"))[1]
+
+
+# -- SEND_MESSAGE ---------------------------------------------------------------------------------
+def test_send_to_a_broker_that_is_not_writable(broker):
+    with broker.permission(READ):
+        refused = broker.send(TOPIC)
+        assert_refused(refused, ResponseCode.NO_PERMISSION, "sending message is forbidden", "the broker[")
+    assert broker.send(TOPIC).ok  # writable again once the permission is reset
+
+
+def test_send_to_a_read_only_topic(broker):
+    broker.create_topic("ReadOnlyTopic", 1, perm=READ)
+    refused = broker.send("ReadOnlyTopic")
+    assert_refused(
+        refused, ResponseCode.NO_PERMISSION, "the topic[ReadOnlyTopic] sending message is forbidden"
+    )
+
+
+def test_send_to_a_queue_the_topic_does_not_have(broker):
+    refused = broker.send(TOPIC, queue_id=4)
+    assert_refused(refused, ResponseCode.SYSTEM_ERROR, "queueId[4] is illegal", TOPIC, "4 write queues")
+
+
+@pytest.mark.parametrize(
+    "topic", ["SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC"]
+)
+def test_send_to_a_topic_only_the_broker_writes(broker, topic):
+    # A forged half message or delayed entry would be committed or delivered as if the broker wrote it.
+    refused = broker.send(topic)
+    assert_refused(refused, ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden")
+
+
+def test_send_to_the_retry_topic_of_an_unknown_group(broker):
+    refused = broker.send("%RETRY%no-such-group")
+    assert_refused(refused, ResponseCode.TOPIC_NOT_EXIST, "topic[%RETRY%no-such-group] not exist")
+
+
+def test_send_to_a_retry_topic_whose_group_is_gone(broker):
+    broker.create_topic("%RETRY%deleted-group", 1)  # left behind by a deleted group
+    refused = broker.send("%RETRY%deleted-group")
+    assert_refused(
+        refused, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, "subscription group not exist, deleted-group"
+    )
+
+
+def test_send_with_a_delay_level_that_is_not_a_number(broker):
+    refused = broker.send(TOPIC, properties={const.PROPERTY_DELAY_TIME_LEVEL: "soon"})
+    assert_refused(refused, ResponseCode.MESSAGE_ILLEGAL, "DELAY", "'soon' is not a number")
+
+
+# -- batches --------------------------------------------------------------------------------------
+def send_batch(broker, body: bytes):
+    return broker.send(TOPIC, body, code=RC.SEND_BATCH_MESSAGE)
+
+
+def test_batch_that_is_empty(broker):
+    assert_refused(send_batch(broker, b""), ResponseCode.MESSAGE_ILLEGAL, "the batch is empty")
+
+
+def test_batch_whose_message_claims_more_bytes_than_sent(broker):
+    good = encode_batch([Message(TOPIC, b"one"), Message(TOPIC, b"two")])
+    refused = send_batch(broker, good[:-3])
+    assert_refused(refused, ResponseCode.MESSAGE_ILLEGAL, "declares")
+
+
+def test_batch_with_inconsistent_lengths(broker):
+    good = bytearray(encode_batch([Message(TOPIC, b"body")]))
+    good[HEAD.size - 4 : HEAD.size] = (2).to_bytes(4, "big")  # body length 2 of a 4-byte body
+    refused = send_batch(broker, bytes(good))
+    assert_refused(refused, ResponseCode.MESSAGE_ILLEGAL, "inconsistent lengths")
+
+
+def test_batch_cut_inside_a_header(broker):
+    refused = send_batch(broker, b"\x00\x00\x00\x30\x00")
+    assert_refused(refused, ResponseCode.MESSAGE_ILLEGAL, "malformed batch")
+
+
+def test_batch_of_delayed_messages(broker):
+    delayed = Message(TOPIC, b"later", properties={const.PROPERTY_DELAY_TIME_LEVEL: "2"})
+    refused = send_batch(broker, encode_batch([delayed, Message(TOPIC, b"now")]))
+    assert_refused(refused, ResponseCode.MESSAGE_ILLEGAL, "delayed messages cannot be batched")
+
+
+def test_batch_bigger_than_the_broker_takes(broker):
+    batch = encode_batch([Message(TOPIC, b"x" * 600), Message(TOPIC, b"y" * 600)])
+    with broker.setting("maxMessageSize", 1024, 4 * 1024 * 1024):
+        refused = send_batch(broker, batch)
+        assert_refused(refused, ResponseCode.MESSAGE_ILLEGAL, "the limit is 1024")
+        single = broker.send(TOPIC, b"z" * 2000)
+        assert_refused(single, ResponseCode.MESSAGE_ILLEGAL, "the limit is 1024")
+    assert send_batch(broker, batch).ok
+
+
+# -- CONSUMER_SEND_MSG_BACK -----------------------------------------------------------------------
+def send_back(broker, offset, group=GROUP, **fields):
+    header = {
+        "offset": offset,
+        "group": group,
+        "delayLevel": 0,
+        "originTopic": TOPIC,
+        "maxReconsumeTimes": 16,
+    }
+    header.update(fields)
+    return broker.invoke(RC.CONSUMER_SEND_MSG_BACK, {k: v for k, v in header.items() if v is not None})
+
+
+def test_send_back_without_an_offset(broker):
+    refused = send_back(broker, None)
+    assert_refused(refused, ResponseCode.SYSTEM_ERROR, "lacks the field 'offset'")
+
+
+def test_send_back_for_an_unknown_group(broker):
+    refused = send_back(broker, stored_offset(broker), group="never-created")
+    assert_refused(
+        refused, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, "subscription group not exist, never-created"
+    )
+
+
+def test_send_back_to_a_broker_that_is_not_writable(broker):
+    offset = stored_offset(broker)
+    with broker.permission(READ):
+        refused = send_back(broker, offset)
+        assert_refused(refused, ResponseCode.NO_PERMISSION, "sending message is forbidden", "the broker[")
+    assert send_back(broker, offset).ok
+
+
+def test_send_back_of_a_message_that_does_not_exist(broker):
+    refused = send_back(broker, 1 << 40)
+    assert_refused(refused, ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {1 << 40}")
+
+
+def test_send_back_when_the_retry_topic_is_not_writable(broker):
+    broker.create_group("read-only-retry")
+    broker.create_topic("%RETRY%read-only-retry", 1, perm=READ)
+    refused = send_back(broker, stored_offset(broker), group="read-only-retry")
+    assert_refused(
+        refused, ResponseCode.NO_PERMISSION, "the topic[%RETRY%read-only-retry] sending message is forbidden"
+    )
+
+
+# -- END_TRANSACTION ------------------------------------------------------------------------------
+def end_fields(**overrides):
+    fields = {
+        "producerGroup": "tx-group",
+        "tranStateTableOffset": 0,
+        "commitLogOffset": 0,
+        "commitOrRollback": TRANSACTION_COMMIT_TYPE,
+        "msgId": "00",
+        "fromTransactionCheck": "false",
+    }
+    fields.update(overrides)
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def test_end_transaction_without_a_producer_group(broker):
+    refused = broker.invoke(RC.END_TRANSACTION, end_fields(producerGroup=None))
+    assert_refused(refused, ResponseCode.SYSTEM_ERROR, "lacks the field 'producerGroup'")
+
+
+def test_end_transaction_on_a_broker_that_is_not_writable(broker):
+    with broker.permission(READ):
+        refused = broker.invoke(RC.END_TRANSACTION, end_fields())
+        assert_refused(refused, ResponseCode.NO_PERMISSION, "the broker does not accept writes now")
+
+
+def test_end_transaction_with_an_unknown_state(broker):
+    refused = broker.invoke(RC.END_TRANSACTION, end_fields(commitOrRollback=5))
+    assert_refused(refused, ResponseCode.SYSTEM_ERROR, "commitOrRollback=5 must be")
+
+
+def test_end_transaction_of_a_message_that_is_not_a_half_message(broker):
+    refused = broker.invoke(RC.END_TRANSACTION, end_fields(commitLogOffset=stored_offset(broker)))
+    assert_refused(refused, ResponseCode.SYSTEM_ERROR, "Find prepared transaction message failed")
+
+
+# -- SEND_REPLY_MESSAGE ---------------------------------------------------------------------------
+def send_reply(broker, topic, reply_to="10.0.0.1@gone"):
+    props = {const.PROPERTY_MESSAGE_REPLY_TO_CLIENT: reply_to, const.PROPERTY_CORRELATION_ID: "c-1"}
+    return broker.send(topic, b"reply", properties=props, code=RC.SEND_REPLY_MESSAGE)
+
+
+def test_reply_to_a_topic_with_an_illegal_name(broker):
+    refused = send_reply(broker, "bad topic!")
+    assert_refused(refused, ResponseCode.SYSTEM_ERROR, "'bad topic!'", "characters")
+
+
+def test_reply_to_a_topic_that_does_not_exist(broker):
+    refused = send_reply(broker, "NoSuchReplyTopic")
+    assert_refused(refused, ResponseCode.TOPIC_NOT_EXIST, "topic[NoSuchReplyTopic] not exist")
+
+
+def test_reply_to_a_topic_only_the_broker_writes(broker):
+    refused = send_reply(broker, "SCHEDULE_TOPIC_XXXX")
+    assert_refused(
+        refused, ResponseCode.NO_PERMISSION, "Sending message to topic[SCHEDULE_TOPIC_XXXX] is forbidden"
+    )
+
+
+def test_reply_to_a_client_the_broker_does_not_know_is_refused_when_not_stored(broker):
+    # storeReplyMessageEnable=false: a reply that cannot be pushed is lost, so the responder hears it.
+    refused = send_reply(broker, "SemanticsCluster_REPLY_TOPIC", reply_to="10.0.0.1@gone")
+    assert_refused(
+        refused, ResponseCode.SYSTEM_ERROR, "push reply message fail, channel of <10.0.0.1@gone> not found"
+    )
+
+
+def test_reply_without_a_client_to_reply_to(broker):
+    refused = send_reply(broker, "SemanticsCluster_REPLY_TOPIC", reply_to="")
+    assert_refused(
+        refused, ResponseCode.SYSTEM_ERROR, f"properties[{const.PROPERTY_MESSAGE_REPLY_TO_CLIENT}] is null"
+    )
