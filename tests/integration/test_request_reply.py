@@ -8,6 +8,7 @@ import pytest
 from broker.client import (
     CONSUME_FROM_FIRST_OFFSET,
     ConsumeConcurrentlyStatus,
+    MQBrokerError,
     MQClientError,
     Producer,
     PushConsumer,
@@ -16,7 +17,7 @@ from broker.client import (
 )
 from broker.common import message_const as const
 from broker.common.message import Message
-from broker.remoting.codes import RequestCode
+from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import create_request
 from tests.harness import wait_until
 from tests.integration.one_broker_cluster import CLUSTER, start_one_broker
@@ -113,6 +114,18 @@ def test_reply_to_an_unknown_client_is_stored_and_says_why(cluster, requester):
     request = Message(TOPIC, b"x", properties={const.PROPERTY_CLUSTER: CLUSTER})
     request.put_property(const.PROPERTY_MESSAGE_REPLY_TO_CLIENT, "10.0.0.1@gone")
     request.put_property(const.PROPERTY_CORRELATION_ID, "no-such-request")
-    result = requester.send(create_reply_message(request, b"late"))
-    assert result.send_status == "SEND_OK"
-    assert result.message_queue.topic == REPLY_TOPIC
+    stored_before = reply_topic_max_offset(cluster)
+    # As RocketMQ's broker: a reply it could not push is SYSTEM_ERROR naming the missing requester,
+    # even though it stored the reply (the requester may still read it from the reply topic). The
+    # responder retries a SYSTEM_ERROR as RocketMQ's producer does, then gives up.
+    with pytest.raises(MQClientError, match="failed after retries") as refused:
+        requester.send(create_reply_message(request, b"late"))
+    broker_said = refused.value.__cause__
+    assert isinstance(broker_said, MQBrokerError) and broker_said.response_code == ResponseCode.SYSTEM_ERROR
+    assert broker_said.remark == "push reply message fail, channel of <10.0.0.1@gone> not found."
+    assert wait_until(lambda: reply_topic_max_offset(cluster) > stored_before)
+
+
+def reply_topic_max_offset(cluster) -> int:
+    request = create_request(RequestCode.GET_MAX_OFFSET, {"topic": REPLY_TOPIC, "queueId": 0})
+    return int(cluster.admin.invoke(cluster.broker_addr, request).field("offset"))
