@@ -180,10 +180,12 @@ def schedule_edit(request, schedule_id: int | None = None):
     return render(request, "analytics/schedule_form.html", {"form": form, "task": task})
 
 
-@require_role(OPERATOR)
+@require_role(OPERATOR, action="analytics.schedule.toggle")
 @require_POST
 def schedule_toggle(request, schedule_id: int):
-    task = get_object_or_404(_schedules(), pk=schedule_id)
+    task = _schedules().filter(pk=schedule_id).first()
+    if task is None:
+        return _schedule_not_found(request, "analytics.schedule.toggle", schedule_id)
     task.enabled = not task.enabled
     task.save(update_fields=["enabled"])
     audit(
@@ -194,14 +196,26 @@ def schedule_toggle(request, schedule_id: int):
     return redirect("analytics:schedule_list")
 
 
-@require_role(OPERATOR)
+@require_role(OPERATOR, action="analytics.schedule.delete")
 @require_POST
 def schedule_delete(request, schedule_id: int):
-    task = get_object_or_404(_schedules(), pk=schedule_id)
+    task = _schedules().filter(pk=schedule_id).first()
+    if task is None:
+        return _schedule_not_found(request, "analytics.schedule.delete", schedule_id)
     name = task.name
     task.delete()
     audit(request, "analytics.schedule.delete", target=name)
     return redirect("analytics:schedule_list")
+
+
+def _schedule_not_found(request, action: str, schedule_id: int) -> HttpResponse:
+    """A 404 that names the missing schedule (Django's bare page says nothing), audited as failed:
+    a stale page's button, or a periodic task that is not a report schedule."""
+    reason = f"report schedule {schedule_id} does not exist (deleted, or not a report schedule)"
+    audit(request, action, target=f"schedule {schedule_id}", result=AuditRecord.RESULT_FAILED, detail=reason)
+    advice = "The Schedules page lists the schedules that exist."
+    context = {"title": "Not found", "error": reason, "advice": advice}
+    return render(request, "console/cluster_error.html", context, status=404)
 
 
 def _printable(post) -> dict:

@@ -14,7 +14,7 @@ from console.cluster_queries import group_detail, group_index, group_rows, reset
 from console.forms import GroupForm, ResetOffsetForm, check_group
 from console.roles import VIEWER, require_permission, require_role
 from console.topic_kinds import is_system_group
-from console.views.common import bad_request, form_errors_text, invalid_form, run_action
+from console.views.common import bad_request, form_errors_text, invalid_form, invalid_target, run_action
 
 PAGE_SIZE = 100
 _GROUP_OPTIONS = (
@@ -190,6 +190,11 @@ def reset_apply(request, group: str):
 @require_permission("group.skip_backlog")
 def skip_backlog(request, group: str):
     """Move every topic of the group to its latest offset: the backlog is skipped, never consumed."""
+    try:
+        check_group(group)
+    except ValidationError as exc:
+        reason = f"Invalid group: {' '.join(exc.messages)}"
+        return invalid_target(request, "group.skip_backlog", group, reason)
     admin = admin_of(request)
 
     def skip() -> list[str]:
@@ -206,5 +211,6 @@ def skip_backlog(request, group: str):
         {},
         skip,
         lambda topics: f"Backlog of {group} skipped on {', '.join(topics)}",
+        missing_is_404=True,
     )
     return redirect("console:group", group=group)

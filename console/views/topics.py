@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import JsonResponse
 from django.shortcuts import redirect, render
@@ -15,10 +16,10 @@ from broker.cli_commands.sending import choose_queue, send_with_producer
 from broker.common.message import Message
 from console.cluster_access import admin_of
 from console.cluster_queries import topic_consumers, topic_rows
-from console.forms import PERM_CHOICES, SendMessageForm, TopicForm
+from console.forms import PERM_CHOICES, SendMessageForm, TopicForm, check_topic
 from console.roles import VIEWER, require_permission, require_role
 from console.topic_kinds import KIND_LABELS, KINDS
-from console.views.common import bad_request, invalid_form, run_action
+from console.views.common import bad_request, invalid_form, invalid_target, run_action
 
 PAGE_SIZE = 100
 
@@ -122,6 +123,10 @@ def topic_save(request):
 @require_POST
 @require_permission("topic.delete")
 def topic_delete(request, topic: str):
+    try:
+        check_topic(topic)
+    except ValidationError as exc:
+        return invalid_target(request, "topic.delete", topic, f"Invalid topic: {' '.join(exc.messages)}")
     admin = admin_of(request)
     run_action(
         request,
@@ -130,6 +135,7 @@ def topic_delete(request, topic: str):
         {},
         lambda: admin.delete_topic(topic),
         lambda addrs: f"Topic {topic} deleted from {', '.join(addrs)} and the name server",
+        missing_is_404=True,
     )
     return redirect("console:topics")
 
