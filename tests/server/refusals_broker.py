@@ -25,6 +25,7 @@ class RefusalBroker:
     """One broker, driven with raw RemotingCommands through the project's remoting client."""
 
     def __init__(self, workdir: Path, extra_conf: str = "") -> None:
+        self.conf_path = workdir / "broker.conf"
         self.cluster: OneBrokerCluster = start_one_broker(
             workdir, "autoCreateSubscriptionGroup=false\n" + extra_conf
         )

@@ -143,7 +143,9 @@ class AdminProcessor:
         group = request.field("consumerGroup") or ""
         info = self.broker.consumers.groups.get(group)
         if info is None:
-            return response_to(request, ResponseCode.CONSUMER_NOT_ONLINE, "the consumer group not online")
+            return response_to(
+                request, ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{group}] not online"
+            )
         body = {
             "connectionSet": [c.to_connection_json() for c in info.channels.values()],
             "subscriptionTable": info.subscription_table_json(),

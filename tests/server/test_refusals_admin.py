@@ -1,0 +1,104 @@
+"""Every refusal of the admin request codes (mqadmin and the console) through a real broker:
+RocketMQ 4.9's response code and a remark saying what was wrong."""
+
+import pytest
+
+from broker.common.message_codec import create_offset_msg_id, encode_host
+from broker.remoting import fastjson
+from broker.remoting.codes import RequestCode as RC
+from broker.remoting.codes import ResponseCode
+from tests.server.refusals_broker import RefusalBroker, assert_refused
+
+TOPIC = "AdminRefusals"
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    broker = RefusalBroker(tmp_path_factory.mktemp("refusals-admin"))
+    broker.create_topic(TOPIC, 2)
+    yield broker
+    broker.stop()
+
+
+def create_topic(broker, topic, queues=4):
+    fields = {"topic": topic, "readQueueNums": queues, "writeQueueNums": queues, "perm": 6}
+    return broker.invoke(RC.UPDATE_AND_CREATE_TOPIC, fields)
+
+
+# -- topics ---------------------------------------------------------------------------------------
+def test_create_topic_with_an_illegal_name(broker):
+    assert_refused(
+        create_topic(broker, "bad topic!"), ResponseCode.SYSTEM_ERROR, "'bad topic!'", "characters"
+    )
+
+
+@pytest.mark.parametrize("topic", ["TBW102", "SCHEDULE_TOPIC_XXXX"])
+def test_create_topic_that_is_a_system_topic(broker, topic):
+    refused = create_topic(broker, topic)
+    assert_refused(refused, ResponseCode.SYSTEM_ERROR, f"the topic[{topic}] is conflict with system topic")
+
+
+def test_create_topic_without_queues(broker):
+    assert_refused(
+        create_topic(broker, "NoQueues", 0), ResponseCode.SYSTEM_ERROR, "queue numbers must be at least 1"
+    )
+
+
+def test_delete_a_system_topic(broker):
+    refused = broker.invoke(RC.DELETE_TOPIC_IN_BROKER, {"topic": "SCHEDULE_TOPIC_XXXX"})
+    assert_refused(refused, ResponseCode.SYSTEM_ERROR, "the topic[SCHEDULE_TOPIC_XXXX] is a system topic")
+
+
+@pytest.mark.parametrize(
+    ("code", "fields"),
+    [
+        (RC.GET_TOPIC_STATS_INFO, {"topic": "NoSuchTopic"}),
+        (RC.GET_CONSUME_STATS, {"consumerGroup": "any", "topic": "NoSuchTopic"}),
+        (RC.INVOKE_BROKER_TO_RESET_OFFSET, {"topic": "NoSuchTopic", "group": "any", "timestamp": -1}),
+    ],
+    ids=["topic-stats", "consume-stats", "reset-offset"],
+)
+def test_admin_requests_about_a_topic_that_does_not_exist(broker, code, fields):
+    assert_refused(broker.invoke(code, fields), ResponseCode.TOPIC_NOT_EXIST, "topic[NoSuchTopic] not exist")
+
+
+# -- groups and clients ---------------------------------------------------------------------------
+def test_consumer_connections_of_a_group_not_online(broker):
+    refused = broker.invoke(RC.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": "offline-group"})
+    assert_refused(refused, ResponseCode.CONSUMER_NOT_ONLINE, "the consumer group[offline-group] not online")
+
+
+@pytest.mark.parametrize("code", [RC.GET_CONSUMER_RUNNING_INFO, RC.CONSUME_MESSAGE_DIRECTLY])
+def test_asking_a_consumer_that_is_not_online(broker, code):
+    refused = broker.invoke(code, {"consumerGroup": "offline-group", "clientId": "10.0.0.9@gone"})
+    assert_refused(refused, ResponseCode.SYSTEM_ERROR, "The Consumer <10.0.0.9@gone> not online")
+
+
+def test_consume_directly_a_message_that_does_not_exist(broker):
+    # A consumer online on this very connection (heartbeat), asked to consume a missing message.
+    consumer = {"groupName": "direct-group", "consumeType": "CONSUME_PASSIVELY", "messageModel": "CLUSTERING",
+                "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET", "subscriptionDataSet": []}  # fmt: skip
+    body = fastjson.dumps({"clientID": "direct-client", "consumerDataSet": [consumer], "producerDataSet": []})
+    assert broker.invoke(RC.HEART_BEAT, body=body).ok
+    host, port = broker.addr.split(":")
+    missing = create_offset_msg_id(encode_host((host, int(port))), 1 << 40)
+    fields = {"consumerGroup": "direct-group", "clientId": "direct-client", "msgId": missing}
+    refused = broker.invoke(RC.CONSUME_MESSAGE_DIRECTLY, fields)
+    assert_refused(refused, ResponseCode.SYSTEM_ERROR, "the message does not exist")
+
+
+# -- broker config --------------------------------------------------------------------------------
+def test_update_broker_config_with_nothing_to_update(broker):
+    refused = broker.invoke(RC.UPDATE_BROKER_CONFIG, body=b"# just a comment\n")
+    assert_refused(refused, ResponseCode.SYSTEM_ERROR, "no key=value to update")
+
+
+def test_update_broker_config_when_broker_conf_cannot_be_written(broker):
+    blocker = broker.conf_path.with_name(broker.conf_path.name + ".tmp")
+    blocker.mkdir()  # the atomic rewrite's temp file cannot be created: a real OSError, even as root
+    try:
+        refused = broker.invoke(RC.UPDATE_BROKER_CONFIG, body=b"brokerPermission=4\n")
+        assert_refused(refused, ResponseCode.SYSTEM_ERROR, "cannot write broker.conf")
+    finally:
+        blocker.rmdir()
+    assert broker.config_value("brokerPermission") == "6"  # nothing applied when nothing was kept
