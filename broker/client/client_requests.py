@@ -9,6 +9,8 @@ from broker.remoting import fastjson
 from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import response_to
 
+from .message_queue import MessageQueue
+
 
 def register(instance) -> None:
     remoting = instance.remoting
@@ -28,9 +30,29 @@ def _handler(instance, action):
 
 
 async def _reset_offset(consumer, request):
-    # The broker already rewrote the committed offsets: forget ours and re-read them.
-    await consumer.reload_offsets(request.field("topic") or "")
+    """The broker rewrote the group's committed offsets of a topic; its body (ResetOffsetBody)
+    holds each of its queues' new offset."""
+    topic = request.field("topic") or ""
+    await consumer.reset_offsets(topic, _reset_table(topic, request.body))
     return response_to(request)
+
+
+def _reset_table(topic: str, body: bytes | None) -> dict[MessageQueue, int]:
+    """``offsetTable`` of a ResetOffsetBody (keyed by MessageQueue objects, fastjson's dialect);
+    empty when the body has none or is not one (the queues then re-read the broker's offsets)."""
+    offsets = {}
+    try:
+        table = (fastjson.loads(body) or {}).get("offsetTable") if body else None
+        for key, offset in (table or {}).items():
+            if isinstance(key, tuple):  # an object key, as fastjson writes a MessageQueue
+                key = dict(key)
+            fields = fastjson.loads(key) if isinstance(key, str) else key
+            if fields.get("topic") == topic and fields.get("brokerName"):
+                mq = MessageQueue(topic, fields["brokerName"], int(fields.get("queueId", 0)))
+                offsets[mq] = int(offset)
+    except (ValueError, TypeError, AttributeError):
+        return {}
+    return offsets
 
 
 async def _running_info(consumer, request):

@@ -246,6 +246,25 @@ class ConsumerCore:
             self.assigned[mq] = asyncio.create_task(self._pull_loop(mq, offset))
         self.rebalance_history.append((time.monotonic(), frozenset(self.assigned)))
 
+    async def reset_offsets(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
+        """A broker reset the group's offsets (RESET_CONSUMER_CLIENT_OFFSET): each owned queue it
+        names restarts from its new offset, which this member commits itself first, as RocketMQ's
+        client does. Until the reset reached this member, its persist loop and its pulls' commit
+        flag went on committing its old progress, and one that reached the broker after the reset
+        undid it: re-reading the broker's offset then found the old one, and nothing was consumed
+        again. Without a table (an empty body) every owned queue of ``topic`` re-reads the broker's."""
+        if not offsets:
+            await self.reload_offsets(topic)
+            return
+        async with self._rebalancing:
+            reset = [mq for mq in self.assigned if mq in offsets]
+            for mq in reset:
+                self.assigned.pop(mq).cancel()
+                self.on_queue_dropped(mq)
+                self.offsets.update(mq, offsets[mq])
+            await self.offsets.persist(reset)
+            await self._rebalance()  # they start again from the offset just committed
+
     async def reload_offsets(self, topic: str) -> None:
         """Restart every owned queue of ``topic`` from the offset now committed on the broker."""
         async with self._rebalancing:

@@ -1,5 +1,6 @@
 """Issue acceptance: producers and consumer groups against a name server and two brokers."""
 
+import asyncio
 import threading
 import time
 from collections import Counter
@@ -15,6 +16,7 @@ from broker.client import (
     Producer,
     PushConsumer,
 )
+from broker.client.admin import MQAdmin
 from broker.common.message import Message
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.codes import RequestCode
@@ -213,6 +215,26 @@ def test_lite_pull_consumer_assign_seek_commit(cluster):
     producer.shutdown()
 
 
+def committed_and_max(admin, cluster, group):
+    """Each queue of TOPIC on every broker: (the group's committed offset, the queue's max offset)."""
+    return [
+        (admin.query_consumer_offset(p.addr, group, TOPIC, q), admin.max_offset(p.addr, TOPIC, q))
+        for p in cluster["brokers"].values()
+        for q in range(4)
+    ]
+
+
+def all_committed(admin, cluster, group) -> bool:
+    return all(committed == top for committed, top in committed_and_max(admin, cluster, group))
+
+
+def reset_to_first(admin, cluster, group) -> None:
+    for process in cluster["brokers"].values():
+        reset = {"topic": TOPIC, "group": group, "timestamp": 0, "isForce": True}
+        answer = admin.invoke(process.addr, create_request(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, reset))
+        assert answer.ok, answer.remark
+
+
 def test_reset_offset_rewinds_an_online_consumer_and_running_info(cluster):
     namesrv = cluster["namesrv"].addr
     producer = Producer("reset-producer", namesrv).start()
@@ -221,16 +243,17 @@ def test_reset_offset_rewinds_an_online_consumer_and_running_info(cluster):
         producer.send(Message(TOPIC, body))
     recorder = Recorder()
     consumer = make_consumer(namesrv, "reset-group", "r0", recorder)
-    assert wait_until(lambda: set(bodies) <= set(recorder.seen))
-    time.sleep(1)  # let the consumer commit its progress
-    admin = SyncRemotingClient()
+    admin, mqadmin = SyncRemotingClient(), MQAdmin(namesrv)
     try:
-        for process in cluster["brokers"].values():
-            reset = {"topic": TOPIC, "group": "reset-group", "timestamp": 0, "isForce": True}
-            assert admin.invoke(
-                process.addr, create_request(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, reset)
-            ).ok
-        assert wait_until(lambda: all(recorder.seen[b] >= 2 for b in bodies))
+        assert wait_until(lambda: set(bodies) <= set(recorder.seen))
+        # The group's progress is committed, so that the reset rewinds committed progress.
+        assert wait_until(lambda: all_committed(mqadmin, cluster, "reset-group"), timeout=30), (
+            committed_and_max(mqadmin, cluster, "reset-group")
+        )
+        reset_to_first(admin, cluster, "reset-group")
+        assert wait_until(lambda: all(recorder.seen[b] >= 2 for b in bodies)), [
+            b for b in bodies if recorder.seen[b] < 2
+        ]
         client_id = consumer.instance.client_id
         fields = {"consumerGroup": "reset-group", "clientId": client_id}
         info = admin.invoke(
@@ -241,13 +264,50 @@ def test_reset_offset_rewinds_an_online_consumer_and_running_info(cluster):
         assert info.ok and b'"consumerGroup":"reset-group"' in info.body
     finally:
         admin.close()
+        mqadmin.close()
+        consumer.shutdown()
+        producer.shutdown()
+
+
+def test_a_reset_the_consumer_handles_late_is_not_undone_by_its_own_old_commits(cluster):
+    """Between the broker's reset and the consumer handling it, the consumer goes on committing
+    its old progress (persist loop, pull commit flags); the reset must still rewind it."""
+    namesrv = cluster["namesrv"].addr
+    producer = Producer("late-reset-producer", namesrv).start()
+    bodies = [b"late-reset-%d" % i for i in range(40)]
+    for body in bodies:
+        producer.send(Message(TOPIC, body))
+    recorder = Recorder()
+    consumer = make_consumer(namesrv, "late-reset-group", "lr0", recorder)
+    admin, mqadmin = SyncRemotingClient(), MQAdmin(namesrv)
+    release = threading.Event()
+
+    async def rebalance_under_way():  # a slow rebalance (a busy machine) holds the reset back
+        async with consumer._rebalancing:
+            await asyncio.to_thread(release.wait, 60)
+
+    try:
+        assert wait_until(lambda: set(bodies) <= set(recorder.seen))
+        assert wait_until(lambda: all_committed(mqadmin, cluster, "late-reset-group"), timeout=30)
+        holding = consumer.instance.submit(rebalance_under_way())
+        assert wait_until(consumer._rebalancing.locked, timeout=10)
+        reset_to_first(admin, cluster, "late-reset-group")
+        # The consumer's persist loop (every 500 ms) commits its old progress over the reset.
+        assert wait_until(lambda: all_committed(mqadmin, cluster, "late-reset-group"), timeout=30)
+        release.set()
+        holding.result(10)
+        assert wait_until(lambda: all(recorder.seen[b] >= 2 for b in bodies)), [
+            b for b in bodies if recorder.seen[b] < 2
+        ]
+    finally:
+        release.set()
+        admin.close()
+        mqadmin.close()
         consumer.shutdown()
         producer.shutdown()
 
 
 def test_asyncio_consumers(cluster):
-    import asyncio
-
     from broker.client import AsyncLitePullConsumer, AsyncPushConsumer
 
     namesrv = cluster["namesrv"].addr
