@@ -242,3 +242,45 @@ def test_reply_without_a_client_to_reply_to(broker):
     assert_refused(
         refused, ResponseCode.SYSTEM_ERROR, f"properties[{const.PROPERTY_MESSAGE_REPLY_TO_CLIENT}] is null"
     )
+
+
+# -- the store refuses what the processor accepted ------------------------------------------------
+SMALL, DEFAULT_MAX = 1024, 4 * 1024 * 1024
+
+
+def test_send_back_the_store_refuses(broker):
+    offset = decode_offset_msg_id(broker.send(TOPIC, b"b" * 2000).field("msgId"))[1]
+    with broker.setting("maxMessageSize", SMALL, DEFAULT_MAX):
+        refused = send_back(broker, offset)
+        assert_refused(refused, ResponseCode.MESSAGE_ILLEGAL, f"the limit is {SMALL}")
+
+
+def test_commit_the_store_refuses(broker):
+    half = broker.send(
+        TOPIC,
+        b"h" * 2000,
+        properties={const.PROPERTY_TRANSACTION_PREPARED: "true", const.PROPERTY_PRODUCER_GROUP: "tx-group"},
+    )
+    assert half.ok, half.remark
+    fields = end_fields(
+        commitLogOffset=decode_offset_msg_id(half.field("msgId"))[1],
+        tranStateTableOffset=half.field("queueOffset"),
+    )
+    with broker.setting("maxMessageSize", SMALL, DEFAULT_MAX):
+        refused = broker.invoke(RC.END_TRANSACTION, fields)
+        assert_refused(refused, ResponseCode.MESSAGE_ILLEGAL, f"the limit is {SMALL}")
+    assert broker.invoke(RC.END_TRANSACTION, fields).ok  # the half message is still pending
+
+
+def test_reply_the_store_refuses(broker):
+    with (
+        broker.setting("storeReplyMessageEnable", "true", "false"),
+        broker.setting("maxMessageSize", 64, DEFAULT_MAX),
+    ):
+        refused = broker.send(
+            "SemanticsCluster_REPLY_TOPIC",
+            b"r" * 200,
+            properties={const.PROPERTY_MESSAGE_REPLY_TO_CLIENT: "10.0.0.1@gone"},
+            code=RC.SEND_REPLY_MESSAGE,
+        )
+        assert_refused(refused, ResponseCode.SYSTEM_ERROR, "the limit is 64")
