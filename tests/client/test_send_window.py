@@ -9,6 +9,7 @@ import pytest
 
 from broker.client.send_window import SendWindow
 from broker.remoting.errors import RemotingTooMuchRequestError
+from tests.listener_failures import ListenerFailures
 
 
 def test_counts_and_bytes_bound_what_enters():
@@ -41,9 +42,10 @@ def test_queued_sends_start_in_arrival_order_as_room_frees():
     async def scenario():
         window = SendWindow(max_messages=10, max_bytes=1000)
         started: list[str] = []
+        failures = ListenerFailures()
 
         def enter(name: str, size: int) -> None:
-            window.enter_later(size, 5, lambda: started.append(name), pytest.fail)
+            window.enter_later(size, 5, lambda: started.append(name), failures.never(f"fail of {name}"))
 
         enter("a", 600)
         enter("b", 600)  # does not fit next to a
@@ -53,6 +55,7 @@ def test_queued_sends_start_in_arrival_order_as_room_frees():
         window.leave(600)
         assert started == ["a", "b", "c"] and window.queued == 0
         assert (window.messages, window.bytes) == (2, 700)
+        failures.check()
 
     asyncio.run(scenario())
 
@@ -61,16 +64,17 @@ def test_a_queued_send_fails_at_its_timeout_and_frees_those_behind_it():
     async def scenario():
         window = SendWindow(max_messages=10, max_bytes=1000)
         started, failed = [], []
-        window.enter_later(900, 5, lambda: started.append("first"), pytest.fail)
+        failures = ListenerFailures()
+        window.enter_later(900, 5, lambda: started.append("first"), failures.never("fail of first"))
         window.enter_later(900, 0.05, lambda: started.append("big"), failed.append)
-        window.enter_later(50, 5, lambda: started.append("small"), pytest.fail)
+        window.enter_later(50, 5, lambda: started.append("small"), failures.never("fail of small"))
         assert started == ["first"]
-        while not failed:
-            await asyncio.sleep(0.01)
+        assert await failures.wait_until_async(lambda: failed, timeout=10)
         assert isinstance(failed[0], RemotingTooMuchRequestError)
         assert "within 50 ms" in str(failed[0]) and "1 sends (900 bytes) in flight" in str(failed[0])
         assert started == ["first", "small"]  # the expired one no longer holds the queue
         assert window.queued == 0 and (window.messages, window.bytes) == (2, 950)
+        failures.check()
 
     asyncio.run(scenario())
 
@@ -112,17 +116,17 @@ def test_a_blocking_sender_held_only_by_the_queue_goes_once_the_queue_clears():
     async def scenario() -> None:
         window = SendWindow(max_messages=10, max_bytes=1000)
         assert window.try_enter(600)
-        failed = []
-        window.enter_later(600, 0.1, pytest.fail, failed.append)  # queued: 1,200 bytes
+        failed, failures = [], ListenerFailures()
+        window.enter_later(600, 0.1, failures.never("start of the queued send"), failed.append)  # 1,200 bytes
         found_room = threading.Event()
         # 700 bytes would fit, but nobody overtakes the queue: it waits
         thread = threading.Thread(target=lambda: (window.reserve(100, 30), found_room.set()))
         thread.start()
         await asyncio.sleep(0.02)
         assert not found_room.is_set()
-        while not failed:  # the queued send gives up at its timeout...
-            await asyncio.sleep(0.01)
+        assert await failures.wait_until_async(lambda: failed, timeout=10)  # it gives up at its timeout...
         assert await asyncio.to_thread(found_room.wait, 10)  # ...and the thread is told at once
         thread.join()
+        failures.check()
 
     asyncio.run(scenario())
