@@ -14,7 +14,9 @@ accounting holds.
 from __future__ import annotations
 
 import json
+import random
 import threading
+import time
 import zlib
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -35,7 +37,7 @@ GROUP = "soak-kill-consumers"
 QUEUES = 4
 KILLS = 6
 PRODUCERS = 3
-SENT_BETWEEN_KILLS = 150  # acknowledged sends each broker life must see before it is killed
+SENT_BETWEEN_KILLS = 300  # acknowledged sends each broker life must see before it is killed
 
 
 @dataclass
@@ -53,6 +55,7 @@ class Ledger:
             return len(self.acked)
 
     def listener(self, messages, context):
+        time.sleep(random.random() / 200)  # some work: messages stay in flight side by side
         with self.lock:
             for msg in messages:
                 self.consumed[msg.queue_id].add(msg.queue_offset)
@@ -146,6 +149,9 @@ class OffsetWatch:
             )
         self.last[(life, queue)] = offset if previous is None else max(offset, previous)
 
+    def seen_this_life(self) -> bool:
+        return all((self.life, q) in self.last for q in range(QUEUES))
+
     def run(self, stop: threading.Event) -> None:
         while not stop.wait(0.1):
             self.sample()
@@ -191,6 +197,7 @@ def test_kill_loop_under_load_keeps_every_acknowledged_message_exactly_once(tmp_
     watch = OffsetWatch(cluster, admin, ledger)
     stop_producers, stop_watch = threading.Event(), threading.Event()
     threads: list[threading.Thread] = []
+    floors: list[dict[int, int]] = []
     consumer = None
     try:
         cluster.create_topic(TOPIC, QUEUES)
@@ -210,11 +217,19 @@ def test_kill_loop_under_load_keeps_every_acknowledged_message_exactly_once(tmp_
                 f"before kill {kill + 1}: only {ledger.acked_count()} sends acknowledged, wanted {target}\n"
                 + "".join(cluster.broker.output[-30:])
             )
+            # The group has committed in this broker's life, and the broker persisted offsets.
+            assert wait_until(lambda: watch.seen_this_life() and persisted_offsets(cluster), timeout=60), (
+                f"before kill {kill + 1}: no committed offsets seen in this broker's life"
+            )
             floor = persisted_offsets(cluster)
+            floors.append(floor)
             watch.life += 1  # samples from here on belong to the next process
             cluster.broker.kill()
             watch.floor = floor
             cluster.start_broker()
+            if kill % 2:  # the consumer restarts too: it goes on from the offsets it committed
+                consumer.shutdown()
+                consumer = cluster.push_consumer(GROUP, TOPIC, ledger.listener, f"soak-kill-c{kill}")
 
         target = ledger.acked_count() + SENT_BETWEEN_KILLS
         assert wait_until(lambda: ledger.acked_count() >= target, timeout=90)
@@ -260,5 +275,5 @@ def test_kill_loop_under_load_keeps_every_acknowledged_message_exactly_once(tmp_
         f"{flush_disk_type}: {len(ledger.acked)} acked, {len(ledger.unacked)} failed sends, "
         f"{sum(len(w) for w in found.values())} stored, {watch.samples} offset samples"
     )
-    assert watch.samples > 0
+    assert watch.samples > 0 and len(floors) == KILLS and all(floors), floors
     assert not watch.violations, "\n".join(watch.violations[:10])
