@@ -28,6 +28,7 @@ from broker.common.message import Message
 from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import create_request
 from tests.integration.one_broker_cluster import start_one_broker
+from tests.listener_failures import ListenerFailures
 
 SUCCESS = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 LOOPS = {"asyncio": asyncio.run, "uvloop": uvloop.run}
@@ -148,7 +149,9 @@ def test_async_push_consumer_awaits_a_coroutine_listener_on_the_loop(cluster, ru
         seen: set[bytes] = set()
         done = asyncio.Event()
         threads: set[str] = set()
+        failures = ListenerFailures()
 
+        @failures.watch
         async def listener(messages, context):
             assert asyncio.get_running_loop() is loop
             threads.add(threading.current_thread().name)
@@ -170,8 +173,10 @@ def test_async_push_consumer_awaits_a_coroutine_listener_on_the_loop(cluster, ru
         async with AsyncProducer(f"p-{topic}", cluster.namesrv_addr, instance_name=f"p-{topic}") as producer:
             await consumer.start()
             await asyncio.gather(*(producer.send_async(Message(topic, b"%d" % i)) for i in range(100)))
-            await asyncio.wait_for(done.wait(), 30)
-            await consumer.shutdown()
+            try:
+                await failures.wait_async(done.wait(), 30)
+            finally:
+                await consumer.shutdown()
         assert not other_tasks() and not client_threads()
         return seen, threads
 

@@ -25,6 +25,7 @@ from broker.remoting.codes import RequestCode
 from broker.remoting.command import create_request
 from tests.harness import wait_until
 from tests.integration.one_broker_cluster import start_one_broker
+from tests.listener_failures import ListenerFailures
 
 TOPIC = "OrderTopic"
 GROUP = "orderly-group"
@@ -263,7 +264,9 @@ def test_asyncio_orderly_listener_runs_on_the_callers_loop(cluster):
 
     async def scenario():
         seen, loop, all_seen = [], asyncio.get_running_loop(), asyncio.Event()
+        failures = ListenerFailures()
 
+        @failures.watch
         async def listener(messages, context):
             assert asyncio.get_running_loop() is loop
             seen.extend(int(m.body) for m in messages)
@@ -281,7 +284,7 @@ def test_asyncio_orderly_listener_runs_on_the_callers_loop(cluster):
         consumer.register_message_listener_orderly(listener)
         await consumer.start()
         try:
-            await asyncio.wait_for(all_seen.wait(), 30)
+            await failures.wait_async(all_seen.wait(), 30)
         finally:
             await consumer.shutdown()
         return seen

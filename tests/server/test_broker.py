@@ -19,6 +19,7 @@ from broker.remoting.command import create_request, response_to
 from broker.remoting.connection import MAX_BACKLOG_COMMANDS
 from broker.remoting.frame import FrameDecoder, encode_frame
 from tests.harness import SMALL_STORE_CONF, EngineProcess, free_port, wait_until
+from tests.listener_failures import ListenerFailures
 
 FLAG_SUSPEND, FLAG_SUBSCRIPTION = 0x2, 0x4
 
@@ -271,7 +272,9 @@ def test_heartbeats_consumer_list_and_membership_notification(cluster):
     async def scenario():
         first, second = RemotingClient(), RemotingClient()
         notified = asyncio.Event()
+        failures = ListenerFailures()
 
+        @failures.watch
         async def on_notify(conn, request):
             assert request.field("consumerGroup") == "hb-group"
             notified.set()
@@ -280,7 +283,7 @@ def test_heartbeats_consumer_list_and_membership_notification(cluster):
         first.register_processor(RC.NOTIFY_CONSUMER_IDS_CHANGED, on_notify)
         assert (await first.invoke(addr, create_request(RC.HEART_BEAT, body=heartbeat("client-1")))).ok
         assert (await second.invoke(addr, create_request(RC.HEART_BEAT, body=heartbeat("client-2")))).ok
-        await asyncio.wait_for(notified.wait(), 10)
+        await failures.wait_async(notified.wait(), 10)
         listed = await first.invoke(
             addr, create_request(RC.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "hb-group"})
         )
@@ -289,7 +292,7 @@ def test_heartbeats_consumer_list_and_membership_notification(cluster):
         )
         notified.clear()
         await second.close()  # a member leaves: the other is told
-        await asyncio.wait_for(notified.wait(), 10)
+        await failures.wait_async(notified.wait(), 10)
         after = await first.invoke(
             addr, create_request(RC.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "hb-group"})
         )
