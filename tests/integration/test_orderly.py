@@ -4,6 +4,7 @@ across random listener failures and a rebalance in the middle of the run."""
 import asyncio
 import random
 import threading
+import time
 from collections import defaultdict
 
 import orjson
@@ -41,12 +42,14 @@ def cluster(tmp_path):
 
 
 class OrderChecker:
-    """Records what each listener call saw, and whether two consumers ever shared a queue."""
+    """Records what each listener call saw, and whether two listeners ever worked on one queue
+    at once: a call counts itself in on entry and out on exit, in separate lock holds, and does
+    its work in between, so a second call on the same queue meanwhile finds the count at 1."""
 
     def __init__(self, failure_rate: float) -> None:
         self.lock = threading.Lock()
         self.done: dict[str, list[int]] = defaultdict(list)
-        self.active: dict[int, str] = {}
+        self.in_listener: dict[int, int] = defaultdict(int)  # queue id -> listener calls on it now
         self.overlaps: list[tuple] = []
         self.failures = 0
         self.rng = random.Random(7)
@@ -56,20 +59,26 @@ class OrderChecker:
         def listener(messages, context):
             queue_id = context["message_queue"].queue_id
             with self.lock:
-                if queue_id in self.active:
-                    self.overlaps.append((queue_id, self.active[queue_id], name))
-                self.active[queue_id] = name
+                self.in_listener[queue_id] += 1
+                if self.in_listener[queue_id] > 1:
+                    self.overlaps.append((queue_id, name, self.in_listener[queue_id]))
                 fail = self.rng.random() < self.failure_rate
+            try:
                 if fail:
-                    self.failures += 1
-                else:
-                    for msg in messages:
-                        order_id, seq = msg.body.decode().split(":")
+                    with self.lock:
+                        self.failures += 1
+                    return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+                for msg in messages:
+                    order_id, seq = msg.body.decode().split(":")
+                    with self.lock:
                         self.done[order_id].append(int(seq))
-                del self.active[queue_id]
-            return (
-                ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT if fail else ConsumeOrderlyStatus.SUCCESS
-            )
+                # What a listener's work takes (a write elsewhere, an I/O wait): other threads run
+                # meanwhile, so a second listener on this queue would start before this one ends.
+                time.sleep(0.001)
+                return ConsumeOrderlyStatus.SUCCESS
+            finally:
+                with self.lock:
+                    self.in_listener[queue_id] -= 1
 
         return listener
 
@@ -129,7 +138,9 @@ def test_three_orderly_consumers_keep_order_through_failures_and_a_rebalance(clu
     )
     assert len(orjson.loads(locked.body)["lockOKMQSet"]) == QUEUES
     assert checker.failures > 0
-    assert checker.overlaps == []
+    assert checker.overlaps == [], (
+        f"two listeners on one queue at once (queue, consumer, count): {checker.overlaps[:5]}"
+    )
     assert sum(sent.values()) == MESSAGES
     for order_id, count in sent.items():
         assert checker.done[order_id] == list(range(count)), order_id
