@@ -298,7 +298,9 @@ def test_reset_offset_by_time_online_and_offline(servers, capsys):
     namesrv, brokers = servers
     reset_body = '{"offsetTable":{' + mq_key(TOPIC, "broker-a", 0) + ":2}}"
     brokers["broker-a"].on(RC.INVOKE_BROKER_TO_RESET_OFFSET, lambda ext, body: ok(reset_body))
-    # broker-b: nobody online → the tool searches by time and rewrites the committed offset itself
+    # broker-b answers as Apache RocketMQ's brokers do for a group nobody consumes online
+    # (CONSUMER_NOT_ONLINE): the tool searches by time and rewrites the committed offset itself. Our
+    # brokers rewrite it themselves and never send this answer (tests/cli/test_cli_reset_live.py).
     brokers["broker-b"].on(RC.INVOKE_BROKER_TO_RESET_OFFSET, lambda ext, body: error(206, "not online"))
     stats = '{"offsetTable":{' + mq_key(TOPIC, "broker-b", 0) + ':{"brokerOffset":9,"consumerOffset":9}}}'
     brokers["broker-b"].on(RC.GET_CONSUME_STATS, lambda ext, body: ok(stats))

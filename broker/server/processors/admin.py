@@ -161,9 +161,10 @@ class AdminProcessor:
         return response_to(request, body=fastjson.dumps(body))
 
     async def reset_offset(self, conn, request: RemotingCommand) -> RemotingCommand:
-        """Rewrite a group's offsets to the first message at/after a time (-1 = latest)."""
+        """Rewrite a group's offsets to the first message at/after a time (-1 = latest). Without
+        isForce an offset only moves back, as in RocketMQ, so nothing unread is skipped."""
         topic, group = request.field("topic") or "", request.field("group") or ""
-        timestamp = request.int_field("timestamp")
+        timestamp, force = request.int_field("timestamp"), request.bool_field("isForce", True)
         config = self.broker.topics.get(topic)
         if config is None:
             return response_to(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
@@ -173,6 +174,9 @@ class AdminProcessor:
                 offset = store.get_max_offset_in_queue(topic, queue_id)
             else:
                 offset = store.get_offset_in_queue_by_time(topic, queue_id, timestamp)
+            current = self.broker.offsets.query(group, topic, queue_id)
+            if not force and 0 <= current < offset:
+                offset = current
             self.broker.offsets.commit(group, topic, queue_id, offset)
             entries.append((_mq(topic, self.broker.config.broker_name, queue_id), offset))
         body = fastjson.dumps({"offsetTable": fastjson.ObjectKeyMap(entries)})
