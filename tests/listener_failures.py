@@ -88,15 +88,7 @@ class ListenerFailures:
 
     async def wait_until_async(self, condition: Callable[[], bool], timeout: float) -> bool:
         """``wait`` for a test running on an event loop: the loop runs on while it polls."""
-        deadline = asyncio.get_running_loop().time() + timeout
-        while True:
-            self.check()
-            if condition():
-                self.check()
-                return True
-            if asyncio.get_running_loop().time() >= deadline:
-                return False
-            await asyncio.sleep(0.01)
+        return await wait_until_async(lambda: self.check() or condition(), timeout)
 
     async def wait_async(self, awaitable: Awaitable, timeout: float, interval: float = 0.02):
         """Await ``awaitable`` for at most ``timeout`` seconds (``TimeoutError`` after that); a
@@ -114,3 +106,15 @@ class ListenerFailures:
             return task.result()
         finally:
             task.cancel()
+
+
+async def wait_until_async(condition: Callable[[], bool], timeout: float, interval: float = 0.005) -> bool:
+    """Poll ``condition`` while the running loop goes on, until it holds (True) or ``timeout``
+    seconds pass (False): ``harness.wait_until`` for a test on an event loop."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        if loop.time() >= deadline:
+            return condition()
+        await asyncio.sleep(interval)
+    return True

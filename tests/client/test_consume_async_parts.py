@@ -13,6 +13,7 @@ from broker.client.offset_store import OffsetStore
 from broker.client.push_consumer import ProcessQueue, PushConsumer
 from broker.common import message_const as const
 from broker.common.message import MessageExt
+from tests.listener_failures import wait_until_async
 
 MQ = MessageQueue("Orders", "broker-a", 0)
 SUCCESS = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
@@ -44,14 +45,18 @@ def message(offset: int, topic: str = "Orders", **properties) -> MessageExt:
     return msg
 
 
-async def consume(consumer: PushConsumer, listener, messages, settle_s=0.1) -> ProcessQueue:
+async def consume(consumer: PushConsumer, listener, messages) -> ProcessQueue:
+    """Hand ``messages`` to the service and wait until every one is settled: none left in the
+    process queue, and the offset committed past the last."""
     service = AsyncConsumeService(consumer, listener, concurrency=2)
     consumer.listener, consumer.async_service = listener, service
     service.start()
     consumer.on_messages(MQ, messages)
-    await asyncio.sleep(settle_s)
+    queue, end = consumer.process_queues[MQ], max(m.queue_offset for m in messages) + 1
+    settled = await wait_until_async(lambda: len(queue) == 0 and consumer.offsets.read_memory(MQ) == end, 10)
     await service.shutdown()
-    return consumer.process_queues[MQ]
+    assert settled, f"{len(queue)} messages unsettled, offset {consumer.offsets.read_memory(MQ)} (want {end})"
+    return queue
 
 
 def test_successes_commit_past_the_last_offset_and_hooks_run():
@@ -91,7 +96,7 @@ def test_a_refused_send_back_pins_the_offset_and_consumes_again_locally():
         deliveries.append((messages[0].queue_offset, messages[0].reconsume_times))
         return SUCCESS if messages[0].reconsume_times >= 2 else ConsumeConcurrentlyStatus.RECONSUME_LATER
 
-    queue = asyncio.run(consume(consumer, listener, [message(7)], settle_s=0.4))
+    queue = asyncio.run(consume(consumer, listener, [message(7)]))
     assert deliveries == [(7, 0), (7, 1), (7, 2)]
     assert len(queue) == 0 and consumer.offsets.read_memory(MQ) == 8
 
@@ -144,12 +149,10 @@ def test_no_more_listeners_run_at_once_than_the_concurrency_and_none_of_the_rest
         consumer.listener, consumer.async_service = listener, service
         service.start()
         consumer.on_messages(MQ, [message(i) for i in range(5)])  # five batches of one
-        for _ in range(5):
-            await asyncio.sleep(0)
-        assert len(running) == 2 and len(service.backlog) == 3  # the rest wait their turn
+        assert await wait_until_async(lambda: len(running) == 2, 10)
+        assert len(service.backlog) == 3  # the rest wait their turn
         release.set()
-        for _ in range(50):
-            await asyncio.sleep(0)
+        assert await wait_until_async(lambda: len(finished) == 5, 10)
         await service.shutdown()  # idle workers end cleanly
         assert service.workers == []
 

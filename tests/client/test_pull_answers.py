@@ -15,6 +15,7 @@ from broker.remoting.client import RemotingClient
 from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import response_to
 from broker.remoting.server import RemotingServer
+from tests.listener_failures import wait_until_async
 
 HOST = encode_host(("127.0.0.1", 10911))
 HEADER = {"consumerGroup": "g", "topic": "Orders", "queueId": 0, "queueOffset": 0, "maxMsgNums": 32}
@@ -92,7 +93,7 @@ def test_an_answer_after_the_puller_was_cancelled_is_dropped():
 
     async def scenario(broker, api, addr):
         task = asyncio.create_task(api.pull(addr, HEADER, 3000, found.append))
-        await asyncio.sleep(0.05)  # the request is out and held
+        assert await wait_until_async(lambda: not broker.held.empty(), 5)  # the request is out and held
         task.cancel()
         await broker.release(ResponseCode.SUCCESS, records(1))
         with pytest.raises(asyncio.CancelledError):

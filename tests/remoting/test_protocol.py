@@ -18,6 +18,7 @@ from broker.remoting.errors import (
 )
 from broker.remoting.frame import FrameDecoder, decode_header, encode_frame
 from broker.remoting.server import RemotingServer
+from tests.listener_failures import wait_until_async
 
 
 def java_style_frame(code=105, opaque=7, ext=None, body=b"", language="JAVA"):
@@ -91,9 +92,11 @@ def test_malformed_frames_raise_frame_error(frame):
 @pytest.fixture
 async def server():
     srv = RemotingServer("127.0.0.1", 0)
+    srv.slow_requests = []  # requests a slow echo has started on (its "sleep" field)
 
     async def echo(conn, request):
         if request.field("sleep"):
+            srv.slow_requests.append(request)
             await asyncio.sleep(float(request.field("sleep")))
         return response_to(request, body=request.body, ext_fields={"echo": request.field("n")})
 
@@ -160,8 +163,9 @@ async def test_timeout_refused_and_closed_connection_errors(server):
         free_port = probe.getsockname()[1]
     with pytest.raises(RemotingConnectError):
         await client.invoke(f"127.0.0.1:{free_port}", create_request(1000))
+    server.slow_requests.clear()
     pending = asyncio.ensure_future(client.invoke(addr, create_request(1000, {"sleep": 5}), timeout_ms=5000))
-    await asyncio.sleep(0.1)
+    assert await wait_until_async(lambda: server.slow_requests, 5)  # the server is working on it
     for conn in list(server.connections):
         conn.close()
     with pytest.raises(RemotingSendRequestError):

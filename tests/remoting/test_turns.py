@@ -13,6 +13,7 @@ from broker.remoting.connection import (
     RemotingConnection,
 )
 from broker.remoting.frame import FrameDecoder, encode_frame
+from tests.listener_failures import wait_until_async
 
 ECHO, SLOW = 700, 701
 
@@ -78,7 +79,7 @@ async def test_waiting_handlers_do_not_hold_up_the_turns():
     frames += [encode_frame(create_request(ECHO, {"n": i})) for i in range(3)]
     connection.data_received(b"".join(frames))
     assert answered(transport) == ["0", "1", "2"]
-    await asyncio.sleep(0.05)
+    assert await wait_until_async(lambda: len(answered(transport)) > 3, 5)
     assert answered(transport) == ["0", "1", "2", "slow"]
 
 
