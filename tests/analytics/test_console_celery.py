@@ -300,11 +300,17 @@ def test_a_run_whose_worker_was_killed_is_shown_failed(operator_client, worker_e
         doomed.stop()
     assert ReportRun.objects.get(pk=run.pk).status == ReportRun.RUNNING  # nobody recorded the end
 
+    def detail_page() -> str:
+        return operator_client.get(reverse("analytics:run_detail", args=[run.pk])).content.decode()
+
+    def failed_page() -> str:
+        page = detail_page()
+        return page if "The run failed" in page else ""
+
+    with override_settings(ANALYTICS_ABANDONED_AFTER=60):
+        assert "The run failed" not in detail_page()  # silent for less than that: still running
     with override_settings(ANALYTICS_ABANDONED_AFTER=2):
-        page = operator_client.get(reverse("analytics:run_detail", args=[run.pk])).content.decode()
-        assert "The run failed" not in page  # silent for less than that: still running
-        time.sleep(2.5)
-        page = operator_client.get(reverse("analytics:run_detail", args=[run.pk])).content.decode()
-    assert "The run failed" in page and "the worker running this report stopped" in page
+        page = wait_for(failed_page, 30, "the run shown failed once its heartbeat was silent for 2 s")
+    assert "the worker running this report stopped" in page
     run.refresh_from_db()
     assert run.status == ReportRun.FAILED and run.finished_at is not None

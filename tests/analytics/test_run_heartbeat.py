@@ -3,6 +3,7 @@ reason, and nothing else is touched."""
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import timedelta
 
@@ -11,6 +12,7 @@ from django.utils import timezone
 
 from analytics.models import ReportRun
 from analytics.runner import fail_abandoned_runs, heartbeat
+from tests.harness import wait_until
 
 
 def a_run(status: str, **fields) -> ReportRun:
@@ -47,11 +49,10 @@ def test_the_heartbeat_beats_while_the_block_runs_and_stops_after(transactional_
     run = a_run(ReportRun.RUNNING, started_at=timezone.now(), heartbeat_at=timezone.now())
     first = run.heartbeat_at
     with heartbeat(run.pk, 0.05):
-        time.sleep(0.4)
-    beaten = ReportRun.objects.get(pk=run.pk).heartbeat_at
-    assert beaten > first
-    time.sleep(0.2)
-    assert ReportRun.objects.get(pk=run.pk).heartbeat_at == beaten  # stopped with the block
+        assert wait_until(lambda: ReportRun.objects.get(pk=run.pk).heartbeat_at > first, timeout=10)
+    # Stopped with the block: its thread is gone, so nothing can beat any more.
+    beating = [t for t in threading.enumerate() if t.name == f"report-run-{run.pk}-heartbeat"]
+    assert beating == []
 
 
 def test_a_finished_run_is_not_revived_by_a_late_beat(transactional_db):
