@@ -102,3 +102,21 @@ def test_update_broker_config_when_broker_conf_cannot_be_written(broker):
     finally:
         blocker.rmdir()
     assert broker.config_value("brokerPermission") == "6"  # nothing applied when nothing was kept
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "reason"),
+    [
+        (b"brokerPermission=5\n", ResponseCode.SYSTEM_ERROR, "brokerPermission='5' is not valid"),
+        (b"noSuchKey=1\n", ResponseCode.SYSTEM_ERROR, "unknown broker config key: noSuchKey"),
+        (
+            b"storePathRootDir=/elsewhere\n",
+            ResponseCode.NO_PERMISSION,
+            "cannot change storePathRootDir at run time",
+        ),
+    ],
+    ids=["bad-value", "unknown-key", "fixed-key"],
+)
+def test_update_broker_config_refused(broker, body, code, reason):
+    assert_refused(broker.invoke(RC.UPDATE_BROKER_CONFIG, body=body), code, reason)
+    assert broker.config_value("brokerPermission") == "6"
