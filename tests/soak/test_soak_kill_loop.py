@@ -221,11 +221,13 @@ def test_kill_loop_under_load_keeps_every_acknowledged_message_exactly_once(tmp_
             assert wait_until(lambda: watch.seen_this_life() and persisted_offsets(cluster), timeout=60), (
                 f"before kill {kill + 1}: no committed offsets seen in this broker's life"
             )
-            floor = persisted_offsets(cluster)
+            floor = persisted_offsets(cluster)  # the broker may write a newer one before it dies
             floors.append(floor)
-            watch.life += 1  # samples from here on belong to the next process
             cluster.broker.kill()
+            # Only now is the next process's life counted: a sample answered before the kill
+            # belongs to the old process, whose unpersisted offsets the new one may not know.
             watch.floor = floor
+            watch.life += 1
             cluster.start_broker()
             if kill % 2:  # the consumer restarts too: it goes on from the offsets it committed
                 consumer.shutdown()

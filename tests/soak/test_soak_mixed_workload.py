@@ -144,7 +144,9 @@ class Ledger:
         outcome = msg.get_property("outcome")
         with self.lock:
             self.tx_checks[outcome] += 1
-        return {"unknown-commit": COMMIT, "unknown-rollback": ROLLBACK}.get(outcome, UNKNOW)
+        # The truth, as an application answers: a check may also reach a transaction that was
+        # committed or rolled back when its end request came late (a busy machine).
+        return COMMIT if outcome.endswith("commit") else ROLLBACK
 
 
 # -- producers -----------------------------------------------------------------------------------
@@ -429,7 +431,6 @@ def test_mixed_workload_ends_in_an_exact_accounting(tmp_path):
     # Rolled-back transactions never delivered; the unknown ones were settled by checks.
     assert not [k for k in ledger.got[TXG] if "rollback" in k]
     assert ledger.tx_checks["unknown-commit"] >= 1 and ledger.tx_checks["unknown-rollback"] >= 1
-    assert ledger.tx_checks["commit"] == ledger.tx_checks["rollback"] == 0
     # Every order's steps in order, each once.
     assert ledger.orders == expected_orders(ledger)
     # The broadcasting members' own offsets (kept locally) reached the end of every queue.
