@@ -18,7 +18,7 @@ from django_celery_beat.models import PeriodicTask
 
 from console.audit import audit
 from console.models import AuditRecord
-from console.roles import OPERATOR, has_role, require_role
+from console.roles import require_permission
 
 from . import charts
 from .forms import RunForm, ScheduleForm
@@ -37,7 +37,7 @@ DOWNLOAD_FORMATS = {"csv": "text/csv", "parquet": "application/vnd.apache.parque
 def run_list(request):
     fail_abandoned_runs()
     runs = ReportRun.objects.all()[:200]
-    context = {"runs": runs, "can_operate": has_role(request.user, OPERATOR), **_archive_context()}
+    context = {"runs": runs, **_archive_context()}
     return render(request, "analytics/run_list.html", context)
 
 
@@ -51,7 +51,7 @@ def _archive_context() -> dict:
     }
 
 
-@require_role(OPERATOR)
+@require_permission("analytics.run.start")
 @require_http_methods(["GET", "POST"])
 def run_start(request):
     form = RunForm(request.POST or None)
@@ -155,21 +155,29 @@ def schedule_list(request):
     return render(
         request,
         "analytics/schedule_list.html",
-        {
-            "schedules": [(task, schedule_summary(task.kwargs)) for task in _schedules().order_by("name")],
-            "can_operate": has_role(request.user, OPERATOR),
-        },
+        {"schedules": [(task, schedule_summary(task.kwargs)) for task in _schedules().order_by("name")]},
     )
 
 
-@require_role(OPERATOR)
+@require_permission("analytics.schedule.create")
 @require_http_methods(["GET", "POST"])
-def schedule_edit(request, schedule_id: int | None = None):
-    task = get_object_or_404(_schedules(), pk=schedule_id) if schedule_id else None
+def schedule_create(request):
+    return _schedule_form(request, None, "analytics.schedule.create")
+
+
+@require_permission("analytics.schedule.update")
+@require_http_methods(["GET", "POST"])
+def schedule_edit(request, schedule_id: int):
+    task = _schedules().filter(pk=schedule_id).first()
+    if task is None:
+        return _schedule_not_found(request, "analytics.schedule.update", schedule_id)
+    return _schedule_form(request, task, "analytics.schedule.update")
+
+
+def _schedule_form(request, task: PeriodicTask | None, action: str) -> HttpResponse:
     initial = ScheduleForm.initial_from(task) if task else None
     form = ScheduleForm(request.POST or None, instance=task, initial=initial)
     if request.method == "POST":
-        action = "analytics.schedule.update" if task else "analytics.schedule.create"
         if not form.is_valid():
             audit(request, action, target=task.name if task else "", parameters=_printable(request.POST),
                   result=AuditRecord.RESULT_FAILED, detail=form.errors.as_text())  # fmt: skip
@@ -180,7 +188,7 @@ def schedule_edit(request, schedule_id: int | None = None):
     return render(request, "analytics/schedule_form.html", {"form": form, "task": task})
 
 
-@require_role(OPERATOR, action="analytics.schedule.toggle")
+@require_permission("analytics.schedule.toggle")
 @require_POST
 def schedule_toggle(request, schedule_id: int):
     task = _schedules().filter(pk=schedule_id).first()
@@ -188,15 +196,17 @@ def schedule_toggle(request, schedule_id: int):
         return _schedule_not_found(request, "analytics.schedule.toggle", schedule_id)
     task.enabled = not task.enabled
     task.save(update_fields=["enabled"])
+    # One action name for the button, refused or done; what it did is the detail.
     audit(
         request,
-        "analytics.schedule.enable" if task.enabled else "analytics.schedule.disable",
+        "analytics.schedule.toggle",
         target=task.name,
+        detail="enabled" if task.enabled else "disabled",
     )
     return redirect("analytics:schedule_list")
 
 
-@require_role(OPERATOR, action="analytics.schedule.delete")
+@require_permission("analytics.schedule.delete")
 @require_POST
 def schedule_delete(request, schedule_id: int):
     task = _schedules().filter(pk=schedule_id).first()

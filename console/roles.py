@@ -35,6 +35,11 @@ ACTIONS: dict[str, str] = {
     "transaction.end": OPERATOR,
     "tail.filter.save": OPERATOR,
     "tail.filter.delete": OPERATOR,
+    "analytics.run.start": OPERATOR,
+    "analytics.schedule.create": OPERATOR,
+    "analytics.schedule.update": OPERATOR,
+    "analytics.schedule.toggle": OPERATOR,
+    "analytics.schedule.delete": OPERATOR,
 }
 
 

@@ -227,7 +227,8 @@ def test_schedule_editor_edits_disables_and_deletes(operator_client):
     operator_client.post(reverse("analytics:schedule_delete", args=[task.pk]))
     assert not PeriodicTask.objects.filter(name="nightly").exists()
     actions = set(AuditRecord.objects.values_list("action", flat=True))
-    assert {"analytics.schedule.update", "analytics.schedule.disable", "analytics.schedule.delete"} <= actions
+    assert {"analytics.schedule.update", "analytics.schedule.toggle", "analytics.schedule.delete"} <= actions
+    assert AuditRecord.objects.get(action="analytics.schedule.toggle").detail == "disabled"
 
 
 @pytest.mark.parametrize(

@@ -113,4 +113,4 @@ def test_the_buttons_work_on_the_same_schedule(operator_client, schedule):
     assert operator_client.post(reverse("analytics:schedule_delete", args=[schedule.pk])).status_code == 302
     assert not PeriodicTask.objects.filter(pk=schedule.pk).exists()
     results = list(AuditRecord.objects.order_by("pk").values_list("action", "result"))
-    assert results == [("analytics.schedule.disable", "ok"), ("analytics.schedule.delete", "ok")]
+    assert results == [("analytics.schedule.toggle", "ok"), ("analytics.schedule.delete", "ok")]
