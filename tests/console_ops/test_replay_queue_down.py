@@ -4,6 +4,7 @@ saying so, keeps the job as failed with the reason, audits the refusal, and repl
 
 from __future__ import annotations
 
+import kombu.pools
 import pytest
 from django.urls import reverse
 
@@ -17,12 +18,14 @@ GROUP = "ops-queue-down"
 
 
 def _drop_connection_pools() -> None:
-    """Celery keeps its connection and producer pools once made: drop them so the next task is
-    sent over a connection to the URL configured now."""
-    if app._pool is not None:
-        app._pool.force_close_all()
-        app._pool = None
+    """Celery keeps its connection and producer pools once made, and kombu keeps them again in
+    process-wide registries keyed by broker URL: drop both, so the next task is sent over a new
+    connection to the URL configured now. (Closing only the app's pool left kombu's registry handing
+    that closed pool back once the URL was restored: every later task failed "Acquire on closed
+    pool".)"""
+    app._pool = None
     app.amqp._producer_pool = None
+    kombu.pools.reset()
 
 
 @pytest.fixture
