@@ -61,12 +61,16 @@ def end_transaction(request):
     if not offset_msg_id:
         raise BadRequest("name the half message (offset_msg_id)")
     admin = connection.admin(request)
+    # One action name whatever happens (refused by role, bad input, done): the decision is a parameter.
     try:
         half = transactions.find_pending(admin, offset_msg_id)
     except ValueError as exc:
-        record(request, f"transaction.{action}", offset_msg_id, {}, AuditRecord.RESULT_FAILED, str(exc))
+        record(
+            request, "transaction.end", offset_msg_id, {"action": action}, AuditRecord.RESULT_FAILED, str(exc)
+        )
         raise BadRequest(str(exc)) from None
     params = {
+        "action": action,
         "producerGroup": half.producer_group,
         "topic": half.real_topic,
         "msgId": half.message.client_msg_id,
@@ -77,9 +81,9 @@ def end_transaction(request):
     try:
         transactions.end_transaction(admin, half, commit=action == "commit")
     except MQAdminError as exc:
-        record(request, f"transaction.{action}", target, params, AuditRecord.RESULT_FAILED, str(exc))
+        record(request, "transaction.end", target, params, AuditRecord.RESULT_FAILED, str(exc))
         raise
-    record(request, f"transaction.{action}", target, params)
+    record(request, "transaction.end", target, params)
     flash.success(
         request, f"{action.capitalize()} of {half.message.client_msg_id} sent to {half.located.broker_name}."
     )

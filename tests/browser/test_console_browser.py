@@ -234,7 +234,7 @@ def test_08_every_action_is_in_the_audit_log(page, shot):
     page.goto("/audit/")
     main = page.locator("main")
     actions = ("topic.save", "topic.send", "group.reset_offset", "dlq.make_readable", "dlq.replay",
-               "dlq.replay.finished", "transaction.commit")  # fmt: skip
+               "dlq.replay.finished", "transaction.end")  # fmt: skip
     for action in actions:
         expect(main).to_contain_text(action)
     shot("24-audit")

@@ -76,9 +76,9 @@ def test_operator_commits_and_rolls_back(namesrv, half_messages, operator_client
     assert "pay-commit" not in remaining and "pay-rollback" not in remaining
     assert admin.query_message_by_key(TX_TOPIC, "pay-rollback") == []
     records = AuditRecord.objects.filter(action__startswith="transaction.").order_by("id")
-    assert [(r.action, r.result, r.parameters["producerGroup"]) for r in records] == [
-        ("transaction.commit", "ok", TX_GROUP),
-        ("transaction.rollback", "ok", TX_GROUP),
+    assert [(r.action, r.result, r.parameters["action"], r.parameters["producerGroup"]) for r in records] == [
+        ("transaction.end", "ok", "commit", TX_GROUP),
+        ("transaction.end", "ok", "rollback", TX_GROUP),
     ]
     # A second commit of the same (now resolved) message is refused, not applied twice.
     again = operator_client.post(
@@ -86,6 +86,12 @@ def test_operator_commits_and_rolls_back(namesrv, half_messages, operator_client
     )
     assert again.status_code == 400
     assert len(admin.query_message_by_key(TX_TOPIC, "pay-commit")) == 1
+    refused = AuditRecord.objects.filter(action__startswith="transaction.").order_by("id").last()
+    assert (refused.action, refused.result, refused.parameters["action"]) == (
+        "transaction.end",
+        "failed",
+        "commit",
+    )
 
 
 def test_end_transaction_refuses_bad_input(namesrv, operator_client):
