@@ -121,11 +121,13 @@ def small_store_config(**overrides):
 
 
 def wait_until(predicate, timeout: float = 60, interval: float = 0.05) -> bool:
-    """Poll ``predicate`` until it holds or ``timeout`` passes; the last answer is returned."""
+    """Poll ``predicate`` until it answers something true or ``timeout`` passes; that answer, or
+    the last one, is returned."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if predicate():
-            return True
+        answer = predicate()
+        if answer:
+            return answer
         time.sleep(interval)
     return predicate()
 

@@ -5,8 +5,6 @@ leave the cluster as it was."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from django.contrib.messages import get_messages
 
@@ -15,24 +13,16 @@ from broker.common.message import Message
 from console import cluster_access
 from console.models import AuditRecord
 from tests.cli.live_cluster import CLUSTER
+from tests.harness import wait_until
 
 pytestmark = pytest.mark.django_db
-
-
-def wait_until(check, timeout: float = 20.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(0.05)
 
 
 def topic_with_messages(admin, namesrv_addr: str, topic: str, count: int = 4) -> dict[tuple[str, int], int]:
     """``topic`` on both brokers (2 queues each) holding ``count`` messages; its max offset per queue."""
     for addr in admin.resolve_masters(None, CLUSTER):
         admin.create_or_update_topic(addr, topic, 2, 2)
-    assert wait_until(lambda: len(_route_brokers(admin, topic)) == 2), "route of both brokers"
+    assert wait_until(lambda: len(_route_brokers(admin, topic)) == 2, timeout=20), "route of both brokers"
     producer = Producer(f"{topic}-producer", namesrv_addr).start()
     try:
         for i in range(count):
@@ -139,7 +129,7 @@ def lagging_group(admin, skip_topic):
     """A group with no consumer online, its offsets at the start of a topic holding 4 messages."""
     topic, group = skip_topic, "skip-backlog-lagging"
     admin.reset_offset_by_time(group, topic, 0, force=True)
-    assert wait_until(lambda: admin.consumer_progress(group, topic).diff_total == 4)
+    assert wait_until(lambda: admin.consumer_progress(group, topic).diff_total == 4, timeout=20)
     yield group, topic
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 
 import pytest
 from django.test import Client
@@ -17,6 +16,7 @@ from broker.client.push_consumer import ConsumeConcurrentlyStatus, PushConsumer
 from broker.common.message import Message
 from console.cluster_queries import group_rows
 from tests.cli.live_cluster import CLUSTER
+from tests.harness import wait_until
 
 pytestmark = pytest.mark.django_db
 
@@ -25,16 +25,6 @@ TOPIC, GROUP = "ConsoleFilteredLag", "console-filtered-group"
 # queues hold only messages the group never sees.
 LAYOUT = {("broker-a", 0): "oW", ("broker-a", 1): "oo", ("broker-b", 0): "o", ("broker-b", 1): "ooW"}
 WITHIN_S = 30
-
-
-def eventually(check, timeout: float = WITHIN_S):
-    """``check()`` once it is truthy, or its last value when ``timeout`` ran out."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(0.2)
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +81,9 @@ def _lag_of_group_list(client: Client) -> int | None:
 
 
 def test_group_list_and_page_show_no_lag_for_a_caught_up_filtered_group(viewer_client, filtered_group):
-    assert eventually(lambda: _lag_of_group_list(viewer_client) == 0), _lag_of_group_list(viewer_client)
+    assert wait_until(lambda: _lag_of_group_list(viewer_client) == 0, WITHIN_S, 0.2), _lag_of_group_list(
+        viewer_client
+    )
     [row] = group_rows(filtered_group, names=[GROUP])  # what the list and the alerts read
     assert row.lag == 0
     page = viewer_client.get(f"/groups/{GROUP}/")
@@ -115,4 +107,4 @@ def _group_lag_gauge() -> float | None:
 def test_metrics_lag_of_a_caught_up_filtered_group_is_zero(live_cluster, filtered_group, settings):
     settings.BROKER_NAMESRV = live_cluster.namesrv_addr
     settings.CONSOLE_METRICS_CACHE_SECONDS = 0
-    assert eventually(lambda: _group_lag_gauge() == 0.0), _group_lag_gauge()
+    assert wait_until(lambda: _group_lag_gauge() == 0.0, WITHIN_S, 0.2), _group_lag_gauge()

@@ -5,46 +5,21 @@ from __future__ import annotations
 import csv
 import io
 import re
-import threading
-import time
 
 import pytest
 
 from broker.client import CONSUME_FROM_FIRST_OFFSET
 from broker.client.producer import Producer
-from broker.client.push_consumer import ConsumeConcurrentlyStatus, PushConsumer
+from broker.client.push_consumer import PushConsumer
 from broker.common.message import Message
 from console.models import AuditRecord
 from tests.cli.live_cluster import CLUSTER
+from tests.harness import wait_until
+from tests.received_messages import ReceivedBodies
 
 pytestmark = pytest.mark.django_db
 
 TOPIC, GROUP, PRODUCER_GROUP = "ConsoleOrders", "console-group", "console-producer"
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.bodies: list[bytes] = []
-        self.changed = threading.Condition()
-
-    def listener(self, messages, context):
-        with self.changed:
-            self.bodies.extend(m.body for m in messages)
-            self.changed.notify_all()
-        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
-    def wait_for(self, predicate, timeout: float = 20.0) -> None:
-        with self.changed:
-            assert self.changed.wait_for(lambda: predicate(self.bodies), timeout), self.bodies
-
-
-def wait_until(check, timeout: float = 20.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(0.1)
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +37,7 @@ def flow(live_cluster):
         message.keys = f"order-{i}"
         message.tags = "created"
         sent.append(producer.send(message))
-    recorder = Recorder()
+    recorder = ReceivedBodies()
     consumer = PushConsumer(
         GROUP,
         live_cluster.namesrv_addr,
@@ -75,7 +50,7 @@ def flow(live_cluster):
     consumer.start()
     recorder.wait_for(lambda bodies: len(bodies) >= 4)
     # Consumed offsets reach the brokers with the next persist: wait for the lag to read 0.
-    assert wait_until(lambda: admin.consumer_progress(GROUP, TOPIC).diff_total == 0)
+    assert wait_until(lambda: admin.consumer_progress(GROUP, TOPIC).diff_total == 0, timeout=20, interval=0.1)
     yield {"admin": admin, "sent": sent, "recorder": recorder, "consumer": consumer, "producer": producer}
     consumer.shutdown()
     producer.shutdown()
@@ -131,7 +106,7 @@ def test_reset_preview_then_apply_then_skip_backlog(operator_client, flow):
         operator_client.post(f"/groups/{idle}/reset/apply", {"topic": TOPIC, "mode": "earliest"}).status_code
         == 302
     )
-    assert wait_until(lambda: admin.consumer_progress(idle, TOPIC).diff_total == 4)
+    assert wait_until(lambda: admin.consumer_progress(idle, TOPIC).diff_total == 4, timeout=20, interval=0.1)
     lagging = operator_client.get("/groups/").content.decode()
     assert idle in lagging
 

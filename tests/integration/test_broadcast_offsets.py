@@ -9,8 +9,6 @@ nor skips what arrived while it was down.
 from __future__ import annotations
 
 import json
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -19,13 +17,14 @@ from broker.client import (
     BROADCASTING,
     CONSUME_FROM_FIRST_OFFSET,
     CONSUME_FROM_LAST_OFFSET,
-    ConsumeConcurrentlyStatus,
     MessageQueue,
     Producer,
     PushConsumer,
 )
 from broker.common.message import Message
+from tests.harness import wait_until
 from tests.integration.one_broker_cluster import start_one_broker
+from tests.received_messages import ReceivedBodies
 
 QUEUES = 2
 
@@ -42,23 +41,6 @@ def producer(cluster):
     producer = Producer("broadcast-offsets-producer", cluster.namesrv_addr).start()
     yield producer
     producer.shutdown()
-
-
-class Received:
-    def __init__(self) -> None:
-        self.bodies: list[bytes] = []
-        self.changed = threading.Condition()
-
-    def listener(self, messages, context):
-        with self.changed:
-            self.bodies.extend(m.body for m in messages)
-            self.changed.notify_all()
-        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
-    def wait_for(self, predicate, timeout: float = 20.0) -> list[bytes]:
-        with self.changed:
-            assert self.changed.wait_for(lambda: predicate(self.bodies), timeout), self.bodies
-            return list(self.bodies)
 
 
 def send(producer, topic: str, prefix: str, count: int) -> list[bytes]:
@@ -92,7 +74,7 @@ def test_restarted_broadcasting_consumer_goes_on_where_it_stopped(
 ):
     topic = group = f"BroadcastRestart{consume_from_where.rsplit('_', 2)[-2].title()}"
     cluster.create_topic(topic, QUEUES)
-    first = Received()
+    first = ReceivedBodies()
     consumer = broadcasting_consumer(cluster, group, topic, tmp_path, first, consume_from_where)
     try:
         before = send(producer, topic, "before", 6)
@@ -101,7 +83,7 @@ def test_restarted_broadcasting_consumer_goes_on_where_it_stopped(
         consumer.shutdown()
     meanwhile = send(producer, topic, "meanwhile", 5)
 
-    again = Received()
+    again = ReceivedBodies()
     consumer = broadcasting_consumer(cluster, group, topic, tmp_path, again, consume_from_where)
     try:
         # One last message per queue: once each has arrived, so has everything before it.
@@ -121,19 +103,10 @@ def offset_table(path: Path) -> dict[str, int] | None:
         return None
 
 
-def eventually(check, timeout: float = 20.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(0.05)
-
-
 def test_broadcasting_offsets_file_is_written_periodically_with_a_backup(cluster, producer, tmp_path):
     topic = group = "BroadcastPeriodic"
     cluster.create_topic(topic, QUEUES)
-    received = Received()
+    received = ReceivedBodies()
     consumer = broadcasting_consumer(
         cluster, group, topic, tmp_path, received, CONSUME_FROM_FIRST_OFFSET, persist_interval_ms=300
     )
@@ -145,11 +118,11 @@ def test_broadcasting_offsets_file_is_written_periodically_with_a_backup(cluster
         received.wait_for(lambda got: len(got) >= len(sent))
         # Written while the consumer runs, not only when it stops.
         expected = dict.fromkeys(keys, 2)
-        assert eventually(lambda: offset_table(path) == expected), offset_table(path)
+        assert wait_until(lambda: offset_table(path) == expected, timeout=20), offset_table(path)
         sent += send(producer, topic, "second", 2)
         received.wait_for(lambda got: len(got) >= len(sent))
         expected = dict.fromkeys(keys, 3)
-        assert eventually(lambda: offset_table(path) == expected), offset_table(path)
+        assert wait_until(lambda: offset_table(path) == expected, timeout=20), offset_table(path)
         # The previous content is kept beside it, for a write torn by a crash.
         previous = offset_table(backup)
         assert previous is not None and set(previous) == set(keys), previous

@@ -8,7 +8,6 @@ a caught-up filtered group as caught up, even on queues that hold only messages 
 from __future__ import annotations
 
 import json
-import threading
 import time
 
 import pytest
@@ -16,8 +15,6 @@ import pytest
 from broker.cli import main as mqadmin
 from broker.client import (
     CONSUME_FROM_FIRST_OFFSET,
-    ConsumeConcurrentlyStatus,
-    ConsumeOrderlyStatus,
     LitePullConsumer,
     MessageQueue,
     MessageSelector,
@@ -26,6 +23,7 @@ from broker.client import (
 )
 from broker.common.message import Message
 from tests.integration.one_broker_cluster import start_one_broker
+from tests.received_messages import ReceivedBodies
 
 TOPIC = "FilteredLag"
 # Per queue, in send order: W is wanted by every subscription below, o by none. Queue 0 has
@@ -65,30 +63,6 @@ def wanted(cluster) -> set[bytes]:
     return bodies
 
 
-class Received:
-    def __init__(self) -> None:
-        self.bodies: list[bytes] = []
-        self.changed = threading.Condition()
-
-    def add(self, messages) -> None:
-        with self.changed:
-            self.bodies.extend(m.body for m in messages)
-            self.changed.notify_all()
-
-    def concurrently(self, messages, context):
-        self.add(messages)
-        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
-    def orderly(self, messages, context):
-        self.add(messages)
-        return ConsumeOrderlyStatus.SUCCESS
-
-    def wait_for(self, count: int, timeout: float = 20.0) -> list[bytes]:
-        with self.changed:
-            assert self.changed.wait_for(lambda: len(self.bodies) >= count, timeout), self.bodies
-            return list(self.bodies)
-
-
 def consumer_progress(capsys, cluster, group: str) -> dict:
     """``mqadmin consumerProgress -g group -t topic --json``, as an operator runs it."""
     capsys.readouterr()
@@ -117,7 +91,7 @@ def assert_caught_up(progress: dict) -> None:
     assert progress["diff_total"] == 0
 
 
-def push_consumer(cluster, group: str, selector: MessageSelector, received: Received, orderly=False):
+def push_consumer(cluster, group: str, selector: MessageSelector, received: ReceivedBodies, orderly=False):
     consumer = PushConsumer(
         group, cluster.namesrv_addr, consume_from_where=CONSUME_FROM_FIRST_OFFSET, persist_interval_ms=200
     )
@@ -125,7 +99,7 @@ def push_consumer(cluster, group: str, selector: MessageSelector, received: Rece
     if orderly:
         consumer.register_message_listener_orderly(received.orderly)
     else:
-        consumer.register_message_listener(received.concurrently)
+        consumer.register_message_listener(received.listener)
     return consumer.start()
 
 
@@ -138,10 +112,10 @@ def push_consumer(cluster, group: str, selector: MessageSelector, received: Rece
     ],
 )
 def test_caught_up_filtered_push_group_has_no_lag(cluster, wanted, capsys, group, selector, orderly):
-    received = Received()
+    received = ReceivedBodies()
     consumer = push_consumer(cluster, group, selector, received, orderly)
     try:
-        assert set(received.wait_for(len(wanted))) == wanted
+        assert set(received.wait_for(lambda got: len(got) >= len(wanted))) == wanted
         progress = wait_for_zero_lag(capsys, cluster, group)
     finally:
         consumer.shutdown()

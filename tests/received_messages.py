@@ -1,0 +1,36 @@
+"""What a test's consumer received: listeners for the SDK's push consumers that keep the bodies,
+and a bounded wait for what the test expects among them."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from broker.client import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus
+
+
+class ReceivedBodies:
+    def __init__(self) -> None:
+        self.bodies: list[bytes] = []
+        self.changed = threading.Condition()
+
+    def add(self, messages) -> None:
+        with self.changed:
+            self.bodies.extend(m.body for m in messages)
+            self.changed.notify_all()
+
+    def listener(self, messages, context):
+        """A concurrent listener that takes every message."""
+        self.add(messages)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    def orderly(self, messages, context):
+        """An orderly listener that takes every message."""
+        self.add(messages)
+        return ConsumeOrderlyStatus.SUCCESS
+
+    def wait_for(self, predicate: Callable[[list[bytes]], bool], timeout: float = 20.0) -> list[bytes]:
+        """The bodies so far, once ``predicate`` holds for them; fails naming them after ``timeout``."""
+        with self.changed:
+            assert self.changed.wait_for(lambda: predicate(self.bodies), timeout), self.bodies
+            return list(self.bodies)
