@@ -31,9 +31,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from broker.common.codes import RequestCode
 from broker.common.message_codec import properties_to_string
 from broker.common.request_headers import SEND_V1_TO_V2
-from broker.remoting.codes import RequestCode
 from broker.remoting.command import create_request
 from broker.remoting.frame import encode_frame
 from broker.server.config import BrokerConfig

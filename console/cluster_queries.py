@@ -16,9 +16,10 @@ from broker.client.admin import (
     MQAdmin,
     NotFoundError,
 )
+from broker.common.codes import ResponseCode
+from broker.common.system_names import is_system_group
 from broker.common.topic_config import RETRY_GROUP_TOPIC_PREFIX, perm_to_string
-from broker.remoting.codes import ResponseCode
-from console.topic_kinds import is_system_group, topic_kinds
+from broker.common.topic_kinds import topic_kinds
 
 # Enough parallel requests to hide round trips, few enough not to flood a broker's executor.
 FAN_OUT_LIMIT = 32

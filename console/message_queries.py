@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from broker.cli_commands.messages_view import describe_message
 from broker.client.admin import AsyncMQAdmin, MQAdmin, MQAdminError, NotFoundError
 from broker.common.message import MessageExt
+from broker.common.message_view import describe_message
 from console.cluster_queries import fan_out
 
 # As RocketMQ's dashboard: a time-range query stops after this many messages (newest kept last).

@@ -24,9 +24,9 @@ from broker.client import (
     Producer,
     PushConsumer,
 )
+from broker.common.codes import RequestCode
 from broker.common.message import Message
 from broker.remoting.client import SyncRemotingClient
-from broker.remoting.codes import RequestCode
 from broker.remoting.command import create_request
 from tests.harness import EngineProcess, free_port
 

@@ -6,11 +6,12 @@ import argparse
 from typing import Any
 
 from broker.cli_commands.base import Command, UsageError, parse_time_arg
-from broker.cli_commands.messages_view import describe_message, message_block
+from broker.cli_commands.messages_view import message_block
 from broker.cli_commands.output import CommandOutput, render_table
 from broker.cli_commands.sending import choose_queue, send_with_producer
 from broker.client.admin import MQAdmin, NotFoundError
 from broker.common.message import Message
+from broker.common.message_view import describe_message
 
 
 def _configure_by_id(parser: argparse.ArgumentParser) -> None:

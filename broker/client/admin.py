@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterat
 from dataclasses import dataclass, field
 from typing import Any
 
+from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message import MessageExt
 from broker.common.message_codec import (
     MessageDecodeError,
@@ -27,7 +28,6 @@ from broker.common.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_
 from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC, RETRY_GROUP_TOPIC_PREFIX, validate_topic
 from broker.remoting import fastjson
 from broker.remoting.client import EventLoopThread, RemotingClient
-from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import create_request
 from broker.remoting.errors import RemotingError, RemotingTimeoutError
 

@@ -7,12 +7,12 @@ from collections.abc import Callable
 
 import orjson
 
+from broker.common.codes import RequestCode as RC
+from broker.common.codes import ResponseCode
 from broker.common.message_codec import decode_messages, properties_to_string, string_to_properties
 from broker.common.request_headers import LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody
 from broker.remoting import fastjson
 from broker.remoting.client import RemotingClient
-from broker.remoting.codes import RequestCode as RC
-from broker.remoting.codes import ResponseCode
 from broker.remoting.command import RemotingCommand, create_request
 
 from .errors import MQBrokerError

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
+from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message_codec import MessageDecodeError, decode_message
 from broker.remoting import fastjson
-from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import response_to
 
 from .message_queue import MessageQueue

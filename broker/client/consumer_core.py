@@ -15,9 +15,9 @@ import time
 from collections.abc import Callable
 
 from broker.common import topic_config as tc
+from broker.common.codes import RequestCode
+from broker.common.codes import ResponseCode as R
 from broker.common.java_hash import java_string_hash
-from broker.remoting.codes import RequestCode
-from broker.remoting.codes import ResponseCode as R
 
 from .allocate import AllocateAveragely
 from .client_api import PULL_FLAG_COMMIT_OFFSET, PULL_FLAG_SUBSCRIPTION, PULL_FLAG_SUSPEND

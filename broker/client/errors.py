@@ -1,6 +1,6 @@
 """Errors the SDK raises to applications."""
 
-from broker.remoting.codes import code_name
+from broker.common.codes import code_name
 
 
 class MQClientError(Exception):

@@ -24,8 +24,8 @@ import socket
 import threading
 from dataclasses import dataclass, field
 
+from broker.common.codes import RequestCode
 from broker.remoting.client import EventLoopThread, RemotingClient
-from broker.remoting.codes import RequestCode
 from broker.remoting.errors import RemotingError
 
 from . import client_requests, request_reply

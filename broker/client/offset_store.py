@@ -8,7 +8,7 @@ import logging
 import threading
 from pathlib import Path
 
-from broker.store.config_files import JsonConfigFile
+from broker.common.json_config_file import JsonConfigFile
 
 from .message_queue import MessageQueue
 

@@ -19,13 +19,13 @@ from dataclasses import dataclass
 
 from broker.common import message_const
 from broker.common.batch_codec import encode_batch
+from broker.common.codes import ResponseCode
 from broker.common.message import Message
 from broker.common.message_codec import properties_to_string
 from broker.common.message_const import PROPERTY_TRANSACTION_PREPARED
 from broker.common.message_id import create_unique_id
 from broker.common.sysflag import COMPRESSED_FLAG, TRANSACTION_PREPARED_TYPE
 from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC, is_retry_topic, validate_topic
-from broker.remoting.codes import ResponseCode
 from broker.remoting.errors import RemotingError, RemotingTooMuchRequestError
 
 from . import request_reply

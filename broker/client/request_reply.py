@@ -16,10 +16,10 @@ import uuid
 import zlib
 
 from broker.common import message_const as const
+from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message import Message, MessageExt
 from broker.common.message_codec import string_to_properties
 from broker.common.sysflag import COMPRESSED_FLAG
-from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import response_to
 
 from .errors import MQClientError

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from broker.common import message_const as const
+from broker.common.codes import RequestCode
 from broker.common.message import Message, MessageExt
 from broker.common.message_codec import MessageDecodeError, decode_message, decode_offset_msg_id
 from broker.common.request_headers import CheckTransactionStateRequestHeader, HeaderError
 from broker.common.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE
-from broker.remoting.codes import RequestCode
 from broker.remoting.command import create_request
 
 from .errors import MQClientError

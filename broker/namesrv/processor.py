@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 
+from broker.common.codes import RequestCode, ResponseCode
 from broker.remoting import fastjson
-from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import RemotingCommand, response_to
 from broker.remoting.server import RemotingServer
 

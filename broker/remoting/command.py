@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
-from .codes import LanguageCode, ResponseCode
+from broker.common.codes import LanguageCode, ResponseCode
 
 RPC_TYPE_RESPONSE = 0x1
 RPC_ONEWAY = 0x2

@@ -16,9 +16,10 @@ import collections
 import logging
 from collections.abc import Awaitable, Callable
 
+from broker.common.codes import ResponseCode
+
 from .backlog_budget import BacklogBudget
 from .busy_poll import BusyPoll
-from .codes import ResponseCode
 from .command import RPC_ONEWAY, RemotingCommand, response_to
 from .errors import FrameError, RemotingSendRequestError, RemotingTimeoutError
 from .frame import DEFAULT_MAX_FRAME, FrameDecoder, encode_frame

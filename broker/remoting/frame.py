@@ -13,7 +13,8 @@ import struct
 
 import orjson
 
-from .codes import LanguageCode
+from broker.common.codes import LanguageCode
+
 from .command import SERIALIZE_JSON, SERIALIZE_ROCKETMQ, RemotingCommand
 from .errors import FrameError
 

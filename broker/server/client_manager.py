@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from broker.remoting.codes import LanguageCode
+from broker.common.codes import LanguageCode
 
 
 @dataclass

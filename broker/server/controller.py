@@ -10,9 +10,9 @@ from pathlib import Path
 
 from broker import __version__
 from broker.common import topic_config as tc
-from broker.remoting.codes import RequestCode as RC
+from broker.common.codes import RequestCode as RC
+from broker.common.json_config_file import ConsumerOffsetTable
 from broker.remoting.server import RemotingServer
-from broker.store.config_files import ConsumerOffsetTable
 from broker.store.message_store import MessageStore
 
 from .broker_stats import BrokerStats

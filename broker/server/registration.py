@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from broker.common.codes import RequestCode
 from broker.remoting import fastjson
 from broker.remoting.client import RemotingClient
-from broker.remoting.codes import RequestCode
 from broker.remoting.command import create_request
 from broker.remoting.errors import RemotingError
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from broker.remoting.codes import RequestCode as RC
+from broker.common.codes import RequestCode as RC
 
 # Which requests RocketMQ serves from which pool (BrokerController.registerProcessor).
 _POOL_OF_CODE = {

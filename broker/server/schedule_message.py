@@ -18,13 +18,13 @@ import time
 from pathlib import Path
 
 from broker.common import message_const as const
+from broker.common.json_config_file import DelayOffsetTable
 from broker.common.message import MessageExt
 from broker.common.message_codec import MessageDecodeError, decode_message
 from broker.common.sysflag import TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE, transaction_value
 from broker.common.topic_config import SCHEDULE_TOPIC
 from broker.remoting import fastjson
 from broker.remoting.command import RemotingCommand, response_to
-from broker.store.config_files import DelayOffsetTable
 
 log = logging.getLogger(__name__)
 

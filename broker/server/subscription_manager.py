@@ -6,7 +6,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from broker.store.config_files import subscription_groups_file
+from broker.common.json_config_file import subscription_groups_file
 
 
 @dataclass

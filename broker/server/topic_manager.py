@@ -6,8 +6,8 @@ import threading
 from pathlib import Path
 
 from broker.common import topic_config as tc
+from broker.common.json_config_file import topics_file
 from broker.common.topic_config import TopicConfig
-from broker.store.config_files import topics_file
 
 # System topics every broker has (RocketMQ creates these at start).
 _SYSTEM_TOPICS = {

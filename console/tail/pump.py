@@ -25,8 +25,8 @@ from channels.layers import get_channel_layer
 
 from broker.client.admin import AsyncMQAdmin, MQAdminError, NotFoundError
 from broker.client.client_api import PULL_FLAG_SUBSCRIPTION, PULL_FLAG_SUSPEND, ClientAPI
+from broker.common.codes import ResponseCode
 from broker.remoting.client import RemotingClient
-from broker.remoting.codes import ResponseCode
 
 from .serialize import message_event
 

@@ -9,11 +9,11 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from broker.client.admin import NotFoundError
+from broker.common.system_names import is_system_group
 from console.cluster_access import admin_of
 from console.cluster_queries import group_detail, group_index, group_rows, reset_preview
 from console.forms import GroupForm, ResetOffsetForm, check_group
 from console.roles import VIEWER, require_permission, require_role
-from console.topic_kinds import is_system_group
 from console.views.common import bad_request, form_errors_text, invalid_form, invalid_target, run_action
 
 PAGE_SIZE = 100

@@ -6,7 +6,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from broker.client.admin import AdminRequestError
-from broker.remoting.codes import ResponseCode
+from broker.common.codes import ResponseCode
 from console.cluster_access import admin_of
 from console.cluster_queries import topic_rows
 from console.forms import ProducerQueryForm

@@ -14,11 +14,11 @@ from django.views.decorators.http import require_GET, require_POST
 
 from broker.cli_commands.sending import choose_queue, send_with_producer
 from broker.common.message import Message
+from broker.common.topic_kinds import KIND_LABELS, KINDS
 from console.cluster_access import admin_of
 from console.cluster_queries import topic_consumers, topic_rows
 from console.forms import PERM_CHOICES, SendMessageForm, TopicForm, check_topic
 from console.roles import VIEWER, require_permission, require_role
-from console.topic_kinds import KIND_LABELS, KINDS
 from console.views.common import bad_request, invalid_form, invalid_target, run_action
 
 PAGE_SIZE = 100

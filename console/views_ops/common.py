@@ -8,9 +8,9 @@ from functools import wraps
 from django.http import HttpResponse
 from django.shortcuts import render
 
-from broker.cli_commands.messages_view import describe_message
 from broker.client.admin import MQAdminError
 from broker.common.message import MessageExt
+from broker.common.message_view import describe_message
 from console.audit import audit
 from console.cluster_errors import advice_for, status_for, title_for
 from console.message_export import EXPORT_FORMATS, export_response

@@ -12,7 +12,7 @@ import pytest
 
 from broker.cli import main
 from broker.client.admin import AsyncMQAdmin, NotFoundError
-from broker.remoting.codes import RequestCode as RC
+from broker.common.codes import RequestCode as RC
 from tests.cli.fake_server import FakeServer, encode_stored_message, error, ok
 
 TOPIC = "OrderTopic"

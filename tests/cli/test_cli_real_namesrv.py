@@ -12,8 +12,8 @@ import orjson
 import pytest
 
 from broker.cli import main
+from broker.common.codes import RequestCode as RC
 from broker.remoting.client import SyncRemotingClient
-from broker.remoting.codes import RequestCode as RC
 from broker.remoting.command import create_request
 from tests.cli.fake_server import FakeServer, ok
 from tests.cli.live_cluster import start_namesrv

@@ -10,9 +10,9 @@ import pytest
 
 from broker.client.client_api import ClientAPI
 from broker.client.errors import MQBrokerError
+from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message_codec import encode_host, encode_record, properties_to_string
 from broker.remoting.client import RemotingClient
-from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import response_to
 from broker.remoting.server import RemotingServer
 from tests.listener_failures import wait_until_async

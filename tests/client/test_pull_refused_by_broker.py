@@ -13,9 +13,9 @@ from broker.client.admin import MQAdmin
 from broker.client.client_api import ClientAPI
 from broker.client.errors import MQBrokerError
 from broker.client.producer import Producer
+from broker.common.codes import ResponseCode
 from broker.common.message import Message
 from broker.remoting.client import RemotingClient
-from broker.remoting.codes import ResponseCode
 from tests.cli.live_cluster import start_cluster
 
 TOPIC, GROUP = "PullRefusedTopic", "pull-refused-group"

@@ -7,8 +7,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from broker.common.codes import RequestCode
 from broker.remoting.client import SyncRemotingClient
-from broker.remoting.codes import RequestCode
 from broker.remoting.command import create_request
 from tests.harness import SMALL_STORE_CONF, EngineProcess, free_port, keep_draining
 

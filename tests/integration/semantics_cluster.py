@@ -7,8 +7,8 @@ from pathlib import Path
 
 from broker.client import CONSUME_FROM_FIRST_OFFSET, PushConsumer
 from broker.client.instance import MQClientInstance
+from broker.common.codes import RequestCode
 from broker.remoting.client import SyncRemotingClient
-from broker.remoting.codes import RequestCode
 from broker.remoting.command import create_request
 from tests.harness import SMALL_STORE_CONF, EngineProcess, free_port, keep_draining
 

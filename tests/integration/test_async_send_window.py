@@ -12,8 +12,8 @@ import threading
 import pytest
 
 from broker.client import AsyncProducer, Producer
+from broker.common.codes import RequestCode
 from broker.common.message import Message
-from broker.remoting.codes import RequestCode
 from broker.remoting.command import create_request
 from broker.remoting.errors import RemotingTooMuchRequestError
 from tests.harness import wait_until

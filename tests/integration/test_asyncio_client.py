@@ -24,8 +24,8 @@ from broker.client import (
 )
 from broker.client.admin import MQAdmin, MQAdminError
 from broker.client.instance import MQClientInstance
+from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message import Message
-from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import create_request
 from tests.integration.one_broker_cluster import start_one_broker
 from tests.listener_failures import ListenerFailures

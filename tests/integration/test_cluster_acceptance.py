@@ -17,9 +17,9 @@ from broker.client import (
     PushConsumer,
 )
 from broker.client.admin import MQAdmin
+from broker.common.codes import RequestCode
 from broker.common.message import Message
 from broker.remoting.client import SyncRemotingClient
-from broker.remoting.codes import RequestCode
 from broker.remoting.command import create_request
 from tests.harness import SMALL_STORE_CONF, EngineProcess, free_port, wait_until
 

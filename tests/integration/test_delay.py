@@ -11,9 +11,9 @@ from broker.cli import main
 from broker.client import ConsumeConcurrentlyStatus, Producer
 from broker.common import message_const as const
 from broker.common.batch_codec import encode_batch
+from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message import Message
 from broker.remoting import fastjson
-from broker.remoting.codes import RequestCode, ResponseCode
 from tests.harness import wait_until
 from tests.integration.semantics_cluster import SemanticsCluster
 

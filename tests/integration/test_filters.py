@@ -12,8 +12,8 @@ from broker.client import (
     MQClientError,
     Producer,
 )
+from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message import Message
-from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import create_request
 from tests.integration.one_broker_cluster import start_one_broker
 

@@ -21,8 +21,8 @@ from broker.client import (
 )
 from broker.client.admin import MQAdmin, NotFoundError
 from broker.common import message_const as const
+from broker.common.codes import RequestCode
 from broker.common.message import Message
-from broker.remoting.codes import RequestCode
 from broker.remoting.command import create_request
 from tests.harness import wait_until
 from tests.integration.one_broker_cluster import start_one_broker

@@ -16,8 +16,8 @@ from broker.client import (
     create_reply_message,
 )
 from broker.common import message_const as const
+from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message import Message
-from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import create_request
 from tests.harness import wait_until
 from tests.integration.one_broker_cluster import CLUSTER, start_one_broker

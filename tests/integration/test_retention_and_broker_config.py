@@ -25,10 +25,10 @@ import pytest
 from broker.cli import main as mqadmin_main
 from broker.client import Producer
 from broker.client.errors import MQBrokerError
+from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message import Message
 from broker.common.message_codec import decode_offset_msg_id
 from broker.remoting.client import SyncRemotingClient
-from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import create_request
 from tests.harness import ROOT, EngineProcess, free_port, keep_draining, wait_until
 

@@ -11,8 +11,8 @@ import pytest
 from broker.cli import main
 from broker.client import BROADCASTING, ConsumeConcurrentlyStatus, Producer
 from broker.common import message_const as const
+from broker.common.codes import RequestCode
 from broker.common.message import Message
-from broker.remoting.codes import RequestCode
 from tests.harness import wait_until
 from tests.integration.semantics_cluster import CLUSTER, SemanticsCluster
 

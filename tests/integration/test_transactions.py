@@ -9,10 +9,10 @@ import pytest
 from broker.cli import main
 from broker.client import ConsumeConcurrentlyStatus
 from broker.client.transaction_producer import LocalTransactionState, TransactionProducer
+from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message import Message
 from broker.common.message_codec import decode_offset_msg_id
 from broker.common.sysflag import TRANSACTION_COMMIT_TYPE
-from broker.remoting.codes import RequestCode, ResponseCode
 from tests.harness import wait_until
 from tests.integration.semantics_cluster import SemanticsCluster
 

@@ -7,8 +7,8 @@ import re
 import orjson
 import pytest
 
+from broker.common.codes import RequestCode as RC
 from broker.remoting.client import SyncRemotingClient
-from broker.remoting.codes import RequestCode as RC
 from broker.remoting.command import create_request
 from tests.common import java_bodies as java
 from tests.harness import EngineProcess, free_port

@@ -7,8 +7,8 @@ import zlib
 import orjson
 import pytest
 
+from broker.common.codes import RequestCode, ResponseCode
 from broker.remoting.client import SyncRemotingClient
-from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import create_request
 from broker.remoting.fastjson import loads as fastjson_loads
 from tests.harness import EngineProcess, free_port

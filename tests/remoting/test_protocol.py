@@ -7,8 +7,8 @@ import struct
 
 import pytest
 
+from broker.common.codes import RequestCode, ResponseCode
 from broker.remoting.client import RemotingClient, SyncRemotingClient
-from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import SERIALIZE_ROCKETMQ, RemotingCommand, create_request, response_to
 from broker.remoting.errors import (
     FrameError,

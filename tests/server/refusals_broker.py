@@ -11,10 +11,10 @@ import contextlib
 import time
 from pathlib import Path
 
+from broker.common.codes import RequestCode as RC
+from broker.common.codes import ResponseCode
 from broker.common.message_codec import properties_to_string
 from broker.remoting import fastjson
-from broker.remoting.codes import RequestCode as RC
-from broker.remoting.codes import ResponseCode
 from broker.remoting.command import RemotingCommand, create_request
 from tests.integration.one_broker_cluster import OneBrokerCluster, start_one_broker
 

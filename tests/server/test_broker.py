@@ -9,12 +9,12 @@ import orjson
 import pytest
 
 from broker.common.batch_codec import encode_batch
+from broker.common.codes import RequestCode as RC
+from broker.common.codes import ResponseCode
 from broker.common.message import Message
 from broker.common.message_codec import decode_messages
 from broker.remoting import fastjson
 from broker.remoting.client import RemotingClient, SyncRemotingClient
-from broker.remoting.codes import RequestCode as RC
-from broker.remoting.codes import ResponseCode
 from broker.remoting.command import create_request, response_to
 from broker.remoting.connection import MAX_BACKLOG_COMMANDS
 from broker.remoting.frame import FrameDecoder, encode_frame

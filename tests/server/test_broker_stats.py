@@ -5,9 +5,9 @@ import datetime
 
 import pytest
 
+from broker.common.codes import RequestCode
 from broker.common.message_codec import decode_messages
 from broker.remoting import fastjson
-from broker.remoting.codes import RequestCode
 from broker.remoting.command import create_request
 from broker.remoting.frame import encode_frame
 from broker.server.broker_stats import BrokerStats, CounterSamples

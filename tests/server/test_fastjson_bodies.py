@@ -11,9 +11,9 @@ import orjson
 import pytest
 
 from broker.client import CONSUME_FROM_FIRST_OFFSET, ConsumeConcurrentlyStatus, Producer, PushConsumer
+from broker.common.codes import RequestCode as RC
 from broker.common.message import Message
 from broker.remoting.client import SyncRemotingClient
-from broker.remoting.codes import RequestCode as RC
 from broker.remoting.command import create_request
 from tests.common import java_bodies as java
 from tests.harness import wait_until

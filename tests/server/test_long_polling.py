@@ -9,8 +9,8 @@ import gc
 
 import pytest
 
+from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message_codec import decode_messages, properties_to_string
-from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import RemotingCommand, create_request
 from broker.remoting.frame import FrameDecoder, encode_frame
 from broker.server.config import BrokerConfig

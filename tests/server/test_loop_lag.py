@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from broker.remoting.codes import RequestCode as RC
+from broker.common.codes import RequestCode as RC
 from broker.server.loop_lag import LoopLagMonitor
 from broker.server.request_queues import queue_figures
 

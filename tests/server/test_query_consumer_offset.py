@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from broker.remoting.codes import RequestCode, ResponseCode
+from broker.common.codes import RequestCode, ResponseCode
 from broker.remoting.command import create_request
 from broker.server.config import BrokerConfig
 from broker.server.processors.clients import OffsetProcessor, total_physical_memory

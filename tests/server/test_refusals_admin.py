@@ -3,10 +3,10 @@ RocketMQ 4.9's response code and a remark saying what was wrong."""
 
 import pytest
 
+from broker.common.codes import RequestCode as RC
+from broker.common.codes import ResponseCode
 from broker.common.message_codec import create_offset_msg_id, encode_host
 from broker.remoting import fastjson
-from broker.remoting.codes import RequestCode as RC
-from broker.remoting.codes import ResponseCode
 from tests.server.refusals_broker import RefusalBroker, assert_refused
 
 TOPIC = "AdminRefusals"

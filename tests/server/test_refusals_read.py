@@ -3,9 +3,9 @@ heartbeats) through a real broker: RocketMQ 4.9's response code and a remark say
 
 import pytest
 
+from broker.common.codes import RequestCode as RC
+from broker.common.codes import ResponseCode
 from broker.remoting import fastjson
-from broker.remoting.codes import RequestCode as RC
-from broker.remoting.codes import ResponseCode
 from tests.server.refusals_broker import READ, WRITE, RefusalBroker, assert_refused
 
 TOPIC = "ReadRefusals"

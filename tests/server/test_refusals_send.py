@@ -6,11 +6,11 @@ import pytest
 
 from broker.common import message_const as const
 from broker.common.batch_codec import HEAD, encode_batch
+from broker.common.codes import RequestCode as RC
+from broker.common.codes import ResponseCode
 from broker.common.message import Message
 from broker.common.message_codec import decode_offset_msg_id
 from broker.common.sysflag import TRANSACTION_COMMIT_TYPE
-from broker.remoting.codes import RequestCode as RC
-from broker.remoting.codes import ResponseCode
 from tests.server.refusals_broker import READ, RefusalBroker, assert_refused
 
 TOPIC = "RefusalTopic"

@@ -7,12 +7,12 @@ import time
 import pytest
 
 from broker.client.trace import trace_events
+from broker.common.codes import RequestCode
 from broker.common.message import MessageExt
 from broker.common.message_codec import decode_messages
 from broker.common.topic_config import TRACE_TOPIC
 from broker.common.trace_data import PUB, SUB_AFTER, SUB_BEFORE, TraceRecord, decode_records
 from broker.remoting.client import RemotingClient
-from broker.remoting.codes import RequestCode
 from broker.remoting.command import create_request
 from broker.server.config import BrokerConfig
 from broker.server.controller import BrokerController

@@ -8,6 +8,7 @@ import pytest
 
 from broker.common import message_const as const
 from broker.common import topic_config as tc
+from broker.common.json_config_file import ConsumerOffsetTable
 from broker.common.message import MessageExt
 from broker.common.message_codec import decode_message
 from broker.common.request_headers import EndTransactionRequestHeader
@@ -18,7 +19,6 @@ from broker.server.topic_manager import TopicConfigManager
 from broker.server.transaction import half_message as hm
 from broker.server.transaction.check_service import TransactionalMessageCheckService
 from broker.server.transaction.service import TransactionalMessageService
-from broker.store.config_files import ConsumerOffsetTable
 from broker.store.message_store import MessageStore
 from tests.harness import small_store_config
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import orjson
 
 from broker.common import topic_config as tc
+from broker.common.codes import RequestCode, ResponseCode
 from broker.common.conf_file import ConfError, parse_properties
 from broker.common.topic_config import TopicConfig
 from broker.remoting import fastjson
-from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import RemotingCommand, create_request, response_to
 
 from ..config_schema import FixedConfigKeyError

@@ -7,8 +7,8 @@ import logging
 import os
 
 from broker.common import topic_config as tc
+from broker.common.codes import RequestCode, ResponseCode
 from broker.remoting import fastjson
-from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import RemotingCommand, create_request, response_to
 
 from ..client_manager import ClientChannel, now_ms

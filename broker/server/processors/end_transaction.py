@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import logging
 
+from broker.common.codes import ResponseCode
 from broker.common.request_headers import EndTransactionRequestHeader, HeaderError
 from broker.common.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE
 from broker.common.topic_config import is_writeable
-from broker.remoting.codes import ResponseCode
 from broker.remoting.command import RemotingCommand, response_to
 
 from .send import put_status_code

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from broker.common.codes import ResponseCode
 from broker.common.request_headers import (
     HeaderError,
     LockBatchRequestBody,
@@ -9,7 +10,6 @@ from broker.common.request_headers import (
     UnlockBatchRequestBody,
 )
 from broker.remoting import fastjson
-from broker.remoting.codes import ResponseCode
 from broker.remoting.command import RemotingCommand, response_to
 
 

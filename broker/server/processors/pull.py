@@ -6,7 +6,7 @@ import functools
 import time
 
 from broker.common import topic_config as tc
-from broker.remoting.codes import ResponseCode
+from broker.common.codes import ResponseCode
 from broker.remoting.command import RemotingCommand, response_to
 from broker.remoting.connection import failure_response
 from broker.store.results import GetMessageStatus

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from broker.common.codes import ResponseCode
 from broker.common.message_codec import encode_message
-from broker.remoting.codes import ResponseCode
 from broker.remoting.command import RemotingCommand, response_to
 
 

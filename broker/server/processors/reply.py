@@ -14,9 +14,9 @@ import time
 
 from broker.common import message_const as const
 from broker.common import topic_config as tc
+from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message import MessageExt
 from broker.common.message_codec import properties_to_string
-from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import RemotingCommand, create_request, response_to
 
 from .send import send_refusal, single_message, v1_fields

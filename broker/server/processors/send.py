@@ -13,11 +13,11 @@ from collections.abc import Awaitable
 from broker.common import message_const as const
 from broker.common import topic_config as tc
 from broker.common.batch_codec import BatchDecodeError, decode_batch
+from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message import MessageExt
 from broker.common.message_codec import string_to_properties
 from broker.common.message_const import PROPERTY_CLUSTER
 from broker.common.request_headers import SEND_V2_TO_V1
-from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import RemotingCommand, response_to
 from broker.store.results import PutMessageResult, PutMessageStatus
 

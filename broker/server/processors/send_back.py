@@ -14,10 +14,10 @@ import random
 
 from broker.common import message_const as const
 from broker.common import topic_config as tc
+from broker.common.codes import ResponseCode
 from broker.common.message import MessageExt
 from broker.common.message_codec import MessageDecodeError
 from broker.common.request_headers import ConsumerSendMsgBackRequestHeader, HeaderError
-from broker.remoting.codes import ResponseCode
 from broker.remoting.command import RemotingCommand, response_to
 
 from .. import trace_writer

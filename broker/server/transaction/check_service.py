@@ -15,10 +15,10 @@ import time
 
 from broker.common import message_const as const
 from broker.common import topic_config as tc
+from broker.common.codes import RequestCode
 from broker.common.message import MessageExt
 from broker.common.message_codec import MessageDecodeError, decode_message, encode_message
 from broker.common.request_headers import CheckTransactionStateRequestHeader
-from broker.remoting.codes import RequestCode
 from broker.remoting.command import create_request
 
 from . import half_message as hm

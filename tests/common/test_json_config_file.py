@@ -1,6 +1,6 @@
 import orjson
 
-from broker.store.config_files import (
+from broker.common.json_config_file import (
     ConsumerOffsetTable,
     DelayOffsetTable,
     JsonConfigFile,

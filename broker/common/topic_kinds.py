@@ -14,10 +14,10 @@ from broker.common.topic_config import (
     DLQ_GROUP_TOPIC_PREFIX,
     RETRY_GROUP_TOPIC_PREFIX,
     SCHEDULE_TOPIC,
-    SYSTEM_TOPICS,
     TRANS_CHECK_MAX_TIME_TOPIC,
     TRANS_HALF_TOPIC,
     TRANS_OP_HALF_TOPIC,
+    is_system_topic,
 )
 
 NORMAL, RETRY, DLQ, SYSTEM, DELAY, FIFO, TRANSACTION = (
@@ -40,22 +40,6 @@ KIND_LABELS = {
     TRANSACTION: "Transaction",
 }
 _TRANSACTION_TOPICS = frozenset({TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC})
-# Consumer groups the brokers and tools use for themselves, as RocketMQ's MixAll names them.
-SYSTEM_GROUPS = frozenset(
-    {
-        "TOOLS_CONSUMER",
-        "FILTERSRV_CONSUMER",
-        "__MONITOR_CONSUMER",
-        "CLIENT_INNER_PRODUCER",
-        "SELF_TEST_P_GROUP",
-        "SELF_TEST_C_GROUP",
-        "CID_ONS-HTTP-PROXY",
-        "CID_ONSAPI_PERMISSION",
-        "CID_ONSAPI_OWNER",
-        "CID_ONSAPI_PULL",
-        "CID_RMQ_SYS_TRANS",
-    }
-)
 
 
 def topic_kinds(
@@ -66,7 +50,7 @@ def topic_kinds(
         kinds.append(RETRY)
     if name.startswith(DLQ_GROUP_TOPIC_PREFIX):
         kinds.append(DLQ)
-    if name in SYSTEM_TOPICS or name in cluster_and_broker_names or name.startswith("rmq_sys_"):
+    if is_system_topic(name) or name in cluster_and_broker_names:
         kinds.append(SYSTEM)
     if name == SCHEDULE_TOPIC:
         kinds.append(DELAY)
@@ -75,7 +59,3 @@ def topic_kinds(
     if order:
         kinds.append(FIFO)
     return kinds or [NORMAL]
-
-
-def is_system_group(group: str) -> bool:
-    return group in SYSTEM_GROUPS or group.startswith("CID_RMQ_SYS_")
