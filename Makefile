@@ -32,6 +32,7 @@ run: $(STAMP) $(VENDOR_STAMP)
 test: $(STAMP) $(VENDOR_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
 test-slow: $(STAMP)
@@ -40,6 +41,7 @@ test-slow: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 bench-store: $(STAMP)
 	$(BIN)/python bench/store.py $(BENCH_ARGS)
