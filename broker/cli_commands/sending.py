@@ -6,7 +6,7 @@ import random
 
 from broker.client.admin import MQAdmin, MQAdminError, NotFoundError, TopicRoute
 from broker.client.errors import MQClientError
-from broker.client.message_queue import MessageQueue
+from broker.common.message_queue import MessageQueue
 from broker.client.producer import Producer, SendResult
 from broker.common.message import Message
 

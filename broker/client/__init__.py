@@ -23,7 +23,7 @@ from .consumer_core import (
     CONSUME_FROM_TIMESTAMP,
 )
 from .errors import MQBrokerError, MQClientError
-from .message_queue import MessageQueue
+from broker.common.message_queue import MessageQueue
 from .message_selector import MessageSelector
 from .producer import Producer, SendResult, hash_selector, random_selector
 from .pull_consumer import LitePullConsumer

@@ -9,7 +9,7 @@ import bisect
 import hashlib
 import logging
 
-from .message_queue import MessageQueue
+from broker.common.message_queue import MessageQueue
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from broker.common.message import Message
 from . import request_reply
 from .consume_async import AsyncConsumeService
 from .instance import MQClientInstance
-from .message_queue import MessageQueue
+from broker.common.message_queue import MessageQueue
 from .producer import Producer, SendResult
 from .pull_consumer import LitePullConsumer
 from .push_consumer import ConsumeConcurrentlyStatus, PushConsumer

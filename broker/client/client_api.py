@@ -16,7 +16,7 @@ from broker.remoting.client import RemotingClient
 from broker.remoting.command import RemotingCommand, create_request
 
 from .errors import MQBrokerError
-from .message_queue import MessageQueue
+from broker.common.message_queue import MessageQueue
 
 PULL_FLAG_COMMIT_OFFSET, PULL_FLAG_SUSPEND, PULL_FLAG_SUBSCRIPTION = 0x1, 0x2, 0x4
 _PULL_ANSWERS = (

@@ -9,7 +9,7 @@ from broker.common.message_codec import MessageDecodeError, decode_message
 from broker.remoting import fastjson
 from broker.remoting.command import response_to
 
-from .message_queue import MessageQueue
+from broker.common.message_queue import MessageQueue
 
 
 def register(instance) -> None:

@@ -28,7 +28,7 @@ from broker.common import topic_config as tc
 from broker.common.message import Message
 
 from .consumer_core import BROADCASTING
-from .message_queue import MessageQueue
+from broker.common.message_queue import MessageQueue
 from .push_consumer import restore_retry_topic
 
 log = logging.getLogger(__name__)

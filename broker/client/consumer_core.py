@@ -23,7 +23,7 @@ from .allocate import AllocateAveragely
 from .client_api import PULL_FLAG_COMMIT_OFFSET, PULL_FLAG_SUBSCRIPTION, PULL_FLAG_SUSPEND
 from .errors import MQClientError
 from .instance import MQClientInstance
-from .message_queue import MessageQueue
+from broker.common.message_queue import MessageQueue
 from .message_selector import TAG, MessageSelector
 from .offset_store import LocalFileOffsetStore, RemoteBrokerOffsetStore
 

@@ -31,7 +31,7 @@ from broker.remoting.errors import RemotingError
 from . import client_requests, request_reply
 from .client_api import ClientAPI
 from .errors import MQClientError
-from .message_queue import MessageQueue
+from broker.common.message_queue import MessageQueue
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from broker.common.json_config_file import JsonConfigFile
 
-from .message_queue import MessageQueue
+from broker.common.message_queue import MessageQueue
 
 log = logging.getLogger(__name__)
 

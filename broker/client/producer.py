@@ -32,7 +32,7 @@ from . import request_reply
 from .client_api import send_request
 from .errors import MQBrokerError, MQClientError
 from .instance import MQClientInstance, TopicRoute
-from .message_queue import MessageQueue
+from broker.common.message_queue import MessageQueue
 from .send_window import DEFAULT_MAX_BYTES, DEFAULT_MAX_MESSAGES, SendWindow
 
 MAX_MESSAGE_SIZE = 4 * 1024 * 1024

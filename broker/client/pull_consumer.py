@@ -7,7 +7,7 @@ import queue as queue_module
 import time
 
 from .consumer_core import ConsumerCore
-from .message_queue import MessageQueue
+from broker.common.message_queue import MessageQueue
 
 
 class LitePullConsumer(ConsumerCore):

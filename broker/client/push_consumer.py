@@ -18,7 +18,7 @@ from broker.common.message_const import PROPERTY_RETRY_TOPIC
 from broker.common.topic_config import retry_topic
 
 from .consumer_core import BROADCASTING, ConsumerCore
-from .message_queue import MessageQueue
+from broker.common.message_queue import MessageQueue
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from broker.client.asyncio_api import AsyncProducer
 from broker.client.consumer_core import ConsumerCore
 from broker.client.errors import MQClientError
 from broker.client.instance import MQClientInstance
-from broker.client.message_queue import MessageQueue
+from broker.common.message_queue import MessageQueue
 from broker.client.offset_store import LocalFileOffsetStore, OffsetStore
 from broker.client.producer import LatencyFaultTolerance, Producer, hash_selector, split_batches
 from broker.common.batch_codec import BatchDecodeError, decode_batch, encode_batch

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 from broker.client import BROADCASTING, ConsumeConcurrentlyStatus
 from broker.client.consume_async import AsyncConsumeService
-from broker.client.message_queue import MessageQueue
+from broker.common.message_queue import MessageQueue
 from broker.client.offset_store import OffsetStore
 from broker.client.push_consumer import ProcessQueue, PushConsumer
 from broker.common import message_const as const
