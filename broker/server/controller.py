@@ -19,7 +19,7 @@ from .broker_stats import BrokerStats
 from .client_manager import ConsumerManager, ProducerManager
 from .config import BrokerConfig
 from .config_update import BrokerConfigUpdater
-from .filter import FilterCache
+from broker.common.filter import FilterCache
 from .long_polling import PullRequestHoldService
 from .loop_lag import LoopLagMonitor
 from .processors.admin import AdminProcessor

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from broker.server.filter import FilterSyntaxError, compile_sql92
+from broker.common.filter import FilterSyntaxError, compile_sql92
 
 MAX_EXPRESSION_LENGTH = 2000
 

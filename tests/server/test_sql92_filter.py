@@ -6,8 +6,8 @@ from hypothesis import strategies as st
 
 from broker.common.message import MessageExt
 from broker.common.message_codec import encode_message
-from broker.server.filter import FilterCache, FilterSyntaxError, SqlMessageFilter, check_subscription
-from broker.server.filter import compile_sql92 as compile_
+from broker.common.filter import FilterCache, FilterSyntaxError, SqlMessageFilter, check_subscription
+from broker.common.filter import compile_sql92 as compile_
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from broker.remoting import fastjson
 from broker.remoting.command import RemotingCommand, create_request, response_to
 
 from ..client_manager import ClientChannel, now_ms
-from ..filter import check_subscription
+from broker.common.filter import check_subscription
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from broker.remoting.command import RemotingCommand, response_to
 from broker.remoting.connection import failure_response
 from broker.store.results import GetMessageStatus
 
-from ..filter import FilterSyntaxError, TagFilter, is_tag_type
+from broker.common.filter import FilterSyntaxError, TagFilter, is_tag_type
 
 FLAG_COMMIT_OFFSET = 0x1
 FLAG_SUSPEND = 0x2
