@@ -6,9 +6,9 @@ import random
 
 from broker.client.admin import MQAdmin, MQAdminError, NotFoundError, TopicRoute
 from broker.client.errors import MQClientError
-from broker.common.message_queue import MessageQueue
 from broker.client.producer import Producer, SendResult
 from broker.common.message import Message
+from broker.common.message_queue import MessageQueue
 
 TOOLS_PRODUCER_GROUP = "TOOLS_PRODUCER"
 

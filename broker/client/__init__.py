@@ -6,6 +6,8 @@ Blocking API: ``Producer``, ``TransactionProducer``, ``PushConsumer``, ``LitePul
 loop (no thread hand-off; ``async def`` listeners are awaited on it).
 """
 
+from broker.common.message_queue import MessageQueue
+
 from .allocate import (
     AllocateAveragely,
     AllocateAveragelyByCircle,
@@ -23,7 +25,6 @@ from .consumer_core import (
     CONSUME_FROM_TIMESTAMP,
 )
 from .errors import MQBrokerError, MQClientError
-from broker.common.message_queue import MessageQueue
 from .message_selector import MessageSelector
 from .producer import Producer, SendResult, hash_selector, random_selector
 from .pull_consumer import LitePullConsumer

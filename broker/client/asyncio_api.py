@@ -19,11 +19,11 @@ import inspect
 from collections.abc import Callable
 
 from broker.common.message import Message
+from broker.common.message_queue import MessageQueue
 
 from . import request_reply
 from .consume_async import AsyncConsumeService
 from .instance import MQClientInstance
-from broker.common.message_queue import MessageQueue
 from .producer import Producer, SendResult
 from .pull_consumer import LitePullConsumer
 from .push_consumer import ConsumeConcurrentlyStatus, PushConsumer

@@ -10,13 +10,13 @@ import orjson
 from broker.common.codes import RequestCode as RC
 from broker.common.codes import ResponseCode
 from broker.common.message_codec import decode_messages, properties_to_string, string_to_properties
+from broker.common.message_queue import MessageQueue
 from broker.common.request_headers import LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody
 from broker.remoting import fastjson
 from broker.remoting.client import RemotingClient
 from broker.remoting.command import RemotingCommand, create_request
 
 from .errors import MQBrokerError
-from broker.common.message_queue import MessageQueue
 
 PULL_FLAG_COMMIT_OFFSET, PULL_FLAG_SUSPEND, PULL_FLAG_SUBSCRIPTION = 0x1, 0x2, 0x4
 _PULL_ANSWERS = (

@@ -6,10 +6,9 @@ import time
 
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message_codec import MessageDecodeError, decode_message
+from broker.common.message_queue import MessageQueue
 from broker.remoting import fastjson
 from broker.remoting.command import response_to
-
-from broker.common.message_queue import MessageQueue
 
 
 def register(instance) -> None:

@@ -26,9 +26,9 @@ from collections.abc import Callable
 from broker.common import message_const as const
 from broker.common import topic_config as tc
 from broker.common.message import Message
+from broker.common.message_queue import MessageQueue
 
 from .consumer_core import BROADCASTING
-from broker.common.message_queue import MessageQueue
 from .push_consumer import restore_retry_topic
 
 log = logging.getLogger(__name__)

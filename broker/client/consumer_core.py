@@ -18,12 +18,12 @@ from broker.common import topic_config as tc
 from broker.common.codes import RequestCode
 from broker.common.codes import ResponseCode as R
 from broker.common.java_hash import java_string_hash
+from broker.common.message_queue import MessageQueue
 
 from .allocate import AllocateAveragely
 from .client_api import PULL_FLAG_COMMIT_OFFSET, PULL_FLAG_SUBSCRIPTION, PULL_FLAG_SUSPEND
 from .errors import MQClientError
 from .instance import MQClientInstance
-from broker.common.message_queue import MessageQueue
 from .message_selector import TAG, MessageSelector
 from .offset_store import LocalFileOffsetStore, RemoteBrokerOffsetStore
 

@@ -25,13 +25,13 @@ import threading
 from dataclasses import dataclass, field
 
 from broker.common.codes import RequestCode
+from broker.common.message_queue import MessageQueue
 from broker.remoting.client import EventLoopThread, RemotingClient
 from broker.remoting.errors import RemotingError
 
 from . import client_requests, request_reply
 from .client_api import ClientAPI
 from .errors import MQClientError
-from broker.common.message_queue import MessageQueue
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,6 @@ import threading
 from pathlib import Path
 
 from broker.common.json_config_file import JsonConfigFile
-
 from broker.common.message_queue import MessageQueue
 
 log = logging.getLogger(__name__)

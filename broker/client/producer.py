@@ -24,6 +24,7 @@ from broker.common.message import Message
 from broker.common.message_codec import properties_to_string
 from broker.common.message_const import PROPERTY_TRANSACTION_PREPARED
 from broker.common.message_id import create_unique_id
+from broker.common.message_queue import MessageQueue
 from broker.common.sysflag import COMPRESSED_FLAG, TRANSACTION_PREPARED_TYPE
 from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC, is_retry_topic, validate_topic
 from broker.remoting.errors import RemotingError, RemotingTooMuchRequestError
@@ -32,7 +33,6 @@ from . import request_reply
 from .client_api import send_request
 from .errors import MQBrokerError, MQClientError
 from .instance import MQClientInstance, TopicRoute
-from broker.common.message_queue import MessageQueue
 from .send_window import DEFAULT_MAX_BYTES, DEFAULT_MAX_MESSAGES, SendWindow
 
 MAX_MESSAGE_SIZE = 4 * 1024 * 1024

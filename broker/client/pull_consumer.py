@@ -6,8 +6,9 @@ import asyncio
 import queue as queue_module
 import time
 
-from .consumer_core import ConsumerCore
 from broker.common.message_queue import MessageQueue
+
+from .consumer_core import ConsumerCore
 
 
 class LitePullConsumer(ConsumerCore):

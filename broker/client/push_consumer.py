@@ -15,10 +15,10 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from broker.common.message_const import PROPERTY_RETRY_TOPIC
+from broker.common.message_queue import MessageQueue
 from broker.common.topic_config import retry_topic
 
 from .consumer_core import BROADCASTING, ConsumerCore
-from broker.common.message_queue import MessageQueue
 
 log = logging.getLogger(__name__)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from broker import __version__
 from broker.common import topic_config as tc
 from broker.common.codes import RequestCode as RC
+from broker.common.filter import FilterCache
 from broker.common.json_config_file import ConsumerOffsetTable
 from broker.remoting.server import RemotingServer
 from broker.store.message_store import MessageStore
@@ -19,7 +20,6 @@ from .broker_stats import BrokerStats
 from .client_manager import ConsumerManager, ProducerManager
 from .config import BrokerConfig
 from .config_update import BrokerConfigUpdater
-from broker.common.filter import FilterCache
 from .long_polling import PullRequestHoldService
 from .loop_lag import LoopLagMonitor
 from .processors.admin import AdminProcessor

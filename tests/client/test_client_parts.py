@@ -17,11 +17,11 @@ from broker.client.asyncio_api import AsyncProducer
 from broker.client.consumer_core import ConsumerCore
 from broker.client.errors import MQClientError
 from broker.client.instance import MQClientInstance
-from broker.common.message_queue import MessageQueue
 from broker.client.offset_store import LocalFileOffsetStore, OffsetStore
 from broker.client.producer import LatencyFaultTolerance, Producer, hash_selector, split_batches
 from broker.common.batch_codec import BatchDecodeError, decode_batch, encode_batch
 from broker.common.message import Message
+from broker.common.message_queue import MessageQueue
 
 QUEUES = [MessageQueue("T", "broker-a", i) for i in range(4)] + [
     MessageQueue("T", "broker-b", i) for i in range(4)

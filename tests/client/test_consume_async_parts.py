@@ -8,11 +8,11 @@ from types import SimpleNamespace
 
 from broker.client import BROADCASTING, ConsumeConcurrentlyStatus
 from broker.client.consume_async import AsyncConsumeService
-from broker.common.message_queue import MessageQueue
 from broker.client.offset_store import OffsetStore
 from broker.client.push_consumer import ProcessQueue, PushConsumer
 from broker.common import message_const as const
 from broker.common.message import MessageExt
+from broker.common.message_queue import MessageQueue
 from tests.listener_failures import wait_until_async
 
 MQ = MessageQueue("Orders", "broker-a", 0)

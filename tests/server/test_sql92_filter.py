@@ -4,10 +4,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker.common.message import MessageExt
-from broker.common.message_codec import encode_message
 from broker.common.filter import FilterCache, FilterSyntaxError, SqlMessageFilter, check_subscription
 from broker.common.filter import compile_sql92 as compile_
+from broker.common.message import MessageExt
+from broker.common.message_codec import encode_message
 
 
 @pytest.mark.parametrize(

@@ -8,11 +8,11 @@ import os
 
 from broker.common import topic_config as tc
 from broker.common.codes import RequestCode, ResponseCode
+from broker.common.filter import check_subscription
 from broker.remoting import fastjson
 from broker.remoting.command import RemotingCommand, create_request, response_to
 
 from ..client_manager import ClientChannel, now_ms
-from broker.common.filter import check_subscription
 
 log = logging.getLogger(__name__)
 

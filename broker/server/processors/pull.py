@@ -7,11 +7,10 @@ import time
 
 from broker.common import topic_config as tc
 from broker.common.codes import ResponseCode
+from broker.common.filter import FilterSyntaxError, TagFilter, is_tag_type
 from broker.remoting.command import RemotingCommand, response_to
 from broker.remoting.connection import failure_response
 from broker.store.results import GetMessageStatus
-
-from broker.common.filter import FilterSyntaxError, TagFilter, is_tag_type
 
 FLAG_COMMIT_OFFSET = 0x1
 FLAG_SUSPEND = 0x2
