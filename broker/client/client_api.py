@@ -11,7 +11,12 @@ from broker.common.codes import RequestCode as RC
 from broker.common.codes import ResponseCode
 from broker.common.message_codec import decode_messages, properties_to_string, string_to_properties
 from broker.common.message_queue import MessageQueue
-from broker.common.request_headers import LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody
+from broker.common.request_headers import (
+    CommandHeader,
+    LockBatchRequestBody,
+    LockBatchResponseBody,
+    UnlockBatchRequestBody,
+)
 from broker.remoting import fastjson
 from broker.remoting.client import RemotingClient
 from broker.remoting.command import RemotingCommand, create_request
@@ -53,6 +58,23 @@ def send_request(header: dict, body: bytes, batch: bool = False, oneway: bool = 
 class ClientAPI:
     def __init__(self, remoting: RemotingClient) -> None:
         self.remoting = remoting
+
+    async def invoke(
+        self,
+        addr: str,
+        code: int,
+        header: CommandHeader | None = None,
+        body: bytes | None = None,
+        timeout_ms: int = 3000,
+        allowed: tuple[int, ...] = (ResponseCode.SUCCESS,),
+    ) -> RemotingCommand:
+        """Any request: ``code`` with a typed ``header`` and a ``body``, answered within
+        ``timeout_ms``. A response whose code is not in ``allowed`` raises ``MQBrokerError`` (its
+        code, remark and ``addr``), the one check every request of the SDK and the admin goes
+        through; the caller reads a typed response header with ``X.from_ext_fields(r.ext_fields)``."""
+        fields = header.to_ext_fields() if header is not None else None
+        request = create_request(code, fields, body or b"")
+        return _checked(await self.remoting.invoke(addr, request, timeout_ms), addr, allowed)
 
     async def topic_route(self, namesrv: str, topic: str, timeout_ms: int = 3000) -> dict | None:
         response = await self.remoting.invoke(
