@@ -1,0 +1,101 @@
+"""Headers of the administration requests (topics, subscription groups, statistics, connections)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from broker.common.request_headers.base import CommandHeader
+
+
+@dataclass(slots=True)
+class CreateTopicRequestHeader(CommandHeader):
+    """UPDATE_AND_CREATE_TOPIC (17)."""
+
+    topic: str
+    default_topic: str
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int
+    topic_filter_type: str
+    order: bool = False
+    topic_sys_flag: int | None = None
+
+
+@dataclass(slots=True)
+class DeleteTopicRequestHeader(CommandHeader):
+    """DELETE_TOPIC_IN_BROKER (215) and DELETE_TOPIC_IN_NAMESRV (216)."""
+
+    topic: str
+
+
+@dataclass(slots=True)
+class GetTopicConfigRequestHeader(CommandHeader):
+    """GET_TOPIC_CONFIG (351, RocketMQ 5 tools)."""
+
+    topic: str
+
+
+@dataclass(slots=True)
+class DeleteSubscriptionGroupRequestHeader(CommandHeader):
+    """DELETE_SUBSCRIPTIONGROUP (207)."""
+
+    group_name: str
+    remove_offset: bool = False
+
+
+@dataclass(slots=True)
+class GetConsumeStatsRequestHeader(CommandHeader):
+    """GET_CONSUME_STATS (208); without a topic, every topic the group consumes."""
+
+    consumer_group: str
+    topic: str | None = None
+
+
+@dataclass(slots=True)
+class GetTopicStatsInfoRequestHeader(CommandHeader):
+    """GET_TOPIC_STATS_INFO (202)."""
+
+    topic: str
+
+
+@dataclass(slots=True)
+class GetConsumerConnectionListRequestHeader(CommandHeader):
+    """GET_CONSUMER_CONNECTION_LIST (203)."""
+
+    consumer_group: str
+
+
+@dataclass(slots=True)
+class GetProducerConnectionListRequestHeader(CommandHeader):
+    """GET_PRODUCER_CONNECTION_LIST (204)."""
+
+    producer_group: str
+
+
+@dataclass(slots=True)
+class QueryTopicConsumeByWhoRequestHeader(CommandHeader):
+    """QUERY_TOPIC_CONSUME_BY_WHO (300)."""
+
+    topic: str
+
+
+@dataclass(slots=True)
+class QueryTopicsByConsumerRequestHeader(CommandHeader):
+    """QUERY_TOPICS_BY_CONSUMER (343)."""
+
+    group: str
+
+
+@dataclass(slots=True)
+class QueryConsumeTimeSpanRequestHeader(CommandHeader):
+    """QUERY_CONSUME_TIME_SPAN (303)."""
+
+    topic: str
+    group: str
+
+
+@dataclass(slots=True)
+class GetBrokerConfigResponseHeader(CommandHeader):
+    """GET_BROKER_CONFIG (26): ``version`` is the DataVersion JSON."""
+
+    version: str

@@ -1,0 +1,119 @@
+"""Headers of the name server's requests (broker registration, routes, KV config)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from broker.common.request_headers.base import CommandHeader
+
+
+@dataclass(slots=True)
+class RegisterBrokerRequestHeader(CommandHeader):
+    """REGISTER_BROKER (103); the body is a RegisterBrokerBody (topic configs, filter servers)."""
+
+    broker_name: str
+    broker_addr: str
+    cluster_name: str
+    ha_server_addr: str
+    broker_id: int
+    compressed: bool = False
+    body_crc32: int = 0
+
+
+@dataclass(slots=True)
+class RegisterBrokerResponseHeader(CommandHeader):
+    ha_server_addr: str | None = None
+    master_addr: str | None = None
+
+
+@dataclass(slots=True)
+class UnRegisterBrokerRequestHeader(CommandHeader):
+    """UNREGISTER_BROKER (104)."""
+
+    broker_name: str
+    broker_addr: str
+    cluster_name: str
+    broker_id: int
+
+
+@dataclass(slots=True)
+class QueryDataVersionRequestHeader(CommandHeader):
+    """QUERY_DATA_VERSION (322); the body is the broker's DataVersion."""
+
+    broker_name: str
+    broker_addr: str
+    cluster_name: str
+    broker_id: int
+
+
+@dataclass(slots=True)
+class QueryDataVersionResponseHeader(CommandHeader):
+    changed: bool
+
+
+@dataclass(slots=True)
+class GetRouteInfoRequestHeader(CommandHeader):
+    """GET_ROUTEINFO_BY_TOPIC (105)."""
+
+    topic: str
+
+
+@dataclass(slots=True)
+class GetTopicsByClusterRequestHeader(CommandHeader):
+    """GET_TOPICS_BY_CLUSTER (224)."""
+
+    cluster: str
+
+
+@dataclass(slots=True)
+class WipeWritePermOfBrokerRequestHeader(CommandHeader):
+    """WIPE_WRITE_PERM_OF_BROKER (205) and ADD_WRITE_PERM_OF_BROKER (327)."""
+
+    broker_name: str
+
+
+@dataclass(slots=True)
+class WipeWritePermOfBrokerResponseHeader(CommandHeader):
+    wipe_topic_count: int
+
+
+@dataclass(slots=True)
+class AddWritePermOfBrokerResponseHeader(CommandHeader):
+    add_topic_count: int
+
+
+@dataclass(slots=True)
+class PutKVConfigRequestHeader(CommandHeader):
+    """PUT_KV_CONFIG (100)."""
+
+    namespace: str
+    key: str
+    value: str
+
+
+@dataclass(slots=True)
+class GetKVConfigRequestHeader(CommandHeader):
+    """GET_KV_CONFIG (101)."""
+
+    namespace: str
+    key: str
+
+
+@dataclass(slots=True)
+class GetKVConfigResponseHeader(CommandHeader):
+    value: str | None = None
+
+
+@dataclass(slots=True)
+class DeleteKVConfigRequestHeader(CommandHeader):
+    """DELETE_KV_CONFIG (102)."""
+
+    namespace: str
+    key: str
+
+
+@dataclass(slots=True)
+class GetKVListByNamespaceRequestHeader(CommandHeader):
+    """GET_KVLIST_BY_NAMESPACE (219)."""
+
+    namespace: str

@@ -1,0 +1,130 @@
+"""Headers of pulling and of the consumer-offset requests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from broker.common.request_headers.base import CommandHeader
+
+
+@dataclass(slots=True)
+class PullMessageRequestHeader(CommandHeader):
+    """PULL_MESSAGE (11); ``sys_flag`` bits are in :mod:`broker.common.sysflag` / PullSysFlag."""
+
+    consumer_group: str
+    topic: str
+    queue_id: int
+    queue_offset: int
+    max_msg_nums: int
+    sys_flag: int
+    commit_offset: int
+    suspend_timeout_millis: int
+    sub_version: int
+    subscription: str | None = None
+    expression_type: str | None = None
+
+
+@dataclass(slots=True)
+class PullMessageResponseHeader(CommandHeader):
+    suggest_which_broker_id: int
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+
+
+@dataclass(slots=True)
+class QueryConsumerOffsetRequestHeader(CommandHeader):
+    """QUERY_CONSUMER_OFFSET (14)."""
+
+    consumer_group: str
+    topic: str
+    queue_id: int
+
+
+@dataclass(slots=True)
+class QueryConsumerOffsetResponseHeader(CommandHeader):
+    offset: int | None = None
+
+
+@dataclass(slots=True)
+class UpdateConsumerOffsetRequestHeader(CommandHeader):
+    """UPDATE_CONSUMER_OFFSET (15)."""
+
+    consumer_group: str
+    topic: str
+    queue_id: int
+    commit_offset: int
+
+
+@dataclass(slots=True)
+class SearchOffsetRequestHeader(CommandHeader):
+    """SEARCH_OFFSET_BY_TIMESTAMP (29)."""
+
+    topic: str
+    queue_id: int
+    timestamp: int
+
+
+@dataclass(slots=True)
+class SearchOffsetResponseHeader(CommandHeader):
+    offset: int
+
+
+@dataclass(slots=True)
+class GetMaxOffsetRequestHeader(CommandHeader):
+    """GET_MAX_OFFSET (30)."""
+
+    topic: str
+    queue_id: int
+
+
+@dataclass(slots=True)
+class GetMaxOffsetResponseHeader(CommandHeader):
+    offset: int
+
+
+@dataclass(slots=True)
+class GetMinOffsetRequestHeader(CommandHeader):
+    """GET_MIN_OFFSET (31)."""
+
+    topic: str
+    queue_id: int
+
+
+@dataclass(slots=True)
+class GetMinOffsetResponseHeader(CommandHeader):
+    offset: int
+
+
+@dataclass(slots=True)
+class GetEarliestMsgStoretimeRequestHeader(CommandHeader):
+    """GET_EARLIEST_MSG_STORETIME (32)."""
+
+    topic: str
+    queue_id: int
+
+
+@dataclass(slots=True)
+class GetEarliestMsgStoretimeResponseHeader(CommandHeader):
+    timestamp: int
+
+
+@dataclass(slots=True)
+class ResetOffsetRequestHeader(CommandHeader):
+    """INVOKE_BROKER_TO_RESET_OFFSET (222) and, broker → client, RESET_CONSUMER_CLIENT_OFFSET
+    (220). ``timestamp`` -1 means the latest offset."""
+
+    topic: str
+    group: str
+    timestamp: int
+    is_force: bool = False
+
+
+@dataclass(slots=True)
+class CloneGroupOffsetRequestHeader(CommandHeader):
+    """CLONE_GROUP_OFFSET (314); without a topic every topic of the source group is copied."""
+
+    src_group: str
+    dest_group: str
+    topic: str | None = None
+    offline: bool = False

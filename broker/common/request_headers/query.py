@@ -1,0 +1,31 @@
+"""Headers of the message queries (by key, by commit-log offset)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from broker.common.request_headers.base import CommandHeader
+
+
+@dataclass(slots=True)
+class QueryMessageRequestHeader(CommandHeader):
+    """QUERY_MESSAGE (12): by key (or unique msgId) within a store-time range."""
+
+    topic: str
+    key: str
+    max_num: int
+    begin_timestamp: int
+    end_timestamp: int
+
+
+@dataclass(slots=True)
+class QueryMessageResponseHeader(CommandHeader):
+    index_last_update_timestamp: int
+    index_last_update_phyoffset: int
+
+
+@dataclass(slots=True)
+class ViewMessageRequestHeader(CommandHeader):
+    """VIEW_MESSAGE_BY_ID (33): ``offset`` is the commit-log offset from an offsetMsgId."""
+
+    offset: int
