@@ -1,0 +1,326 @@
+"""Every ``broker.conf`` key the broker knows, in one table: its type and range, where its value
+lives, and what happens when it is changed on a running broker.
+
+The table is protocol vocabulary shared by the broker (``broker/server/config_schema.py`` checks
+``broker.conf`` at start and UPDATE_BROKER_CONFIG requests with it, and builds the
+GET_BROKER_CONFIG answer) and the console's broker-config page, so a value refused in one place
+is refused everywhere and no key can be reported as changed while the running broker keeps the
+old value. It imports nothing from the store: the broker adds the store's own check of
+``archiveUri`` (``ArchiveUri.check``) to its copy of the table.
+
+Each key says how a change applies (``Apply``):
+
+- ``LIVE``: the running broker or store reads it at once (the controller copies the value onto
+  the object that uses it and runs the key's hook, if any).
+- ``RESTART``: accepted and written to ``broker.conf``, reported as pending until the broker is
+  restarted (the answer and the console say so).
+- ``FIXED``: the broker's identity and places (names, ports, paths): set in ``broker.conf`` only,
+  refused at run time.
+
+To add a key: one ``ConfigKey`` line in ``KEYS`` naming the attribute that holds its value on
+``BrokerConfig`` (``owner=BROKER``) or ``MessageStoreConfig`` (``owner=STORE``), with that
+attribute's default in the dataclass.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from broker.common.conf_file import ConfError
+
+BROKER, STORE = "broker", "store"
+JAVA_INT_MAX = 2**31 - 1
+_MAX_TEXT = 1024
+
+
+class Apply(enum.Enum):
+    LIVE = "live"
+    RESTART = "restart"
+    FIXED = "fixed"
+
+
+class ConfigValueError(ConfError):
+    """A value a key cannot take; the message names the key and the value."""
+
+    def __init__(self, key: str, value: str, reason: str) -> None:
+        super().__init__(f"{key}={value!r} is not valid: {reason}")
+        self.key, self.value, self.reason = key, value, reason
+
+
+class FixedConfigKeyError(ConfError):
+    """A key that only ``broker.conf`` sets (the broker's identity and places)."""
+
+
+class UnknownConfigKeyError(ConfError):
+    def __init__(self, keys: Iterable[str]) -> None:
+        self.keys = sorted(keys)
+        super().__init__(
+            f"unknown broker config key{'s' if len(self.keys) > 1 else ''}: {', '.join(self.keys)}"
+        )
+
+
+# -- value types: parse(text) -> value or raise ValueError(reason); format(value) -> text ----------
+@dataclass(frozen=True)
+class Int:
+    minimum: int = 0
+    maximum: int = JAVA_INT_MAX
+
+    def parse(self, text: str) -> int:
+        if not re.fullmatch(r"[+-]?\d{1,19}", text):
+            raise ValueError("not a whole number")
+        value = int(text)
+        if not self.minimum <= value <= self.maximum:
+            raise ValueError(f"must be between {self.minimum} and {self.maximum}")
+        return value
+
+    def format(self, value: int) -> str:
+        return str(value)
+
+    def describe(self) -> str:
+        return f"whole number {self.minimum} to {self.maximum}"
+
+
+@dataclass(frozen=True)
+class OneOf:
+    """An int or text from a fixed set."""
+
+    choices: tuple
+    meaning: str = ""
+
+    def parse(self, text: str):
+        for choice in self.choices:
+            if text == str(choice):
+                return choice
+        raise ValueError(f"must be one of {', '.join(map(str, self.choices))}{self.meaning}")
+
+    def format(self, value) -> str:
+        return str(value)
+
+    def describe(self) -> str:
+        return f"one of {', '.join(map(str, self.choices))}{self.meaning}"
+
+
+@dataclass(frozen=True)
+class Bool:
+    def parse(self, text: str) -> bool:
+        if text.lower() not in ("true", "false"):
+            raise ValueError("must be true or false")
+        return text.lower() == "true"
+
+    def format(self, value: bool) -> str:
+        return "true" if value else "false"
+
+    def describe(self) -> str:
+        return "true or false"
+
+
+@dataclass(frozen=True)
+class Text:
+    pattern: str = r"[^\x00-\x1f]+"
+    meaning: str = "one line of text"
+
+    def parse(self, text: str) -> str:
+        if len(text) > _MAX_TEXT or not re.fullmatch(self.pattern, text):
+            raise ValueError(f"must be {self.meaning}")
+        return text
+
+    def format(self, value: str) -> str:
+        return value
+
+    def describe(self) -> str:
+        return self.meaning
+
+
+@dataclass(frozen=True)
+class AddrList:
+    """``host:port;host:port`` (namesrvAddr)."""
+
+    def parse(self, text: str) -> list[str]:
+        addrs = [a.strip() for a in text.split(";") if a.strip()]
+        for addr in addrs:
+            host, _, port = addr.rpartition(":")
+            if not host or not port.isdigit() or not 0 < int(port) < 65536 or len(addr) > 255:
+                raise ValueError(f"{addr!r} is not host:port")
+        return addrs
+
+    def format(self, value: list[str]) -> str:
+        return ";".join(value)
+
+    def describe(self) -> str:
+        return "host:port, several separated by ;"
+
+
+@dataclass(frozen=True)
+class Hours:
+    """``deleteWhen``: hours of the day, ``04`` or ``04;16``."""
+
+    def parse(self, text: str) -> str:
+        hours = [h.strip() for h in text.replace(",", ";").split(";") if h.strip()]
+        if not hours or any(not h.isdigit() or not 0 <= int(h) <= 23 for h in hours):
+            raise ValueError("must be hours 0-23 separated by ; (e.g. 04 or 04;16)")
+        return text
+
+    def format(self, value: str) -> str:
+        return value
+
+    def describe(self) -> str:
+        return "hours 0-23 separated by ;"
+
+
+_DELAY_TOKEN = re.compile(r"([1-9]\d{0,5})([smhd])")
+
+
+@dataclass(frozen=True)
+class DelayLevels:
+    """``messageDelayLevel``: ``1s 5s 10s 30s 1m … 2h``."""
+
+    max_levels: int = 64
+
+    def parse(self, text: str) -> str:
+        tokens = text.split()
+        if not tokens or len(tokens) > self.max_levels:
+            raise ValueError(f"must list 1-{self.max_levels} delays")
+        bad = [t for t in tokens if not _DELAY_TOKEN.fullmatch(t)]
+        if bad:
+            raise ValueError(f"{bad[0]!r} is not a delay like 10s, 5m, 2h or 1d")
+        return " ".join(tokens)
+
+    def format(self, value: str) -> str:
+        return value
+
+    def describe(self) -> str:
+        return "delays like 1s 5s 10s 30s 1m … 2h, separated by spaces"
+
+
+@dataclass(frozen=True)
+class ArchiveUri:
+    """``archiveUri``: where sealed segments are copied; empty for none. ``check`` is the store's
+    own reading of the URI (raising ValueError saying what it supports): the broker's table sets
+    it, so a URI the archiver cannot use stops the broker at start, not later."""
+
+    check: Callable[[str], object] | None = None
+
+    def parse(self, text: str) -> str | None:
+        if not text:
+            return None
+        if len(text) > _MAX_TEXT or not re.fullmatch(r"[^\x00-\x1f]+", text):
+            raise ValueError("must be a directory or file:// URI on one line")
+        if self.check is not None:
+            self.check(text)
+        return text
+
+    def format(self, value: str | None) -> str:
+        return value or ""
+
+    def describe(self) -> str:
+        return "a directory or file:// URI (empty: no archive)"
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    name: str  # RocketMQ's key, as written in broker.conf
+    attr: str  # the attribute holding its value on BrokerConfig or MessageStoreConfig
+    owner: str  # BROKER or STORE
+    kind: Any  # one of the value types above
+    apply: Apply
+    help: str = ""
+
+    def parse(self, text: str):
+        text = text.strip()
+        try:
+            return self.kind.parse(text)
+        except ValueError as exc:
+            raise ConfigValueError(self.name, text, str(exc)) from None
+
+    def format(self, value) -> str:
+        return self.kind.format(value)
+
+
+def _key(name: str, owner: str, kind, apply: Apply, help: str = "") -> ConfigKey:
+    snake = re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+    return ConfigKey(name, _ATTR_NAMES.get(name, snake), owner, kind, apply, help)
+
+
+# Keys whose attribute is not simply the snake_case of the key.
+_ATTR_NAMES = {
+    "brokerIP1": "broker_ip1",
+    "clientChannelMaxIdleTimeMillis": "client_channel_max_idle_millis",
+    "namesrvAddr": "namesrv_addrs",
+    "transactionTimeOut": "transaction_timeout",
+}
+_NAME = Text(r"[A-Za-z0-9_%|-]{1,127}", "1-127 letters, digits, _, -, % or |")
+_HOST = Text(r"[A-Za-z0-9.:\[\]_-]{1,255}", "a host name or IP address")
+_PATH = Text(r"[^\x00-\x1f;]{1,1024}", "a path")
+LIVE, RESTART, FIXED = Apply.LIVE, Apply.RESTART, Apply.FIXED
+_MS = "milliseconds"
+
+KEYS: dict[str, ConfigKey] = {
+    key.name: key
+    for key in (
+        # identity and places: broker.conf only
+        _key("brokerClusterName", BROKER, _NAME, FIXED, "cluster this broker belongs to"),
+        _key("brokerName", BROKER, _NAME, FIXED, "name of the master/slave set"),
+        _key("brokerId", BROKER, Int(0, 1024), FIXED, "0 for the master"),
+        _key("brokerIP1", BROKER, _HOST, FIXED, "address registered with the name servers"),
+        _key("listenPort", BROKER, Int(0, 65535), FIXED, "remoting port"),
+        _key("storePathRootDir", BROKER, _PATH, FIXED, "store directory"),
+        _key("namesrvAddr", BROKER, AddrList(), RESTART, "name servers to register with"),
+        # broker behaviour
+        _key("autoCreateTopicEnable", BROKER, Bool(), LIVE, "create unknown topics on first send"),
+        _key("autoCreateSubscriptionGroup", BROKER, Bool(), LIVE, "create unknown groups on first use"),
+        _key("defaultTopicQueueNums", BROKER, Int(1, 1024), LIVE, "queues of auto-created topics"),
+        _key("brokerPermission", BROKER, OneOf((2, 4, 6), " (2 write, 4 read, 6 both)"), LIVE),
+        _key("longPollingEnable", BROKER, Bool(), LIVE, "hold pulls until a message arrives"),
+        _key("shortPollingTimeMills", BROKER, Int(0, 60_000), LIVE, f"pull hold without long polling, {_MS}"),
+        _key("registerBrokerIntervalMillis", BROKER, Int(100, 60_000), LIVE, f"name-server heartbeat, {_MS}"),
+        _key("clientChannelMaxIdleTimeMillis", BROKER, Int(1000), LIVE, f"drop silent clients after, {_MS}"),
+        _key(
+            "flushConsumerOffsetInterval", BROKER, Int(1), RESTART, f"consumer offsets persisted every, {_MS}"
+        ),
+        _key("enablePropertyFilter", BROKER, Bool(), LIVE, "allow SQL92 subscriptions"),
+        _key(
+            "accessMessageInMemoryMaxRatio",
+            BROKER,
+            Int(0, 100),
+            LIVE,
+            "% of memory a new group may start behind",
+        ),
+        _key("flushDelayOffsetInterval", BROKER, Int(1), RESTART, f"delay progress persisted every, {_MS}"),
+        _key("transactionTimeOut", BROKER, Int(0), LIVE, f"age before a half message is checked, {_MS}"),
+        _key("transactionCheckInterval", BROKER, Int(1), LIVE, f"transaction checks every, {_MS}"),
+        _key("transactionCheckMax", BROKER, Int(1, 1000), LIVE, "checks before a half message is given up"),
+        _key("rebalanceLockMaxLiveTime", BROKER, Int(1), RESTART, f"queue lock life, {_MS}"),
+        _key("storeReplyMessageEnable", BROKER, Bool(), LIVE, "store replies as well as pushing them"),
+        _key("traceTopicEnable", BROKER, Bool(), RESTART, "create the trace topic at start"),
+        _key("busyPollWindowMicros", BROKER, Int(0, 1_000_000), RESTART, "poll sockets after a read, µs"),
+        # the store
+        _key("flushDiskType", STORE, OneOf(("ASYNC_FLUSH", "SYNC_FLUSH")), RESTART),
+        _key("mappedFileSizeCommitLog", STORE, Int(4096, 1 << 40), RESTART, "commit-log segment bytes"),
+        _key("mappedFileSizeConsumeQueue", STORE, Int(20, 1 << 31), RESTART, "consume-queue file bytes"),
+        _key("maxMessageSize", STORE, Int(1, JAVA_INT_MAX), LIVE, "largest message or batch, bytes"),
+        _key("maxPropertiesSize", STORE, Int(1, 32768), RESTART, "largest properties string, bytes"),
+        _key("flushIntervalCommitLog", STORE, Int(1), RESTART, f"async flush every, {_MS}"),
+        _key("flushIntervalConsumeQueue", STORE, Int(1), RESTART, f"queue flush every, {_MS}"),
+        _key("syncFlushTimeout", STORE, Int(1), RESTART, f"sync flush wait, {_MS}"),
+        _key("flushCheckpointInterval", STORE, Int(1), RESTART, f"checkpoint every, {_MS}"),
+        _key("fileReservedTime", STORE, Int(0, 100_000), LIVE, "hours a sealed segment is kept"),
+        _key("deleteWhen", STORE, Hours(), LIVE, "hours when expired segments are deleted"),
+        _key("diskMaxUsedSpaceRatio", STORE, Int(10, 95), LIVE, "% disk use that deletes at once"),
+        _key("cleanResourceInterval", STORE, Int(10, 3_600_000), LIVE, f"retention pass every, {_MS}"),
+        _key("deleteFilesBatchMax", STORE, Int(1, 1000), LIVE, "segments deleted per pass at most"),
+        _key("archiveUri", STORE, ArchiveUri(), RESTART, "copy sealed segments here (analytics input)"),
+        _key("messageIndexEnable", STORE, Bool(), LIVE, "index keys and message ids"),
+        _key("maxHashSlotNum", STORE, Int(1, 50_000_000), RESTART, "index hash slots"),
+        _key("maxIndexNum", STORE, Int(1, 200_000_000), RESTART, "index entries per file"),
+        _key("maxTransferBytesOnMessageInMemory", STORE, Int(1), LIVE, "bytes one pull returns at most"),
+        _key("maxTransferCountOnMessageInMemory", STORE, Int(1), LIVE, "messages one pull returns at most"),
+        _key("maxFilterMessageCount", STORE, Int(1), LIVE, "entries a filtered pull scans at most"),
+        # Parsed into the delay levels when the store and the schedule service start (as RocketMQ
+        # does): changing it under messages already waiting would re-time or strand them.
+        _key("messageDelayLevel", STORE, DelayLevels(), RESTART, "delay of each level"),
+    )
+}
