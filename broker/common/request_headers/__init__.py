@@ -43,6 +43,7 @@ from broker.common.request_headers.clients import (
 from broker.common.request_headers.namesrv import (
     AddWritePermOfBrokerResponseHeader,
     DeleteKVConfigRequestHeader,
+    DeleteTopicFromNamesrvRequestHeader,
     GetKVConfigRequestHeader,
     GetKVConfigResponseHeader,
     GetKVListByNamespaceRequestHeader,
@@ -102,6 +103,7 @@ __all__ = [
     "CreateTopicRequestHeader",
     "DeleteKVConfigRequestHeader",
     "DeleteSubscriptionGroupRequestHeader",
+    "DeleteTopicFromNamesrvRequestHeader",
     "DeleteTopicRequestHeader",
     "EndTransactionRequestHeader",
     "GetBrokerConfigResponseHeader",

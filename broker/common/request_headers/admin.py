@@ -23,7 +23,7 @@ class CreateTopicRequestHeader(CommandHeader):
 
 @dataclass(slots=True)
 class DeleteTopicRequestHeader(CommandHeader):
-    """DELETE_TOPIC_IN_BROKER (215) and DELETE_TOPIC_IN_NAMESRV (216)."""
+    """DELETE_TOPIC_IN_BROKER (215)."""
 
     topic: str
 

@@ -84,6 +84,7 @@ class ConsumeMessageDirectlyResultRequestHeader(CommandHeader):
     client_id: str | None = None
     msg_id: str | None = None
     broker_name: str | None = None
+    topic: str | None = None
 
 
 @dataclass(slots=True)

@@ -59,6 +59,14 @@ class GetRouteInfoRequestHeader(CommandHeader):
 
 
 @dataclass(slots=True)
+class DeleteTopicFromNamesrvRequestHeader(CommandHeader):
+    """DELETE_TOPIC_IN_NAMESRV (216); with a cluster, only that cluster's brokers drop the topic."""
+
+    topic: str
+    cluster_name: str | None = None
+
+
+@dataclass(slots=True)
 class GetTopicsByClusterRequestHeader(CommandHeader):
     """GET_TOPICS_BY_CLUSTER (224)."""
 

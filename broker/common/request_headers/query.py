@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from broker.common.request_headers.base import CommandHeader
+from broker.common.request_headers.base import CommandHeader, wire
 
 
 @dataclass(slots=True)
@@ -16,6 +16,8 @@ class QueryMessageRequestHeader(CommandHeader):
     max_num: int
     begin_timestamp: int
     end_timestamp: int
+    # RocketMQ's tools add this field to look a client msgId up in the unique-key index.
+    unique_key_query: bool | None = wire("_UNIQUE_KEY_QUERY", None)
 
 
 @dataclass(slots=True)
