@@ -13,25 +13,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 from broker.common.message_codec import (
-    BLANK_MAGIC_CODE,
     MESSAGE_MAGIC_CODE,
     MESSAGE_MAGIC_CODE_V2,
-    MIN_RECORD_SIZE,
-    MessageDecodeError,
     encode_blank,
     patch_store_fields,
     read_record_size,
 )
-from broker.common.sysflag import (
-    TRANSACTION_PREPARED_TYPE,
-    TRANSACTION_ROLLBACK_TYPE,
-)
+from broker.common.sysflag import visible_to_consumers
 
 from .mapped_file import MappedFile, MappedFileQueue
 
-# Prepared and rolled-back transaction messages take no consume-queue slot (as RocketMQ).
-_TRANSACTION_BITS = 0x3 << 2
-_INVISIBLE_TRANSACTION_TYPES = (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
 # Every segment keeps room for at least a blank record after its last message.
 END_FILE_MIN_BLANK_LENGTH = 8
 
@@ -104,12 +95,12 @@ class CommitLog:
         return mapped
 
     def _place(self, record: PendingRecord, offset: int, store_ts: int) -> None:
-        if record.sys_flag & _TRANSACTION_BITS in _INVISIBLE_TRANSACTION_TYPES:
-            queue_offset = 0  # invisible to consumers: takes no slot in the consume queue
-        else:
+        if visible_to_consumers(record.sys_flag):
             key = (record.topic, record.queue_id)
             queue_offset = self.queue_offsets.get(key, 0)
             self.queue_offsets[key] = queue_offset + 1
+        else:
+            queue_offset = 0  # takes no slot in the consume queue
         record.wrote_offset = offset
         record.queue_offset = queue_offset
         patch_store_fields(record.buf, 0, queue_offset, offset, store_ts, record.sys_flag)
@@ -141,35 +132,3 @@ class CommitLog:
 
     def flush(self) -> int:
         return self.files.flush()
-
-
-def scan_segment(mapped: MappedFile, start: int, validate: Callable[[memoryview, int], None]):
-    """Yield ``(position, size)`` of each valid record of a segment from ``start``.
-
-    Stops at the blank end record, at zeros (never written) or at the first record that fails
-    ``validate`` (a torn or garbled tail); the last yielded position + size is the valid end.
-    """
-    view = mapped.view
-    pos = start
-    limit = mapped.file_size
-    while pos + 8 <= limit:
-        size, magic = read_record_size(view, pos)
-        if magic == BLANK_MAGIC_CODE and size == limit - pos:
-            return
-        if magic not in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2):
-            return
-        if size < MIN_RECORD_SIZE or pos + size > limit:
-            return
-        try:
-            validate(view, pos)
-        except MessageDecodeError:
-            return
-        yield pos, size
-        pos += size
-
-
-def has_blank_end(mapped: MappedFile, pos: int) -> bool:
-    if pos + 8 > mapped.file_size:
-        return pos == mapped.file_size
-    size, magic = read_record_size(mapped.view, pos)
-    return magic == BLANK_MAGIC_CODE and size == mapped.file_size - pos

@@ -13,11 +13,7 @@ from typing import NamedTuple
 from broker.common import message_const as const
 from broker.common.java_hash import tag_hash_code
 from broker.common.message_codec import MessageDecodeError, decode_message
-from broker.common.sysflag import (
-    TRANSACTION_PREPARED_TYPE,
-    TRANSACTION_ROLLBACK_TYPE,
-    transaction_value,
-)
+from broker.common.sysflag import visible_to_consumers
 from broker.common.topic_config import SCHEDULE_TOPIC
 
 log = logging.getLogger(__name__)
@@ -39,7 +35,7 @@ class DispatchRequest(NamedTuple):
     @property
     def goes_to_consume_queue(self) -> bool:
         """Prepared and rolled-back transaction messages stay out of consume queues."""
-        return transaction_value(self.sys_flag) not in (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
+        return visible_to_consumers(self.sys_flag)
 
 
 def compute_tags_code(

@@ -28,12 +28,7 @@ from broker.common.message_codec import (
     properties_to_string,
     store_timestamp_position,
 )
-from broker.common.sysflag import (
-    BORNHOST_V6_FLAG,
-    STOREHOSTADDRESS_V6_FLAG,
-    TRANSACTION_PREPARED_TYPE,
-    TRANSACTION_ROLLBACK_TYPE,
-)
+from broker.common.sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG, visible_to_consumers
 from broker.common.topic_config import SCHEDULE_TOPIC, validate_topic
 
 from . import recovery
@@ -57,9 +52,6 @@ from .results import (
 from .store_config import MessageStoreConfig
 
 log = logging.getLogger(__name__)
-# Prepared and rolled-back transaction messages take no consume-queue slot (as RocketMQ).
-_TRANSACTION_BITS = 0x3 << 2
-_INVISIBLE_TRANSACTION_TYPES = (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
 
 
 class MessageStore:
@@ -221,7 +213,7 @@ class MessageStore:
 
     def _make_readable(self, request: DispatchRequest) -> None:
         """An appended message's consume-queue entry (what pulls read)."""
-        if request.sys_flag & _TRANSACTION_BITS not in _INVISIBLE_TRANSACTION_TYPES:
+        if visible_to_consumers(request.sys_flag):
             queue = self.consume_queues.get((request.topic, request.queue_id))
             if queue is None:
                 queue = self.find_consume_queue(request.topic, request.queue_id, create=True)

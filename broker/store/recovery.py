@@ -12,29 +12,40 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from broker.common.message_codec import (
-    MESSAGE_MAGIC_CODE,
-    MESSAGE_MAGIC_CODE_V2,
-    decode_message,
-    read_record_size,
-)
+from broker.common.message_codec import MessageDecodeError, decode_message
+from broker.common.segment_scan import BLANK_END, END_OF_DATA, segment_end, segment_records
 
-from .commitlog import CommitLog, has_blank_end, scan_segment
+from .commitlog import CommitLog
 from .consume_queue import ConsumeQueue
 from .mapped_file import MappedFile
 
 log = logging.getLogger(__name__)
 
+# Where a walk may stop in a segment the log has rolled past: its very end, or its blank record.
+_SEALED_ENDS = (END_OF_DATA, BLANK_END)
 
-def _validate(view: memoryview, pos: int) -> None:
-    decode_message(view, pos, read_body=False, check_crc=True)
+
+def _verified_end(mapped: MappedFile) -> int:
+    """Position after the last record of the segment that decodes with a correct body CRC."""
+    view = mapped.view
+    end = 0
+    for pos, size in segment_records(view, 0, mapped.file_size):
+        try:
+            decode_message(view, pos, read_body=False, check_crc=True)
+        except MessageDecodeError:
+            break
+        end = pos + size
+    return end
+
+
+def _is_sealed_at(mapped: MappedFile, pos: int) -> bool:
+    return segment_end(mapped.view, pos, mapped.file_size) in _SEALED_ENDS
 
 
 def _first_store_timestamp(mapped: MappedFile) -> int:
-    _, magic = read_record_size(mapped.view, 0)
-    if magic not in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2):
-        return 0
-    return decode_message(mapped.view, 0, read_body=False).store_timestamp
+    for pos, _ in segment_records(mapped.view, 0, mapped.file_size):
+        return decode_message(mapped.view, pos, read_body=False).store_timestamp
+    return 0
 
 
 def recover_commitlog(commitlog: CommitLog, last_exit_ok: bool, checkpoint_min_ts: int) -> tuple[int, int]:
@@ -51,10 +62,8 @@ def recover_commitlog(commitlog: CommitLog, last_exit_ok: bool, checkpoint_min_t
     for mapped in files[:start]:
         mapped.wrote_position = mapped.flushed_position = mapped.file_size
     for mapped in files[start:]:
-        end = 0
-        for pos, size in scan_segment(mapped, 0, _validate):
-            end = pos + size
-        if has_blank_end(mapped, end):
+        end = _verified_end(mapped)
+        if _is_sealed_at(mapped, end):
             mapped.wrote_position = mapped.flushed_position = mapped.file_size
             continue
         valid_end = mapped.file_from_offset + end
@@ -94,14 +103,14 @@ def replay(commitlog: CommitLog, from_offset: int, apply: Callable[[memoryview, 
         mapped = commitlog.files.find_file(offset)
         if mapped is None:
             break
-        start = offset - mapped.file_from_offset
-        last = start
-        for pos, size in scan_segment(mapped, start, lambda view, pos: None):
-            apply(mapped.view, pos, mapped.file_from_offset + pos)
+        view, base = mapped.view, mapped.file_from_offset
+        last = offset - base
+        for pos, size in segment_records(view, last, mapped.file_size):
+            apply(view, pos, base + pos)
             last = pos + size
-        if mapped.wrote_position >= mapped.file_size and has_blank_end(mapped, last):
-            offset = mapped.file_from_offset + mapped.file_size
+        if mapped.wrote_position >= mapped.file_size and _is_sealed_at(mapped, last):
+            offset = base + mapped.file_size
         else:
-            offset = mapped.file_from_offset + last
+            offset = base + last
             break
     return offset

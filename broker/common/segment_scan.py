@@ -1,0 +1,63 @@
+"""Walking the records of a commit-log segment, for the store and the Spark job alike.
+
+A segment is a run of records (``totalSize 4 | magicCode 4 | …``, see ``message_codec``). It ends
+where the data ends, at a blank end-of-segment record, at zero bytes (never written) or at bytes
+that are no record (a torn or garbled tail). ``segment_records`` yields every record whose header
+is sound; ``segment_end`` says what lies where that walk stopped. The store's recovery and
+re-dispatch and the Spark job's row mapper both walk segments with these two, each deciding what
+a stop means to it (the store cuts a torn tail; the Spark job reports it as a row).
+
+Depends only on ``message_codec``, so it ships to Spark executors with the rest of
+``broker/common`` (``analytics/spark/codec_zip.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from .message_codec import BLANK, BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, MIN_RECORD_SIZE
+
+# What ``segment_end`` finds where a walk stopped.
+END_OF_DATA = "end_of_data"  # exactly at the limit: nothing more to read
+BLANK_END = "blank_end"  # a blank record filling the rest of the segment (the store's seal)
+BLANK_SHORT = "blank_short"  # a blank record whose size does not reach the limit
+UNWRITTEN = "unwritten"  # a zero header: the segment was still being written
+TORN = "torn"  # anything else: a few stray bytes, a garbled header, a record running past the limit
+
+_unpack_header = BLANK.unpack_from
+
+
+def segment_records(buf: bytes | bytearray | memoryview, start: int = 0, limit: int | None = None
+                    ) -> Iterator[tuple[int, int]]:  # fmt: skip
+    """Yield ``(position, size)`` of each record from ``start`` whose header is sound (message magic,
+    a size of at least one record that stays within ``limit``, the buffer's length by default).
+
+    Stops silently at the first header that is not such a record; ``segment_end`` at the position
+    after the last yielded record says what is there. The record's contents are not checked: the
+    caller decodes what it needs and stops where that fails.
+    """
+    if limit is None:
+        limit = len(buf)
+    pos = start
+    while pos + 8 <= limit:
+        size, magic = _unpack_header(buf, pos)
+        if (magic != MESSAGE_MAGIC_CODE and magic != MESSAGE_MAGIC_CODE_V2) or size < MIN_RECORD_SIZE:
+            return
+        if pos + size > limit:
+            return
+        yield pos, size
+        pos += size
+
+
+def segment_end(buf: bytes | bytearray | memoryview, pos: int, limit: int | None = None) -> str:
+    """What lies at ``pos``, where a walk of the segment stopped (one of the constants above)."""
+    if limit is None:
+        limit = len(buf)
+    if pos + 8 > limit:
+        return END_OF_DATA if pos == limit else TORN
+    size, magic = _unpack_header(buf, pos)
+    if magic == BLANK_MAGIC_CODE:
+        return BLANK_END if size == limit - pos else BLANK_SHORT
+    if size == 0 and magic == 0:
+        return UNWRITTEN
+    return TORN
