@@ -10,6 +10,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from broker.common import message_const as const
+from broker.common.delay_levels import DEFAULT_DELAY_LEVELS
 
 from .segment_rows import (
     KIND_DLQ,
@@ -26,7 +27,6 @@ PERCENTILES = (0.5, 0.9, 0.95, 0.99)
 # Upper bounds (inclusive) of histogram buckets; the last bucket is "above the last edge".
 SIZE_BUCKETS = (0, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 65536, 262144, 1048576, 4194304)
 LATENCY_BUCKETS = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 60000, 600000)
-DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 HOUR_MS = 3_600_000
 ALL_TOPICS = "*"
 

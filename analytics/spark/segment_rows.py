@@ -16,15 +16,9 @@ from collections.abc import Iterator
 from functools import lru_cache
 
 from broker.common import message_const as const
-from broker.common.message_codec import (
-    BLANK_MAGIC_CODE,
-    MESSAGE_MAGIC_CODE,
-    MESSAGE_MAGIC_CODE_V2,
-    MIN_RECORD_SIZE,
-    MessageDecodeError,
-    decode_message,
-    read_record_size,
-)
+from broker.common.hosts import format_host
+from broker.common.message_codec import MessageDecodeError, decode_message
+from broker.common.segment_scan import TORN, segment_end, segment_records
 from broker.common.sysflag import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_PREPARED_TYPE,
@@ -134,28 +128,16 @@ def record_row(segment: str, buf, pos: int) -> tuple:
     )  # fmt: skip
 
 
-@lru_cache(maxsize=4096)
-def _host(host) -> str:
-    ip, port = host
-    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
+# A segment holds records of few producers and one broker: format each host once.
+_host = lru_cache(maxsize=4096)(format_host)
 
 
 def segment_rows(segment: str, buf) -> Iterator[tuple]:
     """Every record of one segment as a row; see the module docstring for where it stops."""
     view = memoryview(buf)
     base = _segment_base_offset(segment)
-    pos = 0
-    while pos + 8 <= len(view):
-        total, magic = read_record_size(view, pos)
-        if magic == BLANK_MAGIC_CODE or (total == 0 and magic == 0):
-            return
-        complete = (
-            magic in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2)
-            and total >= MIN_RECORD_SIZE
-            and pos + total <= len(view)
-        )
-        if not complete:
-            break
+    end = 0
+    for pos, size in segment_records(view):
         try:
             row = record_row(segment, view, pos)
         except MessageDecodeError:
@@ -163,11 +145,12 @@ def segment_rows(segment: str, buf) -> Iterator[tuple]:
         if base is not None and row[1] != base + pos:
             break  # a record whose own offset disagrees with its place: garbage, not data
         yield row
-        pos += total
+        end = pos + size
     else:
-        if pos == len(view):
+        # The end of the data, a blank end record or zeros (still being written) end it cleanly.
+        if segment_end(view, end) != TORN:
             return
-    yield torn_row(segment, (base or 0) + pos, len(view) - pos)
+    yield torn_row(segment, (base or 0) + end, len(view) - end)
 
 
 def torn_row(segment: str, offset: int, length: int) -> tuple:

@@ -6,8 +6,9 @@ which also says which of them a running store picks up at once.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+
+from broker.common.delay_levels import DEFAULT_DELAY_LEVELS, parse_delay_levels
 
 ASYNC_FLUSH = "ASYNC_FLUSH"
 SYNC_FLUSH = "SYNC_FLUSH"
@@ -38,7 +39,7 @@ class MessageStoreConfig:
     max_transfer_bytes_on_message_in_memory: int = 256 * 1024
     max_transfer_count_on_message_in_memory: int = 32
     max_filter_message_count: int = 16_000
-    message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    message_delay_level: str = DEFAULT_DELAY_LEVELS
     store_host: str = "127.0.0.1:10911"
 
     @property
@@ -51,11 +52,5 @@ class MessageStoreConfig:
         return host.strip("[]"), int(port)
 
     def delay_levels_ms(self) -> list[int]:
-        units = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-        levels = []
-        for token in self.message_delay_level.split():
-            match = re.fullmatch(r"(\d+)([smhd])", token)
-            if not match:
-                raise ValueError(f"bad messageDelayLevel entry {token!r}")
-            levels.append(int(match.group(1)) * units[match.group(2)])
-        return levels
+        """``message_delay_level`` in milliseconds, level 1 first (the schedule service's table)."""
+        return parse_delay_levels(self.message_delay_level)

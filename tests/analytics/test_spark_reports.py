@@ -12,6 +12,7 @@ import pytest
 from analytics.spark import reports
 from analytics.spark.job import ReportRequest, run_report
 from analytics.spark.session import spark_session
+from broker.common.delay_levels import DEFAULT_DELAY_LEVELS
 from broker.common.topic_config import TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 from tests.analytics.workload import T0, WorkloadWriter, expected
 
@@ -102,7 +103,7 @@ def test_delay_level_usage(full_report):
     assert set(got) == set(truth["delay_levels"])
     for level, want in truth["delay_levels"].items():
         assert {k: got[level][k] for k in want} == want
-        assert got[level]["delay"] == reports.DEFAULT_DELAY_LEVELS.split()[level - 1]
+        assert got[level]["delay"] == DEFAULT_DELAY_LEVELS.split()[level - 1]
 
 
 def test_transaction_outcomes(full_report):
