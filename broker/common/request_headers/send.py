@@ -102,3 +102,24 @@ class SendMessageResponseHeader(CommandHeader):
     transaction_id: str | None = None
     msg_region: str | None = wire("MSG_REGION", None)
     trace_on: str | None = wire("TRACE_ON", None)
+
+
+@dataclass(slots=True)
+class ReplyMessageRequestHeader(CommandHeader):
+    """PUSH_REPLY_MESSAGE_TO_CLIENT (326), broker → requesting client: the reply's send header
+    with where and when it was stored."""
+
+    producer_group: str
+    topic: str
+    default_topic: str
+    default_topic_queue_nums: int
+    queue_id: int
+    sys_flag: int
+    born_timestamp: int
+    flag: int
+    born_host: str
+    store_host: str
+    store_timestamp: int
+    properties: str | None = None
+    reconsume_times: int | None = None
+    unit_mode: bool | None = None
