@@ -1,5 +1,9 @@
 """The segment decoder alone (no Spark): where a segment ends and what a torn tail looks like."""
 
+import subprocess
+import sys
+
+from analytics.spark.codec_zip import build_codec_zip
 from analytics.spark.segment_rows import COLUMNS, decode_partition, op_offsets, segment_rows, topic_kind
 from broker.common import message_const as const
 from broker.common.message import MessageExt
@@ -100,3 +104,27 @@ def test_files_that_are_not_segments_are_skipped():
     data = records(message())
     files = [("file:/a/manifest.jsonl", b"{}"), (f"file:/a/{BASE:020d}", data), ("file:/a/1.part", data)]
     assert len(list(decode_partition(files))) == 1
+
+
+def test_the_shipped_codec_zip_alone_decodes_a_segment(tmp_path):
+    """Executors have only the zip: every module the row mapper imports must be in it."""
+    archive = build_codec_zip(tmp_path)
+    segment = tmp_path / f"{BASE:020d}"
+    segment.write_bytes(records(message(), message("%RETRY%g")))
+    script = """if True:
+        import sys
+        from pathlib import Path
+        zip_path, segment = sys.argv[1], Path(sys.argv[2])
+        sys.path.insert(0, zip_path)
+        from analytics.spark.segment_rows import segment_rows
+        rows = list(segment_rows(segment.name, segment.read_bytes()))
+        ours = [m for name, m in sys.modules.items() if name.split(".")[0] in ("broker", "analytics")]
+        assert all(m.__file__.startswith(zip_path) for m in ours)
+        print(len(rows))
+    """
+    # -I: neither the working directory nor PYTHONPATH put this repository on the path.
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", script, str(archive), str(segment)],
+        cwd=tmp_path, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout.strip()) == (0, "2"), done.stderr
