@@ -67,8 +67,7 @@ class ConsumeQueue:
 
     def truncate_dirty(self, commitlog_end: int) -> None:
         """Drop entries pointing at or beyond ``commitlog_end`` (a cut commit-log tail)."""
-        while self.files.files and self.max_physic_offset > commitlog_end:
-            last = self.files.last_file
+        while self.max_physic_offset > commitlog_end and (last := self.files.last_file) is not None:
             pos = last.wrote_position
             while pos > 0:
                 offset, size, _ = ENTRY.unpack_from(last.view, pos - ENTRY_SIZE)

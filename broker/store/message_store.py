@@ -17,7 +17,7 @@ from pathlib import Path
 
 from broker.common import message_const as const
 from broker.common.java_hash import tag_hash_code
-from broker.common.message import MessageExt
+from broker.common.message import HostPort, MessageExt
 from broker.common.message_codec import (
     LONG,
     MAX_PROPERTIES_LENGTH,
@@ -79,7 +79,9 @@ class MessageStore:
         self.archive_service: SealedSegmentArchiveService | None = None
         self._running = False
         self._last_appended_ts = 0
-        self._last_born, self._last_born_bytes = None, b""
+        # The last producer address seen and its encoding (most puts come from the same one).
+        self._last_born: HostPort | None = None
+        self._last_born_bytes = b""
         self._properties_limit = min(self.config.max_properties_size, MAX_PROPERTIES_LENGTH)
         self._last_dispatched_ts = 0
         self.last_exit_ok = True
@@ -204,19 +206,23 @@ class MessageStore:
     def find_consume_queue(self, topic: str, queue_id: int, create: bool = False) -> ConsumeQueue | None:
         queue = self.consume_queues.get((topic, queue_id))
         if queue is None and create:
-            with self._cq_lock:
-                queue = self.consume_queues.get((topic, queue_id))
-                if queue is None:
-                    queue = self._new_consume_queue(topic, queue_id)
-                    self.consume_queues[(topic, queue_id)] = queue
+            return self._consume_queue_for_write(topic, queue_id)
         return queue
+
+    def _consume_queue_for_write(self, topic: str, queue_id: int) -> ConsumeQueue:
+        with self._cq_lock:
+            queue = self.consume_queues.get((topic, queue_id))
+            if queue is None:
+                queue = self._new_consume_queue(topic, queue_id)
+                self.consume_queues[(topic, queue_id)] = queue
+            return queue
 
     def _make_readable(self, request: DispatchRequest) -> None:
         """An appended message's consume-queue entry (what pulls read)."""
         if visible_to_consumers(request.sys_flag):
             queue = self.consume_queues.get((request.topic, request.queue_id))
             if queue is None:
-                queue = self.find_consume_queue(request.topic, request.queue_id, create=True)
+                queue = self._consume_queue_for_write(request.topic, request.queue_id)
             queue.put(request.commitlog_offset, request.size, request.tags_code, request.queue_offset)
         self._last_dispatched_ts = request.store_timestamp
 
@@ -335,9 +341,13 @@ class MessageStore:
     def _append_for_flush(self, batch: list[MessageExt]) -> tuple[PutMessageResult, int | None]:
         """Append; with SYNC_FLUSH also return the offset the caller must see flushed."""
         result = self._check_batch(batch) or self._append(batch)
-        if not (result.ok and self._group_commit is not None and batch[0].wait_store_msg_ok):
+        append = result.append
+        if (
+            not (result.ok and self._group_commit is not None and batch[0].wait_store_msg_ok)
+            or append is None
+        ):
             return result, None
-        return result, result.append.wrote_offset + result.append.wrote_bytes
+        return result, append.wrote_offset + append.wrote_bytes
 
     @staticmethod
     def _flushed_result(result: PutMessageResult, flushed: bool) -> PutMessageResult:
@@ -353,10 +363,11 @@ class MessageStore:
     def put_messages(self, batch: list[MessageExt]) -> PutMessageResult:
         """Store a batch for one topic and queue: consecutive queue offsets, one append."""
         result, flush_to = self._append_for_flush(batch)
-        if flush_to is None:
+        group_commit = self._group_commit
+        if flush_to is None or group_commit is None:
             return result
         try:
-            flushed = self._group_commit.request(flush_to).result(self.config.sync_flush_timeout / 1000)
+            flushed = group_commit.request(flush_to).result(self.config.sync_flush_timeout / 1000)
         except (concurrent.futures.TimeoutError, RuntimeError, OSError):
             flushed = False
         return self._flushed_result(result, flushed)
@@ -367,15 +378,16 @@ class MessageStore:
     async def put_messages_async(self, batch: list[MessageExt]) -> PutMessageResult:
         """As ``put_messages``, but waits for a sync flush without blocking the event loop."""
         outcome = self.put_messages_or_wait(batch)
-        return outcome if type(outcome) is PutMessageResult else await outcome
+        return outcome if isinstance(outcome, PutMessageResult) else await outcome
 
     def put_messages_or_wait(self, batch: list[MessageExt]) -> PutMessageResult | Awaitable[PutMessageResult]:
         """Append on the event loop: the result, or — when a SYNC_FLUSH must be waited for — an
         awaitable of it. Callers that can answer at once then need no coroutine or task."""
         result, flush_to = self._append_for_flush(batch)
-        if flush_to is None:
+        group_commit = self._group_commit
+        if flush_to is None or group_commit is None:
             return result
-        return self._after_flush(result, self._group_commit.request_async(flush_to))
+        return self._after_flush(result, group_commit.request_async(flush_to))
 
     def dispatch_pending(self) -> None:
         """Make what was appended readable now (on the dispatch loop), not at its next turn."""
