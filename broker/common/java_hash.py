@@ -26,6 +26,7 @@ def java_string_hash(text: str) -> int:
 def java_hash_continued(prefix_hash: int, text: str) -> int:
     """The unsigned 32-bit Java hash of ``prefix + text``, given the prefix's (unsigned) hash:
     callers that hash many strings with one prefix (the index's ``topic#key``) hash it once."""
+    units: bytes | list[int]  # UTF-16 code units, as Java's String holds them
     if text.isascii():
         units = text.encode("ascii")
     else:

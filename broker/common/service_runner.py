@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
 
 
 async def serve_until_signalled(
@@ -28,7 +29,7 @@ async def serve_until_signalled(
     await stop()
 
 
-def run(coro: Awaitable[None]) -> None:
+def run(coro: Coroutine[Any, Any, None]) -> None:
     try:
         import uvloop
     except ImportError:

@@ -51,6 +51,7 @@ class TraceRecord:
     client_host: str = ""
 
     def encode(self) -> str:
+        fields: tuple[object, ...]
         if self.trace_type == PUB:
             fields = (PUB, self.timestamp, self.region, self.group, self.topic, self.msg_id, self.tags,
                       self.keys, self.store_host, self.body_length, self.cost_time, self.msg_type,
