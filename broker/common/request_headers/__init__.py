@@ -89,6 +89,7 @@ from broker.common.request_headers.send import (
     SendMessageRequestHeaderV2,
     SendMessageResponseHeader,
     decode_send_header,
+    decode_send_request,
 )
 
 __all__ = [
@@ -160,5 +161,6 @@ __all__ = [
     "WipeWritePermOfBrokerRequestHeader",
     "WipeWritePermOfBrokerResponseHeader",
     "decode_send_header",
+    "decode_send_request",
     "wire",
 ]

@@ -4,19 +4,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from broker.common.request_headers.base import CommandHeader
+from broker.common.request_headers.base import CommandHeader, absent
+from broker.common.topic_config import PERM_READ, PERM_WRITE
 
 
 @dataclass(slots=True)
 class CreateTopicRequestHeader(CommandHeader):
     """UPDATE_AND_CREATE_TOPIC (17)."""
 
-    topic: str
-    default_topic: str
-    read_queue_nums: int
-    write_queue_nums: int
-    perm: int
-    topic_filter_type: str
+    topic: str = absent("")
+    default_topic: str = absent("")
+    read_queue_nums: int = absent(16)
+    write_queue_nums: int = absent(16)
+    perm: int = absent(PERM_READ | PERM_WRITE)
+    topic_filter_type: str = absent("SINGLE_TAG")
     order: bool = False
     topic_sys_flag: int | None = None
 
@@ -25,7 +26,7 @@ class CreateTopicRequestHeader(CommandHeader):
 class DeleteTopicRequestHeader(CommandHeader):
     """DELETE_TOPIC_IN_BROKER (215)."""
 
-    topic: str
+    topic: str = absent("")
 
 
 @dataclass(slots=True)
@@ -39,7 +40,7 @@ class GetTopicConfigRequestHeader(CommandHeader):
 class DeleteSubscriptionGroupRequestHeader(CommandHeader):
     """DELETE_SUBSCRIPTIONGROUP (207)."""
 
-    group_name: str
+    group_name: str = absent("")
     remove_offset: bool = False
 
 
@@ -47,7 +48,7 @@ class DeleteSubscriptionGroupRequestHeader(CommandHeader):
 class GetConsumeStatsRequestHeader(CommandHeader):
     """GET_CONSUME_STATS (208); without a topic, every topic the group consumes."""
 
-    consumer_group: str
+    consumer_group: str = absent("")
     topic: str | None = None
 
 
@@ -55,28 +56,28 @@ class GetConsumeStatsRequestHeader(CommandHeader):
 class GetTopicStatsInfoRequestHeader(CommandHeader):
     """GET_TOPIC_STATS_INFO (202)."""
 
-    topic: str
+    topic: str = absent("")
 
 
 @dataclass(slots=True)
 class GetConsumerConnectionListRequestHeader(CommandHeader):
     """GET_CONSUMER_CONNECTION_LIST (203)."""
 
-    consumer_group: str
+    consumer_group: str = absent("")
 
 
 @dataclass(slots=True)
 class GetProducerConnectionListRequestHeader(CommandHeader):
     """GET_PRODUCER_CONNECTION_LIST (204)."""
 
-    producer_group: str
+    producer_group: str = absent("")
 
 
 @dataclass(slots=True)
 class QueryTopicConsumeByWhoRequestHeader(CommandHeader):
     """QUERY_TOPIC_CONSUME_BY_WHO (300)."""
 
-    topic: str
+    topic: str = absent("")
 
 
 @dataclass(slots=True)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from broker.common.request_headers.base import CommandHeader, wire
+from broker.common.request_headers.base import CommandHeader, absent, wire
 
 
 @dataclass(slots=True)
 class UnregisterClientRequestHeader(CommandHeader):
     """UNREGISTER_CLIENT (35)."""
 
-    client_id: str = wire("clientID")
+    client_id: str = wire("clientID", absent="")
     producer_group: str | None = None
     consumer_group: str | None = None
 
@@ -20,7 +20,7 @@ class UnregisterClientRequestHeader(CommandHeader):
 class GetConsumerListByGroupRequestHeader(CommandHeader):
     """GET_CONSUMER_LIST_BY_GROUP (38); the answer is a body ``{"consumerIdList": [...]}``."""
 
-    consumer_group: str
+    consumer_group: str = absent("")
 
 
 @dataclass(slots=True)
@@ -71,8 +71,8 @@ class CheckTransactionStateRequestHeader(CommandHeader):
 class GetConsumerRunningInfoRequestHeader(CommandHeader):
     """GET_CONSUMER_RUNNING_INFO (307), admin → broker → consumer."""
 
-    consumer_group: str
-    client_id: str
+    consumer_group: str = absent("")
+    client_id: str = absent("")
     jstack_enable: bool | None = None
 
 
@@ -80,7 +80,7 @@ class GetConsumerRunningInfoRequestHeader(CommandHeader):
 class ConsumeMessageDirectlyResultRequestHeader(CommandHeader):
     """CONSUME_MESSAGE_DIRECTLY (309), admin → broker → consumer."""
 
-    consumer_group: str
+    consumer_group: str = absent("")
     client_id: str | None = None
     msg_id: str | None = None
     broker_name: str | None = None

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from broker.common.request_headers.base import CommandHeader
+from broker.common.request_headers.base import CommandHeader, absent, nonempty
 
 
 @dataclass(slots=True)
 class RegisterBrokerRequestHeader(CommandHeader):
     """REGISTER_BROKER (103); the body is a RegisterBrokerBody (topic configs, filter servers)."""
 
-    broker_name: str
-    broker_addr: str
-    cluster_name: str
-    ha_server_addr: str
+    broker_name: str = nonempty()
+    broker_addr: str = nonempty()
+    cluster_name: str = absent("DefaultCluster")
+    ha_server_addr: str = absent("")
     broker_id: int
     compressed: bool = False
     body_crc32: int = 0
@@ -30,9 +30,9 @@ class RegisterBrokerResponseHeader(CommandHeader):
 class UnRegisterBrokerRequestHeader(CommandHeader):
     """UNREGISTER_BROKER (104)."""
 
-    broker_name: str
-    broker_addr: str
-    cluster_name: str
+    broker_name: str = nonempty()
+    broker_addr: str = nonempty()
+    cluster_name: str = absent("")
     broker_id: int
 
 
@@ -40,10 +40,10 @@ class UnRegisterBrokerRequestHeader(CommandHeader):
 class QueryDataVersionRequestHeader(CommandHeader):
     """QUERY_DATA_VERSION (322); the body is the broker's DataVersion."""
 
-    broker_name: str
-    broker_addr: str
-    cluster_name: str
-    broker_id: int
+    broker_name: str = absent("")
+    broker_addr: str = nonempty()
+    cluster_name: str = absent("")
+    broker_id: int = absent(0)
 
 
 @dataclass(slots=True)
@@ -55,14 +55,14 @@ class QueryDataVersionResponseHeader(CommandHeader):
 class GetRouteInfoRequestHeader(CommandHeader):
     """GET_ROUTEINFO_BY_TOPIC (105)."""
 
-    topic: str
+    topic: str = nonempty()
 
 
 @dataclass(slots=True)
 class DeleteTopicFromNamesrvRequestHeader(CommandHeader):
     """DELETE_TOPIC_IN_NAMESRV (216); with a cluster, only that cluster's brokers drop the topic."""
 
-    topic: str
+    topic: str = nonempty()
     cluster_name: str | None = None
 
 
@@ -70,14 +70,14 @@ class DeleteTopicFromNamesrvRequestHeader(CommandHeader):
 class GetTopicsByClusterRequestHeader(CommandHeader):
     """GET_TOPICS_BY_CLUSTER (224)."""
 
-    cluster: str
+    cluster: str = nonempty()
 
 
 @dataclass(slots=True)
 class WipeWritePermOfBrokerRequestHeader(CommandHeader):
     """WIPE_WRITE_PERM_OF_BROKER (205) and ADD_WRITE_PERM_OF_BROKER (327)."""
 
-    broker_name: str
+    broker_name: str = nonempty()
 
 
 @dataclass(slots=True)
@@ -94,17 +94,17 @@ class AddWritePermOfBrokerResponseHeader(CommandHeader):
 class PutKVConfigRequestHeader(CommandHeader):
     """PUT_KV_CONFIG (100)."""
 
-    namespace: str
-    key: str
-    value: str
+    namespace: str = nonempty()
+    key: str = nonempty()
+    value: str = absent("")
 
 
 @dataclass(slots=True)
 class GetKVConfigRequestHeader(CommandHeader):
     """GET_KV_CONFIG (101)."""
 
-    namespace: str
-    key: str
+    namespace: str = nonempty()
+    key: str = nonempty()
 
 
 @dataclass(slots=True)
@@ -116,12 +116,12 @@ class GetKVConfigResponseHeader(CommandHeader):
 class DeleteKVConfigRequestHeader(CommandHeader):
     """DELETE_KV_CONFIG (102)."""
 
-    namespace: str
-    key: str
+    namespace: str = nonempty()
+    key: str = nonempty()
 
 
 @dataclass(slots=True)
 class GetKVListByNamespaceRequestHeader(CommandHeader):
     """GET_KVLIST_BY_NAMESPACE (219)."""
 
-    namespace: str
+    namespace: str = nonempty()

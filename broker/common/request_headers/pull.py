@@ -4,22 +4,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from broker.common.request_headers.base import CommandHeader
+from broker.common.request_headers.base import CommandHeader, absent
 
 
 @dataclass(slots=True)
 class PullMessageRequestHeader(CommandHeader):
     """PULL_MESSAGE (11); ``sys_flag`` bits are in :mod:`broker.common.sysflag` / PullSysFlag."""
 
-    consumer_group: str
-    topic: str
+    consumer_group: str = absent("")
+    topic: str = absent("")
     queue_id: int
     queue_offset: int
-    max_msg_nums: int
-    sys_flag: int
-    commit_offset: int
-    suspend_timeout_millis: int
-    sub_version: int
+    max_msg_nums: int = absent(32)
+    sys_flag: int = absent(0)
+    commit_offset: int = absent(-1)  # none to commit
+    suspend_timeout_millis: int = absent(15_000)
+    sub_version: int = absent(0)
     subscription: str | None = None
     expression_type: str | None = None
 
@@ -114,10 +114,10 @@ class ResetOffsetRequestHeader(CommandHeader):
     """INVOKE_BROKER_TO_RESET_OFFSET (222) and, broker → client, RESET_CONSUMER_CLIENT_OFFSET
     (220). ``timestamp`` -1 means the latest offset."""
 
-    topic: str
-    group: str
+    topic: str = absent("")
+    group: str = absent("")
     timestamp: int
-    is_force: bool = False
+    is_force: bool = absent(True, False)
 
 
 @dataclass(slots=True)

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from broker.common.request_headers.base import CommandHeader, wire
+from broker.common.request_headers.base import CommandHeader, absent, wire
 
 
 @dataclass(slots=True)
 class QueryMessageRequestHeader(CommandHeader):
     """QUERY_MESSAGE (12): by key (or unique msgId) within a store-time range."""
 
-    topic: str
-    key: str
-    max_num: int
-    begin_timestamp: int
-    end_timestamp: int
+    topic: str = absent("")
+    key: str = absent("")
+    max_num: int = absent(32)
+    begin_timestamp: int = absent(0)
+    end_timestamp: int = absent(2**62)
     # RocketMQ's tools add this field to look a client msgId up in the unique-key index.
     unique_key_query: bool | None = wire("_UNIQUE_KEY_QUERY", None)
 

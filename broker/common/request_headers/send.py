@@ -6,28 +6,35 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from broker.common.request_headers.base import CommandHeader, _camel, wire
+from broker.common.request_headers.base import CommandHeader, _camel, absent, make_decoder, wire
+from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC
 
 
 @dataclass(slots=True)
 class SendMessageRequestHeader(CommandHeader):
-    """SEND_MESSAGE (10), SEND_BATCH_MESSAGE (320), SEND_REPLY_MESSAGE (324)."""
+    """SEND_MESSAGE (10), SEND_BATCH_MESSAGE (320), SEND_REPLY_MESSAGE (324).
 
-    producer_group: str
-    topic: str
-    default_topic: str
-    default_topic_queue_nums: int
-    queue_id: int
-    sys_flag: int
-    born_timestamp: int
-    flag: int
+    The broker takes a send without most fields, as it always has: the ``absent`` values. A
+    ``topicSysFlag`` (the sys flag of a topic the send creates) is read under its own name in
+    either form of the header."""
+
+    producer_group: str = absent("")
+    topic: str = absent("")
+    default_topic: str = absent(AUTO_CREATE_TOPIC_KEY_TOPIC)
+    default_topic_queue_nums: int = absent(4)
+    queue_id: int = absent(-1)  # any queue
+    sys_flag: int = absent(0)
+    born_timestamp: int = absent(0)
+    flag: int = absent(0)
     properties: str | None = None
     reconsume_times: int | None = None
     unit_mode: bool | None = None
     batch: bool | None = None
-    max_reconsume_times: int | None = None
+    max_reconsume_times: int | None = None  # None: the group's retry max times
+    topic_sys_flag: int | None = None
 
 
 # V2 letter → V1 attribute, in RocketMQ's order.
@@ -90,6 +97,19 @@ def decode_send_header(code: int, ext_fields: dict[str, str]) -> SendMessageRequ
     if code in SEND_V2_CODES:
         return SendMessageRequestHeaderV2.from_ext_fields(ext_fields).to_v1()
     return SendMessageRequestHeader.from_ext_fields(ext_fields)
+
+
+_decode_send_v1 = make_decoder(SendMessageRequestHeader)
+_decode_send_v2 = make_decoder(SendMessageRequestHeader, SEND_V1_TO_V2)
+
+
+def decode_send_request(ext_fields: Mapping[str, str]) -> SendMessageRequestHeader:
+    """The header of a send or reply request as the broker reads it: in the one-letter names of
+    the V2 form when they are there (a ``b`` without a ``topic``) whatever the code, as RocketMQ's
+    broker does, with the ``absent`` values for what the request leaves out."""
+    if "b" in ext_fields and "topic" not in ext_fields:
+        return _decode_send_v2(ext_fields)
+    return _decode_send_v1(ext_fields)
 
 
 @dataclass(slots=True)

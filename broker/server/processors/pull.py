@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import functools
 import time
+from typing import TYPE_CHECKING
 
 from broker.common import topic_config as tc
 from broker.common.codes import ResponseCode
 from broker.common.filter import FilterSyntaxError, TagFilter, is_tag_type
+from broker.common.pull_sysflag import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND
+from broker.common.request_headers import PullMessageRequestHeader
+from broker.common.request_headers.base import make_decoder
 from broker.remoting.command import RemotingCommand, response_to
 from broker.remoting.connection import failure_response
 from broker.store.results import GetMessageStatus
 
-FLAG_COMMIT_OFFSET = 0x1
-FLAG_SUSPEND = 0x2
-FLAG_SUBSCRIPTION = 0x4
+if TYPE_CHECKING:
+    from ..controller import BrokerController
+
+# Called directly (not through from_ext_fields): the pull is the hot path.
+_decode_header = make_decoder(PullMessageRequestHeader)
 
 _STATUS_CODES = {
     GetMessageStatus.FOUND: ResponseCode.SUCCESS,
@@ -28,39 +34,44 @@ _STATUS_CODES = {
 
 
 class PullProcessor:
-    def __init__(self, broker) -> None:
+    def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
 
     def pull(self, conn, request: RemotingCommand) -> RemotingCommand | None:
         """Answers at once when there is something to read (or nothing may be waited for);
         otherwise parks the pull (long polling) and answers it on ``conn`` when a message
         arrives or the suspend time runs out."""
-        group, topic = request.field("consumerGroup") or "", request.field("topic") or ""
-        queue_id, offset = request.int_field("queueId"), request.int_field("queueOffset")
-        max_nums, sys_flag = request.int_field("maxMsgNums", 32), request.int_field("sysFlag", 0)
+        header = _decode_header(request.ext_fields)
+        group, topic, queue_id, offset = (
+            header.consumer_group,
+            header.topic,
+            header.queue_id,
+            header.queue_offset,
+        )
+        sys_flag = header.sys_flag
         refusal = self._check(request, group, topic, queue_id)
         if refusal is not None:
             return refusal
-        message_filter = self._filter(request, group, topic, sys_flag)
+        message_filter = self._filter(request, header)
         if isinstance(message_filter, RemotingCommand):
             return message_filter
-        if sys_flag & FLAG_COMMIT_OFFSET and request.int_field("commitOffset", -1) >= 0:
-            self.broker.offsets.commit(group, topic, queue_id, request.int_field("commitOffset"))
-        read = functools.partial(self.broker.store.get_message, group, topic, queue_id, offset, max_nums,
-                                 message_filter)  # fmt: skip
+        if sys_flag & FLAG_COMMIT_OFFSET and header.commit_offset >= 0:
+            self.broker.offsets.commit(group, topic, queue_id, header.commit_offset)
+        read = functools.partial(self.broker.store.get_message, group, topic, queue_id, offset,
+                                 header.max_msg_nums, message_filter)  # fmt: skip
         result = read()
         code = self._code(result, offset)
         if code != ResponseCode.PULL_NOT_FOUND or not sys_flag & FLAG_SUSPEND:
-            return self._response(request, result, code)
-        hold_ms = request.int_field("suspendTimeoutMillis", 15_000)
+            return self._response(request, header, result, code)
+        hold_ms = header.suspend_timeout_millis
         if not self.broker.config.long_polling_enable:
             hold_ms = self.broker.config.short_polling_time_mills
         accepts = message_filter.is_matched_by_consume_queue
         deadline = time.monotonic() + hold_ms / 1000
-        _HeldPull(self, conn, request, read, accepts, topic, queue_id, offset, deadline).park()
+        _HeldPull(self, conn, request, header, read, accepts, deadline).park()
         return None  # answered later, when woken
 
-    def _response(self, request, result, code: int) -> RemotingCommand:
+    def _response(self, request, header: PullMessageRequestHeader, result, code: int) -> RemotingCommand:
         fields = {
             "nextBeginOffset": str(result.next_begin_offset),
             "minOffset": str(result.min_offset),
@@ -68,9 +79,7 @@ class PullProcessor:
             "suggestWhichBrokerId": "0",
         }
         if code == ResponseCode.SUCCESS:
-            self.broker.stats.on_pulled(
-                request.field("topic") or "", request.field("consumerGroup") or "", result.message_count
-            )
+            self.broker.stats.on_pulled(header.topic, header.consumer_group, result.message_count)
             return response_to(request, code, None, fields, result.body())
         return response_to(request, code, result.status.value, fields)
 
@@ -117,10 +126,11 @@ class PullProcessor:
             )
         return None
 
-    def _filter(self, request, group: str, topic: str, sys_flag: int):
-        if sys_flag & FLAG_SUBSCRIPTION:
-            expression_type = request.field("expressionType") or "TAG"
-            expression = request.field("subscription")
+    def _filter(self, request, header: PullMessageRequestHeader):
+        group, topic = header.consumer_group, header.topic
+        if header.sys_flag & FLAG_SUBSCRIPTION:
+            expression_type = header.expression_type or "TAG"
+            expression = header.subscription
         else:
             info = self.broker.consumers.groups.get(group)
             subscription = info.subscriptions.get(topic) if info else None
@@ -134,9 +144,9 @@ class PullProcessor:
             expression = subscription.get("subString")
         if is_tag_type(expression_type):
             return TagFilter(expression)
-        return self._sql_filter(request, group, topic, expression_type, expression)
+        return self._sql_filter(request, header, expression_type, expression)
 
-    def _sql_filter(self, request, group: str, topic: str, expression_type: str, expression):
+    def _sql_filter(self, request, header: PullMessageRequestHeader, expression_type: str, expression):
         if not self.broker.config.enable_property_filter or expression_type.upper() != "SQL92":
             return response_to(
                 request,
@@ -144,7 +154,9 @@ class PullProcessor:
                 f"The broker does not support consumer to filter message by {expression_type}",
             )
         try:
-            return self.broker.filters.get(group, topic, expression or "", request.int_field("subVersion", 0))
+            return self.broker.filters.get(
+                header.consumer_group, header.topic, expression or "", header.sub_version
+            )
         except FilterSyntaxError as exc:
             reason = f"parse the consumer's subscription failed: {exc}"
             return response_to(request, ResponseCode.SUBSCRIPTION_PARSE_FAILED, reason)
@@ -158,32 +170,33 @@ class _HeldPull:
     broker ran a collection every few dozen messages, each in the path of the message at hand.
     """
 
-    __slots__ = ("accepts", "conn", "deadline", "offset", "processor", "queue_id", "read", "request", "topic")
+    __slots__ = ("accepts", "conn", "deadline", "header", "processor", "read", "request")
 
     def __init__(
-        self, processor: PullProcessor, conn, request, read, accepts,
-        topic: str, queue_id: int, offset: int, deadline: float,
+        self, processor: PullProcessor, conn, request, header: PullMessageRequestHeader, read, accepts,
+        deadline: float,
     ) -> None:  # fmt: skip
-        self.processor, self.conn, self.request = processor, conn, request
+        self.processor, self.conn, self.request, self.header = processor, conn, request, header
         self.read, self.accepts = read, accepts  # what it reads when woken; which messages wake it
-        self.topic, self.queue_id, self.offset, self.deadline = topic, queue_id, offset, deadline
+        self.deadline = deadline
 
     def park(self) -> None:
+        header = self.header
         self.processor.broker.hold.park(
-            self.topic, self.queue_id, self.offset, self.deadline - time.monotonic(), self.wake, self.accepts,
-            self.conn,
+            header.topic, header.queue_id, header.queue_offset, self.deadline - time.monotonic(), self.wake,
+            self.accepts, self.conn,
         )  # fmt: skip
 
     def wake(self, final: bool) -> None:
         processor, request = self.processor, self.request
         try:
             result = self.read()
-            code = processor._code(result, self.offset)
+            code = processor._code(result, self.header.queue_offset)
             if code == ResponseCode.PULL_NOT_FOUND and not final and self.deadline > time.monotonic():
                 # Nothing readable for it after all (another tag with the same hash): wait on.
                 self.park()
                 return
-            response = processor._response(request, result, code)
+            response = processor._response(request, self.header, result, code)
         except Exception as exc:  # the consumer hears of it rather than waiting forever
             response = failure_response(request, exc)
         self.conn.send_response(request, response)

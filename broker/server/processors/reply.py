@@ -11,15 +11,20 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import TYPE_CHECKING
 
 from broker.common import message_const as const
 from broker.common import topic_config as tc
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message import MessageExt
 from broker.common.message_codec import properties_to_string
+from broker.common.request_headers import SendMessageRequestHeader, decode_send_request
 from broker.remoting.command import RemotingCommand, create_request, response_to
 
-from .send import send_refusal, single_message, v1_fields
+from .send import send_refusal, single_message
+
+if TYPE_CHECKING:
+    from ..controller import BrokerController
 
 log = logging.getLogger(__name__)
 
@@ -32,18 +37,18 @@ def reply_topic(cluster: str) -> str:
     return f"{cluster}_{REPLY_TOPIC_POSTFIX}"
 
 
-def ensure_reply_topic(broker) -> None:
+def ensure_reply_topic(broker: BrokerController) -> None:
     """The broker creates its cluster's reply topic at start (one queue), as RocketMQ's does."""
     broker.topics.ensure(reply_topic(broker.config.broker_cluster_name), 1, tc.PERM_READ | tc.PERM_WRITE)
 
 
 class ReplyProcessor:
-    def __init__(self, broker) -> None:
+    def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
 
     async def send_reply(self, conn, request: RemotingCommand) -> RemotingCommand:
-        header = RemotingCommand(code=request.code, ext_fields=v1_fields(request))
-        topic = header.field("topic") or ""
+        header = decode_send_request(request.ext_fields)
+        topic = header.topic
         # As RocketMQ's msgCheck: a bad name is SYSTEM_ERROR (TopicValidator.validateTopic).
         refused = send_refusal(request, topic, ResponseCode.SYSTEM_ERROR)
         if refused is not None:
@@ -53,7 +58,7 @@ class ReplyProcessor:
             return response_to(
                 request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!"
             )
-        queue_id = header.int_field("queueId", 0)
+        queue_id = header.queue_id  # -1 when left out: the first queue
         if not 0 <= queue_id < config.write_queue_nums:
             queue_id = 0
         msg = single_message(request, header, topic, queue_id, conn)
@@ -69,7 +74,7 @@ class ReplyProcessor:
         # stored or not; the requester may still find a stored one in the reply topic.
         return response_to(request, code, remark, fields)
 
-    async def _push(self, header: RemotingCommand, msg: MessageExt) -> tuple[bool, str | None]:
+    async def _push(self, header: SendMessageRequestHeader, msg: MessageExt) -> tuple[bool, str | None]:
         sender = msg.properties.get(const.PROPERTY_MESSAGE_REPLY_TO_CLIENT)
         if not sender:
             return False, f"reply message properties[{const.PROPERTY_MESSAGE_REPLY_TO_CLIENT}] is null"
@@ -78,17 +83,17 @@ class ReplyProcessor:
             return False, f"push reply message fail, channel of <{sender}> not found."
         properties = {**msg.properties, const.PROPERTY_PUSH_REPLY_TIME: str(int(time.time() * 1000))}
         fields = {
-            "producerGroup": header.field("producerGroup"),
+            "producerGroup": header.producer_group or None,  # left out if the request had none
             "topic": msg.topic,
-            "defaultTopic": header.field("defaultTopic"),
-            "defaultTopicQueueNums": header.field("defaultTopicQueueNums"),
+            "defaultTopic": header.default_topic,
+            "defaultTopicQueueNums": header.default_topic_queue_nums,
             "queueId": msg.queue_id,
             "sysFlag": msg.sys_flag,
             "bornTimestamp": msg.born_timestamp,
             "flag": msg.flag,
             "properties": properties_to_string(properties),
             "reconsumeTimes": msg.reconsume_times,
-            "unitMode": header.field("unitMode", "false"),
+            "unitMode": bool(header.unit_mode),
             "bornHost": f"{msg.born_host[0]}:{msg.born_host[1]}",
             "storeHost": self.broker.config.broker_addr,
             "storeTimestamp": int(time.time() * 1000),

@@ -9,20 +9,25 @@ from __future__ import annotations
 
 import random
 from collections.abc import Awaitable
+from typing import TYPE_CHECKING
 
 from broker.common import message_const as const
 from broker.common import topic_config as tc
 from broker.common.batch_codec import BatchDecodeError, decode_batch
 from broker.common.codes import RequestCode, ResponseCode
+from broker.common.hosts import parse_host
 from broker.common.message import MessageExt
 from broker.common.message_codec import string_to_properties
 from broker.common.message_const import PROPERTY_CLUSTER
-from broker.common.request_headers import SEND_V2_TO_V1
+from broker.common.request_headers import SendMessageRequestHeader, decode_send_request
 from broker.remoting.command import RemotingCommand, response_to
 from broker.store.results import PutMessageResult, PutMessageStatus
 
 from ..schedule_message import to_schedule_message
 from ..transaction.half_message import is_half_request, to_half_message
+
+if TYPE_CHECKING:
+    from ..controller import BrokerController
 
 _PUT_STATUS_CODES = {
     PutMessageStatus.PUT_OK: ResponseCode.SUCCESS,
@@ -60,7 +65,7 @@ def send_refusal(request, topic: str, illegal_code: int) -> RemotingCommand | No
     return None
 
 
-def ensure_system_topic(broker, topic: str, queues: int, perm: int):
+def ensure_system_topic(broker: BrokerController, topic: str, queues: int, perm: int):
     """Create a topic the broker needs (retry/DLQ) once, and tell the name servers."""
     config = broker.topics.get(topic)
     if config is None:
@@ -69,7 +74,7 @@ def ensure_system_topic(broker, topic: str, queues: int, perm: int):
     return config
 
 
-def ensure_dlq_topic(broker, group: str):
+def ensure_dlq_topic(broker: BrokerController, group: str):
     # One queue, write-only: a dead letter is kept, never consumed automatically (as RocketMQ).
     return ensure_system_topic(broker, tc.dlq_topic(group), 1, tc.PERM_WRITE)
 
@@ -78,30 +83,26 @@ def put_status_code(status: PutMessageStatus) -> int:
     return _PUT_STATUS_CODES.get(status, ResponseCode.SYSTEM_ERROR)
 
 
-def v1_fields(request: RemotingCommand) -> dict[str, str]:
-    if "b" in request.ext_fields and "topic" not in request.ext_fields:
-        return {SEND_V2_TO_V1.get(k, k): v for k, v in request.ext_fields.items()}
-    return request.ext_fields
-
-
-def single_message(request, header, topic: str, queue_id: int, conn) -> MessageExt:
+def single_message(request, header: SendMessageRequestHeader, topic: str, queue_id: int, conn) -> MessageExt:
     """The message a SEND_MESSAGE(-like) request carries: body, then the header's fields."""
     return MessageExt(
         topic,
         request.body,
-        header.int_field("flag", 0),
-        string_to_properties(header.field("properties") or ""),
+        header.flag,
+        string_to_properties(header.properties or ""),
         queue_id=queue_id,
-        sys_flag=header.int_field("sysFlag", 0),
-        born_timestamp=header.int_field("bornTimestamp", 0),
+        sys_flag=header.sys_flag,
+        born_timestamp=header.born_timestamp,
         born_host=born_host_of(conn),
-        reconsume_times=header.int_field("reconsumeTimes", 0),
+        reconsume_times=header.reconsume_times or 0,
     )
 
 
-def messages_from_request(request, header, topic: str, queue_id: int, conn) -> list[MessageExt] | str:
+def messages_from_request(
+    request, header: SendMessageRequestHeader, topic: str, queue_id: int, conn
+) -> list[MessageExt] | str:
     """The messages of a send request (one, or a batch); a reason string when the batch is bad."""
-    if not (request.code == RequestCode.SEND_BATCH_MESSAGE or header.bool_field("batch")):
+    if not (request.code == RequestCode.SEND_BATCH_MESSAGE or header.batch):
         return [single_message(request, header, topic, queue_id, conn)]
     try:
         batch = decode_batch(request.body, topic)
@@ -109,24 +110,25 @@ def messages_from_request(request, header, topic: str, queue_id: int, conn) -> l
         return str(exc)
     if not batch:
         return "the batch is empty"
-    base = {
-        "sys_flag": header.int_field("sysFlag", 0),
-        "born_timestamp": header.int_field("bornTimestamp", 0),
-        "born_host": born_host_of(conn),
-        "reconsume_times": header.int_field("reconsumeTimes", 0),
-    }
-    return [MessageExt(topic, m.body, m.flag, m.properties, queue_id=queue_id, **base) for m in batch]
+    born_host, reconsume_times = born_host_of(conn), header.reconsume_times or 0
+    return [
+        MessageExt(
+            topic, m.body, m.flag, m.properties, queue_id=queue_id, sys_flag=header.sys_flag,
+            born_timestamp=header.born_timestamp, born_host=born_host, reconsume_times=reconsume_times,
+        )
+        for m in batch
+    ]  # fmt: skip
 
 
 class SendProcessor:
-    def __init__(self, broker) -> None:
+    def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
 
     def send(self, conn, request: RemotingCommand) -> RemotingCommand | Awaitable[RemotingCommand]:
         """Answers at once on an ASYNC_FLUSH store; returns an awaitable when the message must
         be flushed (SYNC_FLUSH) before the producer hears of it."""
-        header = RemotingCommand(code=request.code, ext_fields=v1_fields(request))
-        topic = header.field("topic") or ""
+        header = decode_send_request(request.ext_fields)
+        topic = header.topic
         refused = send_refusal(request, topic, ResponseCode.MESSAGE_ILLEGAL)
         if refused is not None:
             return refused
@@ -136,11 +138,10 @@ class SendProcessor:
                 ResponseCode.NO_PERMISSION,
                 f"the broker[{self.broker.config.broker_ip1}] sending message is forbidden",
             )
-        config = self._topic_config(header, topic)
+        config = self._topic_config(request, header, topic)
         if isinstance(config, RemotingCommand):
-            config.opaque = request.opaque
             return config
-        queue_id = header.int_field("queueId", -1)
+        queue_id = header.queue_id
         if queue_id < 0:
             queue_id = random.randrange(config.write_queue_nums)
         elif queue_id >= config.write_queue_nums:
@@ -170,15 +171,12 @@ class SendProcessor:
     async def _response_when_flushed(self, request, pending_result, queue_id: int) -> RemotingCommand:
         return self._response(request, await pending_result, queue_id)
 
-    def _topic_config(self, header: RemotingCommand, topic: str):
+    def _topic_config(self, request, header: SendMessageRequestHeader, topic: str):
         topics = self.broker.topics
         config = topics.get(topic)
         if config is None and not tc.is_retry_topic(topic):
             config = topics.create_in_send(
-                topic,
-                header.field("defaultTopic") or tc.AUTO_CREATE_TOPIC_KEY_TOPIC,
-                header.int_field("defaultTopicQueueNums", 4),
-                header.int_field("topicSysFlag", 0),
+                topic, header.default_topic, header.default_topic_queue_nums, header.topic_sys_flag or 0
             )
             if config is not None:
                 self.broker.register_soon()
@@ -191,15 +189,17 @@ class SendProcessor:
             )
         if config is None:
             return response_to(
-                header, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!"
+                request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!"
             )
         if not tc.is_writeable(config.perm):
             return response_to(
-                header, ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden"
+                request, ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden"
             )
         return config
 
-    def _redirect(self, request, header, messages: list[MessageExt]) -> RemotingCommand | None:
+    def _redirect(
+        self, request, header: SendMessageRequestHeader, messages: list[MessageExt]
+    ) -> RemotingCommand | None:
         """Move a message to the topic it really belongs in now; a response when refused."""
         if len(messages) == 1:  # the common case first: a plain message stays where it is
             plain = messages[0]
@@ -218,7 +218,7 @@ class SendProcessor:
                     ResponseCode.MESSAGE_ILLEGAL,
                     f"the {const.PROPERTY_DELAY_TIME_LEVEL} property {level!r} is not a number",
                 )
-        if len(messages) > 1 or request.code == 320 or header.bool_field("batch"):
+        if len(messages) > 1 or request.code == RequestCode.SEND_BATCH_MESSAGE or header.batch:
             if any(m.delay_time_level > 0 for m in messages):
                 return response_to(
                     request, ResponseCode.MESSAGE_ILLEGAL, "delayed messages cannot be batched"
@@ -235,7 +235,9 @@ class SendProcessor:
         to_schedule_message(msg, self.broker.schedule.max_level)
         return None
 
-    def _retry_or_dlq(self, request, header, msg: MessageExt) -> RemotingCommand | None:
+    def _retry_or_dlq(
+        self, request, header: SendMessageRequestHeader, msg: MessageExt
+    ) -> RemotingCommand | None:
         """A client re-sending to a retry topic itself: past its reconsume times it is dead."""
         group = msg.topic[len(tc.RETRY_GROUP_TOPIC_PREFIX) :]
         group_config = self.broker.groups.find(group)
@@ -243,8 +245,8 @@ class SendProcessor:
             return response_to(
                 request, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}"
             )
-        max_times = header.int_field("maxReconsumeTimes", -1)
-        if max_times < 0:
+        max_times = header.max_reconsume_times
+        if max_times is None or max_times < 0:
             max_times = group_config.retry_max_times
         if msg.reconsume_times >= max_times:
             ensure_dlq_topic(self.broker, group)
@@ -271,13 +273,14 @@ def born_host_of(conn) -> tuple[str, int]:
     """The producer's address as a message's born host (parsed once per connection)."""
     host = conn.attributes.get("born_host")
     if host is None:
-        host = conn.attributes["born_host"] = _host_port(conn.remote_addr)
+        host = conn.attributes["born_host"] = _born_host(conn.remote_addr)
     return host
 
 
-def _host_port(addr: str) -> tuple[str, int]:
-    host, _, port = addr.rpartition(":")
+def _born_host(addr: str) -> tuple[str, int]:
+    # A connection without a usable address (a test transport) is the loopback, port 0.
     try:
-        return host.strip("[]") or "127.0.0.1", int(port)
+        ip, port = parse_host(addr)
     except ValueError:
         return "127.0.0.1", 0
+    return ip or "127.0.0.1", port
