@@ -5,6 +5,19 @@ from __future__ import annotations
 import logging
 
 from broker.common.codes import RequestCode, ResponseCode
+from broker.common.request_headers import (
+    DeleteKVConfigRequestHeader,
+    DeleteTopicFromNamesrvRequestHeader,
+    GetKVConfigRequestHeader,
+    GetKVListByNamespaceRequestHeader,
+    GetRouteInfoRequestHeader,
+    GetTopicsByClusterRequestHeader,
+    PutKVConfigRequestHeader,
+    QueryDataVersionRequestHeader,
+    RegisterBrokerRequestHeader,
+    UnRegisterBrokerRequestHeader,
+    WipeWritePermOfBrokerRequestHeader,
+)
 from broker.remoting import fastjson
 from broker.remoting.command import RemotingCommand, response_to
 from broker.remoting.server import RemotingServer
@@ -44,21 +57,22 @@ class NamesrvProcessor:
 
     # -- brokers ------------------------------------------------------------------------------
     async def register_broker(self, conn, request: RemotingCommand) -> RemotingCommand:
-        expected_crc = request.int_field("bodyCrc32", 0)
+        header = RegisterBrokerRequestHeader.from_ext_fields(request.ext_fields)
+        expected_crc = header.body_crc32
         if expected_crc and body_crc32(request.body) != expected_crc:
             return response_to(request, ResponseCode.SYSTEM_ERROR,
                                f"crc32 not match: the body's is {body_crc32(request.body)}, the header says "
                                f"{expected_crc}")  # fmt: skip
         try:
-            body = decode_register_body(request.body, request.bool_field("compressed"))
+            body = decode_register_body(request.body, header.compressed)
         except RegisterBodyError as exc:
             return response_to(request, ResponseCode.SYSTEM_ERROR, str(exc))
         reg = Registration(
-            cluster=request.field("clusterName") or "DefaultCluster",
-            broker_name=_required(request, "brokerName"),
-            broker_addr=_required(request, "brokerAddr"),
-            broker_id=request.int_field("brokerId"),
-            ha_server_addr=request.field("haServerAddr") or "",
+            cluster=header.cluster_name,
+            broker_name=header.broker_name,
+            broker_addr=header.broker_addr,
+            broker_id=header.broker_id,
+            ha_server_addr=header.ha_server_addr,
             topic_configs=body.topic_configs,
             data_version=body.data_version,
             connection=conn,
@@ -72,12 +86,12 @@ class NamesrvProcessor:
                            body=body)  # fmt: skip
 
     async def unregister_broker(self, conn, request: RemotingCommand) -> RemotingCommand:
-        self.routes.unregister(request.field("clusterName") or "", _required(request, "brokerName"),
-                               _required(request, "brokerAddr"), request.int_field("brokerId"))  # fmt: skip
+        header = UnRegisterBrokerRequestHeader.from_ext_fields(request.ext_fields)
+        self.routes.unregister(header.cluster_name, header.broker_name, header.broker_addr, header.broker_id)
         return response_to(request)
 
     async def query_data_version(self, conn, request: RemotingCommand) -> RemotingCommand:
-        addr = _required(request, "brokerAddr")
+        addr = QueryDataVersionRequestHeader.from_ext_fields(request.ext_fields).broker_addr
         theirs = fastjson.loads(request.body) if request.body else None
         ours = self.routes.data_version_of(addr)
         changed = ours is None or theirs != ours
@@ -87,12 +101,13 @@ class NamesrvProcessor:
         )
 
     async def wipe_write_perm(self, conn, request: RemotingCommand) -> RemotingCommand:
-        count = self.routes.wipe_write_perm(_required(request, "brokerName"))
+        header = WipeWritePermOfBrokerRequestHeader.from_ext_fields(request.ext_fields)
+        count = self.routes.wipe_write_perm(header.broker_name)
         return response_to(request, ext_fields={"wipeTopicCount": count})
 
     # -- routes -------------------------------------------------------------------------------
     async def get_route(self, conn, request: RemotingCommand) -> RemotingCommand:
-        topic = _required(request, "topic")
+        topic = GetRouteInfoRequestHeader.from_ext_fields(request.ext_fields).topic
         route = self.routes.topic_route(topic, self.kv.get(ORDER_TOPIC_NAMESPACE, topic))
         if route is None:
             return response_to(request, ResponseCode.TOPIC_NOT_EXIST,
@@ -106,7 +121,8 @@ class NamesrvProcessor:
         return response_to(request, body=fastjson.dumps({"topicList": self.routes.all_topics()}))
 
     async def topics_by_cluster(self, conn, request: RemotingCommand) -> RemotingCommand:
-        topics = self.routes.topics_of_cluster(_required(request, "cluster"))
+        cluster = GetTopicsByClusterRequestHeader.from_ext_fields(request.ext_fields).cluster
+        topics = self.routes.topics_of_cluster(cluster)
         return response_to(request, body=fastjson.dumps({"topicList": topics}))
 
     async def system_topics(self, conn, request: RemotingCommand) -> RemotingCommand:
@@ -118,16 +134,20 @@ class NamesrvProcessor:
         return response_to(request, body=fastjson.dumps(body))
 
     async def delete_topic(self, conn, request: RemotingCommand) -> RemotingCommand:
-        self.routes.delete_topic(_required(request, "topic"))
+        self.routes.delete_topic(
+            DeleteTopicFromNamesrvRequestHeader.from_ext_fields(request.ext_fields).topic
+        )
         return response_to(request)
 
     # -- KV config ----------------------------------------------------------------------------
     async def put_kv(self, conn, request: RemotingCommand) -> RemotingCommand:
-        self.kv.put(_required(request, "namespace"), _required(request, "key"), request.field("value") or "")
+        header = PutKVConfigRequestHeader.from_ext_fields(request.ext_fields)
+        self.kv.put(header.namespace, header.key, header.value)
         return response_to(request)
 
     async def get_kv(self, conn, request: RemotingCommand) -> RemotingCommand:
-        namespace, key = _required(request, "namespace"), _required(request, "key")
+        header = GetKVConfigRequestHeader.from_ext_fields(request.ext_fields)
+        namespace, key = header.namespace, header.key
         value = self.kv.get(namespace, key)
         if value is None:
             return response_to(
@@ -136,21 +156,15 @@ class NamesrvProcessor:
         return response_to(request, ext_fields={"value": value})
 
     async def delete_kv(self, conn, request: RemotingCommand) -> RemotingCommand:
-        self.kv.delete(_required(request, "namespace"), _required(request, "key"))
+        header = DeleteKVConfigRequestHeader.from_ext_fields(request.ext_fields)
+        self.kv.delete(header.namespace, header.key)
         return response_to(request)
 
     async def kv_list(self, conn, request: RemotingCommand) -> RemotingCommand:
-        namespace = _required(request, "namespace")
+        namespace = GetKVListByNamespaceRequestHeader.from_ext_fields(request.ext_fields).namespace
         table = self.kv.namespace(namespace)
         if not table:
             return response_to(
                 request, ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {namespace}"
             )
         return response_to(request, body=fastjson.dumps({"table": table}))
-
-
-def _required(request: RemotingCommand, name: str) -> str:
-    value = request.field(name)
-    if not value:
-        raise ValueError(f"the request header lacks the field {name!r}")
-    return value

@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import orjson
 
 from broker.common import topic_config as tc
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.conf_file import ConfError, parse_properties
+from broker.common.message_codec import decode_offset_msg_id
+from broker.common.request_headers import (
+    ConsumeMessageDirectlyResultRequestHeader,
+    CreateTopicRequestHeader,
+    DeleteSubscriptionGroupRequestHeader,
+    DeleteTopicRequestHeader,
+    GetConsumerConnectionListRequestHeader,
+    GetConsumerRunningInfoRequestHeader,
+    GetConsumeStatsRequestHeader,
+    GetProducerConnectionListRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+    QueryTopicConsumeByWhoRequestHeader,
+    ResetOffsetRequestHeader,
+)
 from broker.common.topic_config import TopicConfig
 from broker.remoting import fastjson
 from broker.remoting.command import RemotingCommand, create_request, response_to
@@ -14,18 +30,22 @@ from broker.remoting.command import RemotingCommand, create_request, response_to
 from ..config_schema import FixedConfigKeyError
 from ..subscription_manager import SubscriptionGroupConfig
 
+if TYPE_CHECKING:
+    from ..controller import BrokerController
+
 
 def _mq(topic: str, broker_name: str, queue_id: int) -> dict:
     return {"brokerName": broker_name, "queueId": queue_id, "topic": topic}
 
 
 class AdminProcessor:
-    def __init__(self, broker) -> None:
+    def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
 
     # -- topics -------------------------------------------------------------------------------
     async def create_topic(self, conn, request: RemotingCommand) -> RemotingCommand:
-        topic = request.field("topic") or ""
+        header = CreateTopicRequestHeader.from_ext_fields(request.ext_fields)
+        topic = header.topic
         reason = tc.validate_topic(topic)
         if reason:
             return response_to(request, ResponseCode.SYSTEM_ERROR, reason)
@@ -37,12 +57,12 @@ class AdminProcessor:
             )
         config = TopicConfig(
             topic,
-            request.int_field("readQueueNums", 16),
-            request.int_field("writeQueueNums", 16),
-            request.int_field("perm", tc.PERM_READ | tc.PERM_WRITE),
-            request.field("topicFilterType") or "SINGLE_TAG",
-            request.int_field("topicSysFlag", 0),
-            request.bool_field("order"),
+            header.read_queue_nums,
+            header.write_queue_nums,
+            header.perm,
+            header.topic_filter_type,
+            header.topic_sys_flag or 0,
+            header.order,
         )
         if config.read_queue_nums < 1 or config.write_queue_nums < 1:
             return response_to(request, ResponseCode.SYSTEM_ERROR, "queue numbers must be at least 1")
@@ -51,7 +71,7 @@ class AdminProcessor:
         return response_to(request)
 
     async def delete_topic(self, conn, request: RemotingCommand) -> RemotingCommand:
-        topic = request.field("topic") or ""
+        topic = DeleteTopicRequestHeader.from_ext_fields(request.ext_fields).topic
         if tc.is_system_topic(topic):
             return response_to(request, ResponseCode.SYSTEM_ERROR, f"the topic[{topic}] is a system topic")
         self.broker.topics.delete(topic)
@@ -64,7 +84,7 @@ class AdminProcessor:
         return response_to(request, body=fastjson.dumps(self.broker.topics.serialize_wrapper()))
 
     async def topic_stats(self, conn, request: RemotingCommand) -> RemotingCommand:
-        topic = request.field("topic") or ""
+        topic = GetTopicStatsInfoRequestHeader.from_ext_fields(request.ext_fields).topic
         config = self.broker.topics.get(topic)
         if config is None:
             return response_to(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
@@ -82,7 +102,7 @@ class AdminProcessor:
         return response_to(request, body=fastjson.dumps({"offsetTable": fastjson.ObjectKeyMap(entries)}))
 
     async def topic_consume_by_who(self, conn, request: RemotingCommand) -> RemotingCommand:
-        topic = request.field("topic") or ""
+        topic = QueryTopicConsumeByWhoRequestHeader.from_ext_fields(request.ext_fields).topic
         groups = self.broker.consumers.groups_subscribing(topic) | self.broker.offsets.groups_of_topic(topic)
         return response_to(request, body=fastjson.dumps({"groupList": sorted(groups)}))
 
@@ -96,7 +116,7 @@ class AdminProcessor:
         return response_to(request)
 
     async def delete_group(self, conn, request: RemotingCommand) -> RemotingCommand:
-        group = request.field("groupName") or ""
+        group = DeleteSubscriptionGroupRequestHeader.from_ext_fields(request.ext_fields).group_name
         self.broker.groups.delete(group)
         self.broker.offsets.remove_group(group)
         self.broker.stats.forget_group(group)
@@ -106,7 +126,8 @@ class AdminProcessor:
         return response_to(request, body=fastjson.dumps(self.broker.groups.wrapper()))
 
     async def consume_stats(self, conn, request: RemotingCommand) -> RemotingCommand:
-        group, only_topic = request.field("consumerGroup") or "", request.field("topic")
+        header = GetConsumeStatsRequestHeader.from_ext_fields(request.ext_fields)
+        group, only_topic = header.consumer_group, header.topic
         broker, store = self.broker, self.broker.store
         topics = {only_topic} if only_topic else broker.offsets.topics_of_group(group)
         info = broker.consumers.groups.get(group)
@@ -140,7 +161,7 @@ class AdminProcessor:
         return response_to(request, body=fastjson.dumps(body))
 
     async def consumer_connections(self, conn, request: RemotingCommand) -> RemotingCommand:
-        group = request.field("consumerGroup") or ""
+        group = GetConsumerConnectionListRequestHeader.from_ext_fields(request.ext_fields).consumer_group
         info = self.broker.consumers.groups.get(group)
         if info is None:
             return response_to(
@@ -156,15 +177,16 @@ class AdminProcessor:
         return response_to(request, body=fastjson.dumps(body))
 
     async def producer_connections(self, conn, request: RemotingCommand) -> RemotingCommand:
-        channels = self.broker.producers.groups.get(request.field("producerGroup") or "", {})
+        group = GetProducerConnectionListRequestHeader.from_ext_fields(request.ext_fields).producer_group
+        channels = self.broker.producers.groups.get(group, {})
         body = {"connectionSet": [c.to_connection_json() for c in channels.values()]}
         return response_to(request, body=fastjson.dumps(body))
 
     async def reset_offset(self, conn, request: RemotingCommand) -> RemotingCommand:
         """Rewrite a group's offsets to the first message at/after a time (-1 = latest). Without
         isForce an offset only moves back, as in RocketMQ, so nothing unread is skipped."""
-        topic, group = request.field("topic") or "", request.field("group") or ""
-        timestamp, force = request.int_field("timestamp"), request.bool_field("isForce", True)
+        header = ResetOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        topic, group, timestamp, force = header.topic, header.group, header.timestamp, header.is_force
         config = self.broker.topics.get(topic)
         if config is None:
             return response_to(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
@@ -228,15 +250,18 @@ class AdminProcessor:
 
     async def forward_to_client(self, conn, request: RemotingCommand) -> RemotingCommand:
         """GET_CONSUMER_RUNNING_INFO / CONSUME_MESSAGE_DIRECTLY: ask the named client, relay its answer."""
-        group, client_id = request.field("consumerGroup") or "", request.field("clientId") or ""
+        if request.code == RequestCode.CONSUME_MESSAGE_DIRECTLY:
+            direct = ConsumeMessageDirectlyResultRequestHeader.from_ext_fields(request.ext_fields)
+            group, client_id, msg_id = direct.consumer_group, direct.client_id or "", direct.msg_id
+        else:
+            running = GetConsumerRunningInfoRequestHeader.from_ext_fields(request.ext_fields)
+            group, client_id, msg_id = running.consumer_group, running.client_id, None
         info = self.broker.consumers.groups.get(group)
         channel = info.channels.get(client_id) if info else None
         if channel is None:
             return response_to(request, ResponseCode.SYSTEM_ERROR, f"The Consumer <{client_id}> not online")
-        if request.code == RequestCode.CONSUME_MESSAGE_DIRECTLY and request.field("msgId"):
-            from broker.common.message_codec import decode_offset_msg_id
-
-            _, offset = decode_offset_msg_id(request.field("msgId"))
+        if msg_id:
+            _, offset = decode_offset_msg_id(msg_id)
             record = self.broker.store.select_one_message_by_offset(offset)
             if record is None:
                 return response_to(request, ResponseCode.SYSTEM_ERROR, "the message does not exist")

@@ -5,20 +5,35 @@ from __future__ import annotations
 import functools
 import logging
 import os
+from typing import TYPE_CHECKING
 
 from broker.common import topic_config as tc
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.filter import check_subscription
+from broker.common.request_headers import (
+    GetConsumerListByGroupRequestHeader,
+    GetEarliestMsgStoretimeRequestHeader,
+    GetMaxOffsetRequestHeader,
+    GetMinOffsetRequestHeader,
+    NotifyConsumerIdsChangedRequestHeader,
+    QueryConsumerOffsetRequestHeader,
+    SearchOffsetRequestHeader,
+    UnregisterClientRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+)
 from broker.remoting import fastjson
 from broker.remoting.command import RemotingCommand, create_request, response_to
 
 from ..client_manager import ClientChannel, now_ms
 
+if TYPE_CHECKING:
+    from ..controller import BrokerController
+
 log = logging.getLogger(__name__)
 
 
 class ClientProcessor:
-    def __init__(self, broker) -> None:
+    def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
 
     async def heartbeat(self, conn, request: RemotingCommand) -> RemotingCommand:
@@ -56,16 +71,17 @@ class ClientProcessor:
             self.broker.notify_consumer_ids_changed(group)
 
     async def unregister(self, conn, request: RemotingCommand) -> RemotingCommand:
-        client_id = request.field("clientID") or ""
-        if request.field("producerGroup"):
-            self.broker.producers.unregister(request.field("producerGroup"), client_id)
-        group = request.field("consumerGroup")
+        header = UnregisterClientRequestHeader.from_ext_fields(request.ext_fields)
+        client_id = header.client_id
+        if header.producer_group:
+            self.broker.producers.unregister(header.producer_group, client_id)
+        group = header.consumer_group
         if group and self.broker.consumers.unregister(group, client_id):
             self.broker.notify_consumer_ids_changed(group)
         return response_to(request)
 
     async def consumer_list(self, conn, request: RemotingCommand) -> RemotingCommand:
-        group = request.field("consumerGroup") or ""
+        group = GetConsumerListByGroupRequestHeader.from_ext_fields(request.ext_fields).consumer_group
         info = self.broker.consumers.groups.get(group)
         if info is None:
             return response_to(request, ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {group}")
@@ -96,15 +112,12 @@ class ClientProcessor:
 
 
 class OffsetProcessor:
-    def __init__(self, broker) -> None:
+    def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
 
     async def query_consumer_offset(self, conn, request: RemotingCommand) -> RemotingCommand:
-        group, topic, queue_id = (
-            request.field("consumerGroup"),
-            request.field("topic"),
-            request.int_field("queueId"),
-        )
+        header = QueryConsumerOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        group, topic, queue_id = header.consumer_group, header.topic, header.queue_id
         offset = self.broker.offsets.query(group, topic, queue_id)
         if offset >= 0:
             return response_to(request, ext_fields={"offset": offset})
@@ -134,36 +147,30 @@ class OffsetProcessor:
         return store.max_physic_offset - physical > in_memory
 
     async def update_consumer_offset(self, conn, request: RemotingCommand) -> RemotingCommand:
-        self.broker.offsets.commit(
-            request.field("consumerGroup"),
-            request.field("topic"),
-            request.int_field("queueId"),
-            request.int_field("commitOffset"),
-        )
+        header = UpdateConsumerOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        self.broker.offsets.commit(header.consumer_group, header.topic, header.queue_id, header.commit_offset)
         return response_to(request)
 
     async def search_offset(self, conn, request: RemotingCommand) -> RemotingCommand:
+        header = SearchOffsetRequestHeader.from_ext_fields(request.ext_fields)
         offset = self.broker.store.get_offset_in_queue_by_time(
-            request.field("topic"), request.int_field("queueId"), request.int_field("timestamp")
+            header.topic, header.queue_id, header.timestamp
         )
         return response_to(request, ext_fields={"offset": offset})
 
     async def max_offset(self, conn, request: RemotingCommand) -> RemotingCommand:
-        offset = self.broker.store.get_max_offset_in_queue(
-            request.field("topic"), request.int_field("queueId")
-        )
+        header = GetMaxOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        offset = self.broker.store.get_max_offset_in_queue(header.topic, header.queue_id)
         return response_to(request, ext_fields={"offset": offset})
 
     async def min_offset(self, conn, request: RemotingCommand) -> RemotingCommand:
-        offset = self.broker.store.get_min_offset_in_queue(
-            request.field("topic"), request.int_field("queueId")
-        )
+        header = GetMinOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        offset = self.broker.store.get_min_offset_in_queue(header.topic, header.queue_id)
         return response_to(request, ext_fields={"offset": offset})
 
     async def earliest_time(self, conn, request: RemotingCommand) -> RemotingCommand:
-        timestamp = self.broker.store.get_earliest_message_time(
-            request.field("topic"), request.int_field("queueId")
-        )
+        header = GetEarliestMsgStoretimeRequestHeader.from_ext_fields(request.ext_fields)
+        timestamp = self.broker.store.get_earliest_message_time(header.topic, header.queue_id)
         return response_to(request, ext_fields={"timestamp": timestamp})
 
     async def all_consumer_offsets(self, conn, request: RemotingCommand) -> RemotingCommand:
@@ -181,4 +188,5 @@ def total_physical_memory() -> int:
 
 
 def notify_request(group: str) -> RemotingCommand:
-    return create_request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": group}, oneway=True)
+    header = NotifyConsumerIdsChangedRequestHeader(group)
+    return create_request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, header.to_ext_fields(), oneway=True)

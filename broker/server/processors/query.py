@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from broker.common.codes import ResponseCode
 from broker.common.message_codec import encode_message
+from broker.common.request_headers import QueryMessageRequestHeader, ViewMessageRequestHeader
 from broker.remoting.command import RemotingCommand, response_to
+
+if TYPE_CHECKING:
+    from ..controller import BrokerController
 
 
 class QueryProcessor:
-    def __init__(self, broker) -> None:
+    def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
 
     async def query_message(self, conn, request: RemotingCommand) -> RemotingCommand:
         store = self.broker.store
-        topic, key = request.field("topic") or "", request.field("key") or ""
-        max_num = min(request.int_field("maxNum", 32), 64)
-        begin, end = request.int_field("beginTimestamp", 0), request.int_field("endTimestamp", 2**62)
-        found = store.query_message(topic, key, max_num, begin, end)
+        header = QueryMessageRequestHeader.from_ext_fields(request.ext_fields)
+        max_num = min(header.max_num, 64)
+        found = store.query_message(
+            header.topic, header.key, max_num, header.begin_timestamp, header.end_timestamp
+        )
         fields = {
             "indexLastUpdateTimestamp": store.index.last_update_timestamp(),
             "indexLastUpdatePhyoffset": store.index.last_commitlog_offset(),
@@ -32,7 +39,7 @@ class QueryProcessor:
         return response_to(request, ext_fields=fields, body=body)
 
     async def view_message_by_id(self, conn, request: RemotingCommand) -> RemotingCommand:
-        offset = request.int_field("offset")
+        offset = ViewMessageRequestHeader.from_ext_fields(request.ext_fields).offset
         record = self.broker.store.select_one_message_by_offset(offset)
         if record is None:
             return response_to(
