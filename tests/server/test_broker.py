@@ -13,6 +13,7 @@ from broker.common.codes import RequestCode as RC
 from broker.common.codes import ResponseCode
 from broker.common.message import Message
 from broker.common.message_codec import decode_messages
+from broker.common.pull_sysflag import FLAG_SUBSCRIPTION, FLAG_SUSPEND
 from broker.remoting import fastjson
 from broker.remoting.client import RemotingClient, SyncRemotingClient
 from broker.remoting.command import create_request, response_to
@@ -20,8 +21,6 @@ from broker.remoting.connection import MAX_BACKLOG_COMMANDS
 from broker.remoting.frame import FrameDecoder, encode_frame
 from tests.harness import SMALL_STORE_CONF, EngineProcess, free_port, wait_until
 from tests.listener_failures import ListenerFailures
-
-FLAG_SUSPEND, FLAG_SUBSCRIPTION = 0x2, 0x4
 
 
 def start_broker(namesrv_addr, store_dir, name, port=None, extra=""):

@@ -5,12 +5,12 @@ import pytest
 
 from broker.common.codes import RequestCode as RC
 from broker.common.codes import ResponseCode
+from broker.common.pull_sysflag import FLAG_SUBSCRIPTION
 from broker.remoting import fastjson
 from tests.server.refusals_broker import READ, WRITE, RefusalBroker, assert_refused
 
 TOPIC = "ReadRefusals"
 GROUP = "read-refusal-group"
-FLAG_SUBSCRIPTION = 0x4
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ from broker.common.message import MessageExt
 from broker.common.message_codec import decode_message
 from broker.common.request_headers import EndTransactionRequestHeader
 from broker.common.sysflag import TRANSACTION_COMMIT_TYPE, transaction_value
+from broker.common.system_names import TRANSACTION_CHECK_GROUP
 from broker.server.client_manager import ProducerManager
 from broker.server.config import BrokerConfig
 from broker.server.topic_manager import TopicConfigManager
@@ -92,8 +93,8 @@ def test_checker_renews_old_half_messages_then_parks_them_after_check_max(broker
     assert parked.body == b"lost" and parked.properties[const.PROPERTY_REAL_TOPIC] == "Orders"
     assert broker.topics.get(tc.TRANS_CHECK_MAX_TIME_TOPIC) is not None
     # Progress is stored as the system group's consumer offsets: everything was passed.
-    assert broker.offsets.query(hm.CHECK_GROUP, tc.TRANS_HALF_TOPIC, 0) == 4
-    assert broker.offsets.query(hm.CHECK_GROUP, tc.TRANS_OP_HALF_TOPIC, 0) == 1
+    assert broker.offsets.query(TRANSACTION_CHECK_GROUP, tc.TRANS_HALF_TOPIC, 0) == 4
+    assert broker.offsets.query(TRANSACTION_CHECK_GROUP, tc.TRANS_OP_HALF_TOPIC, 0) == 1
     assert bodies(broker.store, "Orders", 3) == []
 
 
@@ -104,4 +105,4 @@ def test_young_half_messages_wait(broker):
     asyncio.run(checker.check_round())
     broker.store.wait_for_dispatch()
     assert len(bodies(broker.store, tc.TRANS_HALF_TOPIC, 0)) == 1
-    assert broker.offsets.query(hm.CHECK_GROUP, tc.TRANS_HALF_TOPIC, 0) == 0
+    assert broker.offsets.query(TRANSACTION_CHECK_GROUP, tc.TRANS_HALF_TOPIC, 0) == 0

@@ -15,7 +15,6 @@ from broker.common.message import MessageExt
 from broker.common.sysflag import TRANSACTION_NOT_TYPE, reset_transaction_value
 from broker.common.topic_config import TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 
-CHECK_GROUP = "CID_RMQ_SYS_TRANS"  # RocketMQ's MixAll.CID_SYS_RMQ_TRANS
 REMOVE_TAG = "d"
 HALF_QUEUE_ID = 0
 

@@ -12,6 +12,7 @@ from broker.common.message import MessageExt
 from broker.common.message_codec import MessageDecodeError, decode_message
 from broker.common.request_headers import EndTransactionRequestHeader
 from broker.common.sysflag import TRANSACTION_COMMIT_TYPE
+from broker.common.system_names import TRANSACTION_CHECK_GROUP
 from broker.store.results import PutMessageResult
 
 from . import half_message as hm
@@ -38,11 +39,13 @@ class TransactionalMessageService:
 
     # -- progress kept as consumer offsets of the system group -----------------------------------
     def half_offset(self) -> int:
-        committed = self.broker.offsets.query(hm.CHECK_GROUP, tc.TRANS_HALF_TOPIC, hm.HALF_QUEUE_ID)
+        committed = self.broker.offsets.query(TRANSACTION_CHECK_GROUP, tc.TRANS_HALF_TOPIC, hm.HALF_QUEUE_ID)
         return committed if committed >= 0 else self.store.get_min_offset_in_queue(tc.TRANS_HALF_TOPIC, 0)
 
     def op_offset(self) -> int:
-        committed = self.broker.offsets.query(hm.CHECK_GROUP, tc.TRANS_OP_HALF_TOPIC, hm.HALF_QUEUE_ID)
+        committed = self.broker.offsets.query(
+            TRANSACTION_CHECK_GROUP, tc.TRANS_OP_HALF_TOPIC, hm.HALF_QUEUE_ID
+        )
         return committed if committed >= 0 else self.store.get_min_offset_in_queue(tc.TRANS_OP_HALF_TOPIC, 0)
 
     def commit_progress(self, half_offset: int) -> None:
@@ -57,8 +60,8 @@ class TransactionalMessageService:
         del self.pending_ops[:done]
         self.resolved = {offset for offset in self.resolved if offset >= half_offset}
         offsets = self.broker.offsets
-        offsets.commit(hm.CHECK_GROUP, tc.TRANS_HALF_TOPIC, hm.HALF_QUEUE_ID, half_offset)
-        offsets.commit(hm.CHECK_GROUP, tc.TRANS_OP_HALF_TOPIC, hm.HALF_QUEUE_ID, op_offset)
+        offsets.commit(TRANSACTION_CHECK_GROUP, tc.TRANS_HALF_TOPIC, hm.HALF_QUEUE_ID, half_offset)
+        offsets.commit(TRANSACTION_CHECK_GROUP, tc.TRANS_OP_HALF_TOPIC, hm.HALF_QUEUE_ID, op_offset)
 
     def read_new_ops(self) -> None:
         """Learn the op records written since the last look (after a restart: since the op offset)."""
