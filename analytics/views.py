@@ -7,6 +7,7 @@ such action leaves an audit record.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NoReturn
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
@@ -16,9 +17,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_celery_beat.models import PeriodicTask
 
-from console.audit import audit
-from console.models import AuditRecord
-from console.roles import require_permission
+from console.public import AuditRecord, audit, require_permission
 
 from . import charts
 from .forms import RunForm, ScheduleForm
@@ -170,7 +169,7 @@ def schedule_create(request):
 def schedule_edit(request, schedule_id: int):
     task = _schedules().filter(pk=schedule_id).first()
     if task is None:
-        return _schedule_not_found(request, "analytics.schedule.update", schedule_id)
+        _schedule_not_found(request, "analytics.schedule.update", schedule_id)
     return _schedule_form(request, task, "analytics.schedule.update")
 
 
@@ -193,7 +192,7 @@ def _schedule_form(request, task: PeriodicTask | None, action: str) -> HttpRespo
 def schedule_toggle(request, schedule_id: int):
     task = _schedules().filter(pk=schedule_id).first()
     if task is None:
-        return _schedule_not_found(request, "analytics.schedule.toggle", schedule_id)
+        _schedule_not_found(request, "analytics.schedule.toggle", schedule_id)
     task.enabled = not task.enabled
     task.save(update_fields=["enabled"])
     # One action name for the button, refused or done; what it did is the detail.
@@ -211,21 +210,19 @@ def schedule_toggle(request, schedule_id: int):
 def schedule_delete(request, schedule_id: int):
     task = _schedules().filter(pk=schedule_id).first()
     if task is None:
-        return _schedule_not_found(request, "analytics.schedule.delete", schedule_id)
+        _schedule_not_found(request, "analytics.schedule.delete", schedule_id)
     name = task.name
     task.delete()
     audit(request, "analytics.schedule.delete", target=name)
     return redirect("analytics:schedule_list")
 
 
-def _schedule_not_found(request, action: str, schedule_id: int) -> HttpResponse:
-    """A 404 that names the missing schedule (Django's bare page says nothing), audited as failed:
-    a stale page's button, or a periodic task that is not a report schedule."""
+def _schedule_not_found(request, action: str, schedule_id: int) -> NoReturn:
+    """A 404 that names the missing schedule, audited as failed: a stale page's button, or a
+    periodic task that is not a report schedule."""
     reason = f"report schedule {schedule_id} does not exist (deleted, or not a report schedule)"
     audit(request, action, target=f"schedule {schedule_id}", result=AuditRecord.RESULT_FAILED, detail=reason)
-    advice = "The Schedules page lists the schedules that exist."
-    context = {"title": "Not found", "error": reason, "advice": advice}
-    return render(request, "console/cluster_error.html", context, status=404)
+    raise Http404(reason)
 
 
 def _printable(post) -> dict:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.project.settings")
 
 
 def percentile(samples: list[float], fraction: float) -> float:
@@ -31,7 +31,7 @@ def percentile(samples: list[float], fraction: float) -> float:
 
 def populate(admin, cluster_name: str, topics: int, groups: int) -> tuple[list[str], list[str]]:
     """Topics on both brokers, groups with a config and one committed offset each (requests fanned out)."""
-    from console.cluster_queries import fan_out
+    from console.services.cluster_queries import fan_out
 
     masters = admin.resolve_masters(None, cluster_name)
     topic_names = [f"BenchTopic{i:04d}" for i in range(topics)]

@@ -43,7 +43,7 @@ def _percentile(sorted_values: list[float], fraction: float) -> float:
 def _session_cookie(var_dir: Path) -> str:
     """A logged-in session of a viewer, made with Django's own session store (same database)."""
     os.environ["CONSOLE_VAR_DIR"] = str(var_dir)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.project.settings")
     import django
 
     django.setup()
@@ -166,7 +166,16 @@ def main() -> None:
         warm.shutdown()
         port = free_port()
         web = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "console.asgi:application"],
+            [
+                sys.executable,
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "console.project.asgi:application",
+            ],
             cwd=ROOT,
             env=env,
             stdout=subprocess.DEVNULL,

@@ -1,4 +1,4 @@
-# Importing the Celery app here makes @shared_task bind to it whenever Django starts.
-from console.celery import app as celery_app
+"""The console app: cluster pages over the admin client, roles, the audit log, the live tail.
 
-__all__ = ["celery_app"]
+The Django project that runs it (settings, URLs, ASGI, Celery) is ``console.project``.
+"""

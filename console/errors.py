@@ -1,15 +1,20 @@
-"""Cluster failures as pages that say what happened and what to do, never a server error.
+"""The project's one error funnel: every refusal and failure becomes a page in the console layout
+that says what happened and what to do, never a bare server error.
 
-Read-only views simply let an ``MQAdminError`` propagate; this middleware renders it inside the
-console's layout with a status and a title that tell people and scripts what kind of failure it
-was: 503 "Cluster unavailable" only when a server does not answer, 404 "Not found" when the thing
-asked for does not exist (the error names it), 502 when a server answered with an error. The
-operations pages render the same mapping in their own layout (``views_ops.common``).
+Views raise and let Django answer: ``django.core.exceptions.BadRequest`` (or a
+``SuspiciousOperation``) is 400, ``PermissionDenied`` 403, ``Http404`` 404, through the handlers
+the root URLconf names (``console.project.urls``). A cluster failure (``MQAdminError``) is answered
+by ``ClusterErrorMiddleware`` with one mapping: 404 "Not found" when the thing asked for does not
+exist (the error names it), else 503 with the reason — a server that does not answer ("Cluster
+unavailable") or one that refused the request ("Refused by the cluster").
+
+Each answer is the full page, a fragment for htmx requests (which the page swaps in where the
+answer was meant to go), or JSON for clients that ask for it.
 """
 
 from __future__ import annotations
 
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from broker.client.admin import (
@@ -19,6 +24,46 @@ from broker.client.admin import (
     NameServerUnreachableError,
     NotFoundError,
 )
+
+CORRECT_AND_RETRY = "Nothing was changed. Correct the values and try again."
+
+
+def error_page(request, status: int, title: str, message: str, hint: str) -> HttpResponse:
+    if "application/json" in request.headers.get("Accept", ""):
+        return JsonResponse({"title": title, "error": message, "advice": hint}, status=status)
+    template = "console/_error.html" if request.headers.get("HX-Request") else "console/error.html"
+    context = {"title": title, "message": message, "hint": hint, "status": status}
+    return render(request, template, context, status=status)
+
+
+def _reason(exception, default: str) -> str:
+    return str(exception) if exception is not None and str(exception) else default
+
+
+def bad_request(request, exception=None) -> HttpResponse:
+    """handler400: input a view refuses (``BadRequest``), with the reason."""
+    return error_page(
+        request, 400, "Bad request", _reason(exception, "The request is malformed."), CORRECT_AND_RETRY
+    )
+
+
+def permission_denied(request, exception=None) -> HttpResponse:
+    """handler403: the user's role does not allow the action (``console.roles``) or the CSRF check failed."""
+    reason = _reason(exception, "You may not do this.")
+    return error_page(request, 403, "Not allowed", reason, "Nothing was changed.")
+
+
+def page_not_found(request, exception=None) -> HttpResponse:
+    """handler404: a page, or a thing a page names, that does not exist."""
+    reason = _reason(exception, f"There is no page at {request.path}.")
+    hint = "Check the name; the lists of the console show what exists."
+    return error_page(request, 404, "Not found", reason, hint)
+
+
+def server_error(request) -> HttpResponse:
+    """handler500: a bug. The page still has the layout and says the action may not have been done."""
+    hint = "This is a fault of the console; its log has the details. The action may not have been done."
+    return error_page(request, 500, "Server error", "The console failed to answer this request.", hint)
 
 
 def advice_for(error: MQAdminError) -> str:
@@ -51,14 +96,17 @@ def title_for(error: MQAdminError) -> str:
 
 
 def status_for(error: MQAdminError) -> int:
-    if isinstance(error, NameServerUnreachableError | BrokerUnreachableError):
-        return 503
-    if isinstance(error, NotFoundError):
-        return 404
-    return 502
+    """404 for something that does not exist; every other cluster failure is 503 with its reason."""
+    return 404 if isinstance(error, NotFoundError) else 503
+
+
+def cluster_error_page(request, error: MQAdminError) -> HttpResponse:
+    return error_page(request, status_for(error), title_for(error), str(error), advice_for(error))
 
 
 class ClusterErrorMiddleware:
+    """Answers a view's ``MQAdminError`` with ``cluster_error_page``."""
+
     def __init__(self, get_response) -> None:
         self.get_response = get_response
 
@@ -68,9 +116,4 @@ class ClusterErrorMiddleware:
     def process_exception(self, request, exception):
         if not isinstance(exception, MQAdminError):
             return None
-        context = {"title": title_for(exception), "error": str(exception), "advice": advice_for(exception)}
-        if "application/json" in request.headers.get("Accept", ""):
-            return JsonResponse(context, status=status_for(exception))
-        partial = bool(request.headers.get("HX-Request"))
-        template = "console/_cluster_error.html" if partial else "console/cluster_error.html"
-        return render(request, template, context, status=status_for(exception))
+        return cluster_error_page(request, exception)

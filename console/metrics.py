@@ -16,7 +16,7 @@ from django.conf import settings
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from broker.client.admin import AsyncMQAdmin, MQAdmin, MQAdminError, runtime_figure
-from console.cluster_queries import _group_rows, _topic_rows, fan_out
+from console.services.cluster_queries import _group_rows, _topic_rows, fan_out
 
 
 @dataclass

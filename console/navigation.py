@@ -1,8 +1,8 @@
 """The console's navigation bar: one list, each entry a URL name.
 
-Entries whose URL name does not resolve are left out, so pages another module provides (DLQ,
-delayed, transactions, live tail) appear in the bar as soon as their URL module is included, and a
-missing one never shows up as a dead link.
+Entries whose URL name does not resolve are left out, so a page another app provides (analytics)
+appears in the bar as soon as its URL module is included, and a missing one never shows up as a
+dead link.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ NAV_ITEMS: list[tuple[str, str]] = [
     ("Consumers", "console:groups"),
     ("Producers", "console:producers"),
     ("Messages", "console:messages"),
-    ("DLQ", "console_ops:dlq"),
-    ("Delayed", "console_ops:delayed"),
-    ("Transactions", "console_ops:transactions"),
-    ("Live tail", "console_ops:tail"),
+    ("DLQ", "console:dlq"),
+    ("Delayed", "console:delayed"),
+    ("Transactions", "console:transactions"),
+    ("Live tail", "console:tail"),
     ("Analytics", "analytics:run_list"),
     ("Audit", "console:audit"),
 ]

@@ -9,7 +9,7 @@ request that queues a job, and a refusal (bad input, missing role), are ``dlq.re
 from __future__ import annotations
 
 from console.models import AuditRecord
-from console.views_ops.services import dlq
+from console.services import dlq
 
 REPLAY = "dlq.replay"
 REPLAY_FINISHED = "dlq.replay.finished"

@@ -6,8 +6,8 @@ Superusers count as admin. Every mutating action of the console has one entry in
 control only under ``{% if may.<action> %}`` (the ``may`` context variable, ``Permissions``), so a
 button is shown exactly when pressing it is allowed.
 
-A refused request gets a 403 page in the console layout that says which role is needed (a fragment
-of it for htmx requests, which the page swaps in where the answer was meant to go).
+A refused request raises ``PermissionDenied`` naming the role needed; the project's 403 handler
+(``console.errors``) shows it in the console layout (a fragment of it for htmx requests).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 from functools import wraps
 
 from django.contrib.auth.views import redirect_to_login
-from django.shortcuts import render
+from django.core.exceptions import PermissionDenied
 
 VIEWER, OPERATOR, ADMIN = "viewer", "operator", "admin"
 ROLE_ORDER = (VIEWER, OPERATOR, ADMIN)
@@ -88,12 +88,6 @@ class Permissions:
         return False
 
 
-def forbidden(request, reason: str):
-    """HTTP 403 in the console layout, or as a fragment for htmx requests."""
-    template = "console/_forbidden.html" if request.headers.get("HX-Request") else "console/forbidden.html"
-    return render(request, template, {"reason": reason}, status=403)
-
-
 def require_role(minimum: str, action: str | None = None):
     """View decorator: anonymous users go to the login page, others without the role get a 403.
 
@@ -111,7 +105,7 @@ def require_role(minimum: str, action: str | None = None):
             if not has_role(request.user, minimum):
                 if request.method == "POST":
                     _audit_denied(request, action or view.__name__, minimum)
-                return forbidden(request, f"This action needs the {minimum} role; ask an admin to grant it.")
+                raise PermissionDenied(f"This action needs the {minimum} role; ask an admin to grant it.")
             return view(request, *args, **kwargs)
 
         wrapped.required_role = minimum

@@ -17,11 +17,10 @@ from django.utils import timezone
 
 from broker.client.admin import MQAdminError
 from broker.common.topic_config import dlq_topic
-from console import cluster_access
+from console import cluster_access, replay_audit
 from console.audit import audit_record
 from console.models import AuditRecord, ReplayJob
-from console.views_ops import connection, replay_audit
-from console.views_ops.services import dlq
+from console.services import dlq
 
 log = logging.getLogger(__name__)
 MAX_RECORDED_ERRORS = 100
@@ -50,7 +49,7 @@ def _replay(job: ReplayJob, messages: list) -> None:
     scope = "selected" if job.message_ids else "all"
     records: list[AuditRecord] = []
     last_save = time.monotonic()
-    producer = connection.producer_for(job.namesrv)
+    producer = cluster_access.producer_for(job.namesrv)
     try:
         for outcome in dlq.replay(producer, job.group, messages, job.target, job.rate_per_second):
             if outcome.error:

@@ -1,8 +1,24 @@
-"""URLs of the console's core pages (namespace ``console``)."""
+"""Every page of the console app, in one namespace (``console``): the cluster pages at the root,
+the operations pages (dead letters, replay jobs, delayed messages, transactions, trace, live tail)
+under ``ops/``. Mounted at the site's root by ``console.project.urls``."""
 
 from django.urls import path
 
-from console.views import audit_log, cluster, groups, messages, metrics, producers, session, topics
+from console.views import (
+    audit_log,
+    cluster,
+    delayed,
+    dlq,
+    groups,
+    messages,
+    metrics,
+    producers,
+    session,
+    tail,
+    topics,
+    trace,
+    transactions,
+)
 
 app_name = "console"
 
@@ -32,4 +48,32 @@ urlpatterns = [
     path("messages/<str:msg_id>/resend", messages.message_resend, name="message_resend"),
     path("audit/", audit_log.audit_page, name="audit"),
     path("metrics", metrics.metrics, name="metrics"),
+    # Operations pages.
+    path("ops/dlq/", dlq.dlq_groups, name="dlq"),
+    path("ops/dlq/<str:group>/", dlq.dlq_list, name="dlq_list"),
+    path("ops/dlq/<str:group>/export.<str:fmt>", dlq.dlq_export, name="dlq_export"),
+    path("ops/dlq/<str:group>/message/<str:offset_msg_id>/", dlq.dlq_message, name="dlq_message"),
+    path("ops/dlq/<str:group>/make-readable/", dlq.dlq_make_readable, name="dlq_make_readable"),
+    path("ops/dlq/<str:group>/preview/", dlq.dlq_preview, name="dlq_preview"),
+    path("ops/dlq/<str:group>/replay/", dlq.dlq_replay, name="dlq_replay"),
+    path("ops/jobs/", dlq.replay_jobs, name="replay_jobs"),
+    path("ops/jobs/<int:job_id>/", dlq.replay_job, name="replay_job"),
+    path("ops/delayed/", delayed.delayed_levels, name="delayed"),
+    path("ops/delayed/<str:broker_name>/<int:level>/", delayed.delayed_level, name="delayed_level"),
+    path(
+        "ops/delayed/<str:broker_name>/<int:level>/export.<str:fmt>",
+        delayed.delayed_level_export,
+        name="delayed_level_export",
+    ),
+    path("ops/transactions/", transactions.pending_transactions, name="transactions"),
+    path(
+        "ops/transactions/export.<str:fmt>",
+        transactions.pending_transactions_export,
+        name="transactions_export",
+    ),
+    path("ops/transactions/end/", transactions.end_transaction, name="end_transaction"),
+    path("ops/trace/", trace.message_trace, name="trace"),
+    path("ops/tail/", tail.tail_page, name="tail"),
+    path("ops/tail/filters/", tail.save_tail_filter, name="save_tail_filter"),
+    path("ops/tail/filters/<int:filter_id>/delete/", tail.delete_tail_filter, name="delete_tail_filter"),
 ]

@@ -1,4 +1,5 @@
-"""Template filters for cluster figures (loaded as a builtin: every console template has them)."""
+"""Template filters for cluster figures, shared by the pages of every app of the project (a
+builtin library: every template has them; Python code may call the functions too)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Django settings, read from the environment.
+"""Django settings of the project (the console and analytics apps), read from the environment.
 
 Embedded defaults need no server at all: SQLite in ``var/``, the in-memory channel layer and a
 Celery transport on the local filesystem. ``DATABASE_URL`` switches to PostgreSQL (psycopg 3),
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import dj_database_url
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+BASE_DIR = Path(__file__).resolve().parents[2]
 VAR_DIR = Path(os.environ.get("CONSOLE_VAR_DIR", BASE_DIR / "var"))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
@@ -68,12 +68,12 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "console.cluster_errors.ClusterErrorMiddleware",
+    "console.errors.ClusterErrorMiddleware",
 ]
 
-ROOT_URLCONF = "console.urls"
+ROOT_URLCONF = "console.project.urls"
 WSGI_APPLICATION = None
-ASGI_APPLICATION = "console.asgi.application"
+ASGI_APPLICATION = "console.project.asgi.application"
 
 TEMPLATES = [
     {
@@ -87,7 +87,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "console.context_processors.console",
             ],
-            "builtins": ["console.templatetags.console_format"],
+            "builtins": ["console.project.formatting"],
         },
     },
 ]

@@ -1,12 +1,12 @@
 """The broker-config page's rows: each key's running value beside what the broker's key table
-says of it (type and range, whether a change applies at once or after a restart) and the value
-waiting for a restart, if any."""
+(``broker.common.broker_config_keys``) says of it (type and range, whether a change applies at
+once or after a restart) and the value waiting for a restart, if any."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from broker.server.config_schema import KEYS, Apply
+from broker.common.broker_config_keys import KEYS, Apply
 
 _APPLIES = {
     Apply.LIVE: "at once",

@@ -14,20 +14,16 @@ from dataclasses import dataclass
 
 from broker.client.admin import AdminRequestError, MQAdmin, MQAdminError
 from broker.common import message_const as mc
+from broker.common.delay_levels import DEFAULT_DELAY_LEVELS, parse_delay_levels
 from broker.common.topic_config import SCHEDULE_TOPIC
-from broker.store.store_config import MessageStoreConfig
 
 from .reading import LocatedMessage, read_queue
-
-DEFAULT_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 
 
 def parse_levels(text: str) -> list[tuple[str, int]]:
     """RocketMQ's ``messageDelayLevel`` ("1s 5s … 2h") → [(label, milliseconds)], level 1 first,
-    parsed as the store parses it."""
-    return list(
-        zip(text.split(), MessageStoreConfig(message_delay_level=text).delay_levels_ms(), strict=True)
-    )
+    parsed as the store parses it (``broker.common.delay_levels``)."""
+    return list(zip(text.split(), parse_delay_levels(text), strict=True))
 
 
 @dataclass(frozen=True)
@@ -71,7 +67,7 @@ class PendingDelayed:
 
 def broker_levels(admin: MQAdmin, addr: str) -> list[tuple[str, int]]:
     config = admin.broker_config(addr)
-    return parse_levels(config.get("messageDelayLevel") or DEFAULT_LEVELS)
+    return parse_levels(config.get("messageDelayLevel") or DEFAULT_DELAY_LEVELS)
 
 
 def delay_status(admin: MQAdmin) -> list[BrokerDelayStatus]:

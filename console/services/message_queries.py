@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from broker.client.admin import AsyncMQAdmin, MQAdmin, MQAdminError, NotFoundError
 from broker.common.message import MessageExt
 from broker.common.message_view import describe_message
-from console.cluster_queries import fan_out
+from console.services.cluster_queries import fan_out
 
 # As RocketMQ's dashboard: a time-range query stops after this many messages (newest kept last).
 TIME_QUERY_LIMIT = 2000

@@ -15,11 +15,10 @@ from dataclasses import dataclass
 
 from broker.client.admin import MQAdmin
 from broker.common import message_const as mc
+from broker.common.system_names import TRANSACTION_CHECK_GROUP
 from broker.common.topic_config import TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 
 from .reading import LocatedMessage, queue_ranges, read_queue
-
-CHECKER_GROUP = "CID_RMQ_SYS_TRANS"
 
 
 @dataclass(frozen=True)
@@ -70,7 +69,7 @@ def pending_half_messages(admin: MQAdmin, limit: int = 500) -> list[HalfMessage]
     resolved = _resolved_offsets(admin)
     newest: dict[str, HalfMessage] = {}
     for broker_name, addr, queue_id, low, high in queue_ranges(admin, TRANS_HALF_TOPIC):
-        checked = admin.query_consumer_offset(addr, CHECKER_GROUP, TRANS_HALF_TOPIC, queue_id)
+        checked = admin.query_consumer_offset(addr, TRANSACTION_CHECK_GROUP, TRANS_HALF_TOPIC, queue_id)
         start = max(low, checked, high - limit * 4)
         done = resolved.get((broker_name, queue_id), set())
         for item in read_queue(admin, addr, broker_name, TRANS_HALF_TOPIC, queue_id, start, high):

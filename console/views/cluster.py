@@ -10,10 +10,10 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from broker.client.admin import MQAdminError, NotFoundError
-from console.broker_config_rows import config_rows, updatable_keys
 from console.cluster_access import admin_of, current_namesrv
 from console.forms import BrokerConfigForm
 from console.roles import VIEWER, require_permission, require_role
+from console.services.broker_config_rows import config_rows, updatable_keys
 from console.views.common import invalid_form, run_action
 
 
@@ -65,7 +65,7 @@ def broker_page(request, addr: str):
 def broker_config_update(request, addr: str):
     form = BrokerConfigForm(request.POST)
     if not form.is_valid():
-        return invalid_form(request, "broker.config.update", addr, form)
+        invalid_form(request, "broker.config.update", addr, form)
     key, value = form.cleaned_data["key"], form.cleaned_data["value"]
     admin = admin_of(request)
     run_action(

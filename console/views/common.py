@@ -1,18 +1,63 @@
 """What every console view shares: running a cluster action with its audit record and flash message,
-clear 400 answers for bad input, and form errors as text."""
+refusing bad input (``BadRequest``, answered by the project's 400 handler) with its audit record,
+form errors as text, times and numbers from forms, message rows and exports.
+
+Views raise, never render, their refusals: ``BadRequest`` for input, ``PermissionDenied`` for a role
+(``console.roles``), ``Http404`` or the admin's ``NotFoundError`` for what does not exist; a cluster
+failure is an ``MQAdminError``. ``console.errors`` turns each into its page.
+"""
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable
-from typing import Any
+from functools import wraps
+from typing import Any, NoReturn
 
 from django.contrib import messages
+from django.core.exceptions import BadRequest
 from django.http import HttpResponse
-from django.shortcuts import render
 
 from broker.client.admin import MQAdminError, NotFoundError
+from broker.common.message import MessageExt
+from broker.common.message_view import describe_message
 from console.audit import audit
+from console.message_export import EXPORT_FORMATS, export_response
 from console.models import AuditRecord
+
+
+def record(
+    request,
+    action: str,
+    target: str = "",
+    parameters: dict | None = None,
+    result: str = AuditRecord.RESULT_OK,
+    detail: str = "",
+) -> AuditRecord:
+    """``console.audit.audit``, remembering on the request that this action has its record
+    (``audited`` then adds none)."""
+    request.console_audited = True
+    return audit(request, action, target, parameters, result, detail)
+
+
+def audited(action: str):
+    """For mutating views that raise their refusals: a refusal (bad input, a cluster error) that the
+    view did not audit itself is audited as failed, with the form's fields, before its page is shown."""
+
+    def decorate(view):
+        @wraps(view)
+        def wrapped(request, *args, **kwargs):
+            try:
+                return view(request, *args, **kwargs)
+            except (BadRequest, MQAdminError) as exc:
+                if not getattr(request, "console_audited", False):
+                    fields = {k: v for k, v in request.POST.lists() if k != "csrfmiddlewaretoken"}
+                    record(request, action, request.path, fields, AuditRecord.RESULT_FAILED, str(exc))
+                raise
+
+        return wrapped
+
+    return decorate
 
 
 def run_action(
@@ -26,35 +71,29 @@ def run_action(
     missing_is_404: bool = False,
 ) -> tuple[bool, Any]:
     """Do ``operation`` once; audit it with its result; flash what happened. Cluster refusals and bad
-    values become a "failed" record and an error message rather than a server error.
+    values become a "failed" record and an error message rather than an error page.
 
     With ``missing_is_404`` an action on something that does not exist is audited as failed and its
     ``NotFoundError`` raised, so the answer is the 404 "Not found" page naming it
-    (``console.cluster_errors``), not a redirect to a page about the missing thing."""
+    (``console.errors``), not a redirect to a page about the missing thing."""
     try:
         result = operation()
     except (MQAdminError, ValueError) as exc:
-        audit(request, action, target, parameters, AuditRecord.RESULT_FAILED, str(exc))
+        record(request, action, target, parameters, AuditRecord.RESULT_FAILED, str(exc))
         if missing_is_404 and isinstance(exc, NotFoundError):
             raise
         messages.error(request, f"{action} {target} failed: {exc}")
         return False, exc
     text = success(result)
-    audit(request, action, target, parameters, AuditRecord.RESULT_OK, text)
+    record(request, action, target, parameters, AuditRecord.RESULT_OK, text)
     messages.success(request, text)
     return True, result
 
 
-def bad_request(request, reason: str) -> HttpResponse:
-    """HTTP 400 inside the layout: the reason, and a way back to the form."""
-    back = request.headers.get("Referer") or ""
-    return render(request, "console/bad_request.html", {"reason": reason, "back": back}, status=400)
-
-
-def invalid_target(request, action: str, target: str, reason: str) -> HttpResponse:
-    """A name in the URL that cannot name anything: audited as failed, answered with a 400."""
-    audit(request, action, target, {}, AuditRecord.RESULT_FAILED, f"invalid input: {reason}")
-    return bad_request(request, reason)
+def invalid_target(request, action: str, target: str, reason: str) -> NoReturn:
+    """A name in the URL that cannot name anything: audited as failed, refused with a 400."""
+    record(request, action, target, {}, AuditRecord.RESULT_FAILED, f"invalid input: {reason}")
+    raise BadRequest(reason)
 
 
 def form_errors_text(form) -> str:
@@ -65,9 +104,72 @@ def form_errors_text(form) -> str:
     return "; ".join(parts)
 
 
-def invalid_form(request, action: str, target: str, form) -> HttpResponse:
-    """A rejected form: audited as failed (someone tried), answered with a 400 that names each field."""
+def invalid_form(request, action: str, target: str, form) -> NoReturn:
+    """A rejected form: audited as failed (someone tried), refused with a 400 that names each field."""
     reason = form_errors_text(form)
     parameters = {k: v for k, v in form.data.items() if k != "csrfmiddlewaretoken"}
-    audit(request, action, target, parameters, AuditRecord.RESULT_FAILED, f"invalid input: {reason}")
-    return bad_request(request, f"Invalid input: {reason}")
+    record(request, action, target, parameters, AuditRecord.RESULT_FAILED, f"invalid input: {reason}")
+    raise BadRequest(f"Invalid input: {reason}")
+
+
+def ms_to_datetime(ms: int | None) -> datetime.datetime | None:
+    if not ms:
+        return None
+    return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
+
+
+def parse_datetime_ms(text: str | None, field: str) -> int | None:
+    """An ``<input type=datetime-local>`` value (UTC) or epoch milliseconds → epoch ms."""
+    text = (text or "").strip()
+    if not text:
+        return None
+    if text.isdigit():
+        return int(text)
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise BadRequest(f"{field}: {text!r} is not a date and time (use YYYY-MM-DDTHH:MM)") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def parse_float(text: str | None, field: str, minimum: float = 0, maximum: float = 100_000) -> float:
+    text = (text or "").strip() or "0"
+    try:
+        value = float(text)
+    except ValueError:
+        raise BadRequest(f"{field}: {text!r} is not a number") from None
+    if not minimum <= value <= maximum:
+        raise BadRequest(f"{field} must be between {minimum:g} and {maximum:g}")
+    return value
+
+
+def message_row(message, broker_name: str = "") -> dict:
+    """What the operations pages' message tables show of a MessageExt."""
+    return {
+        "msg_id": message.client_msg_id,
+        "offset_msg_id": message.msg_id,
+        "topic": message.topic,
+        "tags": message.tags or "",
+        "keys": " ".join(message.keys),
+        "queue_id": message.queue_id,
+        "queue_offset": message.queue_offset,
+        "born": ms_to_datetime(message.born_timestamp),
+        "stored": ms_to_datetime(message.store_timestamp),
+        "reconsume_times": message.reconsume_times,
+        "body_size": len(message.body),
+        "broker": broker_name,
+        "properties": dict(sorted(message.properties.items())),
+    }
+
+
+def export_messages(
+    rows: list[tuple[MessageExt, str, dict]], fmt: str, filename: str, extra_columns: tuple[str, ...]
+) -> HttpResponse:
+    """W14 for the operations pages: the Messages page's export (``console.message_export``) of
+    ``(message, broker name, what the page adds)`` rows, ``extra_columns`` naming the additions."""
+    if fmt not in EXPORT_FORMATS:
+        raise BadRequest(f"export format must be csv or json, not {fmt!r}")
+    views = [describe_message(message, broker_name) | extra for message, broker_name, extra in rows]
+    return export_response(views, fmt, filename, extra_columns)

@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import BadRequest
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from console.cluster_access import admin_of
 from console.roles import VIEWER, require_role
-
-from . import connection
-from .common import BadRequest, cluster_errors, export_messages, message_row, ms_to_datetime
-from .services import delayed
+from console.services import delayed
+from console.views.common import export_messages, message_row, ms_to_datetime
 
 
 @require_GET
 @require_role(VIEWER)
-@cluster_errors
 def delayed_levels(request):
-    brokers = delayed.delay_status(connection.admin(request))
+    brokers = delayed.delay_status(admin_of(request))
     now = delayed.now_ms()
     context = {
         "brokers": [
@@ -43,23 +42,22 @@ def delayed_levels(request):
             for b in brokers
         ]
     }
-    return render(request, "console_ops/delayed_levels.html", context)
+    return render(request, "console/delayed_levels.html", context)
 
 
 def _pending(request, broker_name: str, level: int):
-    info = connection.admin(request).cluster_info()
+    info = admin_of(request).cluster_info()
     data = info.brokers.get(broker_name)
     if data is None or not data.master_addr:
         raise BadRequest(f"broker {broker_name!r} is not in the cluster (or has no master)")
     try:
-        return delayed.pending_of_level(connection.admin(request), broker_name, data.master_addr, level)
+        return delayed.pending_of_level(admin_of(request), broker_name, data.master_addr, level)
     except ValueError as exc:
         raise BadRequest(str(exc)) from None
 
 
 @require_GET
 @require_role(VIEWER)
-@cluster_errors
 def delayed_level_export(request, broker_name: str, level: int, fmt: str):
     _, pending = _pending(request, broker_name, level)
     rows = [
@@ -73,7 +71,6 @@ def delayed_level_export(request, broker_name: str, level: int, fmt: str):
 
 @require_GET
 @require_role(VIEWER)
-@cluster_errors
 def delayed_level(request, broker_name: str, level: int):
     status, pending = _pending(request, broker_name, level)
     rows = [
@@ -86,4 +83,4 @@ def delayed_level(request, broker_name: str, level: int):
         for p in pending
     ]
     context = {"broker": broker_name, "status": status, "rows": rows, "more": status.pending - len(rows)}
-    return render(request, "console_ops/delayed_level.html", context)
+    return render(request, "console/delayed_level.html", context)

@@ -3,29 +3,30 @@ inspect one, dry-run preview, replay (one now; selected or all as a Celery job).
 
 from __future__ import annotations
 
+from django.core.exceptions import BadRequest
 from django.core.paginator import Paginator
+from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from broker.client.admin import MQAdminError
 from broker.common.topic_config import DLQ_GROUP_TOPIC_PREFIX, dlq_topic, retry_topic, validate_topic
+from console import replay_audit
+from console.cluster_access import admin_of, namesrv_of, producer_of
+from console.errors import error_page
 from console.message_body import body_views
 from console.models import AuditRecord, ReplayJob
 from console.roles import VIEWER, require_permission, require_role
+from console.services import dlq
 from console.tasks import replay_dead_letters
-
-from . import connection, replay_audit
-from .common import (
-    BadRequest,
+from console.views.common import (
     audited,
-    cluster_errors,
     export_messages,
     message_row,
     parse_datetime_ms,
     parse_float,
     record,
 )
-from .services import dlq
 
 MAX_SELECTED = 10_000
 PAGE_SIZE = 100
@@ -51,28 +52,26 @@ def _check_group(group: str) -> str:
 
 @require_GET
 @require_role(VIEWER)
-@cluster_errors
 def dlq_groups(request):
-    admin = connection.admin(request)
+    admin = admin_of(request)
     groups = []
     for topic in admin.topic_list():
         if topic.startswith(DLQ_GROUP_TOPIC_PREFIX):
             status = admin.topic_status(topic)
             count = sum(q.max_offset - q.min_offset for q in status.queues)
             groups.append({"group": topic[len(DLQ_GROUP_TOPIC_PREFIX) :], "count": count})
-    return render(request, "console_ops/dlq_groups.html", {"groups": groups})
+    return render(request, "console/dlq_groups.html", {"groups": groups})
 
 
 @require_GET
 @require_role(VIEWER)
-@cluster_errors
 def dlq_list(request, group: str):
     _check_group(group)
     flt = _filter_from(request.GET)
-    write_only = dlq.write_only_brokers(connection.admin(request), group)
+    write_only = dlq.write_only_brokers(admin_of(request), group)
     if write_only:
-        return render(request, "console_ops/dlq_write_only.html", {"group": group, "brokers": write_only})
-    located = dlq.list_dead_letters(connection.admin(request), group, flt)
+        return render(request, "console/dlq_write_only.html", {"group": group, "brokers": write_only})
+    located = dlq.list_dead_letters(admin_of(request), group, flt)
     page = Paginator(located, PAGE_SIZE).get_page(request.GET.get("page"))
     rows = [
         {**message_row(i.message, i.broker_name), "origin": dlq.original_topic(i.message)}
@@ -91,21 +90,20 @@ def dlq_list(request, group: str):
         "retry_topic": retry_topic(group),
     }
     template = (
-        "console_ops/_dlq_table.html"
+        "console/_dlq_table.html"
         if request.htmx and request.htmx.target == "dlq-table"
-        else "console_ops/dlq_list.html"
+        else "console/dlq_list.html"
     )
     return render(request, template, context)
 
 
 @require_POST
 @require_permission("dlq.make_readable")
-@cluster_errors
 @audited("dlq.make_readable")
 def dlq_make_readable(request, group: str):
     _check_group(group)
     try:
-        changed = dlq.make_readable(connection.admin(request), group)
+        changed = dlq.make_readable(admin_of(request), group)
     except MQAdminError as exc:
         record(request, "dlq.make_readable", dlq_topic(group), {}, AuditRecord.RESULT_FAILED, str(exc))
         raise
@@ -116,15 +114,14 @@ def dlq_make_readable(request, group: str):
         {"brokers": changed},
         detail="perm set to 6 (read+write)",
     )
-    return redirect("console_ops:dlq_list", group=group)
+    return redirect("console:dlq_list", group=group)
 
 
 @require_GET
 @require_role(VIEWER)
-@cluster_errors
 def dlq_export(request, group: str, fmt: str):
     _check_group(group)
-    located = dlq.list_dead_letters(connection.admin(request), group, _filter_from(request.GET))
+    located = dlq.list_dead_letters(admin_of(request), group, _filter_from(request.GET))
     rows = [
         (i.message, i.broker_name, {"origin_topic": dlq.original_topic(i.message) or ""}) for i in located
     ]
@@ -133,11 +130,10 @@ def dlq_export(request, group: str, fmt: str):
 
 @require_GET
 @require_role(VIEWER)
-@cluster_errors
 def dlq_message(request, group: str, offset_msg_id: str):
     _check_group(group)
     try:
-        (message,) = dlq.find_dead_letters(connection.admin(request), group, [offset_msg_id])
+        (message,) = dlq.find_dead_letters(admin_of(request), group, [offset_msg_id])
     except ValueError as exc:
         raise BadRequest(str(exc)) from None
     context = {
@@ -148,13 +144,13 @@ def dlq_message(request, group: str, offset_msg_id: str):
         "targets": dlq.TARGETS,
         "retry_topic": retry_topic(group),
     }
-    return render(request, "console_ops/dlq_message.html", context)
+    return render(request, "console/dlq_message.html", context)
 
 
 def _selected_messages(request, group: str):
     """The dead letters a replay form names: ``scope`` one / selected / all (with the filter)."""
     scope = request.POST.get("scope", "selected")
-    admin = connection.admin(request)
+    admin = admin_of(request)
     if scope == "all":
         return scope, [i.message for i in dlq.list_dead_letters(admin, group, _filter_from(request.POST))]
     ids = [i for i in request.POST.getlist("ids") if i.strip()]
@@ -177,7 +173,6 @@ def _target(request) -> str:
 
 @require_POST
 @require_role(VIEWER)
-@cluster_errors
 def dlq_preview(request, group: str):
     """Dry run: what would be sent where. Reads only, so viewers may look too."""
     _check_group(group)
@@ -192,12 +187,11 @@ def dlq_preview(request, group: str):
         "ready": sum(1 for s in steps if not s.error),
         "blocked": sum(1 for s in steps if s.error),
     }
-    return render(request, "console_ops/_dlq_preview.html", context)
+    return render(request, "console/_dlq_preview.html", context)
 
 
 @require_POST
 @require_permission("dlq.replay")
-@cluster_errors
 @audited(replay_audit.REPLAY)
 def dlq_replay(request, group: str):
     _check_group(group)
@@ -210,7 +204,7 @@ def dlq_replay(request, group: str):
         raise BadRequest("scope must be one, selected or all")
     job = ReplayJob.objects.create(
         user=request.user,
-        namesrv=connection.namesrv_of(request),
+        namesrv=namesrv_of(request),
         group=group,
         target=target,
         rate_per_second=rate,
@@ -230,13 +224,8 @@ def dlq_replay(request, group: str):
         job.save(update_fields=["status", "detail"])
         failed = AuditRecord.RESULT_FAILED
         record(request, replay_audit.REPLAY, dlq_topic(group), {"job": job.pk}, failed, job.detail)
-        return render(
-            request,
-            "console_ops/error.html",
-            {"title": "Replay not started", "message": job.detail, "status": 503,
-             "hint": "Check that the Celery broker (REDIS_URL) is reachable, then try again."},
-            status=503,
-        )  # fmt: skip
+        hint = "Check that the Celery broker (REDIS_URL) is reachable, then try again."
+        return error_page(request, 503, "Replay not started", job.detail, hint)
     record(
         request,
         replay_audit.REPLAY,
@@ -251,7 +240,7 @@ def dlq_replay(request, group: str):
         },
         detail=f"replay job {job.pk} queued",
     )
-    return redirect("console_ops:replay_job", job_id=job.pk)
+    return redirect("console:replay_job", job_id=job.pk)
 
 
 def _filter_fields(params) -> dict:
@@ -264,16 +253,16 @@ def _replay_one(request, group: str, target: str):
     if not offset_msg_id:
         raise BadRequest("name the dead letter to replay")
     try:
-        messages = dlq.find_dead_letters(connection.admin(request), group, [offset_msg_id])
+        messages = dlq.find_dead_letters(admin_of(request), group, [offset_msg_id])
     except ValueError as exc:
         raise BadRequest(str(exc)) from None
-    (outcome,) = list(dlq.replay(connection.producer(request), group, messages, target))
+    (outcome,) = list(dlq.replay(producer_of(request), group, messages, target))
     fields = replay_audit.outcome_fields(outcome, scope="one", target=target)
     record(request, replay_audit.REPLAY, dlq_topic(group), **fields)
     if outcome.error:
         raise BadRequest(f"replay failed: {outcome.error}")
     context = {"group": group, "outcome": outcome}
-    return render(request, "console_ops/dlq_replayed.html", context)
+    return render(request, "console/dlq_replayed.html", context)
 
 
 @require_GET
@@ -281,22 +270,12 @@ def _replay_one(request, group: str, target: str):
 def replay_job(request, job_id: int):
     job = ReplayJob.objects.filter(pk=job_id).first()
     if job is None:
-        return render(
-            request,
-            "console_ops/error.html",
-            {
-                "title": "Not found",
-                "message": f"replay job {job_id} does not exist",
-                "hint": "Open the job list to see existing jobs.",
-                "status": 404,
-            },
-            status=404,
-        )
-    template = "console_ops/_replay_job.html" if request.htmx else "console_ops/replay_job.html"
+        raise Http404(f"replay job {job_id} does not exist")
+    template = "console/_replay_job.html" if request.htmx else "console/replay_job.html"
     return render(request, template, {"job": job})
 
 
 @require_GET
 @require_role(VIEWER)
 def replay_jobs(request):
-    return render(request, "console_ops/replay_jobs.html", {"jobs": ReplayJob.objects.all()[:100]})
+    return render(request, "console/replay_jobs.html", {"jobs": ReplayJob.objects.all()[:100]})

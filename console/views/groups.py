@@ -3,7 +3,7 @@ subscriptions, config), create / update, delete, reset offset with preview, skip
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
+from django.core.exceptions import BadRequest, ValidationError
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
@@ -11,10 +11,10 @@ from django.views.decorators.http import require_GET, require_POST
 from broker.client.admin import NotFoundError
 from broker.common.system_names import is_system_group
 from console.cluster_access import admin_of
-from console.cluster_queries import group_detail, group_index, group_rows, reset_preview
 from console.forms import GroupForm, ResetOffsetForm, check_group
 from console.roles import VIEWER, require_permission, require_role
-from console.views.common import bad_request, form_errors_text, invalid_form, invalid_target, run_action
+from console.services.cluster_queries import group_detail, group_index, group_rows, reset_preview
+from console.views.common import form_errors_text, invalid_form, invalid_target, run_action
 
 PAGE_SIZE = 100
 _GROUP_OPTIONS = (
@@ -87,7 +87,7 @@ def group_save(request):
     form = GroupForm(request.POST)
     target = request.POST.get("group", "")
     if not form.is_valid():
-        return invalid_form(request, "group.save", target, form)
+        invalid_form(request, "group.save", target, form)
     data = form.cleaned_data
     admin = admin_of(request)
     options = {name: data[name] for name in _GROUP_OPTIONS}
@@ -144,10 +144,10 @@ def reset_preview_page(request, group: str):
     try:
         group = check_group(group)
     except ValidationError as exc:
-        return bad_request(request, f"Invalid group: {' '.join(exc.messages)}")
+        raise BadRequest(f"Invalid group: {' '.join(exc.messages)}") from None
     form = ResetOffsetForm(request.GET)
     if not form.is_valid():
-        return bad_request(request, f"Invalid input: {form_errors_text(form)}")
+        raise BadRequest(f"Invalid input: {form_errors_text(form)}")
     timestamp = form.target_millis()
     rows = reset_preview(admin_of(request), group, form.cleaned_data["topic"], timestamp)
     context = {
@@ -168,7 +168,7 @@ def reset_preview_page(request, group: str):
 def reset_apply(request, group: str):
     form = ResetOffsetForm(request.POST)
     if not form.is_valid():
-        return invalid_form(request, "group.reset_offset", group, form)
+        invalid_form(request, "group.reset_offset", group, form)
     topic, timestamp = form.cleaned_data["topic"], form.target_millis()
     admin = admin_of(request)
     params = {"topic": topic, "mode": form.cleaned_data["mode"], "timestamp": timestamp}
@@ -194,7 +194,7 @@ def skip_backlog(request, group: str):
         check_group(group)
     except ValidationError as exc:
         reason = f"Invalid group: {' '.join(exc.messages)}"
-        return invalid_target(request, "group.skip_backlog", group, reason)
+        invalid_target(request, "group.skip_backlog", group, reason)
     admin = admin_of(request)
 
     def skip() -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+from django.core.exceptions import BadRequest
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -14,15 +15,15 @@ from console.cluster_access import admin_of
 from console.forms import IdQueryForm, KeyQueryForm, ResendForm, TopicTimeQueryForm
 from console.message_body import body_views
 from console.message_export import EXPORT_FORMATS, export_response
-from console.message_queries import (
+from console.roles import VIEWER, require_permission, require_role
+from console.services.message_queries import (
     describe_all,
     message_track,
     messages_by_id,
     messages_by_key,
     messages_by_time,
 )
-from console.roles import VIEWER, require_permission, require_role
-from console.views.common import bad_request, form_errors_text, invalid_form, run_action
+from console.views.common import form_errors_text, invalid_form, run_action
 
 MODES = {"time": TopicTimeQueryForm, "key": KeyQueryForm, "id": IdQueryForm}
 DEFAULT_RANGE_MS = 3_600_000
@@ -45,16 +46,16 @@ def _run_query(admin, mode: str, data: dict):
 def message_search(request):
     mode = request.GET.get("mode", "time")
     if mode not in MODES:
-        return bad_request(request, f"unknown query mode {mode!r}; use time, key or id")
+        raise BadRequest(f"unknown query mode {mode!r}; use time, key or id")
     export = request.GET.get("export", "")
     if export and export not in EXPORT_FORMATS:
-        return bad_request(request, f"unknown export format {export!r}; use csv or json")
+        raise BadRequest(f"unknown export format {export!r}; use csv or json")
     searched = any(name in request.GET for name in ("topic", "key", "msg_id"))
     form = MODES[mode](request.GET if searched else None)
     context = {"mode": mode, "form": form, "searched": searched, "result": None}
     if searched:
         if not form.is_valid():
-            return bad_request(request, f"Invalid query: {form_errors_text(form)}")
+            raise BadRequest(f"Invalid query: {form_errors_text(form)}")
         result = _run_query(admin_of(request), mode, form.cleaned_data)
         if export:
             name = form.cleaned_data.get("topic") or form.cleaned_data.get("msg_id") or "messages"
@@ -73,7 +74,7 @@ def message_search(request):
 def message_detail(request, msg_id: str):
     form = IdQueryForm({"msg_id": msg_id, "topic": request.GET.get("topic", "")})
     if not form.is_valid():
-        return bad_request(request, f"Invalid message id: {form_errors_text(form)}")
+        raise BadRequest(f"Invalid message id: {form_errors_text(form)}")
     admin = admin_of(request)
     message = admin.view_cluster_message(form.cleaned_data["msg_id"])
     [view] = describe_all(admin, [message])
@@ -95,9 +96,9 @@ def message_resend(request, msg_id: str):
     form = ResendForm(request.POST)
     id_form = IdQueryForm({"msg_id": msg_id})
     if not id_form.is_valid():
-        return invalid_form(request, "message.resend", msg_id, id_form)
+        invalid_form(request, "message.resend", msg_id, id_form)
     if not form.is_valid():
-        return invalid_form(request, "message.resend", msg_id, form)
+        invalid_form(request, "message.resend", msg_id, form)
     admin = admin_of(request)
     offset_id = id_form.cleaned_data["msg_id"]
     group, client_id = form.cleaned_data["group"], form.cleaned_data["client_id"]

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import BadRequest
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from broker.client.admin import AdminRequestError
 from broker.common.codes import ResponseCode
 from console.cluster_access import admin_of
-from console.cluster_queries import topic_rows
 from console.forms import ProducerQueryForm
 from console.roles import VIEWER, require_role
-from console.views.common import bad_request, form_errors_text
+from console.services.cluster_queries import topic_rows
+from console.views.common import form_errors_text
 
 
 @require_GET
@@ -29,7 +30,7 @@ def producer_page(request):
     }
     if searched:
         if not form.is_valid():
-            return bad_request(request, f"Invalid query: {form_errors_text(form)}")
+            raise BadRequest(f"Invalid query: {form_errors_text(form)}")
         try:
             context["connection"] = admin.producer_connection(
                 form.cleaned_data["group"], form.cleaned_data["topic"]

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from django.contrib import messages
+from django.core.exceptions import BadRequest
 from django.shortcuts import redirect
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from console.audit import audit
 from console.cluster_access import select_namesrv
 from console.forms import NamesrvSwitchForm
 from console.models import AuditRecord
 from console.roles import VIEWER, require_role
-from console.views.common import bad_request, invalid_form
+from console.views.common import invalid_form, record
 
 
 @require_role(VIEWER)
@@ -27,14 +27,14 @@ def namesrv_switch(request):
     so the console never connects to an address typed into a form."""
     form = NamesrvSwitchForm(request.POST)
     if not form.is_valid():
-        return invalid_form(request, "namesrv.switch", "", form)
+        invalid_form(request, "namesrv.switch", "", form)
     addr = form.cleaned_data["namesrv"]
     try:
         select_namesrv(request, addr)
     except ValueError as exc:
-        audit(request, "namesrv.switch", addr, {}, AuditRecord.RESULT_FAILED, str(exc))
-        return bad_request(request, str(exc))
-    audit(request, "namesrv.switch", addr, {}, AuditRecord.RESULT_OK, "")
+        record(request, "namesrv.switch", addr, {}, AuditRecord.RESULT_FAILED, str(exc))
+        raise BadRequest(str(exc)) from None
+    record(request, "namesrv.switch", addr, {}, AuditRecord.RESULT_OK, "")
     messages.info(request, f"Now using name server {addr}")
     target = form.cleaned_data.get("next") or "/"
     if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
+from django.core.exceptions import BadRequest
 from django.db import IntegrityError
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -19,8 +20,7 @@ from console.models import SavedTailFilter
 from console.roles import VIEWER, require_permission, require_role
 from console.tail.consumer import BUFFER_SIZE
 from console.tail.filters import TailFilterError, compile_filter
-
-from .common import BadRequest, audited, cluster_errors, record
+from console.views.common import audited, record
 
 FILTER_FIELDS = ("tags", "sql", "key")
 
@@ -38,12 +38,11 @@ def tail_page(request):
         "buffer_size": BUFFER_SIZE,
         "initial": {k: request.GET.get(k, "") for k in FILTER_FIELDS},
     }
-    return render(request, "console_ops/tail.html", context, status=400 if problem else 200)
+    return render(request, "console/tail.html", context, status=400 if problem else 200)
 
 
 @require_POST
 @require_permission("tail.filter.save")
-@cluster_errors
 @audited("tail.filter.save")
 def save_tail_filter(request):
     name = (request.POST.get("name") or "").strip()
@@ -64,7 +63,7 @@ def save_tail_filter(request):
     if request.htmx:
         context = {"name": saved.name, "created": created, "topic": fields["topic"]}
         context["saved"] = _saved_filters(request.user, fields["topic"])
-        return render(request, "console_ops/_tail_filter_saved.html", context)
+        return render(request, "console/_tail_filter_saved.html", context)
     return redirect(tail_url(fields["topic"], fields))
 
 
@@ -85,14 +84,14 @@ def delete_tail_filter(request, filter_id: int):
     topic = "" if validate_topic(topic) else topic
     if request.htmx:
         context = {"topic": topic, "saved": _saved_filters(request.user, topic)}
-        return render(request, "console_ops/_tail_saved_filters.html", context)
+        return render(request, "console/_tail_saved_filters.html", context)
     return redirect(tail_url(topic, {}))
 
 
 def tail_url(topic: str, fields: dict) -> str:
     """The tail page on ``topic`` with a filter applied from the start (its fields, as saved)."""
     query = {"topic": topic, **{k: fields[k] for k in FILTER_FIELDS if fields.get(k)}}
-    return f"{reverse('console_ops:tail')}?{urlencode(query)}" if topic else reverse("console_ops:tail")
+    return f"{reverse('console:tail')}?{urlencode(query)}" if topic else reverse("console:tail")
 
 
 def _saved_filters(user, topic: str) -> list[dict]:

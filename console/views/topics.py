@@ -5,21 +5,21 @@ from __future__ import annotations
 
 import time
 
-from django.core.exceptions import ValidationError
+from django.core.exceptions import BadRequest, ValidationError
 from django.core.paginator import Paginator
 from django.http import JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from broker.cli_commands.sending import choose_queue, send_with_producer
 from broker.common.message import Message
 from broker.common.topic_kinds import KIND_LABELS, KINDS
-from console.cluster_access import admin_of
-from console.cluster_queries import topic_consumers, topic_rows
+from console.cluster_access import admin_of, producer_of
 from console.forms import PERM_CHOICES, SendMessageForm, TopicForm, check_topic
 from console.roles import VIEWER, require_permission, require_role
-from console.views.common import bad_request, invalid_form, invalid_target, run_action
+from console.services.cluster_queries import topic_consumers, topic_rows
+from console.services.sending import choose_queue, send_message
+from console.views.common import invalid_form, invalid_target, run_action
 
 PAGE_SIZE = 100
 
@@ -30,7 +30,7 @@ def topic_list(request):
     admin = admin_of(request)
     kind = request.GET.get("kind", "")
     if kind and kind not in KINDS:
-        return bad_request(request, f"unknown topic kind {kind!r}; use one of {', '.join(KINDS)}")
+        raise BadRequest(f"unknown topic kind {kind!r}; use one of {', '.join(KINDS)}")
     query = request.GET.get("q", "").strip()
     rows = topic_rows(admin)
     counts = {k: sum(1 for r in rows if k in r.kinds) for k in KINDS}
@@ -89,7 +89,7 @@ def topic_save(request):
     form = TopicForm(request.POST)
     target = request.POST.get("topic", "")
     if not form.is_valid():
-        return invalid_form(request, "topic.save", target, form)
+        invalid_form(request, "topic.save", target, form)
     data = form.cleaned_data
     admin = admin_of(request)
     params = {
@@ -126,7 +126,7 @@ def topic_delete(request, topic: str):
     try:
         check_topic(topic)
     except ValidationError as exc:
-        return invalid_target(request, "topic.delete", topic, f"Invalid topic: {' '.join(exc.messages)}")
+        invalid_target(request, "topic.delete", topic, f"Invalid topic: {' '.join(exc.messages)}")
     admin = admin_of(request)
     run_action(
         request,
@@ -143,10 +143,10 @@ def topic_delete(request, topic: str):
 @require_POST
 @require_permission("topic.send")
 def topic_send(request, topic: str):
-    """Send one test message through the SDK producer (group TOOLS_PRODUCER), as mqadmin sendMessage."""
+    """Send one test message through the console's SDK producer, as mqadmin sendMessage does."""
     form = SendMessageForm(request.POST)
     if not form.is_valid():
-        return invalid_form(request, "topic.send", topic, form)
+        invalid_form(request, "topic.send", topic, form)
     data = form.cleaned_data
     admin = admin_of(request)
     params = {
@@ -164,7 +164,7 @@ def topic_send(request, topic: str):
         message = Message(topic=topic, body=data["body"].encode("utf-8"))
         message.tags = data["tags"] or None
         message.keys = data["keys"] or None
-        return send_with_producer(admin, message, queue)
+        return send_message(producer_of(request), message, queue)
 
     ok, result = run_action(
         request,

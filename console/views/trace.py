@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import BadRequest
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from broker.client.admin import NotFoundError
 from broker.common.message_codec import MessageDecodeError, decode_offset_msg_id
 from broker.common.topic_config import validate_topic
+from console import replay_audit
+from console.cluster_access import admin_of
 from console.roles import VIEWER, require_role
-
-from . import connection, replay_audit
-from .common import BadRequest, cluster_errors, message_row, ms_to_datetime
-from .services import trace
+from console.services import trace
+from console.views.common import message_row, ms_to_datetime
 
 MAX_MSG_ID_LENGTH = 128  # RocketMQ's ids have 32 to 56 hex digits
 
@@ -45,7 +46,6 @@ def _replay_events(msg_id: str) -> list[trace.TraceEvent]:
 
 @require_GET
 @require_role(VIEWER)
-@cluster_errors
 def message_trace(request):
     msg_id = (request.GET.get("msgId") or "").strip()
     topic = (request.GET.get("topic") or "").strip()
@@ -56,9 +56,9 @@ def message_trace(request):
             raise BadRequest(f"a message id has at most {MAX_MSG_ID_LENGTH} characters")
         if topic and validate_topic(topic):
             raise BadRequest(validate_topic(topic))
-        message = _find_message(connection.admin(request), msg_id, topic)
+        message = _find_message(admin_of(request), msg_id, topic)
         lookup_id = message.client_msg_id if message is not None else msg_id
-        events = trace.timeline(connection.admin(request), lookup_id, message, _replay_events(lookup_id))
+        events = trace.timeline(admin_of(request), lookup_id, message, _replay_events(lookup_id))
         context.update(
             message=message_row(message) if message is not None else None,
             events=[{"at": ms_to_datetime(e.timestamp), "event": e} for e in events],
@@ -66,4 +66,4 @@ def message_trace(request):
         )
         if context["not_found"]:
             status = 404  # neither the message nor anything about it exists: not found, said so
-    return render(request, "console_ops/trace.html", context, status=status)
+    return render(request, "console/trace.html", context, status=status)

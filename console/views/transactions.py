@@ -3,24 +3,23 @@
 from __future__ import annotations
 
 from django.contrib import messages as flash
+from django.core.exceptions import BadRequest
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from broker.client.admin import MQAdminError
 from broker.common.topic_config import TRANS_HALF_TOPIC
+from console.cluster_access import admin_of
 from console.models import AuditRecord
 from console.roles import VIEWER, require_permission, require_role
-
-from . import connection
-from .common import BadRequest, audited, cluster_errors, export_messages, message_row, record
-from .services import transactions
+from console.services import transactions
+from console.views.common import audited, export_messages, message_row, record
 
 
 @require_GET
 @require_role(VIEWER)
-@cluster_errors
 def pending_transactions(request):
-    pending = transactions.pending_half_messages(connection.admin(request))
+    pending = transactions.pending_half_messages(admin_of(request))
     rows = [
         {
             **message_row(h.message, h.located.broker_name),
@@ -31,15 +30,14 @@ def pending_transactions(request):
         }
         for h in pending
     ]
-    template = "console_ops/_transactions_table.html" if request.htmx else "console_ops/transactions.html"
+    template = "console/_transactions_table.html" if request.htmx else "console/transactions.html"
     return render(request, template, {"rows": rows})
 
 
 @require_GET
 @require_role(VIEWER)
-@cluster_errors
 def pending_transactions_export(request, fmt: str):
-    pending = transactions.pending_half_messages(connection.admin(request))
+    pending = transactions.pending_half_messages(admin_of(request))
     rows = [
         (h.message, h.located.broker_name, {"real_topic": h.real_topic, "producer_group": h.producer_group,
                                             "check_times": h.check_times, "age_seconds": round(h.age_s())})
@@ -51,7 +49,6 @@ def pending_transactions_export(request, fmt: str):
 
 @require_POST
 @require_permission("transaction.end")
-@cluster_errors
 @audited("transaction.end")
 def end_transaction(request):
     offset_msg_id = (request.POST.get("offset_msg_id") or "").strip()
@@ -60,7 +57,7 @@ def end_transaction(request):
         raise BadRequest("action must be commit or rollback")
     if not offset_msg_id:
         raise BadRequest("name the half message (offset_msg_id)")
-    admin = connection.admin(request)
+    admin = admin_of(request)
     # One action name whatever happens (refused by role, bad input, done): the decision is a parameter.
     try:
         half = transactions.find_pending(admin, offset_msg_id)
@@ -87,4 +84,4 @@ def end_transaction(request):
     flash.success(
         request, f"{action.capitalize()} of {half.message.client_msg_id} sent to {half.located.broker_name}."
     )
-    return redirect("console_ops:transactions")
+    return redirect("console:transactions")

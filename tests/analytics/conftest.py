@@ -1,5 +1,5 @@
 """Analytics tests: Django configured on a throw-away var dir (its SQLite test database is a file,
-see ``console.settings``, so the Celery worker processes the tests start can share it)."""
+see ``console.project.settings``, so the Celery worker processes the tests start can share it)."""
 
 import atexit
 import os
@@ -10,7 +10,7 @@ import django
 import django.apps
 
 # Before Django reads its settings: a private var dir (secret key, Celery queue, reports).
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.project.settings")
 _OWN_VAR_DIR = None if "CONSOLE_VAR_DIR" in os.environ else tempfile.mkdtemp(prefix="analytics-var-")
 if _OWN_VAR_DIR:
     os.environ["CONSOLE_VAR_DIR"] = _OWN_VAR_DIR

@@ -87,7 +87,8 @@ def worker_env(django_db_setup, django_db_blocker, tmp_path_factory):
 
     env = dict(os.environ)
     env.update(
-        DJANGO_SETTINGS_MODULE="console.settings", DATABASE_URL=database_url(connection.settings_dict),
+        DJANGO_SETTINGS_MODULE="console.project.settings",
+        DATABASE_URL=database_url(connection.settings_dict),
         SPARK_MASTER="local[2]", ANALYTICS_SHUFFLE_PARTITIONS="2", SPARK_LOCAL_IP="127.0.0.1",
         PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]),
     )  # fmt: skip

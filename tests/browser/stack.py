@@ -65,7 +65,16 @@ class Stack:
         self._manage("ensure_admin")
         self._spawn(
             "web",
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "console.asgi:application"],
+            [
+                sys.executable,
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "console.project.asgi:application",
+            ],
         )
         self._spawn(
             "worker",

@@ -64,13 +64,13 @@ def test_unknown_broker_is_not_found(viewer_client, admin):
 def test_unknown_dead_letter_is_not_found(viewer_client, admin):
     missing = _no_message_id(admin)
     for msg_id in (missing, UNKNOWN_HOST_ID):
-        url = reverse("console_ops:dlq_message", kwargs={"group": "some-group", "offset_msg_id": msg_id})
+        url = reverse("console:dlq_message", kwargs={"group": "some-group", "offset_msg_id": msg_id})
         _assert_not_found(viewer_client.get(url), msg_id)
 
 
 def test_unknown_trace_is_not_found(viewer_client, admin):
     missing = _no_message_id(admin)
-    _assert_not_found(viewer_client.get(reverse("console_ops:trace"), {"msgId": missing}), missing)
+    _assert_not_found(viewer_client.get(reverse("console:trace"), {"msgId": missing}), missing)
 
 
 def test_htmx_and_json_not_found_answers(viewer_client, admin):
@@ -104,7 +104,7 @@ def stopped_cluster(tmp_path, settings, django_user_model):
 
 
 def _assert_unavailable(response) -> None:
-    assert response.status_code in (502, 503), response.content
+    assert response.status_code == 503, response.content
     assert _title(response).startswith("Cluster unavailable"), _title(response)
     assert b"not found" not in response.content.lower()
 
@@ -121,7 +121,7 @@ def test_a_stopped_cluster_is_unavailable_not_missing(stopped_cluster):
     try:
         _assert_unavailable(client.get(reverse("console:broker", args=[broker_addr])))
         _assert_unavailable(client.get(reverse("console:message", args=[offset_msg_id])))
-        dlq_url = reverse("console_ops:dlq_message", kwargs={"group": "g", "offset_msg_id": offset_msg_id})
+        dlq_url = reverse("console:dlq_message", kwargs={"group": "g", "offset_msg_id": offset_msg_id})
         _assert_unavailable(client.get(dlq_url))
     finally:
         broker.send_signal(signal.SIGCONT)
@@ -129,4 +129,4 @@ def test_a_stopped_cluster_is_unavailable_not_missing(stopped_cluster):
     cluster.namesrv.stop()
     _assert_unavailable(client.get(reverse("console:topic", args=["DownTopic19"])))
     _assert_unavailable(client.get(reverse("console:group", args=["some-group"])))
-    _assert_unavailable(client.get(reverse("console_ops:trace"), {"msgId": offset_msg_id}))
+    _assert_unavailable(client.get(reverse("console:trace"), {"msgId": offset_msg_id}))

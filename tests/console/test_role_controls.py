@@ -23,7 +23,7 @@ from broker.common.message import Message
 from broker.common.topic_config import dlq_topic
 from console.models import AuditRecord, SavedTailFilter
 from console.roles import ACTIONS, ADMIN, OPERATOR, ROLE_ORDER, VIEWER, has_role, may
-from console.views_ops.services import dlq
+from console.services import dlq
 from tests.cli.live_cluster import CLUSTER
 from tests.console_ops.cluster import make_dead_letters, send, wait_until
 
@@ -111,7 +111,7 @@ def test_every_posting_view_of_the_console_is_guarded_by_its_permission():
     button and the server ask the same question; the exceptions are open to every viewer."""
     open_to_viewers = {"namesrv_switch", "dlq_preview"}
     for namespace, pattern in _patterns():
-        if namespace not in ("console", "console_ops"):
+        if namespace != "console":
             continue
         view = pattern.callback
         methods = [cell.cell_contents for cell in view.__closure__ or () if cell.cell_contents == ["POST"]]
@@ -202,13 +202,13 @@ PAGES = {
         {"console:group_reset_apply"},
     ),
     "message": ("/messages/{message}/", {"console:message_resend"}),
-    "dead letters": (f"/ops/dlq/{DEAD_GROUP}/", {"console_ops:dlq_replay"}),
-    "dead letter": (f"/ops/dlq/{DEAD_GROUP}/message/{{dead}}/", {"console_ops:dlq_replay"}),
-    "write-only dead letters": (f"/ops/dlq/{WRITE_ONLY_GROUP}/", {"console_ops:dlq_make_readable"}),
-    "transactions": ("/ops/transactions/", {"console_ops:end_transaction"}),
+    "dead letters": (f"/ops/dlq/{DEAD_GROUP}/", {"console:dlq_replay"}),
+    "dead letter": (f"/ops/dlq/{DEAD_GROUP}/message/{{dead}}/", {"console:dlq_replay"}),
+    "write-only dead letters": (f"/ops/dlq/{WRITE_ONLY_GROUP}/", {"console:dlq_make_readable"}),
+    "transactions": ("/ops/transactions/", {"console:end_transaction"}),
     "live tail": (
         f"/ops/tail/?topic={TOPIC}",
-        {"console_ops:save_tail_filter", "console_ops:delete_tail_filter"},
+        {"console:save_tail_filter", "console:delete_tail_filter"},
     ),
 }
 # Pages whose controls are not listed above but must still be shown only to those who may use them.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.project.settings")
 os.environ.setdefault("CONSOLE_VAR_DIR", tempfile.mkdtemp(prefix="console-ops-var-"))
 
 import django
@@ -36,11 +36,11 @@ def cluster(tmp_path_factory):
 
 @pytest.fixture
 def namesrv(cluster, settings):
-    from console.views_ops import connection
+    from console import cluster_access
 
     settings.BROKER_NAMESRV = cluster
     yield cluster
-    connection.close_all()
+    cluster_access.close_all()
 
 
 @pytest.fixture
@@ -83,7 +83,7 @@ def operator_client(client, operator):
 
 @pytest.fixture
 def eager_celery():
-    from console.celery import app
+    from console.project.celery import app
 
     app.conf.task_always_eager = True
     yield

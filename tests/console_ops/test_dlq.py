@@ -23,7 +23,7 @@ def dead_letters(cluster):
 
 
 def _list(client, **params):
-    return client.get(reverse("console_ops:dlq_list", kwargs={"group": GROUP}), params)
+    return client.get(reverse("console:dlq_list", kwargs={"group": GROUP}), params)
 
 
 def _ids(response) -> list[str]:
@@ -35,12 +35,12 @@ def _ids(response) -> list[str]:
 def readable(namesrv, dead_letters, operator_client):
     response = _list(operator_client)
     if "rows" not in (response.context or {}):
-        operator_client.post(reverse("console_ops:dlq_make_readable", kwargs={"group": GROUP}))
+        operator_client.post(reverse("console:dlq_make_readable", kwargs={"group": GROUP}))
     return operator_client
 
 
 def test_groups_page_lists_the_group_with_its_count(namesrv, dead_letters, viewer_client):
-    response = viewer_client.get(reverse("console_ops:dlq"))
+    response = viewer_client.get(reverse("console:dlq"))
     assert response.status_code == 200
     assert {"group": GROUP, "count": 3} in response.context["groups"]
 
@@ -51,7 +51,7 @@ def test_write_only_dlq_is_made_readable_by_an_operator(namesrv, dead_letters, o
         pytest.skip("already made readable by an earlier test of this module")  # order-independent
     page = _list(operator_client)
     assert b"write-only" in page.content
-    response = operator_client.post(reverse("console_ops:dlq_make_readable", kwargs={"group": GROUP}))
+    response = operator_client.post(reverse("console:dlq_make_readable", kwargs={"group": GROUP}))
     assert response.status_code == 302
     assert all(q.perm == 6 for q in admin.topic_route(f"%DLQ%{GROUP}").queue_datas)
     record = AuditRecord.objects.get(action="dlq.make_readable")
@@ -70,7 +70,7 @@ def test_list_filter_and_inspect(readable):
     assert _list(client, end="2000-01-01T00:00").context["rows"] == []
     assert _list(client, begin="yesterday").status_code == 400
     detail = client.get(
-        reverse("console_ops:dlq_message", kwargs={"group": GROUP, "offset_msg_id": rows[0]["offset_msg_id"]})
+        reverse("console:dlq_message", kwargs={"group": GROUP, "offset_msg_id": rows[0]["offset_msg_id"]})
     )
     assert detail.status_code == 200
     assert detail.context["origin"] == TOPIC
@@ -83,21 +83,21 @@ def test_inspecting_a_message_of_another_topic_is_refused(readable, namesrv):
 
     other = send(namesrv, "OpsElsewhere")[0]
     response = readable.get(
-        reverse("console_ops:dlq_message", kwargs={"group": GROUP, "offset_msg_id": other.offset_msg_id})
+        reverse("console:dlq_message", kwargs={"group": GROUP, "offset_msg_id": other.offset_msg_id})
     )
     assert response.status_code == 400
     assert b"not in" in response.content
     garbage = readable.get(
-        reverse("console_ops:dlq_message", kwargs={"group": GROUP, "offset_msg_id": "xyz"})
+        reverse("console:dlq_message", kwargs={"group": GROUP, "offset_msg_id": "xyz"})
     )
     assert garbage.status_code == 400 and b"not an offsetMsgId" in garbage.content
 
 
 def test_export_csv_and_json(readable):
-    url = reverse("console_ops:dlq_export", kwargs={"group": GROUP, "fmt": "json"})
+    url = reverse("console:dlq_export", kwargs={"group": GROUP, "fmt": "json"})
     rows = json.loads(readable.get(url).content)
     assert sorted(r["keys"] for r in rows) == ["dead-0", "dead-1", "dead-2"]
-    csv_text = readable.get(reverse("console_ops:dlq_export", kwargs={"group": GROUP, "fmt": "csv"})).content
+    csv_text = readable.get(reverse("console:dlq_export", kwargs={"group": GROUP, "fmt": "csv"})).content
     lines = csv_text.decode().strip().splitlines()
     # The Messages page's columns, with the dead letter's origin topic after its keys.
     columns = "msg_id,offset_msg_id,topic,broker_name,queue_id,queue_offset,tags,keys,origin_topic,"
@@ -110,12 +110,12 @@ def test_preview_is_a_dry_run(readable, admin):
     before = sum(q.max_offset for q in admin.topic_status(TOPIC).queues)
     ids = _ids(_list(readable))
     response = readable.post(
-        reverse("console_ops:dlq_preview", kwargs={"group": GROUP}), {"ids": ids[:2], "target": "original"}
+        reverse("console:dlq_preview", kwargs={"group": GROUP}), {"ids": ids[:2], "target": "original"}
     )
     assert response.status_code == 200
     assert [s.destination for s in response.context["steps"]] == [TOPIC, TOPIC]
     retry = readable.post(
-        reverse("console_ops:dlq_preview", kwargs={"group": GROUP}), {"scope": "all", "target": "retry"}
+        reverse("console:dlq_preview", kwargs={"group": GROUP}), {"scope": "all", "target": "retry"}
     )
     assert {s.destination for s in retry.context["steps"]} == {f"%RETRY%{GROUP}"}
     assert sum(q.max_offset for q in admin.topic_status(TOPIC).queues) == before
@@ -125,7 +125,7 @@ def test_preview_is_a_dry_run(readable, admin):
 def test_replay_one_sends_a_copy_to_the_original_topic(readable, admin):
     rows = _list(readable, key="dead-2").context["rows"]
     response = readable.post(
-        reverse("console_ops:dlq_replay", kwargs={"group": GROUP}),
+        reverse("console:dlq_replay", kwargs={"group": GROUP}),
         {"scope": "one", "ids": rows[0]["offset_msg_id"], "target": "original"},
     )
     assert response.status_code == 200
@@ -139,19 +139,19 @@ def test_replay_one_sends_a_copy_to_the_original_topic(readable, admin):
 
 def test_replay_all_runs_as_a_job_with_progress(readable, admin, eager_celery):
     response = readable.post(
-        reverse("console_ops:dlq_replay", kwargs={"group": GROUP}),
+        reverse("console:dlq_replay", kwargs={"group": GROUP}),
         {"scope": "all", "target": "retry", "rate": "50"},
     )
     assert response.status_code == 302
     job = ReplayJob.objects.get()
     assert (job.status, job.total, job.sent, job.failed) == ("done", 3, 3, 0)
-    page = readable.get(reverse("console_ops:replay_job", kwargs={"job_id": job.pk}))
+    page = readable.get(reverse("console:replay_job", kwargs={"job_id": job.pk}))
     assert b"3</span> sent" in page.content
-    listing = readable.get(reverse("console_ops:replay_jobs"))
+    listing = readable.get(reverse("console:replay_jobs"))
     assert list(listing.context["jobs"]) == [job]
-    assert readable.get(reverse("console_ops:replay_job", kwargs={"job_id": job.pk + 1})).status_code == 404
+    assert readable.get(reverse("console:replay_job", kwargs={"job_id": job.pk + 1})).status_code == 404
     polled = readable.get(
-        reverse("console_ops:replay_job", kwargs={"job_id": job.pk}), headers={"HX-Request": "true"}
+        reverse("console:replay_job", kwargs={"job_id": job.pk}), headers={"HX-Request": "true"}
     )
     assert b"<h1>" not in polled.content and b'data-status="done"' in polled.content
     actions = set(AuditRecord.objects.values_list("action", "result"))
@@ -160,7 +160,7 @@ def test_replay_all_runs_as_a_job_with_progress(readable, admin, eager_celery):
 
 
 def test_replay_with_bad_input_is_refused(readable):
-    url = reverse("console_ops:dlq_replay", kwargs={"group": GROUP})
+    url = reverse("console:dlq_replay", kwargs={"group": GROUP})
     assert readable.post(url, {"scope": "selected", "target": "original"}).status_code == 400
     assert readable.post(url, {"scope": "one", "ids": "zz", "target": "sideways"}).status_code == 400
     assert readable.post(url, {"scope": "all", "target": "original", "rate": "-3"}).status_code == 400
@@ -176,7 +176,7 @@ def test_a_bad_selected_id_fails_alone_in_the_job(readable, eager_celery, namesr
     good = _ids(_list(readable))[0]
     stranger = send(namesrv, "OpsElsewhere")[0].offset_msg_id
     readable.post(
-        reverse("console_ops:dlq_replay", kwargs={"group": GROUP}),
+        reverse("console:dlq_replay", kwargs={"group": GROUP}),
         {"scope": "selected", "ids": [good, stranger], "target": "retry"},
     )
     job = ReplayJob.objects.get()
@@ -186,7 +186,7 @@ def test_a_bad_selected_id_fails_alone_in_the_job(readable, eager_celery, namesr
 
 
 def test_list_is_paged(readable, monkeypatch):
-    from console.views_ops import dlq_views
+    from console.views import dlq as dlq_views
 
     monkeypatch.setattr(dlq_views, "PAGE_SIZE", 2)
     first = _list(readable)
@@ -195,7 +195,7 @@ def test_list_is_paged(readable, monkeypatch):
     assert len(second.context["rows"]) == 1
     assert {r["offset_msg_id"] for r in first.context["rows"]}.isdisjoint(_ids(second))
     partial = readable.get(
-        reverse("console_ops:dlq_list", kwargs={"group": GROUP}), {"page": 2},
+        reverse("console:dlq_list", kwargs={"group": GROUP}), {"page": 2},
         headers={"HX-Request": "true", "HX-Target": "dlq-table"},
     )  # fmt: skip
     assert b"<h1>" not in partial.content and b"page 2 of 2" in partial.content

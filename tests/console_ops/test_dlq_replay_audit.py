@@ -24,12 +24,12 @@ def dead_letters(cluster):
 
 @pytest.fixture
 def rows(namesrv, dead_letters, operator_client):
-    operator_client.post(reverse("console_ops:dlq_make_readable", kwargs={"group": GROUP}))
-    return operator_client.get(reverse("console_ops:dlq_list", kwargs={"group": GROUP})).context["rows"]
+    operator_client.post(reverse("console:dlq_make_readable", kwargs={"group": GROUP}))
+    return operator_client.get(reverse("console:dlq_list", kwargs={"group": GROUP})).context["rows"]
 
 
 def _replay_events(client, msg_id: str) -> list:
-    response = client.get(reverse("console_ops:trace"), {"msgId": msg_id, "topic": TOPIC})
+    response = client.get(reverse("console:trace"), {"msgId": msg_id, "topic": TOPIC})
     assert response.status_code == 200, response.content
     return [item["event"] for item in response.context["events"] if item["event"].kind == "replay"]
 
@@ -39,7 +39,7 @@ def test_bulk_replay_is_in_each_message_trace(scope, rows, operator_client, eage
     form = {"scope": scope, "target": "retry"}
     if scope == "selected":
         form["ids"] = [r["offset_msg_id"] for r in rows[:2]]
-    response = operator_client.post(reverse("console_ops:dlq_replay", kwargs={"group": GROUP}), form)
+    response = operator_client.post(reverse("console:dlq_replay", kwargs={"group": GROUP}), form)
     assert response.status_code == 302
     job = ReplayJob.objects.get()
     replayed = rows[:2] if scope == "selected" else rows
@@ -55,7 +55,7 @@ def test_bulk_replay_is_in_each_message_trace(scope, rows, operator_client, eage
 
 
 def test_single_and_bulk_replays_are_traced_alike(rows, operator_client, eager_celery):
-    url = reverse("console_ops:dlq_replay", kwargs={"group": GROUP})
+    url = reverse("console:dlq_replay", kwargs={"group": GROUP})
     row = rows[0]
     operator_client.post(url, {"scope": "one", "ids": row["offset_msg_id"], "target": "retry"})
     operator_client.post(url, {"scope": "selected", "ids": [row["offset_msg_id"]], "target": "retry"})
@@ -71,7 +71,7 @@ def test_single_and_bulk_replays_are_traced_alike(rows, operator_client, eager_c
 def test_refused_replays_are_audited_under_the_same_name(rows, viewer, operator_client):
     viewer_client = Client()  # the fixture's client is the operator's
     viewer_client.force_login(viewer)
-    url = reverse("console_ops:dlq_replay", kwargs={"group": GROUP})
+    url = reverse("console:dlq_replay", kwargs={"group": GROUP})
     denied = viewer_client.post(url, {"scope": "one", "ids": rows[0]["offset_msg_id"], "target": "retry"})
     assert denied.status_code == 403
     refused = operator_client.post(
@@ -86,6 +86,6 @@ def test_refused_replays_are_audited_under_the_same_name(rows, viewer, operator_
         ("dlq.replay", "failed"),
         ("dlq.replay", "ok"),
     ]
-    readable_denied = viewer_client.post(reverse("console_ops:dlq_make_readable", kwargs={"group": GROUP}))
+    readable_denied = viewer_client.post(reverse("console:dlq_make_readable", kwargs={"group": GROUP}))
     assert readable_denied.status_code == 403
     assert AuditRecord.objects.filter(action="dlq.make_readable", result="denied").count() == 1

@@ -14,7 +14,7 @@ from broker.client import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus, PushC
 from broker.client.consumer_core import CONSUME_FROM_FIRST_OFFSET
 from broker.common import message_const as mc
 from broker.common.topic_config import dlq_topic, retry_topic
-from console.views_ops.services import dlq
+from console.services import dlq
 from tests.console_ops.cluster import make_dead_letters, wait_until
 
 pytestmark = pytest.mark.django_db
@@ -26,11 +26,11 @@ SUCCESS = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 def _replay_to_retry(client, admin, group: str, key: str) -> tuple[str, str]:
     """Replay the dead letter with ``key`` to the retry topic through the console: (its client
     msgId, the copy's new msgId)."""
-    client.post(reverse("console_ops:dlq_make_readable", kwargs={"group": group}))
-    rows = client.get(reverse("console_ops:dlq_list", kwargs={"group": group}), {"key": key}).context["rows"]
+    client.post(reverse("console:dlq_make_readable", kwargs={"group": group}))
+    rows = client.get(reverse("console:dlq_list", kwargs={"group": group}), {"key": key}).context["rows"]
     assert len(rows) == 1, rows
     response = client.post(
-        reverse("console_ops:dlq_replay", kwargs={"group": group}),
+        reverse("console:dlq_replay", kwargs={"group": group}),
         {"scope": "one", "ids": rows[0]["offset_msg_id"], "target": "retry"},
     )
     assert response.status_code == 200, response.content
@@ -97,7 +97,7 @@ def test_replay_to_retry_topic_keeps_the_original_topic_through_a_second_death(
     assert seen.topics and set(seen.topics) == {TOPIC}  # the listener never saw %RETRY%<group>
     assert dlq.original_topic(dead[0]) == TOPIC
     rows = operator_client.get(
-        reverse("console_ops:dlq_list", kwargs={"group": group}), {"key": "origin-1"}
+        reverse("console:dlq_list", kwargs={"group": group}), {"key": "origin-1"}
     ).context["rows"]
     assert {r["origin"] for r in rows} == {TOPIC}
 

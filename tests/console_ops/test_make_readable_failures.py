@@ -25,7 +25,7 @@ def dead_letters(cluster):
 
 
 def _url(group: str) -> str:
-    return reverse("console_ops:dlq_make_readable", kwargs={"group": group})
+    return reverse("console:dlq_make_readable", kwargs={"group": group})
 
 
 def dlq_state(admin) -> tuple:

@@ -8,8 +8,8 @@ import kombu.pools
 import pytest
 from django.urls import reverse
 
-from console.celery import app
 from console.models import AuditRecord, ReplayJob
+from console.project.celery import app
 from tests.harness import free_port
 
 pytestmark = pytest.mark.django_db
@@ -43,9 +43,7 @@ def task_queue_refuses():
 def test_a_replay_that_cannot_be_queued_says_why_and_replays_nothing(
     namesrv, operator_client, task_queue_refuses
 ):
-    response = operator_client.post(
-        reverse("console_ops:dlq_replay", kwargs={"group": GROUP}), {"scope": "all"}
-    )
+    response = operator_client.post(reverse("console:dlq_replay", kwargs={"group": GROUP}), {"scope": "all"})
     assert response.status_code == 503, response.content
     page = response.content.decode()
     assert "Replay not started" in page and "could not queue the job" in page

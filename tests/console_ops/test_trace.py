@@ -40,7 +40,7 @@ def _kinds(response) -> list[str]:
 
 def test_timeline_of_a_traced_message_that_died(namesrv, traced_failure, viewer_client):
     msg_id, consumer = traced_failure
-    url = reverse("console_ops:trace")
+    url = reverse("console:trace")
 
     def page():
         response = viewer_client.get(url, {"msgId": msg_id, "topic": TOPIC})
@@ -61,7 +61,7 @@ def test_timeline_of_a_traced_message_that_died(namesrv, traced_failure, viewer_
 
 def test_unknown_message_is_not_found(namesrv, viewer_client):
     """Nothing at all known of the id: 404 "not found", the form kept to correct it."""
-    response = viewer_client.get(reverse("console_ops:trace"), {"msgId": "00000000000000000000000000000000"})
+    response = viewer_client.get(reverse("console:trace"), {"msgId": "00000000000000000000000000000000"})
     assert response.status_code == 404 and response.context["message"] is None
     assert b"Not found: nothing is recorded about 00000000000000000000000000000000" in response.content
     assert b"<title>Message 00000000000000000000000000000000 not found" in response.content
@@ -69,5 +69,5 @@ def test_unknown_message_is_not_found(namesrv, viewer_client):
 
 
 def test_bad_topic_is_refused(namesrv, viewer_client):
-    response = viewer_client.get(reverse("console_ops:trace"), {"msgId": "AB", "topic": "no spaces"})
+    response = viewer_client.get(reverse("console:trace"), {"msgId": "AB", "topic": "no spaces"})
     assert response.status_code == 400

@@ -42,7 +42,7 @@ def half_messages(cluster):
 
 
 def _pending(client):
-    return {r["keys"]: r for r in client.get(reverse("console_ops:transactions")).context["rows"]}
+    return {r["keys"]: r for r in client.get(reverse("console:transactions")).context["rows"]}
 
 
 def test_pending_half_messages_are_listed_with_group_age_and_checks(namesrv, half_messages, viewer_client):
@@ -52,17 +52,17 @@ def test_pending_half_messages_are_listed_with_group_age_and_checks(namesrv, hal
     assert (row["producer_group"], row["real_topic"], row["check_times"]) == (TX_GROUP, TX_TOPIC, 0)
     assert row["msg_id"] == half_messages["pay-commit"]
     assert row["age_s"] >= 0
-    exported = viewer_client.get(reverse("console_ops:transactions_export", kwargs={"fmt": "csv"}))
+    exported = viewer_client.get(reverse("console:transactions_export", kwargs={"fmt": "csv"}))
     assert exported["Content-Disposition"] == 'attachment; filename="pending-transactions.csv"'
     header, *lines = exported.content.decode().strip().splitlines()
     assert "producer_group" in header and any("pay-commit" in line for line in lines)
-    bad = viewer_client.get(reverse("console_ops:transactions_export", kwargs={"fmt": "xml"}))
+    bad = viewer_client.get(reverse("console:transactions_export", kwargs={"fmt": "xml"}))
     assert bad.status_code == 400
 
 
 def test_operator_commits_and_rolls_back(namesrv, half_messages, operator_client, admin):
     rows = _pending(operator_client)
-    url = reverse("console_ops:end_transaction")
+    url = reverse("console:end_transaction")
     response = operator_client.post(
         url, {"offset_msg_id": rows["pay-commit"]["offset_msg_id"], "action": "commit"}
     )
@@ -95,7 +95,7 @@ def test_operator_commits_and_rolls_back(namesrv, half_messages, operator_client
 
 
 def test_end_transaction_refuses_bad_input(namesrv, operator_client):
-    url = reverse("console_ops:end_transaction")
+    url = reverse("console:end_transaction")
     assert operator_client.post(url, {"offset_msg_id": "", "action": "commit"}).status_code == 400
     assert operator_client.post(url, {"offset_msg_id": "AB", "action": "maybe"}).status_code == 400
 
@@ -104,7 +104,7 @@ def test_delayed_levels_show_pending_counts_and_messages(namesrv, viewer_client)
     send(namesrv, "OpsReminders", 2, keys="remind", DELAY=3)  # level 3 = 1 h in this cluster
     page = wait_until(
         lambda: (
-            (r := viewer_client.get(reverse("console_ops:delayed"))).context["brokers"][0]["pending"] >= 2
+            (r := viewer_client.get(reverse("console:delayed"))).context["brokers"][0]["pending"] >= 2
             and r
         ),
         what="two pending delayed messages",
@@ -115,7 +115,7 @@ def test_delayed_levels_show_pending_counts_and_messages(namesrv, viewer_client)
     assert [levels[n]["label"] for n in (1, 2, 3)] == ["1s", "2s", "1h"]
     assert levels[3]["pending"] == 2 and levels[3]["next_due_in_s"] > 3000
     detail = viewer_client.get(
-        reverse("console_ops:delayed_level", kwargs={"broker_name": broker["name"], "level": 3})
+        reverse("console:delayed_level", kwargs={"broker_name": broker["name"], "level": 3})
     )
     rows = detail.context["rows"]
     assert {r["real_topic"] for r in rows} == {"OpsReminders"}
@@ -123,14 +123,14 @@ def test_delayed_levels_show_pending_counts_and_messages(namesrv, viewer_client)
     assert all((r["due"] - r["stored"]).total_seconds() == 3600 for r in rows)
     exported = viewer_client.get(
         reverse(
-            "console_ops:delayed_level_export",
+            "console:delayed_level_export",
             kwargs={"broker_name": broker["name"], "level": 3, "fmt": "json"},
         )
     ).json()
     assert sorted(r["keys"] for r in exported) == ["remind-0", "remind-1"]
     assert all(r["due_timestamp"] - r["store_timestamp"] == 3_600_000 for r in exported)
     missing = viewer_client.get(
-        reverse("console_ops:delayed_level", kwargs={"broker_name": broker["name"], "level": 9})
+        reverse("console:delayed_level", kwargs={"broker_name": broker["name"], "level": 9})
     )
     assert missing.status_code == 400
 
@@ -145,10 +145,10 @@ def test_short_delay_level_drains(namesrv, viewer_client, admin):
             return None
 
     wait_until(delivered, what="delivery after 1 s")
-    levels = viewer_client.get(reverse("console_ops:delayed")).context["brokers"][0]["levels"]
+    levels = viewer_client.get(reverse("console:delayed")).context["brokers"][0]["levels"]
     wait_until(
         lambda: (
-            viewer_client.get(reverse("console_ops:delayed")).context["brokers"][0]["levels"][0]["pending"]
+            viewer_client.get(reverse("console:delayed")).context["brokers"][0]["levels"][0]["pending"]
             == 0
         ),
         what="level 1 drained",

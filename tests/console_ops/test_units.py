@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.core.exceptions import BadRequest
 
 from broker.common import message_const as mc
 from broker.common.message import MessageExt
+from console.services import dlq
+from console.services.delayed import parse_levels
 from console.tail.filters import TailFilterError, compile_filter
-from console.views_ops.common import BadRequest, export_messages
-from console.views_ops.services import dlq
-from console.views_ops.services.delayed import parse_levels
+from console.views.common import export_messages
 
 
 def _event(tags="a", keys=("k1",), msg_id="ID1", **props):

@@ -1,0 +1,12 @@
+"""What the project's other apps (analytics) may use of the console app: the one permission table
+and its view guard, and the one audit log. Everything else of the console is its own business;
+an app that needs more asks for it here rather than importing the console's modules.
+
+Template filters shared by every app's pages are the project's (``console.project.formatting``).
+"""
+
+from console.audit import audit, audit_record
+from console.models import AuditRecord
+from console.roles import ACTIONS, may, require_permission, require_role
+
+__all__ = ["ACTIONS", "AuditRecord", "audit", "audit_record", "may", "require_permission", "require_role"]
