@@ -112,10 +112,10 @@ class NamesrvProcessor:
         if route is None:
             return response_to(request, ResponseCode.TOPIC_NOT_EXIST,
                                f"No topic route info in name server for the topic: {topic}")  # fmt: skip
-        return response_to(request, body=fastjson.dumps(route))
+        return response_to(request, body=fastjson.dumps(route.to_json()))
 
     async def cluster_info(self, conn, request: RemotingCommand) -> RemotingCommand:
-        return response_to(request, body=fastjson.dumps(self.routes.cluster_info()))
+        return response_to(request, body=fastjson.dumps(self.routes.cluster_info().to_json()))
 
     async def all_topics(self, conn, request: RemotingCommand) -> RemotingCommand:
         return response_to(request, body=fastjson.dumps({"topicList": self.routes.all_topics()}))
@@ -129,7 +129,7 @@ class NamesrvProcessor:
         # RocketMQ's TopicList of cluster and broker names, with one broker's address: the one an
         # admin client then asks for the broker's own system topics.
         info = self.routes.cluster_info()
-        names = sorted(set(info["clusterAddrTable"]) | set(info["brokerAddrTable"]))
+        names = sorted(set(info.clusters) | set(info.brokers))
         body = {"topicList": names, "brokerAddr": self.routes.any_broker_addr()}
         return response_to(request, body=fastjson.dumps(body))
 

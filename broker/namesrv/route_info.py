@@ -1,45 +1,21 @@
 """The name server's whole state: which brokers live, in which clusters, serving which topics.
 
 All in memory (name servers never talk to each other; brokers register with each of them).
-Shapes and JSON field names follow RocketMQ's TopicRouteData, QueueData, BrokerData, ClusterInfo;
-the processor writes them with ``fastjson.dumps`` (absent values as None, Long keys as ints).
+The state and the answers are the project's route model (``broker.common.route``: QueueData,
+BrokerData, TopicRouteData, ClusterInfo); the processor writes their ``to_json()`` with
+``fastjson.dumps`` (absent values as None, Long keys as ints).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from broker.common.route import MASTER_ID, BrokerData, ClusterInfo, QueueData, TopicRouteData
 from broker.common.topic_config import PERM_WRITE
-
-MASTER_ID = 0
-
-
-@dataclass
-class QueueData:
-    broker_name: str
-    read_queue_nums: int
-    write_queue_nums: int
-    perm: int
-    topic_sys_flag: int = 0
-
-    def to_json(self) -> dict:
-        return {"brokerName": self.broker_name, "readQueueNums": self.read_queue_nums,
-                "writeQueueNums": self.write_queue_nums, "perm": self.perm,
-                "topicSysFlag": self.topic_sys_flag}  # fmt: skip
-
-
-@dataclass
-class BrokerData:
-    cluster: str
-    broker_name: str
-    broker_addrs: dict[int, str] = field(default_factory=dict)
-
-    def to_json(self) -> dict:
-        return {"cluster": self.cluster, "brokerName": self.broker_name,
-                "brokerAddrs": dict(sorted(self.broker_addrs.items()))}  # fmt: skip
 
 
 @dataclass
@@ -146,25 +122,26 @@ class RouteInfoManager:
             return stale
 
     # -- queries ------------------------------------------------------------------------------
-    def topic_route(self, topic: str, order_conf: str | None = None) -> dict | None:
+    # Answers are copies taken under the lock: registrations may change the state meanwhile.
+    def topic_route(self, topic: str, order_conf: str | None = None) -> TopicRouteData | None:
         with self.lock:
             queues = self.topic_queues.get(topic)
             if not queues:
                 return None
             names = sorted(queues)
-            return {
-                "orderTopicConf": order_conf,
-                "queueDatas": [queues[name].to_json() for name in names],
-                "brokerDatas": [self.brokers[n].to_json() for n in names if n in self.brokers],
-                "filterServerTable": {},
-            }
+            return TopicRouteData(
+                topic,
+                [dataclasses.replace(queues[name]) for name in names],
+                [_copy(self.brokers[name]) for name in names if name in self.brokers],
+                order_conf,
+            )
 
-    def cluster_info(self) -> dict:
+    def cluster_info(self) -> ClusterInfo:
         with self.lock:
-            return {
-                "brokerAddrTable": {name: data.to_json() for name, data in sorted(self.brokers.items())},
-                "clusterAddrTable": {c: sorted(names) for c, names in sorted(self.clusters.items())},
-            }
+            return ClusterInfo(
+                {name: _copy(data) for name, data in self.brokers.items()},
+                {cluster: sorted(names) for cluster, names in self.clusters.items()},
+            )
 
     def any_broker_addr(self) -> str | None:
         """The address of one registered broker (the first by name, its master if it has one)."""
@@ -205,3 +182,7 @@ class RouteInfoManager:
         info = self.live.get(broker_addr)
         if info:
             info.last_update_ms = self.now_ms()
+
+
+def _copy(data: BrokerData) -> BrokerData:
+    return BrokerData(data.cluster, data.broker_name, dict(data.broker_addrs))
