@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from broker.cli_commands import all_commands
 from broker.cli_commands.base import Command, UsageError
 from broker.cli_commands.output import dump_json
-from broker.client.admin import MQAdmin, MQAdminError
+from broker.client.admin import MQAdmin
+from broker.client.errors import MQClientError
 
 PROG = "mqadmin"
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -26,8 +27,8 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _common_flags() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+def _common_flags() -> _Parser:
+    common = _Parser(add_help=False)
     common.add_argument(
         "-n",
         "--namesrvAddr",
@@ -99,7 +100,7 @@ def _execute(command: Command, args: argparse.Namespace) -> int:
             output = command.run(admin, args)
     except UsageError as exc:
         return _usage_error(command.name, str(exc))
-    except MQAdminError as exc:
+    except MQClientError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return EXIT_FAILED
     print(dump_json(output.data) if args.json else output.text)

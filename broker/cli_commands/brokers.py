@@ -18,7 +18,7 @@ def _run_status(admin: MQAdmin, args: argparse.Namespace) -> CommandOutput:
     addrs = admin.resolve_all_addrs(args.broker_addr, args.cluster)
     tables = {addr: admin.broker_runtime_info(addr) for addr in addrs}
     width = max((len(k) for table in tables.values() for k in table), default=0)
-    lines = []
+    lines: list[str] = []
     for addr, table in tables.items():
         # With several brokers each line names its broker, as RocketMQ's -c output does.
         prefix = f"{addr:<24} " if len(tables) > 1 else ""

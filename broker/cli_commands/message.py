@@ -9,9 +9,12 @@ from broker.cli_commands.base import Command, UsageError, parse_time_arg
 from broker.cli_commands.messages_view import message_block
 from broker.cli_commands.output import CommandOutput, render_table
 from broker.cli_commands.sending import choose_queue, send_with_producer
-from broker.client.admin import MQAdmin, NotFoundError
+from broker.client.admin import MQAdmin
+from broker.client.errors import NotFoundError
 from broker.common.message import Message
 from broker.common.message_view import describe_message
+from broker.common.route import TopicRouteData
+from broker.common.system_names import TOOLS_CONSUMER_GROUP
 
 
 def _configure_by_id(parser: argparse.ArgumentParser) -> None:
@@ -102,7 +105,7 @@ def _configure_consume(parser: argparse.ArgumentParser) -> None:
         "-g",
         "--consumerGroup",
         dest="group",
-        default="TOOLS_CONSUMER",
+        default=TOOLS_CONSUMER_GROUP,
         help="group the pulls are made for (nothing is committed)",
     )
     parser.add_argument(
@@ -159,16 +162,24 @@ def _read_queue(
 def _queues_to_read(admin: MQAdmin, args: argparse.Namespace) -> list[tuple[str, str, int]]:
     route = admin.topic_route(args.topic)
     queues = []
-    for q in route.queue_datas:
-        if args.broker and q.broker_name != args.broker:
+    for mq in route.readable_queues():
+        if args.broker and mq.broker_name != args.broker:
             continue
-        addr = route.broker(q.broker_name).any_addr()
-        for queue_id in range(q.read_queue_nums):
-            if args.queue_id is None or queue_id == args.queue_id:
-                queues.append((q.broker_name, addr, queue_id))
+        if args.queue_id is not None and mq.queue_id != args.queue_id:
+            continue
+        queues.append((mq.broker_name, _read_addr(route, mq.broker_name), mq.queue_id))
     if not queues:
         raise NotFoundError(f"topic {args.topic!r} has no such queue to read")
     return queues
+
+
+def _read_addr(route: TopicRouteData, broker_name: str) -> str:
+    """The broker set's master, else a slave: either serves reads."""
+    data = route.broker(broker_name)
+    addr = data.any_addr() if data else None
+    if addr is None:
+        raise NotFoundError(f"broker {broker_name!r} is not in the route of topic {route.topic!r}")
+    return addr
 
 
 def _queue_window(admin: MQAdmin, addr: str, topic: str, queue_id: int, args: Any) -> tuple[int, int]:

@@ -6,7 +6,8 @@ import argparse
 
 from broker.cli_commands.base import Command, add_target, parse_bool, require_target
 from broker.cli_commands.output import CommandOutput, format_millis, render_assignments, render_table
-from broker.client.admin import MQAdmin, MQAdminError
+from broker.client.admin import MQAdmin
+from broker.client.errors import MQClientError
 
 
 def _configure_list(parser: argparse.ArgumentParser) -> None:
@@ -41,7 +42,7 @@ def _topic_cluster_and_groups(admin: MQAdmin, topic: str) -> tuple[list[str], li
         route = admin.topic_route(topic)
         clusters = sorted({b.cluster for b in route.broker_datas})
         return clusters, admin.topic_consumed_by(topic)
-    except MQAdminError:
+    except MQClientError:
         return [], []
 
 

@@ -6,7 +6,8 @@ import argparse
 
 from broker.cli_commands.base import Command, UsageError
 from broker.cli_commands.output import CommandOutput, format_millis, render_table
-from broker.client.admin import MQAdmin, NotFoundError
+from broker.client.admin import MQAdmin
+from broker.client.errors import NotFoundError
 from broker.client.trace import query_message_trace
 from broker.common.topic_config import TRACE_TOPIC
 

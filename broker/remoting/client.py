@@ -9,20 +9,25 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+from broker.common.hosts import HostPort, parse_host
 
 from .command import RemotingCommand
 from .connection import Handler, ProcessorTable, RemotingConnection
 from .errors import RemotingConnectError
 
+T = TypeVar("T")
+
 DEFAULT_TIMEOUT_MS = 3000
 CONNECT_TIMEOUT_S = 3
 
 
-def split_addr(addr: str) -> tuple[str, int]:
-    host, sep, port = addr.rpartition(":")
-    if not sep or not port.isdigit():
-        raise RemotingConnectError(addr, "the address must be host:port")
-    return host.strip("[]"), int(port)
+def split_addr(addr: str) -> HostPort:
+    try:
+        return parse_host(addr)
+    except ValueError:
+        raise RemotingConnectError(addr, "the address must be host:port") from None
 
 
 class RemotingClient:
@@ -100,7 +105,7 @@ class EventLoopThread:
         self._thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
         self._thread.start()
 
-    def run(self, coro: Coroutine, timeout: float | None = None):
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
     @property

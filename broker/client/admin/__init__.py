@@ -1,0 +1,72 @@
+"""Administration API over the remoting protocol (RocketMQ's ``DefaultMQAdminExt``).
+
+``MQAdmin`` (blocking) and ``AsyncMQAdmin`` (asyncio) talk to name servers and brokers with
+RocketMQ's admin request codes over the SDK's ``ClientAPI`` and return typed results
+(:mod:`.results`, and the route model of :mod:`broker.common.route`); they never print. The
+``mqadmin`` CLI and the web console are both thin layers over them. Every failure is an error of
+the client's one tree (:mod:`broker.client.errors`) whose message says which address failed and
+why, or which RocketMQ response code a server answered with.
+
+The requests are grouped by concern: :mod:`.core` (the request path, name-server tables, target
+resolution), :mod:`.topics` (brokers and topics), :mod:`.groups` (groups and offsets),
+:mod:`.messages` (message lookups, pulls, transactions).
+"""
+
+from broker.client.errors import (
+    BrokerUnreachableError,
+    MQBrokerError,
+    MQClientError,
+    NameServerUnreachableError,
+    NotFoundError,
+)
+
+from .async_admin import AsyncMQAdmin
+from .parse import parse_timestamp, runtime_figure
+from .results import (
+    BrokerConfigState,
+    BrokerSummary,
+    ClientConnection,
+    ConsumeProgress,
+    ConsumerConnection,
+    ConsumerGroupSummary,
+    ProducerConnection,
+    PullResult,
+    QueueConsumeProgress,
+    QueueOffsetStatus,
+    ResetOffsetEntry,
+    Subscription,
+    TopicStatus,
+)
+from .sync_admin import MQAdmin
+
+# The names the console knew the admin's errors by, from when the admin had an error tree of its
+# own: any admin failure, and a server's refusal. They are the client's one tree's classes.
+MQAdminError = MQClientError
+AdminRequestError = MQBrokerError
+
+__all__ = [
+    "AdminRequestError",
+    "AsyncMQAdmin",
+    "BrokerConfigState",
+    "BrokerSummary",
+    "BrokerUnreachableError",
+    "ClientConnection",
+    "ConsumeProgress",
+    "ConsumerConnection",
+    "ConsumerGroupSummary",
+    "MQAdmin",
+    "MQAdminError",
+    "MQBrokerError",
+    "MQClientError",
+    "NameServerUnreachableError",
+    "NotFoundError",
+    "ProducerConnection",
+    "PullResult",
+    "QueueConsumeProgress",
+    "QueueOffsetStatus",
+    "ResetOffsetEntry",
+    "Subscription",
+    "TopicStatus",
+    "parse_timestamp",
+    "runtime_figure",
+]
