@@ -20,6 +20,7 @@ from broker.common.codes import ResponseCode
 from broker.common.system_names import is_system_group
 from broker.common.topic_config import RETRY_GROUP_TOPIC_PREFIX, perm_to_string
 from broker.common.topic_kinds import topic_kinds
+from console.services.reading import readable_master_queues
 
 # Enough parallel requests to hide round trips, few enough not to flood a broker's executor.
 FAN_OUT_LIMIT = 32
@@ -335,11 +336,7 @@ async def _reset_preview(core: AsyncMQAdmin, group: str, topic: str, timestamp: 
         current = {(q.broker_name, q.queue_id): q.consumer_offset for q in progress.queues}
     except NotFoundError:
         current = {}
-    queues = []
-    for data in route.queue_datas:
-        addr = route.broker(data.broker_name).master_addr
-        if addr:
-            queues.extend((data.broker_name, addr, qid) for qid in range(data.read_queue_nums))
+    queues = [(q.broker_name, addr, q.queue_id) for q, addr in readable_master_queues(route)]
     targets = await fan_out([_queue_target(core, addr, topic, qid, timestamp) for _, addr, qid in queues])
     rows = []
     for (broker_name, _, queue_id), found in zip(queues, targets, strict=True):

@@ -118,7 +118,10 @@ def make_readable(admin: MQAdmin, group: str) -> list[str]:
     for queue_data in route.queue_datas:
         if is_readable(queue_data.perm):
             continue
-        addr = route.broker(queue_data.broker_name).master_addr
+        broker = route.broker(queue_data.broker_name)
+        if broker is None or not broker.master_addr:
+            raise NotFoundError(f"broker {queue_data.broker_name!r} of topic {topic!r} has no master")
+        addr = broker.master_addr
         admin.create_or_update_topic(
             addr, topic, queue_data.read_queue_nums, queue_data.write_queue_nums, PERM_READ | PERM_WRITE
         )

@@ -10,6 +10,7 @@ from broker.client.admin import AsyncMQAdmin, MQAdmin, MQAdminError, NotFoundErr
 from broker.common.message import MessageExt
 from broker.common.message_view import describe_message
 from console.services.cluster_queries import fan_out
+from console.services.reading import readable_master_queues
 
 # As RocketMQ's dashboard: a time-range query stops after this many messages (newest kept last).
 TIME_QUERY_LIMIT = 2000
@@ -51,11 +52,7 @@ async def _queue_range(
 
 async def _by_time(core: AsyncMQAdmin, topic: str, begin: int, end: int, limit: int) -> MessageList:
     route = await core.topic_route(topic)
-    queues = []
-    for data in route.queue_datas:
-        addr = route.broker(data.broker_name).master_addr
-        if addr:
-            queues.extend((data.broker_name, addr, qid) for qid in range(data.read_queue_nums))
+    queues = [(q.broker_name, addr, q.queue_id) for q, addr in readable_master_queues(route)]
     results = await fan_out(
         [_queue_range(core, addr, topic, qid, begin, end, limit + 1) for _, addr, qid in queues]
     )
