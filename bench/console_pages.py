@@ -24,6 +24,15 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.project.settings")
 
 
+CLUSTER = "ConsolePagesBench"
+# Small store files: thousands of topics must not preallocate the disk away.
+SMALL_BROKERS = {
+    "autoCreateTopicEnable": "true",
+    "autoCreateSubscriptionGroup": "true",
+    "mappedFileSizeCommitLog": 4194304,
+}
+
+
 def percentile(samples: list[float], fraction: float) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
@@ -74,13 +83,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
 
-    from tests.cli.live_cluster import CLUSTER
-    from tests.console.small_cluster import start_small_cluster
+    from broker.local_cluster import start_cluster
 
     with tempfile.TemporaryDirectory(prefix="console-bench-") as workdir:
         os.environ["CONSOLE_VAR_DIR"] = str(Path(workdir) / "var")
         # 300 entries per consume-queue file: 8,000 queues must not preallocate 48 GB of disk.
-        cluster = start_small_cluster(Path(workdir), queue_entries=300)
+        settings = {**SMALL_BROKERS, "mappedFileSizeConsumeQueue": 300 * 20}
+        cluster = start_cluster(Path(workdir), ("broker-a", "broker-b"), CLUSTER, settings)
         try:
             os.environ["BROKER_NAMESRV"] = cluster.namesrv_addr
             import django

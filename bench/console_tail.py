@@ -27,8 +27,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.console_ops.cluster import start_broker, start_namesrv, wait_until  # noqa: E402
-from tests.harness import free_port  # noqa: E402
+from broker.local_cluster import (  # noqa: E402
+    SMALL_STORE,
+    free_port,
+    start_broker,
+    start_namesrv,
+    wait_until,
+    write_conf,
+)
 
 TOPIC = "BenchTail"
 
@@ -139,7 +145,8 @@ def main() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="bench-tail-"))
     var_dir = workdir / "var"
     namesrv = start_namesrv()
-    broker = start_broker(workdir, namesrv.addr, "broker-bench")
+    settings = {"brokerName": "broker-bench", "storePathRootDir": workdir / "store", **SMALL_STORE}
+    broker = start_broker(write_conf(workdir / "broker.conf", settings), namesrv.addr, free_port())
     web = None
     try:
         env = {

@@ -26,9 +26,9 @@ from broker.client import (
 )
 from broker.common.codes import RequestCode
 from broker.common.message import Message
+from broker.local_cluster import free_port, start_broker, start_namesrv, write_conf
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.command import create_request
-from tests.harness import EngineProcess, free_port
 
 from .base import BODY_SIZE, LatencySamples, Peer, paced
 
@@ -75,14 +75,13 @@ class OursThreads(Peer):
 
     async def setup(self) -> None:
         base = self.base = Path(tempfile.mkdtemp(prefix="bench-broker-", dir=self.work_dir))
-        self.namesrv = EngineProcess(["-m", "broker.namesrv", "--listen-port", str(free_port())])
-        conf = base / "broker.conf"
-        conf.write_text(
-            f"brokerName=bench-broker\nlistenPort={free_port()}\nnamesrvAddr={self.namesrv.addr}\n"
-            f"storePathRootDir={base / 'store'}\nflushDiskType={self.flush_disk_type}\n"
-            + "".join(f"{key}={value}\n" for key, value in self.broker_conf.items())
+        # Not drained, as always here: no reader thread competes with the benchmark for the GIL.
+        self.namesrv = start_namesrv(drain=False)
+        settings = {"brokerName": "bench-broker", "storePathRootDir": base / "store"}
+        conf = write_conf(
+            base / "broker.conf", {**settings, "flushDiskType": self.flush_disk_type, **self.broker_conf}
         )
-        self.broker = EngineProcess(["-m", "broker.server", "-c", str(conf)])
+        self.broker = start_broker(conf, self.namesrv.addr, free_port(), drain=False)
         admin = SyncRemotingClient()
         for topic in (TOPIC, LATENCY_TOPIC):
             create = {"topic": topic, "readQueueNums": 4, "writeQueueNums": 4, "perm": 6}

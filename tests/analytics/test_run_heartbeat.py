@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from analytics.models import ReportRun
 from analytics.runner import fail_abandoned_runs, heartbeat
-from tests.harness import wait_until
+from broker.local_cluster import wait_until
 
 
 def a_run(status: str, **fields) -> ReportRun:

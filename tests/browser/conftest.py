@@ -184,8 +184,9 @@ def browser(browser_problems):
         chromium.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def page(browser, stack):
+    """A page in a context of its own for each test, logged in as nobody (see ``log_in``)."""
     context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=stack.web_url)
     context.set_default_timeout(20_000)
     page = context.new_page()
@@ -195,23 +196,44 @@ def page(browser, stack):
 
 
 @pytest.fixture(scope="module")
-def log_in(stack):
-    """``log_in(page, role)``: the page's context logged in (afresh) as a user of that role, made
-    once per stack; "admin" is the stack's first admin."""
+def sessions(browser, stack):
+    """``sessions(role)``: the cookies of a session logged in (through the login form, once per
+    stack) as a user of that role; "admin" is the stack's first admin."""
     from playwright.sync_api import expect
 
-    users = {"admin": (ADMIN_USER, stack.password)}
+    cookies: dict[str, list] = {}
+
+    def session_of(role: str) -> list:
+        if role not in cookies:
+            if role == "admin":
+                username, password = ADMIN_USER, stack.password
+            else:
+                username = f"browser-{role}"
+                password = stack.add_user(username, role)
+            context = browser.new_context(base_url=stack.web_url)
+            try:
+                page = context.new_page()
+                page.goto("/accounts/login/")
+                page.fill("input[name=username]", username)
+                page.fill("input[name=password]", password)
+                page.click("button[type=submit]")
+                expect(page.locator(".who")).to_contain_text(username)
+                cookies[role] = context.storage_state()["cookies"]
+            finally:
+                context.close()
+        return cookies[role]
+
+    return session_of
+
+
+@pytest.fixture
+def log_in(sessions):
+    """``log_in(page, role)``: the page's context logged in as a user of that role (its session
+    cookies only: the page stays where it is), so a test selected alone starts logged in too."""
 
     def log_in_as(page, role: str) -> None:
-        if role not in users:
-            users[role] = (f"browser-{role}", stack.add_user(f"browser-{role}", role))
-        username, password = users[role]
         page.context.clear_cookies()
-        page.goto("/accounts/login/")
-        page.fill("input[name=username]", username)
-        page.fill("input[name=password]", password)
-        page.click("button[type=submit]")
-        expect(page.locator(".who")).to_contain_text(username)
+        page.context.add_cookies(sessions(role))
 
     return log_in_as
 

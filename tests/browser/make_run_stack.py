@@ -16,9 +16,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from broker.local_cluster import ROOT, free_port, wait_until
 from tests.browser.stack import Stack
-from tests.console_ops.cluster import wait_until
-from tests.harness import ROOT, free_port
 
 # Processes of `make run` a test needs (beat only fires schedules).
 PROCESSES = ("namesrv", "broker", "web", "worker")

@@ -17,7 +17,7 @@ import textwrap
 
 import pytest
 
-from tests.harness import ROOT
+from broker.local_cluster import ROOT
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -29,7 +29,7 @@ INNER_TESTS = textwrap.dedent(
 
     import pytest
 
-    from tests.harness import free_port
+    from broker.local_cluster import free_port
 
     RELEASE = threading.Event()
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.console_ops.cluster import send
+from tests.cluster import send
 
 pytestmark = pytest.mark.timeout(300)
 

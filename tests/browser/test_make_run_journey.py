@@ -21,11 +21,11 @@ from playwright.sync_api import expect
 from broker.client import Producer
 from broker.common.message import Message
 from broker.common.message_codec import decode_offset_msg_id
+from broker.local_cluster import wait_until
 from broker.store.archive import SegmentArchiver
 from tests.browser.conftest import ARTIFACTS as BROWSER_ARTIFACTS
 from tests.browser.make_run_stack import MakeRunStack
 from tests.browser.stack import ADMIN_USER
-from tests.console_ops.cluster import wait_until
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -23,18 +23,15 @@ from broker.client.admin import MQAdmin
 from broker.client.producer import Producer
 from broker.client.pull_consumer import LitePullConsumer
 from broker.common.message import Message
-from tests.cli.live_cluster import CLUSTER, start_cluster
+from tests.cluster import CLI, cluster_fixture
+from tests.cluster import CLI_CLUSTER as CLUSTER
 
 TOPIC = "CliLiveTopic"
 GROUP = "CliLiveGroup"
 MESSAGES = 6
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    live = start_cluster(tmp_path_factory.mktemp("cli-cluster"))
-    yield live
-    live.stop()
+cluster = cluster_fixture(CLI)
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,8 @@ from broker.cli import main
 from broker.client.admin import MQAdmin
 from broker.client.producer import Producer
 from broker.common.message import Message
-from tests.cli.live_cluster import CLUSTER, start_cluster
+from tests.cluster import CLI, start
+from tests.cluster import CLI_CLUSTER as CLUSTER
 
 TOPIC, GROUP = "CliResetTopic", "CliResetOfflineGroup"
 MESSAGES = 6  # over queue 0 of both brokers, at least 2 on each
@@ -27,7 +28,7 @@ MESSAGES = 6  # over queue 0 of both brokers, at least 2 on each
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    live = start_cluster(tmp_path_factory.mktemp("cli-reset"))
+    live = start(CLI, tmp_path_factory.mktemp("cli-reset"))
     try:
         with MQAdmin(live.namesrv_addr) as admin:
             for addr in admin.resolve_masters(None, CLUSTER):

@@ -16,7 +16,7 @@ from broker.client.producer import Producer
 from broker.common.codes import ResponseCode
 from broker.common.message import Message
 from broker.remoting.client import RemotingClient
-from tests.cli.live_cluster import start_cluster
+from tests.cluster import CLI, start
 
 TOPIC, GROUP = "PullRefusedTopic", "pull-refused-group"
 FLAG_SUBSCRIPTION = 0x1 << 2  # PullSysFlag: the request carries its own subscription expression
@@ -24,7 +24,7 @@ FLAG_SUBSCRIPTION = 0x1 << 2  # PullSysFlag: the request carries its own subscri
 
 @pytest.fixture(scope="module")
 def broker_with_a_message(tmp_path_factory):
-    cluster = start_cluster(tmp_path_factory.mktemp("pull-refused"), ("broker-a",))
+    cluster = start(CLI, tmp_path_factory.mktemp("pull-refused"), brokers=("broker-a",))
     try:
         with MQAdmin(cluster.namesrv_addr) as admin:
             (addr,) = admin.resolve_masters(None, "CliCluster")

@@ -5,7 +5,7 @@ import time
 from broker.client.trace import AsyncTraceDispatcher
 from broker.client.trace.dispatcher import MAX_TRACE_BODY, _pack
 from broker.common.trace_data import PUB, SUB_AFTER, SUB_BEFORE, TraceRecord, decode_records
-from tests.harness import free_port
+from broker.local_cluster import free_port
 
 
 def test_records_round_trip_in_rocketmq_layout():

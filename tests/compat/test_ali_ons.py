@@ -29,8 +29,8 @@ from broker.client import (
 )
 from broker.common import message_const as const
 from broker.common.message import Message
-from tests.harness import ROOT, wait_until
-from tests.integration.one_broker_cluster import start_one_broker
+from broker.local_cluster import ROOT, wait_until
+from tests.cluster import ONE_BROKER, cluster_fixture
 
 SCRIPTS = Path(__file__).parent / "ali_ons"
 NODE = shutil.which("node")
@@ -46,17 +46,17 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    # Retry levels of 1 s keep the send-back test short; SQL92 for the property filter test; with
-    # accessMessageInMemoryMaxRatio=0 every stored message counts as "in disk", so a new group with
-    # CONSUME_FROM_LAST_OFFSET starts at the tail even of a small backlog (as on a big broker).
-    extra = (
-        "messageDelayLevel=1s 1s 1s 1s 1s 1s\nenablePropertyFilter=true\naccessMessageInMemoryMaxRatio=0\n"
-    )
-    cluster = start_one_broker(tmp_path_factory.mktemp("ali-ons"), extra)
-    yield cluster
-    cluster.stop()
+# Retry levels of 1 s keep the send-back test short; SQL92 for the property filter test; with
+# accessMessageInMemoryMaxRatio=0 every stored message counts as "in disk", so a new group with
+# CONSUME_FROM_LAST_OFFSET starts at the tail even of a small backlog (as on a big broker).
+cluster = cluster_fixture(
+    ONE_BROKER,
+    {
+        "messageDelayLevel": "1s 1s 1s 1s 1s 1s",
+        "enablePropertyFilter": "true",
+        "accessMessageInMemoryMaxRatio": "0",
+    },
+)
 
 
 # -- driving the Node scripts ------------------------------------------------------------------

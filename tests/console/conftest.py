@@ -14,18 +14,16 @@ import django
 django.setup()
 
 import pytest  # noqa: E402
-from django.contrib.auth.models import Group, User  # noqa: E402
-from django.test import Client  # noqa: E402
 
 from console import cluster_access  # noqa: E402
-from tests.console.small_cluster import start_small_cluster  # noqa: E402
+from tests.cluster import console_preset, logged_in_client, start  # noqa: E402
 
 PASSWORD = "correct horse battery staple 42"
 
 
 @pytest.fixture(scope="session")
 def live_cluster(tmp_path_factory):
-    cluster = start_small_cluster(tmp_path_factory.mktemp("console-cluster"))
+    cluster = start(console_preset(), tmp_path_factory.mktemp("console-cluster"))
     yield cluster
     cluster_access.close_all()
     cluster.stop()
@@ -56,36 +54,7 @@ def admin(live_cluster):
     return cluster_access.admin_for(live_cluster.namesrv_addr)
 
 
-def _user(name: str, role: str | None) -> User:
-    user = User.objects.create_user(name, password=PASSWORD)
-    if role:
-        user.groups.add(Group.objects.get(name=role))
-    return user
-
-
-@pytest.fixture
-def viewer_client(db) -> Client:
-    client = Client()
-    client.force_login(_user("vera", "viewer"))
-    return client
-
-
-@pytest.fixture
-def operator_client(db) -> Client:
-    client = Client()
-    client.force_login(_user("otto", "operator"))
-    return client
-
-
-@pytest.fixture
-def admin_client_(db) -> Client:
-    client = Client()
-    client.force_login(_user("ada", "admin"))
-    return client
-
-
-@pytest.fixture
-def csrf_operator_client(db) -> Client:
-    client = Client(enforce_csrf_checks=True)
-    client.force_login(_user("carl", "operator"))
-    return client
+viewer_client = logged_in_client("vera", "viewer", PASSWORD)
+operator_client = logged_in_client("otto", "operator", PASSWORD)
+admin_client_ = logged_in_client("ada", "admin", PASSWORD)
+csrf_operator_client = logged_in_client("carl", "operator", PASSWORD, enforce_csrf_checks=True)

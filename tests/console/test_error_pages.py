@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from broker.common.message import Message
 from console import cluster_access
-from tests.console.small_cluster import start_small_cluster
+from tests.cluster import console_preset, start
 
 pytestmark = pytest.mark.django_db
 
@@ -87,7 +87,7 @@ def stopped_cluster(tmp_path, settings, django_user_model):
     """A cluster with a topic and a message, then a viewer's client, for tests that stop it."""
     from broker.client import Producer
 
-    cluster = start_small_cluster(tmp_path, broker_names=("broker-down",))
+    cluster = start(console_preset(), tmp_path, brokers=("broker-down",))
     try:
         producer = Producer("ERROR_PAGES_PRODUCER", cluster.namesrv_addr).start()
         try:

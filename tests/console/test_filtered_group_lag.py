@@ -14,9 +14,9 @@ from broker.client import CONSUME_FROM_FIRST_OFFSET, MessageQueue
 from broker.client.producer import Producer
 from broker.client.push_consumer import ConsumeConcurrentlyStatus, PushConsumer
 from broker.common.message import Message
+from broker.local_cluster import wait_until
 from console.services.cluster_queries import group_rows
-from tests.cli.live_cluster import CLUSTER
-from tests.harness import wait_until
+from tests.cluster import CLI_CLUSTER as CLUSTER
 
 pytestmark = pytest.mark.django_db
 

@@ -12,9 +12,9 @@ from broker.client import CONSUME_FROM_FIRST_OFFSET
 from broker.client.producer import Producer
 from broker.client.push_consumer import PushConsumer
 from broker.common.message import Message
+from broker.local_cluster import wait_until
 from console.models import AuditRecord
-from tests.cli.live_cluster import CLUSTER
-from tests.harness import wait_until
+from tests.cluster import CLI_CLUSTER as CLUSTER
 from tests.received_messages import ReceivedBodies
 
 pytestmark = pytest.mark.django_db

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from broker.client.admin import MQAdmin
+from broker.local_cluster import wait_until
 from console.management.commands.ensure_broker_conf import MAKE_RUN_SEGMENT_BYTES
 from tests.browser.make_run_stack import MakeRunStack
-from tests.console_ops.cluster import wait_until
 
 pytestmark = pytest.mark.timeout(180)
 

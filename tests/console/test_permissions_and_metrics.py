@@ -10,8 +10,8 @@ from django.test import Client
 from django.urls import URLPattern, get_resolver
 
 from console.models import AuditRecord
-from tests.cli.live_cluster import CLUSTER
-from tests.console.small_cluster import route_settles
+from tests.cluster import CLI_CLUSTER as CLUSTER
+from tests.cluster import route_settles
 
 pytestmark = pytest.mark.django_db
 

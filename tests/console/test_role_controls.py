@@ -21,11 +21,12 @@ from broker.client import ConsumeConcurrentlyStatus, PushConsumer
 from broker.client.transaction_producer import LocalTransactionState, TransactionProducer
 from broker.common.message import Message
 from broker.common.topic_config import dlq_topic
+from broker.local_cluster import wait_until
 from console.models import AuditRecord, SavedTailFilter
 from console.roles import ACTIONS, ADMIN, OPERATOR, ROLE_ORDER, VIEWER, has_role, may
 from console.services import dlq
-from tests.cli.live_cluster import CLUSTER
-from tests.console_ops.cluster import make_dead_letters, send, wait_until
+from tests.cluster import CLI_CLUSTER as CLUSTER
+from tests.cluster import make_dead_letters, send
 
 pytestmark = pytest.mark.django_db
 

@@ -14,24 +14,22 @@ django.setup()
 
 import pytest  # noqa: E402
 
-from tests.console_ops.cluster import start_broker, start_namesrv, wait_until  # noqa: E402
+from broker.local_cluster import wait_until  # noqa: E402
+from tests.cluster import OPS, create_user, start  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    namesrv = start_namesrv()
-    broker = None
+    """The name server's address, once the broker has registered with it."""
+    running = start(OPS, tmp_path_factory.mktemp("ops-cluster"))
     try:
-        broker = start_broker(tmp_path_factory.mktemp("ops-broker"), namesrv.addr)
         from broker.client.admin import MQAdmin
 
-        with MQAdmin(namesrv.addr) as admin:
+        with MQAdmin(running.namesrv_addr) as admin:
             wait_until(lambda: admin.cluster_info().brokers, what="the broker to register")
-        yield namesrv.addr
+        yield running.namesrv_addr
     finally:
-        if broker is not None:
-            broker.stop()
-        namesrv.stop()
+        running.stop()
 
 
 @pytest.fixture
@@ -50,23 +48,14 @@ def admin(namesrv):
     return cluster_access.admin_for(namesrv)
 
 
-def _user(django_user_model, name: str, role: str | None):
-    from django.contrib.auth.models import Group
-
-    user = django_user_model.objects.create_user(name, password="not-used-in-tests-9x")
-    if role:
-        user.groups.add(Group.objects.get_or_create(name=role)[0])  # transactional tests flush them
-    return user
+@pytest.fixture
+def viewer(db):
+    return create_user("vera-viewer", "viewer", "not-used-in-tests-9x")
 
 
 @pytest.fixture
-def viewer(django_user_model):
-    return _user(django_user_model, "vera-viewer", "viewer")
-
-
-@pytest.fixture
-def operator(django_user_model):
-    return _user(django_user_model, "otto-operator", "operator")
+def operator(db):
+    return create_user("otto-operator", "operator", "not-used-in-tests-9x")
 
 
 @pytest.fixture

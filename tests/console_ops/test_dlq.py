@@ -8,8 +8,9 @@ import json
 import pytest
 from django.urls import reverse
 
+from broker.local_cluster import wait_until
 from console.models import AuditRecord, ReplayJob
-from tests.console_ops.cluster import make_dead_letters, wait_until
+from tests.cluster import make_dead_letters
 
 pytestmark = pytest.mark.django_db
 
@@ -79,7 +80,7 @@ def test_list_filter_and_inspect(readable):
 
 
 def test_inspecting_a_message_of_another_topic_is_refused(readable, namesrv):
-    from tests.console_ops.cluster import send
+    from tests.cluster import send
 
     other = send(namesrv, "OpsElsewhere")[0]
     response = readable.get(
@@ -171,7 +172,7 @@ def test_replay_with_bad_input_is_refused(readable):
 
 
 def test_a_bad_selected_id_fails_alone_in_the_job(readable, eager_celery, namesrv):
-    from tests.console_ops.cluster import send
+    from tests.cluster import send
 
     good = _ids(_list(readable))[0]
     stranger = send(namesrv, "OpsElsewhere")[0].offset_msg_id

@@ -9,7 +9,7 @@ from django.test import Client
 from django.urls import reverse
 
 from console.models import AuditRecord, ReplayJob
-from tests.console_ops.cluster import make_dead_letters
+from tests.cluster import make_dead_letters
 
 pytestmark = pytest.mark.django_db
 

@@ -14,8 +14,9 @@ from broker.client import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus, PushC
 from broker.client.consumer_core import CONSUME_FROM_FIRST_OFFSET
 from broker.common import message_const as mc
 from broker.common.topic_config import dlq_topic, retry_topic
+from broker.local_cluster import wait_until
 from console.services import dlq
-from tests.console_ops.cluster import make_dead_letters, wait_until
+from tests.cluster import make_dead_letters
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from broker.common.topic_config import PERM_WRITE
 from console.models import AuditRecord
-from tests.console_ops.cluster import make_dead_letters
+from tests.cluster import make_dead_letters
 
 pytestmark = pytest.mark.django_db
 

@@ -8,9 +8,9 @@ import kombu.pools
 import pytest
 from django.urls import reverse
 
+from broker.local_cluster import free_port
 from console.models import AuditRecord, ReplayJob
 from console.project.celery import app
-from tests.harness import free_port
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,7 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 
 from console.tail.routing import websocket_urlpatterns
-from tests.console_ops.cluster import send
+from tests.cluster import send
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

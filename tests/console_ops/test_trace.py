@@ -9,7 +9,7 @@ from django.urls import reverse
 from broker.client import ConsumeConcurrentlyStatus, Producer, PushConsumer
 from broker.client.consumer_core import CONSUME_FROM_FIRST_OFFSET
 from broker.common.message import Message
-from tests.console_ops.cluster import wait_until
+from broker.local_cluster import wait_until
 
 pytestmark = pytest.mark.django_db
 

@@ -9,8 +9,9 @@ from django.urls import reverse
 from broker.client.admin import NotFoundError
 from broker.client.transaction_producer import LocalTransactionState, TransactionProducer
 from broker.common.message import Message
+from broker.local_cluster import wait_until
 from console.models import AuditRecord
-from tests.console_ops.cluster import send, wait_until
+from tests.cluster import send
 
 pytestmark = pytest.mark.django_db
 

@@ -14,15 +14,15 @@ import pytest
 from broker.client import AsyncProducer, Producer
 from broker.common.codes import RequestCode
 from broker.common.message import Message
+from broker.local_cluster import wait_until
 from broker.remoting.command import create_request
 from broker.remoting.errors import RemotingTooMuchRequestError
-from tests.harness import wait_until
-from tests.integration.one_broker_cluster import start_one_broker
+from tests.cluster import ONE_BROKER, start
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    cluster = start_one_broker(tmp_path_factory.mktemp("send-window"))
+    cluster = start(ONE_BROKER, tmp_path_factory.mktemp("send-window"))
     yield cluster
     cluster.broker.proc.send_signal(signal.SIGCONT)  # whatever a failed test left paused
     cluster.stop()

@@ -27,19 +27,15 @@ from broker.client.instance import MQClientInstance
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message import Message
 from broker.remoting.command import create_request
-from tests.integration.one_broker_cluster import start_one_broker
+from tests.cluster import ONE_BROKER, cluster_fixture, start
 from tests.listener_failures import ListenerFailures
 
 SUCCESS = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 LOOPS = {"asyncio": asyncio.run, "uvloop": uvloop.run}
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    # Every retry level is 1 s, so a retry chain to the DLQ stays short.
-    cluster = start_one_broker(tmp_path_factory.mktemp("asyncio"), "messageDelayLevel=1s 1s 1s 1s\n")
-    yield cluster
-    cluster.stop()
+# Every retry level is 1 s, so a retry chain to the DLQ stays short.
+cluster = cluster_fixture(ONE_BROKER, {"messageDelayLevel": "1s 1s 1s 1s"})
 
 
 @pytest.fixture(params=sorted(LOOPS))
@@ -288,7 +284,7 @@ def test_blocking_calls_on_the_clients_own_loop_are_refused_not_deadlocked(clust
 
 
 def test_unknown_topic_without_auto_create_is_rocketmqs_error(tmp_path):
-    cluster = start_one_broker(tmp_path, "autoCreateTopicEnable=false\n")
+    cluster = start(ONE_BROKER, tmp_path, {"autoCreateTopicEnable": "false"})
     try:
 
         async def scenario():
@@ -307,7 +303,7 @@ def test_unknown_topic_without_auto_create_is_rocketmqs_error(tmp_path):
 
 
 def test_broker_down_gives_a_clear_error(tmp_path):
-    cluster = start_one_broker(tmp_path)
+    cluster = start(ONE_BROKER, tmp_path)
     try:
         cluster.create_topic("Doomed", 2)
 

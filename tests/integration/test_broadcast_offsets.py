@@ -22,18 +22,14 @@ from broker.client import (
     PushConsumer,
 )
 from broker.common.message import Message
-from tests.harness import wait_until
-from tests.integration.one_broker_cluster import start_one_broker
+from broker.local_cluster import wait_until
+from tests.cluster import ONE_BROKER, cluster_fixture
 from tests.received_messages import ReceivedBodies
 
 QUEUES = 2
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    cluster = start_one_broker(tmp_path_factory.mktemp("broadcast-offsets"))
-    yield cluster
-    cluster.stop()
+cluster = cluster_fixture(ONE_BROKER)
 
 
 @pytest.fixture

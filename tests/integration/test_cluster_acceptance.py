@@ -19,9 +19,10 @@ from broker.client import (
 from broker.client.admin import MQAdmin
 from broker.common.codes import RequestCode
 from broker.common.message import Message
+from broker.local_cluster import SMALL_STORE_CONF, free_port, start_namesrv, wait_until
+from broker.local_cluster import start_broker as launch_broker
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.command import create_request
-from tests.harness import SMALL_STORE_CONF, EngineProcess, free_port, wait_until
 
 TOPIC = "Acceptance"
 
@@ -32,7 +33,7 @@ def start_broker(namesrv, base, name, port):
         f"brokerClusterName=AcceptCluster\nbrokerName={name}\nlistenPort={port}\nnamesrvAddr={namesrv}\n"
         f"storePathRootDir={base / name}\nregisterBrokerIntervalMillis=1000\n{SMALL_STORE_CONF}"
     )
-    return EngineProcess(["-m", "broker.server", "-c", str(conf)])
+    return launch_broker(conf)
 
 
 class Recorder:
@@ -49,7 +50,7 @@ class Recorder:
 
 @pytest.fixture
 def cluster(tmp_path):
-    namesrv = EngineProcess(["-m", "broker.namesrv", "--listen-port", str(free_port())])
+    namesrv = start_namesrv()
     ports = {"broker-a": free_port(), "broker-b": free_port()}
     brokers = {}
     try:

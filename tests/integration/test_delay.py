@@ -5,28 +5,23 @@ import threading
 import time
 from collections import Counter
 
-import pytest
-
 from broker.cli import main
 from broker.client import ConsumeConcurrentlyStatus, Producer
 from broker.common import message_const as const
 from broker.common.batch_codec import encode_batch
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message import Message
+from broker.local_cluster import wait_until
 from broker.remoting import fastjson
-from tests.harness import wait_until
-from tests.integration.semantics_cluster import SemanticsCluster
+from tests.cluster import SEMANTICS, cluster_fixture
 
 TOPIC = "DelayTopic"
 LEVELS_MS = [1000, 2000, 3000]
 
 
-@pytest.fixture
-def cluster(tmp_path):
-    cluster = SemanticsCluster(tmp_path, {"messageDelayLevel": "1s 2s 3s", "flushDelayOffsetInterval": "200"})
-    cluster.create_topic(TOPIC)
-    yield cluster
-    cluster.stop()
+cluster = cluster_fixture(
+    SEMANTICS, {"messageDelayLevel": "1s 2s 3s", "flushDelayOffsetInterval": "200"}, {TOPIC: 4}, "function"
+)
 
 
 class Arrivals:

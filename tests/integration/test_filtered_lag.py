@@ -22,7 +22,7 @@ from broker.client import (
     PushConsumer,
 )
 from broker.common.message import Message
-from tests.integration.one_broker_cluster import start_one_broker
+from tests.cluster import ONE_BROKER, cluster_fixture
 from tests.received_messages import ReceivedBodies
 
 TOPIC = "FilteredLag"
@@ -34,12 +34,7 @@ SQL_SELECTOR = MessageSelector.by_sql("kind = 'wanted' AND size > 2")
 CAUGHT_UP_WITHIN_S = 45  # a pull parked on a caught-up queue answers within 15 s; persists follow
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    cluster = start_one_broker(tmp_path_factory.mktemp("filtered-lag"), "enablePropertyFilter=true\n")
-    cluster.create_topic(TOPIC, len(LAYOUT))
-    yield cluster
-    cluster.stop()
+cluster = cluster_fixture(ONE_BROKER, {"enablePropertyFilter": "true"}, topics={TOPIC: len(LAYOUT)})
 
 
 @pytest.fixture(scope="module")

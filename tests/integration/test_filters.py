@@ -15,18 +15,14 @@ from broker.client import (
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message import Message
 from broker.remoting.command import create_request
-from tests.integration.one_broker_cluster import start_one_broker
+from tests.cluster import ONE_BROKER, cluster_fixture
 
 TOPIC = "FilterTopic"
 SQL = "a between 0 and 6 AND region IN ('eu','us') AND flag IS NOT NULL"
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    cluster = start_one_broker(tmp_path_factory.mktemp("filters"), "enablePropertyFilter=true\n")
-    cluster.create_topic(TOPIC, 1)  # one queue: messages come back in send order
-    yield cluster
-    cluster.stop()
+# One queue: messages come back in send order.
+cluster = cluster_fixture(ONE_BROKER, {"enablePropertyFilter": "true"}, topics={TOPIC: 1})
 
 
 def _messages():

@@ -8,7 +8,6 @@ import time
 from collections import defaultdict
 
 import orjson
-import pytest
 
 from broker.client import (
     BROADCASTING,
@@ -23,9 +22,9 @@ from broker.client.admin import MQAdmin, NotFoundError
 from broker.common import message_const as const
 from broker.common.codes import RequestCode
 from broker.common.message import Message
+from broker.local_cluster import wait_until
 from broker.remoting.command import create_request
-from tests.harness import wait_until
-from tests.integration.one_broker_cluster import start_one_broker
+from tests.cluster import ONE_BROKER, cluster_fixture
 from tests.listener_failures import ListenerFailures
 
 TOPIC = "OrderTopic"
@@ -33,12 +32,7 @@ GROUP = "orderly-group"
 MESSAGES, ORDER_IDS, QUEUES = 10_000, 100, 8
 
 
-@pytest.fixture
-def cluster(tmp_path):
-    cluster = start_one_broker(tmp_path)
-    cluster.create_topic(TOPIC, QUEUES)
-    yield cluster
-    cluster.stop()
+cluster = cluster_fixture(ONE_BROKER, topics={TOPIC: QUEUES}, scope="function")
 
 
 class OrderChecker:

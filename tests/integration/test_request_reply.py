@@ -18,21 +18,16 @@ from broker.client import (
 from broker.common import message_const as const
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message import Message
+from broker.local_cluster import wait_until
 from broker.remoting.command import create_request
-from tests.harness import wait_until
-from tests.integration.one_broker_cluster import CLUSTER, start_one_broker
+from tests.cluster import ONE_BROKER, cluster_fixture
+from tests.cluster import SEMANTICS_CLUSTER as CLUSTER
 
 TOPIC, SILENT_TOPIC = "RequestTopic", "NobodyAnswers"
 REPLY_TOPIC = f"{CLUSTER}_REPLY_TOPIC"
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    cluster = start_one_broker(tmp_path_factory.mktemp("reply"))
-    cluster.create_topic(TOPIC, 4)
-    cluster.create_topic(SILENT_TOPIC, 2)
-    yield cluster
-    cluster.stop()
+cluster = cluster_fixture(ONE_BROKER, topics={TOPIC: 4, SILENT_TOPIC: 2})
 
 
 @pytest.fixture(scope="module")

@@ -28,9 +28,9 @@ from broker.client.errors import MQBrokerError
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message import Message
 from broker.common.message_codec import decode_offset_msg_id
+from broker.local_cluster import ROOT, EngineProcess, free_port, start_broker, start_namesrv, wait_until
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.command import create_request
-from tests.harness import ROOT, EngineProcess, free_port, keep_draining, wait_until
 
 CLUSTER = "RetentionCluster"
 TOPIC = "RetentionTopic"
@@ -61,9 +61,7 @@ class RetentionBroker:
             + (retention or f"fileReservedTime=72\ndeleteWhen={_not_now_hour()}\n")
         )
         self.port = free_port()
-        self.namesrv = keep_draining(
-            EngineProcess(["-m", "broker.namesrv", "--listen-port", str(free_port())])
-        )
+        self.namesrv = start_namesrv()
         self.broker: EngineProcess | None = None
         self.remoting = SyncRemotingClient()
         try:
@@ -77,9 +75,7 @@ class RetentionBroker:
         return self.broker.addr
 
     def start(self) -> None:
-        args = ["-m", "broker.server", "-c", str(self.conf), "-n", self.namesrv.addr,
-                "--listen-port", str(self.port)]  # fmt: skip
-        self.broker = keep_draining(EngineProcess(args))
+        self.broker = start_broker(self.conf, self.namesrv.addr, self.port)
 
     def restart(self) -> None:
         assert self.broker.stop() == 0, "".join(self.broker.output)

@@ -13,19 +13,15 @@ from broker.client import BROADCASTING, ConsumeConcurrentlyStatus, Producer
 from broker.common import message_const as const
 from broker.common.codes import RequestCode
 from broker.common.message import Message
-from tests.harness import wait_until
-from tests.integration.semantics_cluster import CLUSTER, SemanticsCluster
+from broker.local_cluster import wait_until
+from tests.cluster import SEMANTICS, cluster_fixture
+from tests.cluster import SEMANTICS_CLUSTER as CLUSTER
 
 TOPIC = "RetryTopic"
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    # Every retry level is 1 s, so a retry chain of a few steps stays fast.
-    cluster = SemanticsCluster(tmp_path_factory.mktemp("retry"), {"messageDelayLevel": "1s 1s 1s 1s"})
-    cluster.create_topic(TOPIC)
-    yield cluster
-    cluster.stop()
+# Every retry level is 1 s, so a retry chain of a few steps stays fast.
+cluster = cluster_fixture(SEMANTICS, {"messageDelayLevel": "1s 1s 1s 1s"}, topics={TOPIC: 4})
 
 
 @pytest.fixture(scope="module")

@@ -6,28 +6,21 @@ import io
 import json
 import threading
 
-import pytest
-
 from broker import cli
 from broker.client import CONSUME_FROM_FIRST_OFFSET, ConsumeConcurrentlyStatus, Producer, PushConsumer
 from broker.client.admin import MQAdmin
 from broker.client.trace import query_message_trace
 from broker.common.message import Message
-from tests.harness import wait_until
-from tests.integration.one_broker_cluster import start_one_broker
+from broker.local_cluster import wait_until
+from tests.cluster import ONE_BROKER, cluster_fixture
 
 TOPIC, GROUP = "TracedTopic", "traced-consumer"
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    # Short delay levels: a retry (level 3 + reconsume times) is due after 1 s.
-    cluster = start_one_broker(
-        tmp_path_factory.mktemp("trace"), "messageDelayLevel=1s 1s 1s 1s 1s 1s\ntraceTopicEnable=true\n"
-    )
-    cluster.create_topic(TOPIC, 2)
-    yield cluster
-    cluster.stop()
+# Short delay levels: a retry (level 3 + reconsume times) is due after 1 s.
+cluster = cluster_fixture(
+    ONE_BROKER, {"messageDelayLevel": "1s 1s 1s 1s 1s 1s", "traceTopicEnable": "true"}, topics={TOPIC: 2}
+)
 
 
 def _events(cluster, msg_id):

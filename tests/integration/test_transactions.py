@@ -13,8 +13,8 @@ from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message import Message
 from broker.common.message_codec import decode_offset_msg_id
 from broker.common.sysflag import TRANSACTION_COMMIT_TYPE
-from tests.harness import wait_until
-from tests.integration.semantics_cluster import SemanticsCluster
+from broker.local_cluster import wait_until
+from tests.cluster import SEMANTICS, start
 
 TOPIC = "TxTopic"
 CHECK_MAX = 3
@@ -29,7 +29,7 @@ def cluster(tmp_path):
         "transactionTimeOut": "500",
         "transactionCheckMax": str(CHECK_MAX),
     }
-    cluster = SemanticsCluster(tmp_path, settings)
+    cluster = start(SEMANTICS, tmp_path, settings)
     cluster.create_topic(TOPIC)
     yield cluster
     cluster.stop()

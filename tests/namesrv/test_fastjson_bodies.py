@@ -10,17 +10,13 @@ import pytest
 from broker.common.codes import RequestCode as RC
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.command import create_request
+from tests.cluster import namesrv_fixture
 from tests.common import java_bodies as java
-from tests.harness import EngineProcess, free_port
 
 MASTER, SLAVE = "127.0.0.1:20911", "127.0.0.1:20921"
 
 
-@pytest.fixture
-def namesrv():
-    process = EngineProcess(["-m", "broker.namesrv", "--listen-port", str(free_port())])
-    yield process
-    assert process.stop() == 0
+namesrv = namesrv_fixture()
 
 
 @pytest.fixture

@@ -11,18 +11,11 @@ from broker.common.codes import RequestCode, ResponseCode
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.command import create_request
 from broker.remoting.fastjson import loads as fastjson_loads
-from tests.harness import EngineProcess, free_port
+from tests.cluster import namesrv_fixture
 
-
-@pytest.fixture
-def namesrv(tmp_path):
-    conf = tmp_path / "namesrv.conf"
-    conf.write_text(
-        f"listenPort={free_port()}\nscanNotActiveBrokerInterval=200\nbrokerChannelExpiredTime=1500\n"
-    )
-    process = EngineProcess(["-m", "broker.namesrv", "-c", str(conf)])
-    yield process
-    assert process.stop() == 0
+namesrv = namesrv_fixture(
+    "listenPort={port}\nscanNotActiveBrokerInterval=200\nbrokerChannelExpiredTime=1500\n"
+)
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from broker.common.codes import ResponseCode
 from broker.common.message_codec import properties_to_string
 from broker.remoting import fastjson
 from broker.remoting.command import RemotingCommand, create_request
-from tests.integration.one_broker_cluster import OneBrokerCluster, start_one_broker
+from tests.cluster import ONE_BROKER, Cluster, start
 
 READ, WRITE, READ_WRITE = 4, 2, 6
 
@@ -24,11 +24,10 @@ READ, WRITE, READ_WRITE = 4, 2, 6
 class RefusalBroker:
     """One broker, driven with raw RemotingCommands through the project's remoting client."""
 
-    def __init__(self, workdir: Path, extra_conf: str = "") -> None:
-        self.conf_path = workdir / "broker.conf"
-        self.cluster: OneBrokerCluster = start_one_broker(
-            workdir, "autoCreateSubscriptionGroup=false\n" + extra_conf
-        )
+    def __init__(self, workdir: Path, settings: dict[str, str] | None = None) -> None:
+        settings = {"autoCreateSubscriptionGroup": "false", **(settings or {})}
+        self.cluster: Cluster = start(ONE_BROKER, workdir, settings)
+        self.conf_path = self.cluster.confs["broker-a"]
 
     @property
     def addr(self) -> str:

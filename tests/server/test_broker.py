@@ -14,12 +14,13 @@ from broker.common.codes import ResponseCode
 from broker.common.message import Message
 from broker.common.message_codec import decode_messages
 from broker.common.pull_sysflag import FLAG_SUBSCRIPTION, FLAG_SUSPEND
+from broker.local_cluster import SMALL_STORE_CONF, free_port, start_namesrv, wait_until
+from broker.local_cluster import start_broker as launch_broker
 from broker.remoting import fastjson
 from broker.remoting.client import RemotingClient, SyncRemotingClient
 from broker.remoting.command import create_request, response_to
 from broker.remoting.connection import MAX_BACKLOG_COMMANDS
 from broker.remoting.frame import FrameDecoder, encode_frame
-from tests.harness import SMALL_STORE_CONF, EngineProcess, free_port, wait_until
 from tests.listener_failures import ListenerFailures
 
 
@@ -29,13 +30,13 @@ def start_broker(namesrv_addr, store_dir, name, port=None, extra=""):
         f"brokerClusterName=TestCluster\nbrokerName={name}\nlistenPort={port or free_port()}\n"
         f"namesrvAddr={namesrv_addr}\nstorePathRootDir={store_dir}\nregisterBrokerIntervalMillis=1000\n{SMALL_STORE_CONF}{extra}"
     )
-    return EngineProcess(["-m", "broker.server", "-c", str(conf)])
+    return launch_broker(conf)
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     base = tmp_path_factory.mktemp("cluster")
-    namesrv = EngineProcess(["-m", "broker.namesrv", "--listen-port", str(free_port())])
+    namesrv = start_namesrv()
     brokers = {}
     try:
         for name in ("broker-a", "broker-b"):

@@ -9,12 +9,12 @@ import logging
 import pytest
 
 from broker.common.conf_file import ConfError, parse_properties
+from broker.local_cluster import SMALL_STORE_CONF
 from broker.server import config_schema as schema
 from broker.server.config import BrokerConfig
 from broker.server.config_update import ConfigUpdateOutcome
 from broker.server.controller import BrokerController
 from broker.store.store_config import MessageStoreConfig
-from tests.harness import SMALL_STORE_CONF
 
 
 def test_every_key_names_an_attribute_whose_default_it_accepts():

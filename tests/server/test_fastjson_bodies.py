@@ -13,11 +13,12 @@ import pytest
 from broker.client import CONSUME_FROM_FIRST_OFFSET, ConsumeConcurrentlyStatus, Producer, PushConsumer
 from broker.common.codes import RequestCode as RC
 from broker.common.message import Message
+from broker.local_cluster import wait_until
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.command import create_request
+from tests.cluster import ONE_BROKER, cluster_fixture
+from tests.cluster import SEMANTICS_CLUSTER as CLUSTER
 from tests.common import java_bodies as java
-from tests.harness import wait_until
-from tests.integration.one_broker_cluster import CLUSTER, start_one_broker
 
 TOPIC, GROUP, PRODUCER_GROUP, RAW_GROUP = "BodiesTopic", "bodies-group", "bodies-producer", "raw-group"
 QUEUES, SENT = 2, 6
@@ -71,14 +72,7 @@ class Traffic:
         self.consumer.shutdown()
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    cluster = start_one_broker(tmp_path_factory.mktemp("bodies"), "messageDelayLevel=1s 2s\n")
-    try:
-        cluster.create_topic(TOPIC, QUEUES)
-        yield cluster
-    finally:
-        cluster.stop()
+cluster = cluster_fixture(ONE_BROKER, {"messageDelayLevel": "1s 2s"}, topics={TOPIC: QUEUES})
 
 
 @pytest.fixture(scope="module")

@@ -11,12 +11,12 @@ import pytest
 
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message_codec import decode_messages, properties_to_string
+from broker.local_cluster import SMALL_STORE_CONF
 from broker.remoting.command import RemotingCommand, create_request
 from broker.remoting.frame import FrameDecoder, encode_frame
 from broker.server.config import BrokerConfig
 from broker.server.controller import BrokerController
 from broker.server.long_polling import PullRequestHoldService
-from tests.harness import SMALL_STORE_CONF
 
 TOPIC, GROUP = "HeldPulls", "HeldPullsGroup"
 SMALL_STORE = dict(line.split("=", 1) for line in SMALL_STORE_CONF.split())

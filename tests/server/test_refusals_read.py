@@ -15,7 +15,7 @@ GROUP = "read-refusal-group"
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    broker = RefusalBroker(tmp_path_factory.mktemp("refusals-read"), "enablePropertyFilter=false\n")
+    broker = RefusalBroker(tmp_path_factory.mktemp("refusals-read"), {"enablePropertyFilter": "false"})
     broker.create_topic(TOPIC, 2)
     broker.create_group(GROUP)
     yield broker

@@ -19,7 +19,7 @@ GROUP = "refusal-group"
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    broker = RefusalBroker(tmp_path_factory.mktemp("refusals-send"), "storeReplyMessageEnable=false\n")
+    broker = RefusalBroker(tmp_path_factory.mktemp("refusals-send"), {"storeReplyMessageEnable": "false"})
     broker.create_topic(TOPIC, 4)
     broker.create_group(GROUP)
     yield broker

@@ -12,7 +12,7 @@ from broker.common.sysflag import TRANSACTION_PREPARED_TYPE
 from broker.common.topic_config import SCHEDULE_TOPIC
 from broker.server.schedule_message import ScheduleMessageService, real_message, to_schedule_message
 from broker.store.message_store import MessageStore
-from tests.harness import small_store_config
+from tests.cluster import small_store_config
 
 
 class Clock:

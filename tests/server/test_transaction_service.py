@@ -21,7 +21,7 @@ from broker.server.transaction import half_message as hm
 from broker.server.transaction.check_service import TransactionalMessageCheckService
 from broker.server.transaction.service import TransactionalMessageService
 from broker.store.message_store import MessageStore
-from tests.harness import small_store_config
+from tests.cluster import small_store_config
 
 
 @pytest.fixture

@@ -27,8 +27,8 @@ from broker.client import ConsumeConcurrentlyStatus, Producer
 from broker.client.admin import MQAdmin
 from broker.common.message import Message
 from broker.common.message_id import create_unique_id
-from tests.harness import wait_until
-from tests.integration.semantics_cluster import SemanticsCluster
+from broker.local_cluster import wait_until
+from tests.cluster import SEMANTICS, Cluster, start
 
 pytestmark = pytest.mark.slow
 
@@ -72,7 +72,7 @@ def body_of(producer: int, seq: int) -> bytes:
     return (f"p{producer}-{seq}|" * (1 + (producer * 7 + seq) % 30)).encode()
 
 
-def produce(cluster: SemanticsCluster, ledger: Ledger, index: int, stop: threading.Event) -> None:
+def produce(cluster: Cluster, ledger: Ledger, index: int, stop: threading.Event) -> None:
     # No SDK retry: a retried send of a message the dead broker had stored would be a legitimate
     # duplicate (at-least-once); the test's own loop sends a new message instead, so every id that
     # was acknowledged is expected exactly once.
@@ -111,7 +111,7 @@ def produce(cluster: SemanticsCluster, ledger: Ledger, index: int, stop: threadi
 class OffsetWatch:
     """Samples the group's committed offsets and checks them against the listener's record."""
 
-    def __init__(self, cluster: SemanticsCluster, admin: MQAdmin, ledger: Ledger) -> None:
+    def __init__(self, cluster: Cluster, admin: MQAdmin, ledger: Ledger) -> None:
         self.cluster, self.admin, self.ledger = cluster, admin, ledger
         self.life = 0  # which broker process answers
         self.last: dict[tuple[int, int], int] = {}  # (life, queue) → last committed offset seen
@@ -165,7 +165,7 @@ def _answers(call, *args):
         return None
 
 
-def persisted_offsets(cluster: SemanticsCluster) -> dict[int, int]:
+def persisted_offsets(cluster: Cluster) -> dict[int, int]:
     files = list(cluster.workdir.glob("store/**/consumerOffset.json"))
     if not files:
         return {}
@@ -191,7 +191,7 @@ def read_store(admin: MQAdmin, broker_addr: str) -> dict[str, list[tuple[int, in
 @pytest.mark.parametrize("flush_disk_type", ["SYNC_FLUSH", "ASYNC_FLUSH"])
 def test_kill_loop_under_load_keeps_every_acknowledged_message_exactly_once(tmp_path, flush_disk_type):
     settings = {"flushDiskType": flush_disk_type, "autoCreateTopicEnable": "true"}
-    cluster = SemanticsCluster(tmp_path, settings)
+    cluster = start(SEMANTICS, tmp_path, settings)
     admin = MQAdmin(cluster.namesrv_addr, timeout=2.0)
     ledger = Ledger()
     watch = OffsetWatch(cluster, admin, ledger)

@@ -36,8 +36,8 @@ from broker.client import (
 )
 from broker.client.admin import MQAdmin
 from broker.common.message import Message
-from tests.harness import wait_until
-from tests.integration.semantics_cluster import SemanticsCluster
+from broker.local_cluster import wait_until
+from tests.cluster import SEMANTICS, start
 
 pytestmark = pytest.mark.slow
 
@@ -321,7 +321,7 @@ def test_mixed_workload_ends_in_an_exact_accounting(tmp_path):
         "transactionTimeOut": "1000",
         "transactionCheckMax": "10",
     }
-    cluster = SemanticsCluster(tmp_path, settings)
+    cluster = start(SEMANTICS, tmp_path, settings)
     admin = MQAdmin(cluster.namesrv_addr, timeout=5.0)
     ledger = Ledger()
     consumers, producers, threads = [], [], []

@@ -6,9 +6,9 @@ from __future__ import annotations
 import orjson
 
 from broker.common.message import MessageExt
+from broker.local_cluster import wait_until
 from broker.store.archive import SegmentArchiver
 from broker.store.message_store import MessageStore
-from tests.harness import wait_until
 
 from .conftest import small_config
 

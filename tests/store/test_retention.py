@@ -8,11 +8,11 @@ import pytest
 
 from broker.common.message import MessageExt
 from broker.common.message_codec import decode_message
+from broker.local_cluster import wait_until
 from broker.store.archive import SegmentArchiver
 from broker.store.message_store import MessageStore
 from broker.store.results import GetMessageStatus
 from broker.store.retention import RetentionPolicy, SegmentInfo
-from tests.harness import wait_until
 
 from .conftest import small_config
 
