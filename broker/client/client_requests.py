@@ -3,36 +3,64 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message_codec import MessageDecodeError, decode_message
 from broker.common.message_queue import MessageQueue
+from broker.common.request_headers import (
+    CommandHeader,
+    ConsumeMessageDirectlyResultRequestHeader,
+    GetConsumerRunningInfoRequestHeader,
+    HeaderError,
+    ResetOffsetRequestHeader,
+)
 from broker.remoting import fastjson
 from broker.remoting.command import response_to
+
+H = TypeVar("H", bound=CommandHeader)
 
 
 def register(instance) -> None:
     remoting = instance.remoting
-    remoting.register_processor(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, _handler(instance, _reset_offset))
-    remoting.register_processor(RequestCode.GET_CONSUMER_RUNNING_INFO, _handler(instance, _running_info))
-    remoting.register_processor(RequestCode.CONSUME_MESSAGE_DIRECTLY, _handler(instance, _consume_directly))
+    remoting.register_processor(
+        RequestCode.RESET_CONSUMER_CLIENT_OFFSET,
+        _handler(instance, ResetOffsetRequestHeader, lambda h: h.group, _reset_offset),
+    )
+    remoting.register_processor(
+        RequestCode.GET_CONSUMER_RUNNING_INFO,
+        _handler(instance, GetConsumerRunningInfoRequestHeader, lambda h: h.consumer_group, _running_info),
+    )
+    remoting.register_processor(
+        RequestCode.CONSUME_MESSAGE_DIRECTLY,
+        _handler(
+            instance, ConsumeMessageDirectlyResultRequestHeader, lambda h: h.consumer_group, _consume_directly
+        ),
+    )
 
 
-def _handler(instance, action):
+def _handler(instance, header_type: type[H], group_of: Callable[[H], str], action):
+    """A processor decoding the request's ``header_type`` and handing it, with the consumer of
+    the group it names (``group_of``), to ``action(consumer, header, request)``."""
+
     async def handle(conn, request):
-        consumer = instance.consumers.get(request.field("consumerGroup") or request.field("group") or "")
+        try:
+            header = header_type.from_ext_fields(request.ext_fields)
+        except HeaderError as exc:
+            return response_to(request, ResponseCode.SYSTEM_ERROR, str(exc))
+        consumer = instance.consumers.get(group_of(header))
         if consumer is None:
             return response_to(request, ResponseCode.SYSTEM_ERROR, "no consumer of that group in this client")
-        return await action(consumer, request)
+        return await action(consumer, header, request)
 
     return handle
 
 
-async def _reset_offset(consumer, request):
+async def _reset_offset(consumer, header: ResetOffsetRequestHeader, request):
     """The broker rewrote the group's committed offsets of a topic; its body (ResetOffsetBody)
     holds each of its queues' new offset."""
-    topic = request.field("topic") or ""
-    await consumer.reset_offsets(topic, _reset_table(topic, request.body))
+    await consumer.reset_offsets(header.topic, _reset_table(header.topic, request.body))
     return response_to(request)
 
 
@@ -54,7 +82,7 @@ def _reset_table(topic: str, body: bytes | None) -> dict[MessageQueue, int]:
     return offsets
 
 
-async def _running_info(consumer, request):
+async def _running_info(consumer, header: GetConsumerRunningInfoRequestHeader, request):
     """ConsumerRunningInfo as RocketMQ's clients write it: ``subscriptionSet`` a list of
     SubscriptionData, ``mqTable`` keyed by MessageQueue objects (fastjson's dialect, which Java
     tools and the console read) with each held queue's offset."""
@@ -80,7 +108,7 @@ async def _running_info(consumer, request):
     return response_to(request, body=fastjson.dumps(info))
 
 
-async def _consume_directly(consumer, request):
+async def _consume_directly(consumer, header: ConsumeMessageDirectlyResultRequestHeader, request):
     listener = getattr(consumer, "listener", None)
     if listener is None:
         return response_to(request, ResponseCode.SYSTEM_ERROR, "this consumer has no message listener")

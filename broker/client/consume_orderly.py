@@ -22,6 +22,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from broker.common import message_const as const
 from broker.common import topic_config as tc
@@ -30,6 +31,9 @@ from broker.common.message_queue import MessageQueue
 
 from .consumer_core import BROADCASTING
 from .push_consumer import restore_retry_topic
+
+if TYPE_CHECKING:
+    from .producer import Producer
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +128,7 @@ class ConsumeMessageOrderlyService:
         self.lock_max_live_ms = lock_max_live_ms
         self.queues: dict[MessageQueue, OrderlyProcessQueue] = {}
         self._renew_task = None
-        self._producer = None
+        self._producer: Producer | None = None  # made on first use: sends back to retry topics
         self.stopping = False
 
     # -- life cycle ---------------------------------------------------------------------------
@@ -325,7 +329,7 @@ class ConsumeMessageOrderlyService:
             log.warning("sending %s back to %s failed: %s", msg.client_msg_id, back.topic, exc)
             return False
 
-    def _inner_producer(self):
+    def _inner_producer(self) -> Producer:
         if self._producer is None:
             from .producer import Producer
 

@@ -9,23 +9,24 @@ where ``consume_from_where`` says for a new group).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 import logging
 import time
 from collections.abc import Callable
 
 from broker.common import topic_config as tc
-from broker.common.codes import RequestCode
 from broker.common.codes import ResponseCode as R
 from broker.common.java_hash import java_string_hash
 from broker.common.message_queue import MessageQueue
+from broker.common.pull_sysflag import build_pull_sys_flag
+from broker.common.request_headers import PullMessageRequestHeader
 
 from .allocate import AllocateAveragely
-from .client_api import PULL_FLAG_COMMIT_OFFSET, PULL_FLAG_SUBSCRIPTION, PULL_FLAG_SUSPEND
 from .errors import MQClientError
 from .instance import MQClientInstance
 from .message_selector import TAG, MessageSelector
-from .offset_store import LocalFileOffsetStore, RemoteBrokerOffsetStore
+from .offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
 
 log = logging.getLogger(__name__)
 CLUSTERING, BROADCASTING = "CLUSTERING", "BROADCASTING"
@@ -83,11 +84,18 @@ class ConsumerCore:
         self.expression_types: dict[str, str] = {}  # topic → SQL92 for property filters (else TAG)
         self.assigned: dict[MessageQueue, asyncio.Task] = {}
         self._rebalancing = asyncio.Lock()
-        self.offsets = None
+        # In memory until the start puts the offsets where the message model keeps them.
+        self.offsets: OffsetStore = OffsetStore()
         self.rebalance_history: list[tuple[float, frozenset]] = []
-        self._persist_task = None
+        self._persist_task: asyncio.Future | concurrent.futures.Future | None = None
         self.running = False
         self.started_at = 0
+
+    def _client(self) -> MQClientInstance:
+        """The instance the consumer runs on (given, or chosen by its start)."""
+        if self.instance is None:
+            raise MQClientError(f"the consumer of {self.group} is not started")
+        return self.instance
 
     # -- configuration ------------------------------------------------------------------------
     subscribes_to_retry_topic = False  # push consumers do, in clustering mode
@@ -96,11 +104,12 @@ class ConsumerCore:
         reason = tc.validate_topic(topic)
         if reason:
             raise MQClientError(reason)
-        selector = expression
-        if not isinstance(selector, MessageSelector):
+        if isinstance(expression, MessageSelector):
+            selector = expression
+        else:
             selector = MessageSelector.by_tag(expression)
         if self.running and not selector.is_tag:
-            self.instance.run(self._check_subscription(topic, selector))  # before it is used anywhere
+            self._client().run(self._check_subscription(topic, selector))  # before it is used anywhere
         self.subscriptions[topic] = selector.expression
         self.expression_types[topic] = selector.expression_type
 
@@ -114,10 +123,11 @@ class ConsumerCore:
                 )
 
     async def _check_subscription(self, topic: str, selector: MessageSelector) -> None:
-        route = await self.instance.route(topic)
+        instance = self._client()
+        route = await instance.route(topic)
         data = subscription_data(topic, selector.expression, selector.expression_type)
-        for addr in route.broker_addrs.values() if route else ():
-            await self.instance.api.check_client_config(addr, self.instance.client_id, self.group, data)
+        for addr in route.master_addrs() if route else ():
+            await instance.api.check_client_config(addr, instance.client_id, self.group, data)
 
     def consumer_data(self) -> dict:
         types = self.expression_types
@@ -175,15 +185,17 @@ class ConsumerCore:
         self.running = True
         self.started_at = int(time.time() * 1000)
         await self._first_rebalance()
-        self.instance.start()
-        self._persist_task = self.instance.submit(self._persist_loop())
+        instance = self._client()
+        instance.start()
+        self._persist_task = instance.submit(self._persist_loop())
 
     async def _first_rebalance(self) -> None:
+        instance = self._client()
         for topic in self.subscriptions:
-            if await self.instance.route(topic, refresh=True) is None and not tc.is_retry_topic(topic):
+            if await instance.route(topic, refresh=True) is None and not tc.is_retry_topic(topic):
                 # As RocketMQ: not fatal, the topic may be created later; rebalancing retries.
                 log.warning("no route of topic %s yet; %s consumes it once it appears", topic, self.group)
-        await self.instance.send_heartbeats()
+        await instance.send_heartbeats()
         await self.rebalance()
 
     async def _persist_loop(self) -> None:
@@ -198,19 +210,22 @@ class ConsumerCore:
         if not self.running:
             return
         self.running = False
-        self._persist_task.cancel()
-        self.instance.run(self._stop_all())
-        self.instance.leave("consumer", self.group, self)
+        if self._persist_task is not None:
+            self._persist_task.cancel()
+        instance = self._client()
+        instance.run(self._stop_all())
+        instance.leave("consumer", self.group, self)
 
     async def _ashutdown_core(self) -> None:
         """``_shutdown_core`` on the instance's (the caller's) loop."""
         if not self.running:
             return
         self.running = False
-        self._persist_task.cancel()
+        if self._persist_task is not None:
+            self._persist_task.cancel()
         await self._stop_all()
         await self._drain()
-        await self.instance.aleave("consumer", self.group, self)
+        await self._client().aleave("consumer", self.group, self)
 
     async def _drain(self) -> None:
         """Asyncio API: what must end after pulling stopped and before the connections close."""
@@ -275,18 +290,20 @@ class ConsumerCore:
             await self._rebalance()
 
     async def _allocate(self, topic: str) -> list[MessageQueue]:
-        route = await self.instance.route(topic, refresh=True)
+        instance = self._client()
+        route = await instance.route(topic, refresh=True)
         if route is None:
             return []
-        mqs = sorted(route.read_queues)
+        mqs = sorted(instance.read_queues.get(topic, ()))
         if self.message_model == BROADCASTING:
             return mqs
         cids: list[str] = []
-        for addr in route.broker_addrs.values():
-            cids = await self.instance.api.consumer_ids(addr, self.group)
+        # Any member of each broker set knows the group (it heartbeats slaves too).
+        for addr in filter(None, (data.any_addr() for data in route.broker_datas)):
+            cids = await instance.api.consumer_ids(addr, self.group)
             if cids:
                 break
-        return self.allocate.allocate(self.group, self.instance.client_id, mqs, sorted(cids))
+        return self.allocate.allocate(self.group, instance.client_id, mqs, sorted(cids))
 
     async def _drop_queue(self, mq: MessageQueue) -> None:
         task = self.assigned.pop(mq, None)
@@ -301,17 +318,19 @@ class ConsumerCore:
         committed = await self.offsets.read_store(mq)
         if committed >= 0:
             return committed
-        addr = self.instance.broker_addr(mq.broker_name)
+        instance = self._client()
         if self.consume_from_where == CONSUME_FROM_FIRST_OFFSET or tc.is_retry_topic(mq.topic):
             offset = 0
-        elif self.consume_from_where == CONSUME_FROM_TIMESTAMP:
-            offset = await self.instance.api.offset_query(
-                addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, mq.topic, mq.queue_id, self.consume_timestamp_ms
-            )
         else:
-            offset = await self.instance.api.offset_query(
-                addr, RequestCode.GET_MAX_OFFSET, mq.topic, mq.queue_id
-            )
+            addr = instance.pull_addr(mq.broker_name)
+            if addr is None:
+                raise MQClientError(f"no address for {mq.broker_name}")
+            if self.consume_from_where == CONSUME_FROM_TIMESTAMP:
+                offset = await instance.api.search_offset(
+                    addr, mq.topic, mq.queue_id, self.consume_timestamp_ms
+                )
+            else:
+                offset = await instance.api.max_offset(addr, mq.topic, mq.queue_id)
         self.offsets.update(mq, offset)
         return offset
 
@@ -333,7 +352,7 @@ class ConsumerCore:
             # The messages found went to on_messages as the answer was read (``_found``): the
             # consumers they woke run before this next pull is written, which wakes the broker
             # (a costly system call here).
-            next_offset = int(fields.get("nextBeginOffset", offset))
+            next_offset = fields.next_begin_offset
             if code == R.PULL_OFFSET_MOVED:
                 self.offsets.update(mq, next_offset)
             else:  # found, nothing new, or nothing matching: all below next_offset was seen
@@ -352,27 +371,29 @@ class ConsumerCore:
             self.offsets.update(mq, next_offset, increase_only=True)
 
     async def _pull_once(self, mq: MessageQueue, offset: int, found: Callable[[list], None]):
-        addr = self.instance.broker_addr(mq.broker_name)
+        instance = self._client()
+        addr = instance.pull_addr(mq.broker_name)
         if addr is None:
             raise MQClientError(f"no address for {mq.broker_name}")
         committed = self.offsets.read_memory(mq)
-        flag = PULL_FLAG_SUSPEND | PULL_FLAG_SUBSCRIPTION
-        if committed > 0 and self.message_model == CLUSTERING:
-            flag |= PULL_FLAG_COMMIT_OFFSET
-        header = {
-            "consumerGroup": self.group,
-            "topic": mq.topic,
-            "queueId": mq.queue_id,
-            "queueOffset": offset,
-            "maxMsgNums": self.pull_batch_size,
-            "sysFlag": flag,
-            "commitOffset": max(committed, 0),
-            "suspendTimeoutMillis": 15_000,
-            "subscription": self.subscriptions.get(mq.topic, "*"),
-            "subVersion": 0,
-            "expressionType": self.expression_types.get(mq.topic, TAG),
-        }
-        return await self.instance.api.pull(addr, header, 30_000, found)
+        header = PullMessageRequestHeader(
+            self.group,
+            mq.topic,
+            mq.queue_id,
+            offset,
+            self.pull_batch_size,
+            build_pull_sys_flag(
+                commit_offset=committed > 0 and self.message_model == CLUSTERING,
+                suspend=True,
+                subscription=True,
+            ),
+            commit_offset=max(committed, 0),
+            suspend_timeout_millis=15_000,
+            sub_version=0,
+            subscription=self.subscriptions.get(mq.topic, "*"),
+            expression_type=self.expression_types.get(mq.topic, TAG),
+        )
+        return await instance.api.pull(addr, header, 30_000, found)
 
     def _found(self, mq: MessageQueue, messages: list) -> None:
         """A pull's messages, as its answer is read."""

@@ -22,10 +22,11 @@ import os
 import random
 import socket
 import threading
-from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from broker.common.codes import RequestCode
 from broker.common.message_queue import MessageQueue
+from broker.common.route import BrokerData, TopicRouteData
 from broker.remoting.client import EventLoopThread, RemotingClient
 from broker.remoting.errors import RemotingError
 
@@ -33,39 +34,15 @@ from . import client_requests, request_reply
 from .client_api import ClientAPI
 from .errors import MQClientError
 
+if TYPE_CHECKING:
+    from .consumer_core import ConsumerCore
+    from .producer import Producer
+
 log = logging.getLogger(__name__)
 
 # Instances in use by clients, by what makes them shareable (see the module's docstring).
 _shared: dict[tuple, MQClientInstance] = {}
 _shared_lock = threading.Lock()
-
-
-@dataclass
-class TopicRoute:
-    topic: str
-    queue_datas: list[dict]
-    broker_addrs: dict[str, str]  # broker name → master address
-    write_queues: list[MessageQueue] = field(default_factory=list)
-    read_queues: list[MessageQueue] = field(default_factory=list)
-
-    @classmethod
-    def from_json(cls, topic: str, data: dict) -> TopicRoute:
-        addrs = {}
-        for broker in data.get("brokerDatas") or []:
-            master = (broker.get("brokerAddrs") or {}).get("0") or (broker.get("brokerAddrs") or {}).get(0)
-            if master:
-                addrs[broker["brokerName"]] = master
-        queue_datas = sorted(data.get("queueDatas") or [], key=lambda q: q["brokerName"])
-        route = cls(topic, queue_datas, addrs)
-        for queue in queue_datas:
-            name = queue["brokerName"]
-            if name not in addrs:
-                continue
-            if queue.get("perm", 6) & 0x2:
-                route.write_queues += [MessageQueue(topic, name, i) for i in range(queue["writeQueueNums"])]
-            if queue.get("perm", 6) & 0x4:
-                route.read_queues += [MessageQueue(topic, name, i) for i in range(queue["readQueueNums"])]
-        return route
 
 
 def _client_ip() -> str:
@@ -105,9 +82,17 @@ class MQClientInstance:
             self.loop_thread, self.loop = None, loop
             self.remoting = self._build_remoting()
         self.api = ClientAPI(self.remoting)
-        self.routes: dict[str, TopicRoute] = {}
-        self.producers: dict[str, object] = {}
-        self.consumers: dict[str, object] = {}
+        # The routes of the topics in use, and what producers and consumers read of them, kept
+        # beside each route as it arrives (the send path looks a topic's queues up per message):
+        # a topic's writable queues (RocketMQ's publish info), its readable queues (subscribe
+        # info, also of a broker set whose master is down), and every broker set by name.
+        self.routes: dict[str, TopicRouteData] = {}
+        self.write_queues: dict[str, list[MessageQueue]] = {}
+        self.read_queues: dict[str, list[MessageQueue]] = {}
+        self.brokers: dict[str, BrokerData] = {}
+        self.master_addrs: dict[str, str] = {}  # broker name → its master's address
+        self.producers: dict[str, Producer] = {}
+        self.consumers: dict[str, ConsumerCore] = {}
         self._tasks: list[asyncio.Future] = []
         self._background: set[asyncio.Future] = set()
         self.closing = False  # shutdown began: nothing new is spawned
@@ -149,7 +134,7 @@ class MQClientInstance:
             raise MQClientError("the client instance given runs on another loop than the caller's")
         return given
 
-    def _table(self, kind: str) -> dict[str, object]:
+    def _table(self, kind: str) -> dict[str, Any]:
         return self.producers if kind == "producer" else self.consumers
 
     def add_client(self, kind: str, group: str, client) -> None:
@@ -347,7 +332,7 @@ class MQClientInstance:
         self.call_soon(self._rebalance_now.set)
 
     # -- routes -------------------------------------------------------------------------------
-    async def route(self, topic: str, refresh: bool = False) -> TopicRoute | None:
+    async def route(self, topic: str, refresh: bool = False) -> TopicRouteData | None:
         if refresh or topic not in self.routes:
             await self._fetch_route(topic)
         return self.routes.get(topic)
@@ -356,15 +341,19 @@ class MQClientInstance:
         errors = []
         for addr in random.sample(self.namesrv_addrs, len(self.namesrv_addrs)):
             try:
-                data = await self.api.topic_route(addr, topic)
+                route = await self.api.topic_route(addr, topic)
             except RemotingError as exc:
                 errors.append(str(exc))
                 continue
-            if data is None:
-                self.routes.pop(topic, None)
-                return
             known = self.all_broker_addrs()
-            self.routes[topic] = TopicRoute.from_json(topic, data)
+            if route is None:
+                for table in (self.routes, self.write_queues, self.read_queues):
+                    table.pop(topic, None)
+            else:
+                self.routes[topic] = route
+                self.write_queues[topic] = route.writable_queues()
+                self.read_queues[topic] = route.readable_queues()
+            self._index_brokers()
             if self.all_broker_addrs() - known:
                 # A broker we never told about ourselves: heartbeat now (as RocketMQ does at start)
                 # so it lists our producers and consumers without waiting 30 s.
@@ -372,18 +361,31 @@ class MQClientInstance:
             return
         raise MQClientError(f"no name server reachable for the route of {topic}: {'; '.join(errors)}")
 
+    def _index_brokers(self) -> None:
+        """Every broker set of the routes in use, by name (RocketMQ's broker address table)."""
+        brokers = {data.broker_name: data for route in self.routes.values() for data in route.broker_datas}
+        self.brokers = brokers
+        self.master_addrs = {name: data.master_addr for name, data in brokers.items() if data.master_addr}
+
     async def refresh_routes(self) -> None:
         for topic in list(self.routes):
             await self._fetch_route(topic)
 
     def broker_addr(self, broker_name: str) -> str | None:
-        for route in self.routes.values():
-            if broker_name in route.broker_addrs:
-                return route.broker_addrs[broker_name]
-        return None
+        """The master of ``broker_name``: where sends, offsets, locks and send-backs go."""
+        return self.master_addrs.get(broker_name)
 
-    def all_broker_addrs(self) -> set[str]:
-        return {addr for route in self.routes.values() for addr in route.broker_addrs.values()}
+    def pull_addr(self, broker_name: str) -> str | None:
+        """Where to pull ``broker_name``'s queues from: its master, else a slave (RocketMQ's
+        findBrokerAddressInSubscribe), so a broker set whose master is down can still be read."""
+        data = self.brokers.get(broker_name)
+        return data.any_addr() if data is not None else None
+
+    def all_broker_addrs(self, masters_only: bool = False) -> set[str]:
+        """Every address of the brokers in use; ``masters_only``: their masters."""
+        if masters_only:
+            return set(self.master_addrs.values())
+        return {addr for data in self.brokers.values() for addr in data.broker_addrs.values()}
 
     # -- heartbeats ---------------------------------------------------------------------------
     def heartbeat_data(self) -> dict:
@@ -394,9 +396,14 @@ class MQClientInstance:
             "consumerDataSet": [consumer.consumer_data() for consumer in list(self.consumers.values())],
         }
 
+    def _heartbeat_addrs(self) -> set[str]:
+        # Consumers may pull from a slave, which must know them; producers only talk to masters
+        # (as RocketMQ's sendHeartbeatToAllBroker).
+        return self.all_broker_addrs(masters_only=not self.consumers)
+
     async def send_heartbeats(self) -> None:
         data = self.heartbeat_data()
-        for addr in self.all_broker_addrs():
+        for addr in self._heartbeat_addrs():
             try:
                 await self.api.heartbeat(addr, data)
                 self.heartbeated.add(addr)
@@ -408,7 +415,7 @@ class MQClientInstance:
         reply only to a client it knows by heartbeat: a requester must be known before its
         request can be answered (the heartbeat started when a route arrives may still be on
         its way)."""
-        if self.all_broker_addrs() - self.heartbeated:
+        if self._heartbeat_addrs() - self.heartbeated:
             await self.send_heartbeats()
 
     async def astart(self) -> None:

@@ -7,9 +7,13 @@ import asyncio
 import logging
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from broker.common.json_config_file import JsonConfigFile
 from broker.common.message_queue import MessageQueue
+
+if TYPE_CHECKING:
+    from .instance import MQClientInstance
 
 log = logging.getLogger(__name__)
 
@@ -34,11 +38,18 @@ class OffsetStore:
         with self.lock:
             self.table.pop(mq, None)
 
+    async def read_store(self, mq: MessageQueue) -> int:
+        """The offset where it is kept (-1: none)."""
+        return self.table.get(mq, -1)
+
+    async def persist(self, mqs) -> None:
+        """Keep the offsets of ``mqs`` where they are kept: nowhere but the table here."""
+
 
 class RemoteBrokerOffsetStore(OffsetStore):
     """Offsets committed to the broker that owns each queue."""
 
-    def __init__(self, instance, group: str) -> None:
+    def __init__(self, instance: MQClientInstance, group: str) -> None:
         super().__init__()
         self.instance, self.group = instance, group
 
@@ -83,9 +94,6 @@ class LocalFileOffsetStore(OffsetStore):
 
     def remove(self, mq: MessageQueue) -> None:
         """Kept (see the class): removing it would erase the offset from the next write."""
-
-    async def read_store(self, mq: MessageQueue) -> int:
-        return self.table.get(mq, -1)
 
     async def persist(self, mqs=None) -> None:
         """Write the whole table when it changed since the last write (fsyncs: off the loop)."""

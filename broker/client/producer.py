@@ -16,6 +16,7 @@ import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from broker.common import message_const
 from broker.common.batch_codec import encode_batch
@@ -25,6 +26,7 @@ from broker.common.message_codec import properties_to_string
 from broker.common.message_const import PROPERTY_TRANSACTION_PREPARED
 from broker.common.message_id import create_unique_id
 from broker.common.message_queue import MessageQueue
+from broker.common.request_headers import SendMessageRequestHeader, SendMessageResponseHeader
 from broker.common.sysflag import COMPRESSED_FLAG, TRANSACTION_PREPARED_TYPE
 from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC, is_retry_topic, validate_topic
 from broker.remoting.errors import RemotingError, RemotingTooMuchRequestError
@@ -32,8 +34,11 @@ from broker.remoting.errors import RemotingError, RemotingTooMuchRequestError
 from . import request_reply
 from .client_api import send_request
 from .errors import MQBrokerError, MQClientError
-from .instance import MQClientInstance, TopicRoute
+from .instance import MQClientInstance
 from .send_window import DEFAULT_MAX_BYTES, DEFAULT_MAX_MESSAGES, SendWindow
+
+if TYPE_CHECKING:
+    from .trace.dispatcher import AsyncTraceDispatcher
 
 MAX_MESSAGE_SIZE = 4 * 1024 * 1024
 # Latency thresholds (ms) and how long a broker that hit them is avoided (RocketMQ's defaults).
@@ -63,7 +68,7 @@ class _Send:
     """One message on its way: what every attempt of it needs."""
 
     msg: Message
-    header: dict
+    header: SendMessageRequestHeader
     body: bytes
     queue: MessageQueue | None
     selector: Callable | None
@@ -111,7 +116,7 @@ class Producer:
         # Message trace: send records go to the trace topic (RMQ_SYS_TRACE_TOPIC by default).
         self.enable_trace, self.trace_topic = enable_trace, trace_topic
         self.send_hooks: list[Callable] = []  # hook(mq, broker_addr, header, body, response, cost_ms)
-        self.trace_dispatcher = None
+        self.trace_dispatcher: AsyncTraceDispatcher | None = None
         # Part of the client id; producers of one process that receive replies need distinct ones.
         self.instance_name = instance_name
         self.namesrv_addr = namesrv_addr
@@ -170,7 +175,7 @@ class Producer:
     def send_async(
         self,
         msg: Message,
-        callback: Callable[[SendResult | None, Exception | None], None] | None = None,
+        callback: Callable[[SendResult | None, BaseException | None], None] | None = None,
         queue: MessageQueue | None = None,
     ) -> concurrent.futures.Future:
         instance = self._instance()
@@ -234,14 +239,14 @@ class Producer:
         """The full path: route (fetched if need be), then up to ``attempts`` tries, each on
         another broker than the one before."""
         msg, queue = send.msg, send.queue
-        route = await self._route(msg.topic)
+        queues = await self._queues(msg.topic)
         for _ in range(1 + self.retry_times if attempts is None else attempts):
-            target = queue or self._select(route, msg, send.selector, send.arg, last_broker)
+            target = queue or self._select(queues, msg, send.selector, send.arg, last_broker)
             remaining = int((send.deadline - time.monotonic()) * 1000)
             if remaining <= 0:
                 break
             try:
-                return await self._send_to(target, send.header, send.body, remaining, msg_id=msg.unique_key)
+                return await self._send_to(target, send.header, send.body, remaining, msg.unique_key or "")
             except (RemotingError, MQBrokerError) as exc:
                 last_broker, last_error = target.broker_name, exc
                 if not _retryable(exc):
@@ -252,10 +257,10 @@ class Producer:
 
     async def asend_oneway(self, msg, queue=None) -> None:
         header, body = self._prepare(msg)
-        target = queue or self._select(await self._route(msg.topic), msg, None, None, None)
+        target = queue or self._select(await self._queues(msg.topic), msg, None, None, None)
         addr = self._addr(target)
-        header["queueId"] = target.queue_id
-        await self.instance.api.send_oneway(addr, header, body)
+        header.queue_id = target.queue_id
+        await self._instance().api.send_oneway(addr, header, body)
 
     async def asend_batch(self, messages: list[Message], queue=None) -> list[SendResult]:
         results = []
@@ -263,10 +268,10 @@ class Producer:
             for msg in chunk:
                 msg.unique_key = msg.unique_key or create_unique_id()
             header, _ = self._prepare(chunk[0], for_batch=True)
-            target = queue or self._select(await self._route(chunk[0].topic), chunk[0], None, None, None)
-            ids = ",".join(m.unique_key for m in chunk)
+            target = queue or self._select(await self._queues(chunk[0].topic), chunk[0], None, None, None)
+            ids = ",".join(m.unique_key or "" for m in chunk)
             body = encode_batch(chunk)
-            results.append(await self._send_to(target, header, body, self.send_timeout_ms, True, ids))
+            results.append(await self._send_to(target, header, body, self.send_timeout_ms, ids))
         return results
 
     # -- async sends through the window (send_window.py) --------------------------------------
@@ -310,16 +315,19 @@ class Producer:
         route or the connection is not cached yet. A failed attempt goes on in the full path
         with the retries left, as ``asend`` would."""
         msg, header = send.msg, send.header
-        route = self.instance.routes.get(msg.topic)
-        if route is None or not route.write_queues:
+        instance = self._instance()
+        queues = instance.write_queues.get(msg.topic)
+        if not queues:
             return False
-        target = send.queue or self._select(route, msg, send.selector, send.arg, None)
-        addr = route.broker_addrs.get(target.broker_name) or self.instance.broker_addr(target.broker_name)
-        connection = self.instance.remoting.cached_connection(addr) if addr else None
+        target = send.queue or self._select(queues, msg, send.selector, send.arg, None)
+        addr = instance.master_addrs.get(target.broker_name)
+        if addr is None:
+            return False
+        connection = instance.remoting.cached_connection(addr)
         timeout_ms = int((send.deadline - time.monotonic()) * 1000)
         if connection is None or timeout_ms <= 0:
             return False
-        header["queueId"] = target.queue_id
+        header.queue_id = target.queue_id
         request = send_request(header, send.body)
         started = time.monotonic()
 
@@ -330,7 +338,7 @@ class Producer:
                     cost_ms = int((time.monotonic() - started) * 1000)
                     for hook in self.send_hooks:
                         _run_send_hook(hook, target, addr, header, send.body, response, cost_ms)
-                settle(self._result(response, target, msg.unique_key), None)
+                settle(self._result(response, target, msg.unique_key or ""), None)
                 return
             self._note_latency(target.broker_name, started, isolation=True)
             error = error or MQBrokerError(response.code, response.remark, addr)
@@ -354,7 +362,7 @@ class Producer:
                 error = task.exception()
                 settle(None if error else task.result(), error)
 
-        task = self.instance.spawn(coro)
+        task = self._instance().spawn(coro)
         if task is None:
             settle(None, MQClientError("the producer is shutting down"))
         else:
@@ -366,16 +374,17 @@ class Producer:
 
     @staticmethod
     def _result(response, mq: MessageQueue, msg_id: str) -> SendResult:
+        answer = SendMessageResponseHeader.from_ext_fields(response.ext_fields)
         return SendResult(
             _STATUS.get(response.code, "SEND_OK"),
             msg_id,
-            response.field("msgId") or "",
-            MessageQueue(mq.topic, mq.broker_name, int(response.field("queueId", mq.queue_id))),
-            int(response.field("queueOffset", "0")),
+            answer.msg_id,
+            MessageQueue(mq.topic, mq.broker_name, answer.queue_id),
+            answer.queue_offset,
         )
 
     # -- internals ----------------------------------------------------------------------------
-    def _prepare(self, msg: Message, for_batch: bool = False) -> tuple[dict, bytes]:
+    def _prepare(self, msg: Message, for_batch: bool = False) -> tuple[SendMessageRequestHeader, bytes]:
         reason = validate_topic(msg.topic)
         if reason:
             raise MQClientError(reason, ResponseCode.MESSAGE_ILLEGAL)
@@ -393,46 +402,49 @@ class Producer:
                 body, sys_flag = zlib.compress(body, 5), COMPRESSED_FLAG
             if msg.properties.get(PROPERTY_TRANSACTION_PREPARED) == "true":
                 sys_flag |= TRANSACTION_PREPARED_TYPE  # a half message (TransactionProducer)
-        header = {
-            "producerGroup": self.group,
-            "topic": msg.topic,
-            "defaultTopic": AUTO_CREATE_TOPIC_KEY_TOPIC,
-            "defaultTopicQueueNums": self.default_topic_queue_nums,
-            "queueId": -1,
-            "sysFlag": sys_flag,
-            "bornTimestamp": int(time.time() * 1000),
-            "flag": msg.flag,
-            "properties": properties_to_string(msg.properties),
-            "reconsumeTimes": 0,
-            "unitMode": False,
-            "batch": for_batch,
-        }
+        header = SendMessageRequestHeader(
+            self.group,
+            msg.topic,
+            AUTO_CREATE_TOPIC_KEY_TOPIC,
+            self.default_topic_queue_nums,
+            -1,  # the queue: set by each attempt
+            sys_flag,
+            int(time.time() * 1000),
+            msg.flag,
+            properties_to_string(msg.properties),
+            reconsume_times=0,
+            unit_mode=False,
+            batch=for_batch,
+        )
         if is_retry_topic(msg.topic):
             _retry_counters_to_header(msg, header)
         return header, body
 
-    async def _route(self, topic: str) -> TopicRoute:
-        route = await self.instance.route(topic)
-        if route is None or not route.write_queues:
-            default = await self.instance.route(AUTO_CREATE_TOPIC_KEY_TOPIC)
-            if default is None or not default.write_queues:
-                raise MQClientError(f"no route info of this topic: {topic}", ResponseCode.TOPIC_NOT_EXIST)
-            # Send through the brokers that may auto-create it; the broker registers it.
-            nums = min(self.default_topic_queue_nums, max(q["writeQueueNums"] for q in default.queue_datas))
-            route = TopicRoute(topic, [], dict(default.broker_addrs))
-            route.write_queues = [
-                MessageQueue(topic, name, i) for name in default.broker_addrs for i in range(nums)
-            ]
-        return route
+    async def _queues(self, topic: str) -> list[MessageQueue]:
+        """The topic's writable queues; for a topic without a route, those it would get on the
+        brokers that may auto-create it (the default topic's route), which register it."""
+        instance = self._instance()
+        await instance.route(topic)
+        queues = instance.write_queues.get(topic)
+        if queues:
+            return queues
+        default = await instance.route(AUTO_CREATE_TOPIC_KEY_TOPIC)
+        if default is None or not instance.write_queues.get(AUTO_CREATE_TOPIC_KEY_TOPIC):
+            raise MQClientError(f"no route info of this topic: {topic}", ResponseCode.TOPIC_NOT_EXIST)
+        nums = min(self.default_topic_queue_nums, max(q.write_queue_nums for q in default.queue_datas))
+        masters = [b.broker_name for b in default.broker_datas if b.master_addr]
+        return [MessageQueue(topic, name, i) for name in masters for i in range(nums)]
 
-    def _select(self, route: TopicRoute, msg, selector, arg, last_broker: str | None) -> MessageQueue:
-        queues = route.write_queues
+    def _select(
+        self, queues: list[MessageQueue], msg, selector, arg, last_broker: str | None
+    ) -> MessageQueue:
         if selector is not None:
             return selector(queues, msg, arg)
         start = next(self._counter)
         for i in range(len(queues)):
             candidate = queues[(start + i) % len(queues)]
-            if candidate.broker_name == last_broker and len(route.broker_addrs) > 1:
+            # (With one broker every candidate is skipped, and the choice below is the same.)
+            if candidate.broker_name == last_broker:
                 continue
             if self.faults is None or self.faults.is_available(candidate.broker_name):
                 return candidate
@@ -440,7 +452,7 @@ class Producer:
         return others[start % len(others)]
 
     def _addr(self, mq: MessageQueue) -> str:
-        addr = self.instance.broker_addr(mq.broker_name)
+        addr = self._instance().broker_addr(mq.broker_name)
         if addr is None:
             raise MQClientError(f"the broker {mq.broker_name} is not in any route")
         return addr
@@ -448,17 +460,16 @@ class Producer:
     async def _send_to(
         self,
         mq: MessageQueue,
-        header: dict,
+        header: SendMessageRequestHeader,
         body: bytes,
         timeout_ms: int,
-        batch: bool = False,
         msg_id: str = "",
     ) -> SendResult:
         addr = self._addr(mq)
-        header = {**header, "topic": mq.topic, "queueId": mq.queue_id}
+        header.topic, header.queue_id = mq.topic, mq.queue_id
         started = time.monotonic()
         try:
-            response = await self.instance.api.send(addr, header, body, timeout_ms, batch)
+            response = await self._instance().api.send(addr, header, body, timeout_ms)
         except (RemotingError, MQBrokerError):
             self._note_latency(mq.broker_name, started, isolation=True)
             raise
@@ -498,7 +509,8 @@ def _settler(future, window: SendWindow | None = None, size: int = 0):
     def settle(result, error) -> None:
         nonlocal window
         if window is not None:
-            window, entered = None, window
+            entered: SendWindow = window
+            window = None  # left once
             entered.leave(size)
         if not future.done():
             if error is not None:
@@ -509,17 +521,17 @@ def _settler(future, window: SendWindow | None = None, size: int = 0):
     return settle
 
 
-def _retry_counters_to_header(msg: Message, header: dict) -> None:
+def _retry_counters_to_header(msg: Message, header: SendMessageRequestHeader) -> None:
     """As RocketMQ: a message sent back to a retry topic carries its reconsume counters in the
     header (the broker moves it to the DLQ by them), not in its properties."""
     properties = dict(msg.properties)
     reconsume = properties.pop(message_const.PROPERTY_RECONSUME_TIME, None)
     maximum = properties.pop(message_const.PROPERTY_MAX_RECONSUME_TIMES, None)
     if reconsume is not None:
-        header["reconsumeTimes"] = int(reconsume)
+        header.reconsume_times = int(reconsume)
     if maximum is not None:
-        header["maxReconsumeTimes"] = int(maximum)
-    header["properties"] = properties_to_string(properties)
+        header.max_reconsume_times = int(maximum)
+    header.properties = properties_to_string(properties)
 
 
 def _run_send_hook(hook, *args) -> None:
@@ -544,7 +556,9 @@ def split_batches(messages: list[Message], limit: int = MAX_MESSAGE_SIZE) -> lis
     if not messages:
         raise MQClientError("the batch is empty", ResponseCode.MESSAGE_ILLEGAL)
     topic = messages[0].topic
-    batches, current, size = [], [], 0
+    batches: list[list[Message]] = []
+    current: list[Message] = []
+    size = 0
     for msg in messages:
         if msg.topic != topic:
             raise MQClientError(

@@ -13,12 +13,20 @@ import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
+from broker.common.hosts import format_host
 from broker.common.message_const import PROPERTY_RETRY_TOPIC
 from broker.common.message_queue import MessageQueue
+from broker.common.request_headers import ConsumerSendMsgBackRequestHeader
 from broker.common.topic_config import retry_topic
 
 from .consumer_core import BROADCASTING, ConsumerCore
+
+if TYPE_CHECKING:
+    from .consume_async import AsyncConsumeService
+    from .consume_orderly import ConsumeMessageOrderlyService
+    from .trace.dispatcher import AsyncTraceDispatcher
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +81,8 @@ class PushConsumer(ConsumerCore):
     ) -> None:
         super().__init__(group, namesrv_addr, **options)
         # Message trace: consume records (before/after each listener call) go to the trace topic.
-        self.enable_trace, self.trace_topic, self.trace_dispatcher = enable_trace, trace_topic, None
+        self.enable_trace, self.trace_topic = enable_trace, trace_topic
+        self.trace_dispatcher: AsyncTraceDispatcher | None = None
         self.consume_batch_size = consume_batch_size
         self.pull_threshold = pull_threshold_per_queue
         self.retry_delay_s = retry_delay_s
@@ -85,8 +94,10 @@ class PushConsumer(ConsumerCore):
         self.before_hooks: list[Callable] = []
         self.after_hooks: list[Callable] = []
         self.pool = ThreadPoolExecutor(consume_threads, thread_name_prefix=f"consume-{group}")
-        self.orderly = None  # a ConsumeMessageOrderlyService once an orderly listener is registered
-        self.async_service = None  # an AsyncConsumeService for a coroutine listener (asyncio API)
+        # A ConsumeMessageOrderlyService once an orderly listener is registered; an
+        # AsyncConsumeService for a coroutine listener (asyncio API).
+        self.orderly: ConsumeMessageOrderlyService | None = None
+        self.async_service: AsyncConsumeService | None = None
 
     def register_message_listener(self, listener: Callable) -> None:
         """``listener(messages, context) -> ConsumeConcurrentlyStatus``."""
@@ -189,6 +200,7 @@ class PushConsumer(ConsumerCore):
         if queue.dropped or not self.running:
             return
         context = self._begin_consume(mq, messages)
+        assert self.listener is not None  # start() refuses a consumer without one
         try:
             status = self.listener(messages, context)
         except Exception:
@@ -242,17 +254,19 @@ class PushConsumer(ConsumerCore):
                 msg.reconsume_times += 1
             self._consume_locally_later(mq, queue, kept)
 
-    def _send_back_request(self, msg, mq: MessageQueue, delay_level: int) -> tuple[str, dict]:
-        addr = self.instance.broker_addr(mq.broker_name) or "{}:{}".format(*msg.store_host)
-        header = {
-            "offset": msg.commitlog_offset,
-            "group": self.group,
-            "delayLevel": delay_level,
-            "originMsgId": msg.client_msg_id,
-            "originTopic": msg.topic,
-            "unitMode": False,
-            "maxReconsumeTimes": self.max_reconsume_times,
-        }
+    def _send_back_request(
+        self, msg, mq: MessageQueue, delay_level: int
+    ) -> tuple[str, ConsumerSendMsgBackRequestHeader]:
+        addr = self._client().broker_addr(mq.broker_name) or format_host(msg.store_host)
+        header = ConsumerSendMsgBackRequestHeader(
+            offset=msg.commitlog_offset,
+            group=self.group,
+            delay_level=delay_level,
+            origin_msg_id=msg.client_msg_id,
+            origin_topic=msg.topic,
+            unit_mode=False,
+            max_reconsume_times=self.max_reconsume_times,
+        )
         return addr, header
 
     def send_message_back(self, msg, mq: MessageQueue, delay_level: int = 0) -> bool:
@@ -260,8 +274,9 @@ class PushConsumer(ConsumerCore):
 
         ``delay_level`` 0 lets the broker choose (3 + reconsume times), < 0 dead-letters at once."""
         addr, header = self._send_back_request(msg, mq, delay_level)
+        instance = self._client()
         try:
-            self.instance.run(self.instance.api.send_back(addr, header), timeout=self.send_back_timeout_s)
+            instance.run(instance.api.send_back(addr, header), timeout=self.send_back_timeout_s)
             return True
         except Exception as exc:
             self._log_send_back_failure(msg, addr, exc)
@@ -272,7 +287,7 @@ class PushConsumer(ConsumerCore):
         addr, header = self._send_back_request(msg, mq, delay_level)
         try:
             async with asyncio.timeout(self.send_back_timeout_s):
-                await self.instance.api.send_back(addr, header)
+                await self._client().api.send_back(addr, header)
             return True
         except Exception as exc:
             self._log_send_back_failure(msg, addr, exc)

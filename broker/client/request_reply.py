@@ -17,8 +17,10 @@ import zlib
 
 from broker.common import message_const as const
 from broker.common.codes import RequestCode, ResponseCode
+from broker.common.hosts import parse_host
 from broker.common.message import Message, MessageExt
 from broker.common.message_codec import string_to_properties
+from broker.common.request_headers import ReplyMessageRequestHeader
 from broker.common.sysflag import COMPRESSED_FLAG
 from broker.remoting.command import response_to
 
@@ -83,29 +85,24 @@ class RequestFutureTable:
 
 
 def _reply_from_push(request) -> MessageExt:
-    fields = request.ext_fields
-    properties = string_to_properties(fields.get("properties") or "")
+    header = ReplyMessageRequestHeader.from_ext_fields(request.ext_fields)
+    properties = string_to_properties(header.properties or "")
     properties[const.PROPERTY_REPLY_MESSAGE_ARRIVE_TIME] = str(int(time.time() * 1000))
-    sys_flag = int(fields.get("sysFlag") or 0)
+    sys_flag = header.sys_flag
     body = zlib.decompress(request.body) if sys_flag & COMPRESSED_FLAG else bytes(request.body)
     return MessageExt(
-        fields.get("topic") or "",
+        header.topic,
         body,
-        int(fields.get("flag") or 0),
+        header.flag,
         properties,
-        queue_id=int(fields.get("queueId") or 0),
+        queue_id=header.queue_id,
         sys_flag=sys_flag,
-        born_timestamp=int(fields.get("bornTimestamp") or 0),
-        born_host=_host(fields.get("bornHost")),
-        store_timestamp=int(fields.get("storeTimestamp") or 0),
-        store_host=_host(fields.get("storeHost")),
-        reconsume_times=int(fields.get("reconsumeTimes") or 0),
+        born_timestamp=header.born_timestamp,
+        born_host=parse_host(header.born_host),
+        store_timestamp=header.store_timestamp,
+        store_host=parse_host(header.store_host),
+        reconsume_times=header.reconsume_times or 0,
     )
-
-
-def _host(addr: str | None) -> tuple[str, int]:
-    host, _, port = (addr or "").rpartition(":")
-    return (host or "127.0.0.1", int(port) if port.isdigit() else 0)
 
 
 def register(instance) -> None:

@@ -20,7 +20,11 @@ from broker.common import message_const as const
 from broker.common.codes import RequestCode
 from broker.common.message import Message, MessageExt
 from broker.common.message_codec import MessageDecodeError, decode_message, decode_offset_msg_id
-from broker.common.request_headers import CheckTransactionStateRequestHeader, HeaderError
+from broker.common.request_headers import (
+    CheckTransactionStateRequestHeader,
+    EndTransactionRequestHeader,
+    HeaderError,
+)
 from broker.common.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE
 from broker.remoting.command import create_request
 
@@ -86,7 +90,7 @@ class TransactionProducer(Producer):
             raise MQClientError("set a transaction listener before starting the producer")
         super().start()
         # Checks arrive on the connection to the broker; the handler finds the producer by group.
-        self.instance.remoting.register_processor(RequestCode.CHECK_TRANSACTION_STATE, self._on_check)
+        self._instance().remoting.register_processor(RequestCode.CHECK_TRANSACTION_STATE, self._on_check)
         return self
 
     def shutdown(self) -> None:
@@ -121,16 +125,17 @@ class TransactionProducer(Producer):
     def _end_transaction(self, send_result: SendResult, state: LocalTransactionState) -> None:
         addr = self._addr(send_result.message_queue)
         _, commitlog_offset = decode_offset_msg_id(send_result.offset_msg_id)
-        header = {
-            "producerGroup": self.group,
-            "tranStateTableOffset": send_result.queue_offset,
-            "commitLogOffset": commitlog_offset,
-            "commitOrRollback": _WIRE_STATE[state],
-            "msgId": send_result.msg_id,
-            "transactionId": send_result.msg_id,
-            "fromTransactionCheck": False,
-        }
-        self._instance().run(self.instance.api.end_transaction_oneway(addr, header))
+        header = EndTransactionRequestHeader(
+            self.group,
+            tran_state_table_offset=send_result.queue_offset,
+            commit_log_offset=commitlog_offset,
+            commit_or_rollback=_WIRE_STATE[state],
+            msg_id=send_result.msg_id,
+            from_transaction_check=False,
+            transaction_id=send_result.msg_id,
+        )
+        instance = self._instance()
+        instance.run(instance.api.end_transaction_oneway(addr, header))
 
     # -- the broker's checks ------------------------------------------------------------------
     async def _on_check(self, conn, request):
@@ -152,6 +157,7 @@ class TransactionProducer(Producer):
     def _check_and_answer(
         self, conn, header: CheckTransactionStateRequestHeader, msg: MessageExt, loop
     ) -> None:
+        assert self.listener is not None  # _on_check hands over only to a producer with one
         if header.transaction_id:
             msg.properties[const.PROPERTY_TRANSACTION_ID] = header.transaction_id
         try:
@@ -159,16 +165,16 @@ class TransactionProducer(Producer):
         except Exception:
             log.exception("check_local_transaction raised for %s; answering UNKNOW", msg.unique_key)
             state = LocalTransactionState.UNKNOW
-        fields = {
-            "producerGroup": self.group,
-            "tranStateTableOffset": header.tran_state_table_offset,
-            "commitLogOffset": header.commit_log_offset,
-            "commitOrRollback": _WIRE_STATE[state],
-            "msgId": msg.unique_key or header.msg_id or msg.msg_id,
-            "transactionId": header.transaction_id,
-            "fromTransactionCheck": True,
-        }
-        request = create_request(RequestCode.END_TRANSACTION, fields, oneway=True)
+        answer = EndTransactionRequestHeader(
+            self.group,
+            tran_state_table_offset=header.tran_state_table_offset,
+            commit_log_offset=header.commit_log_offset,
+            commit_or_rollback=_WIRE_STATE[state],
+            msg_id=msg.unique_key or header.msg_id or msg.msg_id,
+            from_transaction_check=True,
+            transaction_id=header.transaction_id,
+        )
+        request = create_request(RequestCode.END_TRANSACTION, answer.to_ext_fields(), oneway=True)
         loop.call_soon_threadsafe(_write_quietly, conn, request)
 
 

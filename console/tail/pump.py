@@ -24,8 +24,10 @@ from dataclasses import dataclass, field
 from channels.layers import get_channel_layer
 
 from broker.client.admin import AsyncMQAdmin, MQAdminError, NotFoundError
-from broker.client.client_api import PULL_FLAG_SUBSCRIPTION, PULL_FLAG_SUSPEND, ClientAPI
+from broker.client.client_api import ClientAPI
 from broker.common.codes import ResponseCode
+from broker.common.pull_sysflag import build_pull_sys_flag
+from broker.common.request_headers import PullMessageRequestHeader
 from broker.remoting.client import RemotingClient
 
 from .serialize import message_event
@@ -138,19 +140,19 @@ class TopicPump:
     ) -> None:
         found = functools.partial(self._found, broker_name)
         while True:
-            header = {
-                "consumerGroup": TAIL_GROUP,
-                "topic": self.topic,
-                "queueId": queue_id,
-                "queueOffset": offset,
-                "maxMsgNums": self.settings.batch,
-                "sysFlag": PULL_FLAG_SUSPEND | PULL_FLAG_SUBSCRIPTION,
-                "commitOffset": 0,
-                "suspendTimeoutMillis": self.settings.suspend_ms,
-                "subscription": "*",
-                "subVersion": 0,
-                "expressionType": "TAG",
-            }
+            header = PullMessageRequestHeader(
+                TAIL_GROUP,
+                self.topic,
+                queue_id,
+                offset,
+                self.settings.batch,
+                build_pull_sys_flag(commit_offset=False, suspend=True, subscription=True),
+                commit_offset=0,
+                suspend_timeout_millis=self.settings.suspend_ms,
+                sub_version=0,
+                subscription="*",
+                expression_type="TAG",
+            )
             try:
                 code, fields = await api.pull(addr, header, self.settings.suspend_ms + 5000, found)
             except asyncio.CancelledError:
@@ -159,7 +161,7 @@ class TopicPump:
                 log.info("tail pull %s/%s@%s failed: %s", self.topic, queue_id, addr, exc)
                 await asyncio.sleep(self.settings.error_backoff_s)
                 continue
-            next_offset = int(fields.get("nextBeginOffset", offset))
+            next_offset = fields.next_begin_offset
             offset = max(next_offset, offset) if code != ResponseCode.PULL_OFFSET_MOVED else next_offset
 
     def _found(self, broker_name: str, messages: list) -> None:

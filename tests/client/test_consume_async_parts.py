@@ -26,7 +26,7 @@ class FakeAPI:
     async def send_back(self, addr, header):
         if self.refuse:
             raise ConnectionError("broker gone")
-        self.sent_back.append(header["originMsgId"])
+        self.sent_back.append(header.origin_msg_id)
 
 
 def make_consumer(refuse_send_back=False, **options) -> PushConsumer:

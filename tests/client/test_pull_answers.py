@@ -12,13 +12,14 @@ from broker.client.client_api import ClientAPI
 from broker.client.errors import MQBrokerError
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message_codec import encode_host, encode_record, properties_to_string
+from broker.common.request_headers import PullMessageRequestHeader
 from broker.remoting.client import RemotingClient
 from broker.remoting.command import response_to
 from broker.remoting.server import RemotingServer
 from tests.listener_failures import wait_until_async
 
 HOST = encode_host(("127.0.0.1", 10911))
-HEADER = {"consumerGroup": "g", "topic": "Orders", "queueId": 0, "queueOffset": 0, "maxMsgNums": 32}
+HEADER = PullMessageRequestHeader("g", "Orders", 0, 0, 32, 0, 0, 0, 0)
 
 
 def record(i: int) -> bytes:
@@ -44,7 +45,7 @@ class HoldingBroker:
 
         async def answered():
             code, body = await answer
-            fields = {"nextBeginOffset": "2", "minOffset": "0", "maxOffset": "2"}
+            fields = {"suggestWhichBrokerId": "0", "nextBeginOffset": "2", "minOffset": "0", "maxOffset": "2"}
             remark = None if code == ResponseCode.SUCCESS else "refused"
             return response_to(request, code, remark, fields, body)
 
@@ -74,7 +75,7 @@ def test_found_messages_arrive_before_the_puller_resumes():
                 events.append((messages, asyncio.current_task()))
 
             code, fields = await api.pull(addr, HEADER, 3000, on_found)
-            events.append(("resumed", code, fields["nextBeginOffset"]))
+            events.append(("resumed", code, fields.next_begin_offset))
 
         task = asyncio.create_task(puller())
         await broker.release(ResponseCode.SUCCESS, records(2))
@@ -85,7 +86,7 @@ def test_found_messages_arrive_before_the_puller_resumes():
     assert task_at_delivery is None
     delivered = [(m.body, m.keys[0], m.queue_offset) for m in found]
     assert delivered == [(b"body-0", "k0", 0), (b"body-1", "k1", 1)]
-    assert resumed == ("resumed", ResponseCode.SUCCESS, "2")
+    assert resumed == ("resumed", ResponseCode.SUCCESS, 2)
 
 
 def test_an_answer_after_the_puller_was_cancelled_is_dropped():

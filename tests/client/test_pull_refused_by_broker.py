@@ -15,11 +15,12 @@ from broker.client.errors import MQBrokerError
 from broker.client.producer import Producer
 from broker.common.codes import ResponseCode
 from broker.common.message import Message
+from broker.common.pull_sysflag import FLAG_SUBSCRIPTION
+from broker.common.request_headers import PullMessageRequestHeader, PullMessageResponseHeader
 from broker.remoting.client import RemotingClient
 from tests.cluster import CLI, start
 
 TOPIC, GROUP = "PullRefusedTopic", "pull-refused-group"
-FLAG_SUBSCRIPTION = 0x1 << 2  # PullSysFlag: the request carries its own subscription expression
 
 
 @pytest.fixture(scope="module")
@@ -40,11 +41,11 @@ def broker_with_a_message(tmp_path_factory):
         cluster.stop()
 
 
-def pull(addr: str, sys_flag: int, found: list) -> tuple[int, dict]:
-    header = {
-        "consumerGroup": GROUP, "topic": TOPIC, "queueId": 0, "queueOffset": 0, "maxMsgNums": 32,
-        "sysFlag": sys_flag, "subscription": "*", "subVersion": 0, "expressionType": "TAG",
-    }  # fmt: skip
+def pull(addr: str, sys_flag: int, found: list) -> tuple[int, PullMessageResponseHeader]:
+    header = PullMessageRequestHeader(
+        GROUP, TOPIC, queue_id=0, queue_offset=0, max_msg_nums=32, sys_flag=sys_flag, commit_offset=0,
+        suspend_timeout_millis=0, sub_version=0, subscription="*", expression_type="TAG",
+    )  # fmt: skip
 
     async def run():
         remoting = RemotingClient()
@@ -69,5 +70,5 @@ def test_a_pull_without_a_registered_subscription_is_refused_and_delivers_nothin
 def test_the_same_pull_with_its_subscription_gets_the_message(broker_with_a_message):
     found: list = []
     code, fields = pull(broker_with_a_message, FLAG_SUBSCRIPTION, found)
-    assert code == ResponseCode.SUCCESS and fields["nextBeginOffset"] == "1"
+    assert code == ResponseCode.SUCCESS and fields.next_begin_offset == 1
     assert [m.body for m in found] == [b"still here"]

@@ -14,6 +14,8 @@ from broker.client import (
 )
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message import Message
+from broker.common.pull_sysflag import FLAG_SUBSCRIPTION
+from broker.common.request_headers import PullMessageRequestHeader
 from broker.remoting.command import create_request
 from tests.cluster import ONE_BROKER, cluster_fixture
 
@@ -130,12 +132,13 @@ def test_heartbeat_with_invalid_sql_is_refused_and_not_registered(cluster):
 
 
 def _pull_sql(cluster, expression):
-    header = {
-        "consumerGroup": "pull-group", "topic": TOPIC, "queueId": 0, "queueOffset": 0, "maxMsgNums": 8,
-        "sysFlag": 0x4, "commitOffset": 0, "suspendTimeoutMillis": 0, "subscription": expression,
-        "subVersion": 1, "expressionType": "SQL92",
-    }  # fmt: skip
-    return cluster.admin.invoke(cluster.broker_addr, create_request(RequestCode.PULL_MESSAGE, header))
+    header = PullMessageRequestHeader(
+        "pull-group", TOPIC, queue_id=0, queue_offset=0, max_msg_nums=8, sys_flag=FLAG_SUBSCRIPTION,
+        commit_offset=0, suspend_timeout_millis=0, sub_version=1, subscription=expression,
+        expression_type="SQL92",
+    )  # fmt: skip
+    request = create_request(RequestCode.PULL_MESSAGE, header.to_ext_fields())
+    return cluster.admin.invoke(cluster.broker_addr, request)
 
 
 def test_pull_with_sql92_needs_enable_property_filter(cluster, sent):

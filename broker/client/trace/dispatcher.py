@@ -13,6 +13,8 @@ import queue
 import threading
 import time
 import uuid
+from collections.abc import Callable
+from typing import Protocol
 
 from broker.common.message import Message
 from broker.common.topic_config import TRACE_TOPIC
@@ -25,6 +27,14 @@ MAX_TRACE_BODY = 128 * 1024  # RocketMQ's maxMsgSize for trace messages
 _STOP = object()
 
 
+class TraceSender(Protocol):
+    """What sends trace messages: a started producer (made by the dispatcher's factory)."""
+
+    def send(self, msg: Message) -> object: ...
+
+    def shutdown(self) -> None: ...
+
+
 class AsyncTraceDispatcher:
     def __init__(
         self,
@@ -35,7 +45,7 @@ class AsyncTraceDispatcher:
         batch_size: int = 100,
         flush_interval_ms: int = 200,
         buffer_size: int = 2048,
-        producer_factory=None,
+        producer_factory: Callable[[str, str], TraceSender] | None = None,
     ) -> None:
         self.trace_topic = trace_topic or TRACE_TOPIC
         self.batch_size = batch_size
@@ -44,7 +54,7 @@ class AsyncTraceDispatcher:
         self.dropped = 0
         self.sent_records = 0
         self._producer_factory = producer_factory or _default_producer
-        self._producer = None
+        self._producer: TraceSender | None = None  # from start on
         self._owner_group, self._namesrv_addr = owner_group, namesrv_addr
         self._worker: threading.Thread | None = None
 
@@ -71,6 +81,8 @@ class AsyncTraceDispatcher:
             pass
         self._worker.join(timeout_s)
         self._worker = None
+        if self._producer is None:
+            return
         try:
             self._producer.shutdown()
         except Exception as exc:
@@ -81,7 +93,7 @@ class AsyncTraceDispatcher:
         stopping = False
         while not stopping:
             batch: list[TraceRecord] = []
-            deadline = None
+            deadline: float | None = None
             while len(batch) < self.batch_size:
                 timeout = None if deadline is None else max(deadline - time.monotonic(), 0)
                 try:
@@ -97,6 +109,7 @@ class AsyncTraceDispatcher:
                 self._send(batch)
 
     def _send(self, records: list[TraceRecord]) -> None:
+        assert self._producer is not None  # the worker runs from start on
         for body, keys in _pack(records):
             msg = Message(self.trace_topic, body.encode("utf-8"))
             msg.keys = keys
@@ -109,7 +122,9 @@ class AsyncTraceDispatcher:
 
 def _pack(records: list[TraceRecord]) -> list[tuple[str, list[str]]]:
     """Records joined into trace message bodies of at most MAX_TRACE_BODY, each with its keys."""
-    messages, body, keys = [], [], {}
+    messages: list[tuple[str, list[str]]] = []
+    body: list[str] = []
+    keys: dict[str, None] = {}  # in order, once each
     size = 0
     for record in records:
         text = record.encode()
@@ -124,7 +139,7 @@ def _pack(records: list[TraceRecord]) -> list[tuple[str, list[str]]]:
     return messages
 
 
-def _default_producer(owner_group: str, namesrv_addr: str):
+def _default_producer(owner_group: str, namesrv_addr: str) -> TraceSender:
     from broker.client.producer import Producer
 
     # Its own client instance: trace traffic shares no connection or loop with the application.

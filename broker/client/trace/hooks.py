@@ -9,6 +9,7 @@ import time
 from broker.common import message_const as const
 from broker.common.message_codec import string_to_properties
 from broker.common.message_id import create_unique_id
+from broker.common.request_headers import SendMessageRequestHeader, SendMessageResponseHeader
 from broker.common.trace_data import (
     CONTEXT_FAILED,
     CONTEXT_RETURN_NULL,
@@ -37,13 +38,15 @@ class SendTraceHook:
     def __init__(self, producer, dispatcher: AsyncTraceDispatcher) -> None:
         self.producer, self.group, self.dispatcher = producer, producer.group, dispatcher
 
-    def __call__(self, mq, broker_addr: str, header: dict, body: bytes, response, cost_ms: int) -> None:
-        if header.get("topic") == self.dispatcher.trace_topic or response is None or header.get("batch"):
+    def __call__(
+        self, mq, broker_addr: str, header: SendMessageRequestHeader, body: bytes, response, cost_ms: int
+    ) -> None:
+        if header.topic == self.dispatcher.trace_topic or response is None or header.batch:
             return
-        fields = response.ext_fields
-        if fields.get("TRACE_ON") == "false":
+        answer = SendMessageResponseHeader.from_ext_fields(response.ext_fields)
+        if answer.trace_on == "false":
             return  # the broker switched tracing off
-        properties = string_to_properties(header.get("properties") or "")
+        properties = string_to_properties(header.properties or "")
         delayed = int(properties.get(const.PROPERTY_DELAY_TIME_LEVEL, "0") or 0) > 0
         self.dispatcher.append(
             TraceRecord(
@@ -52,7 +55,7 @@ class SendTraceHook:
                 # When the send began, as RocketMQ's trace context: a consumer may hold the
                 # message before its producer hears back from the broker.
                 timestamp=_now_ms() - cost_ms,
-                region=fields.get("MSG_REGION") or DEFAULT_REGION,
+                region=answer.msg_region or DEFAULT_REGION,
                 group=self.group,
                 topic=mq.topic,
                 tags=properties.get(const.PROPERTY_TAGS, ""),
@@ -61,7 +64,7 @@ class SendTraceHook:
                 body_length=len(body),
                 cost_time=cost_ms,
                 msg_type=MSG_TYPE_DELAY if delayed else MSG_TYPE_NORMAL,
-                offset_msg_id=fields.get("msgId", ""),
+                offset_msg_id=answer.msg_id,
                 success=response.code == 0,
                 client_host=self.producer.instance.client_id,
             )
