@@ -28,6 +28,7 @@ from broker.common import message_const as const
 from broker.common import topic_config as tc
 from broker.common.message import Message
 from broker.common.message_queue import MessageQueue
+from broker.common.system_names import CLIENT_INNER_PRODUCER_GROUP
 
 from .consumer_core import BROADCASTING
 from .push_consumer import restore_retry_topic
@@ -36,8 +37,6 @@ if TYPE_CHECKING:
     from .producer import Producer
 
 log = logging.getLogger(__name__)
-
-CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
 
 
 class ConsumeOrderlyStatus(enum.Enum):
