@@ -26,13 +26,13 @@ RUN_TIMEOUT = 240
 
 
 class CeleryProcess:
-    """``celery -A console <args>`` with this test's settings; output kept in a log file."""
+    """``celery -A console.project <args>`` with this test's settings; output kept in a log file."""
 
     def __init__(self, args: list[str], env: dict, log: Path, ready_marker: str) -> None:
         self.log = log
         self.handle = open(log, "wb")  # noqa: SIM115 (closed in stop(), after the process ends)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "console", *args],
+            [sys.executable, "-m", "celery", "-A", "console.project", *args],
             cwd=log.parent, env=env, stdout=self.handle, stderr=subprocess.STDOUT,
         )  # fmt: skip
         wait_for(lambda: ready_marker in self.output() or self.proc.poll() is not None, 90, "celery start")
