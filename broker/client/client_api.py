@@ -29,6 +29,7 @@ from broker.common.request_headers import (
     SearchOffsetRequestHeader,
     SearchOffsetResponseHeader,
     SendMessageRequestHeader,
+    SendMessageResponseHeader,
     UnlockBatchRequestBody,
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
@@ -81,6 +82,23 @@ def send_fields(header: SendMessageRequestHeader) -> dict[str, str]:
     if header.max_reconsume_times is not None:
         fields["maxReconsumeTimes"] = str(header.max_reconsume_times)
     return fields
+
+
+def send_answer(fields: dict[str, str]) -> SendMessageResponseHeader:
+    """A send's response header, read field by field as ``from_ext_fields`` would (once per
+    send, where the generic decoder cost 1 us more); an answer lacking a field, or with a number
+    that does not parse, goes through ``from_ext_fields`` for its ``HeaderError``."""
+    try:
+        return SendMessageResponseHeader(
+            fields["msgId"],
+            int(fields["queueId"]),
+            int(fields["queueOffset"]),
+            fields.get("transactionId"),
+            fields.get("MSG_REGION"),
+            fields.get("TRACE_ON"),
+        )
+    except (KeyError, ValueError):
+        return SendMessageResponseHeader.from_ext_fields(fields)
 
 
 def send_request(header: SendMessageRequestHeader, body: bytes, oneway: bool = False) -> RemotingCommand:

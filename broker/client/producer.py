@@ -26,13 +26,13 @@ from broker.common.message_codec import properties_to_string
 from broker.common.message_const import PROPERTY_TRANSACTION_PREPARED
 from broker.common.message_id import create_unique_id
 from broker.common.message_queue import MessageQueue
-from broker.common.request_headers import SendMessageRequestHeader, SendMessageResponseHeader
+from broker.common.request_headers import SendMessageRequestHeader
 from broker.common.sysflag import COMPRESSED_FLAG, TRANSACTION_PREPARED_TYPE
 from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC, is_retry_topic, validate_topic
 from broker.remoting.errors import RemotingError, RemotingTooMuchRequestError
 
 from . import request_reply
-from .client_api import send_request
+from .client_api import send_answer, send_request
 from .errors import MQBrokerError, MQClientError
 from .instance import MQClientInstance
 from .send_window import DEFAULT_MAX_BYTES, DEFAULT_MAX_MESSAGES, SendWindow
@@ -374,7 +374,7 @@ class Producer:
 
     @staticmethod
     def _result(response, mq: MessageQueue, msg_id: str) -> SendResult:
-        answer = SendMessageResponseHeader.from_ext_fields(response.ext_fields)
+        answer = send_answer(response.ext_fields)
         return SendResult(
             _STATUS.get(response.code, "SEND_OK"),
             msg_id,
