@@ -113,16 +113,26 @@ def _specs(cls: type) -> tuple[_FieldSpec, ...]:
     return specs
 
 
+def _constant(i: int, value: Any, env: dict[str, Any]) -> str:
+    """``value`` in the decoder's source: a literal when it has one, else a name bound in ``env``."""
+    if value is None or type(value) in (str, int, bool):
+        return repr(value)
+    env[f"d{i}"] = value
+    return f"d{i}"
+
+
 def _decode_lines(i: int, spec: _FieldSpec, name: str, env: dict[str, Any]) -> list[str]:
-    """Source lines setting ``v<i>`` from ``raw`` (the field's text, or None)."""
-    out = f"v{i}"
+    """Source lines setting ``self.<attr>`` from ``raw`` (the field's text, or None)."""
+    out = f"self.{spec.attr}"
     lacks = f"the request header lacks the field {name!r}"
     lines = [f"    raw = get({name!r})"]
     if spec.absent is not _MISSING or not spec.required:
         if spec.absent is not _MISSING:
-            env[f"d{i}"], fallback = spec.absent, f"d{i}"
+            fallback = _constant(i, spec.absent, env)
+        elif spec.factory:
+            env[f"d{i}"], fallback = spec.default, f"d{i}()"
         else:
-            env[f"d{i}"], fallback = spec.default, f"d{i}()" if spec.factory else f"d{i}"
+            fallback = _constant(i, spec.default, env)
         # What counts as left out: ``None`` for text and booleans without an absent value (an
         # empty text is a text), an empty string as well for numbers and absent values.
         left_out = (
@@ -141,8 +151,9 @@ def _decode_lines(i: int, spec: _FieldSpec, name: str, env: dict[str, Any]) -> l
     if spec.kind is str:
         lines.append(f"{indent}{out} = raw")
     elif spec.kind is bool:
-        # Java's Boolean.parseBoolean: anything but a case-insensitive "true" is false.
-        lines.append(f'{indent}{out} = raw.lower() == "true"')
+        # Java's Boolean.parseBoolean: anything but a case-insensitive "true" is false (the
+        # usual spellings without a call).
+        lines.append(f'{indent}{out} = raw == "true" or (raw != "false" and raw.lower() == "true")')
     else:
         bad = f"the request header field {name!r}="
         lines += [
@@ -159,13 +170,20 @@ def make_decoder(
 ) -> Callable[[Mapping[str, str] | None], H]:
     """A function decoding ``extFields`` into a ``cls``; ``renamed`` maps wire names to the ones
     to read instead (the one-letter names of SEND_MESSAGE_V2)."""
-    env: dict[str, Any] = {"HeaderError": HeaderError, "cls": cls, "_EMPTY": {}}
-    lines = ["def decode(ext_fields):", "    get = (ext_fields or _EMPTY).get"]
+    # The instance is made without calling ``__init__`` (it would only set the same attributes
+    # again); a class that does more on construction is built through it.
+    direct = not hasattr(cls, "__post_init__")
+    env: dict[str, Any] = {"HeaderError": HeaderError, "cls": cls, "_EMPTY": {}, "new": object.__new__}
+    lines = ["def decode(ext_fields):", "    get = (ext_fields or _EMPTY).get", "    self = new(cls)"]
     specs = _specs(cls)
     for i, spec in enumerate(specs):
         name = renamed.get(spec.wire, spec.wire) if renamed else spec.wire
         lines += _decode_lines(i, spec, name, env)
-    lines.append(f"    return cls({', '.join(f'v{i}' for i in range(len(specs)))})")
+    if direct:
+        lines.append("    return self")
+    else:
+        args = ", ".join(f"self.{spec.attr}" for spec in specs)
+        lines.append(f"    return cls({args})")
     # The source is built above from the class's own fields, nothing from a request.
     exec("\n".join(lines), env)
     return env["decode"]
