@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from broker.common.request_headers.base import CommandHeader, absent
+from broker.common.request_headers.base import CommandHeader, absent, header
 from broker.common.topic_config import PERM_READ, PERM_WRITE
 
 
-@dataclass(slots=True)
+@header
 class CreateTopicRequestHeader(CommandHeader):
     """UPDATE_AND_CREATE_TOPIC (17)."""
 
@@ -22,21 +20,21 @@ class CreateTopicRequestHeader(CommandHeader):
     topic_sys_flag: int | None = None
 
 
-@dataclass(slots=True)
+@header
 class DeleteTopicRequestHeader(CommandHeader):
     """DELETE_TOPIC_IN_BROKER (215)."""
 
     topic: str = absent("")
 
 
-@dataclass(slots=True)
+@header
 class GetTopicConfigRequestHeader(CommandHeader):
     """GET_TOPIC_CONFIG (351, RocketMQ 5 tools)."""
 
     topic: str
 
 
-@dataclass(slots=True)
+@header
 class DeleteSubscriptionGroupRequestHeader(CommandHeader):
     """DELETE_SUBSCRIPTIONGROUP (207)."""
 
@@ -44,7 +42,7 @@ class DeleteSubscriptionGroupRequestHeader(CommandHeader):
     remove_offset: bool = False
 
 
-@dataclass(slots=True)
+@header
 class GetConsumeStatsRequestHeader(CommandHeader):
     """GET_CONSUME_STATS (208); without a topic, every topic the group consumes."""
 
@@ -52,42 +50,42 @@ class GetConsumeStatsRequestHeader(CommandHeader):
     topic: str | None = None
 
 
-@dataclass(slots=True)
+@header
 class GetTopicStatsInfoRequestHeader(CommandHeader):
     """GET_TOPIC_STATS_INFO (202)."""
 
     topic: str = absent("")
 
 
-@dataclass(slots=True)
+@header
 class GetConsumerConnectionListRequestHeader(CommandHeader):
     """GET_CONSUMER_CONNECTION_LIST (203)."""
 
     consumer_group: str = absent("")
 
 
-@dataclass(slots=True)
+@header
 class GetProducerConnectionListRequestHeader(CommandHeader):
     """GET_PRODUCER_CONNECTION_LIST (204)."""
 
     producer_group: str = absent("")
 
 
-@dataclass(slots=True)
+@header
 class QueryTopicConsumeByWhoRequestHeader(CommandHeader):
     """QUERY_TOPIC_CONSUME_BY_WHO (300)."""
 
     topic: str = absent("")
 
 
-@dataclass(slots=True)
+@header
 class QueryTopicsByConsumerRequestHeader(CommandHeader):
     """QUERY_TOPICS_BY_CONSUMER (343)."""
 
     group: str
 
 
-@dataclass(slots=True)
+@header
 class QueryConsumeTimeSpanRequestHeader(CommandHeader):
     """QUERY_CONSUME_TIME_SPAN (303)."""
 
@@ -95,7 +93,7 @@ class QueryConsumeTimeSpanRequestHeader(CommandHeader):
     group: str
 
 
-@dataclass(slots=True)
+@header
 class GetBrokerConfigResponseHeader(CommandHeader):
     """GET_BROKER_CONFIG (26): ``version`` is the DataVersion JSON."""
 

@@ -37,7 +37,7 @@ class HeaderError(ValueError):
     """A header that cannot be decoded: a required field missing or a number malformed."""
 
 
-def wire(name: str, default: Any = _MISSING, *, absent: Any = _MISSING) -> Any:
+def wire(name: str, *, default: Any = _MISSING, absent: Any = _MISSING) -> Any:
     """A field whose wire name is not the camelCase of its attribute."""
     metadata = {_WIRE: name} if absent is _MISSING else {_WIRE: name, _ABSENT: absent}
     if default is _MISSING:
@@ -45,7 +45,7 @@ def wire(name: str, default: Any = _MISSING, *, absent: Any = _MISSING) -> Any:
     return field(default=default, metadata=metadata)
 
 
-def absent(value: Any, default: Any = _MISSING) -> Any:
+def absent(value: Any, *, default: Any = _MISSING) -> Any:
     """A field a sender always gives (or leaves to a ``default`` other than None), decoded as
     ``value`` when a request leaves it out; an empty text or number counts as left out (the
     broker's ``field or value``). A field whose default is None stays None when left out, so a
@@ -196,6 +196,13 @@ def _format(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+@typing.dataclass_transform(field_specifiers=(field, wire, absent, nonempty))
+def header(cls: type[H]) -> type[H]:
+    """A header class: a slotted dataclass whose fields may be declared with ``wire``, ``absent``
+    or ``nonempty`` (declared so, type checkers know which of those fields have defaults)."""
+    return dataclass(slots=True)(cls)
 
 
 class CommandHeader:

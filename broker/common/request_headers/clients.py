@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from broker.common.request_headers.base import CommandHeader, absent, wire
+from broker.common.request_headers.base import CommandHeader, absent, header, wire
 
 
-@dataclass(slots=True)
+@header
 class UnregisterClientRequestHeader(CommandHeader):
     """UNREGISTER_CLIENT (35)."""
 
@@ -16,21 +14,21 @@ class UnregisterClientRequestHeader(CommandHeader):
     consumer_group: str | None = None
 
 
-@dataclass(slots=True)
+@header
 class GetConsumerListByGroupRequestHeader(CommandHeader):
     """GET_CONSUMER_LIST_BY_GROUP (38); the answer is a body ``{"consumerIdList": [...]}``."""
 
     consumer_group: str = absent("")
 
 
-@dataclass(slots=True)
+@header
 class NotifyConsumerIdsChangedRequestHeader(CommandHeader):
     """NOTIFY_CONSUMER_IDS_CHANGED (40), broker → consumer, oneway."""
 
     consumer_group: str
 
 
-@dataclass(slots=True)
+@header
 class ConsumerSendMsgBackRequestHeader(CommandHeader):
     """CONSUMER_SEND_MSG_BACK (36)."""
 
@@ -43,7 +41,7 @@ class ConsumerSendMsgBackRequestHeader(CommandHeader):
     max_reconsume_times: int | None = None
 
 
-@dataclass(slots=True)
+@header
 class EndTransactionRequestHeader(CommandHeader):
     """END_TRANSACTION (37). ``commit_or_rollback`` is a MessageSysFlag transaction type."""
 
@@ -56,7 +54,7 @@ class EndTransactionRequestHeader(CommandHeader):
     transaction_id: str | None = None
 
 
-@dataclass(slots=True)
+@header
 class CheckTransactionStateRequestHeader(CommandHeader):
     """CHECK_TRANSACTION_STATE (39), broker → producer."""
 
@@ -67,7 +65,7 @@ class CheckTransactionStateRequestHeader(CommandHeader):
     offset_msg_id: str | None = None
 
 
-@dataclass(slots=True)
+@header
 class GetConsumerRunningInfoRequestHeader(CommandHeader):
     """GET_CONSUMER_RUNNING_INFO (307), admin → broker → consumer."""
 
@@ -76,7 +74,7 @@ class GetConsumerRunningInfoRequestHeader(CommandHeader):
     jstack_enable: bool | None = None
 
 
-@dataclass(slots=True)
+@header
 class ConsumeMessageDirectlyResultRequestHeader(CommandHeader):
     """CONSUME_MESSAGE_DIRECTLY (309), admin → broker → consumer."""
 
@@ -87,7 +85,7 @@ class ConsumeMessageDirectlyResultRequestHeader(CommandHeader):
     topic: str | None = None
 
 
-@dataclass(slots=True)
+@header
 class GetConsumerStatusRequestHeader(CommandHeader):
     """INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223) / GET_CONSUMER_STATUS_FROM_CLIENT (221)."""
 

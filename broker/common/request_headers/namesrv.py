@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from broker.common.request_headers.base import CommandHeader, absent, nonempty
+from broker.common.request_headers.base import CommandHeader, absent, header, nonempty
 
 
-@dataclass(slots=True)
+@header
 class RegisterBrokerRequestHeader(CommandHeader):
     """REGISTER_BROKER (103); the body is a RegisterBrokerBody (topic configs, filter servers)."""
 
@@ -20,13 +18,13 @@ class RegisterBrokerRequestHeader(CommandHeader):
     body_crc32: int = 0
 
 
-@dataclass(slots=True)
+@header
 class RegisterBrokerResponseHeader(CommandHeader):
     ha_server_addr: str | None = None
     master_addr: str | None = None
 
 
-@dataclass(slots=True)
+@header
 class UnRegisterBrokerRequestHeader(CommandHeader):
     """UNREGISTER_BROKER (104)."""
 
@@ -36,7 +34,7 @@ class UnRegisterBrokerRequestHeader(CommandHeader):
     broker_id: int
 
 
-@dataclass(slots=True)
+@header
 class QueryDataVersionRequestHeader(CommandHeader):
     """QUERY_DATA_VERSION (322); the body is the broker's DataVersion."""
 
@@ -46,19 +44,19 @@ class QueryDataVersionRequestHeader(CommandHeader):
     broker_id: int = absent(0)
 
 
-@dataclass(slots=True)
+@header
 class QueryDataVersionResponseHeader(CommandHeader):
     changed: bool
 
 
-@dataclass(slots=True)
+@header
 class GetRouteInfoRequestHeader(CommandHeader):
     """GET_ROUTEINFO_BY_TOPIC (105)."""
 
     topic: str = nonempty()
 
 
-@dataclass(slots=True)
+@header
 class DeleteTopicFromNamesrvRequestHeader(CommandHeader):
     """DELETE_TOPIC_IN_NAMESRV (216); with a cluster, only that cluster's brokers drop the topic."""
 
@@ -66,31 +64,31 @@ class DeleteTopicFromNamesrvRequestHeader(CommandHeader):
     cluster_name: str | None = None
 
 
-@dataclass(slots=True)
+@header
 class GetTopicsByClusterRequestHeader(CommandHeader):
     """GET_TOPICS_BY_CLUSTER (224)."""
 
     cluster: str = nonempty()
 
 
-@dataclass(slots=True)
+@header
 class WipeWritePermOfBrokerRequestHeader(CommandHeader):
     """WIPE_WRITE_PERM_OF_BROKER (205) and ADD_WRITE_PERM_OF_BROKER (327)."""
 
     broker_name: str = nonempty()
 
 
-@dataclass(slots=True)
+@header
 class WipeWritePermOfBrokerResponseHeader(CommandHeader):
     wipe_topic_count: int
 
 
-@dataclass(slots=True)
+@header
 class AddWritePermOfBrokerResponseHeader(CommandHeader):
     add_topic_count: int
 
 
-@dataclass(slots=True)
+@header
 class PutKVConfigRequestHeader(CommandHeader):
     """PUT_KV_CONFIG (100)."""
 
@@ -99,7 +97,7 @@ class PutKVConfigRequestHeader(CommandHeader):
     value: str = absent("")
 
 
-@dataclass(slots=True)
+@header
 class GetKVConfigRequestHeader(CommandHeader):
     """GET_KV_CONFIG (101)."""
 
@@ -107,12 +105,12 @@ class GetKVConfigRequestHeader(CommandHeader):
     key: str = nonempty()
 
 
-@dataclass(slots=True)
+@header
 class GetKVConfigResponseHeader(CommandHeader):
     value: str | None = None
 
 
-@dataclass(slots=True)
+@header
 class DeleteKVConfigRequestHeader(CommandHeader):
     """DELETE_KV_CONFIG (102)."""
 
@@ -120,7 +118,7 @@ class DeleteKVConfigRequestHeader(CommandHeader):
     key: str = nonempty()
 
 
-@dataclass(slots=True)
+@header
 class GetKVListByNamespaceRequestHeader(CommandHeader):
     """GET_KVLIST_BY_NAMESPACE (219)."""
 

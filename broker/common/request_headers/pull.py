@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from broker.common.request_headers.base import CommandHeader, absent
+from broker.common.request_headers.base import CommandHeader, absent, header
 
 
-@dataclass(slots=True)
+@header
 class PullMessageRequestHeader(CommandHeader):
     """PULL_MESSAGE (11); ``sys_flag`` bits are in :mod:`broker.common.sysflag` / PullSysFlag."""
 
@@ -24,7 +22,7 @@ class PullMessageRequestHeader(CommandHeader):
     expression_type: str | None = None
 
 
-@dataclass(slots=True)
+@header
 class PullMessageResponseHeader(CommandHeader):
     suggest_which_broker_id: int
     next_begin_offset: int
@@ -32,7 +30,7 @@ class PullMessageResponseHeader(CommandHeader):
     max_offset: int
 
 
-@dataclass(slots=True)
+@header
 class QueryConsumerOffsetRequestHeader(CommandHeader):
     """QUERY_CONSUMER_OFFSET (14)."""
 
@@ -41,12 +39,12 @@ class QueryConsumerOffsetRequestHeader(CommandHeader):
     queue_id: int
 
 
-@dataclass(slots=True)
+@header
 class QueryConsumerOffsetResponseHeader(CommandHeader):
     offset: int | None = None
 
 
-@dataclass(slots=True)
+@header
 class UpdateConsumerOffsetRequestHeader(CommandHeader):
     """UPDATE_CONSUMER_OFFSET (15)."""
 
@@ -56,7 +54,7 @@ class UpdateConsumerOffsetRequestHeader(CommandHeader):
     commit_offset: int
 
 
-@dataclass(slots=True)
+@header
 class SearchOffsetRequestHeader(CommandHeader):
     """SEARCH_OFFSET_BY_TIMESTAMP (29)."""
 
@@ -65,12 +63,12 @@ class SearchOffsetRequestHeader(CommandHeader):
     timestamp: int
 
 
-@dataclass(slots=True)
+@header
 class SearchOffsetResponseHeader(CommandHeader):
     offset: int
 
 
-@dataclass(slots=True)
+@header
 class GetMaxOffsetRequestHeader(CommandHeader):
     """GET_MAX_OFFSET (30)."""
 
@@ -78,12 +76,12 @@ class GetMaxOffsetRequestHeader(CommandHeader):
     queue_id: int
 
 
-@dataclass(slots=True)
+@header
 class GetMaxOffsetResponseHeader(CommandHeader):
     offset: int
 
 
-@dataclass(slots=True)
+@header
 class GetMinOffsetRequestHeader(CommandHeader):
     """GET_MIN_OFFSET (31)."""
 
@@ -91,12 +89,12 @@ class GetMinOffsetRequestHeader(CommandHeader):
     queue_id: int
 
 
-@dataclass(slots=True)
+@header
 class GetMinOffsetResponseHeader(CommandHeader):
     offset: int
 
 
-@dataclass(slots=True)
+@header
 class GetEarliestMsgStoretimeRequestHeader(CommandHeader):
     """GET_EARLIEST_MSG_STORETIME (32)."""
 
@@ -104,12 +102,12 @@ class GetEarliestMsgStoretimeRequestHeader(CommandHeader):
     queue_id: int
 
 
-@dataclass(slots=True)
+@header
 class GetEarliestMsgStoretimeResponseHeader(CommandHeader):
     timestamp: int
 
 
-@dataclass(slots=True)
+@header
 class ResetOffsetRequestHeader(CommandHeader):
     """INVOKE_BROKER_TO_RESET_OFFSET (222) and, broker → client, RESET_CONSUMER_CLIENT_OFFSET
     (220). ``timestamp`` -1 means the latest offset."""
@@ -117,10 +115,10 @@ class ResetOffsetRequestHeader(CommandHeader):
     topic: str = absent("")
     group: str = absent("")
     timestamp: int
-    is_force: bool = absent(True, False)
+    is_force: bool = absent(True, default=False)
 
 
-@dataclass(slots=True)
+@header
 class CloneGroupOffsetRequestHeader(CommandHeader):
     """CLONE_GROUP_OFFSET (314); without a topic every topic of the source group is copied."""
 

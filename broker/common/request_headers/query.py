@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from broker.common.request_headers.base import CommandHeader, absent, wire
+from broker.common.request_headers.base import CommandHeader, absent, header, wire
 
 
-@dataclass(slots=True)
+@header
 class QueryMessageRequestHeader(CommandHeader):
     """QUERY_MESSAGE (12): by key (or unique msgId) within a store-time range."""
 
@@ -17,16 +15,16 @@ class QueryMessageRequestHeader(CommandHeader):
     begin_timestamp: int = absent(0)
     end_timestamp: int = absent(2**62)
     # RocketMQ's tools add this field to look a client msgId up in the unique-key index.
-    unique_key_query: bool | None = wire("_UNIQUE_KEY_QUERY", None)
+    unique_key_query: bool | None = wire("_UNIQUE_KEY_QUERY", default=None)
 
 
-@dataclass(slots=True)
+@header
 class QueryMessageResponseHeader(CommandHeader):
     index_last_update_timestamp: int
     index_last_update_phyoffset: int
 
 
-@dataclass(slots=True)
+@header
 class ViewMessageRequestHeader(CommandHeader):
     """VIEW_MESSAGE_BY_ID (33): ``offset`` is the commit-log offset from an offsetMsgId."""
 

@@ -7,13 +7,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
-from broker.common.request_headers.base import CommandHeader, _camel, absent, make_decoder, wire
+from broker.common.request_headers.base import CommandHeader, _camel, absent, header, make_decoder, wire
 from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC
 
 
-@dataclass(slots=True)
+@header
 class SendMessageRequestHeader(CommandHeader):
     """SEND_MESSAGE (10), SEND_BATCH_MESSAGE (320), SEND_REPLY_MESSAGE (324).
 
@@ -61,7 +60,7 @@ SEND_V2_TO_V1 = {letter: _camel(attr) for letter, attr in _V2_LETTERS.items()}
 SEND_V1_TO_V2 = {name: letter for letter, name in SEND_V2_TO_V1.items()}
 
 
-@dataclass(slots=True)
+@header
 class SendMessageRequestHeaderV2(CommandHeader):
     """SEND_MESSAGE_V2 (310) and SEND_REPLY_MESSAGE_V2 (325): V1 with one-letter names."""
 
@@ -112,7 +111,7 @@ def decode_send_request(ext_fields: Mapping[str, str]) -> SendMessageRequestHead
     return _decode_send_v1(ext_fields)
 
 
-@dataclass(slots=True)
+@header
 class SendMessageResponseHeader(CommandHeader):
     """``MSG_REGION`` and ``TRACE_ON`` are extra fields RocketMQ's broker adds to the header."""
 
@@ -120,11 +119,11 @@ class SendMessageResponseHeader(CommandHeader):
     queue_id: int
     queue_offset: int
     transaction_id: str | None = None
-    msg_region: str | None = wire("MSG_REGION", None)
-    trace_on: str | None = wire("TRACE_ON", None)
+    msg_region: str | None = wire("MSG_REGION", default=None)
+    trace_on: str | None = wire("TRACE_ON", default=None)
 
 
-@dataclass(slots=True)
+@header
 class ReplyMessageRequestHeader(CommandHeader):
     """PUSH_REPLY_MESSAGE_TO_CLIENT (326), broker → requesting client: the reply's send header
     with where and when it was stored."""
