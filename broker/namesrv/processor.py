@@ -81,9 +81,9 @@ class NamesrvProcessor:
         # The order-topic settings as a KVTable, or no body at all while none were ever put (as
         # RocketMQ's getKVListByNamespace answers null).
         order_conf = self.kv.namespace_table(ORDER_TOPIC_NAMESPACE)
-        body = fastjson.dumps({"table": order_conf}) if order_conf is not None else b""
+        answer = fastjson.dumps({"table": order_conf}) if order_conf is not None else b""
         return response_to(request, ext_fields={"haServerAddr": reg.ha_server_addr, "masterAddr": master},
-                           body=body)  # fmt: skip
+                           body=answer)  # fmt: skip
 
     async def unregister_broker(self, conn, request: RemotingCommand) -> RemotingCommand:
         header = UnRegisterBrokerRequestHeader.from_ext_fields(request.ext_fields)

@@ -79,7 +79,8 @@ class BusyPoll:
         self._last_read = float("-inf")
 
     def _spin(self) -> None:
-        if self._clock() - self._last_read < self.current_s:
+        last = self._last_read  # set by ``touch`` before it spins (or ``stop``)
+        if last is not None and self._clock() - last < self.current_s:
             self._loop.call_soon(self._spin)
         else:
             self._spinning = False

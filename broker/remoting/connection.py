@@ -15,6 +15,7 @@ import asyncio
 import collections
 import logging
 from collections.abc import Awaitable, Callable
+from typing import cast
 
 from broker.common.codes import ResponseCode
 
@@ -184,14 +185,16 @@ class RemotingConnection(asyncio.Protocol):
             self._resume_reading()
 
     def _pause_reading(self) -> None:
-        if not self.reading_paused and not self.transport.is_closing():
+        transport = self.transport
+        if not self.reading_paused and transport is not None and not transport.is_closing():
             self.reading_paused = True
-            self.transport.pause_reading()
+            transport.pause_reading()
 
     def _resume_reading(self) -> None:
         self.reading_paused = False
-        if not self.transport.is_closing():
-            self.transport.resume_reading()
+        transport = self.transport
+        if transport is not None and not transport.is_closing():
+            transport.resume_reading()
 
     def connection_lost(self, exc) -> None:
         if self._sweeper is not None:
@@ -237,7 +240,11 @@ class RemotingConnection(asyncio.Protocol):
         if outcome is None or type(outcome) is RemotingCommand:
             self._reply(request, outcome)
             return
-        task = asyncio.ensure_future(self._finish(request, outcome))
+        # What is left is an awaitable (``type() is`` above is cheaper than isinstance, but mypy
+        # does not narrow by it).
+        task = asyncio.ensure_future(
+            self._finish(request, cast("Awaitable[RemotingCommand | None]", outcome))
+        )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -293,8 +300,9 @@ class RemotingConnection(asyncio.Protocol):
 
     def _send_outgoing(self) -> None:
         frames, self._outgoing = self._outgoing, []
-        if frames and self.is_open:
-            self.transport.write(frames[0] if len(frames) == 1 else b"".join(frames))
+        transport = self.transport
+        if frames and transport is not None and not transport.is_closing():  # ``is_open``, inline
+            transport.write(frames[0] if len(frames) == 1 else b"".join(frames))
 
     async def invoke(self, request: RemotingCommand, timeout_ms: int) -> RemotingCommand:
         future = self._loop.create_future()
@@ -371,6 +379,10 @@ class _FutureSlot:
 
     __slots__ = ("code", "deadline", "future", "timeout_ms")
 
+    code: int
+    deadline: float  # set with ``timeout_ms`` and ``code`` when the request is written
+    timeout_ms: int
+
     def __init__(self, future: asyncio.Future) -> None:
         self.future = future
 
@@ -392,6 +404,10 @@ class _CallbackSlot:
     both alike."""
 
     __slots__ = ("_done", "callback", "code", "deadline", "opaque", "pending", "timeout_ms")
+
+    code: int
+    deadline: float  # set with ``timeout_ms`` and ``code`` when the request is written
+    timeout_ms: int
 
     def __init__(self, callback: ResponseCallback, pending: dict, opaque: int) -> None:
         self.callback, self.pending, self.opaque = callback, pending, opaque

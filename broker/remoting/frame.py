@@ -186,6 +186,7 @@ class FrameDecoder:
 
     def feed(self, data: bytes) -> list[RemotingCommand]:
         buffer = self._buffer
+        source: bytes | bytearray
         if buffer:
             buffer += data
             source = buffer

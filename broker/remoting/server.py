@@ -74,7 +74,7 @@ class RemotingServer:
 
     def waiting_requests(self) -> Counter:
         """Request code → how many requests of it are read but not served yet, over every connection."""
-        waiting = Counter()
+        waiting: Counter[int] = Counter()
         for connection in self.connections:
             waiting.update(connection.waiting_request_codes())
         return waiting

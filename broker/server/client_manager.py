@@ -6,11 +6,12 @@ import time
 from dataclasses import dataclass, field
 
 from broker.common.codes import LanguageCode
+from broker.remoting.connection import RemotingConnection
 
 
 @dataclass
 class ClientChannel:
-    connection: object
+    connection: RemotingConnection
     client_id: str
     language: int
     version: int

@@ -111,6 +111,7 @@ class BrokerController:
 
     def _on_dispatch(self, request) -> None:
         if request.goes_to_consume_queue:
+            assert self.hold is not None  # listening from start(), after the hold service is made
             self.hold.notify_from_thread(
                 request.topic, request.queue_id, request.queue_offset + 1, request.tags_code
             )

@@ -24,9 +24,10 @@ Accepts = Callable[[int], bool]
 class _Parked:
     __slots__ = ("accepts", "offset", "owner", "timer", "wake")
 
+    timer: asyncio.TimerHandle  # set by ``park`` as soon as it is made (the timer names it)
+
     def __init__(self, offset: int, wake: Wake, accepts: Accepts | None, owner) -> None:
         self.offset, self.wake, self.accepts, self.owner = offset, wake, accepts, owner
-        self.timer: asyncio.TimerHandle | None = None
 
 
 class PullRequestHoldService:

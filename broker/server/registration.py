@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import TYPE_CHECKING
 
 from broker.common.codes import RequestCode
 from broker.remoting import fastjson
@@ -11,11 +12,14 @@ from broker.remoting.client import RemotingClient
 from broker.remoting.command import create_request
 from broker.remoting.errors import RemotingError
 
+if TYPE_CHECKING:
+    from .controller import BrokerController
+
 log = logging.getLogger(__name__)
 
 
 class NamesrvRegistration:
-    def __init__(self, broker) -> None:
+    def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
         self.client = RemotingClient()
         self._wake = asyncio.Event()

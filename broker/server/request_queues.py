@@ -29,7 +29,7 @@ _POOL_OF_CODE = {
 def queue_figures(waiting_codes: Counter, lag_ms: int) -> dict[str, str]:
     """Runtime-info entries for the requests waiting (``waiting_codes``: request code → how
     many) and the loop's lag."""
-    sizes = Counter()
+    sizes: Counter[str] = Counter()
     for code, count in waiting_codes.items():
         pool = _POOL_OF_CODE.get(code)
         if pool is not None:

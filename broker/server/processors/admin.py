@@ -134,9 +134,12 @@ class AdminProcessor:
         if info and not only_topic:
             topics |= set(info.subscriptions)
         entries, consume_tps = [], 0.0
-        for topic in sorted(t for t in topics if broker.topics.get(t)):
+        for topic in sorted(topics):
+            config = broker.topics.get(topic)
+            if config is None:
+                continue
             consume_tps += broker.stats.consume_tps(group, topic)
-            for queue_id in range(broker.topics.get(topic).write_queue_nums):
+            for queue_id in range(config.write_queue_nums):
                 broker_offset = store.get_max_offset_in_queue(topic, queue_id)
                 # Messages retention deleted are not left to consume: a group behind the queue's
                 # first message resumes there (its next pull is moved), so lag counts from it.

@@ -8,6 +8,7 @@ message by commit-log offset, and get an answer saying what happened.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from broker.common.codes import ResponseCode
 from broker.common.request_headers import EndTransactionRequestHeader, HeaderError
@@ -17,11 +18,14 @@ from broker.remoting.command import RemotingCommand, response_to
 
 from .send import put_status_code
 
+if TYPE_CHECKING:
+    from ..controller import BrokerController
+
 log = logging.getLogger(__name__)
 
 
 class EndTransactionProcessor:
-    def __init__(self, broker) -> None:
+    def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
 
     async def end_transaction(self, conn, request: RemotingCommand) -> RemotingCommand:

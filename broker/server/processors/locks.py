@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from broker.common.codes import ResponseCode
 from broker.common.request_headers import (
     HeaderError,
@@ -11,6 +13,9 @@ from broker.common.request_headers import (
 )
 from broker.remoting import fastjson
 from broker.remoting.command import RemotingCommand, response_to
+
+if TYPE_CHECKING:
+    from ..controller import BrokerController
 
 
 def _parse(request: RemotingCommand, body_type: type[LockBatchRequestBody]):
@@ -26,7 +31,7 @@ def _parse(request: RemotingCommand, body_type: type[LockBatchRequestBody]):
 
 
 class LockProcessor:
-    def __init__(self, broker) -> None:
+    def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
 
     async def lock_batch(self, conn, request: RemotingCommand) -> RemotingCommand:

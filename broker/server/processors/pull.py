@@ -36,6 +36,9 @@ _STATUS_CODES = {
 class PullProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
+        # Processors are made when the broker starts, once its hold service exists.
+        assert broker.hold is not None
+        self.hold = broker.hold
 
     def pull(self, conn, request: RemotingCommand) -> RemotingCommand | None:
         """Answers at once when there is something to read (or nothing may be waited for);
@@ -182,7 +185,7 @@ class _HeldPull:
 
     def park(self) -> None:
         header = self.header
-        self.processor.broker.hold.park(
+        self.processor.hold.park(
             header.topic, header.queue_id, header.queue_offset, self.deadline - time.monotonic(), self.wake,
             self.accepts, self.conn,
         )  # fmt: skip

@@ -123,6 +123,9 @@ def messages_from_request(
 class SendProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
+        # Processors are made when the broker starts, once its hold service exists.
+        assert broker.hold is not None
+        self.hold = broker.hold
 
     def send(self, conn, request: RemotingCommand) -> RemotingCommand | Awaitable[RemotingCommand]:
         """Answers at once on an ASYNC_FLUSH store; returns an awaitable when the message must
@@ -160,7 +163,7 @@ class SendProcessor:
         if refused is not None:
             return refused
         outcome = self.broker.store.put_messages_or_wait(messages)
-        if self.broker.hold.waiting:
+        if self.hold.waiting:
             # A consumer waits (long polling): dispatch now, so its answer is written in this
             # turn, before the producer's.
             self.broker.store.dispatch_pending()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import random
+from typing import TYPE_CHECKING
 
 from broker.common import message_const as const
 from broker.common import topic_config as tc
@@ -24,12 +25,15 @@ from .. import trace_writer
 from ..schedule_message import to_schedule_message
 from .send import ensure_dlq_topic, ensure_system_topic, put_status_code
 
+if TYPE_CHECKING:
+    from ..controller import BrokerController
+
 log = logging.getLogger(__name__)
 FIRST_RETRY_DELAY_LEVEL = 3  # 10 s with the default levels
 
 
 class SendBackProcessor:
-    def __init__(self, broker) -> None:
+    def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
 
     async def send_back(self, conn, request: RemotingCommand) -> RemotingCommand:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from typing import TYPE_CHECKING
 
 from broker.common import message_const as const
 from broker.common import topic_config as tc
@@ -24,12 +25,17 @@ from broker.remoting.command import create_request
 from . import half_message as hm
 from .service import TransactionalMessageService
 
+if TYPE_CHECKING:
+    from ..controller import BrokerController
+
 log = logging.getLogger(__name__)
 _BATCH = 64
 
 
 class TransactionalMessageCheckService:
-    def __init__(self, broker, service: TransactionalMessageService, clock=time.time) -> None:
+    def __init__(
+        self, broker: BrokerController, service: TransactionalMessageService, clock=time.time
+    ) -> None:
         self.broker = broker
         self.service = service
         self.store = broker.store
@@ -126,13 +132,14 @@ class TransactionalMessageCheckService:
     async def _check(self, half: MessageExt) -> bool:
         renewed = hm.renewed_half_message(half, hm.check_times(half) + 1)
         result = await self.store.put_messages_async([renewed])
-        if not result.ok:
+        appended = result.append
+        if not result.ok or appended is None:
             log.warning("re-appending half message %s failed: %s", half.unique_key, result.status.value)
             return False
-        renewed.commitlog_offset = result.append.wrote_offset
-        renewed.queue_offset = result.append.logics_offset
-        renewed.store_timestamp = result.append.store_timestamp
-        renewed.msg_id = result.append.msg_id
+        renewed.commitlog_offset = appended.wrote_offset
+        renewed.queue_offset = appended.logics_offset
+        renewed.store_timestamp = appended.store_timestamp
+        renewed.msg_id = appended.msg_id
         self._ask_producer(renewed)
         return True
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from broker.common import message_const as const
 from broker.common import topic_config as tc
@@ -17,6 +18,9 @@ from broker.store.results import PutMessageResult
 
 from . import half_message as hm
 
+if TYPE_CHECKING:
+    from ..controller import BrokerController
+
 log = logging.getLogger(__name__)
 
 
@@ -28,7 +32,7 @@ class EndResult:
 
 
 class TransactionalMessageService:
-    def __init__(self, broker) -> None:
+    def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
         self.store = broker.store
         # Half-queue offsets with an op record, at or after the checker's position.
