@@ -33,7 +33,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from broker.common.codes import RequestCode
 from broker.common.message_codec import properties_to_string
-from broker.common.request_headers import SEND_V1_TO_V2
+from broker.common.pull_sysflag import build_pull_sys_flag
+from broker.common.request_headers import (
+    PullMessageRequestHeader,
+    SendMessageRequestHeader,
+    SendMessageRequestHeaderV2,
+)
 from broker.remoting.command import create_request
 from broker.remoting.frame import encode_frame
 from broker.server.config import BrokerConfig
@@ -74,26 +79,29 @@ class CollectingTransport:
 def send_frames(count: int, v2: bool, queue_id: int | None = None) -> list[bytes]:
     frames = []
     for i in range(count):
-        header = {
-            "producerGroup": "bench",
-            "topic": TOPIC,
-            "defaultTopic": "TBW102",
-            "defaultTopicQueueNums": 4,
-            "queueId": i % 4 if queue_id is None else queue_id,
-            "sysFlag": 0,
-            "bornTimestamp": int(time.time() * 1000),
-            "flag": 0,
-            "properties": properties_to_string(
+        header = SendMessageRequestHeader(
+            producer_group="bench",
+            topic=TOPIC,
+            default_topic="TBW102",
+            default_topic_queue_nums=4,
+            queue_id=i % 4 if queue_id is None else queue_id,
+            sys_flag=0,
+            born_timestamp=int(time.time() * 1000),
+            flag=0,
+            properties=properties_to_string(
                 {"UNIQ_KEY": f"7F00000100002A9F0000000000{i:06d}", "WAIT": "true"}
             ),
-            "reconsumeTimes": 0,
-            "unitMode": False,
-            "batch": False,
-        }
-        code = RequestCode.SEND_MESSAGE
+            reconsume_times=0,
+            unit_mode=False,
+            batch=False,
+        )
         if v2:
-            header, code = {SEND_V1_TO_V2[k]: v for k, v in header.items()}, RequestCode.SEND_MESSAGE_V2
-        frames.append(encode_frame(create_request(code, header, BODY)))
+            fields = SendMessageRequestHeaderV2.from_v1(header).to_ext_fields()
+            frames.append(encode_frame(create_request(RequestCode.SEND_MESSAGE_V2, fields, BODY)))
+        else:
+            frames.append(
+                encode_frame(create_request(RequestCode.SEND_MESSAGE, header.to_ext_fields(), BODY))
+            )
     return frames
 
 
@@ -111,20 +119,20 @@ async def feed_in_turns(connection, transport, frames: list[bytes], per_turn: in
 
 
 def pull_frame(queue_offset: int) -> bytes:
-    header = {
-        "consumerGroup": GROUP,
-        "topic": TOPIC,
-        "queueId": 0,
-        "queueOffset": queue_offset,
-        "maxMsgNums": 32,
-        "sysFlag": 0x2 | 0x4,  # suspend, subscription in the request
-        "commitOffset": 0,
-        "suspendTimeoutMillis": 15_000,
-        "subscription": "*",
-        "subVersion": 0,
-        "expressionType": "TAG",
-    }
-    return encode_frame(create_request(RequestCode.PULL_MESSAGE, header))
+    header = PullMessageRequestHeader(
+        consumer_group=GROUP,
+        topic=TOPIC,
+        queue_id=0,
+        queue_offset=queue_offset,
+        max_msg_nums=32,
+        sys_flag=build_pull_sys_flag(commit_offset=False, suspend=True, subscription=True),
+        commit_offset=0,
+        suspend_timeout_millis=15_000,
+        sub_version=0,
+        subscription="*",
+        expression_type="TAG",
+    )
+    return encode_frame(create_request(RequestCode.PULL_MESSAGE, header.to_ext_fields()))
 
 
 async def feed_to_held_pulls(
