@@ -28,13 +28,6 @@ class DeleteTopicRequestHeader(CommandHeader):
 
 
 @header
-class GetTopicConfigRequestHeader(CommandHeader):
-    """GET_TOPIC_CONFIG (351, RocketMQ 5 tools)."""
-
-    topic: str
-
-
-@header
 class DeleteSubscriptionGroupRequestHeader(CommandHeader):
     """DELETE_SUBSCRIPTIONGROUP (207)."""
 
@@ -76,21 +69,6 @@ class QueryTopicConsumeByWhoRequestHeader(CommandHeader):
     """QUERY_TOPIC_CONSUME_BY_WHO (300)."""
 
     topic: str = absent("")
-
-
-@header
-class QueryTopicsByConsumerRequestHeader(CommandHeader):
-    """QUERY_TOPICS_BY_CONSUMER (343)."""
-
-    group: str
-
-
-@header
-class QueryConsumeTimeSpanRequestHeader(CommandHeader):
-    """QUERY_CONSUME_TIME_SPAN (303)."""
-
-    topic: str
-    group: str
 
 
 @header

@@ -83,12 +83,3 @@ class ConsumeMessageDirectlyResultRequestHeader(CommandHeader):
     msg_id: str | None = None
     broker_name: str | None = None
     topic: str | None = None
-
-
-@header
-class GetConsumerStatusRequestHeader(CommandHeader):
-    """INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223) / GET_CONSUMER_STATUS_FROM_CLIENT (221)."""
-
-    topic: str
-    group: str
-    client_addr: str | None = None

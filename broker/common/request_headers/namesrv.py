@@ -73,7 +73,7 @@ class GetTopicsByClusterRequestHeader(CommandHeader):
 
 @header
 class WipeWritePermOfBrokerRequestHeader(CommandHeader):
-    """WIPE_WRITE_PERM_OF_BROKER (205) and ADD_WRITE_PERM_OF_BROKER (327)."""
+    """WIPE_WRITE_PERM_OF_BROKER (205)."""
 
     broker_name: str = nonempty()
 
@@ -81,11 +81,6 @@ class WipeWritePermOfBrokerRequestHeader(CommandHeader):
 @header
 class WipeWritePermOfBrokerResponseHeader(CommandHeader):
     wipe_topic_count: int
-
-
-@header
-class AddWritePermOfBrokerResponseHeader(CommandHeader):
-    add_topic_count: int
 
 
 @header

@@ -116,13 +116,3 @@ class ResetOffsetRequestHeader(CommandHeader):
     group: str = absent("")
     timestamp: int
     is_force: bool = absent(True, default=False)
-
-
-@header
-class CloneGroupOffsetRequestHeader(CommandHeader):
-    """CLONE_GROUP_OFFSET (314); without a topic every topic of the source group is copied."""
-
-    src_group: str
-    dest_group: str
-    topic: str | None = None
-    offline: bool = False
