@@ -184,7 +184,8 @@ class AsyncLitePullConsumer:
 
     def __init__(self, group: str, namesrv_addr: str, **options) -> None:
         self.consumer = LitePullConsumer(group, namesrv_addr, **options)
-        self.consumer.buffer = _LoopBuffer(self.consumer.buffer.maxsize)
+        self._buffer = _LoopBuffer(self.consumer.buffer.maxsize)
+        self.consumer.buffer = self._buffer  # filled and emptied on the caller's loop
 
     def subscribe(self, topic: str, expression: str = "*") -> None:
         self.consumer.subscribe(topic, expression)
@@ -198,7 +199,7 @@ class AsyncLitePullConsumer:
 
     async def poll(self, timeout_s: float = 5.0) -> list:
         """Messages pulled so far (up to a batch), waiting up to ``timeout_s`` for the first."""
-        buffer = self.consumer.buffer
+        buffer = self._buffer
         if not buffer.items:
             try:
                 async with asyncio.timeout(timeout_s):

@@ -175,10 +175,11 @@ class ConsumerCore:
         await self._start_on_loop()
 
     async def _start_on_loop(self) -> None:
+        instance = self._client()
         if self.message_model == BROADCASTING:
-            self.offsets = LocalFileOffsetStore(self.offset_store_dir, self.instance.client_id, self.group)
+            self.offsets = LocalFileOffsetStore(self.offset_store_dir, instance.client_id, self.group)
         else:
-            self.offsets = RemoteBrokerOffsetStore(self.instance, self.group)
+            self.offsets = RemoteBrokerOffsetStore(instance, self.group)
             if self.subscribes_to_retry_topic:
                 # Sent-back messages come back through the group's retry topic (RocketMQ's copySubscription).
                 self.subscriptions.setdefault(tc.retry_topic(self.group), "*")

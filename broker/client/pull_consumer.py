@@ -5,10 +5,22 @@ from __future__ import annotations
 import asyncio
 import queue as queue_module
 import time
+from typing import Protocol
 
+from broker.common.message import MessageExt
 from broker.common.message_queue import MessageQueue
 
 from .consumer_core import ConsumerCore
+
+
+class PulledBuffer(Protocol):
+    """Where the pull loops put ``(queue, message)`` items for the application to poll."""
+
+    maxsize: int
+
+    def qsize(self) -> int: ...
+
+    def put(self, item: tuple[MessageQueue, MessageExt]) -> None: ...
 
 
 class LitePullConsumer(ConsumerCore):
@@ -17,7 +29,10 @@ class LitePullConsumer(ConsumerCore):
     ) -> None:
         super().__init__(group, namesrv_addr, **options)
         self.auto_commit = auto_commit
-        self.buffer: queue_module.Queue = queue_module.Queue(buffer_size)
+        # What ``poll`` waits on, a thread-safe queue; the asyncio consumer puts a buffer of its
+        # loop in its place as ``buffer``.
+        self._queue: queue_module.Queue[tuple[MessageQueue, MessageExt]] = queue_module.Queue(buffer_size)
+        self.buffer: PulledBuffer = self._queue
         self.consumed: dict[MessageQueue, int] = {}
         self.pulled_max: dict[MessageQueue, int] = {}  # highest offset put in the buffer, by queue
         self._assigned_only: list[MessageQueue] | None = None
@@ -31,7 +46,7 @@ class LitePullConsumer(ConsumerCore):
 
     async def _allocate(self, topic: str) -> list[MessageQueue]:
         if self._assigned_only is not None:
-            await self.instance.route(topic, refresh=True)
+            await self._client().route(topic, refresh=True)
             return [mq for mq in self._assigned_only if mq.topic == topic]
         return await super()._allocate(topic)
 
@@ -47,12 +62,12 @@ class LitePullConsumer(ConsumerCore):
     def poll(self, timeout_s: float = 5.0) -> list:
         """Messages pulled so far (up to a batch), waiting up to ``timeout_s`` for the first."""
         deadline = time.monotonic() + timeout_s
-        items = []
+        items: list[tuple[MessageQueue, MessageExt]] = []
         while len(items) < self.pull_batch_size:
             remaining = deadline - time.monotonic()
             try:
                 items.append(
-                    self.buffer.get(timeout=max(remaining, 0.001)) if not items else self.buffer.get_nowait()
+                    self._queue.get(timeout=max(remaining, 0.001)) if not items else self._queue.get_nowait()
                 )
             except queue_module.Empty:
                 break
@@ -75,7 +90,7 @@ class LitePullConsumer(ConsumerCore):
             self.offsets.update(mq, offset, increase_only=True)
 
     def commit_sync(self) -> None:
-        self.instance.run(self.acommit())
+        self._client().run(self.acommit())
 
     async def acommit(self) -> None:
         """``commit_sync`` on the instance's loop."""
@@ -85,7 +100,7 @@ class LitePullConsumer(ConsumerCore):
 
     def seek(self, mq: MessageQueue, offset: int) -> None:
         """Continue ``mq`` from ``offset`` (restarts its pulling)."""
-        self.instance.run(self.aseek(mq, offset))
+        self._client().run(self.aseek(mq, offset))
 
     async def aseek(self, mq: MessageQueue, offset: int) -> None:
         """``seek`` on the instance's loop."""
