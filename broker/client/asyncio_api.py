@@ -18,7 +18,7 @@ import collections
 import inspect
 from collections.abc import Callable
 
-from broker.common.message import Message
+from broker.common.message import Message, MessageExt
 from broker.common.message_queue import MessageQueue
 
 from . import request_reply
@@ -180,7 +180,9 @@ class _LoopBuffer:
 
 
 class AsyncLitePullConsumer:
-    """``await consumer.poll()``: pulling runs on the caller's loop, a poll waits on it."""
+    """``await consumer.poll()``: pulling runs on the caller's loop, a poll waits on it.
+
+    Options as ``LitePullConsumer``'s (``commit_offsets=False``: a reader that moves no offset)."""
 
     def __init__(self, group: str, namesrv_addr: str, **options) -> None:
         self.consumer = LitePullConsumer(group, namesrv_addr, **options)
@@ -199,6 +201,14 @@ class AsyncLitePullConsumer:
 
     async def poll(self, timeout_s: float = 5.0) -> list:
         """Messages pulled so far (up to a batch), waiting up to ``timeout_s`` for the first."""
+        return self.consumer._take(await self._pulled(timeout_s))
+
+    async def poll_with_queues(self, timeout_s: float = 5.0) -> list[tuple[MessageQueue, MessageExt]]:
+        """``poll``, each message with the queue it was pulled from (a message does not name
+        its broker)."""
+        return self.consumer._take_with_queues(await self._pulled(timeout_s))
+
+    async def _pulled(self, timeout_s: float) -> list:
         buffer = self._buffer
         if not buffer.items:
             try:
@@ -206,7 +216,15 @@ class AsyncLitePullConsumer:
                     await buffer.nonempty.wait()
             except TimeoutError:
                 pass
-        return self.consumer._take(buffer.take(self.consumer.pull_batch_size))
+        return buffer.take(self.consumer.pull_batch_size)
+
+    async def fetch_message_queues(self, topic: str) -> list[MessageQueue]:
+        """Every readable queue of ``topic`` (a fresh route); empty when it has none."""
+        return await self.consumer.afetch_message_queues(topic)
+
+    async def max_offset(self, queue: MessageQueue) -> int:
+        """The offset the next message of ``queue`` will get (``seek`` there to read what comes next)."""
+        return await self.consumer.amax_offset(queue)
 
     async def commit(self) -> None:
         await self.consumer.acommit()

@@ -174,15 +174,18 @@ class ConsumerCore:
             raise
         await self._start_on_loop()
 
-    async def _start_on_loop(self) -> None:
+    def _offset_store(self) -> OffsetStore:
+        """Where this consumer keeps its progress: a file of its own (broadcasting), else the brokers."""
         instance = self._client()
         if self.message_model == BROADCASTING:
-            self.offsets = LocalFileOffsetStore(self.offset_store_dir, instance.client_id, self.group)
-        else:
-            self.offsets = RemoteBrokerOffsetStore(instance, self.group)
-            if self.subscribes_to_retry_topic:
-                # Sent-back messages come back through the group's retry topic (RocketMQ's copySubscription).
-                self.subscriptions.setdefault(tc.retry_topic(self.group), "*")
+            return LocalFileOffsetStore(self.offset_store_dir, instance.client_id, self.group)
+        return RemoteBrokerOffsetStore(instance, self.group)
+
+    async def _start_on_loop(self) -> None:
+        self.offsets = self._offset_store()
+        if self.message_model != BROADCASTING and self.subscribes_to_retry_topic:
+            # Sent-back messages come back through the group's retry topic (RocketMQ's copySubscription).
+            self.subscriptions.setdefault(tc.retry_topic(self.group), "*")
         self.running = True
         self.started_at = int(time.time() * 1000)
         await self._first_rebalance()

@@ -1,4 +1,9 @@
-"""``LitePullConsumer``: the application polls; subscribe (with rebalancing) or assign queues."""
+"""``LitePullConsumer``: the application polls; subscribe (with rebalancing) or assign queues.
+
+With ``commit_offsets=False`` it is a reader, as RocketMQ's admin tools read queues: each queue's
+position lives in its pull loop only, nothing is read from or committed to a broker, and the
+group is announced without subscriptions, so no broker counts it among a topic's consumers.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,23 @@ from broker.common.message import MessageExt
 from broker.common.message_queue import MessageQueue
 
 from .consumer_core import ConsumerCore
+from .errors import MQClientError
+from .offset_store import OffsetStore
+
+
+class ReaderOffsetStore(OffsetStore):
+    """A reader's progress: kept nowhere. ``read_memory`` stays -1, so no pull carries the
+    commit flag; nothing is read from the brokers (a queue starts where ``consume_from_where``
+    or a seek says) and nothing is persisted."""
+
+    def update(self, mq: MessageQueue, offset: int, increase_only: bool = False) -> None:
+        pass
+
+    async def read_store(self, mq: MessageQueue) -> int:
+        return -1
+
+    async def persist(self, mqs) -> None:
+        pass
 
 
 class PulledBuffer(Protocol):
@@ -25,10 +47,18 @@ class PulledBuffer(Protocol):
 
 class LitePullConsumer(ConsumerCore):
     def __init__(
-        self, group: str, namesrv_addr: str, *, auto_commit: bool = True, buffer_size: int = 10_000, **options
+        self,
+        group: str,
+        namesrv_addr: str,
+        *,
+        auto_commit: bool = True,
+        commit_offsets: bool = True,
+        buffer_size: int = 10_000,
+        **options,
     ) -> None:
         super().__init__(group, namesrv_addr, **options)
-        self.auto_commit = auto_commit
+        self.commit_offsets = commit_offsets  # False: a reader (see the module)
+        self.auto_commit = auto_commit and commit_offsets
         # What ``poll`` waits on, a thread-safe queue; the asyncio consumer puts a buffer of its
         # loop in its place as ``buffer``.
         self._queue: queue_module.Queue[tuple[MessageQueue, MessageExt]] = queue_module.Queue(buffer_size)
@@ -49,6 +79,33 @@ class LitePullConsumer(ConsumerCore):
             await self._client().route(topic, refresh=True)
             return [mq for mq in self._assigned_only if mq.topic == topic]
         return await super()._allocate(topic)
+
+    def _offset_store(self) -> OffsetStore:
+        return super()._offset_store() if self.commit_offsets else ReaderOffsetStore()
+
+    def consumer_data(self) -> dict:
+        data = super().consumer_data()
+        if not self.commit_offsets:
+            # A reader consumes nothing for good: brokers must not list its group among a
+            # topic's consumers (QUERY_TOPIC_CONSUME_BY_WHO), where it would show as lagging.
+            data["subscriptionDataSet"] = []
+        return data
+
+    async def afetch_message_queues(self, topic: str) -> list[MessageQueue]:
+        """Every readable queue of ``topic`` from a fresh route (RocketMQ's fetchMessageQueues);
+        empty when the name servers know no route of it."""
+        route = await self._client().route(topic, refresh=True)
+        return route.readable_queues() if route is not None else []
+
+    async def amax_offset(self, mq: MessageQueue) -> int:
+        """The offset the next message of ``mq`` will get: ``aseek(mq, await amax_offset(mq))``
+        reads only what comes next (``aseek(mq, 0)`` reads all it holds: the broker moves a pull
+        below its first offset up to it)."""
+        instance = self._client()
+        addr = instance.pull_addr(mq.broker_name)
+        if addr is None:
+            raise MQClientError(f"no address for {mq.broker_name}")
+        return await instance.api.max_offset(addr, mq.topic, mq.queue_id)
 
     def start(self) -> LitePullConsumer:
         self._start_core()
@@ -75,11 +132,15 @@ class LitePullConsumer(ConsumerCore):
 
     def _take(self, items: list) -> list:
         """The messages of ``(queue, message)`` items still ours; note (and auto-commit) progress."""
+        return [msg for _, msg in self._take_with_queues(items)]
+
+    def _take_with_queues(self, items: list) -> list[tuple[MessageQueue, MessageExt]]:
+        """``_take``, each message with its queue."""
         batch = []
         for mq, msg in items:
             if mq not in self.assigned:
                 continue  # the queue moved to another member meanwhile
-            batch.append(msg)
+            batch.append((mq, msg))
             self.consumed[mq] = max(self.consumed.get(mq, 0), msg.queue_offset + 1)
         if self.auto_commit:
             self._note_consumed()

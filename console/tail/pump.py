@@ -1,9 +1,15 @@
-"""One pull loop per tailed topic, fanning new messages out to a Channels group.
+"""One reader per tailed topic, fanning new messages out to a Channels group.
 
-The loop never commits an offset: each queue starts at its max offset when tailing starts and
-advances in memory. Pulls use long polling, so a message is forwarded the moment the broker
-dispatches it rather than on the next poll. Queues are re-read from the route every few seconds
-so a topic that grows (or a broker that joins) is followed.
+The reader is the SDK's lite pull consumer in reader mode (``commit_offsets=False``): it is
+assigned every readable queue of the topic, never commits an offset, and each queue starts at its
+end when tailing starts and advances in memory. Pulls use long polling, so a message is
+forwarded the moment the broker dispatches it rather than on the next poll. The route is re-read
+every few seconds so a topic that grows (or a broker that joins) is followed.
+
+It pulls under RocketMQ's tools group (``TOOLS_CONSUMER``, a system group the console lists only
+when asked) as a broadcasting member with no subscription: every web process reads every queue
+for itself, and no broker counts it among the topic's consumers or creates a retry topic for it.
+Each pump has its own client instance (one connection pool per tailed topic, its own client id).
 
 A pump lives in the ASGI process that serves the sockets watching it, and its group name
 carries a per-process token: with the Redis channel layer and several web processes, each
@@ -13,7 +19,6 @@ process's pump feeds only its own sockets, so nobody receives a message twice.
 from __future__ import annotations
 
 import asyncio
-import functools
 import hashlib
 import logging
 import os
@@ -23,27 +28,20 @@ from dataclasses import dataclass, field
 
 from channels.layers import get_channel_layer
 
-from broker.client.admin import AsyncMQAdmin, MQAdminError, NotFoundError
-from broker.client.client_api import ClientAPI
-from broker.common.codes import ResponseCode
-from broker.common.pull_sysflag import build_pull_sys_flag
-from broker.common.request_headers import PullMessageRequestHeader
-from broker.remoting.client import RemotingClient
+from broker.client import BROADCASTING, AsyncLitePullConsumer, MessageQueue
+from broker.common.system_names import TOOLS_CONSUMER_GROUP
 
 from .serialize import message_event
 
 log = logging.getLogger(__name__)
 
-TAIL_GROUP = "CONSOLE_TAIL"  # the consumer group named in pulls; no offset is ever committed
 _PROCESS_TOKEN = f"{os.getpid()}{secrets.token_hex(3)}"
 
 
 @dataclass
 class TailSettings:
-    suspend_ms: int = 5000  # long-polling hold on the broker
     route_refresh_s: float = 5.0
     batch: int = 32
-    error_backoff_s: float = 1.0
     # Events of all queues are coalesced for this long into one channel-layer message: at hundreds
     # of messages a second, one group_send per pull would overflow the layer's per-channel capacity
     # (messages dropped) and cost more than the wait.
@@ -57,6 +55,19 @@ def group_name(topic: str) -> str:
     return f"tail.{_PROCESS_TOKEN}.{digest}"
 
 
+def _reader(namesrv_addr: str, settings: TailSettings) -> AsyncLitePullConsumer:
+    return AsyncLitePullConsumer(
+        TOOLS_CONSUMER_GROUP,
+        namesrv_addr,
+        commit_offsets=False,
+        message_model=BROADCASTING,
+        pull_batch_size=settings.batch,
+        # Its own instance: a pump stopping while the next one of its topic starts must not share
+        # (and be refused) a client id, and each pump's connections close with it.
+        instance_name=f"console-tail-{secrets.token_hex(6)}",
+    )
+
+
 @dataclass
 class TopicPump:
     topic: str
@@ -65,7 +76,7 @@ class TopicPump:
     subscribers: int = 0
     forwarded: int = 0
     task: asyncio.Task | None = None
-    _queues: dict[tuple[str, int], asyncio.Task] = field(default_factory=dict)
+    _followed: set[MessageQueue] = field(default_factory=set)
     _outbox: list = field(default_factory=list)
     _wake: asyncio.Event | None = None
     _listed: bool = False  # the route has been read once: later queues are new ones
@@ -79,95 +90,78 @@ class TopicPump:
             await asyncio.gather(self.task, return_exceptions=True)
 
     async def _run(self) -> None:
-        admin = AsyncMQAdmin(self.namesrv_addr)
-        remoting = RemotingClient()
-        api = ClientAPI(remoting)
         layer = get_channel_layer()
+        reader = await self._started_reader(layer)
         self._wake = asyncio.Event()
-        flusher = asyncio.create_task(self._flush_loop(layer))
+        helpers = [asyncio.create_task(self._flush_loop(layer)), asyncio.create_task(self._poll_loop(reader))]
         try:
             while True:
-                await self._follow_route(admin, api, layer)
+                await self._follow_route(reader, layer)
                 await asyncio.sleep(self.settings.route_refresh_s)
         finally:
-            flusher.cancel()
-            for task in self._queues.values():
+            for task in helpers:
                 task.cancel()
-            await asyncio.gather(flusher, *self._queues.values(), return_exceptions=True)
-            await admin.close()
-            await remoting.close()
+            await asyncio.gather(*helpers, return_exceptions=True)
+            await reader.shutdown()
 
-    async def _follow_route(self, admin: AsyncMQAdmin, api: ClientAPI, layer) -> None:
+    async def _started_reader(self, layer) -> AsyncLitePullConsumer:
+        while True:
+            reader = _reader(self.namesrv_addr, self.settings)
+            reader.assign([])  # queues are added as the route shows them
+            try:
+                return await reader.start()
+            except Exception as exc:  # e.g. no name server configured: say so, and try again
+                await self._notify(layer, {"type": "tail.status", "status": "error", "reason": str(exc)})
+            await asyncio.sleep(self.settings.route_refresh_s)
+
+    async def _follow_route(self, reader: AsyncLitePullConsumer, layer) -> None:
         try:
-            route = await admin.topic_route(self.topic)
-        except NotFoundError:
+            queues = await reader.fetch_message_queues(self.topic)
+        except Exception as exc:  # no name server answered: keep what is followed, retry later
+            await self._notify(layer, {"type": "tail.status", "status": "error", "reason": str(exc)})
+            return
+        if not queues:
             self._listed = True  # the topic did not exist when tailing started: all it gets is new
             await self._notify(layer, {"type": "tail.status", "status": "waiting", "reason": "no route yet"})
             return
-        except MQAdminError as exc:
-            await self._notify(layer, {"type": "tail.status", "status": "error", "reason": str(exc)})
-            return
-        try:
-            await self._start_new_queues(admin, api, route)
-        except MQAdminError as exc:  # a broker of the route is down: keep the others, retry later
-            await self._notify(layer, {"type": "tail.status", "status": "error", "reason": str(exc)})
+        failure = await self._start_new_queues(reader, queues)
+        if failure is not None:  # a broker of the route is down: keep the others, retry later
+            await self._notify(layer, {"type": "tail.status", "status": "error", "reason": failure})
             return
         self._listed = True
-        await self._notify(layer, {"type": "tail.status", "status": "live", "queues": len(self._queues)})
+        await self._notify(layer, {"type": "tail.status", "status": "live", "queues": len(self._followed)})
 
-    async def _start_new_queues(self, admin: AsyncMQAdmin, api: ClientAPI, route) -> None:
-        """A pull loop for each queue not followed yet. Queues present when tailing starts begin at
-        their max offset; queues that appear later (the topic was created, or grew, after tailing
-        started) begin at their min offset, since all they hold is new to this tail."""
-        for queue_data in route.queue_datas:
-            addr = route.broker(queue_data.broker_name).master_addr
-            if not addr:
+    async def _start_new_queues(
+        self, reader: AsyncLitePullConsumer, queues: list[MessageQueue]
+    ) -> str | None:
+        """Follow each queue not followed yet; the first failure, if any. Queues present when
+        tailing starts begin at their end; queues that appear later (the topic was created, or
+        grew, after tailing started) at their beginning, since all they hold is new to this tail."""
+        starts: dict[MessageQueue, int] = {}
+        failure = None
+        for mq in queues:
+            if mq in self._followed or mq in starts:
                 continue
-            for queue_id in range(queue_data.read_queue_nums):
-                key = (queue_data.broker_name, queue_id)
-                if key in self._queues and not self._queues[key].done():
-                    continue
-                if self._listed and key not in self._queues:
-                    start = await admin.min_offset(addr, self.topic, queue_id)
-                else:
-                    start = await admin.max_offset(addr, self.topic, queue_id)
-                self._queues[key] = asyncio.create_task(
-                    self._pull_loop(api, queue_data.broker_name, addr, queue_id, start)
-                )
-
-    async def _pull_loop(
-        self, api: ClientAPI, broker_name: str, addr: str, queue_id: int, offset: int
-    ) -> None:
-        found = functools.partial(self._found, broker_name)
-        while True:
-            header = PullMessageRequestHeader(
-                TAIL_GROUP,
-                self.topic,
-                queue_id,
-                offset,
-                self.settings.batch,
-                build_pull_sys_flag(commit_offset=False, suspend=True, subscription=True),
-                commit_offset=0,
-                suspend_timeout_millis=self.settings.suspend_ms,
-                sub_version=0,
-                subscription="*",
-                expression_type="TAG",
-            )
             try:
-                code, fields = await api.pull(addr, header, self.settings.suspend_ms + 5000, found)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # a broker restart must not end the tail: retry after a pause
-                log.info("tail pull %s/%s@%s failed: %s", self.topic, queue_id, addr, exc)
-                await asyncio.sleep(self.settings.error_backoff_s)
-                continue
-            next_offset = fields.next_begin_offset
-            offset = max(next_offset, offset) if code != ResponseCode.PULL_OFFSET_MOVED else next_offset
+                starts[mq] = 0 if self._listed else await reader.max_offset(mq)
+            except Exception as exc:
+                failure = failure or str(exc)
+        if starts:
+            # Assigned and started with no await in between (a seek only starts a task): the
+            # reader's periodic rebalance never finds a queue assigned but not started, which it
+            # would start where it sees fit.
+            self._followed.update(starts)
+            reader.assign(sorted(self._followed))
+            for mq, offset in starts.items():
+                await reader.seek(mq, offset)
+        return failure
 
-    def _found(self, broker_name: str, messages: list) -> None:
-        self._outbox.extend(message_event(m, broker_name) for m in messages)
-        if len(self._outbox) >= self.settings.flush_max_events:
-            self._wake.set()
+    async def _poll_loop(self, reader: AsyncLitePullConsumer) -> None:
+        while True:
+            pulled = await reader.poll_with_queues(timeout_s=1.0)
+            self._outbox.extend(message_event(message, mq.broker_name) for mq, message in pulled)
+            if len(self._outbox) >= self.settings.flush_max_events:
+                self._wake.set()
 
     async def _flush_loop(self, layer) -> None:
         group = group_name(self.topic)

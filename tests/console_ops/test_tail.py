@@ -22,10 +22,16 @@ TOPIC = "OpsTail"
 def fast_tail():
     from console.tail.pump import registry
 
-    registry.settings.suspend_ms = 1000
     registry.settings.route_refresh_s = 0.5
     yield registry
-    registry.settings.suspend_ms = 5000
+    registry.settings.route_refresh_s = 5.0
+
+
+@pytest.fixture
+def topic_exists(namesrv):
+    """TOPIC has a route before tailing starts, whichever tests ran before (a tail reaches "live"
+    only then); the message sent to make it is older than the tail, so never shown."""
+    send(namesrv, TOPIC, 1, keys="seed")
 
 
 async def _connect(user, topic=TOPIC):
@@ -84,7 +90,9 @@ async def _pause_and_hold(communicator, namesrv, keys: str, count: int) -> dict:
     return await _until(communicator, lambda m: m["type"] == "held" and m["held"] + m["dropped"] == count)
 
 
-async def test_messages_matching_while_paused_are_held_and_shown_on_resume(namesrv, viewer, fast_tail):
+async def test_messages_matching_while_paused_are_held_and_shown_on_resume(
+    namesrv, topic_exists, viewer, fast_tail
+):
     communicator, _, _ = await _connect(viewer)
     try:
         await _live(communicator)
@@ -102,7 +110,9 @@ async def test_messages_matching_while_paused_are_held_and_shown_on_resume(names
         await communicator.disconnect()
 
 
-async def test_a_paused_socket_holds_at_most_what_the_page_keeps(namesrv, viewer, fast_tail, monkeypatch):
+async def test_a_paused_socket_holds_at_most_what_the_page_keeps(
+    namesrv, topic_exists, viewer, fast_tail, monkeypatch
+):
     from console.tail import consumer
 
     monkeypatch.setattr(consumer, "BUFFER_SIZE", 3)
@@ -132,7 +142,7 @@ async def test_bad_filters_are_refused_with_the_reason(namesrv, viewer, fast_tai
         await communicator.disconnect()
 
 
-async def test_sql_filter_selects_by_property(namesrv, viewer, fast_tail):
+async def test_sql_filter_selects_by_property(namesrv, topic_exists, viewer, fast_tail):
     communicator, _, _ = await _connect(viewer)
     try:
         await _live(communicator)
@@ -159,7 +169,7 @@ def _burst(namesrv_addr: str, count: int) -> set[str]:
         producer.shutdown()
 
 
-async def test_a_burst_arrives_complete(namesrv, viewer, fast_tail):
+async def test_a_burst_arrives_complete(namesrv, topic_exists, viewer, fast_tail):
     communicator, _, _ = await _connect(viewer)
     try:
         await _live(communicator)
@@ -186,3 +196,21 @@ async def test_tailing_a_topic_before_it_exists_shows_its_first_messages(namesrv
         assert sorted(seen) == ["first-0", "first-1"]
     finally:
         await communicator.disconnect()
+
+
+async def test_tailing_leaves_no_consumer_of_the_topic_behind(
+    namesrv, topic_exists, admin, viewer, fast_tail
+):
+    """The tail is a reader (RocketMQ's tools group, no subscription, nothing committed): while it
+    runs and after a message went through it, no group consumes the topic and no retry topic was
+    made for it."""
+    communicator, _, _ = await _connect(viewer)
+    try:
+        await _live(communicator)
+        await database_sync_to_async(send)(namesrv, TOPIC, 1, keys="read-only")
+        await _until(communicator, lambda m: m["type"] == "messages" and m["events"])
+        assert await asyncio.to_thread(admin.topic_consumed_by, TOPIC) == []
+        assert not [t for t in await asyncio.to_thread(admin.topic_list) if "TOOLS_CONSUMER" in t]
+    finally:
+        await communicator.disconnect()
+    assert await asyncio.to_thread(admin.topic_consumed_by, TOPIC) == []
