@@ -168,6 +168,13 @@ def _queues_to_read(admin: MQAdmin, args: argparse.Namespace) -> list[tuple[str,
         if args.queue_id is not None and mq.queue_id != args.queue_id:
             continue
         queues.append((mq.broker_name, _read_addr(route, mq.broker_name), mq.queue_id))
+    if not queues and not route.readable_queues() and route.queue_datas:
+        # A DLQ is write-only until an operator makes it readable; say so rather than "no queue".
+        perms = sorted({q.perm for q in route.queue_datas})
+        raise NotFoundError(
+            f"reading topic {args.topic!r} is forbidden by its permission (perm {perms}); "
+            "make it readable with updateTopic -p 6 first"
+        )
     if not queues:
         raise NotFoundError(f"topic {args.topic!r} has no such queue to read")
     return queues
