@@ -15,8 +15,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.console_ops.cluster import start_broker, start_namesrv, wait_until
-from tests.harness import ROOT, free_port
+from broker.local_cluster import ROOT, free_port, wait_until
+from tests.cluster import OPS, start
 
 PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 PG_URL = "postgresql://postgres@127.0.0.1:5432/{name}"
@@ -37,10 +37,9 @@ class Stack:
     password: str = ""
 
     def start(self) -> Stack:
-        namesrv = start_namesrv()
-        self.engines.append(namesrv)
-        self.engines.append(start_broker(self.workdir, namesrv.addr, "broker-a"))
-        self.namesrv_addr = namesrv.addr
+        cluster = start(OPS, self.workdir, brokers=("broker-a",))
+        self.engines.append(cluster)
+        self.namesrv_addr = cluster.namesrv_addr
         self.password = secrets.token_urlsafe(12)
         port = free_port()
         self.web_url = f"http://127.0.0.1:{port}"
@@ -49,7 +48,7 @@ class Stack:
             "PYTHONPATH": str(ROOT),
             "PYTHONUNBUFFERED": "1",
             "CONSOLE_VAR_DIR": str(self.workdir / "var"),
-            "BROKER_NAMESRV": namesrv.addr,
+            "BROKER_NAMESRV": cluster.namesrv_addr,
             "CONSOLE_ADMIN_PASSWORD": self.password,
             "CONSOLE_PORT": str(port),
         }

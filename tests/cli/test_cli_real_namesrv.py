@@ -10,13 +10,13 @@ import json
 
 import orjson
 import pytest
-from tests.cli.fake_server import FakeServer, ok
 
 from broker.cli import main
 from broker.common.codes import RequestCode as RC
 from broker.local_cluster import start_namesrv
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.command import create_request
+from tests.cli.fake_server import FakeServer, ok
 
 TOPIC = "RealNsTopic"
 

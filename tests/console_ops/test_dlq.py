@@ -88,9 +88,7 @@ def test_inspecting_a_message_of_another_topic_is_refused(readable, namesrv):
     )
     assert response.status_code == 400
     assert b"not in" in response.content
-    garbage = readable.get(
-        reverse("console:dlq_message", kwargs={"group": GROUP, "offset_msg_id": "xyz"})
-    )
+    garbage = readable.get(reverse("console:dlq_message", kwargs={"group": GROUP, "offset_msg_id": "xyz"}))
     assert garbage.status_code == 400 and b"not an offsetMsgId" in garbage.content
 
 
