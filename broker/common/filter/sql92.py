@@ -225,8 +225,8 @@ class _Compiler(Transformer):
     def string_list(self, *tokens: Token) -> list[str]:
         return [str(t)[1:-1].replace("''", "'") for t in tokens]
 
-    def compare(self, left: _Node, op: Token, right: _Node) -> _Node:
-        op = str(op)
+    def compare(self, left: _Node, op_token: Token, right: _Node) -> _Node:
+        op = str(op_token)
         le, re_ = left.evaluate, right.evaluate
         text = f"{left.text} {op} {right.text}"
         if op in _ORDER:
@@ -303,7 +303,8 @@ class SqlExpression:
         self.source, self._evaluate = source, evaluate
 
     def evaluate(self, properties: Properties) -> bool | None:
-        return self._evaluate(properties)
+        # The grammar only compiles boolean expressions, so the top node answers TRUE, FALSE or NULL.
+        return self._evaluate(properties)  # type: ignore[return-value]
 
     def matches(self, properties: Properties) -> bool:
         try:
