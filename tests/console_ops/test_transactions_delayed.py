@@ -105,8 +105,7 @@ def test_delayed_levels_show_pending_counts_and_messages(namesrv, viewer_client)
     send(namesrv, "OpsReminders", 2, keys="remind", DELAY=3)  # level 3 = 1 h in this cluster
     page = wait_until(
         lambda: (
-            (r := viewer_client.get(reverse("console:delayed"))).context["brokers"][0]["pending"] >= 2
-            and r
+            (r := viewer_client.get(reverse("console:delayed"))).context["brokers"][0]["pending"] >= 2 and r
         ),
         what="two pending delayed messages",
     )
@@ -149,8 +148,7 @@ def test_short_delay_level_drains(namesrv, viewer_client, admin):
     levels = viewer_client.get(reverse("console:delayed")).context["brokers"][0]["levels"]
     wait_until(
         lambda: (
-            viewer_client.get(reverse("console:delayed")).context["brokers"][0]["levels"][0]["pending"]
-            == 0
+            viewer_client.get(reverse("console:delayed")).context["brokers"][0]["levels"][0]["pending"] == 0
         ),
         what="level 1 drained",
     )
