@@ -132,7 +132,7 @@ def pull_frame(queue_offset: int) -> bytes:
         subscription="*",
         expression_type="TAG",
     )
-    return encode_frame(create_request(RequestCode.PULL_MESSAGE, header.to_ext_fields()))
+    return encode_frame(create_request(RequestCode.PULL_MESSAGE, header))
 
 
 async def feed_to_held_pulls(

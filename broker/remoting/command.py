@@ -6,6 +6,7 @@ import itertools
 from dataclasses import dataclass, field
 
 from broker.common.codes import LanguageCode, ResponseCode
+from broker.common.request_headers.base import CommandHeader
 
 RPC_TYPE_RESPONSE = 0x1
 RPC_ONEWAY = 0x2
@@ -82,13 +83,16 @@ def _stringify(fields: dict | None) -> dict[str, str]:
 
 
 def create_request(
-    code: int, ext_fields: dict | None = None, body: bytes = b"", oneway: bool = False
+    code: int, ext_fields: dict | CommandHeader | None = None, body: bytes = b"", oneway: bool = False
 ) -> RemotingCommand:
+    """A request with ``ext_fields`` (values made text) or a typed header's fields."""
+    # A header's fields are already text, in a dict of their own: no check, no copy.
+    fields = ext_fields.to_ext_fields() if isinstance(ext_fields, CommandHeader) else _stringify(ext_fields)
     return RemotingCommand(
         code=int(code),
         opaque=next(_opaque_counter),
         flag=RPC_ONEWAY if oneway else 0,
-        ext_fields=_stringify(ext_fields),
+        ext_fields=fields,
         body=body,
     )
 

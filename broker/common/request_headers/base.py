@@ -198,6 +198,30 @@ def _format(value) -> str:
     return str(value)
 
 
+# How a field of each kind is written when its value has that kind (anything else: _format).
+_WRITE = {str: "v", int: "str(v)", bool: '"true" if v else "false"'}
+
+
+def make_encoder(cls: type) -> Callable[[Any], dict[str, str]]:
+    """A function writing a ``cls`` as ``extFields``: every field that is not None, as text
+    (senders build one header per request, so this is generated as the decoder is)."""
+    lines = ["def encode(self):", "    out = {}"]
+    for spec in _specs(cls):
+        kind = spec.kind.__name__
+        lines += [
+            f"    v = self.{spec.attr}",
+            "    if v is not None:",
+            f"        out[{spec.wire!r}] = ({_WRITE[spec.kind]}) if type(v) is {kind} else _format(v)",
+        ]
+    lines.append("    return out")
+    env: dict[str, Any] = {"_format": _format}
+    exec("\n".join(lines), env)  # the source is built from the class's own fields
+    return env["encode"]
+
+
+_ENCODERS: dict[type, Callable[[Any], dict[str, str]]] = {}
+
+
 @typing.dataclass_transform(field_specifiers=(field, wire, absent, nonempty))
 def header(cls: type[H]) -> type[H]:
     """A header class: a slotted dataclass whose fields may be declared with ``wire``, ``absent``
@@ -211,12 +235,10 @@ class CommandHeader:
     __slots__ = ()
 
     def to_ext_fields(self) -> dict[str, str]:
-        out = {}
-        for spec in _specs(type(self)):
-            value = getattr(self, spec.attr)
-            if value is not None:
-                out[spec.wire] = _format(value)
-        return out
+        encode = _ENCODERS.get(type(self))
+        if encode is None:
+            encode = _ENCODERS[type(self)] = make_encoder(type(self))
+        return encode(self)
 
     @classmethod
     def from_ext_fields(cls: type[H], ext_fields: Mapping[str, str] | None) -> H:
