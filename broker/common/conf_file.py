@@ -7,6 +7,7 @@ them with errors that name the key.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 
@@ -27,6 +28,11 @@ def parse_properties(text: str) -> dict[str, str]:
         cut = min(separators)
         values[line[:cut].strip()] = line[cut + 1 :].strip()
     return values
+
+
+def format_properties(values: Mapping[str, object]) -> str:
+    """``key=value`` lines, as Java's properties text (UPDATE/GET_BROKER_CONFIG bodies)."""
+    return "".join(f"{key}={value}\n" for key, value in values.items())
 
 
 def load_conf(path: str | Path | None, overrides: dict[str, str] | None = None) -> dict[str, str]:

@@ -21,7 +21,7 @@ from broker.common import message_const as const
 from broker.common.json_config_file import DelayOffsetTable
 from broker.common.message import MessageExt
 from broker.common.message_codec import MessageDecodeError, decode_message
-from broker.common.sysflag import TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE, transaction_value
+from broker.common.sysflag import visible_to_consumers
 from broker.common.topic_config import SCHEDULE_TOPIC
 from broker.remoting import fastjson
 from broker.remoting.command import RemotingCommand, response_to
@@ -35,13 +35,14 @@ _SCAN_BATCH = 32
 def to_schedule_message(msg: MessageExt, max_level: int) -> bool:
     """Redirect ``msg`` to the schedule topic when it carries a delay level; True if it did.
 
-    Prepared/rolled-back transaction messages are never delayed (as RocketMQ). A level above
+    Prepared/rolled-back transaction messages are never delayed (as RocketMQ): only what
+    consumers would see is scheduled. A level above
     the highest configured one is clamped to it — that is what makes retries past 16 every 2 h.
     """
     level = msg.delay_time_level
     if level <= 0 or max_level <= 0:
         return False
-    if transaction_value(msg.sys_flag) in (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE):
+    if not visible_to_consumers(msg.sys_flag):
         return False
     level = min(level, max_level)
     msg.properties[const.PROPERTY_DELAY_TIME_LEVEL] = str(level)

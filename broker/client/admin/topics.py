@@ -9,7 +9,7 @@ from typing import Any
 
 from broker.client.errors import MQClientError
 from broker.common.codes import RequestCode
-from broker.common.conf_file import parse_properties
+from broker.common.conf_file import format_properties, parse_properties
 from broker.common.request_headers import (
     CreateTopicRequestHeader,
     DeleteTopicFromNamesrvRequestHeader,
@@ -94,7 +94,7 @@ class ClusterRequests(AdminCore):
 
     async def update_broker_config(self, addr: str, properties: dict[str, str]) -> str:
         """Returns the broker's remark: which values apply now, which need a restart."""
-        body = "".join(f"{k}={v}\n" for k, v in properties.items()).encode("utf-8")
+        body = format_properties(properties).encode("utf-8")
         response = await self._broker(addr, RequestCode.UPDATE_BROKER_CONFIG, None, body)
         return response.remark or ""
 

@@ -8,7 +8,7 @@ import orjson
 
 from broker.common import topic_config as tc
 from broker.common.codes import RequestCode, ResponseCode
-from broker.common.conf_file import ConfError, parse_properties
+from broker.common.conf_file import ConfError, format_properties, parse_properties
 from broker.common.message_codec import decode_offset_msg_id
 from broker.common.request_headers import (
     ConsumeMessageDirectlyResultRequestHeader,
@@ -226,7 +226,7 @@ class AdminProcessor:
     async def get_config(self, conn, request: RemotingCommand) -> RemotingCommand:
         """The values the running broker uses; values accepted but waiting for a restart are in
         the ``pendingRestart`` field (a JSON object), which RocketMQ's tools ignore."""
-        text = "".join(f"{k}={v}\n" for k, v in self.broker.config.as_properties().items())
+        text = format_properties(self.broker.config.as_properties())
         ext = {"version": orjson.dumps(self.broker.topics.data_version.to_json()).decode()}
         pending = self.broker.config_updater.pending
         if pending:
