@@ -1,5 +1,8 @@
 """Writing audit records: every mutating console action calls ``audit`` once it knows its result;
-work done outside a request (a Celery job) builds its records with ``audit_record``."""
+work done outside a request (a Celery job) builds its records with ``audit_record``.
+
+``audit`` also notes on the request that its action has a record, so that
+``console.views.common.audited`` does not add a second (failed) one for the same request."""
 
 from console.models import AuditRecord
 
@@ -42,4 +45,5 @@ def audit(
         user, action, target, parameters, result, detail, nobody="anonymous", remote_addr=remote_addr
     )
     record.save()
+    request.console_audited = True
     return record

@@ -26,23 +26,10 @@ from console.message_export import EXPORT_FORMATS, export_response
 from console.models import AuditRecord
 
 
-def record(
-    request,
-    action: str,
-    target: str = "",
-    parameters: dict | None = None,
-    result: str = AuditRecord.RESULT_OK,
-    detail: str = "",
-) -> AuditRecord:
-    """``console.audit.audit``, remembering on the request that this action has its record
-    (``audited`` then adds none)."""
-    request.console_audited = True
-    return audit(request, action, target, parameters, result, detail)
-
-
 def audited(action: str):
     """For mutating views that raise their refusals: a refusal (bad input, a cluster error) that the
-    view did not audit itself is audited as failed, with the form's fields, before its page is shown."""
+    view did not audit itself (``console.audit.audit`` notes on the request that it did) is audited
+    as failed, with the form's fields, before its page is shown."""
 
     def decorate(view):
         @wraps(view)
@@ -52,7 +39,7 @@ def audited(action: str):
             except (BadRequest, MQAdminError) as exc:
                 if not getattr(request, "console_audited", False):
                     fields = {k: v for k, v in request.POST.lists() if k != "csrfmiddlewaretoken"}
-                    record(request, action, request.path, fields, AuditRecord.RESULT_FAILED, str(exc))
+                    audit(request, action, request.path, fields, AuditRecord.RESULT_FAILED, str(exc))
                 raise
 
         return wrapped
@@ -79,20 +66,46 @@ def run_action(
     try:
         result = operation()
     except (MQAdminError, ValueError) as exc:
-        record(request, action, target, parameters, AuditRecord.RESULT_FAILED, str(exc))
+        audit(request, action, target, parameters, AuditRecord.RESULT_FAILED, str(exc))
         if missing_is_404 and isinstance(exc, NotFoundError):
             raise
         messages.error(request, f"{action} {target} failed: {exc}")
         return False, exc
     text = success(result)
-    record(request, action, target, parameters, AuditRecord.RESULT_OK, text)
+    audit(request, action, target, parameters, AuditRecord.RESULT_OK, text)
     messages.success(request, text)
     return True, result
 
 
+def save_on_masters(
+    request,
+    admin,
+    action: str,
+    noun: str,
+    data: dict[str, Any],
+    name: str,
+    params: dict[str, Any],
+    save_one: Callable[[str], Any],
+) -> bool:
+    """A save form's action: ``save_one(addr)`` on the broker the form names (``broker_addr``) or on
+    every master of its ``cluster``, run and audited by ``run_action`` with a message naming the
+    brokers; whether it succeeded."""
+
+    def save() -> list[str]:
+        addrs = admin.resolve_masters(data["broker_addr"] or None, data["cluster"] or None)
+        for addr in addrs:
+            save_one(addr)
+        return addrs
+
+    ok, _ = run_action(
+        request, action, name, params, save, lambda addrs: f"{noun} {name} saved on {', '.join(addrs)}"
+    )
+    return ok
+
+
 def invalid_target(request, action: str, target: str, reason: str) -> NoReturn:
     """A name in the URL that cannot name anything: audited as failed, refused with a 400."""
-    record(request, action, target, {}, AuditRecord.RESULT_FAILED, f"invalid input: {reason}")
+    audit(request, action, target, {}, AuditRecord.RESULT_FAILED, f"invalid input: {reason}")
     raise BadRequest(reason)
 
 
@@ -108,7 +121,7 @@ def invalid_form(request, action: str, target: str, form) -> NoReturn:
     """A rejected form: audited as failed (someone tried), refused with a 400 that names each field."""
     reason = form_errors_text(form)
     parameters = {k: v for k, v in form.data.items() if k != "csrfmiddlewaretoken"}
-    record(request, action, target, parameters, AuditRecord.RESULT_FAILED, f"invalid input: {reason}")
+    audit(request, action, target, parameters, AuditRecord.RESULT_FAILED, f"invalid input: {reason}")
     raise BadRequest(f"Invalid input: {reason}")
 
 

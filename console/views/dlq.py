@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET, require_POST
 from broker.client.admin import MQAdminError
 from broker.common.topic_config import DLQ_GROUP_TOPIC_PREFIX, dlq_topic, retry_topic, validate_topic
 from console import replay_audit
+from console.audit import audit
 from console.cluster_access import admin_of, namesrv_of, producer_of
 from console.errors import error_page
 from console.message_body import body_views
@@ -25,7 +26,6 @@ from console.views.common import (
     message_row,
     parse_datetime_ms,
     parse_float,
-    record,
 )
 
 MAX_SELECTED = 10_000
@@ -105,9 +105,9 @@ def dlq_make_readable(request, group: str):
     try:
         changed = dlq.make_readable(admin_of(request), group)
     except MQAdminError as exc:
-        record(request, "dlq.make_readable", dlq_topic(group), {}, AuditRecord.RESULT_FAILED, str(exc))
+        audit(request, "dlq.make_readable", dlq_topic(group), {}, AuditRecord.RESULT_FAILED, str(exc))
         raise
-    record(
+    audit(
         request,
         "dlq.make_readable",
         dlq_topic(group),
@@ -223,10 +223,10 @@ def dlq_replay(request, group: str):
         job.status, job.detail = ReplayJob.STATUS_FAILED, f"could not queue the job: {exc}"
         job.save(update_fields=["status", "detail"])
         failed = AuditRecord.RESULT_FAILED
-        record(request, replay_audit.REPLAY, dlq_topic(group), {"job": job.pk}, failed, job.detail)
+        audit(request, replay_audit.REPLAY, dlq_topic(group), {"job": job.pk}, failed, job.detail)
         hint = "Check that the Celery broker (REDIS_URL) is reachable, then try again."
         return error_page(request, 503, "Replay not started", job.detail, hint)
-    record(
+    audit(
         request,
         replay_audit.REPLAY,
         dlq_topic(group),
@@ -258,7 +258,7 @@ def _replay_one(request, group: str, target: str):
         raise BadRequest(str(exc)) from None
     (outcome,) = list(dlq.replay(producer_of(request), group, messages, target))
     fields = replay_audit.outcome_fields(outcome, scope="one", target=target)
-    record(request, replay_audit.REPLAY, dlq_topic(group), **fields)
+    audit(request, replay_audit.REPLAY, dlq_topic(group), **fields)
     if outcome.error:
         raise BadRequest(f"replay failed: {outcome.error}")
     context = {"group": group, "outcome": outcome}

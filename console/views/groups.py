@@ -14,7 +14,7 @@ from console.cluster_access import admin_of
 from console.forms import GroupForm, ResetOffsetForm, check_group
 from console.roles import VIEWER, require_permission, require_role
 from console.services.cluster_queries import group_detail, group_index, group_rows, reset_preview
-from console.views.common import form_errors_text, invalid_form, invalid_target, run_action
+from console.views.common import form_errors_text, invalid_form, invalid_target, run_action, save_on_masters
 
 PAGE_SIZE = 100
 _GROUP_OPTIONS = (
@@ -91,21 +91,16 @@ def group_save(request):
     data = form.cleaned_data
     admin = admin_of(request)
     options = {name: data[name] for name in _GROUP_OPTIONS}
-
-    def save() -> list[str]:
-        addrs = admin.resolve_masters(data["broker_addr"] or None, data["cluster"] or None)
-        for addr in addrs:
-            admin.create_or_update_subscription_group(addr, data["group"], **options)
-        return addrs
-
     params = {"cluster": data["cluster"], "broker_addr": data["broker_addr"], **options}
-    ok, _ = run_action(
+    ok = save_on_masters(
         request,
+        admin,
         "group.save",
+        "Consumer group",
+        data,
         data["group"],
         params,
-        save,
-        lambda addrs: f"Consumer group {data['group']} saved on {', '.join(addrs)}",
+        lambda addr: admin.create_or_update_subscription_group(addr, data["group"], **options),
     )
     return redirect("console:group", group=data["group"]) if ok else redirect("console:groups")
 

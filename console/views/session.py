@@ -8,11 +8,12 @@ from django.shortcuts import redirect
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from console.audit import audit
 from console.cluster_access import select_namesrv
 from console.forms import NamesrvSwitchForm
 from console.models import AuditRecord
 from console.roles import VIEWER, require_role
-from console.views.common import invalid_form, record
+from console.views.common import invalid_form
 
 
 @require_role(VIEWER)
@@ -32,9 +33,9 @@ def namesrv_switch(request):
     try:
         select_namesrv(request, addr)
     except ValueError as exc:
-        record(request, "namesrv.switch", addr, {}, AuditRecord.RESULT_FAILED, str(exc))
+        audit(request, "namesrv.switch", addr, {}, AuditRecord.RESULT_FAILED, str(exc))
         raise BadRequest(str(exc)) from None
-    record(request, "namesrv.switch", addr, {}, AuditRecord.RESULT_OK, "")
+    audit(request, "namesrv.switch", addr, {}, AuditRecord.RESULT_OK, "")
     messages.info(request, f"Now using name server {addr}")
     target = form.cleaned_data.get("next") or "/"
     if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):

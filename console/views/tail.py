@@ -16,11 +16,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from broker.common.topic_config import validate_topic
+from console.audit import audit
 from console.models import SavedTailFilter
 from console.roles import VIEWER, require_permission, require_role
 from console.tail.consumer import BUFFER_SIZE
 from console.tail.filters import TailFilterError, compile_filter
-from console.views.common import audited, record
+from console.views.common import audited
 
 FILTER_FIELDS = ("tags", "sql", "key")
 
@@ -59,7 +60,7 @@ def save_tail_filter(request):
         )
     except IntegrityError as exc:
         raise BadRequest(f"cannot save the filter: {exc}") from None
-    record(request, "tail.filter.save", name, fields, detail="created" if created else "updated")
+    audit(request, "tail.filter.save", name, fields, detail="created" if created else "updated")
     if request.htmx:
         context = {"name": saved.name, "created": created, "topic": fields["topic"]}
         context["saved"] = _saved_filters(request.user, fields["topic"])
@@ -72,7 +73,7 @@ def save_tail_filter(request):
 def delete_tail_filter(request, filter_id: int):
     deleted, _ = SavedTailFilter.objects.filter(user=request.user, pk=filter_id).delete()
     result = "ok" if deleted else "failed"
-    record(
+    audit(
         request,
         "tail.filter.delete",
         str(filter_id),

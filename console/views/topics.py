@@ -19,7 +19,7 @@ from console.forms import PERM_CHOICES, SendMessageForm, TopicForm, check_topic
 from console.roles import VIEWER, require_permission, require_role
 from console.services.cluster_queries import topic_consumers, topic_rows
 from console.services.sending import choose_queue, send_message
-from console.views.common import invalid_form, invalid_target, run_action
+from console.views.common import invalid_form, invalid_target, run_action, save_on_masters
 
 PAGE_SIZE = 100
 
@@ -95,27 +95,22 @@ def topic_save(request):
     params = {
         k: data[k] for k in ("cluster", "broker_addr", "read_queue_nums", "write_queue_nums", "perm", "order")
     }
-
-    def save() -> list[str]:
-        addrs = admin.resolve_masters(data["broker_addr"] or None, data["cluster"] or None)
-        for addr in addrs:
-            admin.create_or_update_topic(
-                addr,
-                data["topic"],
-                data["read_queue_nums"],
-                data["write_queue_nums"],
-                data["perm"],
-                data["order"],
-            )
-        return addrs
-
-    ok, _ = run_action(
+    ok = save_on_masters(
         request,
+        admin,
         "topic.save",
+        "Topic",
+        data,
         data["topic"],
         params,
-        save,
-        lambda addrs: f"Topic {data['topic']} saved on {', '.join(addrs)}",
+        lambda addr: admin.create_or_update_topic(
+            addr,
+            data["topic"],
+            data["read_queue_nums"],
+            data["write_queue_nums"],
+            data["perm"],
+            data["order"],
+        ),
     )
     return redirect("console:topic", topic=data["topic"]) if ok else redirect("console:topics")
 

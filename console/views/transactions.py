@@ -9,11 +9,12 @@ from django.views.decorators.http import require_GET, require_POST
 
 from broker.client.admin import MQAdminError
 from broker.common.topic_config import TRANS_HALF_TOPIC
+from console.audit import audit
 from console.cluster_access import admin_of
 from console.models import AuditRecord
 from console.roles import VIEWER, require_permission, require_role
 from console.services import transactions
-from console.views.common import audited, export_messages, message_row, record
+from console.views.common import audited, export_messages, message_row
 
 
 @require_GET
@@ -62,7 +63,7 @@ def end_transaction(request):
     try:
         half = transactions.find_pending(admin, offset_msg_id)
     except ValueError as exc:
-        record(
+        audit(
             request, "transaction.end", offset_msg_id, {"action": action}, AuditRecord.RESULT_FAILED, str(exc)
         )
         raise BadRequest(str(exc)) from None
@@ -78,9 +79,9 @@ def end_transaction(request):
     try:
         transactions.end_transaction(admin, half, commit=action == "commit")
     except MQAdminError as exc:
-        record(request, "transaction.end", target, params, AuditRecord.RESULT_FAILED, str(exc))
+        audit(request, "transaction.end", target, params, AuditRecord.RESULT_FAILED, str(exc))
         raise
-    record(request, "transaction.end", target, params)
+    audit(request, "transaction.end", target, params)
     flash.success(
         request, f"{action.capitalize()} of {half.message.client_msg_id} sent to {half.located.broker_name}."
     )
