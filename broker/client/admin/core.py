@@ -59,15 +59,17 @@ class AdminCore:
 
     # -- one request ---------------------------------------------------------------------------
 
-    async def _call(
+    async def _request(
         self,
-        role: str,
         addr: str,
         code: int,
         header: CommandHeader | None = None,
         body: bytes | None = None,
         allowed: tuple[int, ...] = _SUCCESS_ONLY,
+        *,
+        role: str = BROKER,
     ) -> RemotingCommand:
+        """One request to the broker (or, with ``role=NAME_SERVER``, the name server) at ``addr``."""
         try:
             return await self.api.invoke(addr, code, header, body, int(self.timeout * 1000), allowed)
         except RemotingError as exc:
@@ -78,18 +80,16 @@ class AdminCore:
         except MQBrokerError as exc:
             raise MQBrokerError(exc.response_code, exc.remark, addr, role) from None
 
-    async def _broker(
-        self,
-        addr: str,
-        code: int,
-        header: CommandHeader | None = None,
-        body: bytes | None = None,
-        allowed: tuple[int, ...] = _SUCCESS_ONLY,
-    ) -> RemotingCommand:
-        return await self._call(BROKER, addr, code, header, body, allowed)
+    async def _request_unless(
+        self, addr: str, code: int, header: CommandHeader, refusals: tuple[int, ...]
+    ) -> RemotingCommand | None:
+        """A broker request whose refusals with one of ``refusals`` are answers too ("nothing
+        there", "no consumer online"): ``None`` for those, the response on SUCCESS."""
+        response = await self._request(addr, code, header, allowed=(ResponseCode.SUCCESS, *refusals))
+        return None if response.code in refusals else response
 
     async def _broker_json(self, addr: str, code: int, header: CommandHeader | None = None) -> dict[str, Any]:
-        return json_body(await self._broker(addr, code, header), f"{BROKER} {addr}")
+        return json_body(await self._request(addr, code, header), f"{BROKER} {addr}")
 
     async def _namesrv(
         self, code: int, header: CommandHeader | None = None, allowed: tuple[int, ...] = _SUCCESS_ONLY
@@ -101,7 +101,7 @@ class AdminCore:
         failures: list[str] = []
         for addr in self.namesrv_addrs:
             try:
-                return addr, await self._call(NAME_SERVER, addr, code, header, allowed=allowed)
+                return addr, await self._request(addr, code, header, allowed=allowed, role=NAME_SERVER)
             except NameServerUnreachableError as exc:
                 failures.append(exc.reason_text)
         raise NameServerUnreachableError(";".join(self.namesrv_addrs), "; ".join(failures))

@@ -62,12 +62,12 @@ class GroupRequests(AdminCore):
         """
         config = _subscription_group_config(group, options)
         body = json.dumps(config, separators=(",", ":")).encode("utf-8")
-        await self._broker(addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, body)
+        await self._request(addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, body)
         return config
 
     async def delete_subscription_group(self, addr: str, group: str, remove_offset: bool = False) -> None:
         header = DeleteSubscriptionGroupRequestHeader(group, remove_offset)
-        await self._broker(addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, header)
+        await self._request(addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, header)
 
     async def all_subscription_groups(self, addr: str) -> dict[str, dict[str, Any]]:
         """The broker's group table (GET_ALL_SUBSCRIPTIONGROUP_CONFIG): name → SubscriptionGroupConfig."""
@@ -98,10 +98,8 @@ class GroupRequests(AdminCore):
         """One broker's GET_CONSUME_STATS of a group: (consume TPS, per-queue rows), or (0.0, [])
         when that broker knows neither the group nor the topic."""
         header = GetConsumeStatsRequestHeader(group, topic or None)
-        response = await self._broker(
-            addr, RequestCode.GET_CONSUME_STATS, header, allowed=(ResponseCode.SUCCESS, *_NO_CONSUME_STATS)
-        )
-        if response.code in _NO_CONSUME_STATS:
+        response = await self._request_unless(addr, RequestCode.GET_CONSUME_STATS, header, _NO_CONSUME_STATS)
+        if response is None:
             return 0.0, []
         stats = json_body(response, f"{BROKER} {addr}")
         rows = progress_rows(stats.get("offsetTable"), broker_name or addr)
@@ -171,13 +169,10 @@ class GroupRequests(AdminCore):
             addr = data.master_addr
             if not addr:
                 continue
-            response = await self._broker(
-                addr,
-                RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
-                header,
-                allowed=(ResponseCode.SUCCESS, ResponseCode.CONSUMER_NOT_ONLINE),
+            response = await self._request_unless(
+                addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header, (ResponseCode.CONSUMER_NOT_ONLINE,)
             )
-            if response.code == ResponseCode.CONSUMER_NOT_ONLINE:
+            if response is None:
                 entries.extend(
                     await self._reset_offline(addr, data.broker_name, group, topic, timestamp, force)
                 )
@@ -213,33 +208,32 @@ class GroupRequests(AdminCore):
 
     async def search_offset(self, addr: str, topic: str, queue_id: int, timestamp: int) -> int:
         header = SearchOffsetRequestHeader(topic, queue_id, timestamp)
-        response = await self._broker(addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header)
+        response = await self._request(addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header)
         return as_int(response.ext_fields.get("offset"))
 
     async def update_consumer_offset(
         self, addr: str, group: str, topic: str, queue_id: int, offset: int
     ) -> None:
         header = UpdateConsumerOffsetRequestHeader(group, topic, queue_id, offset)
-        await self._broker(addr, RequestCode.UPDATE_CONSUMER_OFFSET, header)
+        await self._request(addr, RequestCode.UPDATE_CONSUMER_OFFSET, header)
 
     async def min_offset(self, addr: str, topic: str, queue_id: int) -> int:
         header = GetMinOffsetRequestHeader(topic, queue_id)
-        return as_int((await self._broker(addr, RequestCode.GET_MIN_OFFSET, header)).ext_fields.get("offset"))
+        response = await self._request(addr, RequestCode.GET_MIN_OFFSET, header)
+        return as_int(response.ext_fields.get("offset"))
 
     async def max_offset(self, addr: str, topic: str, queue_id: int) -> int:
         header = GetMaxOffsetRequestHeader(topic, queue_id)
-        return as_int((await self._broker(addr, RequestCode.GET_MAX_OFFSET, header)).ext_fields.get("offset"))
+        response = await self._request(addr, RequestCode.GET_MAX_OFFSET, header)
+        return as_int(response.ext_fields.get("offset"))
 
     async def query_consumer_offset(self, addr: str, group: str, topic: str, queue_id: int) -> int:
         """The group's committed offset of one queue, or -1 when it has none."""
         header = QueryConsumerOffsetRequestHeader(group, topic, queue_id)
-        response = await self._broker(
-            addr,
-            RequestCode.QUERY_CONSUMER_OFFSET,
-            header,
-            allowed=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND),
+        response = await self._request_unless(
+            addr, RequestCode.QUERY_CONSUMER_OFFSET, header, (ResponseCode.QUERY_NOT_FOUND,)
         )
-        if response.code == ResponseCode.QUERY_NOT_FOUND:
+        if response is None:
             return -1
         return as_int(response.ext_fields.get("offset"))
 

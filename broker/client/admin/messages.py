@@ -46,7 +46,7 @@ class MessageRequests(AdminCore):
         not_found = NotFoundError(
             f"message {offset_msg_id} not found: no message at offset {commit_log_offset} of {addr}"
         )
-        response = await self._broker(
+        response = await self._request(
             addr,
             RequestCode.VIEW_MESSAGE_BY_ID,
             ViewMessageRequestHeader(commit_log_offset),
@@ -107,15 +107,11 @@ class MessageRequests(AdminCore):
         header = QueryMessageRequestHeader(topic, key, max_num, begin, end, unique_key_query=unique or None)
         messages: list[MessageExt] = []
         for addr in (await self.topic_route(topic)).master_addrs():
-            response = await self._broker(
-                addr,
-                RequestCode.QUERY_MESSAGE,
-                header,
-                allowed=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND),
+            response = await self._request_unless(
+                addr, RequestCode.QUERY_MESSAGE, header, (ResponseCode.QUERY_NOT_FOUND,)
             )
-            if response.code == ResponseCode.QUERY_NOT_FOUND:
-                continue
-            messages.extend(messages_of(response.body))
+            if response is not None:
+                messages.extend(messages_of(response.body))
         messages.sort(key=lambda m: m.store_timestamp)
         return messages
 
@@ -144,7 +140,7 @@ class MessageRequests(AdminCore):
             subscription="*",
             expression_type="TAG",
         )
-        response = await self._broker(addr, RequestCode.PULL_MESSAGE, header, allowed=tuple(_PULL_STATUS))
+        response = await self._request(addr, RequestCode.PULL_MESSAGE, header, allowed=tuple(_PULL_STATUS))
         status = _PULL_STATUS[response.code]
         ext = response.ext_fields
         return PullResult(
@@ -186,7 +182,7 @@ class MessageRequests(AdminCore):
     async def delay_offsets(self, addr: str) -> dict[int, int]:
         """Delay progress per level (GET_ALL_DELAY_OFFSET): the schedule-topic offset each level's
         timer has delivered up to. RocketMQ answers with its ``delayOffset.json`` body."""
-        response = await self._broker(addr, RequestCode.GET_ALL_DELAY_OFFSET)
+        response = await self._request(addr, RequestCode.GET_ALL_DELAY_OFFSET)
         table = json_body(response, f"{BROKER} {addr}").get("offsetTable") or {}
         return {int(level): as_int(offset) for level, offset in table.items()}
 
@@ -212,4 +208,4 @@ class MessageRequests(AdminCore):
             from_transaction_check=True,
             transaction_id=transaction_id or None,
         )
-        await self._broker(addr, RequestCode.END_TRANSACTION, header)
+        await self._request(addr, RequestCode.END_TRANSACTION, header)

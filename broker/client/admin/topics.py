@@ -83,7 +83,7 @@ class ClusterRequests(AdminCore):
     async def broker_config_state(self, addr: str) -> BrokerConfigState:
         """The values the broker runs with and those it accepted that wait for its restart
         (the ``pendingRestart`` field of GET_BROKER_CONFIG; none from brokers that send none)."""
-        response = await self._broker(addr, RequestCode.GET_BROKER_CONFIG)
+        response = await self._request(addr, RequestCode.GET_BROKER_CONFIG)
         try:
             pending = json.loads(response.ext_fields.get("pendingRestart") or "{}")
         except ValueError:
@@ -95,7 +95,7 @@ class ClusterRequests(AdminCore):
     async def update_broker_config(self, addr: str, properties: dict[str, str]) -> str:
         """Returns the broker's remark: which values apply now, which need a restart."""
         body = format_properties(properties).encode("utf-8")
-        response = await self._broker(addr, RequestCode.UPDATE_BROKER_CONFIG, None, body)
+        response = await self._request(addr, RequestCode.UPDATE_BROKER_CONFIG, None, body)
         return response.remark or ""
 
     # -- topics ------------------------------------------------------------------------------
@@ -122,7 +122,7 @@ class ClusterRequests(AdminCore):
             order=order,
             topic_sys_flag=0,
         )
-        await self._broker(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header)
+        await self._request(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header)
 
     async def delete_topic(self, topic: str, cluster: str | None = None) -> list[str]:
         """Delete from the cluster's masters (or every broker of the route) and every name server.
@@ -135,10 +135,10 @@ class ClusterRequests(AdminCore):
             else (await self.topic_route(topic)).master_addrs()
         )
         for addr in addrs:
-            await self._broker(addr, RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader(topic))
+            await self._request(addr, RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader(topic))
         header = DeleteTopicFromNamesrvRequestHeader(topic, cluster or None)
         for addr in self.namesrv_addrs:
-            await self._call(NAME_SERVER, addr, RequestCode.DELETE_TOPIC_IN_NAMESRV, header)
+            await self._request(addr, RequestCode.DELETE_TOPIC_IN_NAMESRV, header, role=NAME_SERVER)
         return addrs
 
     async def topic_status(self, topic: str) -> TopicStatus:
