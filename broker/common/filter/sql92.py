@@ -134,34 +134,30 @@ def _ordered(op: str, lv, rv) -> bool | None:
     return _ORDER[op](ln, rn)
 
 
-def _and(left: _Node, right: _Node) -> Evaluator:
+def _junction(left: _Node, right: _Node, decisive: bool) -> Evaluator:
+    """SQL's three-valued AND (``decisive`` False) and OR (``decisive`` True): either side's
+    decisive value decides, without evaluating the right side when the left one has; otherwise
+    NULL (None) when either side is NULL, else the other value."""
     le, re_ = left.evaluate, right.evaluate
 
     def evaluate(props):
         lv = le(props)
-        if lv is False:
-            return False
+        if lv is decisive:
+            return decisive
         rv = re_(props)
-        if rv is False:
-            return False
-        return None if lv is None or rv is None else True
+        if rv is decisive:
+            return decisive
+        return None if lv is None or rv is None else not decisive
 
     return evaluate
+
+
+def _and(left: _Node, right: _Node) -> Evaluator:
+    return _junction(left, right, decisive=False)
 
 
 def _or(left: _Node, right: _Node) -> Evaluator:
-    le, re_ = left.evaluate, right.evaluate
-
-    def evaluate(props):
-        lv = le(props)
-        if lv is True:
-            return True
-        rv = re_(props)
-        if rv is True:
-            return True
-        return None if lv is None or rv is None else False
-
-    return evaluate
+    return _junction(left, right, decisive=True)
 
 
 def _not(inner: Evaluator) -> Evaluator:
