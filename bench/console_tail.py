@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from broker.local_cluster import (  # noqa: E402
     SMALL_STORE,
+    console_web_command,
     free_port,
     start_broker,
     start_namesrv,
@@ -173,16 +174,7 @@ def main() -> None:
         warm.shutdown()
         port = free_port()
         web = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "daphne",
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "console.project.asgi:application",
-            ],
+            console_web_command(port),
             cwd=ROOT,
             env=env,
             stdout=subprocess.DEVNULL,

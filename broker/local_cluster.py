@@ -3,6 +3,8 @@
 Tests and benchmarks start the engine the same way, ``python -m broker.namesrv`` and ``python -m
 broker.server`` as children of the current interpreter, ready once they print ``listening on
 HOST:PORT``; this module is that one launcher (it is not a test module: ``bench/`` imports it too).
+The console's web and Celery processes, which tests and benchmarks start beside the engine, run the
+command lines of the Procfile's ``web`` and ``worker``/``beat`` entries, written here once.
 """
 
 from __future__ import annotations
@@ -288,6 +290,25 @@ def start_cluster(
         cluster.stop()
         raise
     return cluster
+
+
+def console_web_command(port: int) -> list[str]:
+    """The console's web process on loopback ``port``, as the Procfile's ``web`` entry runs it."""
+    return [
+        sys.executable,
+        "-m",
+        "daphne",
+        "-b",
+        "127.0.0.1",
+        "-p",
+        str(port),
+        "console.project.asgi:application",
+    ]
+
+
+def celery_command(*args: str) -> list[str]:
+    """``celery -A console.project <args>`` under this interpreter (the Procfile's worker and beat)."""
+    return [sys.executable, "-m", "celery", "-A", "console.project", *args]
 
 
 def wait_until(

@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +16,7 @@ from django_celery_beat.models import PeriodicTask
 
 from analytics.models import ReportRun
 from analytics.tasks import run_report
+from broker.local_cluster import celery_command, wait_until
 from console.models import AuditRecord
 from tests.analytics.workload import WorkloadWriter
 
@@ -32,10 +31,12 @@ class CeleryProcess:
         self.log = log
         self.handle = open(log, "wb")  # noqa: SIM115 (closed in stop(), after the process ends)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "console.project", *args],
+            celery_command(*args),
             cwd=log.parent, env=env, stdout=self.handle, stderr=subprocess.STDOUT,
         )  # fmt: skip
-        wait_for(lambda: ready_marker in self.output() or self.proc.poll() is not None, 90, "celery start")
+        wait_until(
+            lambda: ready_marker in self.output() or self.proc.poll() is not None, 90, 0.5, "celery start"
+        )
         assert self.proc.poll() is None, self.output()
 
     def output(self) -> str:
@@ -50,16 +51,6 @@ class CeleryProcess:
                 self.proc.kill()
                 self.proc.wait(10)
         self.handle.close()
-
-
-def wait_for(condition, timeout: float, what: str, interval: float = 0.5):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def database_url(settings_dict: dict) -> str:
@@ -127,7 +118,7 @@ def wait_finished(run_id: int) -> ReportRun:
         run = ReportRun.objects.get(pk=run_id)
         return run if run.finished else None
 
-    return wait_for(finished, RUN_TIMEOUT, f"run {run_id} to finish")
+    return wait_until(finished, RUN_TIMEOUT, 0.5, f"run {run_id} to finish")
 
 
 def test_a_report_started_in_the_console_runs_on_the_worker(operator_client, worker, archive):
@@ -150,7 +141,7 @@ def test_a_report_started_in_the_console_runs_on_the_worker(operator_client, wor
         seen.append((run.status, run.progress))
         return run.finished and fragment
 
-    fragment = wait_for(poll_status, RUN_TIMEOUT, "the run to finish", interval=1)
+    fragment = wait_until(poll_status, RUN_TIMEOUT, 1, "the run to finish")
     assert run.status == ReportRun.DONE, run.error + worker.output()[-3000:]
     assert 'data-status="done"' in fragment and "hx-get" not in fragment  # polling stops
     progress = [p for _, p in seen]
@@ -200,8 +191,8 @@ def test_a_schedule_created_in_the_console_triggers_a_run(
     beat = CeleryProcess(["beat", "-l", "info", "--max-interval", "1"], worker_env, tmp_path / "beat.log",
                          "beat: Starting")  # fmt: skip
     try:
-        run = wait_for(lambda: ReportRun.objects.filter(trigger=ReportRun.TRIGGER_SCHEDULE).first(), 60,
-                       "beat to start a run")  # fmt: skip
+        run = wait_until(lambda: ReportRun.objects.filter(trigger=ReportRun.TRIGGER_SCHEDULE).first(), 60,
+                         0.5, "beat to start a run")  # fmt: skip
     finally:
         beat.stop()
     assert run.schedule_name == "hourly-throughput" and run.report == "throughput"
@@ -296,7 +287,7 @@ def test_a_run_whose_worker_was_killed_is_shown_failed(operator_client, worker_e
             started = fresh.status == ReportRun.RUNNING and fresh.heartbeat_at
             return started and fresh.heartbeat_at > fresh.started_at  # the heartbeat thread beat
 
-        wait_for(beating, 120, "the run to start and beat")
+        wait_until(beating, 120, 0.5, "the run to start and beat")
     finally:
         doomed.proc.kill()
         doomed.stop()
@@ -312,7 +303,7 @@ def test_a_run_whose_worker_was_killed_is_shown_failed(operator_client, worker_e
     with override_settings(ANALYTICS_ABANDONED_AFTER=60):
         assert "The run failed" not in detail_page()  # silent for less than that: still running
     with override_settings(ANALYTICS_ABANDONED_AFTER=2):
-        page = wait_for(failed_page, 30, "the run shown failed once its heartbeat was silent for 2 s")
+        page = wait_until(failed_page, 30, 0.5, "the run shown failed once its heartbeat was silent for 2 s")
     assert "the worker running this report stopped" in page
     run.refresh_from_db()
     assert run.status == ReportRun.FAILED and run.finished_at is not None

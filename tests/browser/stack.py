@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from broker.local_cluster import ROOT, free_port, wait_until
+from broker.local_cluster import ROOT, celery_command, console_web_command, free_port, wait_until
 from tests.cluster import OPS, start
 
 PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -62,34 +62,8 @@ class Stack:
             self.env["REDIS_URL"] = REDIS_URL.format(db=8 + secrets.randbelow(8))
         self._manage("migrate", "--noinput")
         self._manage("ensure_admin")
-        self._spawn(
-            "web",
-            [
-                sys.executable,
-                "-m",
-                "daphne",
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "console.project.asgi:application",
-            ],
-        )
-        self._spawn(
-            "worker",
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "console.project",
-                "worker",
-                "-l",
-                "info",
-                "--concurrency",
-                "2",
-            ],
-        )
+        self._spawn("web", console_web_command(port))
+        self._spawn("worker", celery_command("worker", "-l", "info", "--concurrency", "2"))
         wait_until(self._web_ready, timeout=60, interval=0.2, what="the web process")
         return self
 
