@@ -36,6 +36,7 @@ __all__ = [
     "namesrv_fixture",
     "route_settles",
     "send",
+    "send_pending_transactions",
     "small_store_config",
     "start",
 ]
@@ -249,6 +250,32 @@ def send(namesrv_addr: str, topic: str, count: int = 1, keys: str = "k", tags: s
                 msg.put_property(name, str(value))
             results.append(producer.send(msg))
         return results
+    finally:
+        producer.shutdown()
+
+
+class _Undecided:
+    """A local transaction that never decides, so its half message stays pending."""
+
+    def execute_local_transaction(self, msg, arg):
+        from broker.client.transaction_producer import LocalTransactionState
+
+        return LocalTransactionState.UNKNOW
+
+    def check_local_transaction(self, msg):
+        from broker.client.transaction_producer import LocalTransactionState
+
+        return LocalTransactionState.UNKNOW
+
+
+def send_pending_transactions(namesrv_addr: str, group: str, messages) -> list[str]:
+    """Send ``messages`` as half messages of ``group`` whose transaction never decides, so they stay
+    pending for an operator to commit or roll back; returns their msg ids."""
+    from broker.client.transaction_producer import TransactionProducer
+
+    producer = TransactionProducer(group, namesrv_addr, _Undecided()).start()
+    try:
+        return [producer.send_message_in_transaction(msg).msg_id for msg in messages]
     finally:
         producer.shutdown()
 

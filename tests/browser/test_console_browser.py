@@ -15,11 +15,10 @@ from playwright.sync_api import expect
 
 from broker.client import ConsumeConcurrentlyStatus, PushConsumer
 from broker.client.admin import MQAdmin
-from broker.client.transaction_producer import LocalTransactionState, TransactionProducer
 from broker.common.message import Message
 from broker.local_cluster import wait_until
 from tests.browser.stack import ADMIN_USER
-from tests.cluster import make_dead_letters, send
+from tests.cluster import make_dead_letters, send, send_pending_transactions
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -209,22 +208,10 @@ def test_05_replay_a_dead_letter_and_see_it_consumed(page, stack, shot):
         healthy.shutdown()
 
 
-class _Undecided:
-    def execute_local_transaction(self, msg, arg):
-        return LocalTransactionState.UNKNOW
-
-    def check_local_transaction(self, msg):
-        return LocalTransactionState.UNKNOW
-
-
 def test_06_commit_a_pending_transaction(page, stack, shot):
-    producer = TransactionProducer("browser-tx", stack.namesrv_addr, _Undecided()).start()
-    try:
-        msg = Message("BrowserPayments", b"pay 42")
-        msg.keys = "browser-pay"
-        msg_id = producer.send_message_in_transaction(msg).msg_id
-    finally:
-        producer.shutdown()
+    msg = Message("BrowserPayments", b"pay 42")
+    msg.keys = "browser-pay"
+    [msg_id] = send_pending_transactions(stack.namesrv_addr, "browser-tx", [msg])
     page.goto("/ops/transactions/")
     row = page.locator(f'tr[data-msg-id="{msg_id}"]')
     expect(row).to_contain_text("browser-tx")

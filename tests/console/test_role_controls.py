@@ -18,7 +18,6 @@ from django.contrib.auth.models import User
 from django.urls import Resolver404, URLPattern, URLResolver, get_resolver, resolve, reverse
 
 from broker.client import ConsumeConcurrentlyStatus, PushConsumer
-from broker.client.transaction_producer import LocalTransactionState, TransactionProducer
 from broker.common.message import Message
 from broker.common.topic_config import dlq_topic
 from broker.local_cluster import wait_until
@@ -26,7 +25,7 @@ from console.models import AuditRecord, SavedTailFilter
 from console.roles import ACTIONS, ADMIN, OPERATOR, ROLE_ORDER, VIEWER, has_role, may
 from console.services import dlq
 from tests.cluster import CLI_CLUSTER as CLUSTER
-from tests.cluster import make_dead_letters, send
+from tests.cluster import make_dead_letters, send, send_pending_transactions
 
 pytestmark = pytest.mark.django_db
 
@@ -149,14 +148,6 @@ def test_may_follows_the_role_order(db):
 
 
 # -- pages per role -------------------------------------------------------------------------------
-class _Undecided:
-    def execute_local_transaction(self, msg, arg):
-        return LocalTransactionState.UNKNOW
-
-    def check_local_transaction(self, msg):
-        return LocalTransactionState.UNKNOW
-
-
 @pytest.fixture(scope="module")
 def scene(live_cluster):
     """Something on every page that has controls: a topic with a message and an online consumer, a
@@ -179,11 +170,7 @@ def scene(live_cluster):
         dead = wait_until(
             lambda: admin.query_message_by_key(dlq_topic(DEAD_GROUP), "roles-dead-0"), what="the dead letter"
         )[0]
-        producer = TransactionProducer("roles-tx", namesrv, _Undecided()).start()
-        try:
-            producer.send_message_in_transaction(Message("RolesPayments", b"pending"))
-        finally:
-            producer.shutdown()
+        send_pending_transactions(namesrv, "roles-tx", [Message("RolesPayments", b"pending")])
         wait_until(lambda: admin.consumer_connection(GROUP).connections, what="the consumer online")
         broker_addr = admin.resolve_masters(None, CLUSTER)[0]
         yield {"message": sent.offset_msg_id, "dead": dead.msg_id, "broker": broker_addr}

@@ -7,39 +7,25 @@ import pytest
 from django.urls import reverse
 
 from broker.client.admin import NotFoundError
-from broker.client.transaction_producer import LocalTransactionState, TransactionProducer
 from broker.common.message import Message
 from broker.local_cluster import wait_until
 from console.models import AuditRecord
-from tests.cluster import send
+from tests.cluster import send, send_pending_transactions
 
 pytestmark = pytest.mark.django_db
 
 TX_TOPIC, TX_GROUP = "OpsPayments", "ops-tx-producer"
 
 
-class _Undecided:
-    """A local transaction that never decides, so the half message stays pending."""
-
-    def execute_local_transaction(self, msg, arg):
-        return LocalTransactionState.UNKNOW
-
-    def check_local_transaction(self, msg):
-        return LocalTransactionState.UNKNOW
-
-
 @pytest.fixture(scope="module")
 def half_messages(cluster):
-    producer = TransactionProducer(TX_GROUP, cluster, _Undecided()).start()
-    try:
-        ids = []
-        for key in ("pay-commit", "pay-rollback"):
-            msg = Message(TX_TOPIC, f"payment {key}".encode())
-            msg.keys, msg.tags = key, "pay"
-            ids.append(producer.send_message_in_transaction(msg).msg_id)
-        return dict(zip(("pay-commit", "pay-rollback"), ids, strict=True))
-    finally:
-        producer.shutdown()
+    keys = ("pay-commit", "pay-rollback")
+    messages = []
+    for key in keys:
+        msg = Message(TX_TOPIC, f"payment {key}".encode())
+        msg.keys, msg.tags = key, "pay"
+        messages.append(msg)
+    return dict(zip(keys, send_pending_transactions(cluster, TX_GROUP, messages), strict=True))
 
 
 def _pending(client):
