@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from broker.common.codes import LanguageCode
@@ -106,22 +107,19 @@ class ConsumerManager:
 
     def drop_connection(self, connection) -> list[str]:
         """Remove a closed connection's consumers; return the groups that lost a member."""
-        affected = []
-        for group, info in list(self.groups.items()):
-            for client_id, channel in list(info.channels.items()):
-                if channel.connection is connection:
-                    del info.channels[client_id]
-                    affected.append(group)
-            if not info.channels:
-                del self.groups[group]
-        return affected
+        return self._remove_channels(lambda channel: channel.connection is connection)
 
     def expire_idle(self, max_idle_ms: int) -> list[str]:
         limit = now_ms() - max_idle_ms
+        return self._remove_channels(lambda channel: channel.last_update_ms < limit)
+
+    def _remove_channels(self, gone: Callable[[ClientChannel], bool]) -> list[str]:
+        """Remove every consumer channel ``gone`` names, and groups left without one; return the
+        group of each removed channel (a group once per channel it lost)."""
         affected = []
         for group, info in list(self.groups.items()):
             for client_id, channel in list(info.channels.items()):
-                if channel.last_update_ms < limit:
+                if gone(channel):
                     del info.channels[client_id]
                     affected.append(group)
             if not info.channels:
