@@ -1,9 +1,10 @@
 """What a test's consumer received: listeners for the SDK's push consumers that keep the bodies,
-and a bounded wait for what the test expects among them."""
+and a bounded wait for what the test expects among them, or count each body's deliveries."""
 
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Callable
 
 from broker.client import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus
@@ -34,3 +35,17 @@ class ReceivedBodies:
         with self.changed:
             assert self.changed.wait_for(lambda: predicate(self.bodies), timeout), self.bodies
             return list(self.bodies)
+
+
+class DeliveryCounts:
+    """A concurrent listener counting each body's deliveries (``seen[body]``): a redelivered
+    message counts again."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.seen: Counter[bytes] = Counter()
+
+    def listener(self, messages, context):
+        with self.lock:
+            self.seen.update(m.body for m in messages)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS

@@ -3,7 +3,6 @@
 import asyncio
 import threading
 import time
-from collections import Counter
 
 import pytest
 
@@ -23,6 +22,7 @@ from broker.local_cluster import SMALL_STORE_CONF, free_port, start_namesrv, wai
 from broker.local_cluster import start_broker as launch_broker
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.command import create_request
+from tests.received_messages import DeliveryCounts
 
 TOPIC = "Acceptance"
 
@@ -34,18 +34,6 @@ def start_broker(namesrv, base, name, port):
         f"storePathRootDir={base / name}\nregisterBrokerIntervalMillis=1000\n{SMALL_STORE_CONF}"
     )
     return launch_broker(conf)
-
-
-class Recorder:
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.seen = Counter()
-
-    def listener(self, messages, context):
-        with self.lock:
-            for msg in messages:
-                self.seen[msg.body] += 1
-        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
 
 @pytest.fixture
@@ -94,9 +82,9 @@ def owned(consumers):
 
 def test_twenty_thousand_messages_clustering_and_broadcasting(cluster, tmp_path):
     namesrv = cluster["namesrv"].addr
-    clustering = Recorder()
+    clustering = DeliveryCounts()
     group = [make_consumer(namesrv, "cluster-group", f"c{i}", clustering) for i in range(3)]
-    broadcast = [Recorder(), Recorder()]
+    broadcast = [DeliveryCounts(), DeliveryCounts()]
     members = [
         make_consumer(
             namesrv,
@@ -156,7 +144,7 @@ def test_twenty_thousand_messages_clustering_and_broadcasting(cluster, tmp_path)
 
 def test_consumer_loss_and_broker_restart(cluster):
     namesrv = cluster["namesrv"].addr
-    recorder = Recorder()
+    recorder = DeliveryCounts()
     group = [make_consumer(namesrv, "failover-group", f"f{i}", recorder) for i in range(3)]
     assert wait_until(lambda: len(set().union(*owned(group))) == 8 and sum(map(len, owned(group))) == 8)
     producer = Producer("failover-producer", namesrv, send_timeout_ms=3000).start()
@@ -242,7 +230,7 @@ def test_reset_offset_rewinds_an_online_consumer_and_running_info(cluster):
     bodies = [b"reset-%d" % i for i in range(40)]
     for body in bodies:
         producer.send(Message(TOPIC, body))
-    recorder = Recorder()
+    recorder = DeliveryCounts()
     consumer = make_consumer(namesrv, "reset-group", "r0", recorder)
     admin, mqadmin = SyncRemotingClient(), MQAdmin(namesrv)
     try:
@@ -278,7 +266,7 @@ def test_a_reset_the_consumer_handles_late_is_not_undone_by_its_own_old_commits(
     bodies = [b"late-reset-%d" % i for i in range(40)]
     for body in bodies:
         producer.send(Message(TOPIC, body))
-    recorder = Recorder()
+    recorder = DeliveryCounts()
     consumer = make_consumer(namesrv, "late-reset-group", "lr0", recorder)
     admin, mqadmin = SyncRemotingClient(), MQAdmin(namesrv)
     release = threading.Event()

@@ -7,7 +7,6 @@ from collections import Counter
 import pytest
 
 from broker.cli import main
-from broker.client import ConsumeConcurrentlyStatus
 from broker.client.transaction_producer import LocalTransactionState, TransactionProducer
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message import Message
@@ -15,6 +14,7 @@ from broker.common.message_codec import decode_offset_msg_id
 from broker.common.sysflag import TRANSACTION_COMMIT_TYPE
 from broker.local_cluster import wait_until
 from tests.cluster import SEMANTICS, start
+from tests.received_messages import DeliveryCounts
 
 TOPIC = "TxTopic"
 CHECK_MAX = 3
@@ -56,17 +56,6 @@ class LocalTransactions:
         return answer
 
 
-class Received:
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.bodies = Counter()
-
-    def listener(self, messages, context):
-        with self.lock:
-            self.bodies.update(m.body.decode() for m in messages)
-        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
-
 def start_producer(cluster, listener, name="tx-p"):
     return TransactionProducer(
         "tx-group", cluster.namesrv_addr, listener, instance=cluster.instance(name)
@@ -84,7 +73,7 @@ def test_commit_rollback_and_checked_outcomes(cluster, capsys):
         on_execute={"commit": COMMIT, "rollback": ROLLBACK, "checked": UNKNOW, "never": UNKNOW},
         on_check={"checked": COMMIT, "never": None},
     )
-    received = Received()
+    received = DeliveryCounts()
     consumer = cluster.push_consumer("tx-consumers", TOPIC, received.listener, "tx-c")
     producer = start_producer(cluster, app)
     try:
@@ -93,19 +82,19 @@ def test_commit_rollback_and_checked_outcomes(cluster, capsys):
             for body in app.on_execute
         }
         assert {b: r.local_transaction_state for b, r in results.items()} == app.on_execute
-        assert wait_until(lambda: received.bodies["commit"] == 1 and received.bodies["checked"] == 1)
+        assert wait_until(lambda: received.seen[b"commit"] == 1 and received.seen[b"checked"] == 1)
         parked = []
         assert wait_until(
             lambda: parked.extend(read_topic(capsys, cluster, "TRANS_CHECK_MAX_TIME_TOPIC")) or parked
         )
         # Give a wrong extra delivery or check the time to happen before judging.
         assert not wait_until(
-            lambda: received.bodies.total() > 2 or app.checks["never"] > CHECK_MAX, timeout=1.5
+            lambda: received.seen.total() > 2 or app.checks["never"] > CHECK_MAX, timeout=1.5
         )
     finally:
         producer.shutdown()
         consumer.shutdown()
-    assert received.bodies == Counter({"commit": 1, "checked": 1})
+    assert received.seen == Counter({b"commit": 1, b"checked": 1})
     # "checked" may be asked again if its answer is slower than a round; the copy it names is then
     # superseded, so it is still committed once (asserted above).
     assert app.checks["checked"] >= 1 and app.checks["never"] == CHECK_MAX
@@ -115,7 +104,7 @@ def test_commit_rollback_and_checked_outcomes(cluster, capsys):
 
 def test_broker_restart_keeps_a_pending_transaction(cluster):
     app = LocalTransactions(on_execute={"pending": UNKNOW, "done": COMMIT}, on_check={"pending": UNKNOW})
-    received = Received()
+    received = DeliveryCounts()
     producer = start_producer(cluster, app)
     try:
         producer.send_message_in_transaction(Message(TOPIC, b"done"))
@@ -125,13 +114,13 @@ def test_broker_restart_keeps_a_pending_transaction(cluster):
         app.on_check["pending"] = COMMIT
         consumer = cluster.push_consumer("tx-restart", TOPIC, received.listener, "tx-rc")
         try:
-            assert wait_until(lambda: received.bodies["pending"] == 1, timeout=30)
-            assert not wait_until(lambda: received.bodies.total() > 2, timeout=1.5)
+            assert wait_until(lambda: received.seen[b"pending"] == 1, timeout=30)
+            assert not wait_until(lambda: received.seen.total() > 2, timeout=1.5)
         finally:
             consumer.shutdown()
     finally:
         producer.shutdown()
-    assert received.bodies == Counter({"done": 1, "pending": 1})
+    assert received.seen == Counter({b"done": 1, b"pending": 1})
 
 
 def test_operator_commits_a_pending_half_message_once(cluster):
