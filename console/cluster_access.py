@@ -17,7 +17,7 @@ import threading
 from django.conf import settings
 
 from broker.client import Producer
-from broker.client.admin import MQAdmin, MQAdminError
+from broker.client.admin import MQAdmin, MQClientError
 
 SESSION_KEY = "console_namesrv"
 # Short enough that an unreachable server gives a page in seconds, not a hung browser tab.
@@ -51,10 +51,10 @@ def select_namesrv(request, addr: str) -> None:
 
 
 def namesrv_of(request) -> str:
-    """The request's name server; an ``MQAdminError`` (a page saying so) when none is configured."""
+    """The request's name server; an ``MQClientError`` (a page saying so) when none is configured."""
     addr = current_namesrv(request)
     if not addr:
-        raise MQAdminError("no name server configured: set BROKER_NAMESRV")
+        raise MQClientError("no name server configured: set BROKER_NAMESRV")
     return addr
 
 

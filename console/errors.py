@@ -3,7 +3,7 @@ that says what happened and what to do, never a bare server error.
 
 Views raise and let Django answer: ``django.core.exceptions.BadRequest`` (or a
 ``SuspiciousOperation``) is 400, ``PermissionDenied`` 403, ``Http404`` 404, through the handlers
-the root URLconf names (``console.project.urls``). A cluster failure (``MQAdminError``) is answered
+the root URLconf names (``console.project.urls``). A cluster failure (``MQClientError``) is answered
 by ``ClusterErrorMiddleware`` with one mapping: 404 "Not found" when the thing asked for does not
 exist (the error names it), else 503 with the reason — a server that does not answer ("Cluster
 unavailable") or one that refused the request ("Refused by the cluster").
@@ -18,9 +18,9 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from broker.client.admin import (
-    AdminRequestError,
     BrokerUnreachableError,
-    MQAdminError,
+    MQBrokerError,
+    MQClientError,
     NameServerUnreachableError,
     NotFoundError,
 )
@@ -66,7 +66,7 @@ def server_error(request) -> HttpResponse:
     return error_page(request, 500, "Server error", "The console failed to answer this request.", hint)
 
 
-def advice_for(error: MQAdminError) -> str:
+def advice_for(error: MQClientError) -> str:
     """One sentence an operator can act on."""
     if isinstance(error, NameServerUnreachableError):
         return (
@@ -80,32 +80,32 @@ def advice_for(error: MQAdminError) -> str:
         )
     if isinstance(error, NotFoundError):
         return "Check the name; lists on the Topics and Consumers pages show what exists."
-    if isinstance(error, AdminRequestError):
+    if isinstance(error, MQBrokerError):
         return "The server refused the request; its reason is above."
     return "Check the values you entered and that the cluster is up."
 
 
-def title_for(error: MQAdminError) -> str:
+def title_for(error: MQClientError) -> str:
     if isinstance(error, NameServerUnreachableError | BrokerUnreachableError):
         return "Cluster unavailable"
     if isinstance(error, NotFoundError):
         return "Not found"
-    if isinstance(error, AdminRequestError):
+    if isinstance(error, MQBrokerError):
         return "Refused by the cluster"
     return "Cluster error"
 
 
-def status_for(error: MQAdminError) -> int:
+def status_for(error: MQClientError) -> int:
     """404 for something that does not exist; every other cluster failure is 503 with its reason."""
     return 404 if isinstance(error, NotFoundError) else 503
 
 
-def cluster_error_page(request, error: MQAdminError) -> HttpResponse:
+def cluster_error_page(request, error: MQClientError) -> HttpResponse:
     return error_page(request, status_for(error), title_for(error), str(error), advice_for(error))
 
 
 class ClusterErrorMiddleware:
-    """Answers a view's ``MQAdminError`` with ``cluster_error_page``."""
+    """Answers a view's ``MQClientError`` with ``cluster_error_page``."""
 
     def __init__(self, get_response) -> None:
         self.get_response = get_response
@@ -114,6 +114,6 @@ class ClusterErrorMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request, exception):
-        if not isinstance(exception, MQAdminError):
+        if not isinstance(exception, MQClientError):
             return None
         return cluster_error_page(request, exception)

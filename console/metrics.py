@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from broker.client.admin import AsyncMQAdmin, MQAdmin, MQAdminError, runtime_figure
+from broker.client.admin import AsyncMQAdmin, MQAdmin, MQClientError, runtime_figure
 from console.services.cluster_queries import _group_rows, _topic_rows, fan_out
 
 
@@ -79,7 +79,7 @@ class ClusterCollector:
             if not fresh:
                 try:
                     self._snapshot = self.admin.run(_collect(self.admin.core))
-                except MQAdminError as exc:
+                except MQClientError as exc:
                     self._snapshot = Snapshot(time.time(), errors=[str(exc)])
             return self._snapshot
 

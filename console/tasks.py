@@ -15,7 +15,7 @@ from celery import shared_task
 from django.db import transaction
 from django.utils import timezone
 
-from broker.client.admin import MQAdminError
+from broker.client.admin import MQClientError
 from broker.common.topic_config import dlq_topic
 from console import cluster_access, replay_audit
 from console.audit import audit_record
@@ -38,7 +38,7 @@ def _messages_of(job: ReplayJob) -> tuple[list, list[dict]]:
     for msg_id in job.message_ids:
         try:
             messages.extend(dlq.find_dead_letters(admin, job.group, [msg_id]))
-        except (ValueError, MQAdminError) as exc:
+        except (ValueError, MQClientError) as exc:
             errors.append({"msgId": msg_id, "error": str(exc)})
     return messages, errors
 

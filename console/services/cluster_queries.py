@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from broker.client.admin import (
-    AdminRequestError,
     AsyncMQAdmin,
     ConsumeProgress,
     ConsumerConnection,
     MQAdmin,
+    MQBrokerError,
     NotFoundError,
 )
 from broker.common.codes import ResponseCode
@@ -145,7 +145,7 @@ async def _group_configs(core: AsyncMQAdmin) -> dict[str, dict[str, Any]]:
 async def _connection_or_none(core: AsyncMQAdmin, group: str) -> ConsumerConnection | None:
     try:
         return await core.consumer_connection(group)
-    except AdminRequestError as exc:
+    except MQBrokerError as exc:
         if exc.code in (ResponseCode.CONSUMER_NOT_ONLINE, ResponseCode.SYSTEM_ERROR):
             return None
         raise
@@ -189,7 +189,7 @@ async def _connection_on(core: AsyncMQAdmin, group: str, targets: list[tuple[str
         return None
     try:
         return await core.consumer_connection(group, targets[0][1])
-    except AdminRequestError as exc:
+    except MQBrokerError as exc:
         if exc.code in (ResponseCode.CONSUMER_NOT_ONLINE, ResponseCode.SYSTEM_ERROR):
             return None
         raise

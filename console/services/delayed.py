@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from broker.client.admin import AdminRequestError, MQAdmin, MQAdminError
+from broker.client.admin import MQAdmin, MQBrokerError, MQClientError
 from broker.common import message_const as mc
 from broker.common.delay_levels import DEFAULT_DELAY_LEVELS, parse_delay_levels
 from broker.common.topic_config import SCHEDULE_TOPIC
@@ -79,7 +79,7 @@ def delay_status(admin: MQAdmin) -> list[BrokerDelayStatus]:
             continue
         try:
             result.append(BrokerDelayStatus(broker_name, addr, _levels_of(admin, broker_name, addr)))
-        except MQAdminError as exc:
+        except MQClientError as exc:
             result.append(BrokerDelayStatus(broker_name, addr, [], error=str(exc)))
     return result
 
@@ -102,7 +102,7 @@ def _levels_of(admin: MQAdmin, broker_name: str, addr: str) -> list[LevelStatus]
 def _max_offset(admin: MQAdmin, addr: str, queue_id: int) -> int:
     try:
         return admin.max_offset(addr, SCHEDULE_TOPIC, queue_id)
-    except AdminRequestError:
+    except MQBrokerError:
         return 0  # the level queue does not exist until a message of that level arrives
 
 

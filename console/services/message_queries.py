@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from broker.client.admin import AsyncMQAdmin, MQAdmin, MQAdminError, NotFoundError
+from broker.client.admin import AsyncMQAdmin, MQAdmin, MQClientError, NotFoundError
 from broker.common.message import MessageExt
 from broker.common.message_view import describe_message
 from console.services.cluster_queries import fan_out
@@ -124,7 +124,7 @@ async def _track_one(core: AsyncMQAdmin, message: MessageExt, broker_name: str, 
     try:
         connection = await core.consumer_connection(group)
         clients, model = [c.client_id for c in connection.connections], connection.message_model
-    except MQAdminError:  # no consumer online is answered with an error code: a state, not a failure
+    except MQClientError:  # no consumer online is answered with an error code: a state, not a failure
         clients, model = [], ""
     if model == "BROADCASTING":
         state = BROADCASTING

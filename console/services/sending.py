@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 from broker.client import Producer
-from broker.client.admin import MQAdminError, NotFoundError
+from broker.client.admin import NotFoundError
 from broker.client.errors import MQClientError
 from broker.client.producer import SendResult
 from broker.common.message import Message
@@ -24,7 +24,7 @@ def choose_queue(route, broker_name: str, queue_id: int | None) -> MessageQueue:
     if queue_id is None:
         queue_id = random.randrange(count)
     elif not 0 <= queue_id < count:
-        raise MQAdminError(f"queue {queue_id} does not exist on {broker_name} (write queues 0..{count - 1})")
+        raise MQClientError(f"queue {queue_id} does not exist on {broker_name} (write queues 0..{count - 1})")
     return MessageQueue(route.topic, broker_name, queue_id)
 
 
@@ -33,4 +33,4 @@ def send_message(producer: Producer, message: Message, queue: MessageQueue | Non
     try:
         return producer.send(message, queue)
     except MQClientError as exc:
-        raise MQAdminError(f"send failed: {exc}") from None
+        raise MQClientError(f"send failed: {exc}") from None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from broker.client.admin import MQAdmin, MQAdminError
+from broker.client.admin import MQAdmin, MQClientError
 from broker.client.trace.query import TraceEvent as RecordEvent
 from broker.client.trace.query import query_message_trace
 from broker.common import message_const as mc
@@ -76,7 +76,7 @@ def _dead_letters(admin: MQAdmin, msg_id: str, groups: set[str]) -> list[TraceEv
     for group in sorted(groups):
         try:
             found = admin.query_message_by_unique_key(dlq_topic(group), msg_id)
-        except MQAdminError:
+        except MQClientError:
             continue
         for m in found:
             events.append(

@@ -9,7 +9,7 @@ from django.http import JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from broker.client.admin import MQAdminError, NotFoundError
+from broker.client.admin import MQClientError, NotFoundError
 from console.cluster_access import admin_of, current_namesrv
 from console.forms import BrokerConfigForm
 from console.roles import VIEWER, require_permission, require_role
@@ -92,7 +92,7 @@ def broker_tps_sample(request):
             continue
         try:
             info = admin.broker_runtime_info(data.master_addr)
-        except MQAdminError as exc:
+        except MQClientError as exc:
             errors.append(str(exc))
             continue
         counters[f"{data.broker_name} put"] = int(info.get("msgPutTotalTodayNow") or 0)

@@ -4,7 +4,7 @@ form errors as text, times and numbers from forms, message rows and exports.
 
 Views raise, never render, their refusals: ``BadRequest`` for input, ``PermissionDenied`` for a role
 (``console.roles``), ``Http404`` or the admin's ``NotFoundError`` for what does not exist; a cluster
-failure is an ``MQAdminError``. ``console.errors`` turns each into its page.
+failure is an ``MQClientError``. ``console.errors`` turns each into its page.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from django.contrib import messages
 from django.core.exceptions import BadRequest
 from django.http import HttpResponse
 
-from broker.client.admin import MQAdminError, NotFoundError
+from broker.client.admin import MQClientError, NotFoundError
 from broker.common.message import MessageExt
 from broker.common.message_view import describe_message
 from console.audit import audit
@@ -36,7 +36,7 @@ def audited(action: str):
         def wrapped(request, *args, **kwargs):
             try:
                 return view(request, *args, **kwargs)
-            except (BadRequest, MQAdminError) as exc:
+            except (BadRequest, MQClientError) as exc:
                 if not getattr(request, "console_audited", False):
                     fields = {k: v for k, v in request.POST.lists() if k != "csrfmiddlewaretoken"}
                     audit(request, action, request.path, fields, AuditRecord.RESULT_FAILED, str(exc))
@@ -65,7 +65,7 @@ def run_action(
     (``console.errors``), not a redirect to a page about the missing thing."""
     try:
         result = operation()
-    except (MQAdminError, ValueError) as exc:
+    except (MQClientError, ValueError) as exc:
         audit(request, action, target, parameters, AuditRecord.RESULT_FAILED, str(exc))
         if missing_is_404 and isinstance(exc, NotFoundError):
             raise

@@ -9,7 +9,7 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from broker.client.admin import MQAdminError
+from broker.client.admin import MQClientError
 from broker.common.topic_config import DLQ_GROUP_TOPIC_PREFIX, dlq_topic, retry_topic, validate_topic
 from console import replay_audit
 from console.audit import audit
@@ -104,7 +104,7 @@ def dlq_make_readable(request, group: str):
     _check_group(group)
     try:
         changed = dlq.make_readable(admin_of(request), group)
-    except MQAdminError as exc:
+    except MQClientError as exc:
         audit(request, "dlq.make_readable", dlq_topic(group), {}, AuditRecord.RESULT_FAILED, str(exc))
         raise
     audit(

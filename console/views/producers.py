@@ -6,7 +6,7 @@ from django.core.exceptions import BadRequest
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from broker.client.admin import AdminRequestError
+from broker.client.admin import MQBrokerError
 from broker.common.codes import ResponseCode
 from console.cluster_access import admin_of
 from console.forms import ProducerQueryForm
@@ -35,7 +35,7 @@ def producer_page(request):
             context["connection"] = admin.producer_connection(
                 form.cleaned_data["group"], form.cleaned_data["topic"]
             )
-        except AdminRequestError as exc:
+        except MQBrokerError as exc:
             if exc.code != ResponseCode.SYSTEM_ERROR:  # RocketMQ: "the producer group not exist"
                 raise
             context["missing"] = exc.remark or str(exc)

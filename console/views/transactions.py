@@ -7,7 +7,7 @@ from django.core.exceptions import BadRequest
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from broker.client.admin import MQAdminError
+from broker.client.admin import MQClientError
 from broker.common.topic_config import TRANS_HALF_TOPIC
 from console.audit import audit
 from console.cluster_access import admin_of
@@ -78,7 +78,7 @@ def end_transaction(request):
     target = f"{TRANS_HALF_TOPIC}:{offset_msg_id}"
     try:
         transactions.end_transaction(admin, half, commit=action == "commit")
-    except MQAdminError as exc:
+    except MQClientError as exc:
         audit(request, "transaction.end", target, params, AuditRecord.RESULT_FAILED, str(exc))
         raise
     audit(request, "transaction.end", target, params)

@@ -22,7 +22,7 @@ from broker.client import (
     PushConsumer,
     create_reply_message,
 )
-from broker.client.admin import MQAdmin, MQAdminError
+from broker.client.admin import MQAdmin
 from broker.client.instance import MQClientInstance
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message import Message
@@ -360,7 +360,7 @@ def test_one_process_runs_a_consumer_group_once_per_client_id(cluster):
         # unregistered from the broker at once, not when the connection closes or expires.
         first.shutdown()
         assert producer.instance.loop_thread.alive
-        with MQAdmin(cluster.namesrv_addr) as admin, pytest.raises(MQAdminError):
+        with MQAdmin(cluster.namesrv_addr) as admin, pytest.raises(MQClientError):
             admin.consumer_connection("shared-group")  # no member online
         assert producer.send(Message(topic, b"after")).send_status == "SEND_OK"
     finally:

@@ -39,13 +39,7 @@ from .results import (
 )
 from .sync_admin import MQAdmin
 
-# The names the console knew the admin's errors by, from when the admin had an error tree of its
-# own: any admin failure, and a server's refusal. They are the client's one tree's classes.
-MQAdminError = MQClientError
-AdminRequestError = MQBrokerError
-
 __all__ = [
-    "AdminRequestError",
     "AsyncMQAdmin",
     "BrokerConfigState",
     "BrokerSummary",
@@ -55,7 +49,6 @@ __all__ = [
     "ConsumerConnection",
     "ConsumerGroupSummary",
     "MQAdmin",
-    "MQAdminError",
     "MQBrokerError",
     "MQClientError",
     "NameServerUnreachableError",
