@@ -9,14 +9,18 @@ from broker.common.request_headers import (
     DeleteKVConfigRequestHeader,
     DeleteTopicFromNamesrvRequestHeader,
     GetKVConfigRequestHeader,
+    GetKVConfigResponseHeader,
     GetKVListByNamespaceRequestHeader,
     GetRouteInfoRequestHeader,
     GetTopicsByClusterRequestHeader,
     PutKVConfigRequestHeader,
     QueryDataVersionRequestHeader,
+    QueryDataVersionResponseHeader,
     RegisterBrokerRequestHeader,
+    RegisterBrokerResponseHeader,
     UnRegisterBrokerRequestHeader,
     WipeWritePermOfBrokerRequestHeader,
+    WipeWritePermOfBrokerResponseHeader,
 )
 from broker.remoting import fastjson
 from broker.remoting.command import RemotingCommand, response_to
@@ -82,8 +86,8 @@ class NamesrvProcessor:
         # RocketMQ's getKVListByNamespace answers null).
         order_conf = self.kv.namespace_table(ORDER_TOPIC_NAMESPACE)
         answer = fastjson.dumps({"table": order_conf}) if order_conf is not None else b""
-        return response_to(request, ext_fields={"haServerAddr": reg.ha_server_addr, "masterAddr": master},
-                           body=answer)  # fmt: skip
+        answered = RegisterBrokerResponseHeader(reg.ha_server_addr, master)
+        return response_to(request, ext_fields=answered, body=answer)
 
     async def unregister_broker(self, conn, request: RemotingCommand) -> RemotingCommand:
         header = UnRegisterBrokerRequestHeader.from_ext_fields(request.ext_fields)
@@ -97,13 +101,15 @@ class NamesrvProcessor:
         changed = ours is None or theirs != ours
         self.routes.touch(addr)
         return response_to(
-            request, ext_fields={"changed": changed}, body=fastjson.dumps(ours) if ours else b""
+            request,
+            ext_fields=QueryDataVersionResponseHeader(changed),
+            body=fastjson.dumps(ours) if ours else b"",
         )
 
     async def wipe_write_perm(self, conn, request: RemotingCommand) -> RemotingCommand:
         header = WipeWritePermOfBrokerRequestHeader.from_ext_fields(request.ext_fields)
         count = self.routes.wipe_write_perm(header.broker_name)
-        return response_to(request, ext_fields={"wipeTopicCount": count})
+        return response_to(request, ext_fields=WipeWritePermOfBrokerResponseHeader(count))
 
     # -- routes -------------------------------------------------------------------------------
     async def get_route(self, conn, request: RemotingCommand) -> RemotingCommand:
@@ -153,7 +159,7 @@ class NamesrvProcessor:
             return response_to(
                 request, ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {namespace} Key: {key}"
             )
-        return response_to(request, ext_fields={"value": value})
+        return response_to(request, ext_fields=GetKVConfigResponseHeader(value))
 
     async def delete_kv(self, conn, request: RemotingCommand) -> RemotingCommand:
         header = DeleteKVConfigRequestHeader.from_ext_fields(request.ext_fields)

@@ -101,16 +101,19 @@ def response_to(
     request: RemotingCommand,
     code: int = ResponseCode.SUCCESS,
     remark: str | None = None,
-    ext_fields: dict | None = None,
+    ext_fields: CommandHeader | dict | None = None,
     body: bytes = b"",
 ) -> RemotingCommand:
-    """A response matching ``request`` (same opaque and serialisation)."""
+    """A response matching ``request`` (same opaque and serialisation) with a typed header's
+    fields, or with ``ext_fields`` as they are (values made text) where the broker relays a
+    header it did not write (a client's answer to a forwarded request)."""
+    fields = ext_fields.to_ext_fields() if isinstance(ext_fields, CommandHeader) else _stringify(ext_fields)
     return RemotingCommand(
         code=int(code),
         opaque=request.opaque,
         flag=RPC_TYPE_RESPONSE,
         remark=remark,
-        ext_fields=_stringify(ext_fields),
+        ext_fields=fields,
         body=body,
         serialize_type=request.serialize_type,
     )

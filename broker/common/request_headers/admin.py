@@ -73,6 +73,9 @@ class QueryTopicConsumeByWhoRequestHeader(CommandHeader):
 
 @header
 class GetBrokerConfigResponseHeader(CommandHeader):
-    """GET_BROKER_CONFIG (26): ``version`` is the DataVersion JSON."""
+    """GET_BROKER_CONFIG (26): ``version`` is the DataVersion JSON; ``pending_restart`` (a JSON
+    object of the values accepted that wait for a restart) is this broker's own addition, which
+    RocketMQ's tools ignore."""
 
     version: str
+    pending_restart: str | None = None

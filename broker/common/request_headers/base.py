@@ -219,14 +219,21 @@ def make_encoder(cls: type) -> Callable[[Any], dict[str, str]]:
     return env["encode"]
 
 
-_ENCODERS: dict[type, Callable[[Any], dict[str, str]]] = {}
-
-
 @typing.dataclass_transform(field_specifiers=(field, wire, absent, nonempty))
 def header(cls: type[H]) -> type[H]:
     """A header class: a slotted dataclass whose fields may be declared with ``wire``, ``absent``
     or ``nonempty`` (declared so, type checkers know which of those fields have defaults)."""
-    return dataclass(slots=True)(cls)
+    made = dataclass(slots=True)(cls)
+
+    def to_ext_fields(self) -> dict[str, str]:
+        # The first call writes the class's encoder and puts it in this method's place, so the
+        # send and pull answers (one per message) call it directly, without a look-up.
+        encode = make_encoder(made)
+        made.to_ext_fields = encode  # type: ignore[method-assign, assignment]
+        return encode(self)
+
+    made.to_ext_fields = to_ext_fields  # type: ignore[method-assign]
+    return made
 
 
 class CommandHeader:
@@ -235,10 +242,8 @@ class CommandHeader:
     __slots__ = ()
 
     def to_ext_fields(self) -> dict[str, str]:
-        encode = _ENCODERS.get(type(self))
-        if encode is None:
-            encode = _ENCODERS[type(self)] = make_encoder(type(self))
-        return encode(self)
+        """The header as ``extFields`` (each ``@header`` class replaces this with its encoder)."""
+        return make_encoder(type(self))(self)
 
     @classmethod
     def from_ext_fields(cls: type[H], ext_fields: Mapping[str, str] | None) -> H:

@@ -24,10 +24,11 @@ class PullMessageRequestHeader(CommandHeader):
 
 @header
 class PullMessageResponseHeader(CommandHeader):
-    suggest_which_broker_id: int
+    # In the order the broker has always written them (RocketMQ declares the broker id first).
     next_begin_offset: int
     min_offset: int
     max_offset: int
+    suggest_which_broker_id: int
 
 
 @header

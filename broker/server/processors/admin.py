@@ -15,6 +15,7 @@ from broker.common.request_headers import (
     CreateTopicRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
     DeleteTopicRequestHeader,
+    GetBrokerConfigResponseHeader,
     GetConsumerConnectionListRequestHeader,
     GetConsumerRunningInfoRequestHeader,
     GetConsumeStatsRequestHeader,
@@ -227,11 +228,11 @@ class AdminProcessor:
         """The values the running broker uses; values accepted but waiting for a restart are in
         the ``pendingRestart`` field (a JSON object), which RocketMQ's tools ignore."""
         text = format_properties(self.broker.config.as_properties())
-        ext = {"version": orjson.dumps(self.broker.topics.data_version.to_json()).decode()}
+        version = orjson.dumps(self.broker.topics.data_version.to_json()).decode()
         pending = self.broker.config_updater.pending
-        if pending:
-            ext["pendingRestart"] = orjson.dumps(pending, option=orjson.OPT_SORT_KEYS).decode()
-        return response_to(request, ext_fields=ext, body=text.encode())
+        waiting = orjson.dumps(pending, option=orjson.OPT_SORT_KEYS).decode() if pending else None
+        header = GetBrokerConfigResponseHeader(version, waiting)
+        return response_to(request, ext_fields=header, body=text.encode())
 
     async def update_config(self, conn, request: RemotingCommand) -> RemotingCommand:
         updates = parse_properties((request.body or b"").decode(errors="replace"))

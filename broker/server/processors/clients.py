@@ -13,11 +13,16 @@ from broker.common.filter import check_subscription
 from broker.common.request_headers import (
     GetConsumerListByGroupRequestHeader,
     GetEarliestMsgStoretimeRequestHeader,
+    GetEarliestMsgStoretimeResponseHeader,
     GetMaxOffsetRequestHeader,
+    GetMaxOffsetResponseHeader,
     GetMinOffsetRequestHeader,
+    GetMinOffsetResponseHeader,
     NotifyConsumerIdsChangedRequestHeader,
     QueryConsumerOffsetRequestHeader,
+    QueryConsumerOffsetResponseHeader,
     SearchOffsetRequestHeader,
+    SearchOffsetResponseHeader,
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
@@ -120,7 +125,7 @@ class OffsetProcessor:
         group, topic, queue_id = header.consumer_group, header.topic, header.queue_id
         offset = self.broker.offsets.query(group, topic, queue_id)
         if offset >= 0:
-            return response_to(request, ext_fields={"offset": offset})
+            return response_to(request, ext_fields=QueryConsumerOffsetResponseHeader(offset))
         # A group that never committed starts from 0 while the queue still holds its first message
         # and that message is recent (as RocketMQ: minOffset <= 0 && !checkInDiskByConsumeOffset);
         # otherwise QUERY_NOT_FOUND lets the client apply consumeFromWhere (LAST_OFFSET: the tail).
@@ -128,7 +133,7 @@ class OffsetProcessor:
         if store.get_min_offset_in_queue(topic, queue_id) <= 0 and not self._first_message_in_disk(
             topic, queue_id
         ):
-            return response_to(request, ext_fields={"offset": 0})
+            return response_to(request, ext_fields=QueryConsumerOffsetResponseHeader(0))
         return response_to(
             request,
             ResponseCode.QUERY_NOT_FOUND,
@@ -156,22 +161,22 @@ class OffsetProcessor:
         offset = self.broker.store.get_offset_in_queue_by_time(
             header.topic, header.queue_id, header.timestamp
         )
-        return response_to(request, ext_fields={"offset": offset})
+        return response_to(request, ext_fields=SearchOffsetResponseHeader(offset))
 
     async def max_offset(self, conn, request: RemotingCommand) -> RemotingCommand:
         header = GetMaxOffsetRequestHeader.from_ext_fields(request.ext_fields)
         offset = self.broker.store.get_max_offset_in_queue(header.topic, header.queue_id)
-        return response_to(request, ext_fields={"offset": offset})
+        return response_to(request, ext_fields=GetMaxOffsetResponseHeader(offset))
 
     async def min_offset(self, conn, request: RemotingCommand) -> RemotingCommand:
         header = GetMinOffsetRequestHeader.from_ext_fields(request.ext_fields)
         offset = self.broker.store.get_min_offset_in_queue(header.topic, header.queue_id)
-        return response_to(request, ext_fields={"offset": offset})
+        return response_to(request, ext_fields=GetMinOffsetResponseHeader(offset))
 
     async def earliest_time(self, conn, request: RemotingCommand) -> RemotingCommand:
         header = GetEarliestMsgStoretimeRequestHeader.from_ext_fields(request.ext_fields)
         timestamp = self.broker.store.get_earliest_message_time(header.topic, header.queue_id)
-        return response_to(request, ext_fields={"timestamp": timestamp})
+        return response_to(request, ext_fields=GetEarliestMsgStoretimeResponseHeader(timestamp))
 
     async def all_consumer_offsets(self, conn, request: RemotingCommand) -> RemotingCommand:
         table = {key: dict(queues) for key, queues in self.broker.offsets.table.items()}

@@ -10,7 +10,7 @@ from broker.common import topic_config as tc
 from broker.common.codes import ResponseCode
 from broker.common.filter import FilterSyntaxError, TagFilter, is_tag_type
 from broker.common.pull_sysflag import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND
-from broker.common.request_headers import PullMessageRequestHeader
+from broker.common.request_headers import PullMessageRequestHeader, PullMessageResponseHeader
 from broker.common.request_headers.base import make_decoder
 from broker.remoting.command import RemotingCommand, response_to
 from broker.remoting.connection import failure_response
@@ -75,12 +75,7 @@ class PullProcessor:
         return None  # answered later, when woken
 
     def _response(self, request, header: PullMessageRequestHeader, result, code: int) -> RemotingCommand:
-        fields = {
-            "nextBeginOffset": str(result.next_begin_offset),
-            "minOffset": str(result.min_offset),
-            "maxOffset": str(result.max_offset),
-            "suggestWhichBrokerId": "0",
-        }
+        fields = PullMessageResponseHeader(result.next_begin_offset, result.min_offset, result.max_offset, 0)
         if code == ResponseCode.SUCCESS:
             self.broker.stats.on_pulled(header.topic, header.consumer_group, result.message_count)
             return response_to(request, code, None, fields, result.body())

@@ -6,7 +6,11 @@ from typing import TYPE_CHECKING
 
 from broker.common.codes import ResponseCode
 from broker.common.message_codec import encode_message
-from broker.common.request_headers import QueryMessageRequestHeader, ViewMessageRequestHeader
+from broker.common.request_headers import (
+    QueryMessageRequestHeader,
+    QueryMessageResponseHeader,
+    ViewMessageRequestHeader,
+)
 from broker.remoting.command import RemotingCommand, response_to
 
 if TYPE_CHECKING:
@@ -24,10 +28,9 @@ class QueryProcessor:
         found = store.query_message(
             header.topic, header.key, max_num, header.begin_timestamp, header.end_timestamp
         )
-        fields = {
-            "indexLastUpdateTimestamp": store.index.last_update_timestamp(),
-            "indexLastUpdatePhyoffset": store.index.last_commitlog_offset(),
-        }
+        fields = QueryMessageResponseHeader(
+            store.index.last_update_timestamp(), store.index.last_commitlog_offset()
+        )
         if not found:
             return response_to(
                 request,

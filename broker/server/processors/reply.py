@@ -18,7 +18,11 @@ from broker.common import topic_config as tc
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message import MessageExt
 from broker.common.message_codec import properties_to_string
-from broker.common.request_headers import SendMessageRequestHeader, decode_send_request
+from broker.common.request_headers import (
+    SendMessageRequestHeader,
+    SendMessageResponseHeader,
+    decode_send_request,
+)
 from broker.remoting.command import RemotingCommand, create_request, response_to
 
 from .send import send_refusal, single_message
@@ -64,12 +68,12 @@ class ReplyProcessor:
         msg = single_message(request, header, topic, queue_id, conn)
         pushed, remark = await self._push(header, msg)
         code = ResponseCode.SUCCESS if pushed else ResponseCode.SYSTEM_ERROR
-        fields = {"queueId": queue_id, "queueOffset": 0, "msgId": ""}
+        fields = SendMessageResponseHeader("", queue_id, 0)  # msgId and queueOffset: once stored
         if self.broker.config.store_reply_message_enable:
             result = await self.broker.store.put_messages_async([msg])
             if result.append is None:
                 return response_to(request, ResponseCode.SYSTEM_ERROR, result.remark or result.status.value)
-            fields.update(msgId=result.append.msg_id, queueOffset=result.append.logics_offset)
+            fields.msg_id, fields.queue_offset = result.append.msg_id, result.append.logics_offset
         # As RocketMQ (4.9 and 5): a reply that could not be pushed is SYSTEM_ERROR with the reason,
         # stored or not; the requester may still find a stored one in the reply topic.
         return response_to(request, code, remark, fields)
