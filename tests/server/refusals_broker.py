@@ -14,6 +14,7 @@ from pathlib import Path
 from broker.common.codes import RequestCode as RC
 from broker.common.codes import ResponseCode
 from broker.common.message_codec import properties_to_string
+from broker.common.request_headers import CommandHeader
 from broker.remoting import fastjson
 from broker.remoting.command import RemotingCommand, create_request
 from tests.cluster import ONE_BROKER, Cluster, start
@@ -33,7 +34,9 @@ class RefusalBroker:
     def addr(self) -> str:
         return self.cluster.broker_addr
 
-    def invoke(self, code: int, fields: dict | None = None, body: bytes = b"") -> RemotingCommand:
+    def invoke(
+        self, code: int, fields: dict | CommandHeader | None = None, body: bytes = b""
+    ) -> RemotingCommand:
         return self.cluster.admin.invoke(self.addr, create_request(code, fields or {}, body))
 
     def create_topic(self, topic: str, queues: int = 4, perm: int = READ_WRITE) -> None:

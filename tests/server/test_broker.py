@@ -14,6 +14,7 @@ from broker.common.codes import ResponseCode
 from broker.common.message import Message
 from broker.common.message_codec import decode_messages
 from broker.common.pull_sysflag import FLAG_SUBSCRIPTION, FLAG_SUSPEND
+from broker.common.request_headers import PullMessageRequestHeader
 from broker.local_cluster import SMALL_STORE_CONF, free_port, start_namesrv, wait_until
 from broker.local_cluster import start_broker as launch_broker
 from broker.remoting import fastjson
@@ -84,21 +85,21 @@ def send(client, addr, topic, body, queue_id=0, tags=None, keys=None, v2=False, 
     return client.invoke(addr, create_request(code, header, body))
 
 
-def pull_fields(topic, queue_id, offset, group="cg", suspend_ms=0, expression="*"):
+def pull_header(topic, queue_id, offset, group="cg", suspend_ms=0, expression="*"):
     flag = FLAG_SUBSCRIPTION | (FLAG_SUSPEND if suspend_ms else 0)
-    return {
-        "consumerGroup": group,
-        "topic": topic,
-        "queueId": queue_id,
-        "queueOffset": offset,
-        "maxMsgNums": 32,
-        "sysFlag": flag,
-        "commitOffset": 0,
-        "suspendTimeoutMillis": suspend_ms,
-        "subscription": expression,
-        "subVersion": 0,
-        "expressionType": "TAG",
-    }
+    return PullMessageRequestHeader(
+        consumer_group=group,
+        topic=topic,
+        queue_id=queue_id,
+        queue_offset=offset,
+        max_msg_nums=32,
+        sys_flag=flag,
+        commit_offset=0,
+        suspend_timeout_millis=suspend_ms,
+        sub_version=0,
+        subscription=expression,
+        expression_type="TAG",
+    )
 
 
 def wait_dispatched(client, addr, topic, queue_id, count):
@@ -111,7 +112,7 @@ def wait_dispatched(client, addr, topic, queue_id, count):
 
 
 def pull(client, addr, *args, timeout_ms=5000, **kwargs):
-    return client.invoke(addr, create_request(RC.PULL_MESSAGE, pull_fields(*args, **kwargs)), timeout_ms)
+    return client.invoke(addr, create_request(RC.PULL_MESSAGE, pull_header(*args, **kwargs)), timeout_ms)
 
 
 def test_send_single_v2_and_batch_then_pull_back(cluster, client):
@@ -187,7 +188,7 @@ def test_long_polling_is_answered_by_a_later_message(cluster):
         held = asyncio.ensure_future(
             client.invoke(
                 addr,
-                create_request(RC.PULL_MESSAGE, pull_fields("LongPoll", 0, 0, suspend_ms=600_000)),
+                create_request(RC.PULL_MESSAGE, pull_header("LongPoll", 0, 0, suspend_ms=600_000)),
                 600_000,
             )
         )
@@ -462,7 +463,7 @@ def test_pipelined_pulls_wait_while_their_answers_are_not_read(cluster, client):
     for _ in range(32):
         assert send(client, addr, topic, b"s" * 16 * 1024).ok
     wait_dispatched(client, addr, topic, 0, 32)
-    one_pull = client.invoke(addr, create_request(RC.PULL_MESSAGE, pull_fields(topic, 0, 0)))
+    one_pull = client.invoke(addr, create_request(RC.PULL_MESSAGE, pull_header(topic, 0, 0)))
     per_pull = len(decode_messages(one_pull.body))
 
     def runtime() -> dict:
@@ -471,7 +472,7 @@ def test_pipelined_pulls_wait_while_their_answers_are_not_read(cluster, client):
     got_before = int(runtime()["msgGetTotalTodayNow"])
     host, port = addr.rsplit(":", 1)
     reader = socket.create_connection((host, int(port)), timeout=60)
-    requests = [create_request(RC.PULL_MESSAGE, pull_fields(topic, 0, 0)) for _ in range(pulls)]
+    requests = [create_request(RC.PULL_MESSAGE, pull_header(topic, 0, 0)) for _ in range(pulls)]
     reader.sendall(b"".join(encode_frame(request) for request in requests))
     samples = []  # (pulls served, pulls waiting) until neither changes
     for _ in range(600):

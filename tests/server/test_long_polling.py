@@ -11,6 +11,8 @@ import pytest
 
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message_codec import decode_messages, properties_to_string
+from broker.common.pull_sysflag import FLAG_SUBSCRIPTION, FLAG_SUSPEND
+from broker.common.request_headers import PullMessageRequestHeader
 from broker.local_cluster import SMALL_STORE_CONF
 from broker.remoting.command import RemotingCommand, create_request
 from broker.remoting.frame import FrameDecoder, encode_frame
@@ -124,19 +126,19 @@ def connect(broker, name: str, log: list):
 
 
 def pull_frame(offset: int, suspend_ms: int = 60_000, subscription: str = "*") -> bytes:
-    header = {
-        "consumerGroup": GROUP,
-        "topic": TOPIC,
-        "queueId": 0,
-        "queueOffset": offset,
-        "maxMsgNums": 32,
-        "sysFlag": 0x2 | 0x4,  # suspend; the subscription comes with the request
-        "commitOffset": 0,
-        "suspendTimeoutMillis": suspend_ms,
-        "subscription": subscription,
-        "subVersion": 0,
-        "expressionType": "TAG",
-    }
+    header = PullMessageRequestHeader(
+        consumer_group=GROUP,
+        topic=TOPIC,
+        queue_id=0,
+        queue_offset=offset,
+        max_msg_nums=32,
+        sys_flag=FLAG_SUSPEND | FLAG_SUBSCRIPTION,  # the subscription comes with the request
+        commit_offset=0,
+        suspend_timeout_millis=suspend_ms,
+        sub_version=0,
+        subscription=subscription,
+        expression_type="TAG",
+    )
     return encode_frame(create_request(RequestCode.PULL_MESSAGE, header))
 
 

@@ -1,11 +1,14 @@
 """Every refusal of the read path (PULL_MESSAGE, VIEW_MESSAGE_BY_ID, LOCK/UNLOCK_BATCH_MQ, client
 heartbeats) through a real broker: RocketMQ 4.9's response code and a remark saying what was wrong."""
 
+import dataclasses
+
 import pytest
 
 from broker.common.codes import RequestCode as RC
 from broker.common.codes import ResponseCode
 from broker.common.pull_sysflag import FLAG_SUBSCRIPTION
+from broker.common.request_headers import PullMessageRequestHeader
 from broker.remoting import fastjson
 from tests.server.refusals_broker import READ, WRITE, RefusalBroker, assert_refused
 
@@ -23,21 +26,20 @@ def broker(tmp_path_factory):
 
 
 def pull(broker, topic=TOPIC, group=GROUP, queue_id=0, sys_flag=FLAG_SUBSCRIPTION, **fields):
-    header = {
-        "consumerGroup": group,
-        "topic": topic,
-        "queueId": queue_id,
-        "queueOffset": 0,
-        "maxMsgNums": 32,
-        "sysFlag": sys_flag,
-        "commitOffset": 0,
-        "suspendTimeoutMillis": 0,
-        "subscription": "*",
-        "subVersion": 0,
-        "expressionType": "TAG",
-    }
-    header.update(fields)
-    return broker.invoke(RC.PULL_MESSAGE, header)
+    header = PullMessageRequestHeader(
+        consumer_group=group,
+        topic=topic,
+        queue_id=queue_id,
+        queue_offset=0,
+        max_msg_nums=32,
+        sys_flag=sys_flag,
+        commit_offset=0,
+        suspend_timeout_millis=0,
+        sub_version=0,
+        subscription="*",
+        expression_type="TAG",
+    )
+    return broker.invoke(RC.PULL_MESSAGE, dataclasses.replace(header, **fields))
 
 
 # -- PULL_MESSAGE ---------------------------------------------------------------------------------
@@ -92,7 +94,7 @@ def test_pull_without_a_subscription_from_a_group_never_heard_of(broker):
 
 
 def test_pull_with_sql92_when_the_broker_does_not_filter_by_properties(broker):
-    refused = pull(broker, expressionType="SQL92", subscription="a > 1")
+    refused = pull(broker, expression_type="SQL92", subscription="a > 1")
     assert_refused(refused, ResponseCode.SYSTEM_ERROR, "does not support consumer to filter message by SQL92")
 
 

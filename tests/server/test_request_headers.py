@@ -57,3 +57,25 @@ def test_lock_batch_bodies():
     assert rh.LockBatchResponseBody.from_json_dict({"lockOKMQSet": body.mq_set}).lock_ok_mq_set == body.mq_set
     with pytest.raises(rh.HeaderError):
         rh.UnlockBatchRequestBody.from_json_dict({"consumerGroup": "g"})
+
+
+def test_answers_keep_the_broker_s_field_order_and_leave_out_none():
+    # The send and pull answers go out once per message; their keys stay in the order the broker
+    # has always written them, and a None field (no transactionId, no masterAddr) is left out.
+    send = rh.SendMessageResponseHeader("ID", 1, 7, None, "DefaultRegion", "true")
+    assert list(send.to_ext_fields().items()) == [
+        ("msgId", "ID"), ("queueId", "1"), ("queueOffset", "7"), ("MSG_REGION", "DefaultRegion"),
+        ("TRACE_ON", "true"),
+    ]  # fmt: skip
+    pull = rh.PullMessageResponseHeader(
+        next_begin_offset=9, min_offset=0, max_offset=12, suggest_which_broker_id=0
+    )
+    assert list(pull.to_ext_fields().items()) == [
+        ("nextBeginOffset", "9"), ("minOffset", "0"), ("maxOffset", "12"), ("suggestWhichBrokerId", "0"),
+    ]  # fmt: skip
+    assert rh.RegisterBrokerResponseHeader("", None).to_ext_fields() == {"haServerAddr": ""}
+    assert rh.QueryDataVersionResponseHeader(False).to_ext_fields() == {"changed": "false"}
+    assert rh.GetBrokerConfigResponseHeader("{}").to_ext_fields() == {"version": "{}"}
+    # After its first use a class's to_ext_fields is its own generated encoder.
+    assert rh.PullMessageResponseHeader.to_ext_fields.__name__ == "encode"
+    assert rh.PullMessageResponseHeader.from_ext_fields(pull.to_ext_fields()) == pull
