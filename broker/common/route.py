@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from broker.common.hosts import HostPort, parse_host
 from broker.common.message_queue import MessageQueue
 from broker.common.topic_config import is_readable, is_writeable
 
@@ -178,4 +179,16 @@ class ClusterInfo:
         for data in self.brokers.values():
             if addr in data.broker_addrs.values():
                 return data.broker_name
+        return None
+
+    def broker_name_at(self, host: HostPort) -> str | None:
+        """The broker set one of whose members listens at ``host`` (a stored message's store host),
+        compared as (ip, port) so an IPv6 address matches with or without brackets."""
+        for data in self.brokers.values():
+            for addr in data.broker_addrs.values():
+                try:
+                    if parse_host(addr) == host:
+                        return data.broker_name
+                except ValueError:  # a registration without a port names no host to match
+                    continue
         return None

@@ -23,11 +23,6 @@ class MessageList:
     truncated: bool = False
 
 
-def _host_addr(host: tuple[str, int]) -> str:
-    ip, port = host
-    return f"{ip}:{port}"
-
-
 async def _queue_range(
     core: AsyncMQAdmin, addr: str, topic: str, queue_id: int, begin: int, end: int, limit: int
 ) -> list[MessageExt]:
@@ -76,7 +71,7 @@ def messages_by_time(
 def describe_all(admin: MQAdmin, messages: list[MessageExt]) -> list[dict]:
     """Message views with the broker name of each message's store host."""
     info = admin.cluster_info()
-    return [describe_message(m, info.broker_name_of(_host_addr(m.store_host)) or "") for m in messages]
+    return [describe_message(m, info.broker_name_at(m.store_host) or "") for m in messages]
 
 
 def messages_by_key(admin: MQAdmin, topic: str, key: str) -> MessageList:
@@ -139,7 +134,7 @@ async def _track_one(core: AsyncMQAdmin, message: MessageExt, broker_name: str, 
 
 async def _track(core: AsyncMQAdmin, message: MessageExt) -> list[GroupTrack]:
     info = await core.cluster_info()
-    broker_name = info.broker_name_of(_host_addr(message.store_host)) or ""
+    broker_name = info.broker_name_at(message.store_host) or ""
     groups = await core.topic_consumed_by(message.topic)
     results = await fan_out([_track_one(core, message, broker_name, g) for g in groups])
     return [
