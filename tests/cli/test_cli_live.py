@@ -22,7 +22,6 @@ from broker.cli import main
 from broker.client.admin import MQAdmin
 from broker.client.producer import Producer
 from broker.client.pull_consumer import LitePullConsumer
-from broker.common.message import Message
 from tests.cluster import CLI, cluster_fixture
 from tests.cluster import CLI_CLUSTER as CLUSTER
 
@@ -217,7 +216,8 @@ def test_producer_connection_lists_a_live_producer(cluster, capsys, topic):
     n = cluster.namesrv_addr
     producer = Producer("CliLiveProducers", n).start()
     try:
-        producer.send(Message(topic=TOPIC, body=b"from a live producer"))
+        # The topic's route, as a send would fetch it, without a message the other tests would count.
+        producer.instance.run(producer.instance.route(TOPIC, refresh=True))
         # The SDK's first periodic heartbeat comes 30 s after start; send one now.
         producer.instance.run(producer.instance.send_heartbeats())
 
@@ -283,14 +283,18 @@ def test_broker_status_and_config(cluster, capsys, sent):
     assert "maxMessageSize" in ok(capsys, "getBrokerConfig", "-n", cluster.namesrv_addr, "-c", CLUSTER)
 
 
-def test_delete_group_and_topic(cluster, capsys, topic):
-    n = cluster.namesrv_addr
-    out = ok(capsys, "deleteSubGroup", "-n", n, "-c", CLUSTER, "-g", GROUP)
+def test_delete_group_and_topic(cluster, capsys):
+    # A group and topic of its own: deleting the module's would take them from the tests after it.
+    n, group, topic = cluster.namesrv_addr, "CliLiveDoomedGroup", "CliLiveDoomedTopic"
+    quiet("updateSubGroup", "-n", n, "-c", CLUSTER, "-g", group)
+    quiet("updateTopic", "-n", n, "-c", CLUSTER, "-t", topic, "-r", "1", "-w", "1")
+    eventually(lambda: len(quiet_json("topicRoute", "-n", n, "-t", topic)["queue_datas"]) == 2)
+    out = ok(capsys, "deleteSubGroup", "-n", n, "-c", CLUSTER, "-g", group)
     assert out.count("delete subscription group") == 2
-    out = ok(capsys, "deleteTopic", "-n", n, "-c", CLUSTER, "-t", TOPIC)
+    out = ok(capsys, "deleteTopic", "-n", n, "-c", CLUSTER, "-t", topic)
     assert "from NameServer success" in out
-    assert TOPIC not in ok_json(capsys, "topicList", "-n", n)["topics"]
-    code, _, err = mqadmin(capsys, "topicRoute", "-n", n, "-t", TOPIC)
+    assert topic not in ok_json(capsys, "topicList", "-n", n)["topics"]
+    code, _, err = mqadmin(capsys, "topicRoute", "-n", n, "-t", topic)
     assert code == 1 and "no route" in err
 
 

@@ -19,6 +19,7 @@ from broker.remoting.command import create_request
 from tests.cli.fake_server import FakeServer, ok
 
 TOPIC = "RealNsTopic"
+DOOMED = "RealNsDoomed"  # deleted by a test; the others keep TOPIC whatever the order
 
 
 def register(client: SyncRemotingClient, namesrv: str, name: str, addr: str, topics: dict[str, int]) -> None:
@@ -45,7 +46,7 @@ def setup():
     # The name server forgets a broker whose connection closes, so this client stays open.
     client = SyncRemotingClient()
     for name, srv in brokers.items():
-        register(client, namesrv.addr, name, srv.addr, {TOPIC: 2 if name == "broker-a" else 3})
+        register(client, namesrv.addr, name, srv.addr, {TOPIC: 2 if name == "broker-a" else 3, DOOMED: 1})
         srv.on(RC.GET_BROKER_RUNTIME_INFO, lambda ext, body: ok('{"table":{"brokerVersionDesc":"V4_9_4"}}'))
         srv.on(RC.DELETE_TOPIC_IN_BROKER, lambda ext, body: ok())
     yield namesrv, brokers
@@ -85,8 +86,8 @@ def test_topic_list_and_route_from_the_real_name_server(setup, capsys):
 
 def test_delete_topic_reaches_brokers_and_the_real_name_server(setup, capsys):
     namesrv, brokers = setup
-    data = run_json(capsys, "deleteTopic", "-n", namesrv.addr, "-t", TOPIC, "-c", "RealCluster")
+    data = run_json(capsys, "deleteTopic", "-n", namesrv.addr, "-t", DOOMED, "-c", "RealCluster")
     assert sorted(data["brokers"]) == sorted(srv.addr for srv in brokers.values())
-    assert TOPIC not in run_json(capsys, "topicList", "-n", namesrv.addr)["topics"]
-    assert main(["topicRoute", "-n", namesrv.addr, "-t", TOPIC]) == 1
+    assert DOOMED not in run_json(capsys, "topicList", "-n", namesrv.addr)["topics"]
+    assert main(["topicRoute", "-n", namesrv.addr, "-t", DOOMED]) == 1
     assert "no route for topic" in capsys.readouterr().err
