@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import TypeVar
 
 import orjson
 
@@ -20,6 +21,7 @@ from broker.common.request_headers import (
     GetMaxOffsetRequestHeader,
     GetMaxOffsetResponseHeader,
     GetRouteInfoRequestHeader,
+    HeaderError,
     LockBatchRequestBody,
     LockBatchResponseBody,
     PullMessageRequestHeader,
@@ -39,7 +41,9 @@ from broker.remoting import fastjson
 from broker.remoting.client import RemotingClient
 from broker.remoting.command import RemotingCommand, create_request
 
-from .errors import MQBrokerError
+from .errors import MQBrokerError, MQClientError
+
+H = TypeVar("H", bound=CommandHeader)
 
 _PULL_ANSWERS = (
     ResponseCode.SUCCESS,
@@ -55,6 +59,23 @@ def _checked(response: RemotingCommand, addr: str, allowed: tuple[int, ...] = (R
     if response.code not in allowed:
         raise MQBrokerError(response.code, response.remark, addr)
     return response
+
+
+def answer_header(cls: type[H], response: RemotingCommand, server: str) -> H:
+    """The header of a server's answer as a ``cls``. An answer lacking a field the server must
+    send, or carrying a number that does not parse, raises ``MQClientError`` naming ``server``
+    ("broker 10.0.0.1:10911", or the address alone) and the field, not a bare ``HeaderError``
+    whose text speaks of a request."""
+    try:
+        return cls.from_ext_fields(response.ext_fields)
+    except HeaderError as exc:
+        if exc.field is None:
+            raise MQClientError(f"{server} sent an unreadable answer ({exc})") from None
+        if exc.value:
+            detail = f"with the header field {exc.field!r}={exc.value!r}, which is not a number"
+        else:
+            detail = f"without the header field {exc.field!r}"
+        raise MQClientError(f"{server} answered {detail}") from None
 
 
 def send_fields(header: SendMessageRequestHeader) -> dict[str, str]:
@@ -133,7 +154,7 @@ class ClientAPI:
         """Any request: ``code`` with a typed ``header`` and a ``body``, answered within
         ``timeout_ms``. A response whose code is not in ``allowed`` raises ``MQBrokerError`` (its
         code, remark and ``addr``), the one check every request of the SDK and the admin goes
-        through; the caller reads a typed response header with ``X.from_ext_fields(r.ext_fields)``."""
+        through; the caller reads a typed response header with ``answer_header(X, r, addr)``."""
         fields = header.to_ext_fields() if header is not None else None
         request = create_request(code, fields, body or b"")
         return _checked(await self.remoting.invoke(addr, request, timeout_ms), addr, allowed)
@@ -233,7 +254,7 @@ class ClientAPI:
         )
         if response.code == ResponseCode.QUERY_NOT_FOUND:
             return -1
-        offset = QueryConsumerOffsetResponseHeader.from_ext_fields(response.ext_fields).offset
+        offset = answer_header(QueryConsumerOffsetResponseHeader, response, addr).offset
         return -1 if offset is None else offset
 
     async def update_offset(self, addr: str, group: str, topic: str, queue_id: int, offset: int) -> None:
@@ -243,13 +264,13 @@ class ClientAPI:
     async def max_offset(self, addr: str, topic: str, queue_id: int) -> int:
         """GET_MAX_OFFSET: the queue's next offset to be written."""
         response = await self.invoke(addr, RC.GET_MAX_OFFSET, GetMaxOffsetRequestHeader(topic, queue_id))
-        return GetMaxOffsetResponseHeader.from_ext_fields(response.ext_fields).offset
+        return answer_header(GetMaxOffsetResponseHeader, response, addr).offset
 
     async def search_offset(self, addr: str, topic: str, queue_id: int, timestamp: int) -> int:
         """SEARCH_OFFSET_BY_TIMESTAMP: the queue's first offset stored at or after ``timestamp``."""
         header = SearchOffsetRequestHeader(topic, queue_id, timestamp)
         response = await self.invoke(addr, RC.SEARCH_OFFSET_BY_TIMESTAMP, header)
-        return SearchOffsetResponseHeader.from_ext_fields(response.ext_fields).offset
+        return answer_header(SearchOffsetResponseHeader, response, addr).offset
 
     async def send_back(
         self, addr: str, header: ConsumerSendMsgBackRequestHeader, timeout_ms: int = 3000

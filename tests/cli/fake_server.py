@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from broker.common.message import MessageExt
 from broker.common.message_codec import encode_message
+from broker.common.request_headers import GetBrokerConfigResponseHeader, PullMessageResponseHeader
 
 Answer = tuple[int, dict[str, object], bytes | None, str | None]
 Handler = Callable[[dict[str, str], bytes | None], Answer]
@@ -114,6 +115,24 @@ def ok(body: bytes | str | None = None, **ext: object) -> Answer:
 
 def error(code: int, remark: str) -> Answer:
     return code, {}, None, remark
+
+
+def pulled(
+    body: bytes | None, next_begin_offset: int, min_offset: int, max_offset: int, code: int = 0
+) -> Answer:
+    """A PULL_MESSAGE answer with every field RocketMQ's brokers send (suggestWhichBrokerId too:
+    0, read from the master again)."""
+    header = PullMessageResponseHeader(next_begin_offset, min_offset, max_offset, suggest_which_broker_id=0)
+    return code, dict(header.to_ext_fields()), body, None
+
+
+def broker_config(properties: dict[str, str], pending_restart: str | None = None) -> Answer:
+    """A GET_BROKER_CONFIG answer: the properties, and the topic table's DataVersion in ``version``
+    as every broker sends it."""
+    version = '{"counter":1,"timestamp":1700000000000}'
+    header = GetBrokerConfigResponseHeader(version, pending_restart)
+    text = "".join(f"{k}={v}\n" for k, v in properties.items())
+    return 0, dict(header.to_ext_fields()), text.encode(), None
 
 
 def encode_stored_message(

@@ -13,7 +13,7 @@ import pytest
 from broker.cli import main
 from broker.client.admin import AsyncMQAdmin, NotFoundError
 from broker.common.codes import RequestCode as RC
-from tests.cli.fake_server import FakeServer, encode_stored_message, error, ok
+from tests.cli.fake_server import FakeServer, broker_config, encode_stored_message, error, ok, pulled
 
 TOPIC = "OrderTopic"
 GROUP = "OrderGroup"
@@ -324,7 +324,7 @@ def test_broker_status_and_config(servers, capsys):
     srv = brokers["broker-a"]
     runtime = '{"table":{"putTps":"1.0","msgPutTotalTodayNow":"7"}}'
     srv.on(RC.GET_BROKER_RUNTIME_INFO, lambda ext, body: ok(runtime))
-    srv.on(RC.GET_BROKER_CONFIG, lambda ext, body: ok("".join(f"{k}={v}\n" for k, v in config.items())))
+    srv.on(RC.GET_BROKER_CONFIG, lambda ext, body: broker_config(config))
 
     def update(ext, body):
         key, _, value = body.decode().strip().partition("=")
@@ -485,9 +485,7 @@ def test_consume_message_pulls_each_queue_without_committing(servers, capsys):
 
     def pull(ext, body):
         start = int(ext["queueOffset"])
-        return ok(
-            b"".join(stored[start : start + 2]), nextBeginOffset=min(start + 2, 3), minOffset=0, maxOffset=3
-        )
+        return pulled(b"".join(stored[start : start + 2]), min(start + 2, 3), 0, 3)
 
     srv.on(RC.PULL_MESSAGE, pull)
     data = json.loads(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from broker.client.client_api import answer_header
 from broker.client.errors import MQBrokerError, MQClientError, NotFoundError
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.request_headers import (
@@ -15,11 +16,15 @@ from broker.common.request_headers import (
     GetConsumerRunningInfoRequestHeader,
     GetConsumeStatsRequestHeader,
     GetMaxOffsetRequestHeader,
+    GetMaxOffsetResponseHeader,
     GetMinOffsetRequestHeader,
+    GetMinOffsetResponseHeader,
     GetProducerConnectionListRequestHeader,
     QueryConsumerOffsetRequestHeader,
+    QueryConsumerOffsetResponseHeader,
     ResetOffsetRequestHeader,
     SearchOffsetRequestHeader,
+    SearchOffsetResponseHeader,
     UpdateConsumerOffsetRequestHeader,
 )
 from broker.common.topic_config import RETRY_GROUP_TOPIC_PREFIX
@@ -209,7 +214,7 @@ class GroupRequests(AdminCore):
     async def search_offset(self, addr: str, topic: str, queue_id: int, timestamp: int) -> int:
         header = SearchOffsetRequestHeader(topic, queue_id, timestamp)
         response = await self._request(addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header)
-        return as_int(response.ext_fields.get("offset"))
+        return answer_header(SearchOffsetResponseHeader, response, f"{BROKER} {addr}").offset
 
     async def update_consumer_offset(
         self, addr: str, group: str, topic: str, queue_id: int, offset: int
@@ -220,22 +225,24 @@ class GroupRequests(AdminCore):
     async def min_offset(self, addr: str, topic: str, queue_id: int) -> int:
         header = GetMinOffsetRequestHeader(topic, queue_id)
         response = await self._request(addr, RequestCode.GET_MIN_OFFSET, header)
-        return as_int(response.ext_fields.get("offset"))
+        return answer_header(GetMinOffsetResponseHeader, response, f"{BROKER} {addr}").offset
 
     async def max_offset(self, addr: str, topic: str, queue_id: int) -> int:
         header = GetMaxOffsetRequestHeader(topic, queue_id)
         response = await self._request(addr, RequestCode.GET_MAX_OFFSET, header)
-        return as_int(response.ext_fields.get("offset"))
+        return answer_header(GetMaxOffsetResponseHeader, response, f"{BROKER} {addr}").offset
 
     async def query_consumer_offset(self, addr: str, group: str, topic: str, queue_id: int) -> int:
-        """The group's committed offset of one queue, or -1 when it has none."""
+        """The group's committed offset of one queue, or -1 when it has none (QUERY_NOT_FOUND, or,
+        as the SDK reads it, SUCCESS without an offset)."""
         header = QueryConsumerOffsetRequestHeader(group, topic, queue_id)
         response = await self._request_unless(
             addr, RequestCode.QUERY_CONSUMER_OFFSET, header, (ResponseCode.QUERY_NOT_FOUND,)
         )
         if response is None:
             return -1
-        return as_int(response.ext_fields.get("offset"))
+        offset = answer_header(QueryConsumerOffsetResponseHeader, response, f"{BROKER} {addr}").offset
+        return -1 if offset is None else offset
 
 
 def _subscription_group_config(group: str, options: dict[str, Any]) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+from broker.client.client_api import answer_header
 from broker.client.errors import MQBrokerError, NotFoundError
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.hosts import format_host
@@ -15,6 +16,7 @@ from broker.common.request_headers import (
     ConsumeMessageDirectlyResultRequestHeader,
     EndTransactionRequestHeader,
     PullMessageRequestHeader,
+    PullMessageResponseHeader,
     QueryMessageRequestHeader,
     ViewMessageRequestHeader,
 )
@@ -142,12 +144,13 @@ class MessageRequests(AdminCore):
         )
         response = await self._request(addr, RequestCode.PULL_MESSAGE, header, allowed=tuple(_PULL_STATUS))
         status = _PULL_STATUS[response.code]
-        ext = response.ext_fields
+        # Every pull answer carries the offsets (RocketMQ's brokers, ours, FOUND or not).
+        answer = answer_header(PullMessageResponseHeader, response, f"{BROKER} {addr}")
         return PullResult(
             status=status,
-            next_begin_offset=as_int(ext.get("nextBeginOffset")),
-            min_offset=as_int(ext.get("minOffset")),
-            max_offset=as_int(ext.get("maxOffset")),
+            next_begin_offset=answer.next_begin_offset,
+            min_offset=answer.min_offset,
+            max_offset=answer.max_offset,
             messages=messages_of(response.body) if status == "FOUND" else [],
         )
 

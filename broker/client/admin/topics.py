@@ -7,6 +7,7 @@ import json
 import time
 from typing import Any
 
+from broker.client.client_api import answer_header
 from broker.client.errors import MQClientError
 from broker.common.codes import RequestCode
 from broker.common.conf_file import format_properties, parse_properties
@@ -14,12 +15,13 @@ from broker.common.request_headers import (
     CreateTopicRequestHeader,
     DeleteTopicFromNamesrvRequestHeader,
     DeleteTopicRequestHeader,
+    GetBrokerConfigResponseHeader,
     GetTopicStatsInfoRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
 )
 from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC, validate_topic
 
-from .core import NAME_SERVER, AdminCore, known_cluster
+from .core import BROKER, NAME_SERVER, AdminCore, known_cluster
 from .parse import as_int, mq_table, runtime_figure
 from .results import BrokerConfigState, BrokerSummary, QueueOffsetStatus, TopicStatus
 
@@ -84,11 +86,17 @@ class ClusterRequests(AdminCore):
         """The values the broker runs with and those it accepted that wait for its restart
         (the ``pendingRestart`` field of GET_BROKER_CONFIG; none from brokers that send none)."""
         response = await self._request(addr, RequestCode.GET_BROKER_CONFIG)
+        server = f"{BROKER} {addr}"
+        answer = answer_header(GetBrokerConfigResponseHeader, response, server)
         try:
-            pending = json.loads(response.ext_fields.get("pendingRestart") or "{}")
+            pending = json.loads(answer.pending_restart or "{}")
         except ValueError:
-            pending = {}
-        pending = {str(k): str(v) for k, v in pending.items()} if isinstance(pending, dict) else {}
+            pending = None
+        if not isinstance(pending, dict):
+            raise MQClientError(
+                f"{server} answered with a header field 'pendingRestart' that is no JSON object"
+            )
+        pending = {str(k): str(v) for k, v in pending.items()}
         values = parse_properties((response.body or b"").decode("utf-8", errors="replace"))
         return BrokerConfigState(dict(sorted(values.items())), pending)
 

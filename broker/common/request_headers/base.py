@@ -34,7 +34,15 @@ _MISSING: Any = dataclasses.MISSING
 
 
 class HeaderError(ValueError):
-    """A header that cannot be decoded: a required field missing or a number malformed."""
+    """A header that cannot be decoded: a required field missing or a number malformed.
+
+    ``field`` is the field's wire name and ``value`` its text (None or empty when missing), so a
+    client reading a server's answer can word its own message (the text speaks of a request)."""
+
+    def __init__(self, message: str, field: str | None = None, value: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+        self.value = value
 
 
 def wire(name: str, *, default: Any = _MISSING, absent: Any = _MISSING) -> Any:
@@ -146,7 +154,7 @@ def _decode_lines(i: int, spec: _FieldSpec, name: str, env: dict[str, Any]) -> l
         indent = "        "
     else:
         lines.append(f"    if {'not raw' if spec.kind is int or spec.nonempty else 'raw is None'}:")
-        lines.append(f"        raise HeaderError({lacks!r})")
+        lines.append(f"        raise HeaderError({lacks!r}, {name!r}, raw)")
         indent = "    "
     if spec.kind is str:
         lines.append(f"{indent}{out} = raw")
@@ -156,11 +164,12 @@ def _decode_lines(i: int, spec: _FieldSpec, name: str, env: dict[str, Any]) -> l
         lines.append(f'{indent}{out} = raw == "true" or (raw != "false" and raw.lower() == "true")')
     else:
         bad = f"the request header field {name!r}="
+        error = f"HeaderError({bad!r} + repr(raw) + ' is not a number', {name!r}, raw)"
         lines += [
             f"{indent}try:",
             f"{indent}    {out} = int(raw)",
             f"{indent}except ValueError:",
-            f"{indent}    raise HeaderError({bad!r} + repr(raw) + ' is not a number') from None",
+            f"{indent}    raise {error} from None",
         ]
     return lines
 
