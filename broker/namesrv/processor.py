@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from broker.common.codes import RequestCode, ResponseCode
+from broker.common.crc import crc32
 from broker.common.request_headers import (
     DeleteKVConfigRequestHeader,
     DeleteTopicFromNamesrvRequestHeader,
@@ -27,7 +28,7 @@ from broker.remoting.command import RemotingCommand, response_to
 from broker.remoting.server import RemotingServer
 
 from .kv_config import ORDER_TOPIC_NAMESPACE, KVConfigManager
-from .register_body import RegisterBodyError, body_crc32, decode_register_body
+from .register_body import RegisterBodyError, decode_register_body
 from .route_info import Registration, RouteInfoManager
 
 log = logging.getLogger(__name__)
@@ -62,10 +63,11 @@ class NamesrvProcessor:
     # -- brokers ------------------------------------------------------------------------------
     async def register_broker(self, conn, request: RemotingCommand) -> RemotingCommand:
         header = RegisterBrokerRequestHeader.from_ext_fields(request.ext_fields)
+        # As RocketMQ's name server: a bodyCrc32 of 0 (or none, older brokers) is not checked.
         expected_crc = header.body_crc32
-        if expected_crc and body_crc32(request.body) != expected_crc:
+        if expected_crc and crc32(request.body) != expected_crc:
             return response_to(request, ResponseCode.SYSTEM_ERROR,
-                               f"crc32 not match: the body's is {body_crc32(request.body)}, the header says "
+                               f"crc32 not match: the body's is {crc32(request.body)}, the header says "
                                f"{expected_crc}")  # fmt: skip
         try:
             body = decode_register_body(request.body, header.compressed)

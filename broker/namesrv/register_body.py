@@ -4,7 +4,7 @@ A broker with ``compressedRegister=true`` sends a zlib stream instead of JSON: a
 length before each part — the DataVersion JSON, then the topic count and one line per topic
 (``name readQueueNums writeQueueNums perm topicFilterType [attributes JSON]``, space separated),
 then the filter-server list as JSON. ``bodyCrc32``, when a broker sends it, is the CRC32 of the
-body as sent (masked to 31 bits, as RocketMQ's ``UtilAll.crc32``).
+body as sent (``broker.common.crc.crc32``, RocketMQ's ``UtilAll.crc32``).
 """
 
 from __future__ import annotations
@@ -29,10 +29,6 @@ class RegisterBody:
     topic_configs: dict[str, dict] = field(default_factory=dict)
     data_version: dict = field(default_factory=dict)
     filter_servers: list[str] = field(default_factory=list)
-
-
-def body_crc32(body: bytes) -> int:
-    return zlib.crc32(body) & 0x7FFFFFFF
 
 
 def decode_register_body(body: bytes, compressed: bool) -> RegisterBody:

@@ -7,6 +7,8 @@ import logging
 from typing import TYPE_CHECKING
 
 from broker.common.codes import RequestCode
+from broker.common.crc import crc32
+from broker.common.request_headers import RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader
 from broker.remoting import fastjson
 from broker.remoting.client import RemotingClient
 from broker.remoting.command import create_request
@@ -25,16 +27,19 @@ class NamesrvRegistration:
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
 
-    def _header(self) -> dict:
+    def _header(self, body: bytes) -> RegisterBrokerRequestHeader:
+        """As RocketMQ's broker fills it: the body's CRC32 in ``bodyCrc32``, which the name
+        server checks (a body altered on the way is refused, not registered)."""
         config = self.broker.config
-        return {
-            "brokerName": config.broker_name,
-            "brokerAddr": config.broker_addr,
-            "clusterName": config.broker_cluster_name,
-            "haServerAddr": "",
-            "brokerId": config.broker_id,
-            "compressed": False,
-        }
+        return RegisterBrokerRequestHeader(
+            broker_name=config.broker_name,
+            broker_addr=config.broker_addr,
+            cluster_name=config.broker_cluster_name,
+            ha_server_addr="",
+            broker_id=config.broker_id,
+            compressed=False,
+            body_crc32=crc32(body),
+        )
 
     async def register_all(self) -> bool:
         """Register with every name server; False when any of them could not be reached."""
@@ -42,10 +47,11 @@ class NamesrvRegistration:
         body = fastjson.dumps(
             {"topicConfigSerializeWrapper": self.broker.topics.serialize_wrapper(), "filterServerList": []}
         )
+        header = self._header(body)
         for addr in self.broker.config.namesrv_addrs:
             try:
                 response = await self.client.invoke(
-                    addr, create_request(RequestCode.REGISTER_BROKER, self._header(), body)
+                    addr, create_request(RequestCode.REGISTER_BROKER, header, body)
                 )
                 if not response.ok:
                     log.warning("name server %s refused the registration: %s", addr, response.remark)
@@ -75,9 +81,13 @@ class NamesrvRegistration:
     async def stop(self) -> None:
         if self._task:
             self._task.cancel()
-        header = self._header()
-        header.pop("haServerAddr")
-        header.pop("compressed")
+        config = self.broker.config
+        header = UnRegisterBrokerRequestHeader(
+            broker_name=config.broker_name,
+            broker_addr=config.broker_addr,
+            cluster_name=config.broker_cluster_name,
+            broker_id=config.broker_id,
+        )
         for addr in self.broker.config.namesrv_addrs:
             try:
                 await self.client.invoke(addr, create_request(RequestCode.UNREGISTER_BROKER, header), 2000)

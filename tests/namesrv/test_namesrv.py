@@ -3,6 +3,7 @@
 import struct
 import time
 import zlib
+from types import SimpleNamespace
 
 import orjson
 import pytest
@@ -11,6 +12,8 @@ from broker.common.codes import RequestCode, ResponseCode
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.command import create_request
 from broker.remoting.fastjson import loads as fastjson_loads
+from broker.server.registration import NamesrvRegistration
+from tests.cli.fake_server import FakeServer, ok
 from tests.cluster import namesrv_fixture
 
 namesrv = namesrv_fixture(
@@ -200,3 +203,46 @@ def test_bad_compressed_registrations_are_refused_and_register_nothing(namesrv, 
     assert refused.code == ResponseCode.SYSTEM_ERROR and "non-numeric" in refused.remark
     assert route(client, namesrv.addr, "zipped").code == ResponseCode.TOPIC_NOT_EXIST
     assert register(client, namesrv.addr, "broker-a", "127.0.0.1:20911", ["still-serving"]).ok
+
+
+def stub_broker(namesrv_addr: str, topics: list[str]) -> SimpleNamespace:
+    """What NamesrvRegistration reads of a broker: its config and its topic table."""
+    config = SimpleNamespace(broker_name="broker-r", broker_addr="127.0.0.1:20931", broker_cluster_name="cr",
+                             broker_id=0, namesrv_addrs=[namesrv_addr])  # fmt: skip
+    table = {t: {"topicName": t, "readQueueNums": 4, "writeQueueNums": 4, "perm": 6} for t in topics}
+    wrapper = {"topicConfigTable": table, "dataVersion": {"timestamp": 1, "counter": 1}}
+    return SimpleNamespace(config=config, topics=SimpleNamespace(serialize_wrapper=lambda: wrapper))
+
+
+async def test_the_broker_sends_its_body_crc_and_an_altered_body_is_refused(namesrv, client):
+    # What the broker sends, caught by a scripted server, then replayed to the real name server.
+    catcher = FakeServer()
+    catcher.on(RequestCode.REGISTER_BROKER, lambda ext, body: ok())
+    catcher.on(RequestCode.UNREGISTER_BROKER, lambda ext, body: ok())
+    registration = NamesrvRegistration(stub_broker(catcher.addr, ["crc-checked"]))
+    try:
+        assert await registration.register_all()
+        await registration.stop()
+    finally:
+        catcher.close()
+    sent, gone = catcher.received
+    assert (sent.code, gone.code) == (RequestCode.REGISTER_BROKER, RequestCode.UNREGISTER_BROKER)
+    assert gone.ext_fields == {"brokerName": "broker-r", "brokerAddr": "127.0.0.1:20931", "clusterName": "cr",
+                               "brokerId": "0"}  # fmt: skip
+    assert sent.ext_fields == {"brokerName": "broker-r", "brokerAddr": "127.0.0.1:20931", "clusterName": "cr",
+                               "haServerAddr": "", "brokerId": "0", "compressed": "false",
+                               "bodyCrc32": str(zlib.crc32(sent.body) & 0x7FFFFFFF)}  # fmt: skip
+    altered = sent.body.replace(b'"readQueueNums":4', b'"readQueueNums":5')
+    assert altered != sent.body
+    refused = client.invoke(
+        namesrv.addr, create_request(RequestCode.REGISTER_BROKER, sent.ext_fields, altered)
+    )
+    assert refused.code == ResponseCode.SYSTEM_ERROR and refused.remark.startswith("crc32 not match")
+    assert route(client, namesrv.addr, "crc-checked").code == ResponseCode.TOPIC_NOT_EXIST
+    intact = client.invoke(
+        namesrv.addr, create_request(RequestCode.REGISTER_BROKER, sent.ext_fields, sent.body)
+    )
+    assert intact.ok and route(client, namesrv.addr, "crc-checked").ok
+    # Older brokers send no bodyCrc32 (the register() helper above): nothing is checked.
+    unchecked = {k: v for k, v in sent.ext_fields.items() if k != "bodyCrc32"}
+    assert client.invoke(namesrv.addr, create_request(RequestCode.REGISTER_BROKER, unchecked, altered)).ok
