@@ -239,6 +239,45 @@ def test_offsets_commit_query_search_and_reset(cluster, client):
     assert client.invoke(addr, create_request(RC.QUERY_CONSUMER_OFFSET, query)).field("offset") == "0"
 
 
+def test_a_reset_is_pushed_to_each_online_consumer_with_its_header(cluster, client):
+    _, brokers = cluster
+    addr = brokers["broker-a"].addr
+    assert send(client, addr, "ResetPushed", b"x", queue_id=0).ok
+    member = {"groupName": "reset-group", "consumeType": "CONSUME_PASSIVELY", "messageModel": "CLUSTERING",
+              "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET", "unitMode": False,
+              "subscriptionDataSet": [{"topic": "ResetPushed", "subString": "*", "tagsSet": [], "codeSet": [],
+                                       "subVersion": 1, "expressionType": "TAG"}]}  # fmt: skip
+    heartbeat = orjson.dumps({"clientID": "reset-client", "producerDataSet": [], "consumerDataSet": [member]})
+
+    async def scenario():
+        consumer = RemotingClient()
+        pushed: asyncio.Future = asyncio.get_running_loop().create_future()
+
+        async def on_reset(conn, request):
+            if not pushed.done():
+                pushed.set_result(request)
+            return response_to(request)
+
+        consumer.register_processor(RC.RESET_CONSUMER_CLIENT_OFFSET, on_reset)
+        assert (await consumer.invoke(addr, create_request(RC.HEART_BEAT, body=heartbeat))).ok
+        reset = {"topic": "ResetPushed", "group": "reset-group", "timestamp": 0, "isForce": False}
+        answer = await consumer.invoke(addr, create_request(RC.INVOKE_BROKER_TO_RESET_OFFSET, reset))
+        request = await asyncio.wait_for(pushed, 10)
+        await consumer.close()
+        return answer, request
+
+    answer, request = asyncio.run(scenario())
+    assert answer.ok
+    # As RocketMQ's broker sends it: the admin's header, isForce included, and the new offsets.
+    assert request.ext_fields == {
+        "topic": "ResetPushed",
+        "group": "reset-group",
+        "timestamp": "0",
+        "isForce": "false",
+    }
+    assert request.body == answer.body
+
+
 def test_heartbeats_consumer_list_and_membership_notification(cluster):
     _, brokers = cluster
     addr = brokers["broker-a"].addr

@@ -206,16 +206,17 @@ class AdminProcessor:
             self.broker.offsets.commit(group, topic, queue_id, offset)
             entries.append((_mq(topic, self.broker.config.broker_name, queue_id), offset))
         body = fastjson.dumps({"offsetTable": fastjson.ObjectKeyMap(entries)})
-        await self._tell_consumers(group, topic, timestamp, body)
+        await self._tell_consumers(header, body)
         return response_to(request, body=body)
 
-    async def _tell_consumers(self, group: str, topic: str, timestamp: int, body: bytes) -> None:
-        info = self.broker.consumers.groups.get(group)
+    async def _tell_consumers(self, header: ResetOffsetRequestHeader, body: bytes) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET to every online member of the group, with the request's
+        header (isForce included, as RocketMQ's broker sends it) and the new offsets."""
+        info = self.broker.consumers.groups.get(header.group)
         for channel in list(info.channels.values()) if info else []:
-            fields = {"topic": topic, "group": group, "timestamp": timestamp}
             try:
                 channel.connection.invoke_oneway(
-                    create_request(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, fields, body)
+                    create_request(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, header, body)
                 )
             except Exception:  # a client gone away picks the offsets up from the broker
                 continue
