@@ -12,7 +12,7 @@ from broker.client.client_api import ClientAPI
 from broker.client.errors import MQBrokerError
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message_codec import encode_host, encode_record, properties_to_string
-from broker.common.request_headers import PullMessageRequestHeader
+from broker.common.request_headers import PullMessageRequestHeader, PullMessageResponseHeader
 from broker.remoting.client import RemotingClient
 from broker.remoting.command import response_to
 from broker.remoting.server import RemotingServer
@@ -45,7 +45,8 @@ class HoldingBroker:
 
         async def answered():
             code, body = await answer
-            fields = {"suggestWhichBrokerId": "0", "nextBeginOffset": "2", "minOffset": "0", "maxOffset": "2"}
+            fields = PullMessageResponseHeader(next_begin_offset=2, min_offset=0, max_offset=2,
+                                               suggest_which_broker_id=0)  # fmt: skip
             remark = None if code == ResponseCode.SUCCESS else "refused"
             return response_to(request, code, remark, fields, body)
 
