@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from broker.common.codes import RequestCode
+from broker.common.request_headers import CommandHeader, CreateTopicRequestHeader, GetRouteInfoRequestHeader
+from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.command import RemotingCommand, create_request
 
@@ -237,20 +239,22 @@ class LocalCluster:
     def request(
         self,
         code: int,
-        fields: Mapping[str, object] | None = None,
+        fields: CommandHeader | Mapping[str, object] | None = None,
         body: bytes = b"",
         addr: str | None = None,
     ) -> RemotingCommand:
-        """One request to ``addr`` (default: the first broker); its response."""
-        request = create_request(code, dict(fields) if fields else None, body)
+        """One request to ``addr`` (default: the first broker), with a typed header or, for tests
+        that write a header as raw fields, a dict; its response."""
+        header = fields if isinstance(fields, CommandHeader) else dict(fields) if fields else None
+        request = create_request(code, header, body)
         return self.admin.invoke(addr or self.broker_addr, request)
 
     def create_topic(self, topic: str, queues: int = 4, wait_for_route: bool = True) -> None:
         """``topic`` with ``queues`` read and write queues on every broker, then (by default) in
         the name server's route."""
-        fields = {"topic": topic, "readQueueNums": queues, "writeQueueNums": queues, "perm": 6}
+        header = CreateTopicRequestHeader(topic, AUTO_CREATE_TOPIC_KEY_TOPIC, queues, queues, 6, "SINGLE_TAG")
         for process in self.brokers.values():
-            response = self.request(RequestCode.UPDATE_AND_CREATE_TOPIC, fields, addr=process.addr)
+            response = self.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header, addr=process.addr)
             if not response.ok:
                 raise RuntimeError(f"creating {topic} on {process.addr}: {response.remark}")
         if wait_for_route:
@@ -260,7 +264,7 @@ class LocalCluster:
         # A broker re-registers with the name server a moment after a topic is created.
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            lookup = create_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+            lookup = create_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic))
             if self.admin.invoke(self.namesrv_addr, lookup).ok:
                 return
             time.sleep(0.05)

@@ -26,6 +26,8 @@ from broker.client import (
 )
 from broker.common.codes import RequestCode
 from broker.common.message import Message
+from broker.common.request_headers import CreateTopicRequestHeader
+from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC
 from broker.local_cluster import free_port, start_broker, start_namesrv, write_conf
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.command import create_request
@@ -84,7 +86,7 @@ class OursThreads(Peer):
         self.broker = start_broker(conf, self.namesrv.addr, free_port(), drain=False)
         admin = SyncRemotingClient()
         for topic in (TOPIC, LATENCY_TOPIC):
-            create = {"topic": topic, "readQueueNums": 4, "writeQueueNums": 4, "perm": 6}
+            create = CreateTopicRequestHeader(topic, AUTO_CREATE_TOPIC_KEY_TOPIC, 4, 4, 6, "SINGLE_TAG")
             assert admin.invoke(
                 self.broker.addr, create_request(RequestCode.UPDATE_AND_CREATE_TOPIC, create)
             ).ok
