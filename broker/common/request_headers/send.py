@@ -128,7 +128,7 @@ class ReplyMessageRequestHeader(CommandHeader):
     """PUSH_REPLY_MESSAGE_TO_CLIENT (326), broker → requesting client: the reply's send header
     with where and when it was stored."""
 
-    producer_group: str
+    producer_group: str = absent("")  # left empty when the reply's sender gave none
     topic: str
     default_topic: str
     default_topic_queue_nums: int

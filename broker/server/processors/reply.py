@@ -19,6 +19,7 @@ from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message import MessageExt
 from broker.common.message_codec import properties_to_string
 from broker.common.request_headers import (
+    ReplyMessageRequestHeader,
     SendMessageRequestHeader,
     SendMessageResponseHeader,
     decode_send_request,
@@ -86,23 +87,23 @@ class ReplyProcessor:
         if channel is None:
             return False, f"push reply message fail, channel of <{sender}> not found."
         properties = {**msg.properties, const.PROPERTY_PUSH_REPLY_TIME: str(int(time.time() * 1000))}
-        fields = {
-            "producerGroup": header.producer_group or None,  # left out if the request had none
-            "topic": msg.topic,
-            "defaultTopic": header.default_topic,
-            "defaultTopicQueueNums": header.default_topic_queue_nums,
-            "queueId": msg.queue_id,
-            "sysFlag": msg.sys_flag,
-            "bornTimestamp": msg.born_timestamp,
-            "flag": msg.flag,
-            "properties": properties_to_string(properties),
-            "reconsumeTimes": msg.reconsume_times,
-            "unitMode": bool(header.unit_mode),
-            "bornHost": f"{msg.born_host[0]}:{msg.born_host[1]}",
-            "storeHost": self.broker.config.broker_addr,
-            "storeTimestamp": int(time.time() * 1000),
-        }
-        push = create_request(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, fields, msg.body)
+        push_header = ReplyMessageRequestHeader(
+            producer_group=header.producer_group,
+            topic=msg.topic,
+            default_topic=header.default_topic,
+            default_topic_queue_nums=header.default_topic_queue_nums,
+            queue_id=msg.queue_id,
+            sys_flag=msg.sys_flag,
+            born_timestamp=msg.born_timestamp,
+            flag=msg.flag,
+            born_host=f"{msg.born_host[0]}:{msg.born_host[1]}",
+            store_host=self.broker.config.broker_addr,
+            store_timestamp=int(time.time() * 1000),
+            properties=properties_to_string(properties),
+            reconsume_times=msg.reconsume_times,
+            unit_mode=bool(header.unit_mode),
+        )
+        push = create_request(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, push_header, msg.body)
         try:
             response = await channel.connection.invoke(push, PUSH_REPLY_TIMEOUT_MS)
         except Exception as exc:
