@@ -17,15 +17,26 @@ pytestmark = pytest.mark.django_db
 TX_TOPIC, TX_GROUP = "OpsPayments", "ops-tx-producer"
 
 
-@pytest.fixture(scope="module")
-def half_messages(cluster):
-    keys = ("pay-commit", "pay-rollback")
+def _half_messages(cluster, keys):
     messages = []
     for key in keys:
         msg = Message(TX_TOPIC, f"payment {key}".encode())
         msg.keys, msg.tags = key, "pay"
         messages.append(msg)
     return dict(zip(keys, send_pending_transactions(cluster, TX_GROUP, messages), strict=True))
+
+
+@pytest.fixture(scope="module")
+def half_messages(cluster):
+    """Pending half messages that stay pending: listed, never resolved."""
+    return _half_messages(cluster, ("pay-commit", "pay-rollback"))
+
+
+@pytest.fixture
+def settled_messages(cluster):
+    """Pending half messages of their own for the test that resolves them, so the listing finds
+    the module's pending ones whichever test runs first."""
+    return _half_messages(cluster, ("settle-commit", "settle-rollback"))
 
 
 def _pending(client):
@@ -47,21 +58,23 @@ def test_pending_half_messages_are_listed_with_group_age_and_checks(namesrv, hal
     assert bad.status_code == 400
 
 
-def test_operator_commits_and_rolls_back(namesrv, half_messages, operator_client, admin):
+def test_operator_commits_and_rolls_back(namesrv, settled_messages, operator_client, admin):
     rows = _pending(operator_client)
     url = reverse("console:end_transaction")
     response = operator_client.post(
-        url, {"offset_msg_id": rows["pay-commit"]["offset_msg_id"], "action": "commit"}
+        url, {"offset_msg_id": rows["settle-commit"]["offset_msg_id"], "action": "commit"}
     )
     assert response.status_code == 302
     committed = wait_until(
-        lambda: admin.query_message_by_key(TX_TOPIC, "pay-commit"), what="the committed message"
+        lambda: admin.query_message_by_key(TX_TOPIC, "settle-commit"), what="the committed message"
     )
-    assert committed[0].body == b"payment pay-commit"
-    operator_client.post(url, {"offset_msg_id": rows["pay-rollback"]["offset_msg_id"], "action": "rollback"})
+    assert committed[0].body == b"payment settle-commit"
+    operator_client.post(
+        url, {"offset_msg_id": rows["settle-rollback"]["offset_msg_id"], "action": "rollback"}
+    )
     remaining = _pending(operator_client)
-    assert "pay-commit" not in remaining and "pay-rollback" not in remaining
-    assert admin.query_message_by_key(TX_TOPIC, "pay-rollback") == []
+    assert "settle-commit" not in remaining and "settle-rollback" not in remaining
+    assert admin.query_message_by_key(TX_TOPIC, "settle-rollback") == []
     records = AuditRecord.objects.filter(action__startswith="transaction.").order_by("id")
     assert [(r.action, r.result, r.parameters["action"], r.parameters["producerGroup"]) for r in records] == [
         ("transaction.end", "ok", "commit", TX_GROUP),
@@ -69,10 +82,10 @@ def test_operator_commits_and_rolls_back(namesrv, half_messages, operator_client
     ]
     # A second commit of the same (now resolved) message is refused, not applied twice.
     again = operator_client.post(
-        url, {"offset_msg_id": rows["pay-commit"]["offset_msg_id"], "action": "commit"}
+        url, {"offset_msg_id": rows["settle-commit"]["offset_msg_id"], "action": "commit"}
     )
     assert again.status_code == 400
-    assert len(admin.query_message_by_key(TX_TOPIC, "pay-commit")) == 1
+    assert len(admin.query_message_by_key(TX_TOPIC, "settle-commit")) == 1
     refused = AuditRecord.objects.filter(action__startswith="transaction.").order_by("id").last()
     assert (refused.action, refused.result, refused.parameters["action"]) == (
         "transaction.end",
