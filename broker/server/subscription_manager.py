@@ -33,6 +33,11 @@ class SubscriptionGroupConfig:
         "notify_consumer_ids_changed_enable": "notifyConsumerIdsChangedEnable",
     }
 
+    def max_reconsume_times(self, asked: int | None) -> int:
+        """A message's retries before the DLQ: what its consumer asked for (a send-back's or a retry
+        send's maxReconsumeTimes), else the group's retryMaxTimes."""
+        return self.retry_max_times if asked is None or asked < 0 else asked
+
     def to_json_dict(self) -> dict:
         return {camel: getattr(self, attr) for attr, camel in self._NAMES.items()}
 

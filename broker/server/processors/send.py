@@ -252,9 +252,7 @@ class SendProcessor:
             return response_to(
                 request, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}"
             )
-        max_times = header.max_reconsume_times
-        if max_times is None or max_times < 0:
-            max_times = group_config.retry_max_times
+        max_times = group_config.max_reconsume_times(header.max_reconsume_times)
         if msg.reconsume_times >= max_times:
             ensure_dlq_topic(self.broker, group)
             msg.topic, msg.queue_id = tc.dlq_topic(group), 0

@@ -62,9 +62,7 @@ class SendBackProcessor:
             return response_to(
                 request, ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {header.offset}"
             )
-        max_times = header.max_reconsume_times
-        if max_times is None or max_times < 0:
-            max_times = group_config.retry_max_times
+        max_times = group_config.max_reconsume_times(header.max_reconsume_times)
         if original.reconsume_times >= max_times or header.delay_level < 0:
             ensure_dlq_topic(broker, header.group)
             target = self._copy(original, tc.dlq_topic(header.group), 0)
