@@ -36,6 +36,10 @@ INNER_TESTS = textwrap.dedent(
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):
+            if self.path == "/favicon.ico":  # the browser's own fetch, as the console's pages
+                self.send_response(204)     # avoid with an empty icon: not a request of the page
+                self.end_headers()
+                return
             if self.path == "/hang":  # answers only when the test ends
                 RELEASE.wait(60)
             pages = {
