@@ -208,20 +208,33 @@ def _format(value) -> str:
 
 
 # How a field of each kind is written when its value has that kind (anything else: _format).
-_WRITE = {str: "v", int: "str(v)", bool: '"true" if v else "false"'}
+_WRITE = {str: "{v}", int: "str({v})", bool: '"true" if {v} else "false"'}
+
+
+def _text(spec: _FieldSpec, v: str) -> str:
+    """Source writing the value ``v`` of ``spec``'s field as text."""
+    return f"({_WRITE[spec.kind].format(v=v)} if type({v}) is {spec.kind.__name__} else _format({v}))"
 
 
 def make_encoder(cls: type) -> Callable[[Any], dict[str, str]]:
-    """A function writing a ``cls`` as ``extFields``: every field that is not None, as text
-    (senders build one header per request, so this is generated as the decoder is)."""
-    lines = ["def encode(self):", "    out = {}"]
-    for spec in _specs(cls):
-        kind = spec.kind.__name__
-        lines += [
-            f"    v = self.{spec.attr}",
-            "    if v is not None:",
-            f"        out[{spec.wire!r}] = ({_WRITE[spec.kind]}) if type(v) is {kind} else _format(v)",
-        ]
+    """A function writing a ``cls`` as ``extFields``: every field that is not None, as text, in
+    the class's order (senders build one header per request, so this is generated as the decoder
+    is). The leading fields without a default are never None: one dict display writes them."""
+    specs = _specs(cls)
+    leading = 0
+    while leading < len(specs) and specs[leading].required:
+        leading += 1
+    display = ", ".join(f"{spec.wire!r}: {_text(spec, f'self.{spec.attr}')}" for spec in specs[:leading])
+    lines = ["def encode(self):", f"    out = {{{display}}}"]
+    for spec in specs[leading:]:
+        if spec.required:
+            lines.append(f"    out[{spec.wire!r}] = {_text(spec, f'self.{spec.attr}')}")
+        else:
+            lines += [
+                f"    v = self.{spec.attr}",
+                "    if v is not None:",
+                f"        out[{spec.wire!r}] = {_text(spec, 'v')}",
+            ]
     lines.append("    return out")
     env: dict[str, Any] = {"_format": _format}
     exec("\n".join(lines), env)  # the source is built from the class's own fields
