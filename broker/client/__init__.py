@@ -6,6 +6,7 @@ Blocking API: ``Producer``, ``TransactionProducer``, ``PushConsumer``, ``LitePul
 loop (no thread hand-off; ``async def`` listeners are awaited on it).
 """
 
+from broker.common.acl_signature import SessionCredentials
 from broker.common.message_queue import MessageQueue
 
 from .allocate import (
@@ -63,6 +64,7 @@ __all__ = [
     "PushConsumer",
     "RequestTimeoutError",
     "SendResult",
+    "SessionCredentials",
     "TransactionListener",
     "TransactionProducer",
     "TransactionSendResult",

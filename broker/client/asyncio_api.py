@@ -40,7 +40,7 @@ class AsyncProducer:
     async def start(self) -> AsyncProducer:
         producer = self.producer
         instance = MQClientInstance.of_running_loop(
-            producer.instance, producer.namesrv_addr, producer.instance_name
+            producer.instance, producer.namesrv_addr, producer.instance_name, credentials=producer.credentials
         )
         await instance.ajoin("producer", producer.group, producer)
         producer.instance = instance

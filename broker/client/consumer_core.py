@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 
 from broker.common import topic_config as tc
+from broker.common.acl_signature import SessionCredentials
 from broker.common.codes import ResponseCode as R
 from broker.common.java_hash import java_string_hash
 from broker.common.message_queue import MessageQueue
@@ -68,8 +69,10 @@ class ConsumerCore:
         instance_name: str | None = None,
         rebalance_interval_ms: int = 20_000,
         persist_interval_ms: int = 5000,
+        credentials: SessionCredentials | None = None,
     ) -> None:
         self.group, self.namesrv_addr = group, namesrv_addr
+        self.credentials = credentials  # ACL: the instance signs every request with them
         self.message_model = message_model
         self.consume_from_where = consume_from_where
         self.consume_timestamp_ms = consume_timestamp_ms or int(time.time() * 1000) - 30 * 60 * 1000
@@ -144,7 +147,10 @@ class ConsumerCore:
     # -- life cycle ---------------------------------------------------------------------------
     def _start_core(self) -> None:
         instance = self.instance or MQClientInstance.shared(
-            self.namesrv_addr, self.instance_name, rebalance_interval_ms=self.rebalance_interval_ms
+            self.namesrv_addr,
+            self.instance_name,
+            rebalance_interval_ms=self.rebalance_interval_ms,
+            credentials=self.credentials,
         )
         instance.join("consumer", self.group, self)
         given, self.instance = self.instance, instance
@@ -163,6 +169,7 @@ class ConsumerCore:
             self.namesrv_addr,
             self.instance_name,
             rebalance_interval_ms=self.rebalance_interval_ms,
+            credentials=self.credentials,
         )
         await instance.ajoin("consumer", self.group, self)
         given, self.instance = self.instance, instance

@@ -24,6 +24,7 @@ import socket
 import threading
 from typing import TYPE_CHECKING, Any
 
+from broker.common.acl_signature import SessionCredentials
 from broker.common.codes import RequestCode
 from broker.common.message_queue import MessageQueue
 from broker.common.route import BrokerData, TopicRouteData
@@ -62,9 +63,11 @@ class MQClientInstance:
         rebalance_interval_ms: int = 20_000,
         *,
         loop: asyncio.AbstractEventLoop | None = None,
+        credentials: SessionCredentials | None = None,
     ) -> None:
         """``loop``: run on this (the application's) loop instead of a thread of our own; see
-        ``on_running_loop``."""
+        ``on_running_loop``. ``credentials``: sign every request with this ACL account."""
+        self.credentials = credentials
         self.namesrv_addrs = [a.strip() for a in namesrv_addr.split(";") if a.strip()]
         if not self.namesrv_addrs:
             raise MQClientError("no name server address given")
@@ -107,16 +110,19 @@ class MQClientInstance:
         *,
         loop: asyncio.AbstractEventLoop | None = None,
         rebalance_interval_ms: int | None = None,
+        credentials: SessionCredentials | None = None,
     ) -> MQClientInstance:
         """The instance for this instance name and name servers, made on first use (``loop``:
         one on that running loop, as ``on_running_loop``). Clients register on it with
         ``add_client`` and leave with ``remove_client``; the last to leave shuts it down. A
         consumer asking for a shorter rebalance interval than the instance's gets it."""
-        key = (instance_name or str(os.getpid()), namesrv_addr, loop)
+        # Clients with other credentials (or none) get an instance of their own: its connections
+        # sign with one account.
+        key = (instance_name or str(os.getpid()), namesrv_addr, loop, credentials)
         with _shared_lock:
             instance = _shared.get(key)
             if instance is None or instance.closing:
-                instance = cls(namesrv_addr, instance_name, loop=loop)
+                instance = cls(namesrv_addr, instance_name, loop=loop, credentials=credentials)
                 instance._shared_key = key
                 _shared[key] = instance
             if rebalance_interval_ms is not None and rebalance_interval_ms / 1000 < instance.intervals[2]:
@@ -240,7 +246,7 @@ class MQClientInstance:
         return self._build_remoting()
 
     def _build_remoting(self) -> RemotingClient:
-        remoting = RemotingClient()
+        remoting = RemotingClient(self.credentials)
         remoting.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_ids_changed)
         self.remoting = remoting
         client_requests.register(self)

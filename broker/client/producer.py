@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from broker.common import message_const
+from broker.common.acl_signature import SessionCredentials
 from broker.common.batch_codec import encode_batch
 from broker.common.codes import ResponseCode
 from broker.common.message import Message
@@ -111,8 +112,10 @@ class Producer:
         trace_topic: str | None = None,
         max_async_in_flight: int = DEFAULT_MAX_MESSAGES,
         max_async_in_flight_bytes: int = DEFAULT_MAX_BYTES,
+        credentials: SessionCredentials | None = None,
     ) -> None:
         self.group = group
+        self.credentials = credentials  # ACL: the instance signs every request with them
         # Message trace: send records go to the trace topic (RMQ_SYS_TRACE_TOPIC by default).
         self.enable_trace, self.trace_topic = enable_trace, trace_topic
         self.send_hooks: list[Callable] = []  # hook(mq, broker_addr, header, body, response, cost_ms)
@@ -132,7 +135,9 @@ class Producer:
 
     # -- life cycle ---------------------------------------------------------------------------
     def start(self) -> Producer:
-        instance = self.instance or MQClientInstance.shared(self.namesrv_addr, self.instance_name)
+        instance = self.instance or MQClientInstance.shared(
+            self.namesrv_addr, self.instance_name, credentials=self.credentials
+        )
         instance.join("producer", self.group, self)
         self.instance = instance
         instance.start()

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from broker.common.acl_signature import RequestSigner, SessionCredentials
 from broker.common.hosts import HostPort, parse_host
 
 from .command import RemotingCommand
@@ -31,8 +32,12 @@ def split_addr(addr: str) -> HostPort:
 
 
 class RemotingClient:
-    def __init__(self) -> None:
+    def __init__(self, credentials: SessionCredentials | None = None) -> None:
+        """``credentials``: sign every request with this ACL account (RocketMQ's
+        AclClientRPCHook); without, requests go unsigned."""
         self.processors = ProcessorTable()
+        self.credentials = credentials
+        self._signer = RequestSigner(credentials) if credentials is not None else None
         self._connections: dict[str, RemotingConnection] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
@@ -57,6 +62,7 @@ class RemotingClient:
                 )
             except (OSError, TimeoutError) as exc:
                 raise RemotingConnectError(addr, str(exc) or type(exc).__name__) from None
+            connection.sign = self._signer
             self._connections[addr] = connection
             return connection
 
@@ -121,13 +127,13 @@ class EventLoopThread:
 class SyncRemotingClient:
     """Blocking calls over a ``RemotingClient`` that lives on its own loop thread."""
 
-    def __init__(self) -> None:
+    def __init__(self, credentials: SessionCredentials | None = None) -> None:
         self._loop_thread = EventLoopThread("sync-remoting-client")
-        self.client: RemotingClient = self._loop_thread.run(self._make())
+        self.client: RemotingClient = self._loop_thread.run(self._make(credentials))
 
     @staticmethod
-    async def _make() -> RemotingClient:
-        return RemotingClient()
+    async def _make(credentials: SessionCredentials | None) -> RemotingClient:
+        return RemotingClient(credentials)
 
     def invoke(
         self, addr: str, request: RemotingCommand, timeout_ms: int = DEFAULT_TIMEOUT_MS

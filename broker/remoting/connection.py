@@ -94,6 +94,10 @@ class RemotingConnection(asyncio.Protocol):
         self.attributes: dict = {}  # what the owner knows of the peer (client id, …)
         self._tasks: set[asyncio.Task] = set()
         self._writable: asyncio.Future | None = None  # while the transport's buffer is too full
+        # A client's end with ACL credentials: signs every request it writes (see
+        # broker.common.acl_signature.RequestSigner); None costs a server or an unsigned client
+        # one test per request.
+        self.sign: Callable[[RemotingCommand], None] | None = None
 
     # -- asyncio.Protocol --------------------------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -279,6 +283,8 @@ class RemotingConnection(asyncio.Protocol):
     def write(self, cmd: RemotingCommand) -> None:
         if not self.is_open:
             raise RemotingSendRequestError(self.remote_addr, "the connection is closed")
+        if self.sign is not None:
+            self.sign(cmd)
         self._queue_frame(encode_frame(cmd))
 
     def _queue_frame(self, frame: bytes) -> None:

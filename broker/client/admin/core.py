@@ -21,6 +21,7 @@ from broker.client.errors import (
     NameServerUnreachableError,
     NotFoundError,
 )
+from broker.common.acl_signature import SessionCredentials
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.hosts import HostPort, parse_host
 from broker.common.request_headers import CommandHeader, GetRouteInfoRequestHeader
@@ -43,7 +44,13 @@ class AdminCore:
     (they hold the same state, N3), so one dead name server does not fail a command.
     """
 
-    def __init__(self, namesrv_addr: str | Iterable[str], timeout: float = 3.0) -> None:
+    def __init__(
+        self,
+        namesrv_addr: str | Iterable[str],
+        timeout: float = 3.0,
+        credentials: SessionCredentials | None = None,
+    ) -> None:
+        """``credentials``: sign every request with this ACL account (see ``SessionCredentials``)."""
         if isinstance(namesrv_addr, str):
             addrs = [a.strip() for a in namesrv_addr.split(";")]
         else:
@@ -51,7 +58,7 @@ class AdminCore:
         # An empty list is allowed: commands aimed at one broker address need no name server.
         self.namesrv_addrs = [a for a in addrs if a]
         self.timeout = timeout
-        self.remoting = RemotingClient()
+        self.remoting = RemotingClient(credentials)
         self.api = ClientAPI(self.remoting)
 
     async def close(self) -> None:

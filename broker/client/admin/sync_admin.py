@@ -6,6 +6,7 @@ import functools
 from collections.abc import Callable, Coroutine, Iterable, Iterator
 from typing import Any
 
+from broker.common.acl_signature import SessionCredentials
 from broker.common.message import MessageExt
 from broker.common.system_names import TOOLS_CONSUMER_GROUP
 from broker.remoting.client import EventLoopThread
@@ -30,9 +31,14 @@ class MQAdmin:
     (a console serves several requests at once).
     """
 
-    def __init__(self, namesrv_addr: str | Iterable[str], timeout: float = 3.0) -> None:
+    def __init__(
+        self,
+        namesrv_addr: str | Iterable[str],
+        timeout: float = 3.0,
+        credentials: SessionCredentials | None = None,
+    ) -> None:
         self._loop = EventLoopThread("mqadmin")
-        self.core = AsyncMQAdmin(namesrv_addr, timeout)
+        self.core = AsyncMQAdmin(namesrv_addr, timeout, credentials)
         self.namesrv_addrs = self.core.namesrv_addrs
 
     def close(self) -> None:

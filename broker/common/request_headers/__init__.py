@@ -5,6 +5,12 @@ administration, the name server, the lock batch bodies) on the base in :mod:`.ba
 exports every one of them, so callers import from ``broker.common.request_headers``.
 """
 
+from broker.common.request_headers.acl import (
+    CreateAccessConfigRequestHeader,
+    DeleteAccessConfigRequestHeader,
+    GetBrokerAclConfigResponseHeader,
+    UpdateGlobalWhiteAddrsConfigRequestHeader,
+)
 from broker.common.request_headers.admin import (
     CreateTopicRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
@@ -94,12 +100,15 @@ __all__ = [
     "CommandHeader",
     "ConsumeMessageDirectlyResultRequestHeader",
     "ConsumerSendMsgBackRequestHeader",
+    "CreateAccessConfigRequestHeader",
     "CreateTopicRequestHeader",
+    "DeleteAccessConfigRequestHeader",
     "DeleteKVConfigRequestHeader",
     "DeleteSubscriptionGroupRequestHeader",
     "DeleteTopicFromNamesrvRequestHeader",
     "DeleteTopicRequestHeader",
     "EndTransactionRequestHeader",
+    "GetBrokerAclConfigResponseHeader",
     "GetBrokerConfigResponseHeader",
     "GetConsumeStatsRequestHeader",
     "GetConsumerConnectionListRequestHeader",
@@ -145,6 +154,7 @@ __all__ = [
     "UnlockBatchRequestBody",
     "UnregisterClientRequestHeader",
     "UpdateConsumerOffsetRequestHeader",
+    "UpdateGlobalWhiteAddrsConfigRequestHeader",
     "ViewMessageRequestHeader",
     "WipeWritePermOfBrokerRequestHeader",
     "WipeWritePermOfBrokerResponseHeader",

@@ -1,0 +1,109 @@
+"""Request signatures of RocketMQ's plain ACL: the one home of what is signed and how.
+
+A signing client (RocketMQ's ``AclClientRPCHook``, ali-ons, this SDK) puts its access key (and
+security token, if it has one) into the request's ``extFields``, then signs the *content*: the
+values of every ext field, in the order of their names, joined without separators, followed by
+the body's bytes. The signature is HMAC-SHA1 of the content keyed with the secret key, in
+standard Base64, sent as the ``Signature`` ext field.
+
+The server recomputes the content from what arrived: every ext field except ``Signature`` (and,
+for clients older than RocketMQ 4.3.1, ``_UNIQUE_KEY_QUERY``, which those clients added after
+signing), so any field a client adds before signing (ali-ons' ``OnsChannel``) is covered.
+
+Names are sorted as Java's ``TreeMap`` sorts strings, by UTF-16 code unit; for the ASCII names
+every header uses that is Python's own order, so the code-unit key is used only when a name is not
+ASCII.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+ACCESS_KEY = "AccessKey"
+SIGNATURE = "Signature"
+SECURITY_TOKEN = "SecurityToken"
+# Added by RocketMQ clients before 4.3.1 to a QUERY_MESSAGE after the signature was computed.
+UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"
+# MQVersion.Version.V4_3_1.ordinal(): requests of this version or older leave the flag unsigned.
+VERSION_4_3_1 = 275
+
+
+@dataclass(frozen=True, slots=True)
+class SessionCredentials:
+    """An ACL account's keys as a client holds them (RocketMQ's ``SessionCredentials``)."""
+
+    access_key: str
+    secret_key: str
+    security_token: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.access_key or not self.secret_key:
+            raise ValueError("credentials need both an access key and a secret key")
+
+    def __repr__(self) -> str:  # never print the secret
+        return f"SessionCredentials(access_key={self.access_key!r}, secret_key='***')"
+
+
+def _sorted_names(names) -> list[str]:
+    names = list(names)
+    if all(name.isascii() for name in names):
+        return sorted(names)
+    return sorted(names, key=lambda name: name.encode("utf-16-be"))
+
+
+def signed_content(fields: Mapping[str, str], body: bytes | None) -> bytes:
+    """The bytes a signature covers: ``fields``' values in name order (``Signature`` left out),
+    then ``body``."""
+    text = "".join(fields[name] for name in _sorted_names(fields) if name != SIGNATURE)
+    content = text.encode("utf-8")
+    return content + body if body else content
+
+
+def server_content(fields: Mapping[str, str], body: bytes | None, version: int) -> bytes:
+    """The content as the server recomputes it from a request that arrived (PlainAccessValidator's
+    parse): every ext field but ``Signature``, and ``_UNIQUE_KEY_QUERY`` for pre-4.3.1 clients."""
+    if version <= VERSION_4_3_1 and UNIQUE_MSG_QUERY_FLAG in fields:
+        fields = {k: v for k, v in fields.items() if k != UNIQUE_MSG_QUERY_FLAG}
+    return signed_content(fields, body)
+
+
+def signature(content: bytes, secret_key: str) -> str:
+    """HMAC-SHA1 of ``content`` with ``secret_key``, standard Base64 (AclUtils.calSignature)."""
+    digest = hmac.new(secret_key.encode("utf-8"), content, hashlib.sha1).digest()
+    return base64.b64encode(digest).decode("ascii")
+
+
+def sign_fields(fields: dict[str, str], body: bytes | None, credentials: SessionCredentials) -> None:
+    """Sign a request's ext fields in place, as AclClientRPCHook.doBeforeRequest does: add the
+    access key (and token), then the signature over all of them and the body."""
+    fields[ACCESS_KEY] = credentials.access_key
+    if credentials.security_token is not None:
+        fields[SECURITY_TOKEN] = credentials.security_token
+    fields.pop(SIGNATURE, None)
+    fields[SIGNATURE] = signature(signed_content(fields, body), credentials.secret_key)
+
+
+def signature_matches(expected: str, given: str) -> bool:
+    """Constant-time comparison, so the time of a refusal tells nothing of the right signature."""
+    return hmac.compare_digest(expected.encode("utf-8"), given.encode("utf-8"))
+
+
+class RequestSigner:
+    """Signs each request a client writes (the remoting connection calls it just before
+    encoding), as RocketMQ's ``AclClientRPCHook`` does. A client without credentials has none, so
+    an unsigned client pays nothing for it."""
+
+    __slots__ = ("credentials",)
+
+    def __init__(self, credentials: SessionCredentials) -> None:
+        self.credentials = credentials
+
+    def __call__(self, request) -> None:
+        # ``request`` is a RemotingCommand (duck-typed: broker.common does not import remoting).
+        if request.ext_fields is None:
+            request.ext_fields = {}
+        sign_fields(request.ext_fields, request.body, self.credentials)
