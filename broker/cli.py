@@ -15,8 +15,10 @@ from broker.cli_commands.base import Command, UsageError
 from broker.cli_commands.output import dump_json
 from broker.client.admin import MQAdmin
 from broker.client.errors import MQClientError
+from broker.common.acl_signature import SessionCredentials
 
 PROG = "mqadmin"
+ACCESS_KEY_ENV, SECRET_KEY_ENV = "ROCKETMQ_ACCESS_KEY", "ROCKETMQ_SECRET_KEY"
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
@@ -37,7 +39,35 @@ def _common_flags() -> _Parser:
     )
     common.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     common.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for each request")
+    # ACL: every request is signed with this account when both keys are known. The secret is
+    # better given in the environment (a command line is visible to every user of the machine).
+    common.add_argument(
+        "--access-key",
+        dest="acl_access_key",
+        metavar="KEY",
+        help=f"ACL access key (default: ${ACCESS_KEY_ENV})",
+    )
+    common.add_argument(
+        "--secret-key",
+        dest="acl_secret_key",
+        metavar="KEY",
+        help=f"ACL secret key (default: ${SECRET_KEY_ENV})",
+    )
     return common
+
+
+def credentials_of(args: argparse.Namespace) -> SessionCredentials | None:
+    """The ACL account to sign with: the flags, else the environment; none when neither gives a
+    key. One key without the other is a usage error (the secret itself is never echoed)."""
+    access_key = args.acl_access_key or os.environ.get(ACCESS_KEY_ENV, "")
+    secret_key = args.acl_secret_key or os.environ.get(SECRET_KEY_ENV, "")
+    if not access_key and not secret_key:
+        return None
+    if not access_key or not secret_key:
+        missing = "--access-key" if not access_key else "--secret-key"
+        env = ACCESS_KEY_ENV if not access_key else SECRET_KEY_ENV
+        raise UsageError(f"ACL credentials need both keys: give {missing} or set {env}")
+    return SessionCredentials(access_key, secret_key)
 
 
 def build_parser(commands: Sequence[Command]) -> argparse.ArgumentParser:
@@ -96,7 +126,8 @@ def _help(parser: argparse.ArgumentParser, commands: Sequence[Command], topic: l
 def _execute(command: Command, args: argparse.Namespace) -> int:
     namesrv = args.namesrv or os.environ.get("NAMESRV_ADDR", "")
     try:
-        with MQAdmin(namesrv, timeout=args.timeout) as admin:
+        credentials = credentials_of(args)
+        with MQAdmin(namesrv, timeout=args.timeout, credentials=credentials) as admin:
             output = command.run(admin, args)
     except UsageError as exc:
         return _usage_error(command.name, str(exc))

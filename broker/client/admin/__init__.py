@@ -9,7 +9,8 @@ why, or which RocketMQ response code a server answered with.
 
 The requests are grouped by concern: :mod:`.core` (the request path, name-server tables, target
 resolution), :mod:`.topics` (brokers and topics), :mod:`.groups` (groups and offsets),
-:mod:`.messages` (message lookups, pulls, transactions).
+:mod:`.messages` (message lookups, pulls, transactions), :mod:`.acl` (the plain ACL's accounts and
+white list).
 """
 
 from broker.client.errors import (
@@ -20,6 +21,7 @@ from broker.client.errors import (
     NotFoundError,
 )
 
+from .acl import AclConfig, AclInputError, AclVersion, BrokerOutcome, PlainAccessConfig
 from .async_admin import AsyncMQAdmin
 from .parse import parse_timestamp, runtime_figure
 from .results import (
@@ -40,8 +42,12 @@ from .results import (
 from .sync_admin import MQAdmin
 
 __all__ = [
+    "AclConfig",
+    "AclInputError",
+    "AclVersion",
     "AsyncMQAdmin",
     "BrokerConfigState",
+    "BrokerOutcome",
     "BrokerSummary",
     "BrokerUnreachableError",
     "ClientConnection",
@@ -53,6 +59,7 @@ __all__ = [
     "MQClientError",
     "NameServerUnreachableError",
     "NotFoundError",
+    "PlainAccessConfig",
     "ProducerConnection",
     "PullResult",
     "QueueConsumeProgress",

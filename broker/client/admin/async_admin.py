@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from .acl import AclRequests
 from .groups import GroupRequests
 from .messages import MessageRequests
 from .topics import ClusterRequests
 
 
-class AsyncMQAdmin(ClusterRequests, GroupRequests, MessageRequests):
+class AsyncMQAdmin(ClusterRequests, GroupRequests, MessageRequests, AclRequests):
     """The admin client's asyncio core; ``MQAdmin`` is the blocking face of the same methods.
     Reusable across calls; close it when done.
 

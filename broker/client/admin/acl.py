@@ -1,0 +1,317 @@
+"""RocketMQ 4.9's plain ACL, administered over the broker's ACL requests: create or update an
+account (UPDATE_AND_CREATE_ACL_CONFIG), delete one (DELETE_ACL_CONFIG), replace the global white
+list (UPDATE_GLOBAL_WHITE_ADDRS_CONFIG), read the accounts and white list
+(GET_BROKER_CLUSTER_ACL_CONFIG) and the file's version (GET_BROKER_CLUSTER_ACL_INFO).
+
+Each request goes to one broker address, as ``DefaultMQAdminExt`` sends them; ``acl_targets``
+turns ``-b``/``-c`` into the addresses to ask. Every broker holds its own ``plain_acl.yml``, so a
+cluster-wide change is one request per broker, and ``each_broker`` runs one on all of them and
+reports every broker's outcome instead of stopping at the first refusal (the brokers before it
+have changed already; an operator must know which).
+
+An account is checked here before it is sent (RocketMQ's rules: keys longer than 6 characters,
+permissions ``DENY``, ``PUB``, ``SUB``, ``PUB|SUB`` or ``SUB|PUB``, resources as ``name=PERM``),
+so a typo is named at once instead of coming back as the broker's refusal; the broker checks again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from broker.client.client_api import answer_header
+from broker.client.errors import MQClientError
+from broker.common.codes import RequestCode
+from broker.common.request_headers.acl import (
+    CreateAccessConfigRequestHeader,
+    DeleteAccessConfigRequestHeader,
+    GetBrokerAclConfigResponseHeader,
+    UpdateGlobalWhiteAddrsConfigRequestHeader,
+)
+
+from .core import BROKER, AdminCore
+from .parse import as_int, json_body
+
+PERMISSIONS = ("DENY", "PUB", "SUB", "PUB|SUB", "SUB|PUB")
+# RocketMQ refuses keys of 6 characters or fewer (AclConstants.ACCESS_KEY_MIN_LENGTH).
+KEY_MIN_LENGTH = 7
+# Bounds of our own: what an operator types, never a file's worth in one header field.
+KEY_MAX_LENGTH = 128
+MAX_RESOURCES = 1000
+MAX_WHITE_ADDRS = 1000
+MAX_FIELD_LENGTH = 255
+MASK = "******"
+
+
+class AclInputError(MQClientError):
+    """An account or white list refused before anything was sent: says which value and why."""
+
+
+@dataclass(frozen=True)
+class PlainAccessConfig:
+    """One account of ``plain_acl.yml`` (RocketMQ's ``PlainAccessConfig``)."""
+
+    access_key: str
+    secret_key: str = ""
+    white_remote_address: str = ""
+    admin: bool = False
+    default_topic_perm: str = ""
+    default_group_perm: str = ""
+    topic_perms: list[str] = field(default_factory=list)
+    group_perms: list[str] = field(default_factory=list)
+
+    def masked(self) -> dict[str, Any]:
+        """The account as RocketMQ names its fields, the secret key replaced by a mask: what
+        ``mqadmin getAclConfig`` and the console show (the file keeps the secret)."""
+        return {
+            "accessKey": self.access_key,
+            "secretKey": MASK if self.secret_key else "",
+            "whiteRemoteAddress": self.white_remote_address,
+            "admin": self.admin,
+            "defaultTopicPerm": self.default_topic_perm,
+            "defaultGroupPerm": self.default_group_perm,
+            "topicPerms": list(self.topic_perms),
+            "groupPerms": list(self.group_perms),
+        }
+
+
+@dataclass(frozen=True)
+class AclConfig:
+    """A broker's global white list and accounts (GET_BROKER_CLUSTER_ACL_CONFIG)."""
+
+    global_white_addrs: list[str]
+    accounts: list[PlainAccessConfig]
+
+
+@dataclass(frozen=True)
+class AclVersion:
+    """A broker's ACL file version (GET_BROKER_CLUSTER_ACL_INFO): counter and time of the last change."""
+
+    cluster_name: str
+    broker_name: str
+    broker_addr: str
+    counter: int
+    timestamp: int
+
+
+@dataclass(frozen=True)
+class BrokerOutcome:
+    """What one broker of a cluster-wide ACL request did: its result, or why it failed."""
+
+    addr: str
+    result: Any = None
+    error: str | None = None
+
+
+# -- checks -------------------------------------------------------------------------------------
+
+
+def check_access_key(access_key: str) -> str:
+    key = access_key.strip()
+    if not KEY_MIN_LENGTH <= len(key) <= KEY_MAX_LENGTH:
+        raise AclInputError(
+            f"an access key is {KEY_MIN_LENGTH} to {KEY_MAX_LENGTH} characters (got {len(key)})"
+        )
+    if not key.isprintable() or any(c.isspace() or c in ",=" for c in key):
+        raise AclInputError("an access key has no spaces, commas, '=' or control characters")
+    return key
+
+
+def check_secret_key(secret_key: str) -> str:
+    key = secret_key.strip()
+    # The value is never part of the message: it may be a real secret mistyped by one character.
+    if not KEY_MIN_LENGTH <= len(key) <= KEY_MAX_LENGTH:
+        raise AclInputError(f"a secret key is {KEY_MIN_LENGTH} to {KEY_MAX_LENGTH} characters")
+    if not key.isprintable() or any(c.isspace() for c in key):
+        raise AclInputError("a secret key has no spaces or control characters")
+    return key
+
+
+def check_permission(perm: str, what: str) -> str:
+    value = perm.strip()
+    if value not in PERMISSIONS:
+        raise AclInputError(f"{what}: {perm!r} is not a permission (use one of {', '.join(PERMISSIONS)})")
+    return value
+
+
+def parse_resource_perms(text: str, what: str) -> list[str]:
+    """``topicA=DENY,topicB=PUB|SUB`` (as ``mqadmin updateAclConfig -t/-g`` takes it) → checked
+    entries; blank entries are skipped, as RocketMQ's tool skips them."""
+    entries = [entry.strip() for entry in text.split(",") if entry.strip()]
+    return check_resource_perms(entries, what)
+
+
+def check_resource_perms(entries: list[str], what: str) -> list[str]:
+    if len(entries) > MAX_RESOURCES:
+        raise AclInputError(f"at most {MAX_RESOURCES} {what} permissions per account")
+    checked = []
+    for entry in entries:
+        name, sep, perm = entry.partition("=")
+        name = name.strip()
+        if not sep or not name or "=" in perm:
+            raise AclInputError(f"{what} permission {entry!r} is not name=PERM (e.g. {what}A=SUB)")
+        if len(name) > MAX_FIELD_LENGTH or not name.isprintable() or "," in name:
+            raise AclInputError(f"{what} name {name[:40]!r} is not a {what} name")
+        checked.append(f"{name}={check_permission(perm, f'{what} permission {entry!r}')}")
+    return checked
+
+
+def parse_addr_list(text: str) -> list[str]:
+    """A comma-separated address list (``10.10.103.*,192.168.0.*``) → its entries."""
+    return check_addr_list([entry.strip() for entry in text.split(",") if entry.strip()])
+
+
+def check_addr_list(entries: list[str]) -> list[str]:
+    if len(entries) > MAX_WHITE_ADDRS:
+        raise AclInputError(f"at most {MAX_WHITE_ADDRS} white addresses")
+    for entry in entries:
+        check_white_address(entry)
+    return entries
+
+
+def check_white_address(text: str) -> str:
+    """An IP address pattern as RocketMQ's white lists take them (``192.168.0.*``,
+    ``192.168.1.{1,2}``, ``10.0.0.1-10``, IPv6 too). Only the character set and length are
+    checked here: the broker, which matches addresses against it, judges the pattern."""
+    value = text.strip()
+    allowed = set("0123456789abcdefABCDEF.:*{},-[]")
+    if len(value) > MAX_FIELD_LENGTH or not set(value) <= allowed:
+        raise AclInputError(f"{value[:40]!r} is not an address pattern (e.g. 192.168.0.*)")
+    return value
+
+
+def check_account(account: PlainAccessConfig) -> PlainAccessConfig:
+    """The account with every field checked (and trimmed); ``AclInputError`` names the first bad one."""
+    white = account.white_remote_address.strip()
+    if white:
+        check_white_address(white)
+    return PlainAccessConfig(
+        access_key=check_access_key(account.access_key),
+        secret_key=check_secret_key(account.secret_key),
+        white_remote_address=white,
+        admin=account.admin,
+        default_topic_perm=(
+            check_permission(account.default_topic_perm, "defaultTopicPerm")
+            if account.default_topic_perm.strip()
+            else ""
+        ),
+        default_group_perm=(
+            check_permission(account.default_group_perm, "defaultGroupPerm")
+            if account.default_group_perm.strip()
+            else ""
+        ),
+        topic_perms=check_resource_perms(list(account.topic_perms), "topic"),
+        group_perms=check_resource_perms(list(account.group_perms), "group"),
+    )
+
+
+# -- reading the broker's answers ----------------------------------------------------------------
+
+
+def _text_list(value: Any) -> list[str]:
+    if isinstance(value, list):
+        return [str(v) for v in value if v is not None]
+    if isinstance(value, str) and value:
+        return [v.strip() for v in value.split(",") if v.strip()]
+    return []
+
+
+def account_from_json(raw: Any) -> PlainAccessConfig:
+    raw = raw if isinstance(raw, dict) else {}
+    admin = raw.get("admin")
+    return PlainAccessConfig(
+        access_key=str(raw.get("accessKey") or ""),
+        secret_key=str(raw.get("secretKey") or ""),
+        white_remote_address=str(raw.get("whiteRemoteAddress") or ""),
+        admin=admin is True or str(admin).lower() == "true",
+        default_topic_perm=str(raw.get("defaultTopicPerm") or ""),
+        default_group_perm=str(raw.get("defaultGroupPerm") or ""),
+        topic_perms=_text_list(raw.get("topicPerms")),
+        group_perms=_text_list(raw.get("groupPerms")),
+    )
+
+
+def _version_fields(text: str | None, server: str) -> tuple[int, int]:
+    """(counter, timestamp) of a DataVersion JSON (``{"counter":3,"timestamp":…}``)."""
+    try:
+        raw = json.loads(text or "{}")
+    except ValueError:
+        raw = None
+    if not isinstance(raw, dict):
+        raise MQClientError(f"{server} answered with a header field 'version' that is no JSON object")
+    counter = raw.get("counter")
+    if isinstance(counter, dict):  # DataVersion's AtomicLong as fastjson may write it
+        counter = counter.get("value")
+    return as_int(counter), as_int(raw.get("timestamp"))
+
+
+# -- the requests ---------------------------------------------------------------------------------
+
+
+class AclRequests(AdminCore):
+    async def acl_targets(self, broker_addr: str | None, cluster: str | None) -> list[str]:
+        """``-b`` that broker; ``-c`` every broker of the cluster, slaves included: a slave
+        enforces the ACL on the reads it serves, so an account deleted on the masters only would
+        keep reading there (RocketMQ's deleteAclConfig asks the masters only)."""
+        return await self.resolve_all_addrs(broker_addr, cluster)
+
+    async def create_or_update_acl_account(self, addr: str, account: PlainAccessConfig) -> None:
+        account = check_account(account)
+        header = CreateAccessConfigRequestHeader(
+            access_key=account.access_key,
+            secret_key=account.secret_key,
+            white_remote_address=account.white_remote_address or None,
+            admin=account.admin,
+            default_topic_perm=account.default_topic_perm or None,
+            default_group_perm=account.default_group_perm or None,
+            topic_perms=",".join(account.topic_perms) or None,
+            group_perms=",".join(account.group_perms) or None,
+        )
+        await self._request(addr, RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, header)
+
+    async def delete_acl_account(self, addr: str, access_key: str) -> None:
+        header = DeleteAccessConfigRequestHeader(access_key=check_access_key(access_key))
+        await self._request(addr, RequestCode.DELETE_ACL_CONFIG, header)
+
+    async def update_global_white_addrs(self, addr: str, addrs: list[str]) -> None:
+        """Replace the broker's ``globalWhiteRemoteAddresses`` with ``addrs`` (empty: none)."""
+        header = UpdateGlobalWhiteAddrsConfigRequestHeader(
+            global_white_addrs=",".join(check_addr_list(addrs))
+        )
+        await self._request(addr, RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, header)
+
+    async def acl_config(self, addr: str) -> AclConfig:
+        """The broker's white list and accounts, secret keys included (callers mask them)."""
+        raw = json_body(
+            await self._request(addr, RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG), f"{BROKER} {addr}"
+        )
+        accounts = raw.get("plainAccessConfigs")
+        return AclConfig(
+            global_white_addrs=_text_list(raw.get("globalWhiteAddrs")),
+            accounts=[account_from_json(a) for a in accounts] if isinstance(accounts, list) else [],
+        )
+
+    async def acl_version(self, addr: str) -> AclVersion:
+        response = await self._request(addr, RequestCode.GET_BROKER_CLUSTER_ACL_INFO)
+        server = f"{BROKER} {addr}"
+        answer = answer_header(GetBrokerAclConfigResponseHeader, response, server)
+        counter, timestamp = _version_fields(answer.version, server)
+        return AclVersion(answer.cluster_name, answer.broker_name, answer.broker_addr, counter, timestamp)
+
+    async def each_broker(
+        self, addrs: list[str], request: Callable[..., Awaitable[Any]], *args: Any
+    ) -> list[BrokerOutcome]:
+        """``request(self, addr, *args)`` (an ``AclRequests`` method, e.g.
+        ``AclRequests.acl_config``) on every address in turn: each broker's result or failure.
+        Input refused before sending is raised at once, as it would be for every broker."""
+        outcomes = []
+        for addr in addrs:
+            try:
+                outcomes.append(BrokerOutcome(addr, result=await request(self, addr, *args)))
+            except AclInputError:
+                raise
+            except MQClientError as exc:
+                outcomes.append(BrokerOutcome(addr, error=str(exc)))
+        return outcomes
