@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from broker.common.acl_signature import SessionCredentials
 from broker.common.codes import RequestCode
 from broker.common.message_queue import MessageQueue
+from broker.common.names import group_problem
 from broker.common.route import BrokerData, TopicRouteData
 from broker.remoting.client import EventLoopThread, RemotingClient
 from broker.remoting.errors import RemotingError
@@ -145,7 +146,11 @@ class MQClientInstance:
 
     def add_client(self, kind: str, group: str, client) -> None:
         """Register a producer or consumer (``kind``) of ``group``; refused, as RocketMQ does,
-        when another client of that group already runs under this client id."""
+        when another client of that group already runs under this client id, or when the group
+        name is illegal (RocketMQ's Validators.checkGroup at start)."""
+        problem = group_problem(group)
+        if problem:
+            raise MQClientError(problem)
         with _shared_lock:
             same_id = [self] + [i for i in _shared.values() if i is not self and i.client_id == self.client_id
                                 and i.namesrv_addrs == self.namesrv_addrs and not i.closing]  # fmt: skip

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from broker.common import message_const
 from broker.common.acl_signature import SessionCredentials
-from broker.common.batch_codec import encode_batch
+from broker.common.batch_codec import MAX_BATCH_MESSAGES, encode_batch
 from broker.common.codes import ResponseCode
 from broker.common.message import Message
 from broker.common.message_codec import properties_to_string
@@ -557,7 +557,8 @@ _RETRYABLE = {
 
 
 def split_batches(messages: list[Message], limit: int = MAX_MESSAGE_SIZE) -> list[list[Message]]:
-    """Cut a list into batches whose encoded size stays within ``limit`` (one topic, no delay)."""
+    """Cut a list into batches whose encoded size stays within ``limit`` and that hold at most
+    MAX_BATCH_MESSAGES, as the broker takes them (one topic, no delay)."""
     if not messages:
         raise MQClientError("the batch is empty", ResponseCode.MESSAGE_ILLEGAL)
     topic = messages[0].topic
@@ -576,7 +577,7 @@ def split_batches(messages: list[Message], limit: int = MAX_MESSAGE_SIZE) -> lis
             raise MQClientError(
                 f"a message of {item} bytes exceeds the batch limit {limit}", ResponseCode.MESSAGE_ILLEGAL
             )
-        if size + item > limit and current:
+        if (size + item > limit or len(current) >= MAX_BATCH_MESSAGES) and current:
             batches.append(current)
             current, size = [], 0
         current.append(msg)

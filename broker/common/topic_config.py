@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from functools import lru_cache
+
+from broker.common.names import topic_problem
 
 PERM_PRIORITY = 0x1 << 3
 PERM_READ = 0x1 << 2
@@ -12,8 +12,6 @@ PERM_WRITE = 0x1 << 1
 PERM_INHERIT = 0x1 << 0
 
 DEFAULT_QUEUE_NUMS = 4
-TOPIC_MAX_LENGTH = 127
-_TOPIC_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 
 AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
@@ -42,16 +40,9 @@ SYSTEM_TOPICS = frozenset(
 )
 
 
-@lru_cache(maxsize=4096)  # every send checks its topic: producers and brokers see few names
 def validate_topic(name: str | None) -> str | None:
-    """Why ``name`` is not a legal topic name, or None when it is."""
-    if not name:
-        return "the topic name is empty"
-    if len(name) > TOPIC_MAX_LENGTH:
-        return f"the topic name is longer than {TOPIC_MAX_LENGTH} characters"
-    if not _TOPIC_PATTERN.match(name):
-        return f"the topic name {name!r} contains characters other than letters, digits, %, |, _ and -"
-    return None
+    """Why ``name`` is not a legal topic name, or None when it is (broker.common.names)."""
+    return topic_problem(name)
 
 
 def retry_topic(group: str) -> str:

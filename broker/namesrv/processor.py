@@ -6,6 +6,7 @@ import logging
 
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.crc import crc32
+from broker.common.names import topic_problem
 from broker.common.request_headers import (
     DeleteKVConfigRequestHeader,
     DeleteTopicFromNamesrvRequestHeader,
@@ -73,6 +74,12 @@ class NamesrvProcessor:
             body = decode_register_body(request.body, header.compressed)
         except RegisterBodyError as exc:
             return response_to(request, ResponseCode.SYSTEM_ERROR, str(exc))
+        # A registration names its cluster, its broker and every topic it serves: an illegal name
+        # refuses the whole registration, so no client is ever routed to it.
+        problem = topic_problem(header.cluster_name) or topic_problem(header.broker_name)
+        problem = problem or next(filter(None, map(topic_problem, body.topic_configs)), None)
+        if problem:
+            return response_to(request, ResponseCode.SYSTEM_ERROR, f"registration refused: {problem}")
         reg = Registration(
             cluster=header.cluster_name,
             broker_name=header.broker_name,
@@ -116,6 +123,9 @@ class NamesrvProcessor:
     # -- routes -------------------------------------------------------------------------------
     async def get_route(self, conn, request: RemotingCommand) -> RemotingCommand:
         topic = GetRouteInfoRequestHeader.from_ext_fields(request.ext_fields).topic
+        problem = topic_problem(topic)
+        if problem:
+            return response_to(request, ResponseCode.SYSTEM_ERROR, problem)
         route = self.routes.topic_route(topic, self.kv.get(ORDER_TOPIC_NAMESPACE, topic))
         if route is None:
             return response_to(request, ResponseCode.TOPIC_NOT_EXIST,
@@ -142,9 +152,11 @@ class NamesrvProcessor:
         return response_to(request, body=fastjson.dumps(body))
 
     async def delete_topic(self, conn, request: RemotingCommand) -> RemotingCommand:
-        self.routes.delete_topic(
-            DeleteTopicFromNamesrvRequestHeader.from_ext_fields(request.ext_fields).topic
-        )
+        topic = DeleteTopicFromNamesrvRequestHeader.from_ext_fields(request.ext_fields).topic
+        problem = topic_problem(topic)
+        if problem:
+            return response_to(request, ResponseCode.SYSTEM_ERROR, problem)
+        self.routes.delete_topic(topic)
         return response_to(request)
 
     # -- KV config ----------------------------------------------------------------------------

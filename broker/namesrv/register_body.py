@@ -18,6 +18,9 @@ from broker.remoting import fastjson
 _LENGTH = struct.Struct(">i")
 # No broker has this many topics; a larger count is a corrupt body, not a reason to loop.
 _MAX_TOPICS = 1_000_000
+# A compressed body may inflate to no more than this (RocketMQ's 16 MiB frame limit x 4): a few
+# kilobytes of zlib can otherwise inflate to gigabytes in the name server's memory.
+MAX_INFLATED_BYTES = 64 * 1024 * 1024
 
 
 class RegisterBodyError(ValueError):
@@ -39,22 +42,57 @@ def decode_register_body(body: bytes, compressed: bool) -> RegisterBody:
             data = fastjson.loads(body) or {}
         except ValueError as exc:
             raise RegisterBodyError(f"the registration body is not JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise RegisterBodyError("the registration body is not a JSON object")
         wrapper = data.get("topicConfigSerializeWrapper") or {}
+        if not isinstance(wrapper, dict):
+            raise RegisterBodyError("topicConfigSerializeWrapper is not a JSON object")
+        filter_servers = data.get("filterServerList") or []
+        if not isinstance(filter_servers, list):
+            raise RegisterBodyError("filterServerList is not a list")
         return RegisterBody(
-            wrapper.get("topicConfigTable") or {},
-            wrapper.get("dataVersion") or {},
-            list(data.get("filterServerList") or []),
+            _checked_table(wrapper.get("topicConfigTable") or {}),
+            _checked_object(wrapper.get("dataVersion") or {}, "dataVersion"),
+            filter_servers,
         )
+    inflater = zlib.decompressobj()
     try:
-        raw = zlib.decompress(body)
+        raw = inflater.decompress(body, MAX_INFLATED_BYTES)
     except zlib.error as exc:
         raise RegisterBodyError(f"the compressed registration body does not inflate: {exc}") from None
+    if inflater.unconsumed_tail:
+        raise RegisterBodyError(
+            f"the compressed registration body inflates to more than {MAX_INFLATED_BYTES} bytes"
+        )
     return _decode_inflated(_Reader(raw))
+
+
+_QUEUE_FIELDS = ("readQueueNums", "writeQueueNums", "perm", "topicSysFlag")
+
+
+def _checked_table(table: object) -> dict[str, dict]:
+    """The topic config table with each entry an object whose counts are whole numbers."""
+    if not isinstance(table, dict):
+        raise RegisterBodyError("topicConfigTable is not a JSON object")
+    for topic, config in table.items():
+        if not isinstance(config, dict):
+            raise RegisterBodyError(f"the topic config of {topic!r} is not a JSON object")
+        for field_name in _QUEUE_FIELDS:
+            value = config.get(field_name, 0)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise RegisterBodyError(f"{field_name} of the topic {topic!r} is not a whole number")
+    return table
+
+
+def _checked_object(value: object, what: str) -> dict:
+    if not isinstance(value, dict):
+        raise RegisterBodyError(f"{what} is not a JSON object")
+    return value
 
 
 def _decode_inflated(reader: _Reader) -> RegisterBody:
     result = RegisterBody()
-    result.data_version = _json(reader.chunk(), "data version") or {}
+    result.data_version = _checked_object(_json(reader.chunk(), "data version") or {}, "dataVersion")
     count = reader.int()
     if not 0 <= count <= _MAX_TOPICS:
         raise RegisterBodyError(f"the compressed registration body declares {count} topics")

@@ -32,6 +32,9 @@ class BrokerConfig:
     auto_create_topic_enable: bool = True
     auto_create_subscription_group: bool = True
     default_topic_queue_nums: int = 4
+    # Most read or write queues one topic may be created with (not a RocketMQ key): every queue
+    # is a line of each stats answer and a directory, so 2M queues made one request take seconds.
+    max_topic_queue_nums: int = 1024
     broker_permission: int = 6
     long_polling_enable: bool = True
     short_polling_time_mills: int = 1000

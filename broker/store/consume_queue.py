@@ -10,6 +10,8 @@ import struct
 from collections.abc import Callable
 from pathlib import Path
 
+from broker.common.names import name_path
+
 from .mapped_file import MappedFileQueue
 
 ENTRY = struct.Struct(">qiq")
@@ -22,7 +24,8 @@ class ConsumeQueue:
         self.queue_id = queue_id
         # Segments must hold a whole number of entries.
         self.file_size = file_size - file_size % ENTRY_SIZE
-        self.files = MappedFileQueue(root / topic / str(queue_id), self.file_size)
+        # name_path refuses a name that could leave ``root`` (issue 21: ``../../tmp/x``).
+        self.files = MappedFileQueue(name_path(root, topic) / str(queue_id), self.file_size)
         self.min_logic_offset = 0  # byte position of the first live entry
         self.max_physic_offset = 0  # commit-log end of the last entry
 

@@ -28,6 +28,7 @@ from broker.common.message_codec import (
     properties_to_string,
     store_timestamp_position,
 )
+from broker.common.names import IllegalName, is_path_name, name_path
 from broker.common.sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG, visible_to_consumers
 from broker.common.topic_config import SCHEDULE_TOPIC, validate_topic
 
@@ -134,6 +135,9 @@ class MessageStore:
         if not root.exists():
             return
         for topic_dir in sorted(root.iterdir()):
+            if not is_path_name(topic_dir.name):  # not made by this store: never opened as a queue
+                log.warning("ignoring %s: not a topic name", topic_dir)
+                continue
             for queue_dir in sorted(topic_dir.iterdir()) if topic_dir.is_dir() else []:
                 if not queue_dir.name.isdigit():
                     continue
@@ -557,7 +561,10 @@ class MessageStore:
                 self.commitlog.queue_offsets.pop(key, None)
                 removed += 1
         for topic in topics:
-            topic_dir = self.root / "consumequeue" / topic
+            try:
+                topic_dir = name_path(self.root / "consumequeue", topic)
+            except IllegalName:
+                continue  # never a queue of ours: nothing to remove, and no path outside the store
             if topic_dir.exists() and not any(topic_dir.iterdir()):
                 topic_dir.rmdir()
         return removed

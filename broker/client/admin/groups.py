@@ -10,6 +10,7 @@ from typing import Any
 from broker.client.client_api import answer_header
 from broker.client.errors import MQBrokerError, MQClientError, NotFoundError
 from broker.common.codes import RequestCode, ResponseCode
+from broker.common.names import group_problem
 from broker.common.request_headers import (
     DeleteSubscriptionGroupRequestHeader,
     GetConsumerConnectionListRequestHeader,
@@ -65,12 +66,14 @@ class GroupRequests(AdminCore):
 
         Returns the config as sent (RocketMQ field names) so callers can show it.
         """
+        _check_group(group)
         config = _subscription_group_config(group, options)
         body = json.dumps(config, separators=(",", ":")).encode("utf-8")
         await self._request(addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, body)
         return config
 
     async def delete_subscription_group(self, addr: str, group: str, remove_offset: bool = False) -> None:
+        _check_group(group)
         header = DeleteSubscriptionGroupRequestHeader(group, remove_offset)
         await self._request(addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, header)
 
@@ -243,6 +246,12 @@ class GroupRequests(AdminCore):
             return -1
         offset = answer_header(QueryConsumerOffsetResponseHeader, response, f"{BROKER} {addr}").offset
         return -1 if offset is None else offset
+
+
+def _check_group(group: str) -> None:
+    problem = group_problem(group)
+    if problem:
+        raise MQClientError(f"invalid group: {problem}")
 
 
 def _subscription_group_config(group: str, options: dict[str, Any]) -> dict[str, Any]:

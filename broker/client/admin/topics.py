@@ -137,6 +137,9 @@ class ClusterRequests(AdminCore):
 
         Returns the broker addresses the topic was deleted from.
         """
+        problem = validate_topic(topic)
+        if problem:
+            raise MQClientError(f"invalid topic: {problem}")
         addrs = (
             await self.resolve_masters(None, cluster)
             if cluster

@@ -9,14 +9,18 @@ does); SQL92 filters decode the record's properties and evaluate the compiled ex
 from __future__ import annotations
 
 import threading
+from functools import lru_cache
 
 from broker.common.java_hash import java_string_hash
 from broker.common.message_codec import MessageDecodeError, decode_message
 
-from .sql92 import FilterSyntaxError, SqlExpression, compile_sql92
+from .sql92 import FilterSyntaxError, SqlExpression, compile_sql92, sql_length_problem
 
 EXPRESSION_TYPE_TAG = "TAG"
 EXPRESSION_TYPE_SQL92 = "SQL92"
+# ``TagA || TagB || ...``: about 400 tags. Each tag is hashed on the event loop (and the hash
+# weights of each length are cached), so an unbounded expression costs time and memory.
+MAX_TAG_EXPRESSION_LENGTH = 4096
 
 
 def is_tag_type(expression_type: str | None) -> bool:
@@ -27,6 +31,7 @@ class TagFilter:
     """Tag hash codes against the consume-queue entries (``*`` or empty: everything)."""
 
     def __init__(self, expression: str | None) -> None:
+        check_tag_expression(expression)
         expression = (expression or "").strip()
         self.codes: set[int] | None = None
         if expression and expression != "*":
@@ -37,6 +42,17 @@ class TagFilter:
 
     def is_matched_by_commit_log(self, record) -> bool:
         return True
+
+
+def check_tag_expression(expression: object) -> None:
+    """Raise FilterSyntaxError when a tag expression is not text or longer than allowed."""
+    if expression is not None and not isinstance(expression, str):
+        raise FilterSyntaxError(f"the tag expression is a {type(expression).__name__}, not text")
+    if expression is not None and len(expression) > MAX_TAG_EXPRESSION_LENGTH:
+        raise FilterSyntaxError(
+            f"the tag expression has {len(expression)} characters, "
+            f"more than the {MAX_TAG_EXPRESSION_LENGTH} allowed"
+        )
 
 
 class SqlMessageFilter:
@@ -62,16 +78,37 @@ def check_subscription(expression_type: str | None, expression: str | None, prop
     ``is_unsupported`` distinguishes "this broker does not filter by SQL92" (RocketMQ answers
     SYSTEM_ERROR) from "the expression does not parse" (SUBSCRIPTION_PARSE_FAILED).
     """
+    if expression_type is not None and not isinstance(expression_type, str):
+        return True, f"The broker does not support consumer to filter message by {expression_type!r}"
     if is_tag_type(expression_type):
+        try:
+            check_tag_expression(expression)
+        except FilterSyntaxError as exc:
+            return False, str(exc)
         return None
     if (expression_type or "").upper() != EXPRESSION_TYPE_SQL92:
         return True, f"The broker does not support consumer to filter message by {expression_type}"
     if not property_filter:
         return True, "The broker does not support consumer to filter message by SQL92"
+    if expression is not None and not isinstance(expression, str):
+        return False, f"the SQL92 expression is a {type(expression).__name__}, not text"
+    reason = sql_problem(expression or "")
+    return None if reason is None else (False, reason)
+
+
+def sql_problem(expression: str) -> str | None:
+    """Why ``expression`` does not compile, or None."""
+    # A long one is refused before the cache could keep it.
+    return sql_length_problem(expression) or _cached_sql_problem(expression)
+
+
+@lru_cache(maxsize=1024)  # consumers repeat their subscriptions in every heartbeat (each 30 s)
+def _cached_sql_problem(expression: str) -> str | None:
+    # At most 1,024 x MAX_SQL_LENGTH characters are kept; a known expression costs nothing.
     try:
         compile_sql92(expression)
     except FilterSyntaxError as exc:
-        return False, str(exc)
+        return str(exc)
     return None
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import LarkError, VisitError
 
 Properties = Mapping[str, str]
@@ -68,6 +68,15 @@ STRING: /'(?:[^']|'')*'/
 """
 
 _PARSER = Lark(GRAMMAR, parser="lalr", maybe_placeholders=False)
+
+# Bounds on what a client may ask the broker to compile (issue 21, O5). RocketMQ sets none; here
+# a subscription is parsed on the event loop, at about 5 us a character on a slow machine, so
+# 4,096 characters hold it ~20 ms at most. The depth bound keeps the compiler and every message's
+# evaluation (both recursive, one Python frame or more a level) far from Python's recursion
+# limit: ``a=1 AND a=2 AND ...`` nests one level per AND, so it also bounds such chains (use IN).
+MAX_SQL_LENGTH = 4096
+MAX_SQL_DEPTH = 100
+_SHOWN = 200  # characters of an expression an error message repeats
 
 
 class FilterSyntaxError(ValueError):
@@ -310,20 +319,54 @@ class SqlExpression:
 
 
 def compile_sql92(expression: str | None) -> SqlExpression:
-    """Parse ``expression``; raise ``FilterSyntaxError`` with the reason when it is invalid."""
+    """Parse ``expression``; raise ``FilterSyntaxError`` with the reason when it is invalid,
+    longer than MAX_SQL_LENGTH or nested deeper than MAX_SQL_DEPTH."""
+    if expression is not None and not isinstance(expression, str):
+        raise FilterSyntaxError(f"the SQL92 expression is a {type(expression).__name__}, not text")
+    too_long = sql_length_problem(expression or "")
+    if too_long:  # before any other work
+        raise FilterSyntaxError(too_long)
     source = (expression or "").strip()
     if not source:
         raise FilterSyntaxError("the SQL92 expression is empty")
+    shown = _shown(source)
     try:
         tree = _PARSER.parse(source)
+        depth = _depth(tree)
+        if depth > MAX_SQL_DEPTH:
+            raise FilterSyntaxError(
+                f"the SQL92 expression nests {depth} levels deep, more than the {MAX_SQL_DEPTH} allowed"
+            )
         node = _as_boolean(_Compiler().transform(tree))
     except VisitError as exc:
         if isinstance(exc.orig_exc, FilterSyntaxError):
             raise exc.orig_exc from None
-        raise FilterSyntaxError(f"invalid SQL92 expression {source!r}: {exc.orig_exc}") from None
+        raise FilterSyntaxError(f"invalid SQL92 expression {shown}: {exc.orig_exc}") from None
     except LarkError as exc:
-        raise FilterSyntaxError(f"invalid SQL92 expression {source!r}: {_first_line(exc)}") from None
+        raise FilterSyntaxError(f"invalid SQL92 expression {shown}: {_first_line(exc)}") from None
     return SqlExpression(source, node.evaluate)
+
+
+def sql_length_problem(expression: str) -> str | None:
+    if len(expression) <= MAX_SQL_LENGTH:
+        return None
+    return f"the SQL92 expression has {len(expression)} characters, more than the {MAX_SQL_LENGTH} allowed"
+
+
+def _depth(tree: Tree) -> int:
+    """How deep the parse tree nests, counted without recursion (the tree may be very deep)."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in node.children if isinstance(child, Tree))
+    return deepest
+
+
+def _shown(source: str) -> str:
+    if len(source) <= _SHOWN:
+        return repr(source)
+    return repr(source[:_SHOWN]) + f"... ({len(source)} characters)"
 
 
 def _first_line(exc: Exception) -> str:

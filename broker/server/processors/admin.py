@@ -30,6 +30,7 @@ from broker.remoting.command import RemotingCommand, create_request, response_to
 
 from ..config_schema import FixedConfigKeyError
 from ..subscription_manager import SubscriptionGroupConfig
+from .name_checks import name_refusal
 
 if TYPE_CHECKING:
     from ..controller import BrokerController
@@ -47,9 +48,9 @@ class AdminProcessor:
     async def create_topic(self, conn, request: RemotingCommand) -> RemotingCommand:
         header = CreateTopicRequestHeader.from_ext_fields(request.ext_fields)
         topic = header.topic
-        reason = tc.validate_topic(topic)
-        if reason:
-            return response_to(request, ResponseCode.SYSTEM_ERROR, reason)
+        refused = name_refusal(request, (topic,))
+        if refused is not None:
+            return refused
         if topic == tc.AUTO_CREATE_TOPIC_KEY_TOPIC or (
             tc.is_system_topic(topic) and topic in self.broker.topics.table
         ):
@@ -67,12 +68,23 @@ class AdminProcessor:
         )
         if config.read_queue_nums < 1 or config.write_queue_nums < 1:
             return response_to(request, ResponseCode.SYSTEM_ERROR, "queue numbers must be at least 1")
+        most = self.broker.config.max_topic_queue_nums
+        if max(config.read_queue_nums, config.write_queue_nums) > most:
+            return response_to(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                f"the topic[{topic}] asks for {max(config.read_queue_nums, config.write_queue_nums)} "
+                f"queues, more than maxTopicQueueNums={most}",
+            )
         self.broker.topics.update(config)
         self.broker.register_soon()
         return response_to(request)
 
     async def delete_topic(self, conn, request: RemotingCommand) -> RemotingCommand:
         topic = DeleteTopicRequestHeader.from_ext_fields(request.ext_fields).topic
+        refused = name_refusal(request, (topic,))
+        if refused is not None:
+            return refused
         if tc.is_system_topic(topic):
             return response_to(request, ResponseCode.SYSTEM_ERROR, f"the topic[{topic}] is a system topic")
         self.broker.topics.delete(topic)
@@ -86,6 +98,9 @@ class AdminProcessor:
 
     async def topic_stats(self, conn, request: RemotingCommand) -> RemotingCommand:
         topic = GetTopicStatsInfoRequestHeader.from_ext_fields(request.ext_fields).topic
+        refused = name_refusal(request, (topic,))
+        if refused is not None:
+            return refused
         config = self.broker.topics.get(topic)
         if config is None:
             return response_to(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
@@ -104,6 +119,9 @@ class AdminProcessor:
 
     async def topic_consume_by_who(self, conn, request: RemotingCommand) -> RemotingCommand:
         topic = QueryTopicConsumeByWhoRequestHeader.from_ext_fields(request.ext_fields).topic
+        refused = name_refusal(request, (topic,))
+        if refused is not None:
+            return refused
         groups = self.broker.consumers.groups_subscribing(topic) | self.broker.offsets.groups_of_topic(topic)
         return response_to(request, body=fastjson.dumps({"groupList": sorted(groups)}))
 
@@ -113,11 +131,24 @@ class AdminProcessor:
             config = SubscriptionGroupConfig.from_json_dict(fastjson.loads(request.body))
         except (ValueError, TypeError, AttributeError) as exc:
             return response_to(request, ResponseCode.SYSTEM_ERROR, f"bad subscription group config: {exc}")
+        refused = name_refusal(request, groups=(config.group_name,))
+        if refused is not None:
+            return refused
+        if not 0 <= config.retry_queue_nums <= self.broker.config.max_topic_queue_nums:
+            return response_to(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                f"retryQueueNums={config.retry_queue_nums} of the group[{config.group_name}] is not "
+                f"between 0 and maxTopicQueueNums={self.broker.config.max_topic_queue_nums}",
+            )
         self.broker.groups.update(config)
         return response_to(request)
 
     async def delete_group(self, conn, request: RemotingCommand) -> RemotingCommand:
         group = DeleteSubscriptionGroupRequestHeader.from_ext_fields(request.ext_fields).group_name
+        refused = name_refusal(request, groups=(group,))
+        if refused is not None:
+            return refused
         self.broker.groups.delete(group)
         self.broker.offsets.remove_group(group)
         self.broker.stats.forget_group(group)
@@ -129,6 +160,9 @@ class AdminProcessor:
     async def consume_stats(self, conn, request: RemotingCommand) -> RemotingCommand:
         header = GetConsumeStatsRequestHeader.from_ext_fields(request.ext_fields)
         group, only_topic = header.consumer_group, header.topic
+        refused = name_refusal(request, (only_topic or None,), (group,))
+        if refused is not None:
+            return refused
         broker, store = self.broker, self.broker.store
         topics = {only_topic} if only_topic else broker.offsets.topics_of_group(group)
         info = broker.consumers.groups.get(group)
@@ -166,6 +200,9 @@ class AdminProcessor:
 
     async def consumer_connections(self, conn, request: RemotingCommand) -> RemotingCommand:
         group = GetConsumerConnectionListRequestHeader.from_ext_fields(request.ext_fields).consumer_group
+        refused = name_refusal(request, groups=(group,))
+        if refused is not None:
+            return refused
         info = self.broker.consumers.groups.get(group)
         if info is None:
             return response_to(
@@ -182,6 +219,9 @@ class AdminProcessor:
 
     async def producer_connections(self, conn, request: RemotingCommand) -> RemotingCommand:
         group = GetProducerConnectionListRequestHeader.from_ext_fields(request.ext_fields).producer_group
+        refused = name_refusal(request, groups=(group,))
+        if refused is not None:
+            return refused
         channels = self.broker.producers.groups.get(group, {})
         body = {"connectionSet": [c.to_connection_json() for c in channels.values()]}
         return response_to(request, body=fastjson.dumps(body))
@@ -191,6 +231,9 @@ class AdminProcessor:
         isForce an offset only moves back, as in RocketMQ, so nothing unread is skipped."""
         header = ResetOffsetRequestHeader.from_ext_fields(request.ext_fields)
         topic, group, timestamp, force = header.topic, header.group, header.timestamp, header.is_force
+        refused = name_refusal(request, (topic,), (group,))
+        if refused is not None:
+            return refused
         config = self.broker.topics.get(topic)
         if config is None:
             return response_to(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
@@ -261,6 +304,9 @@ class AdminProcessor:
         else:
             running = GetConsumerRunningInfoRequestHeader.from_ext_fields(request.ext_fields)
             group, client_id, msg_id = running.consumer_group, running.client_id, None
+        refused = name_refusal(request, groups=(group,))
+        if refused is not None:
+            return refused
         info = self.broker.consumers.groups.get(group)
         channel = info.channels.get(client_id) if info else None
         if channel is None:

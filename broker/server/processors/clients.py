@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from broker.common import topic_config as tc
 from broker.common.codes import RequestCode, ResponseCode
-from broker.common.filter import check_subscription
+from broker.common.filter import check_subscription, is_tag_type
 from broker.common.request_headers import (
     GetConsumerListByGroupRequestHeader,
     GetEarliestMsgStoretimeRequestHeader,
@@ -30,11 +30,37 @@ from broker.remoting import fastjson
 from broker.remoting.command import RemotingCommand, create_request, response_to
 
 from ..client_manager import ClientChannel, now_ms
+from .name_checks import name_problem, name_refusal
 
 if TYPE_CHECKING:
     from ..controller import BrokerController
 
 log = logging.getLogger(__name__)
+
+# SQL92 text one heartbeat may ask the broker to compile (each expression is at most
+# MAX_SQL_LENGTH): compiling runs on the event loop. Known expressions are cached, so a consumer's
+# repeated heartbeats cost nothing; this bounds the first one, or one full of new expressions.
+MAX_HEARTBEAT_SQL_CHARS = 16 * 1024
+
+
+def _heartbeat_parts(data: object) -> tuple[str, list[dict], list[dict]] | str:
+    """``(clientID, consumer data, producer data)`` of a heartbeat body, or what is wrong with it."""
+    if not isinstance(data, dict):
+        return "the body is not a JSON object"
+    client_id = data.get("clientID") or ""
+    if not isinstance(client_id, str) or not client_id:
+        return "the heartbeat has no clientID"
+    consumers, producers = data.get("consumerDataSet") or [], data.get("producerDataSet") or []
+    if not isinstance(consumers, list) or not all(isinstance(c, dict) for c in consumers):
+        return "consumerDataSet is not a list of objects"
+    if not isinstance(producers, list) or not all(isinstance(p, dict) for p in producers):
+        return "producerDataSet is not a list of objects"
+    for consumer in consumers:
+        subscriptions = consumer.setdefault("subscriptionDataSet", []) or []
+        if not isinstance(subscriptions, list) or not all(isinstance(s, dict) for s in subscriptions):
+            return "a consumer's subscriptionDataSet is not a list of objects"
+        consumer["subscriptionDataSet"] = subscriptions
+    return client_id, consumers, producers
 
 
 class ClientProcessor:
@@ -43,22 +69,47 @@ class ClientProcessor:
 
     async def heartbeat(self, conn, request: RemotingCommand) -> RemotingCommand:
         data = fastjson.loads(request.body) if request.body else {}
-        client_id = data.get("clientID") or ""
-        if not client_id:
-            return response_to(request, ResponseCode.SYSTEM_ERROR, "the heartbeat has no clientID")
+        parts = _heartbeat_parts(data)
+        if isinstance(parts, str):
+            return response_to(request, ResponseCode.SYSTEM_ERROR, f"the heartbeat is malformed: {parts}")
+        client_id, consumers, producers = parts
+        refusal = self._heartbeat_refusal(consumers, producers)
+        if refusal is not None:  # as CHECK_CLIENT_CONFIG: never register a broken filter or name
+            return response_to(request, *refusal)
         channel = ClientChannel(conn, client_id, request.language, request.version, now_ms())
         conn.attributes["client_id"] = client_id
-        for consumer in data.get("consumerDataSet") or []:
-            for subscription in consumer.get("subscriptionDataSet") or []:
-                refusal = self._subscription_refusal(subscription)
-                if refusal is not None:  # as CHECK_CLIENT_CONFIG: never register a broken filter
-                    return response_to(request, *refusal)
-        for consumer in data.get("consumerDataSet") or []:
+        for consumer in consumers:
             self._consumer_heartbeat(consumer, channel)
-        for producer in data.get("producerDataSet") or []:
+        for producer in producers:
             if producer.get("groupName"):
                 self.broker.producers.register(producer["groupName"], channel)
         return response_to(request)
+
+    def _heartbeat_refusal(self, consumers: list[dict], producers: list[dict]) -> tuple[int, str] | None:
+        """The first reason to refuse a heartbeat: an illegal group or topic name (SYSTEM_ERROR),
+        or a subscription this broker cannot filter by."""
+        sql_chars = 0
+        for consumer in consumers:
+            subscriptions = consumer["subscriptionDataSet"]
+            problem = name_problem(
+                (s.get("topic") for s in subscriptions), (consumer.get("groupName") or None,)
+            )
+            if problem:
+                return ResponseCode.SYSTEM_ERROR, problem
+            for subscription in subscriptions:
+                expression = subscription.get("subString")
+                if not is_tag_type(subscription.get("expressionType")) and isinstance(expression, str):
+                    sql_chars += len(expression)
+                if sql_chars > MAX_HEARTBEAT_SQL_CHARS:
+                    return ResponseCode.SUBSCRIPTION_PARSE_FAILED, (
+                        f"the heartbeat's SQL92 subscriptions exceed {MAX_HEARTBEAT_SQL_CHARS} "
+                        "characters in all"
+                    )
+                refusal = self._subscription_refusal(subscription)
+                if refusal is not None:
+                    return refusal
+        problem = name_problem(groups=(p.get("groupName") or None for p in producers))
+        return None if problem is None else (ResponseCode.SYSTEM_ERROR, problem)
 
     def _consumer_heartbeat(self, consumer: dict, channel: ClientChannel) -> None:
         group = consumer.get("groupName")
@@ -77,6 +128,9 @@ class ClientProcessor:
 
     async def unregister(self, conn, request: RemotingCommand) -> RemotingCommand:
         header = UnregisterClientRequestHeader.from_ext_fields(request.ext_fields)
+        refused = name_refusal(request, groups=(header.producer_group or None, header.consumer_group or None))
+        if refused is not None:
+            return refused
         client_id = header.client_id
         if header.producer_group:
             self.broker.producers.unregister(header.producer_group, client_id)
@@ -87,6 +141,9 @@ class ClientProcessor:
 
     async def consumer_list(self, conn, request: RemotingCommand) -> RemotingCommand:
         group = GetConsumerListByGroupRequestHeader.from_ext_fields(request.ext_fields).consumer_group
+        refused = name_refusal(request, groups=(group,))
+        if refused is not None:
+            return refused
         info = self.broker.consumers.groups.get(group)
         if info is None:
             return response_to(request, ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {group}")
@@ -94,7 +151,14 @@ class ClientProcessor:
 
     async def check_client_config(self, conn, request: RemotingCommand) -> RemotingCommand:
         data = fastjson.loads(request.body) if request.body else {}
-        subscription = data.get("subscriptionData") or {}
+        subscription = data.get("subscriptionData") if isinstance(data, dict) else None
+        if not isinstance(subscription, dict):
+            return response_to(
+                request, ResponseCode.SYSTEM_ERROR, "the request has no subscriptionData object"
+            )
+        refused = name_refusal(request, (subscription.get("topic"),), (data.get("group") or None,))
+        if refused is not None:
+            return refused
         refusal = self._subscription_refusal(subscription)
         if refusal is not None:
             return response_to(request, *refusal)
@@ -123,6 +187,9 @@ class OffsetProcessor:
     async def query_consumer_offset(self, conn, request: RemotingCommand) -> RemotingCommand:
         header = QueryConsumerOffsetRequestHeader.from_ext_fields(request.ext_fields)
         group, topic, queue_id = header.consumer_group, header.topic, header.queue_id
+        refused = name_refusal(request, (topic,), (group,))
+        if refused is not None:
+            return refused
         offset = self.broker.offsets.query(group, topic, queue_id)
         if offset >= 0:
             return response_to(request, ext_fields=QueryConsumerOffsetResponseHeader(offset))
@@ -153,11 +220,17 @@ class OffsetProcessor:
 
     async def update_consumer_offset(self, conn, request: RemotingCommand) -> RemotingCommand:
         header = UpdateConsumerOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        refused = name_refusal(request, (header.topic,), (header.consumer_group,))
+        if refused is not None:
+            return refused
         self.broker.offsets.commit(header.consumer_group, header.topic, header.queue_id, header.commit_offset)
         return response_to(request)
 
     async def search_offset(self, conn, request: RemotingCommand) -> RemotingCommand:
         header = SearchOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        refused = name_refusal(request, (header.topic,))
+        if refused is not None:
+            return refused
         offset = self.broker.store.get_offset_in_queue_by_time(
             header.topic, header.queue_id, header.timestamp
         )
@@ -165,16 +238,25 @@ class OffsetProcessor:
 
     async def max_offset(self, conn, request: RemotingCommand) -> RemotingCommand:
         header = GetMaxOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        refused = name_refusal(request, (header.topic,))
+        if refused is not None:
+            return refused
         offset = self.broker.store.get_max_offset_in_queue(header.topic, header.queue_id)
         return response_to(request, ext_fields=GetMaxOffsetResponseHeader(offset))
 
     async def min_offset(self, conn, request: RemotingCommand) -> RemotingCommand:
         header = GetMinOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        refused = name_refusal(request, (header.topic,))
+        if refused is not None:
+            return refused
         offset = self.broker.store.get_min_offset_in_queue(header.topic, header.queue_id)
         return response_to(request, ext_fields=GetMinOffsetResponseHeader(offset))
 
     async def earliest_time(self, conn, request: RemotingCommand) -> RemotingCommand:
         header = GetEarliestMsgStoretimeRequestHeader.from_ext_fields(request.ext_fields)
+        refused = name_refusal(request, (header.topic,))
+        if refused is not None:
+            return refused
         timestamp = self.broker.store.get_earliest_message_time(header.topic, header.queue_id)
         return response_to(request, ext_fields=GetEarliestMsgStoretimeResponseHeader(timestamp))
 

@@ -16,6 +16,7 @@ from broker.common.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE,
 from broker.common.topic_config import is_writeable
 from broker.remoting.command import RemotingCommand, response_to
 
+from .name_checks import name_refusal
 from .send import put_status_code
 
 if TYPE_CHECKING:
@@ -33,6 +34,9 @@ class EndTransactionProcessor:
             header = EndTransactionRequestHeader.from_ext_fields(request.ext_fields)
         except HeaderError as exc:
             return response_to(request, ResponseCode.SYSTEM_ERROR, str(exc))
+        refused = name_refusal(request, groups=(header.producer_group or None,))
+        if refused is not None:
+            return refused
         if not is_writeable(self.broker.config.broker_permission):
             return response_to(request, ResponseCode.NO_PERMISSION, "the broker does not accept writes now")
         state = header.commit_or_rollback

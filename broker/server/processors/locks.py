@@ -14,8 +14,15 @@ from broker.common.request_headers import (
 from broker.remoting import fastjson
 from broker.remoting.command import RemotingCommand, response_to
 
+from .name_checks import name_problem
+
 if TYPE_CHECKING:
     from ..controller import BrokerController
+
+
+# Queues one LOCK_BATCH_MQ / UNLOCK_BATCH_MQ may name: a consumer locks the queues it was given
+# on one broker, at most a topic's queues (maxTopicQueueNums, 1,024 by default) per topic.
+MAX_LOCK_QUEUES = 16 * 1024
 
 
 def _parse(request: RemotingCommand, body_type: type[LockBatchRequestBody]):
@@ -26,7 +33,12 @@ def _parse(request: RemotingCommand, body_type: type[LockBatchRequestBody]):
         return f"the lock request body is malformed: {exc}"
     if not body.consumer_group or not body.client_id:
         return "the lock request needs consumerGroup and clientId"
+    if len(body.mq_set) > MAX_LOCK_QUEUES:
+        return f"the lock request names {len(body.mq_set)} queues, more than {MAX_LOCK_QUEUES}"
     keys = [(mq["topic"], mq["brokerName"], mq["queueId"]) for mq in body.mq_set]
+    problem = name_problem((topic for topic, _, _ in keys), (body.consumer_group,))
+    if problem:
+        return problem
     return body.consumer_group, body.client_id, keys
 
 

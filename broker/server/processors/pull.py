@@ -16,6 +16,8 @@ from broker.remoting.command import RemotingCommand, response_to
 from broker.remoting.connection import failure_response
 from broker.store.results import GetMessageStatus
 
+from .name_checks import name_refusal
+
 if TYPE_CHECKING:
     from ..controller import BrokerController
 
@@ -89,6 +91,9 @@ class PullProcessor:
 
     def _check(self, request, group: str, topic: str, queue_id: int) -> RemotingCommand | None:
         broker = self.broker
+        refused = name_refusal(request, (topic,), (group,))
+        if refused is not None:
+            return refused
         if not tc.is_readable(broker.config.broker_permission):
             return response_to(
                 request,
@@ -141,7 +146,11 @@ class PullProcessor:
             expression_type = subscription.get("expressionType") or "TAG"
             expression = subscription.get("subString")
         if is_tag_type(expression_type):
-            return TagFilter(expression)
+            try:
+                return TagFilter(expression)
+            except FilterSyntaxError as exc:
+                reason = f"parse the consumer's subscription failed: {exc}"
+                return response_to(request, ResponseCode.SUBSCRIPTION_PARSE_FAILED, reason)
         return self._sql_filter(request, header, expression_type, expression)
 
     def _sql_filter(self, request, header: PullMessageRequestHeader, expression_type: str, expression):

@@ -13,6 +13,8 @@ from broker.common.request_headers import (
 )
 from broker.remoting.command import RemotingCommand, response_to
 
+from .name_checks import name_refusal
+
 if TYPE_CHECKING:
     from ..controller import BrokerController
 
@@ -24,6 +26,9 @@ class QueryProcessor:
     async def query_message(self, conn, request: RemotingCommand) -> RemotingCommand:
         store = self.broker.store
         header = QueryMessageRequestHeader.from_ext_fields(request.ext_fields)
+        refused = name_refusal(request, (header.topic,))
+        if refused is not None:
+            return refused
         max_num = min(header.max_num, 64)
         found = store.query_message(
             header.topic, header.key, max_num, header.begin_timestamp, header.end_timestamp

@@ -29,6 +29,7 @@ from broker.store.results import PutMessageResult, PutMessageStatus
 
 from ..schedule_message import to_schedule_message
 from ..transaction.half_message import is_half_request, to_half_message
+from .name_checks import name_refusal
 
 if TYPE_CHECKING:
     from ..controller import BrokerController
@@ -57,11 +58,14 @@ NOT_ALLOWED_SEND_TOPICS = frozenset(
 )
 
 
-def send_refusal(request, topic: str, illegal_code: int) -> RemotingCommand | None:
-    """The refusal of a send or reply to ``topic`` for its name alone, or None."""
-    reason = tc.validate_topic(topic)
-    if reason:
-        return response_to(request, illegal_code, reason)
+def send_refusal(
+    request, topic: str, illegal_code: int, producer_group: str | None = None
+) -> RemotingCommand | None:
+    """The refusal of a send or reply to ``topic`` (from ``producer_group``, when it names one)
+    for the names alone, or None."""
+    refused = name_refusal(request, (topic,), (producer_group or None,), illegal_code)
+    if refused is not None:
+        return refused
     if topic in NOT_ALLOWED_SEND_TOPICS:
         return response_to(
             request, ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden."
@@ -103,11 +107,13 @@ def single_message(request, header: SendMessageRequestHeader, topic: str, queue_
 
 
 def messages_from_request(
-    request, header: SendMessageRequestHeader, topic: str, queue_id: int, conn
+    request, header: SendMessageRequestHeader, topic: str, queue_id: int, conn, max_size: int
 ) -> list[MessageExt] | str:
     """The messages of a send request (one, or a batch); a reason string when the batch is bad."""
     if not (request.code == RequestCode.SEND_BATCH_MESSAGE or header.batch):
         return [single_message(request, header, topic, queue_id, conn)]
+    if len(request.body) > max_size:  # the whole batch, as RocketMQ's maxMessageSize; before decoding
+        return f"the batch is {len(request.body)} bytes, the limit is {max_size}"
     try:
         batch = decode_batch(request.body, topic)
     except BatchDecodeError as exc:
@@ -136,7 +142,8 @@ class SendProcessor:
         be flushed (SYNC_FLUSH) before the producer hears of it."""
         header = decode_send_request(request.ext_fields)
         topic = header.topic
-        refused = send_refusal(request, topic, ResponseCode.MESSAGE_ILLEGAL)
+        # A bad name is SYSTEM_ERROR, as RocketMQ's msgCheck (TopicValidator.validateTopic).
+        refused = send_refusal(request, topic, ResponseCode.SYSTEM_ERROR, header.producer_group)
         if refused is not None:
             return refused
         if not tc.is_writeable(self.broker.config.broker_permission):
@@ -158,7 +165,8 @@ class SendProcessor:
                 f"request queueId[{queue_id}] is illegal, "
                 f"topic[{topic}] has {config.write_queue_nums} write queues",
             )
-        messages = messages_from_request(request, header, topic, queue_id, conn)
+        max_size = self.broker.store.config.max_message_size
+        messages = messages_from_request(request, header, topic, queue_id, conn, max_size)
         if isinstance(messages, str):
             return response_to(request, ResponseCode.MESSAGE_ILLEGAL, messages)
         for msg in messages:  # as RocketMQ: a request's reply finds its cluster's reply topic by it

@@ -23,6 +23,7 @@ from broker.remoting.command import RemotingCommand, response_to
 
 from .. import trace_writer
 from ..schedule_message import to_schedule_message
+from .name_checks import name_refusal
 from .send import ensure_dlq_topic, ensure_system_topic, put_status_code
 
 if TYPE_CHECKING:
@@ -41,6 +42,9 @@ class SendBackProcessor:
             header = ConsumerSendMsgBackRequestHeader.from_ext_fields(request.ext_fields)
         except HeaderError as exc:
             return response_to(request, ResponseCode.SYSTEM_ERROR, str(exc))
+        refused = name_refusal(request, (header.origin_topic,), (header.group,))
+        if refused is not None:
+            return refused
         broker = self.broker
         group_config = broker.groups.find(header.group)
         if group_config is None:

@@ -1,0 +1,108 @@
+"""The rules for topic and group names, and the one safe way to turn a name into a path.
+
+RocketMQ's TopicValidator: a topic is 1-127 characters from ``[%|a-zA-Z0-9_-]``. Its clients
+allow groups of the same characters up to 255; here groups are held to 127 like topics (issue 21),
+so a group name is never longer than the topic names the broker stores. ``%RETRY%<group>`` and
+``%DLQ%<group>`` are topics derived from a group: a group longer than 120 characters can be
+consumed, but its retry copies exceed the topic limit and are refused when stored.
+
+Every name that arrives from a socket, a file or a form passes through here before it is looked
+up, stored or used to build a path. Problems are plain strings (the remark of RocketMQ's answer);
+callers pick the response code.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from functools import lru_cache
+from pathlib import Path
+
+TOPIC_MAX_LENGTH = 127
+GROUP_MAX_LENGTH = 127
+VALID_PATTERN = "^[%|a-zA-Z0-9_-]+$"
+_LEGAL = re.compile(r"[%|a-zA-Z0-9_-]+")
+# How much of an illegal name a remark repeats: enough to recognise it, never megabytes.
+_SHOWN_CHARS = 64
+
+
+class IllegalName(ValueError):
+    """A topic or group name that breaks the rules; the message is the reason."""
+
+
+def shown(name: str) -> str:
+    """``name`` as a remark or log line may show it: quoted, escaped and cut short."""
+    if len(name) > _SHOWN_CHARS:
+        return repr(name[:_SHOWN_CHARS]) + f"... ({len(name)} characters)"
+    return repr(name)
+
+
+def topic_problem(name: object) -> str | None:
+    """Why ``name`` is not a legal topic name (RocketMQ's remark), or None when it is."""
+    return _problem("topic", name, TOPIC_MAX_LENGTH)
+
+
+def group_problem(name: object) -> str | None:
+    """Why ``name`` is not a legal group name, or None when it is."""
+    return _problem("group", name, GROUP_MAX_LENGTH)
+
+
+def check_topic(name: object) -> str:
+    """``name`` when it is a legal topic name; raises IllegalName otherwise."""
+    problem = topic_problem(name)
+    if problem:
+        raise IllegalName(problem)
+    return name  # type: ignore[return-value]  # a str: _problem refuses anything else
+
+
+def check_group(name: object) -> str:
+    problem = group_problem(name)
+    if problem:
+        raise IllegalName(problem)
+    return name  # type: ignore[return-value]
+
+
+def _problem(kind: str, name: object, max_length: int) -> str | None:
+    if name is None or name == "":
+        return f"The specified {kind} is blank (the name is empty)"
+    if not isinstance(name, str):
+        return f"The specified {kind} is not a string but {type(name).__name__}"
+    # The length first: the cache below must never keep megabyte names a client sent.
+    if len(name) > max_length:
+        return (
+            f"The specified {kind} {shown(name)} is longer than {max_length} characters ({kind} max length)"
+        )
+    return _cached_problem(kind, name)
+
+
+@lru_cache(maxsize=4096)  # every send checks its topic: producers and brokers see few names
+def _cached_problem(kind: str, name: str) -> str | None:
+    if _LEGAL.fullmatch(name):
+        return None
+    return (
+        f"The specified {kind} {shown(name)} contains characters other than letters, digits, "
+        f"%, |, _ and - (allowing only {VALID_PATTERN})"
+    )
+
+
+def is_path_name(name: str) -> bool:
+    """Whether ``name_path`` takes ``name`` (legal characters, any length)."""
+    return bool(_LEGAL.fullmatch(name))
+
+
+def name_path(root: Path | str, name: str) -> Path:
+    """``root / name`` for a topic (or group) name used as a directory or file name.
+
+    The name must be made of the legal characters (no separator, no dot, so no ``..``), and the
+    result must stay directly under ``root`` however ``root`` itself is linked. Both are checked
+    here, where the path is built, whatever was checked where the name came in. The length is
+    not: stores hold derived topics (``%RETRY%`` + a 127-character group) a little longer than 127.
+    """
+    if not isinstance(name, str) or not is_path_name(name):
+        raise IllegalName(f"refusing to build a path from the name {shown(str(name))}")
+    base = Path(root)
+    path = base / name
+    resolved_base = Path(os.path.realpath(base))
+    if Path(os.path.realpath(path)).parent != resolved_base:
+        raise IllegalName(f"the name {shown(name)} leads outside {base}")
+    return path
