@@ -7,6 +7,7 @@ requests (the broker notifying a consumer) reach the processors registered here.
 from __future__ import annotations
 
 import asyncio
+import ssl
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -17,6 +18,7 @@ from broker.common.hosts import HostPort, parse_host
 from .command import RemotingCommand
 from .connection import Handler, ProcessorTable, RemotingConnection
 from .errors import RemotingConnectError
+from .tls import PLAINTEXT, ClientTls, describe_connect_failure
 
 T = TypeVar("T")
 
@@ -32,10 +34,16 @@ def split_addr(addr: str) -> HostPort:
 
 
 class RemotingClient:
-    def __init__(self, credentials: SessionCredentials | None = None) -> None:
+    def __init__(
+        self, credentials: SessionCredentials | None = None, *, tls: ClientTls | None = None
+    ) -> None:
         """``credentials``: sign every request with this ACL account (RocketMQ's
-        AclClientRPCHook); without, requests go unsigned."""
+        AclClientRPCHook); without, requests go unsigned. ``tls``: connect over TLS when it is
+        enabled (plaintext without); a certificate file that cannot be loaded raises
+        ``TlsConfigError`` here, not at the first request."""
         self.processors = ProcessorTable()
+        self.tls = tls or PLAINTEXT
+        self._ssl: ssl.SSLContext | None = self.tls.context()
         self.credentials = credentials
         self._signer = RequestSigner(credentials) if credentials is not None else None
         self._connections: dict[str, RemotingConnection] = {}
@@ -55,13 +63,23 @@ class RemotingClient:
                 return existing
             host, port = split_addr(addr)
             loop = asyncio.get_running_loop()
+            # TLS: the server's certificate is checked against ``host`` (an IP address matches
+            # the certificate's IP entries).
+            hostname = host if self._ssl is not None else None
             try:
                 _, connection = await asyncio.wait_for(
-                    loop.create_connection(lambda: RemotingConnection(self.processors), host, port),
+                    loop.create_connection(
+                        lambda: RemotingConnection(self.processors),
+                        host,
+                        port,
+                        ssl=self._ssl,
+                        server_hostname=hostname,
+                    ),
                     CONNECT_TIMEOUT_S,
                 )
-            except (OSError, TimeoutError) as exc:
-                raise RemotingConnectError(addr, str(exc) or type(exc).__name__) from None
+            except (OSError, TimeoutError) as exc:  # ssl.SSLError is an OSError
+                reason = describe_connect_failure(exc, self.tls) if self._ssl is not None else None
+                raise RemotingConnectError(addr, reason or str(exc) or type(exc).__name__) from None
             connection.sign = self._signer
             self._connections[addr] = connection
             return connection
@@ -127,13 +145,19 @@ class EventLoopThread:
 class SyncRemotingClient:
     """Blocking calls over a ``RemotingClient`` that lives on its own loop thread."""
 
-    def __init__(self, credentials: SessionCredentials | None = None) -> None:
+    def __init__(
+        self, credentials: SessionCredentials | None = None, *, tls: ClientTls | None = None
+    ) -> None:
         self._loop_thread = EventLoopThread("sync-remoting-client")
-        self.client: RemotingClient = self._loop_thread.run(self._make(credentials))
+        try:
+            self.client: RemotingClient = self._loop_thread.run(self._make(credentials, tls))
+        except BaseException:  # TlsConfigError: no thread left behind
+            self._loop_thread.stop()
+            raise
 
     @staticmethod
-    async def _make(credentials: SessionCredentials | None) -> RemotingClient:
-        return RemotingClient(credentials)
+    async def _make(credentials: SessionCredentials | None, tls: ClientTls | None) -> RemotingClient:
+        return RemotingClient(credentials, tls=tls)
 
     def invoke(
         self, addr: str, request: RemotingCommand, timeout_ms: int = DEFAULT_TIMEOUT_MS

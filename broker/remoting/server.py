@@ -12,6 +12,7 @@ from .busy_poll import BusyPoll
 from .command import RemotingCommand
 from .connection import Handler, ProcessorTable, RemotingConnection
 from .frame import DEFAULT_MAX_FRAME
+from .tls import ServerTls, TlsAcceptor
 
 log = logging.getLogger(__name__)
 
@@ -23,6 +24,7 @@ class RemotingServer:
         port: int = 0,
         max_frame: int = DEFAULT_MAX_FRAME,
         busy_poll_window_s: float = 0.0,
+        tls: ServerTls | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -34,6 +36,9 @@ class RemotingServer:
         self.busy_poll_window_s = busy_poll_window_s
         self.busy_poll: BusyPoll | None = None
         self.backlog_budget = BacklogBudget()  # every connection's unserved requests together
+        # TLS (permissive or enforcing): its context is built here, so a certificate that cannot
+        # be loaded stops the process at start; None (disabled) leaves every connection as it was.
+        self.tls = TlsAcceptor(tls) if tls is not None and tls.enabled else None
 
     def register_processor(self, code: int, handler: Handler) -> None:
         self.processors.register(code, handler)
@@ -46,9 +51,8 @@ class RemotingServer:
         loop = asyncio.get_running_loop()
         if self.busy_poll_window_s > 0:
             self.busy_poll = BusyPoll(self.busy_poll_window_s, loop)
-        self._server = await loop.create_server(
-            self._new_connection, self.host, self.port, reuse_address=True
-        )
+        factory = self._new_connection if self.tls is None else self.tls.wrap(self._new_connection)
+        self._server = await loop.create_server(factory, self.host, self.port, reuse_address=True)
         self.port = self._server.sockets[0].getsockname()[1]
         return self.port
 
@@ -88,6 +92,8 @@ class RemotingServer:
             self.busy_poll.stop()
         if self._server is not None:
             self._server.close()
+            if self.tls is not None:
+                self.tls.close()
             for connection in list(self.connections):
                 connection.close()
             await self._server.wait_closed()
