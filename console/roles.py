@@ -105,7 +105,7 @@ def require_role(minimum: str, action: str | None = None):
             if not has_role(request.user, minimum):
                 if request.method == "POST":
                     _audit_denied(request, action or view.__name__, minimum)
-                raise PermissionDenied(f"This action needs the {minimum} role; ask an admin to grant it.")
+                raise PermissionDenied(refusal(request.user, minimum))
             return view(request, *args, **kwargs)
 
         wrapped.required_role = minimum
@@ -113,6 +113,31 @@ def require_role(minimum: str, action: str | None = None):
         return wrapped
 
     return decorate
+
+
+def refusal(user, minimum: str) -> str:
+    """Why a logged-in ``user`` may not do what needs ``minimum``, and what to do about it."""
+    if user_role(user) is None:
+        return (
+            f"This needs the {minimum} role and your account has no console role yet; ask an admin to "
+            "put you in the viewer, operator or admin group."
+        )
+    return f"This action needs the {minimum} role; ask an admin to grant it."
+
+
+def require_login(view):
+    """View decorator for the one page a logged-in user without a role may see (what to do next):
+    anonymous users go to the login page. Marked ``required_role = None`` for the URL walk test."""
+
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        if not request.user.is_authenticated:
+            return redirect_to_login(request.get_full_path())
+        return view(request, *args, **kwargs)
+
+    wrapped.required_role = None
+    wrapped.permission = None
+    return wrapped
 
 
 def require_permission(action: str):
