@@ -1,7 +1,7 @@
 """Analytics pages (W12): runs, a run's charts and tables, downloads, the schedule editor.
 
-Reading needs a login; starting a run or changing a schedule needs the operator role, and each
-such action leaves an audit record.
+Reading needs the viewer role (a login without a role is not enough); starting a run or changing a
+schedule needs the operator role, and each such action leaves an audit record.
 """
 
 from __future__ import annotations
@@ -10,14 +10,13 @@ from pathlib import Path
 from typing import NoReturn
 
 from django.conf import settings
-from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_celery_beat.models import PeriodicTask
 
-from console.public import AuditRecord, audit, require_permission
+from console.public import VIEWER, AuditRecord, audit, require_permission, require_role
 
 from . import charts
 from .forms import RunForm, ScheduleForm
@@ -31,7 +30,7 @@ from .tasks import RUN_SCHEDULED_REPORT, run_report
 DOWNLOAD_FORMATS = {"csv": "text/csv", "parquet": "application/vnd.apache.parquet"}
 
 
-@login_required
+@require_role(VIEWER)
 @require_GET
 def run_list(request):
     fail_abandoned_runs()
@@ -89,7 +88,7 @@ def run_start(request):
     return render(request, "analytics/run_form.html", {"form": form, **_archive_context()})
 
 
-@login_required
+@require_role(VIEWER)
 @require_GET
 def run_detail(request, run_id: int):
     fail_abandoned_runs()
@@ -97,7 +96,7 @@ def run_detail(request, run_id: int):
     return render(request, "analytics/run_detail.html", _run_context(run))
 
 
-@login_required
+@require_role(VIEWER)
 @require_GET
 def run_status(request, run_id: int):
     """The live part of a run's page (polled by htmx until the run is finished)."""
@@ -119,7 +118,7 @@ def _run_context(run: ReportRun) -> dict:
     return {"run": run, "sections": sections, "charts": charts.available_charts(run) if sections else []}
 
 
-@login_required
+@require_role(VIEWER)
 @require_GET
 def run_chart(request, run_id: int, name: str):
     run = get_object_or_404(ReportRun, pk=run_id, status=ReportRun.DONE)
@@ -128,7 +127,7 @@ def run_chart(request, run_id: int, name: str):
     return HttpResponse(charts.CHARTS[name][1](run), content_type="image/png")
 
 
-@login_required
+@require_role(VIEWER)
 @require_GET
 def run_download(request, run_id: int, section: str, fmt: str):
     run = get_object_or_404(ReportRun, pk=run_id, status=ReportRun.DONE)
@@ -148,7 +147,7 @@ def _schedules():
     return PeriodicTask.objects.filter(task=RUN_SCHEDULED_REPORT).select_related("interval", "crontab")
 
 
-@login_required
+@require_role(VIEWER)
 @require_GET
 def schedule_list(request):
     return render(

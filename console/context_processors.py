@@ -11,10 +11,12 @@ from console.roles import Permissions, user_role
 def console(request) -> dict[str, object]:
     user = getattr(request, "user", None)
     authenticated = bool(user and user.is_authenticated)
+    role = user_role(user) if authenticated else None
     return {
-        "nav_links": nav_links(request.path) if authenticated else [],
+        # A user without a role may open no page, so none is offered.
+        "nav_links": nav_links(request.path, role) if role else [],
         "namesrv_current": current_namesrv(request) if hasattr(request, "session") else "",
         "namesrv_choices": namesrv_choices(),
-        "user_role": user_role(user) if authenticated else None,
+        "user_role": role,
         "may": Permissions(user if authenticated else None),
     }

@@ -7,6 +7,15 @@ Template filters shared by every app's pages are the project's (``console.projec
 
 from console.audit import audit, audit_record
 from console.models import AuditRecord
-from console.roles import ACTIONS, may, require_permission, require_role
+from console.roles import ACTIONS, VIEWER, may, require_permission, require_role
 
-__all__ = ["ACTIONS", "AuditRecord", "audit", "audit_record", "may", "require_permission", "require_role"]
+__all__ = [
+    "ACTIONS",
+    "VIEWER",
+    "AuditRecord",
+    "audit",
+    "audit_record",
+    "may",
+    "require_permission",
+    "require_role",
+]

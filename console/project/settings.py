@@ -7,6 +7,7 @@ Celery transport on the local filesystem. ``DATABASE_URL`` switches to PostgreSQ
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -48,6 +49,8 @@ INSTALLED_APPS = [
     "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
+    "axes",
+    "csp",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
@@ -61,6 +64,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -69,6 +73,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "console.errors.ClusterErrorMiddleware",
+    # Last, as django-axes asks: turns a locked-out login into its lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "console.project.urls"
@@ -148,11 +154,74 @@ BROKER_NAMESRV = os.environ.get("BROKER_NAMESRV", "127.0.0.1:9876")
 # How long /metrics reuses figures collected from the cluster (scrapes stay cheap for the brokers).
 CONSOLE_METRICS_CACHE_SECONDS = float(os.environ.get("CONSOLE_METRICS_CACHE_SECONDS", "10"))
 
+# Every password the console sets goes through these: the admin pages, ensure_admin (also for
+# CONSOLE_ADMIN_PASSWORD and the generated one), changepassword and createsuperuser.
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {
+        "NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+        "OPTIONS": {"min_length": int(os.environ.get("CONSOLE_PASSWORD_MIN_LENGTH", "10"))},
+    },
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+
+# Login throttling (django-axes): after CONSOLE_LOGIN_FAILURE_LIMIT failed logins of one user name
+# from one address, that pair is refused (HTTP 429, registration/locked_out.html) for
+# CONSOLE_LOGIN_COOLOFF_MINUTES; each failure during the lockout starts the cool-off again. An admin
+# unlocks at once with `manage.py axes_reset_username NAME` (or axes_reset_ip / axes_reset), or by
+# deleting the attempt under /admin/axes/.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = int(os.environ.get("CONSOLE_LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("CONSOLE_LOGIN_COOLOFF_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_HTTP_RESPONSE_CODE = 429
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+# Behind a reverse proxy every login would come from the proxy's address: name how many proxies
+# append to X-Forwarded-For so the client's own address is the one counted.
+if _proxies := int(os.environ.get("CONSOLE_TRUSTED_PROXY_COUNT", "0")):
+    AXES_IPWARE_PROXY_COUNT = _proxies
+    AXES_IPWARE_META_PRECEDENCE_ORDER = ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR")
+
+# /metrics: a scraper presents this bearer token (Prometheus' authorization.credentials); unset, only
+# a logged-in console user may read it.
+CONSOLE_METRICS_TOKEN = os.environ.get("CONSOLE_METRICS_TOKEN", "")
+
+# Security headers. The policy allows the console's own scripts, styles and sockets only: no inline
+# script or style (htmx's indicator styles are in console.css, see htmx-config in base.html).
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],  # data: for the empty favicon of base.html
+        "connect-src": ["'self'"],  # 'self' covers the live tail's ws:/wss: to the same host
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+
+# Production over HTTPS (see the README's Security section; `manage.py check --deploy` is clean with
+# them on). Off by default: `make run` serves plain http on loopback, where secure cookies would
+# never be sent back and a redirect to https would find nothing.
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = _env_bool("CONSOLE_SECURE_COOKIES", False)
+SECURE_SSL_REDIRECT = _env_bool("CONSOLE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = int(os.environ.get("CONSOLE_HSTS_SECONDS", "0"))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _env_bool("CONSOLE_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = _env_bool("CONSOLE_HSTS_PRELOAD", True)
+if _env_bool("CONSOLE_PROXY_SSL_HEADER", False):  # a TLS-terminating proxy sets X-Forwarded-Proto
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o]
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = os.environ.get("TZ", "UTC")

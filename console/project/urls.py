@@ -2,6 +2,7 @@
 (at the root), and the error handlers every page shares (``console.errors``)."""
 
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.http import JsonResponse
 from django.urls import include, path
 
@@ -14,7 +15,16 @@ def healthz(request):
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),
-    path("accounts/", include("django.contrib.auth.urls")),
+    # Of django.contrib.auth's pages only these: the console sends no mail, so there is no
+    # password reset by e-mail (an admin sets a forgotten password: manage.py changepassword).
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/password_change/", auth_views.PasswordChangeView.as_view(), name="password_change"),
+    path(
+        "accounts/password_change/done/",
+        auth_views.PasswordChangeDoneView.as_view(),
+        name="password_change_done",
+    ),
     path("analytics/", include("analytics.urls")),
     path("", include("console.urls")),
 ]

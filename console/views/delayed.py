@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.core.exceptions import BadRequest
+from django.http import Http404
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
@@ -49,7 +50,7 @@ def _pending(request, broker_name: str, level: int):
     info = admin_of(request).cluster_info()
     data = info.brokers.get(broker_name)
     if data is None or not data.master_addr:
-        raise BadRequest(f"broker {broker_name!r} is not in the cluster (or has no master)")
+        raise Http404(f"broker {broker_name!r} is not in the cluster (or has no master)")
     try:
         return delayed.pending_of_level(admin_of(request), broker_name, data.master_addr, level)
     except ValueError as exc:

@@ -53,6 +53,8 @@ def _check_group(group: str) -> str:
 @require_GET
 @require_role(VIEWER)
 def dlq_groups(request):
+    if wanted := request.GET.get("group", "").strip():  # "Open a group by name"
+        return redirect("console:dlq_list", group=_check_group(wanted))
     admin = admin_of(request)
     groups = []
     for topic in admin.topic_list():

@@ -93,3 +93,36 @@ document.addEventListener("click", (event) => {
   section.querySelectorAll("[data-body-tab]").forEach((t) => t.classList.toggle("active", t === tab));
   section.querySelectorAll("[data-body-view]").forEach((view) => { view.hidden = "#" + view.id !== tab.getAttribute("href"); });
 });
+
+/* Behaviours declared in the markup by data attributes, instead of inline handlers (the
+ * Content-Security-Policy allows no inline script):
+ *   <form data-confirm="question">      submitting asks first; "Cancel" keeps the form unsent
+ *   <button data-confirm="question">    the same for one button of a form
+ *   <select data-autosubmit>            choosing an option submits its form
+ *   <input type=checkbox data-select-all="ids">  (un)checks every checkbox named "ids"
+ *   <select data-fill-fields="a b">     an option's value holds lines; each goes to the form's
+ *                                       field of that name, in order
+ */
+document.addEventListener("submit", (event) => {
+  const form = event.target;
+  if (form.dataset && form.dataset.confirm && !window.confirm(form.dataset.confirm)) event.preventDefault();
+}, true);
+
+document.addEventListener("click", (event) => {
+  const button = event.target.closest("button[data-confirm]");
+  if (button && !window.confirm(button.dataset.confirm)) event.preventDefault();
+  const all = event.target.closest("input[data-select-all]");
+  if (all) {
+    document.querySelectorAll(`input[name="${CSS.escape(all.dataset.selectAll)}"]`).forEach((box) => { box.checked = all.checked; });
+  }
+}, true);
+
+document.addEventListener("change", (event) => {
+  const select = event.target;
+  if (!(select instanceof HTMLSelectElement)) return;
+  if (select.hasAttribute("data-autosubmit")) select.form.requestSubmit();
+  if (select.dataset.fillFields) {
+    const values = select.value.split("\n");
+    select.dataset.fillFields.split(" ").forEach((name, i) => { select.form.elements[name].value = values[i] || ""; });
+  }
+});

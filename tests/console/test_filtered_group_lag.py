@@ -98,8 +98,11 @@ def test_group_list_and_page_show_no_lag_for_a_caught_up_filtered_group(viewer_c
     assert "Progress per queue" in html and TOPIC in html
 
 
+METRICS_TOKEN = "lag-scraper-token"
+
+
 def _group_lag_gauge() -> float | None:
-    text = Client().get("/metrics").content.decode()
+    text = Client().get("/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}).content.decode()
     found = re.search(rf'^rocketmq_group_lag\{{group="{GROUP}"\}} (\S+)$', text, re.M)
     return float(found.group(1)) if found else None
 
@@ -107,4 +110,5 @@ def _group_lag_gauge() -> float | None:
 def test_metrics_lag_of_a_caught_up_filtered_group_is_zero(live_cluster, filtered_group, settings):
     settings.BROKER_NAMESRV = live_cluster.namesrv_addr
     settings.CONSOLE_METRICS_CACHE_SECONDS = 0
+    settings.CONSOLE_METRICS_TOKEN = METRICS_TOKEN
     assert wait_until(lambda: _group_lag_gauge() == 0.0, WITHIN_S, 0.2), _group_lag_gauge()

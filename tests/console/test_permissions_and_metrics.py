@@ -1,5 +1,6 @@
 """Every mutating endpoint: anonymous users go to login, viewers get 403 (audited as denied), GET is
-refused, CSRF is enforced. And /metrics in Prometheus text format."""
+refused, CSRF is enforced. And /metrics in Prometheus text format, for the holder of its bearer token or a
+console user only."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from tests.cluster import route_settles
 pytestmark = pytest.mark.django_db
 
 MSG_ID = "7F00000100002A9F0000000000000000"
+SCRAPER_TOKEN = "s3cret-scraper-token-for-tests"
+SCRAPER = {"Authorization": f"Bearer {SCRAPER_TOKEN}"}
 # (path, form data, minimum role) — one entry per mutating view of the console.
 MUTATING = [
     (
@@ -122,7 +125,8 @@ def test_metrics_exposes_broker_topic_and_group_figures(live_cluster, admin, set
     from broker.common.message import Message
 
     send_with_producer(admin, Message(topic="MetricsTopic", body=b"m"), None)
-    response = Client().get("/metrics")
+    settings.CONSOLE_METRICS_TOKEN = SCRAPER_TOKEN
+    response = Client().get("/metrics", headers=SCRAPER)
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/plain; version=")
     text = response.content.decode()
@@ -140,11 +144,68 @@ def test_metrics_exposes_broker_topic_and_group_figures(live_cluster, admin, set
     assert 'rocketmq_group_lag{group="metrics-group"} 1.0' in text
     assert 'rocketmq_group_clients{group="metrics-group"} 0.0' in text
     assert "rocketmq_console_collect_errors 0.0" in text
-    assert Client().get("/metrics", {"namesrv": "10.1.1.1:9876"}).status_code == 400
+    assert Client().get("/metrics", {"namesrv": "10.1.1.1:9876"}, headers=SCRAPER).status_code == 400
 
 
 def test_metrics_when_the_name_server_is_down(settings, db):
     settings.BROKER_NAMESRV = "127.0.0.1:1"
     settings.CONSOLE_METRICS_CACHE_SECONDS = 0
-    text = Client().get("/metrics").content.decode()
+    settings.CONSOLE_METRICS_TOKEN = SCRAPER_TOKEN
+    text = Client().get("/metrics", headers=SCRAPER).content.decode()
     assert "rocketmq_console_collect_errors 1.0" in text
+
+
+# -- who may read /metrics -------------------------------------------------------------------------
+def _metrics_status(client, settings, token, headers=None):
+    settings.BROKER_NAMESRV = "127.0.0.1:1"  # refusals come first; an allowed scrape finds no cluster
+    settings.CONSOLE_METRICS_TOKEN = token
+    return client.get("/metrics", headers=headers or {})
+
+
+@pytest.mark.parametrize("token", ["", SCRAPER_TOKEN])
+def test_metrics_refuses_an_anonymous_scrape_with_401(settings, db, token):
+    response = _metrics_status(Client(), settings, token)
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"] == 'Bearer realm="pyrocket console metrics"'
+    assert b"rocketmq_" not in response.content
+    expected = b"Authorization: Bearer" if token else b"set CONSOLE_METRICS_TOKEN"
+    assert expected in response.content
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [
+        f"Bearer {SCRAPER_TOKEN}x",
+        f"Bearer {SCRAPER_TOKEN[:-1]}",
+        "Bearer",
+        f"Basic {SCRAPER_TOKEN}",
+        "Bearer \u00e9",
+    ],
+)
+def test_metrics_refuses_a_wrong_token(settings, db, authorization):
+    response = _metrics_status(Client(), settings, SCRAPER_TOKEN, {"Authorization": authorization})
+    assert response.status_code == 401 and b"rocketmq_" not in response.content
+
+
+def test_a_token_is_refused_when_none_is_configured(settings, db):
+    """Unset means login only: no token, not even an empty one, lets a scraper in."""
+    for authorization in ("Bearer ", "Bearer x"):
+        response = _metrics_status(Client(), settings, "", {"Authorization": authorization})
+        assert response.status_code == 401
+
+
+def test_metrics_with_the_token_or_a_console_login(settings, viewer_client, db):
+    assert _metrics_status(Client(), settings, SCRAPER_TOKEN, SCRAPER).status_code == 200
+    for token in ("", SCRAPER_TOKEN):  # a console user needs no token, whether one is configured or not
+        response = _metrics_status(viewer_client, settings, token)
+        assert response.status_code == 200
+        assert "rocketmq_console_collect_errors 1.0" in response.content.decode()
+
+
+def test_metrics_refuses_a_user_without_a_role(settings, db):
+    from tests.cluster import create_user
+
+    client = Client()
+    client.force_login(create_user("nobody-metrics", None, "not used here 1"))
+    response = _metrics_status(client, settings, "")
+    assert response.status_code == 403 and b"no console role yet" in response.content
