@@ -7,6 +7,11 @@ the session (as the dashboard's OPS page keeps it per user), so two operators ca
 clusters at once. Clients are kept per address: each owns a loop thread and pooled connections,
 far too costly to build per request (a producer also sends a heartbeat and fetches routes when it
 starts). They are thread-safe; ``close_all`` releases them when the process exits.
+
+Every client the console makes — these, the live tail's readers, the Celery tasks' (which use these)
+— signs its requests with ``client_credentials()`` (``ROCKETMQ_ACCESS_KEY`` / ``ROCKETMQ_SECRET_KEY``)
+when the brokers run with ACL; the clients are kept per credentials too, so a changed account is
+never served by a client of the old one.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import threading
 
 from django.conf import settings
 
-from broker.client import Producer
+from broker.client import Producer, SessionCredentials
 from broker.client.admin import MQAdmin, MQClientError
 
 SESSION_KEY = "console_namesrv"
@@ -25,8 +30,8 @@ ADMIN_TIMEOUT_SECONDS = 3.0
 # The group of the console's producer (test messages, dead-letter replays).
 PRODUCER_GROUP = "CONSOLE_PRODUCER"
 
-_admins: dict[str, MQAdmin] = {}
-_producers: dict[str, Producer] = {}
+_admins: dict[tuple[str, SessionCredentials | None], MQAdmin] = {}
+_producers: dict[tuple[str, SessionCredentials | None], Producer] = {}
 _lock = threading.Lock()
 
 
@@ -58,11 +63,27 @@ def namesrv_of(request) -> str:
     return addr
 
 
+def client_credentials() -> SessionCredentials | None:
+    """The ACL account of the console's clients (settings ``ROCKETMQ_ACCESS_KEY`` and
+    ``ROCKETMQ_SECRET_KEY``); None, unsigned requests, when neither is set."""
+    access_key = getattr(settings, "ROCKETMQ_ACCESS_KEY", "") or ""
+    secret_key = getattr(settings, "ROCKETMQ_SECRET_KEY", "") or ""
+    if not access_key and not secret_key:
+        return None
+    if not access_key or not secret_key:
+        # Signing with half an account would only be refused by every broker: say so here.
+        missing = "ROCKETMQ_ACCESS_KEY" if not access_key else "ROCKETMQ_SECRET_KEY"
+        raise MQClientError(f"ACL credentials need both keys: {missing} is not set")
+    return SessionCredentials(access_key, secret_key)
+
+
 def admin_for(addr: str) -> MQAdmin:
+    credentials = client_credentials()
     with _lock:
-        admin = _admins.get(addr)
+        admin = _admins.get((addr, credentials))
         if admin is None:
-            admin = _admins[addr] = MQAdmin(addr, timeout=ADMIN_TIMEOUT_SECONDS)
+            admin = MQAdmin(addr, timeout=ADMIN_TIMEOUT_SECONDS, credentials=credentials)
+            _admins[(addr, credentials)] = admin
         return admin
 
 
@@ -72,10 +93,12 @@ def admin_of(request) -> MQAdmin:
 
 
 def producer_for(addr: str) -> Producer:
+    credentials = client_credentials()
     with _lock:
-        producer = _producers.get(addr)
+        producer = _producers.get((addr, credentials))
         if producer is None:
-            producer = _producers[addr] = Producer(PRODUCER_GROUP, addr).start()
+            producer = Producer(PRODUCER_GROUP, addr, credentials=credentials).start()
+            _producers[(addr, credentials)] = producer
         return producer
 
 

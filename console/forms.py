@@ -7,6 +7,7 @@ import re
 
 from django import forms
 
+from broker.client.admin import acl
 from broker.common.topic_config import PERM_READ, PERM_WRITE, validate_topic
 
 _CONFIG_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_.]*$")
@@ -209,3 +210,103 @@ class ProducerQueryForm(forms.Form):
 
     def clean_group(self):
         return check_group(self.cleaned_data["group"])
+
+
+# -- ACL (the plain ACL of the brokers; checks are the admin client's, so mqadmin and the console
+# refuse the same values with the same words) ------------------------------------------------------
+ACL_PERM_CHOICES = [("", "— (keep / none)")] + [(perm, perm) for perm in acl.PERMISSIONS]
+
+
+def _acl_checked(check, value):
+    try:
+        return check(value)
+    except acl.AclInputError as exc:
+        raise forms.ValidationError(str(exc)) from None
+
+
+def _resource_lines(text: str) -> list[str]:
+    """Permissions typed one per line or separated by commas."""
+    return [item.strip() for line in text.splitlines() for item in line.split(",") if item.strip()]
+
+
+class AclTargetForm(forms.Form):
+    """Where an ACL change goes: every broker of a cluster (slaves too), or one broker."""
+
+    cluster = forms.CharField(max_length=255, required=False, help_text="every broker of this cluster")
+    broker_addr = forms.CharField(max_length=255, required=False, help_text="or only this broker")
+
+    def clean(self):
+        data = super().clean()
+        if not data.get("cluster") and not data.get("broker_addr"):
+            raise forms.ValidationError("choose a cluster or a broker")
+        return data
+
+
+class AclAccountForm(AclTargetForm):
+    access_key = forms.CharField(max_length=acl.KEY_MAX_LENGTH)
+    secret_key = forms.CharField(
+        max_length=acl.KEY_MAX_LENGTH,
+        required=False,
+        strip=False,
+        widget=forms.PasswordInput(render_value=False),
+        help_text="leave empty to keep an existing account's secret key",
+    )
+    white_remote_address = forms.CharField(max_length=acl.MAX_FIELD_LENGTH, required=False)
+    admin = forms.BooleanField(required=False)
+    default_topic_perm = forms.ChoiceField(choices=ACL_PERM_CHOICES, required=False)
+    default_group_perm = forms.ChoiceField(choices=ACL_PERM_CHOICES, required=False)
+    topic_perms = forms.CharField(widget=forms.Textarea, required=False, max_length=64 * 1024)
+    group_perms = forms.CharField(widget=forms.Textarea, required=False, max_length=64 * 1024)
+
+    def clean_access_key(self):
+        return _acl_checked(acl.check_access_key, self.cleaned_data["access_key"])
+
+    def clean_secret_key(self):
+        secret = self.cleaned_data["secret_key"]
+        return _acl_checked(acl.check_secret_key, secret) if secret.strip() else ""
+
+    def clean_white_remote_address(self):
+        value = self.cleaned_data["white_remote_address"].strip()
+        return _acl_checked(acl.check_white_address, value) if value else ""
+
+    def clean_topic_perms(self):
+        return _acl_checked(
+            lambda t: acl.check_resource_perms(_resource_lines(t), "topic"), self.cleaned_data["topic_perms"]
+        )
+
+    def clean_group_perms(self):
+        return _acl_checked(
+            lambda t: acl.check_resource_perms(_resource_lines(t), "group"), self.cleaned_data["group_perms"]
+        )
+
+    def account(self) -> acl.PlainAccessConfig:
+        data = self.cleaned_data
+        return acl.PlainAccessConfig(
+            access_key=data["access_key"],
+            secret_key=data["secret_key"],
+            white_remote_address=data["white_remote_address"],
+            admin=data["admin"],
+            default_topic_perm=data["default_topic_perm"],
+            default_group_perm=data["default_group_perm"],
+            topic_perms=data["topic_perms"],
+            group_perms=data["group_perms"],
+        )
+
+
+class AclDeleteForm(AclTargetForm):
+    access_key = forms.CharField(max_length=acl.KEY_MAX_LENGTH)
+
+    def clean_access_key(self):
+        return _acl_checked(acl.check_access_key, self.cleaned_data["access_key"])
+
+
+class GlobalWhiteListForm(AclTargetForm):
+    addresses = forms.CharField(
+        widget=forms.Textarea,
+        required=False,
+        max_length=64 * 1024,
+        help_text="one pattern per line (or comma-separated); empty: no global white address",
+    )
+
+    def clean_addresses(self):
+        return _acl_checked(lambda t: acl.check_addr_list(_resource_lines(t)), self.cleaned_data["addresses"])

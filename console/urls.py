@@ -7,6 +7,7 @@ from django.urls import path, register_converter
 
 from console.url_names import NameConverter
 from console.views import (
+    acl,
     audit_log,
     cluster,
     delayed,
@@ -52,6 +53,10 @@ urlpatterns = [
     path("messages/<name:msg_id>/", messages.message_detail, name="message"),
     path("messages/<name:msg_id>/resend", messages.message_resend, name="message_resend"),
     path("audit/", audit_log.audit_page, name="audit"),
+    path("acl/", acl.acl_page, name="acl"),
+    path("acl/accounts/save", acl.acl_account_save, name="acl_account_save"),
+    path("acl/accounts/delete", acl.acl_account_delete, name="acl_account_delete"),
+    path("acl/white-list", acl.acl_white_list_update, name="acl_white_list"),
     path("metrics", metrics.metrics, name="metrics"),
     # Operations pages.
     path("ops/dlq/", dlq.dlq_groups, name="dlq"),

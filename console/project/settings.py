@@ -153,6 +153,12 @@ ANALYTICS_ABANDONED_AFTER = float(os.environ.get("ANALYTICS_ABANDONED_AFTER", "1
 BROKER_NAMESRV = os.environ.get("BROKER_NAMESRV", "127.0.0.1:9876")
 # How long /metrics reuses figures collected from the cluster (scrapes stay cheap for the brokers).
 CONSOLE_METRICS_CACHE_SECONDS = float(os.environ.get("CONSOLE_METRICS_CACHE_SECONDS", "10"))
+# ACL (brokers with aclEnable=true): the account every client of the console signs with — its
+# pages, /metrics, the live tail and the Celery tasks (DLQ replays). Both or neither; the same
+# variables mqadmin reads. The console changes topics, groups and ACL accounts: give it an admin
+# account of plain_acl.yml.
+ROCKETMQ_ACCESS_KEY = os.environ.get("ROCKETMQ_ACCESS_KEY", "")
+ROCKETMQ_SECRET_KEY = os.environ.get("ROCKETMQ_SECRET_KEY", "")
 
 # Every password the console sets goes through these: the admin pages, ensure_admin (also for
 # CONSOLE_ADMIN_PASSWORD and the generated one), changepassword and createsuperuser.

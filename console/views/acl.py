@@ -1,0 +1,212 @@
+"""The brokers' plain ACL (admins only): each broker's accounts (secret keys masked), global white
+list and ACL config version; create or update an account, delete one, replace the white list —
+on one broker or every broker of a cluster, as ``mqadmin updateAclConfig -b/-c`` does.
+
+Every change is audited once, with each broker's outcome; a secret key never reaches the audit log,
+a flash message or a page. A broker running without ACL refuses the requests, and its own answer
+(which says so) is what the page shows for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+from django.contrib import messages
+from django.core.exceptions import BadRequest
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from broker.client.admin import AclConfig, AclVersion, AsyncMQAdmin, BrokerOutcome, MQAdmin, MQClientError
+from broker.client.admin.acl import MASK
+from console.audit import audit
+from console.cluster_access import admin_of
+from console.forms import AclAccountForm, AclDeleteForm, GlobalWhiteListForm
+from console.models import AuditRecord
+from console.roles import ADMIN, require_permission, require_role
+from console.views.common import form_errors_text, ms_to_datetime
+
+SAVE, DELETE, WHITE_LIST = "acl.account.save", "acl.account.delete", "acl.white_list.update"
+
+
+@dataclass
+class BrokerAcl:
+    """What the page shows of one broker."""
+
+    cluster: str
+    broker_name: str
+    broker_id: int
+    addr: str
+    version: AclVersion | None = None
+    config: AclConfig | None = None
+    error: str | None = None
+
+    @property
+    def role(self) -> str:
+        return "master" if self.broker_id == 0 else f"slave {self.broker_id}"
+
+    @property
+    def updated(self):
+        return ms_to_datetime(self.version.timestamp) if self.version else None
+
+    @property
+    def accounts(self) -> list[dict[str, Any]]:
+        return [account.masked() for account in self.config.accounts] if self.config else []
+
+
+def _brokers(admin: MQAdmin) -> list[BrokerAcl]:
+    info = admin.cluster_info()
+    rows = [
+        BrokerAcl(cluster, data.broker_name, broker_id, addr)
+        for cluster in sorted(info.clusters)
+        for data in sorted(info.brokers_of(cluster), key=lambda b: b.broker_name)
+        for broker_id, addr in sorted(data.broker_addrs.items())
+    ]
+    addrs = [row.addr for row in rows]
+    versions = admin.each_broker(addrs, AsyncMQAdmin.acl_version)
+    configs = admin.each_broker(addrs, AsyncMQAdmin.acl_config)
+    for row, version, config in zip(rows, versions, configs, strict=True):
+        row.version, row.config = version.result, config.result
+        # The config's refusal says most (e.g. that the broker runs without ACL); one of the two.
+        row.error = config.error or version.error
+    return rows
+
+
+def _editing(request, brokers: list[BrokerAcl]) -> dict[str, Any]:
+    """Initial values of the account form: the account ``?edit=<accessKey>`` of ``?broker=<addr>``
+    (its secret key never leaves the broker: an update leaves the field empty to keep it)."""
+    access_key, addr = request.GET.get("edit", ""), request.GET.get("broker", "")
+    for row in brokers:
+        if row.addr != addr or row.config is None:
+            continue
+        for account in row.config.accounts:
+            if account.access_key == access_key:
+                return {
+                    "access_key": account.access_key,
+                    "white_remote_address": account.white_remote_address,
+                    "admin": account.admin,
+                    "default_topic_perm": account.default_topic_perm,
+                    "default_group_perm": account.default_group_perm,
+                    "topic_perms": "\n".join(account.topic_perms),
+                    "group_perms": "\n".join(account.group_perms),
+                    "broker_addr": row.addr,
+                }
+    return {}
+
+
+@require_GET
+@require_role(ADMIN)
+def acl_page(request):
+    admin = admin_of(request)
+    brokers = _brokers(admin)
+    editing = _editing(request, brokers)
+    white_list_of = next((b for b in brokers if b.config is not None), None)
+    context = {
+        "brokers": brokers,
+        "clusters": sorted({b.cluster for b in brokers}),
+        "editing": editing,
+        "account_form": AclAccountForm(initial=editing),
+        "white_list": "\n".join(white_list_of.config.global_white_addrs)
+        if white_list_of and white_list_of.config
+        else "",
+        "white_list_source": white_list_of.addr if white_list_of else "",
+        "mask": MASK,
+    }
+    template = (
+        "console/_acl_brokers.html" if request.htmx and not request.htmx.boosted else "console/acl.html"
+    )
+    return render(request, template, context)
+
+
+# -- changes --------------------------------------------------------------------------------------
+
+
+def _parameters(form) -> dict[str, Any]:
+    """What the audit record keeps of a form: every field but the secret key, whose presence only
+    is noted."""
+    data = form.data
+    fields = {k: data.get(k) for k in data if k not in ("csrfmiddlewaretoken", "secret_key")}
+    if "secret_key" in data:
+        fields["secret_key"] = MASK if data.get("secret_key") else ""
+    return fields
+
+
+def _refuse(request, action: str, target: str, form) -> NoReturn:
+    """A rejected form: audited as failed (without the secret), answered 400 naming each field."""
+    reason = form_errors_text(form)
+    audit(
+        request,
+        action,
+        target[:128],
+        _parameters(form),
+        AuditRecord.RESULT_FAILED,
+        f"invalid input: {reason}",
+    )
+    raise BadRequest(f"Invalid input: {reason}")
+
+
+def _apply(request, action: str, target: str, form, request_method, *args) -> None:
+    """``request_method(admin, addr, *args)`` on the form's brokers; one audit record with every
+    broker's outcome, and a flash message saying which brokers changed and which did not."""
+    admin = admin_of(request)
+    data = form.cleaned_data
+    try:
+        addrs = admin.acl_targets(data["broker_addr"] or None, data["cluster"] or None)
+        outcomes = admin.each_broker(addrs, request_method, *args)
+    except MQClientError as exc:
+        audit(request, action, target, _parameters(form), AuditRecord.RESULT_FAILED, str(exc))
+        messages.error(request, f"{action} {target} failed: {exc}")
+        return
+    done = [o.addr for o in outcomes if not o.error]
+    failed = [o for o in outcomes if o.error]
+    detail = _outcome_text(outcomes)
+    result = AuditRecord.RESULT_FAILED if failed else AuditRecord.RESULT_OK
+    audit(request, action, target, _parameters(form), result, detail)
+    if done:
+        messages.success(request, f"{action} {target}: done on {', '.join(done)}")
+    for outcome in failed:
+        messages.error(request, f"{action} {target} failed on {outcome.addr}: {outcome.error}")
+
+
+def _outcome_text(outcomes: list[BrokerOutcome]) -> str:
+    return "; ".join(f"{o.addr}: {'failed: ' + o.error if o.error else 'ok'}" for o in outcomes)
+
+
+@require_POST
+@require_permission(SAVE)
+def acl_account_save(request):
+    form = AclAccountForm(request.POST)
+    if not form.is_valid():
+        _refuse(request, SAVE, request.POST.get("access_key", ""), form)
+    account = form.account()
+    _apply(request, SAVE, account.access_key, form, AsyncMQAdmin.create_or_update_acl_account, account)
+    return redirect("console:acl")
+
+
+@require_POST
+@require_permission(DELETE)
+def acl_account_delete(request):
+    form = AclDeleteForm(request.POST)
+    if not form.is_valid():
+        _refuse(request, DELETE, request.POST.get("access_key", ""), form)
+    access_key = form.cleaned_data["access_key"]
+    _apply(request, DELETE, access_key, form, AsyncMQAdmin.delete_acl_account, access_key)
+    return redirect("console:acl")
+
+
+@require_POST
+@require_permission(WHITE_LIST)
+def acl_white_list_update(request):
+    form = GlobalWhiteListForm(request.POST)
+    target = "globalWhiteRemoteAddresses"
+    if not form.is_valid():
+        _refuse(request, WHITE_LIST, target, form)
+    _apply(
+        request,
+        WHITE_LIST,
+        target,
+        form,
+        AsyncMQAdmin.update_global_white_addrs,
+        form.cleaned_data["addresses"],
+    )
+    return redirect("console:acl")
