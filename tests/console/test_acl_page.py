@@ -52,7 +52,7 @@ def test_the_navigation_offers_the_page_to_admins_only(viewer_client, admin_clie
     [
         ({"access_key": "short", "secret_key": SECRET}, "access_key: an access key is 7 to"),
         ({"access_key": "page-user-1", "secret_key": "tiny"}, "secret_key: a secret key is 7 to"),
-        ({"access_key": "page-user-1", "default_topic_perm": "ALL"}, "default_topic_perm: Select a valid choice"),
+        ({"access_key": "page-user-1", "default_topic_perm": "ALL"}, "default_topic_perm: Select a valid"),
         ({"access_key": "page-user-1", "topic_perms": "orders=PUBLISH"}, "'PUBLISH' is not a permission"),
         ({"access_key": "page-user-1", "group_perms": "billing"}, "'billing' is not name=PERM"),
         ({"access_key": "page-user-1", "white_remote_address": "../../etc"}, "is not an address pattern"),
