@@ -214,7 +214,7 @@ class ProducerQueryForm(forms.Form):
 
 # -- ACL (the plain ACL of the brokers; checks are the admin client's, so mqadmin and the console
 # refuse the same values with the same words) ------------------------------------------------------
-ACL_PERM_CHOICES = [("", "— (keep / none)")] + [(perm, perm) for perm in acl.PERMISSIONS]
+ACL_PERM_CHOICES = [(perm, perm) for perm in acl.PERMISSIONS]
 
 
 def _acl_checked(check, value):
@@ -243,6 +243,9 @@ class AclTargetForm(forms.Form):
 
 
 class AclAccountForm(AclTargetForm):
+    """Every field of an account; saving replaces each (an empty list or address clears it)
+    except an empty secret key, which keeps the account's."""
+
     access_key = forms.CharField(max_length=acl.KEY_MAX_LENGTH)
     secret_key = forms.CharField(
         max_length=acl.KEY_MAX_LENGTH,
@@ -253,8 +256,8 @@ class AclAccountForm(AclTargetForm):
     )
     white_remote_address = forms.CharField(max_length=acl.MAX_FIELD_LENGTH, required=False)
     admin = forms.BooleanField(required=False)
-    default_topic_perm = forms.ChoiceField(choices=ACL_PERM_CHOICES, required=False)
-    default_group_perm = forms.ChoiceField(choices=ACL_PERM_CHOICES, required=False)
+    default_topic_perm = forms.ChoiceField(choices=ACL_PERM_CHOICES, initial="DENY")
+    default_group_perm = forms.ChoiceField(choices=ACL_PERM_CHOICES, initial="DENY")
     topic_perms = forms.CharField(widget=forms.Textarea, required=False, max_length=64 * 1024)
     group_perms = forms.CharField(widget=forms.Textarea, required=False, max_length=64 * 1024)
 

@@ -95,12 +95,12 @@ def _account_of(args: argparse.Namespace) -> PlainAccessConfig:
     return PlainAccessConfig(
         access_key=args.access_key,
         secret_key=args.secret_key,
-        white_remote_address=args.white_remote_address or "",
+        white_remote_address=args.white_remote_address,
         admin=args.admin,
-        default_topic_perm=args.default_topic_perm or "",
-        default_group_perm=args.default_group_perm or "",
-        topic_perms=parse_resource_perms(args.topic_perms or "", "topic"),
-        group_perms=parse_resource_perms(args.group_perms or "", "group"),
+        default_topic_perm=args.default_topic_perm,
+        default_group_perm=args.default_group_perm,
+        topic_perms=None if args.topic_perms is None else parse_resource_perms(args.topic_perms, "topic"),
+        group_perms=None if args.group_perms is None else parse_resource_perms(args.group_perms, "group"),
     )
 
 

@@ -42,9 +42,9 @@ def test_the_acl_subcommands_have_rocketmqs_names_and_flags(capsys):
         (["updateAclConfig", "-a", "RocketMQ2", "-s", "12345678"], "one of -b (broker address) or -c"),
         (
             ["updateAclConfig", "-b", UNREACHABLE, "-a", "short", "-s", "12345678"],
-            "an access key is 7 to 128",
+            "an access key is 7 to 256",
         ),
-        (["updateAclConfig", "-b", UNREACHABLE, "-a", "RocketMQ2", "-s", "123"], "a secret key is 7 to 128"),
+        (["updateAclConfig", "-b", UNREACHABLE, "-a", "RocketMQ2", "-s", "123"], "a secret key is 7 to 256"),
         (
             ["updateAclConfig", "-b", UNREACHABLE, "-a", "RocketMQ2", "-s", "12345678", "-i", "PUBSUB"],
             "defaultTopicPerm: 'PUBSUB' is not a permission",

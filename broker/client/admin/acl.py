@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from broker.client.client_api import answer_header
@@ -37,9 +37,9 @@ from .parse import as_int, json_body
 PERMISSIONS = ("DENY", "PUB", "SUB", "PUB|SUB", "SUB|PUB")
 # RocketMQ refuses keys of 6 characters or fewer (AclConstants.ACCESS_KEY_MIN_LENGTH).
 KEY_MIN_LENGTH = 7
-# Bounds of our own: what an operator types, never a file's worth in one header field.
-KEY_MAX_LENGTH = 128
-MAX_RESOURCES = 1000
+# The bounds the broker's plain_acl.yml reader holds an account to (broker/server/acl).
+KEY_MAX_LENGTH = 256
+MAX_RESOURCES = 10_000
 MAX_WHITE_ADDRS = 1000
 MAX_FIELD_LENGTH = 255
 MASK = "******"
@@ -51,16 +51,21 @@ class AclInputError(MQClientError):
 
 @dataclass(frozen=True)
 class PlainAccessConfig:
-    """One account of ``plain_acl.yml`` (RocketMQ's ``PlainAccessConfig``)."""
+    """One account of ``plain_acl.yml`` (RocketMQ's ``PlainAccessConfig``).
+
+    Sent as an update, a field left None (or an empty secret key) keeps the account's value, as
+    RocketMQ's tool leaves out the options it was not given; an empty text or list replaces it
+    (a white address or permission list cleared). ``admin`` is always sent, as RocketMQ sends it.
+    """
 
     access_key: str
     secret_key: str = ""
-    white_remote_address: str = ""
+    white_remote_address: str | None = None
     admin: bool = False
-    default_topic_perm: str = ""
-    default_group_perm: str = ""
-    topic_perms: list[str] = field(default_factory=list)
-    group_perms: list[str] = field(default_factory=list)
+    default_topic_perm: str | None = None
+    default_group_perm: str | None = None
+    topic_perms: list[str] | None = None
+    group_perms: list[str] | None = None
 
     def masked(self) -> dict[str, Any]:
         """The account as RocketMQ names its fields, the secret key replaced by a mask: what
@@ -68,12 +73,12 @@ class PlainAccessConfig:
         return {
             "accessKey": self.access_key,
             "secretKey": MASK if self.secret_key else "",
-            "whiteRemoteAddress": self.white_remote_address,
+            "whiteRemoteAddress": self.white_remote_address or "",
             "admin": self.admin,
-            "defaultTopicPerm": self.default_topic_perm,
-            "defaultGroupPerm": self.default_group_perm,
-            "topicPerms": list(self.topic_perms),
-            "groupPerms": list(self.group_perms),
+            "defaultTopicPerm": self.default_topic_perm or "",
+            "defaultGroupPerm": self.default_group_perm or "",
+            "topicPerms": list(self.topic_perms or []),
+            "groupPerms": list(self.group_perms or []),
         }
 
 
@@ -184,27 +189,35 @@ def check_white_address(text: str) -> str:
 
 def check_account(account: PlainAccessConfig) -> PlainAccessConfig:
     """The account with every field checked (and trimmed); ``AclInputError`` names the first bad one."""
-    white = account.white_remote_address.strip()
-    if white:
-        check_white_address(white)
+    white = account.white_remote_address
+    if white is not None:
+        white = white.strip()
+        if white:
+            check_white_address(white)
     return PlainAccessConfig(
         access_key=check_access_key(account.access_key),
-        secret_key=check_secret_key(account.secret_key),
+        # Empty: an update that keeps the account's secret key (a new account needs one: the
+        # broker refuses it without).
+        secret_key=check_secret_key(account.secret_key) if account.secret_key.strip() else "",
         white_remote_address=white,
         admin=account.admin,
-        default_topic_perm=(
-            check_permission(account.default_topic_perm, "defaultTopicPerm")
-            if account.default_topic_perm.strip()
-            else ""
+        default_topic_perm=_optional(
+            account.default_topic_perm, lambda p: check_permission(p, "defaultTopicPerm")
         ),
-        default_group_perm=(
-            check_permission(account.default_group_perm, "defaultGroupPerm")
-            if account.default_group_perm.strip()
-            else ""
+        default_group_perm=_optional(
+            account.default_group_perm, lambda p: check_permission(p, "defaultGroupPerm")
         ),
-        topic_perms=check_resource_perms(list(account.topic_perms), "topic"),
-        group_perms=check_resource_perms(list(account.group_perms), "group"),
+        topic_perms=_optional(
+            account.topic_perms, lambda entries: check_resource_perms(list(entries), "topic")
+        ),
+        group_perms=_optional(
+            account.group_perms, lambda entries: check_resource_perms(list(entries), "group")
+        ),
     )
+
+
+def _optional(value: Any, check: Callable[[Any], Any]) -> Any:
+    return None if value is None else check(value)
 
 
 # -- reading the broker's answers ----------------------------------------------------------------
@@ -261,13 +274,13 @@ class AclRequests(AdminCore):
         account = check_account(account)
         header = CreateAccessConfigRequestHeader(
             access_key=account.access_key,
-            secret_key=account.secret_key,
-            white_remote_address=account.white_remote_address or None,
+            secret_key=account.secret_key or None,
+            white_remote_address=account.white_remote_address,
             admin=account.admin,
-            default_topic_perm=account.default_topic_perm or None,
-            default_group_perm=account.default_group_perm or None,
-            topic_perms=",".join(account.topic_perms) or None,
-            group_perms=",".join(account.group_perms) or None,
+            default_topic_perm=account.default_topic_perm,
+            default_group_perm=account.default_group_perm,
+            topic_perms=None if account.topic_perms is None else ",".join(account.topic_perms),
+            group_perms=None if account.group_perms is None else ",".join(account.group_perms),
         )
         await self._request(addr, RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, header)
 
