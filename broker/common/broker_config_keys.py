@@ -302,6 +302,8 @@ KEYS: dict[str, ConfigKey] = {
         _key("fileReservedTime", STORE, Int(0, 100_000), LIVE, "hours a sealed segment is kept"),
         _key("deleteWhen", STORE, Hours(), LIVE, "hours when expired segments are deleted"),
         _key("diskMaxUsedSpaceRatio", STORE, Int(10, 95), LIVE, "% disk use that deletes at once"),
+        _key("diskSpaceWarningLevelRatio", STORE, Int(35, 90), LIVE, "% disk use that refuses writes"),
+        _key("cleanFileForciblyEnable", STORE, Bool(), LIVE, "a full disk deletes unexpired segments too"),
         _key("cleanResourceInterval", STORE, Int(10, 3_600_000), LIVE, f"retention pass every, {_MS}"),
         _key("deleteFilesBatchMax", STORE, Int(1, 1000), LIVE, "segments deleted per pass at most"),
         _key("archiveUri", STORE, ArchiveUri(), RESTART, "copy sealed segments here (analytics input)"),

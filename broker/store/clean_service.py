@@ -1,15 +1,20 @@
 """Retention in motion: archive, then delete, expired commit-log segments; then the consume
-queue and index files that only pointed into them."""
+queue and index files that only pointed into them. The same thread checks the disk every second
+(``MessageStore.check_disk``): writes are refused while it is full and taken again once it is
+not, and a disk that has just become full gets a retention pass at once instead of at the next
+``cleanResourceInterval``."""
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .archive import SegmentArchiver
 from .disk import disk_used_percent
+from .disk_guard import DISK_CHECK_INTERVAL_S
 from .retention import RetentionPolicy, SegmentInfo
 from .store_config import MessageStoreConfig
 
@@ -51,14 +56,27 @@ class CleanService:
             config.disk_max_used_space_ratio,
             clock=self.clock,
             max_per_run=config.delete_files_batch_max,
+            clean_forcibly=config.clean_file_forcibly_enable,
         )
 
     def _run(self) -> None:
-        while not self._stop.wait(self.config.clean_resource_interval / 1000):
+        interval_s = self.config.clean_resource_interval / 1000
+        last_pass = time.monotonic()
+        disk_full = False
+        while not self._stop.wait(min(DISK_CHECK_INTERVAL_S, interval_s)):
+            was_full = disk_full
             try:
-                self.run_once()
+                disk_full = self.store.check_disk()
             except Exception:
-                log.exception("retention pass failed")
+                log.exception("disk check failed")
+            interval_s = self.config.clean_resource_interval / 1000
+            newly_full = disk_full and not was_full
+            if newly_full or time.monotonic() - last_pass >= interval_s:
+                last_pass = time.monotonic()
+                try:
+                    self.run_once()
+                except Exception:
+                    log.exception("retention pass failed")
 
     def segments(self) -> list[SegmentInfo]:
         files = self.store.commitlog.files.files

@@ -84,15 +84,19 @@ class CommitLog:
         files = self.files.files
         if files and files[-1].wrote_position + size + END_FILE_MIN_BLANK_LENGTH <= self.file_size:
             return files[-1]  # the common case, without a call per check
-        mapped = self.files.last_file_for_write()
-        if mapped.remaining < size + END_FILE_MIN_BLANK_LENGTH:
-            blank_size = mapped.remaining
-            mapped.append(encode_blank(blank_size))
+        if not files:
+            return self.files.create_file(0)
+        mapped = files[-1]
+        # The next segment is made before this one is sealed: when the disk has no room for it
+        # (SegmentAllocationError) the log is left exactly as it was.
+        following = self.files.create_file(mapped.file_from_offset + self.file_size, register=False)
+        if not mapped.is_full:
+            mapped.append(encode_blank(mapped.remaining))
             mapped.wrote_position = self.file_size
             if self.on_segment_sealed is not None:
                 self.on_segment_sealed(mapped)
-            mapped = self.files.last_file_for_write()
-        return mapped
+        self.files.add(following)
+        return following
 
     def _place(self, record: PendingRecord, offset: int, store_ts: int) -> None:
         if visible_to_consumers(record.sys_flag):

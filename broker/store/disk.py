@@ -9,9 +9,26 @@ root never hold the broker's files, so against the raw total a disk is full befo
 from __future__ import annotations
 
 import math
+import os
 import shutil
+from pathlib import Path
 
 _UNITS = "KMGTPE"
+
+
+def existing_path(path: str | Path) -> str:
+    """``path``, or its nearest existing parent: a directory not made yet (no topic has a queue)
+    is on its parent's filesystem."""
+    candidate = Path(path)
+    while not candidate.exists() and candidate.parent != candidate:
+        candidate = candidate.parent
+    return str(candidate)
+
+
+def free_bytes(path: str | Path) -> int:
+    """Bytes an unprivileged process can still allocate on the filesystem holding ``path``."""
+    st = os.statvfs(existing_path(path))
+    return st.f_bavail * st.f_frsize
 
 
 def disk_used_percent(path: str) -> float:

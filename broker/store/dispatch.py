@@ -16,6 +16,8 @@ from broker.common.message_codec import MessageDecodeError, decode_message
 from broker.common.sysflag import visible_to_consumers
 from broker.common.topic_config import SCHEDULE_TOPIC
 
+from .mapped_file import SegmentAllocationError
+
 log = logging.getLogger(__name__)
 
 
@@ -74,6 +76,12 @@ class ReputService:
     holds them in commit order. By default a background thread drains it in batches; a broker
     passes its event loop instead, and the loop drains it after the handlers that appended:
     no thread hand-off (and GIL switch) per message, and held pulls are woken directly.
+
+    When a consume-queue or index file cannot be allocated (the disk is full), dispatch stops at
+    that record (``stalled``) instead of skipping it: the record is in the commit log, acked. It
+    tells ``on_stall``, drops nothing it cannot find again, and waits; the store replays the log
+    from ``dispatched_offset`` once the allocation can succeed (``apply``, then ``unstall``), so
+    every stored message becomes readable once, in order.
     """
 
     def __init__(
@@ -91,10 +99,17 @@ class ReputService:
         self._thread = threading.Thread(target=self._run, name="ReputMessageService", daemon=True)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread_id: int | None = None
+        self.stalled = False
+        # Told (error, part) when dispatch stalls; part is "CQ" or "INDEX".
+        self.on_stall: Callable[[SegmentAllocationError, str], None] | None = None
 
-    def start(self, from_offset: int, loop: asyncio.AbstractEventLoop | None = None) -> None:
-        """Dispatch on ``loop`` (started from that loop's thread), else on a thread of our own."""
+    def start(
+        self, from_offset: int, loop: asyncio.AbstractEventLoop | None = None, stalled: bool = False
+    ) -> None:
+        """Dispatch on ``loop`` (started from that loop's thread), else on a thread of our own;
+        ``stalled`` when recovery could not dispatch everything (the disk is full)."""
         self.dispatched_offset = from_offset
+        self.stalled = stalled
         self._loop = loop
         if loop is None:
             self._thread.start()
@@ -129,6 +144,34 @@ class ReputService:
         self._index(request)
         self.dispatched_offset = request.commitlog_offset + request.size
 
+    def apply(self, request: DispatchRequest) -> None:
+        """Apply a request replayed from the commit log while stalled (the store's retry): as a
+        drain does, but an allocation failure propagates, leaving ``dispatched_offset`` at it.
+        Its consume-queue entry and index keys are skipped when already written."""
+        self._make_readable(request)
+        if self.listeners:
+            self._notify(self.listeners, request)
+        self._index(request)
+        self.dispatched_offset = request.commitlog_offset + request.size
+
+    def unstall(self) -> None:
+        """Everything in the log is dispatched again (called under the commit-log lock, so no
+        append slips between): what was queued meanwhile was replayed already."""
+        self._queue.clear()
+        self.stalled = False
+        with self._cond:
+            self._cond.notify_all()
+
+    def _stall(self, request: DispatchRequest, error: SegmentAllocationError, part: str) -> None:
+        log.error("dispatch stopped at commit-log offset %d until %s can be allocated: %s",
+                  request.commitlog_offset, part, error)  # fmt: skip
+        self.stalled = True
+        self._queue.clear()  # all of it is in the commit log, replayed from dispatched_offset
+        if self.on_stall is not None:
+            self.on_stall(error, part)
+        with self._cond:
+            self._cond.notify_all()
+
     def wait_dispatched(self, offset: int, timeout: float | None = None) -> bool:
         """Block until everything below commit-log ``offset`` is visible to readers."""
         if self._on_loop_thread():  # the loop cannot wait for itself: dispatch now instead
@@ -144,24 +187,30 @@ class ReputService:
         queue = self._queue
         while True:
             with self._cond:
-                self._cond.wait_for(lambda: queue or self._stopped, timeout=0.1)
-                if self._stopped and not queue:
+                self._cond.wait_for(lambda: (queue and not self.stalled) or self._stopped, timeout=0.1)
+                if self._stopped and (not queue or self.stalled):
                     self._cond.notify_all()
                     return
             self._drain(queue)
 
     def _drain(self, queue: deque[DispatchRequest]) -> None:
+        if self.stalled:
+            return  # the store's retry replays the log; nothing here may overtake it
         make_readable, index, listeners = self._make_readable, self._index, self.listeners
         while queue:
             request = queue.popleft()
             try:
                 make_readable(request)
+            except SegmentAllocationError as exc:
+                return self._stall(request, exc, "CQ")
             except Exception:
                 log.exception("dispatch of the message at %d failed", request.commitlog_offset)
             if listeners:
                 self._notify(listeners, request)
             try:
                 index(request)
+            except SegmentAllocationError as exc:
+                return self._stall(request, exc, "INDEX")
             except Exception:
                 log.exception("indexing the message at %d failed", request.commitlog_offset)
             self.dispatched_offset = request.commitlog_offset + request.size

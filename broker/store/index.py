@@ -24,10 +24,16 @@ from pathlib import Path
 
 from broker.common.java_hash import java_hash_continued
 
+from .mapped_file import create_reserved_file, is_fully_allocated, reserve_blocks
+
 log = logging.getLogger(__name__)
 HEADER = struct.Struct(">qqqqii")
 SLOT = struct.Struct(">i")
 ENTRY = struct.Struct(">iqii")
+
+
+def index_file_size(slot_num: int, index_num: int) -> int:
+    return HEADER.size + slot_num * SLOT.size + index_num * ENTRY.size
 
 
 def index_key_hash(topic: str, key: str) -> int:
@@ -56,20 +62,42 @@ def _slot_hash(unsigned: int) -> int:
 
 class IndexFile:
     def __init__(self, path: Path, slot_num: int, index_num: int) -> None:
+        """Open the index file at ``path``, creating it with all its blocks reserved when it does
+        not exist (``SegmentAllocationError`` when the disk has no room: nothing is created)."""
         self.path = path
         self.slot_num = slot_num
         self.index_num = index_num
-        size = HEADER.size + slot_num * SLOT.size + index_num * ENTRY.size
+        size = index_file_size(slot_num, index_num)
         # The descriptor stays open so flush can fdatasync it: mmap.flush holds the GIL through
         # the msync, stalling every other thread of the broker (a latency spike per flush).
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        if os.fstat(self._fd).st_size != size:
-            os.ftruncate(self._fd, size)
+        if path.exists():
+            self._fd = os.open(path, os.O_RDWR)
+            # An older file may be sparse (or short): written only once it has its blocks.
+            self.backed = is_fully_allocated(self._fd, size)
+            if not self.backed:
+                self.ensure_backed(size)
+            if os.fstat(self._fd).st_size < size:
+                os.ftruncate(self._fd, size)  # the hole stays unwritten until backed
+        else:
+            self._fd = create_reserved_file(path, size)
+            self.backed = True
         self._map = mmap.mmap(self._fd, size)
         (self.begin_timestamp, self.end_timestamp, self.begin_phy_offset, self.end_phy_offset,
          self.hash_slot_count, self.index_count) = HEADER.unpack_from(self._map, 0)  # fmt: skip
         if self.index_count == 0:
             self.index_count = 1  # entry 0 means "empty slot"
+
+    def ensure_backed(self, size: int | None = None) -> bool:
+        """Reserve the blocks of a file found sparse; True once it is safe to write."""
+        if not self.backed:
+            try:
+                reserve_blocks(self._fd, size or index_file_size(self.slot_num, self.index_num))
+                self.backed = True
+            except OSError as exc:
+                log.warning(
+                    "index file %s is sparse and its blocks cannot be reserved yet: %s", self.path, exc
+                )
+        return self.backed
 
     @property
     def is_full(self) -> bool:
@@ -177,7 +205,6 @@ class IndexService:
 
     def _writable_file(self) -> IndexFile:
         if not self.files or self.files[-1].is_full:
-            self.directory.mkdir(parents=True, exist_ok=True)
             name = datetime.now().strftime("%Y%m%d%H%M%S%f")[:17]
             while (self.directory / name).exists():
                 name = str(int(name) + 1)
@@ -199,6 +226,12 @@ class IndexService:
                 if len(found) >= max_num:
                     break
         return found[:max_num]
+
+    def ensure_writable_backed(self) -> bool:
+        """Whether the file the next key goes into (if it exists) has its blocks: reserved now
+        for one found sparse at start."""
+        with self._lock:
+            return not self.files or self.files[-1].ensure_backed()
 
     def last_update_timestamp(self) -> int:
         return self.files[-1].end_timestamp if self.files else 0

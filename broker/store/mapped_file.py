@@ -3,32 +3,92 @@
 A segment is named by the 20-digit zero-padded offset of its first byte, so the file holding
 any logical position is found by arithmetic. Writes go into the mapping (the page cache);
 ``flush`` forces them to disk with msync.
+
+Every segment gets its blocks for real before it is mapped (``reserve_blocks``): a store of a
+write into a mapped page the filesystem cannot back is SIGBUS, which kills the process, so a full
+disk must fail the allocation, not the write. A segment that cannot be given its blocks is not
+created at all (``SegmentAllocationError``), and one found sparse at start is written only once
+its blocks could be reserved (``MappedFile.backed``).
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import mmap
 import os
 import threading
 from pathlib import Path
 
+from .disk import free_bytes, human_bytes
+
 log = logging.getLogger(__name__)
 
 _ZERO_CHUNK = bytes(1 << 20)
+_PAGE = mmap.PAGESIZE
+_ZERO_PAGE = bytes(_PAGE)
 
 
-def _preallocate(fd: int, size: int) -> None:
-    """Reserve the segment's blocks up front, as RocketMQ's full-size files do.
+class SegmentAllocationError(OSError):
+    """A segment file could not be given its blocks (the disk is full): nothing was created."""
 
-    Writing into a sparse mapping makes the kernel allocate a block on the first touch of every
-    page (about 2 us per 1 KiB message here); allocating the extent once in one call makes later
-    page faults cheap, and the call runs without the GIL.
+    def __init__(self, path: Path, size: int, free: int, cause: OSError | None = None) -> None:
+        code = cause.errno if cause is not None and cause.errno else errno.ENOSPC
+        detail = f": {cause.strerror or cause}" if cause is not None else ""
+        need, have = human_bytes(size), human_bytes(free)
+        super().__init__(code, f"cannot allocate {need} for {path.name} ({have} free on its disk){detail}")
+        self.path = path
+        self.size = size
+        self.free = free
+
+
+def reserve_blocks(fd: int, size: int) -> None:
+    """Give the file ``size`` bytes of real blocks (raises OSError, ENOSPC on a full disk).
+
+    Also why segments are fast to write: a sparse mapping makes the kernel allocate a block on the
+    first touch of every page (about 2 us per 1 KiB message here); one call that allocates the
+    extent up front makes later page faults cheap, and it runs without the GIL. glibc falls back
+    to writing each block where the filesystem has no fallocate, so this never leaves holes.
+    """
+    os.posix_fallocate(fd, 0, size)
+
+
+def create_reserved_file(path: Path, size: int) -> int:
+    """Create ``path`` with ``size`` bytes of reserved blocks; return its descriptor (read/write).
+
+    Free space is checked first (a clear refusal without touching the disk); any failure closes
+    and removes what was made and raises ``SegmentAllocationError``.
     """
     try:
-        os.posix_fallocate(fd, 0, size)
-    except OSError:  # a filesystem without fallocate: a sparse file works, only slower
-        os.ftruncate(fd, size)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        free = free_bytes(path.parent)
+    except OSError as exc:  # a directory needs a block too
+        raise SegmentAllocationError(path, size, 0, exc) from exc
+    if free < size:
+        raise SegmentAllocationError(path, size, free)
+    existed = path.exists()
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise SegmentAllocationError(path, size, free, exc) from exc
+    try:
+        reserve_blocks(fd, size)
+    except OSError as exc:
+        os.close(fd)
+        if not existed:
+            path.unlink(missing_ok=True)
+        raise SegmentAllocationError(path, size, free_bytes(path.parent), exc) from exc
+    return fd
+
+
+def is_fully_allocated(fd: int, size: int) -> bool:
+    """Whether the file already holds real blocks for ``size`` bytes (no hole to fault on)."""
+    st = os.fstat(fd)
+    return st.st_size >= size and st.st_blocks * 512 >= size
+
+
+def _holds_data(fd: int, size: int) -> bool:
+    return any(os.pread(fd, len(_ZERO_CHUNK), pos).strip(b"\0") for pos in range(0, size, len(_ZERO_CHUNK)))
 
 
 def segment_name(offset: int) -> str:
@@ -38,20 +98,55 @@ def segment_name(offset: int) -> str:
 class MappedFile:
     """One segment: ``file_size`` bytes mapped read/write."""
 
-    def __init__(self, path: Path, file_from_offset: int, file_size: int) -> None:
+    def __init__(self, path: Path, file_from_offset: int, file_size: int, fd: int, backed: bool) -> None:
         self.path = path
         self.file_from_offset = file_from_offset
         self.file_size = file_size
         # The descriptor stays open: fdatasync on it releases the GIL (mmap.flush does not), so
         # writers keep appending while the group-commit thread waits on the disk. On Linux it
         # writes back pages dirtied through the shared mapping as well.
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        if os.fstat(self._fd).st_size != file_size:
-            _preallocate(self._fd, file_size)
-        self._mmap = mmap.mmap(self._fd, file_size)
+        self._fd = fd
+        # False for a segment found sparse at start whose blocks could not be reserved (a full
+        # disk): its holes read as zeros, but a write into one would be SIGBUS.
+        self.backed = backed
+        self._mmap = mmap.mmap(fd, file_size)
         self.view = memoryview(self._mmap)
         self.wrote_position = 0
         self.flushed_position = 0
+
+    @classmethod
+    def create(cls, path: Path, file_from_offset: int, file_size: int) -> MappedFile:
+        """A new segment with all its blocks reserved; ``SegmentAllocationError`` leaves no file."""
+        fd = create_reserved_file(path, file_size)
+        try:
+            return cls(path, file_from_offset, file_size, fd, backed=True)
+        except BaseException:
+            os.close(fd)
+            path.unlink(missing_ok=True)
+            raise
+
+    @classmethod
+    def open(cls, path: Path, file_from_offset: int, file_size: int) -> MappedFile:
+        """An existing segment of ``file_size`` bytes (a short one is extended by the caller)."""
+        fd = os.open(path, os.O_RDWR)
+        try:
+            mapped = cls(path, file_from_offset, file_size, fd, backed=is_fully_allocated(fd, file_size))
+        except BaseException:
+            os.close(fd)
+            raise
+        if not mapped.backed:
+            mapped.ensure_backed()
+        return mapped
+
+    def ensure_backed(self) -> bool:
+        """Reserve the blocks of a segment found sparse; True once it is safe to write."""
+        if not self.backed:
+            try:
+                reserve_blocks(self._fd, self.file_size)
+                self.backed = True
+            except OSError as exc:
+                log.warning("%s is sparse and its blocks cannot be reserved yet: %s", self.path, exc)
+        return self.backed
 
     @property
     def remaining(self) -> int:
@@ -89,13 +184,20 @@ class MappedFile:
 
         After a torn tail is cut off, leftovers behind the cut must not look like records to a
         later scan; stopping at the first clean chunk avoids touching an untouched sparse tail.
+        Only pages holding a non-zero byte are written: those have blocks already, so this is
+        safe on a full disk even in a sparse segment (a hole, which reads as zeros, is left alone).
         """
         while pos < self.file_size:
             end = min(pos + len(_ZERO_CHUNK), self.file_size)
             chunk = self._mmap[pos:end]
             if chunk == _ZERO_CHUNK[: end - pos]:
                 return
-            self._mmap[pos:end] = _ZERO_CHUNK[: end - pos]
+            page = pos
+            while page < end:
+                page_end = min(end, (page // _PAGE + 1) * _PAGE)
+                if self._mmap[page:page_end] != _ZERO_PAGE[: page_end - page]:
+                    self._mmap[page:page_end] = _ZERO_PAGE[: page_end - page]
+                page = page_end
             pos = end
 
     def last_modified_ms(self) -> int:
@@ -140,26 +242,52 @@ class MappedFileQueue:
             size = path.stat().st_size
             if size != self.file_size:
                 # A process killed while creating the newest segment leaves it short (often empty):
-                # nothing acknowledged can be in its missing part, so it is extended with zeros
-                # (= unwritten). A short or long segment anywhere else is a real mismatch.
+                # nothing acknowledged can be in it, as a segment is mapped only once it has its
+                # full size. It is given its blocks now, or removed when the disk has no room
+                # for them. A short or long segment anywhere else is a real mismatch.
                 if path != paths[-1] or size > self.file_size:
                     raise ValueError(f"{path} is {size} bytes but segments here are {self.file_size}")
-                log.warning("%s is %d of %d bytes (creation interrupted); extending it", path, size,
-                            self.file_size)  # fmt: skip
-            mapped = MappedFile(path, int(path.name), self.file_size)
+                if not self._complete_interrupted(path, size):
+                    continue
+            mapped = MappedFile.open(path, int(path.name), self.file_size)
             mapped.wrote_position = mapped.flushed_position = self.file_size
             self.files.append(mapped)
+
+    def _complete_interrupted(self, path: Path, size: int) -> bool:
+        """Extend a segment whose creation was interrupted; False when it was removed instead."""
+        log.warning("%s is %d of %d bytes (creation interrupted); extending it", path, size, self.file_size)
+        fd = os.open(path, os.O_RDWR)
+        try:
+            reserve_blocks(fd, self.file_size)
+            return True
+        except OSError as exc:
+            if _holds_data(fd, size):
+                raise SegmentAllocationError(path, self.file_size, free_bytes(path.parent), exc) from exc
+            log.warning("%s cannot be extended (%s) and holds nothing: removed", path, exc)
+            path.unlink()
+            return False
+        finally:
+            os.close(fd)
 
     @property
     def last_file(self) -> MappedFile | None:
         return self.files[-1] if self.files else None
 
-    def create_file(self, start_offset: int) -> MappedFile:
+    def create_file(self, start_offset: int, register: bool = True) -> MappedFile:
+        """A new segment at ``start_offset`` with its blocks reserved (``SegmentAllocationError``
+        when the disk has no room: nothing is created). ``register=False`` leaves adding it to
+        the queue (``add``) to the caller, which has something to do first."""
         with self._lock:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            mapped = MappedFile(self.directory / segment_name(start_offset), start_offset, self.file_size)
-            self.files.append(mapped)
+            mapped = MappedFile.create(
+                self.directory / segment_name(start_offset), start_offset, self.file_size
+            )
+            if register:
+                self.files.append(mapped)
             return mapped
+
+    def add(self, mapped: MappedFile) -> None:
+        with self._lock:
+            self.files.append(mapped)
 
     def last_file_for_write(self, start_offset: int = 0) -> MappedFile:
         """The segment to append to, creating the next one when the last is full."""

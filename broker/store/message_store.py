@@ -3,6 +3,10 @@
 Appends go to the commit log under one lock; a background thread dispatches each record to its
 consume queue and the index; readers address messages by (topic, queue, logical offset) and get
 the raw stored records back, ready to send in a pull response.
+
+A full disk refuses writes and nothing else (``running_flags``, ``disk_guard``): every segment's
+blocks are reserved before it is mapped, a put reads one flag, and the store takes writes again
+by itself when space returns — including after a start on a full disk.
 """
 
 from __future__ import annotations
@@ -40,16 +44,21 @@ from .clean_service import CleanService
 from .commitlog import CommitLog, PendingRecord
 from .consume_queue import ConsumeQueue
 from .disk import capacity_text, disk_used_fraction, human_bytes
+from .disk_guard import DiskGuard
 from .dispatch import DispatchRequest, ReputService, compute_tags_code, request_from_record
 from .flush import GroupCommitService, PeriodicFlushService
 from .index import IndexService
+from .mapped_file import SegmentAllocationError
 from .results import (
     AppendMessageResult,
     GetMessageResult,
     GetMessageStatus,
     PutMessageResult,
     PutMessageStatus,
+    create_mapped_file_failed,
+    service_not_available,
 )
+from .running_flags import DISK_FULL, WRITE_INDEX_FILE_ERROR, WRITE_LOGICS_QUEUE_ERROR, RunningFlags
 from .store_config import MessageStoreConfig
 
 log = logging.getLogger(__name__)
@@ -73,12 +82,17 @@ class MessageStore:
         )
         self.checkpoint = StoreCheckpoint(self.root / "checkpoint")
         self.reput = ReputService(self._make_readable, self._index_keys)
+        self.reput.on_stall = self._dispatch_stalled
         self._store_host = encode_host(self.config.store_host_port)
         self._delay_levels = self.config.delay_levels_ms()
         self._group_commit: GroupCommitService | None = None
         self._services: list = []
         self.archive_service: SealedSegmentArchiveService | None = None
         self._running = False
+        # The one thing a put checks: running and no RunningFlags write bit set.
+        self._writable = False
+        self.running_flags = RunningFlags(on_change=self._update_writable)
+        self.disk_guard = DiskGuard(self.config, self.running_flags, self._disk_paths)
         self._last_appended_ts = 0
         # The last producer address seen and its encoding (most puts come from the same one).
         self._last_born: HostPort | None = None
@@ -100,13 +114,21 @@ class MessageStore:
         (the broker's) instead of a thread of its own."""
         self.root.mkdir(parents=True, exist_ok=True)
         self.last_exit_ok = not self.abort_file.exists()
-        self.abort_file.touch()
-        self._load_and_recover()
-        self._start_services(dispatch_loop)
+        try:
+            self.abort_file.touch()
+        except OSError as exc:  # a full disk may have no room for even an empty file's entry
+            log.error("cannot create %s (%s): a crash now would be recovered as a clean stop",
+                      self.abort_file, exc)  # fmt: skip
+        stalled = self._load_and_recover()
+        self._start_services(dispatch_loop, stalled)
         self._running = True
+        self.check_disk()
+        self._update_writable()
         log.info("store at %s started (last exit %s)", self.root, "clean" if self.last_exit_ok else "UNCLEAN")
 
-    def _load_and_recover(self) -> None:
+    def _load_and_recover(self) -> bool:
+        """Load and recover; True when not everything could be dispatched (a full disk: the
+        clean service's disk check dispatches the rest once space returns)."""
         self.commitlog.files.load()
         self._load_consume_queues()
         self.index.load(self.last_exit_ok, self.checkpoint.index_msg_timestamp)
@@ -123,12 +145,37 @@ class MessageStore:
             request = request_from_record(view, pos, self._delay_levels, check_crc=False)
             self.reput.dispatch_now(request)
 
-        recovery.replay(self.commitlog, start, apply)
+        self.reput.dispatched_offset = start
+        stalled = not self._writable_segments_backed()
+        if stalled:
+            self._dispatch_stalled(None, "CQ")
+        else:
+            try:
+                recovery.replay(self.commitlog, start, apply)
+            except SegmentAllocationError as exc:
+                stalled = True
+                self._dispatch_stalled(exc, self._part_of(exc))
         min_physic = self.commitlog.min_offset
         for key, queue in self.consume_queues.items():
             self.commitlog.queue_offsets[key] = queue.max_offset
             # Retention may have deleted the segments the queue's first entries point into.
             queue.delete_expired(min_physic)
+        if stalled:
+            self._count_undispatched(self.reput.dispatched_offset)
+        return stalled
+
+    def _count_undispatched(self, from_offset: int) -> None:
+        """Queue offsets already taken by records not dispatched yet: the next put continues
+        after them, not after the last consume-queue entry."""
+        queue_offsets = self.commitlog.queue_offsets
+
+        def note(view, pos, _offset):
+            request = request_from_record(view, pos, self._delay_levels, check_crc=False)
+            if request.goes_to_consume_queue:
+                key = (request.topic, request.queue_id)
+                queue_offsets[key] = max(queue_offsets.get(key, 0), request.queue_offset + 1)
+
+        recovery.replay(self.commitlog, from_offset, note)
 
     def _load_consume_queues(self) -> None:
         root = self.root / "consumequeue"
@@ -146,8 +193,9 @@ class MessageStore:
                 queue.recover()
                 self.consume_queues[(topic_dir.name, int(queue_dir.name))] = queue
 
-    def _start_services(self, dispatch_loop: asyncio.AbstractEventLoop | None) -> None:
-        self.reput.start(self.commitlog.max_offset, dispatch_loop)
+    def _start_services(self, dispatch_loop: asyncio.AbstractEventLoop | None, stalled: bool) -> None:
+        start = self.reput.dispatched_offset if stalled else self.commitlog.max_offset
+        self.reput.start(start, dispatch_loop, stalled)
         cfg = self.config
         if cfg.sync_flush:
             self._group_commit = GroupCommitService(self.commitlog.flush, cfg.sync_flush_timeout)
@@ -175,19 +223,28 @@ class MessageStore:
         if not self._running:
             return
         self._running = False
+        self._update_writable()
         self.reput.shutdown()
         for service in reversed(self._services):
             service.shutdown()
         if self._group_commit:
             self._group_commit.shutdown()
         self.commitlog.flush()
-        self._flush_logics()
+        try:
+            self._flush_logics()
+            clean = True
+        except OSError as exc:  # the checkpoint could not be written (a full disk)
+            log.error(
+                "checkpoint not written at shutdown (%s): the next start recovers as after a crash", exc
+            )
+            clean = False
         self.commitlog.files.shutdown()
         for queue in list(self.consume_queues.values()):
             queue.shutdown()
         self.index.shutdown()
-        self.abort_file.unlink(missing_ok=True)
-        log.info("store at %s shut down cleanly", self.root)
+        if clean:
+            self.abort_file.unlink(missing_ok=True)
+            log.info("store at %s shut down cleanly", self.root)
 
     def _flush_logics(self) -> int:
         """Flush queues and index, then record in the checkpoint how far each is durable."""
@@ -200,6 +257,87 @@ class MessageStore:
         self.checkpoint.index_msg_timestamp = self.index.flush() or self.checkpoint.index_msg_timestamp
         self.checkpoint.flush()
         return 0
+
+    # -- a full disk ---------------------------------------------------------------------------
+    def _update_writable(self) -> None:
+        self._writable = self._running and self.running_flags.writeable
+
+    def _disk_paths(self) -> dict[str, str]:
+        return {
+            "CL": str(self.commitlog.files.directory),
+            "CQ": str(self.root / "consumequeue"),
+            "INDEX": str(self.index.directory),
+        }
+
+    def check_disk(self) -> bool:
+        """The clean service's check, every second: finish a stalled dispatch if the files it
+        needs can be allocated now, then set or clear DISK_FULL. True while the disk is full."""
+        if self.reput.stalled:
+            self._resume_dispatch()
+        last = self.commitlog.files.last_file
+        blocked = None
+        if last is not None and not last.ensure_backed():
+            blocked = (
+                f"the commit-log segment {last.path.name} is sparse and the disk has no room for its blocks"
+            )
+        return self.disk_guard.check(blocked)
+
+    def not_writable_reason(self) -> str:
+        """Why puts are refused now; "" while they are taken."""
+        if self._writable:
+            return ""
+        return self.running_flags.reason() if self._running else "the store is not running"
+
+    def _refused(self) -> PutMessageResult:
+        if not self._running:
+            self.disk_guard.measure()  # a rare answer: quote fresh figures
+        return service_not_available(self.disk_guard.util_text(), self.not_writable_reason())
+
+    @staticmethod
+    def _part_of(error: SegmentAllocationError) -> str:
+        return "INDEX" if error.path.parent.name == "index" else "CQ"
+
+    def _dispatch_stalled(self, error: SegmentAllocationError | None, part: str) -> None:
+        """Dispatch stopped at a record whose consume-queue entry or index keys have no file to
+        go into: writes are refused (RocketMQ's WRITE_LOGICS_QUEUE_ERROR / WRITE_INDEX_FILE_ERROR)
+        until the clean service's check has dispatched everything stored."""
+        self.disk_guard.measure()
+        what = "an index" if part == "INDEX" else "a consume-queue"
+        cause = str(error) if error is not None else "a file found sparse has no room for its blocks"
+        reason = f"stored messages wait for {what} file, which cannot be allocated: {cause}"
+        self.running_flags.set(
+            WRITE_INDEX_FILE_ERROR if part == "INDEX" else WRITE_LOGICS_QUEUE_ERROR, reason
+        )
+
+    def _writable_segments_backed(self) -> bool:
+        """Whether the files dispatch writes into next have their blocks (reserving them now for
+        one found sparse at start)."""
+        for queue in list(self.consume_queues.values()):
+            last = queue.files.last_file
+            if last is not None and not last.ensure_backed():
+                return False
+        return self.index.ensure_writable_backed()
+
+    def _resume_dispatch(self) -> None:
+        if not self._writable_segments_backed():
+            return
+        try:
+            self._redispatch()  # the bulk, while puts go on being refused
+            with self.commitlog.lock:
+                self._redispatch()  # what was appended meanwhile; no append can slip past
+                self.reput.unstall()
+        except SegmentAllocationError as exc:
+            self._dispatch_stalled(exc, self._part_of(exc))
+            return
+        log.warning("dispatch caught up with the commit log at %d", self.reput.dispatched_offset)
+        self.running_flags.clear(WRITE_LOGICS_QUEUE_ERROR)
+        self.running_flags.clear(WRITE_INDEX_FILE_ERROR)
+
+    def _redispatch(self) -> None:
+        def apply(view, pos, _offset):
+            self.reput.apply(request_from_record(view, pos, self._delay_levels, check_crc=False))
+
+        recovery.replay(self.commitlog, self.reput.dispatched_offset, apply)
 
     # -- consume queues ----------------------------------------------------------------------
     def _new_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
@@ -308,8 +446,8 @@ class MessageStore:
         )
 
     def _append(self, messages: list[MessageExt]) -> PutMessageResult:
-        if not self._running:
-            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, remark="the store is not running")
+        if not self._writable:
+            return self._refused()
         records: list[PendingRecord] = []
         for msg in messages:
             encoded = self._encode(msg)
@@ -324,9 +462,12 @@ class MessageStore:
             )
         try:
             store_ts = self.commitlog.append(records, self._on_appended)
+        except SegmentAllocationError as exc:  # nothing written: the log is as it was
+            self.disk_guard.allocation_failed(exc)
+            return create_mapped_file_failed(str(exc))
         except OSError as exc:
             log.exception("commit log append failed")
-            return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED, remark=str(exc))
+            return create_mapped_file_failed(str(exc))
         self._last_appended_ts = store_ts
         first = records[0]
         self.put_count += len(records)
@@ -599,4 +740,10 @@ class MessageStore:
             "getMessageTransferedMsgCount": str(self.get_count),
             "bootTimestamp": str(self.boot_timestamp),
             "flushDiskType": self.config.flush_disk_type,
+            # Why puts are refused, if they are: RocketMQ's RunningFlags word, DISK_FULL alone
+            # (the disk check's verdict), and the reason in words ("" while writes are taken).
+            "runningFlags": str(self.running_flags.bits),
+            "diskFull": str(self.running_flags.is_set(DISK_FULL)).lower(),
+            "storeWritable": str(self._writable).lower(),
+            "storeNotWritableReason": self.not_writable_reason(),
         }

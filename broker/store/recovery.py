@@ -95,17 +95,24 @@ def reput_start(commitlog: CommitLog, queues: list[ConsumeQueue]) -> int:
     return max(furthest, commitlog.min_offset)
 
 
-def replay(commitlog: CommitLog, from_offset: int, apply: Callable[[memoryview, int, int], None]) -> int:
-    """Call ``apply(view, pos, absolute_offset)`` for every record from ``from_offset``."""
+def replay(
+    commitlog: CommitLog,
+    from_offset: int,
+    apply: Callable[[memoryview, int, int], None],
+    end: int | None = None,
+) -> int:
+    """Call ``apply(view, pos, absolute_offset)`` for every record from ``from_offset`` up to
+    ``end`` (the log's end by default, as it stands when the walk begins)."""
     offset = from_offset
-    end = commitlog.max_offset
+    if end is None:
+        end = commitlog.max_offset
     while offset < end:
         mapped = commitlog.files.find_file(offset)
         if mapped is None:
             break
         view, base = mapped.view, mapped.file_from_offset
         last = offset - base
-        for pos, size in segment_records(view, last, mapped.file_size):
+        for pos, size in segment_records(view, last, min(mapped.file_size, end - base)):
             apply(view, pos, base + pos)
             last = pos + size
         if mapped.wrote_position >= mapped.file_size and _is_sealed_at(mapped, last):

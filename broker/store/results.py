@@ -19,6 +19,28 @@ class PutMessageStatus(enum.Enum):
     UNKNOWN_ERROR = "UNKNOWN_ERROR"
 
 
+# RocketMQ's remarks for these statuses (SendMessageProcessor.handlePutMessageResult), filled
+# in by the store so that every processor answering a put passes the same text on.
+SERVICE_NOT_AVAILABLE_REMARK = (
+    "service not available now. It may be caused by one of the following reasons: the broker's "
+    "disk is full [{disk}], messages are put to the slave, message store has been shut down, etc."
+)
+CREATE_MAPPED_FILE_FAILED_REMARK = "create mapped file failed, server is busy or broken."
+
+
+def service_not_available(disk_util: str, cause: str) -> PutMessageResult:
+    """A put refused while the store does not take writes; ``cause`` says which reason it is."""
+    remark = SERVICE_NOT_AVAILABLE_REMARK.format(disk=disk_util)
+    return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, remark=f"{remark} ({cause})")
+
+
+def create_mapped_file_failed(cause: str) -> PutMessageResult:
+    """A put whose commit-log segment could not be allocated: nothing was written."""
+    return PutMessageResult(
+        PutMessageStatus.CREATE_MAPPED_FILE_FAILED, remark=f"{CREATE_MAPPED_FILE_FAILED_REMARK} ({cause})"
+    )
+
+
 @dataclass(slots=True)
 class AppendMessageResult:
     wrote_offset: int = 0

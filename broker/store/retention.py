@@ -2,7 +2,8 @@
 
 A sealed segment older than ``fileReservedTime`` hours is deleted at the ``deleteWhen`` hour;
 when the disk is fuller than ``diskMaxUsedSpaceRatio`` the oldest segments go at once, whatever
-their age. The segment being written is never deleted, and deletion always starts from the
+their age (only the expired ones, without waiting for the hour, when ``cleanFileForciblyEnable``
+is false). The segment being written is never deleted, and deletion always starts from the
 oldest so the log never has a hole.
 """
 
@@ -31,6 +32,7 @@ class RetentionPolicy:
         disk_max_used_space_ratio: float,
         clock: Callable[[], float] = time.time,
         max_per_run: int = 10,
+        clean_forcibly: bool = True,
     ) -> None:
         self.reserved_ms = int(file_reserved_time_hours * 3_600_000)
         self.delete_hours = {int(h) for h in delete_when.replace(",", ";").split(";") if h.strip()}
@@ -39,6 +41,7 @@ class RetentionPolicy:
         self.disk_ratio = disk_max_used_space_ratio
         self.clock = clock
         self.max_per_run = max_per_run
+        self.clean_forcibly = clean_forcibly
 
     def now_ms(self) -> int:
         return int(self.clock() * 1000)
@@ -52,12 +55,13 @@ class RetentionPolicy:
         disk_full = disk_used_ratio > self.disk_ratio
         if not disk_full and not self.is_delete_time(now_ms):
             return []
+        forced = disk_full and self.clean_forcibly
         chosen: list[SegmentInfo] = []
         for segment in sorted(segments, key=lambda s: s.start_offset):
             if segment.is_current or len(chosen) >= self.max_per_run:
                 break
             expired = now_ms - segment.last_modified_ms >= self.reserved_ms
-            if not (expired or disk_full):
+            if not (expired or forced):
                 break  # keep the log contiguous: nothing newer goes before this one
             chosen.append(segment)
         return chosen

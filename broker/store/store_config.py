@@ -30,6 +30,12 @@ class MessageStoreConfig:
     file_reserved_time: int = 72  # hours
     delete_when: str = "04"
     disk_max_used_space_ratio: int = 75  # percent
+    # Above it the store refuses writes until space returns (RocketMQ's default and bounds: 90,
+    # 35-90). See disk_guard.
+    disk_space_warning_level_ratio: int = 90  # percent
+    # Whether a disk fuller than disk_max_used_space_ratio deletes the oldest segments even
+    # before they expire (RocketMQ's cleanFileForciblyEnable); if not, only expired ones go.
+    clean_file_forcibly_enable: bool = True
     clean_resource_interval: int = 10_000  # ms
     delete_files_batch_max: int = 10
     archive_uri: str | None = None
