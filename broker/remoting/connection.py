@@ -19,11 +19,11 @@ from typing import cast
 
 from broker.common.codes import ResponseCode
 
-from .backlog_budget import BacklogBudget
+from .backlog_budget import BacklogBudget, PartialFrames
 from .busy_poll import BusyPoll
-from .command import RPC_ONEWAY, RemotingCommand, response_to
+from .command import RPC_ONEWAY, RPC_TYPE_RESPONSE, RemotingCommand, response_to
 from .errors import FrameError, RemotingSendRequestError, RemotingTimeoutError
-from .frame import DEFAULT_MAX_FRAME, FrameDecoder, encode_frame
+from .frame import DEFAULT_FRAME_MAX_LENGTH, FrameDecoder, encode_frame
 
 log = logging.getLogger(__name__)
 COMMANDS_PER_TURN = 16  # see RemotingConnection._take_turn
@@ -62,10 +62,11 @@ class RemotingConnection(asyncio.Protocol):
         self,
         processors: ProcessorTable,
         on_close: Callable[[RemotingConnection], None] | None = None,
-        max_frame: int = DEFAULT_MAX_FRAME,
+        max_frame_length: int = DEFAULT_FRAME_MAX_LENGTH,
         busy_poll: BusyPoll | None = None,
         serve_only_while_read: bool = False,
         budget: BacklogBudget | None = None,
+        partial_frames: PartialFrames | None = None,
     ) -> None:
         self.processors = processors
         self.busy_poll = busy_poll  # shared by a server's connections: see busy_poll.py
@@ -77,7 +78,15 @@ class RemotingConnection(asyncio.Protocol):
         # stopped would wait for each other.
         self.serve_only_while_read = serve_only_while_read
         self.on_close = on_close
-        self.decoder = FrameDecoder(max_frame)
+        self.decoder = FrameDecoder(max_frame_length)
+        # A server's end: the unfinished frames of all its connections, bounded together.
+        self.partial_frames = partial_frames
+        self.partial_bytes = 0  # of this connection's unfinished frame, counted in partial_frames
+        self.partial_progress = 0  # partial_frames.clock when that frame last grew
+        # Reads so far: the server's idle sweep compares it with what it saw last time (cheaper
+        # than reading a clock at every read).
+        self.reads = 0
+        self.answers_owed = 0  # requests a handler will answer later (held pulls): not idle
         self.transport: asyncio.Transport | None = None
         self.remote_addr = "?"
         self.pending: dict[int, _FutureSlot | _CallbackSlot] = {}  # by opaque, until answered
@@ -108,12 +117,17 @@ class RemotingConnection(asyncio.Protocol):
             self.remote_addr = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
     def data_received(self, data: bytes) -> None:
+        self.reads += 1
+        decoder = self.decoder
         try:
-            commands = self.decoder.feed(data)
+            commands = decoder.feed(data)
         except FrameError as exc:
             log.warning("closing the connection from %s: %s", self.remote_addr, exc)
+            self._forget_unfinished_frame()
             self.close()
             return
+        if decoder.refused:
+            self._answer_refused()
         backlog, budget = self._backlog, self.budget
         if not backlog and self._backlog_bytes:  # (a partial frame read before)
             self._forget_backlog_bytes()
@@ -132,6 +146,56 @@ class RemotingConnection(asyncio.Protocol):
             or (budget is not None and budget.exhausted())
         ):
             self._pause_reading()
+        if self.partial_frames is not None and decoder.pending_bytes != self.partial_bytes:
+            self._count_unfinished_frame(decoder.pending_bytes)
+
+    def _count_unfinished_frame(self, pending: int) -> None:
+        """This connection's unfinished frame grew, or finished: the server's total follows, and
+        past its limit the frames that progressed least recently are dropped (PartialFrames)."""
+        partial = self.partial_frames
+        assert partial is not None  # (the caller checks)
+        partial.bytes += pending - self.partial_bytes
+        self.partial_bytes = pending
+        if not pending:
+            partial.holders.discard(self)
+            return
+        partial.clock += 1
+        self.partial_progress = partial.clock
+        partial.holders.add(self)
+        if partial.bytes > partial.max_bytes:
+            partial.evict()
+
+    def _forget_unfinished_frame(self) -> None:
+        self.decoder.discard()
+        partial = self.partial_frames
+        if partial is not None and self.partial_bytes:
+            partial.bytes -= self.partial_bytes
+            partial.holders.discard(self)
+        self.partial_bytes = 0
+
+    def drop_unfinished_frame(self, reason: str) -> None:
+        """Too many bytes of unfinished frames over the server: close this connection, whose frame
+        is one of those that progressed least recently (its memory is freed at once)."""
+        log.warning("closing the connection from %s: %s", self.remote_addr, reason)
+        self._forget_unfinished_frame()
+        self.close()
+
+    def _answer_refused(self) -> None:
+        """Answer each request whose header held an unusable value with SYSTEM_ERROR and what was
+        wrong (the decoder could read its opaque, so the client can match the answer)."""
+        refused, self.decoder.refused = self.decoder.refused, []
+        for opaque, serialize_type, reason in refused:
+            log.warning("refused a request from %s: %s", self.remote_addr, reason)
+            answer = RemotingCommand(
+                ResponseCode.SYSTEM_ERROR, flag=RPC_TYPE_RESPONSE, opaque=opaque, remark=reason,
+                serialize_type=serialize_type,
+            )  # fmt: skip
+            self._queue_frame(encode_frame(answer))
+
+    def is_waiting(self) -> bool:
+        """Whether something is in flight: requests read and not answered (a held pull, a handler
+        at work) or requests of ours awaiting the peer's answer. Such a connection is not idle."""
+        return bool(self._backlog or self._tasks or self.pending or self.answers_owed > 0)
 
     def _forget_backlog_bytes(self) -> None:
         """The backlog is empty: what was read into it no longer counts."""
@@ -201,6 +265,7 @@ class RemotingConnection(asyncio.Protocol):
             transport.resume_reading()
 
     def connection_lost(self, exc) -> None:
+        self._forget_unfinished_frame()
         if self._sweeper is not None:
             self._sweeper.cancel()
             self._sweeper = None
@@ -263,16 +328,24 @@ class RemotingConnection(asyncio.Protocol):
 
     def _reply(self, request: RemotingCommand, response: RemotingCommand | None) -> None:
         if response is None or request.flag & RPC_ONEWAY:
+            if response is None and not request.flag & RPC_ONEWAY:
+                self.answers_owed += 1  # answered later through send_response
             return
         transport = self.transport
         if transport is not None and not transport.is_closing():
             response.opaque = request.opaque
             response.serialize_type = request.serialize_type
-            self._queue_frame(encode_frame(response))
+            try:
+                frame = encode_frame(response)
+            except Exception as exc:  # e.g. a header number no Java peer could read
+                frame = encode_frame(failure_response(request, exc))
+            self._queue_frame(frame)
 
     def send_response(self, request: RemotingCommand, response: RemotingCommand) -> None:
         """Answer ``request`` later, from outside its handler (a held pull woken by a message
         another connection sent): written at once, as any frame sent outside a turn."""
+        if not request.flag & RPC_ONEWAY:
+            self.answers_owed -= 1
         self._reply(request, response)
 
     # -- sending ------------------------------------------------------------------------------

@@ -22,7 +22,11 @@ LENGTHS = struct.Struct(">ii")
 BINARY_FIXED = struct.Struct(">hbhii")
 INT = struct.Struct(">i")
 SHORT = struct.Struct(">h")
-DEFAULT_MAX_FRAME = 16 * 1024 * 1024 + 1024 * 1024
+# RocketMQ's frameMaxLength (its NettyDecoder's LengthFieldBasedFrameDecoder): a frame counts its
+# 4-byte length field as well, so the length it declares may be at most this minus 4.
+DEFAULT_FRAME_MAX_LENGTH = 16 * 1024 * 1024
+LENGTH_FIELD = 4
+JAVA_INT_MIN, JAVA_INT_MAX = -(2**31), 2**31 - 1
 _LANGUAGE_NAMES = {code.name: int(code) for code in LanguageCode}
 _LANGUAGE_OF = {int(code): code.name for code in LanguageCode}
 
@@ -74,29 +78,57 @@ def _decode_json(raw: bytes | bytearray) -> RemotingCommand:
     if not isinstance(data, dict) or "code" not in data:
         raise FrameError("the JSON header has no request code")
     get = data.get
+    opaque = _header_int(get("opaque", 0), "opaque", None)  # what a refusal is addressed by
     try:
         ext = get("extFields") or {}
         if not isinstance(ext, dict):
-            raise FrameError("extFields is not an object")
+            raise HeaderValueError(opaque, "the header's extFields is not an object")
         remark = get("remark")
         # Positional, in RemotingCommand's field order: this runs for every frame.
         return RemotingCommand(
-            _as_int(data["code"]),
+            _header_int(data["code"], "code", opaque),
             _language(get("language", "JAVA")),
-            _as_int(get("version", 0)),
-            _as_int(get("opaque", 0)),
-            _as_int(get("flag", 0)),
+            _header_int(get("version", 0), "version", opaque),
+            opaque,
+            _header_int(get("flag", 0), "flag", opaque),
             remark if remark is None or type(remark) is str else str(remark),
             ext if all(map(_is_str, ext.values())) else _ext_as_text(ext),
             b"",
             SERIALIZE_JSON,
         )
     except (TypeError, ValueError) as exc:
-        raise FrameError(f"bad JSON header field: {exc}") from None
+        raise HeaderValueError(opaque, f"bad JSON header field: {exc}") from None
 
 
-def _as_int(value) -> int:
-    return value if type(value) is int else int(value)  # Java peers may send numbers as text
+class HeaderValueError(FrameError):
+    """A whole frame whose header is JSON but one of its values is unusable (a flag that is no
+    number, an extFields that is no object). With ``opaque`` (the request's own, readable) the
+    request is answered with a refusal naming the value; without, the frame cannot be answered
+    (nothing says which request it was) and the connection is closed, as RocketMQ closes a
+    connection whose frame it cannot decode."""
+
+    def __init__(self, opaque: int | None, reason: str) -> None:
+        super().__init__(reason)
+        self.opaque, self.reason = opaque, reason
+
+
+def _header_int(value, name: str, opaque: int | None) -> int:
+    """A header number (Java int): code, version, opaque, flag. Java peers may send numbers as
+    text; a value that is no whole number, or that a Java int cannot hold (a response could not
+    carry it back), is refused."""
+    if type(value) is not int:
+        try:
+            value = int(value)  # text digits, or a float such as 3.0
+        except (TypeError, ValueError, OverflowError):
+            raise HeaderValueError(opaque, f"the header's {name} {_shown(value)} is not a number") from None
+    if not JAVA_INT_MIN <= value <= JAVA_INT_MAX:
+        raise HeaderValueError(opaque, f"the header's {name} {_shown(value)} is out of the 32-bit range")
+    return value
+
+
+def _shown(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 _is_str = str.__instancecheck__  # JSON object keys are always strings; values need a look
@@ -178,11 +210,38 @@ def encode_frame(cmd: RemotingCommand) -> bytes:
 
 
 class FrameDecoder:
-    """Incremental decoder: feed bytes as they arrive, get complete commands back."""
+    """Incremental decoder: feed bytes as they arrive, get complete commands back.
 
-    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME) -> None:
-        self.max_frame = max_frame
+    A frame's declared length is checked as soon as its first 8 bytes are in, before any more of
+    it is kept: a frame longer than ``max_frame_length`` (counting its 4-byte length field, as
+    RocketMQ's frameMaxLength does) raises FrameError, and so does any frame that cannot be
+    decoded. A request whose header is readable but holds an unusable value (see
+    HeaderValueError) is not returned; ``refused`` collects (opaque, serialisation, reason) for
+    each, for the connection to answer.
+    """
+
+    def __init__(self, max_frame_length: int = DEFAULT_FRAME_MAX_LENGTH) -> None:
+        self.max_frame_length = max_frame_length
+        self._max_total = max_frame_length - LENGTH_FIELD  # the largest length a frame may declare
         self._buffer = bytearray()
+        self.refused: list[tuple[int, int, str]] = []
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes of a frame not complete yet, kept until the rest arrives."""
+        return len(self._buffer)
+
+    def discard(self) -> None:
+        """Forget the unfinished frame (its connection is being closed): its memory is freed now."""
+        self._buffer = bytearray()
+
+    def _bad_length(self, total: int) -> str:
+        if total < 4:
+            return f"frame length {total} is under 4"
+        return (
+            f"frame of {total + LENGTH_FIELD} bytes (with its length field) is over the frame limit "
+            f"{self.max_frame_length} (frameMaxLength)"
+        )
 
     def feed(self, data: bytes) -> list[RemotingCommand]:
         buffer = self._buffer
@@ -197,8 +256,8 @@ class FrameDecoder:
         try:
             while available - start >= 8:
                 total, marked = LENGTHS.unpack_from(source, start)
-                if total < 4 or total > self.max_frame:
-                    raise FrameError(f"frame length {total} is outside 4..{self.max_frame}")
+                if total < 4 or total > self._max_total:
+                    raise FrameError(self._bad_length(total))
                 serialize_type, header_len = (marked >> 24) & 0xFF, marked & 0xFFFFFF
                 if header_len > total - 4:
                     raise FrameError(f"header length {header_len} exceeds the frame length {total}")
@@ -206,7 +265,14 @@ class FrameDecoder:
                 if available < end:
                     break
                 header_end = start + 8 + header_len
-                cmd = decode_header(source[start + 8 : header_end], serialize_type)
+                try:
+                    cmd = decode_header(source[start + 8 : header_end], serialize_type)
+                except HeaderValueError as exc:
+                    if exc.opaque is None:
+                        raise
+                    self.refused.append((exc.opaque, serialize_type, exc.reason))
+                    start = end
+                    continue
                 body = source[header_end:end]
                 cmd.body = body if type(body) is bytes else bytes(body)
                 commands.append(cmd)

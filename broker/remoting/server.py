@@ -7,11 +7,12 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 
-from .backlog_budget import BacklogBudget
+from .backlog_budget import BacklogBudget, PartialFrames
 from .busy_poll import BusyPoll
 from .command import RemotingCommand
 from .connection import Handler, ProcessorTable, RemotingConnection
-from .frame import DEFAULT_MAX_FRAME
+from .guards import ConnectionCap, IdleSweep
+from .limits import ConnectionLimits, ensure_descriptors
 from .tls import ServerTls, TlsAcceptor
 
 log = logging.getLogger(__name__)
@@ -22,13 +23,13 @@ class RemotingServer:
         self,
         host: str = "127.0.0.1",
         port: int = 0,
-        max_frame: int = DEFAULT_MAX_FRAME,
+        limits: ConnectionLimits | None = None,
         busy_poll_window_s: float = 0.0,
         tls: ServerTls | None = None,
     ) -> None:
         self.host = host
         self.port = port
-        self.max_frame = max_frame
+        self.limits = limits or ConnectionLimits()
         self.processors = ProcessorTable()
         self.connections: set[RemotingConnection] = set()
         self.close_listeners: list[Callable[[RemotingConnection], None]] = []
@@ -36,6 +37,9 @@ class RemotingServer:
         self.busy_poll_window_s = busy_poll_window_s
         self.busy_poll: BusyPoll | None = None
         self.backlog_budget = BacklogBudget()  # every connection's unserved requests together
+        self.partial_frames = PartialFrames(self.limits.max_partial_frame_bytes)  # and unfinished frames
+        self.cap = ConnectionCap(self.limits.max_connections)
+        self.idle_sweep: IdleSweep | None = None
         # TLS (permissive or enforcing): its context is built here, so a certificate that cannot
         # be loaded stops the process at start; None (disabled) leaves every connection as it was.
         self.tls = TlsAcceptor(tls) if tls is not None and tls.enabled else None
@@ -51,19 +55,25 @@ class RemotingServer:
         loop = asyncio.get_running_loop()
         if self.busy_poll_window_s > 0:
             self.busy_poll = BusyPoll(self.busy_poll_window_s, loop)
+        ensure_descriptors(self.limits.max_connections)
+        if self.limits.channel_max_idle_s > 0:
+            self.idle_sweep = IdleSweep(loop, self.limits.channel_max_idle_s, lambda: self.connections)
         factory = self._new_connection if self.tls is None else self.tls.wrap(self._new_connection)
         self._server = await loop.create_server(factory, self.host, self.port, reuse_address=True)
         self.port = self._server.sockets[0].getsockname()[1]
         return self.port
 
-    def _new_connection(self) -> RemotingConnection:
+    def _new_connection(self) -> asyncio.Protocol:
+        if len(self.connections) >= self.limits.max_connections:
+            return self.cap.refusal(len(self.connections))
         connection = RemotingConnection(
             self.processors,
             self._connection_closed,
-            self.max_frame,
+            self.limits.frame_max_length,
             self.busy_poll,
             serve_only_while_read=True,
             budget=self.backlog_budget,
+            partial_frames=self.partial_frames,
         )
         self.connections.add(connection)
         return connection
@@ -90,6 +100,9 @@ class RemotingServer:
     async def stop(self) -> None:
         if self.busy_poll is not None:
             self.busy_poll.stop()
+        if self.idle_sweep is not None:
+            self.idle_sweep.stop()
+            self.idle_sweep = None
         if self._server is not None:
             self._server.close()
             if self.tls is not None:

@@ -1,0 +1,115 @@
+"""What one remoting server (a broker's or a name server's port) lets its peers hold.
+
+The same keys, with the same meaning, in ``broker.conf`` and ``namesrv.conf`` (read at start):
+
+- ``frameMaxLength``: the longest frame, its 4-byte length field included (RocketMQ's
+  ``com.rocketmq.remoting.frameMaxLength``, 16 MiB). Checked from the length prefix before the
+  frame is kept; a longer frame closes its connection.
+- ``serverMaxPartialFrameBytes``: the bytes of frames not complete yet, over every connection
+  together. Past it, the connections whose unfinished frames made no progress for longest are
+  closed (see ``PartialFrames`` in backlog_budget.py), so frames that never finish cannot fill
+  the memory while clients sending whole frames are served.
+- ``serverChannelMaxIdleTimeSeconds``: a connection that sent nothing for this long and waits for
+  nothing from us is closed (RocketMQ's key and default, 120; 0 keeps idle connections).
+- ``serverMaxConnections``: connections beyond this many are closed as soon as they are accepted.
+"""
+
+from __future__ import annotations
+
+import logging
+import resource
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from broker.common.conf_file import ConfError, get_int
+
+from .frame import DEFAULT_FRAME_MAX_LENGTH
+
+log = logging.getLogger(__name__)
+
+FRAME_MAX_LENGTH_KEY = "frameMaxLength"
+MAX_PARTIAL_FRAME_BYTES_KEY = "serverMaxPartialFrameBytes"
+CHANNEL_MAX_IDLE_KEY = "serverChannelMaxIdleTimeSeconds"
+MAX_CONNECTIONS_KEY = "serverMaxConnections"
+
+# The largest is what the 4-byte length field can say. A limit under the broker's maxMessageSize
+# (4 MiB) plus a header refuses the largest messages: the operator's choice.
+MIN_FRAME_MAX_LENGTH = 1024
+MAX_FRAME_MAX_LENGTH = 2**31 - 1
+# Eight frames of the largest size, or 32 messages of the default 4 MiB maxMessageSize, arriving at
+# the same moment: a broker's memory stays ~128 MiB above its working set however many peers
+# leave frames unfinished.
+DEFAULT_MAX_PARTIAL_FRAME_BYTES = 128 * 1024 * 1024
+DEFAULT_CHANNEL_MAX_IDLE_S = 120  # RocketMQ's serverChannelMaxIdleTimeSeconds
+# Each connection is a file descriptor and some kilobytes of buffers; 4096 covers thousands of
+# client processes (a RocketMQ client keeps one connection per broker and one to a name server)
+# and fits the process's descriptors once the soft limit is raised at start (see
+# ``ensure_descriptors``), so a flood of connections is refused here instead of the accept loop
+# failing with "too many open files" for everyone.
+DEFAULT_MAX_CONNECTIONS = 4096
+MAX_MAX_CONNECTIONS = 1_000_000
+# Descriptors kept beyond the connections: store files, the name-server and broker-to-broker
+# connections, logs.
+SPARE_DESCRIPTORS = 512
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    frame_max_length: int = DEFAULT_FRAME_MAX_LENGTH
+    max_partial_frame_bytes: int = DEFAULT_MAX_PARTIAL_FRAME_BYTES
+    channel_max_idle_s: int = DEFAULT_CHANNEL_MAX_IDLE_S  # 0: idle connections are kept
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+
+    def __post_init__(self) -> None:
+        if not MIN_FRAME_MAX_LENGTH <= self.frame_max_length <= MAX_FRAME_MAX_LENGTH:
+            raise ConfError(
+                f"{FRAME_MAX_LENGTH_KEY}={self.frame_max_length} must be between "
+                f"{MIN_FRAME_MAX_LENGTH} and {MAX_FRAME_MAX_LENGTH}"
+            )
+        # Smaller than one frame, a frame of the largest size could never be received.
+        if self.max_partial_frame_bytes < self.frame_max_length:
+            raise ConfError(
+                f"{MAX_PARTIAL_FRAME_BYTES_KEY}={self.max_partial_frame_bytes} must be at least "
+                f"{FRAME_MAX_LENGTH_KEY} ({self.frame_max_length})"
+            )
+        if self.channel_max_idle_s < 0:
+            raise ConfError(f"{CHANNEL_MAX_IDLE_KEY}={self.channel_max_idle_s} must be 0 or more")
+        if not 1 <= self.max_connections <= MAX_MAX_CONNECTIONS:
+            raise ConfError(
+                f"{MAX_CONNECTIONS_KEY}={self.max_connections} must be between 1 and {MAX_MAX_CONNECTIONS}"
+            )
+
+    @classmethod
+    def from_conf(cls, conf: Mapping[str, str]) -> ConnectionLimits:
+        """The limits a ``namesrv.conf`` sets (the broker reads them through its key table)."""
+        values = dict(conf)
+        return cls(
+            get_int(values, FRAME_MAX_LENGTH_KEY, DEFAULT_FRAME_MAX_LENGTH),
+            get_int(values, MAX_PARTIAL_FRAME_BYTES_KEY, DEFAULT_MAX_PARTIAL_FRAME_BYTES),
+            get_int(values, CHANNEL_MAX_IDLE_KEY, DEFAULT_CHANNEL_MAX_IDLE_S),
+            get_int(values, MAX_CONNECTIONS_KEY, DEFAULT_MAX_CONNECTIONS),
+        )
+
+
+def ensure_descriptors(connections: int) -> None:
+    """Raise the process's soft descriptor limit (as far as its hard limit allows) to hold
+    ``connections`` plus spare ones; say so in the log when it cannot."""
+    wanted = connections + SPARE_DESCRIPTORS
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY and soft < wanted:
+            new_soft = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (new_soft, hard))
+            soft = new_soft
+    except (OSError, ValueError) as exc:
+        log.warning("cannot raise the open-files limit to %d: %s", wanted, exc)
+        return
+    if soft < wanted:
+        log.warning(
+            "the open-files limit (%d) is below %s=%d plus %d spare: connections may fail to be "
+            "accepted before the cap refuses them",
+            soft,
+            MAX_CONNECTIONS_KEY,
+            connections,
+            SPARE_DESCRIPTORS,
+        )
