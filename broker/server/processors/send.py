@@ -34,12 +34,17 @@ from .name_checks import name_refusal
 if TYPE_CHECKING:
     from ..controller import BrokerController
 
+# As RocketMQ's handlePutMessageResult. A refused put's remark is the store's (RocketMQ's text:
+# SERVICE_NOT_AVAILABLE quotes the disk figures, "the broker's disk is full [CL: ...]", and our
+# cause; CREATE_MAPPED_FILE_FAILED "create mapped file failed, server is busy or broken."): both
+# codes make a producer retry on another broker.
 _PUT_STATUS_CODES = {
     PutMessageStatus.PUT_OK: ResponseCode.SUCCESS,
     PutMessageStatus.FLUSH_DISK_TIMEOUT: ResponseCode.FLUSH_DISK_TIMEOUT,
     PutMessageStatus.MESSAGE_ILLEGAL: ResponseCode.MESSAGE_ILLEGAL,
     PutMessageStatus.PROPERTIES_SIZE_EXCEEDED: ResponseCode.MESSAGE_ILLEGAL,
     PutMessageStatus.SERVICE_NOT_AVAILABLE: ResponseCode.SERVICE_NOT_AVAILABLE,
+    PutMessageStatus.CREATE_MAPPED_FILE_FAILED: ResponseCode.SYSTEM_ERROR,
     PutMessageStatus.OS_PAGECACHE_BUSY: ResponseCode.SYSTEM_BUSY,
 }
 
