@@ -39,6 +39,7 @@ __all__ = [
     "send_pending_transactions",
     "small_store_config",
     "start",
+    "start_with_acl",
 ]
 
 SEMANTICS_CLUSTER = "SemanticsCluster"
@@ -150,6 +151,25 @@ def start(
         store = {"storePathRootDir": workdir / "store"} if preset.store_in_workdir else {}
         for name in brokers or preset.brokers:
             cluster.add_broker(name, {**store, **preset.settings, **(settings or {})})
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
+
+
+def start_with_acl(
+    preset: Preset, workdir: Path, plain_acl: str, settings: Mapping[str, object] | None = None
+) -> Cluster:
+    """``preset`` running with ``aclEnable=true``, each broker reading its own copy of the
+    ``plain_acl`` text (``<workdir>/<broker>-plain_acl.yml``, re-read every 200 ms)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    cluster = Cluster(workdir, preset.cluster_name)
+    try:
+        for name in preset.brokers:
+            acl_file = workdir / f"{name}-plain_acl.yml"
+            acl_file.write_text(plain_acl)
+            acl = {"aclEnable": "true", "aclFilePath": acl_file, "aclReloadIntervalMillis": 200}
+            cluster.add_broker(name, {**preset.settings, **acl, **(settings or {})})
     except BaseException:
         cluster.stop()
         raise
