@@ -219,6 +219,8 @@ class BrokerController:
         info.update(self.schedule.runtime_info())
         lag_ms = self.loop_lag.lag_ms if self.loop_lag is not None else 0
         info.update(queue_figures(self.server.waiting_requests(), lag_ms))
+        # Not a RocketMQ figure: the longest any request held the loop lately (loop_lag.py).
+        info["eventLoopLagPeakMillis"] = str(self.loop_lag.peak_ms() if self.loop_lag is not None else 0)
         info.update(self.stats.runtime_info())
         return info
 

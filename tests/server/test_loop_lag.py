@@ -91,3 +91,21 @@ def test_waiting_requests_are_counted_in_the_pool_rocketmq_serves_them_from():
         "queryThreadPoolQueueHeadWaitTimeMills": "42",
     }
     assert queue_figures(Counter(), 0)["sendThreadPoolQueueSize"] == "0"
+
+
+async def test_the_peak_is_the_longest_lag_of_the_last_minute():
+    clock = Clock()
+    monitor = ObservedMonitor(asyncio.get_running_loop(), interval_s=0.01, clock=clock)
+    monitor.start()
+    try:
+        assert monitor.peak_ms() == 0
+        clock.now += 0.01 + 0.1204
+        assert await monitor.next_tick() == 120
+        clock.now += 0.01
+        assert await monitor.next_tick() == 0
+        assert monitor.peak_ms() == 120  # still seen after a punctual tick
+        clock.now += 61  # a minute later the late tick is forgotten (this one is late too)
+        late = await monitor.next_tick()
+        assert monitor.peak_ms() == late and late > 60_000
+    finally:
+        monitor.stop()
