@@ -6,6 +6,7 @@ Exit codes: 0 done, 1 the operation failed (reason on stderr), 2 the command lin
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from collections.abc import Sequence
@@ -16,6 +17,8 @@ from broker.cli_commands.output import dump_json
 from broker.client.admin import MQAdmin
 from broker.client.errors import MQClientError
 from broker.common.acl_signature import SessionCredentials
+from broker.remoting import tls as tls_env
+from broker.remoting.tls import ClientTls, TlsConfigError
 
 PROG = "mqadmin"
 ACCESS_KEY_ENV, SECRET_KEY_ENV = "ROCKETMQ_ACCESS_KEY", "ROCKETMQ_SECRET_KEY"
@@ -53,7 +56,49 @@ def _common_flags() -> _Parser:
         metavar="KEY",
         help=f"ACL secret key (default: ${SECRET_KEY_ENV})",
     )
+    # TLS to name servers and brokers (tls.server.mode permissive or enforcing); each flag's
+    # default is its ROCKETMQ_TLS_* variable, and any TLS flag turns TLS on.
+    common.add_argument(
+        "--tls", action="store_true", help=f"connect over TLS (default: ${tls_env.ENV_ENABLE})"
+    )
+    common.add_argument(
+        "--tls-trust-cert",
+        metavar="PEM",
+        help=f"CAs the servers' certificates must chain to (default: ${tls_env.ENV_TRUST_CERT}, "
+        "else the system's)",
+    )
+    common.add_argument(
+        "--tls-insecure",
+        action="store_true",
+        help="TLS without checking the servers' certificates "
+        f"(tls.test.mode.enable; default: ${tls_env.ENV_TEST_MODE})",
+    )
+    common.add_argument(
+        "--tls-cert", metavar="PEM", help=f"client certificate (default: ${tls_env.ENV_CLIENT_CERT})"
+    )
+    common.add_argument(
+        "--tls-key",
+        metavar="PEM",
+        help=f"its private key (default: ${tls_env.ENV_CLIENT_KEY}; "
+        f"password: ${tls_env.ENV_CLIENT_KEY_PASSWORD})",
+    )
     return common
+
+
+def tls_of(args: argparse.Namespace) -> ClientTls:
+    """The TLS settings: the environment's ``ROCKETMQ_TLS_*``, with the flags on top."""
+    tls = ClientTls.from_env()
+    flags = {
+        "trust_cert_path": args.tls_trust_cert,
+        "cert_path": args.tls_cert,
+        "key_path": args.tls_key,
+    }
+    tls = dataclasses.replace(tls, **{name: value for name, value in flags.items() if value})
+    if args.tls_insecure:
+        tls = dataclasses.replace(tls, test_mode=True)
+    if args.tls or args.tls_insecure or any(flags.values()):
+        tls = dataclasses.replace(tls, enable=True)
+    return tls
 
 
 def credentials_of(args: argparse.Namespace) -> SessionCredentials | None:
@@ -127,10 +172,13 @@ def _execute(command: Command, args: argparse.Namespace) -> int:
     namesrv = args.namesrv or os.environ.get("NAMESRV_ADDR", "")
     try:
         credentials = credentials_of(args)
-        with MQAdmin(namesrv, timeout=args.timeout, credentials=credentials) as admin:
+        with MQAdmin(namesrv, timeout=args.timeout, credentials=credentials, tls=tls_of(args)) as admin:
             output = command.run(admin, args)
     except UsageError as exc:
         return _usage_error(command.name, str(exc))
+    except TlsConfigError as exc:  # a certificate file that cannot be used
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except MQClientError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return EXIT_FAILED

@@ -27,6 +27,7 @@ from broker.common.request_headers import CommandHeader, CreateTopicRequestHeade
 from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.command import RemotingCommand, create_request
+from broker.remoting.tls import ClientTls
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[1]
@@ -183,17 +184,32 @@ def start_broker(
 
 class LocalCluster:
     """A name server and named brokers in ``workdir``. Each broker keeps its broker.conf
-    (``<workdir>/<name>.conf``) and port, so it restarts in place."""
+    (``<workdir>/<name>.conf``) and port, so it restarts in place.
 
-    def __init__(self, workdir: Path, cluster_name: str, drain: bool = True) -> None:
+    ``namesrv_settings``: namesrv.conf lines (``<workdir>/namesrv.conf``), e.g. ``tls.server.*``;
+    ``client_tls``: how ``request`` and the other helpers connect (TLS to a TLS-only cluster)."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        cluster_name: str,
+        drain: bool = True,
+        namesrv_settings: Mapping[str, object] | None = None,
+        client_tls: ClientTls | None = None,
+    ) -> None:
+        self.admin = SyncRemotingClient(tls=client_tls)  # first: bad TLS files fail before a start
         self.workdir = workdir
         self.cluster_name = cluster_name
         self.drain = drain
-        self.namesrv = start_namesrv(drain=drain)
+        if namesrv_settings:
+            workdir.mkdir(parents=True, exist_ok=True)
+            conf = write_conf(workdir / "namesrv.conf", namesrv_settings)
+            self.namesrv = start_namesrv(conf, free_port(), drain=drain)
+        else:
+            self.namesrv = start_namesrv(drain=drain)
         self.brokers: dict[str, EngineProcess] = {}
         self.confs: dict[str, Path] = {}
         self.ports: dict[str, int] = {}
-        self.admin = SyncRemotingClient()
 
     @property
     def namesrv_addr(self) -> str:

@@ -11,7 +11,8 @@ starts). They are thread-safe; ``close_all`` releases them when the process exit
 Every client the console makes — these, the live tail's readers, the Celery tasks' (which use these)
 — signs its requests with ``client_credentials()`` (``ROCKETMQ_ACCESS_KEY`` / ``ROCKETMQ_SECRET_KEY``)
 when the brokers run with ACL; the clients are kept per credentials too, so a changed account is
-never served by a client of the old one.
+never served by a client of the old one. They connect over TLS as ``client_tls()`` says
+(``ROCKETMQ_TLS_*``), and are kept per TLS settings as well.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from django.conf import settings
 
 from broker.client import Producer, SessionCredentials
 from broker.client.admin import MQAdmin, MQClientError
+from broker.remoting.tls import ClientTls, TlsConfigError
 
 SESSION_KEY = "console_namesrv"
 # Short enough that an unreachable server gives a page in seconds, not a hung browser tab.
@@ -30,8 +32,9 @@ ADMIN_TIMEOUT_SECONDS = 3.0
 # The group of the console's producer (test messages, dead-letter replays).
 PRODUCER_GROUP = "CONSOLE_PRODUCER"
 
-_admins: dict[tuple[str, SessionCredentials | None], MQAdmin] = {}
-_producers: dict[tuple[str, SessionCredentials | None], Producer] = {}
+_ClientKey = tuple[str, SessionCredentials | None, ClientTls]
+_admins: dict[_ClientKey, MQAdmin] = {}
+_producers: dict[_ClientKey, Producer] = {}
 _lock = threading.Lock()
 
 
@@ -77,13 +80,34 @@ def client_credentials() -> SessionCredentials | None:
     return SessionCredentials(access_key, secret_key)
 
 
+def client_tls() -> ClientTls:
+    """How the console's clients connect (settings ``ROCKETMQ_TLS_*``): plaintext unless
+    ``ROCKETMQ_TLS_ENABLE``."""
+    return ClientTls(
+        enable=bool(getattr(settings, "ROCKETMQ_TLS_ENABLE", False)),
+        test_mode=bool(getattr(settings, "ROCKETMQ_TLS_TEST_MODE_ENABLE", False)),
+        trust_cert_path=getattr(settings, "ROCKETMQ_TLS_TRUST_CERT", "") or "",
+        cert_path=getattr(settings, "ROCKETMQ_TLS_CLIENT_CERT", "") or "",
+        key_path=getattr(settings, "ROCKETMQ_TLS_CLIENT_KEY", "") or "",
+        key_password=getattr(settings, "ROCKETMQ_TLS_CLIENT_KEY_PASSWORD", "") or "",
+    )
+
+
+def _client_error(exc: Exception) -> MQClientError:
+    """A TLS setting the console cannot use (a certificate file): a page saying which."""
+    return MQClientError(f"the console's TLS settings cannot be used: {exc}")
+
+
 def admin_for(addr: str) -> MQAdmin:
-    credentials = client_credentials()
+    credentials, tls = client_credentials(), client_tls()
     with _lock:
-        admin = _admins.get((addr, credentials))
+        admin = _admins.get((addr, credentials, tls))
         if admin is None:
-            admin = MQAdmin(addr, timeout=ADMIN_TIMEOUT_SECONDS, credentials=credentials)
-            _admins[(addr, credentials)] = admin
+            try:
+                admin = MQAdmin(addr, timeout=ADMIN_TIMEOUT_SECONDS, credentials=credentials, tls=tls)
+            except TlsConfigError as exc:
+                raise _client_error(exc) from None
+            _admins[(addr, credentials, tls)] = admin
         return admin
 
 
@@ -93,12 +117,15 @@ def admin_of(request) -> MQAdmin:
 
 
 def producer_for(addr: str) -> Producer:
-    credentials = client_credentials()
+    credentials, tls = client_credentials(), client_tls()
     with _lock:
-        producer = _producers.get((addr, credentials))
+        producer = _producers.get((addr, credentials, tls))
         if producer is None:
-            producer = Producer(PRODUCER_GROUP, addr, credentials=credentials).start()
-            _producers[(addr, credentials)] = producer
+            try:
+                producer = Producer(PRODUCER_GROUP, addr, credentials=credentials, tls=tls).start()
+            except TlsConfigError as exc:
+                raise _client_error(exc) from None
+            _producers[(addr, credentials, tls)] = producer
         return producer
 
 

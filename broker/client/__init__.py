@@ -8,6 +8,7 @@ loop (no thread hand-off; ``async def`` listeners are awaited on it).
 
 from broker.common.acl_signature import SessionCredentials
 from broker.common.message_queue import MessageQueue
+from broker.remoting.tls import ClientTls
 
 from .allocate import (
     AllocateAveragely,
@@ -52,6 +53,7 @@ __all__ = [
     "AsyncLitePullConsumer",
     "AsyncProducer",
     "AsyncPushConsumer",
+    "ClientTls",
     "ConsumeConcurrentlyStatus",
     "ConsumeOrderlyStatus",
     "LitePullConsumer",

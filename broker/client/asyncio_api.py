@@ -40,7 +40,11 @@ class AsyncProducer:
     async def start(self) -> AsyncProducer:
         producer = self.producer
         instance = MQClientInstance.of_running_loop(
-            producer.instance, producer.namesrv_addr, producer.instance_name, credentials=producer.credentials
+            producer.instance,
+            producer.namesrv_addr,
+            producer.instance_name,
+            credentials=producer.credentials,
+            tls=producer.tls,
         )
         await instance.ajoin("producer", producer.group, producer)
         producer.instance = instance

@@ -22,6 +22,7 @@ from broker.common.java_hash import java_string_hash
 from broker.common.message_queue import MessageQueue
 from broker.common.pull_sysflag import build_pull_sys_flag
 from broker.common.request_headers import PullMessageRequestHeader
+from broker.remoting.tls import ClientTls
 
 from .allocate import AllocateAveragely
 from .errors import MQClientError
@@ -70,9 +71,11 @@ class ConsumerCore:
         rebalance_interval_ms: int = 20_000,
         persist_interval_ms: int = 5000,
         credentials: SessionCredentials | None = None,
+        tls: ClientTls | None = None,
     ) -> None:
         self.group, self.namesrv_addr = group, namesrv_addr
         self.credentials = credentials  # ACL: the instance signs every request with them
+        self.tls = tls  # TLS to name servers and brokers; None: ROCKETMQ_TLS_* from the environment
         self.message_model = message_model
         self.consume_from_where = consume_from_where
         self.consume_timestamp_ms = consume_timestamp_ms or int(time.time() * 1000) - 30 * 60 * 1000
@@ -151,6 +154,7 @@ class ConsumerCore:
             self.instance_name,
             rebalance_interval_ms=self.rebalance_interval_ms,
             credentials=self.credentials,
+            tls=self.tls,
         )
         instance.join("consumer", self.group, self)
         given, self.instance = self.instance, instance
@@ -170,6 +174,7 @@ class ConsumerCore:
             self.instance_name,
             rebalance_interval_ms=self.rebalance_interval_ms,
             credentials=self.credentials,
+            tls=self.tls,
         )
         await instance.ajoin("consumer", self.group, self)
         given, self.instance = self.instance, instance

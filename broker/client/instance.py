@@ -31,6 +31,7 @@ from broker.common.names import group_problem
 from broker.common.route import BrokerData, TopicRouteData
 from broker.remoting.client import EventLoopThread, RemotingClient
 from broker.remoting.errors import RemotingError
+from broker.remoting.tls import ClientTls
 
 from . import client_requests, request_reply
 from .client_api import ClientAPI
@@ -65,10 +66,14 @@ class MQClientInstance:
         *,
         loop: asyncio.AbstractEventLoop | None = None,
         credentials: SessionCredentials | None = None,
+        tls: ClientTls | None = None,
     ) -> None:
         """``loop``: run on this (the application's) loop instead of a thread of our own; see
-        ``on_running_loop``. ``credentials``: sign every request with this ACL account."""
+        ``on_running_loop``. ``credentials``: sign every request with this ACL account.
+        ``tls``: how to connect (default: ``ROCKETMQ_TLS_*`` from the environment, as RocketMQ's
+        clients read the ``tls.*`` system properties; plaintext when unset)."""
         self.credentials = credentials
+        self.tls = tls if tls is not None else ClientTls.from_env()
         self.namesrv_addrs = [a.strip() for a in namesrv_addr.split(";") if a.strip()]
         if not self.namesrv_addrs:
             raise MQClientError("no name server address given")
@@ -112,6 +117,7 @@ class MQClientInstance:
         loop: asyncio.AbstractEventLoop | None = None,
         rebalance_interval_ms: int | None = None,
         credentials: SessionCredentials | None = None,
+        tls: ClientTls | None = None,
     ) -> MQClientInstance:
         """The instance for this instance name and name servers, made on first use (``loop``:
         one on that running loop, as ``on_running_loop``). Clients register on it with
@@ -119,11 +125,13 @@ class MQClientInstance:
         consumer asking for a shorter rebalance interval than the instance's gets it."""
         # Clients with other credentials (or none) get an instance of their own: its connections
         # sign with one account.
-        key = (instance_name or str(os.getpid()), namesrv_addr, loop, credentials)
+        # The same for TLS settings: one instance's connections are all plaintext or all TLS.
+        tls = tls if tls is not None else ClientTls.from_env()
+        key = (instance_name or str(os.getpid()), namesrv_addr, loop, credentials, tls)
         with _shared_lock:
             instance = _shared.get(key)
             if instance is None or instance.closing:
-                instance = cls(namesrv_addr, instance_name, loop=loop, credentials=credentials)
+                instance = cls(namesrv_addr, instance_name, loop=loop, credentials=credentials, tls=tls)
                 instance._shared_key = key
                 _shared[key] = instance
             if rebalance_interval_ms is not None and rebalance_interval_ms / 1000 < instance.intervals[2]:
@@ -251,7 +259,7 @@ class MQClientInstance:
         return self._build_remoting()
 
     def _build_remoting(self) -> RemotingClient:
-        remoting = RemotingClient(self.credentials)
+        remoting = RemotingClient(self.credentials, tls=self.tls)
         remoting.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_ids_changed)
         self.remoting = remoting
         client_requests.register(self)

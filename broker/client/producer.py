@@ -31,6 +31,7 @@ from broker.common.request_headers import SendMessageRequestHeader
 from broker.common.sysflag import COMPRESSED_FLAG, TRANSACTION_PREPARED_TYPE
 from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC, is_retry_topic, validate_topic
 from broker.remoting.errors import RemotingError, RemotingTooMuchRequestError
+from broker.remoting.tls import ClientTls
 
 from . import request_reply
 from .client_api import send_answer, send_request
@@ -113,9 +114,11 @@ class Producer:
         max_async_in_flight: int = DEFAULT_MAX_MESSAGES,
         max_async_in_flight_bytes: int = DEFAULT_MAX_BYTES,
         credentials: SessionCredentials | None = None,
+        tls: ClientTls | None = None,
     ) -> None:
         self.group = group
         self.credentials = credentials  # ACL: the instance signs every request with them
+        self.tls = tls  # TLS to name servers and brokers; None: ROCKETMQ_TLS_* from the environment
         # Message trace: send records go to the trace topic (RMQ_SYS_TRACE_TOPIC by default).
         self.enable_trace, self.trace_topic = enable_trace, trace_topic
         self.send_hooks: list[Callable] = []  # hook(mq, broker_addr, header, body, response, cost_ms)
@@ -136,7 +139,7 @@ class Producer:
     # -- life cycle ---------------------------------------------------------------------------
     def start(self) -> Producer:
         instance = self.instance or MQClientInstance.shared(
-            self.namesrv_addr, self.instance_name, credentials=self.credentials
+            self.namesrv_addr, self.instance_name, credentials=self.credentials, tls=self.tls
         )
         instance.join("producer", self.group, self)
         self.instance = instance

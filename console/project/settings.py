@@ -159,6 +159,17 @@ CONSOLE_METRICS_CACHE_SECONDS = float(os.environ.get("CONSOLE_METRICS_CACHE_SECO
 # account of plain_acl.yml.
 ROCKETMQ_ACCESS_KEY = os.environ.get("ROCKETMQ_ACCESS_KEY", "")
 ROCKETMQ_SECRET_KEY = os.environ.get("ROCKETMQ_SECRET_KEY", "")
+# TLS to name servers and brokers whose tls.server.mode is permissive or enforcing: the variables
+# the SDK and mqadmin read too. The servers' certificates must chain to ROCKETMQ_TLS_TRUST_CERT (a
+# PEM file; the system's CAs when empty) and name the address connected to, unless
+# ROCKETMQ_TLS_TEST_MODE_ENABLE (encrypt without checking). The client certificate is for
+# servers with tls.server.need.client.auth.
+ROCKETMQ_TLS_ENABLE = _env_bool("ROCKETMQ_TLS_ENABLE", False)
+ROCKETMQ_TLS_TRUST_CERT = os.environ.get("ROCKETMQ_TLS_TRUST_CERT", "")
+ROCKETMQ_TLS_TEST_MODE_ENABLE = _env_bool("ROCKETMQ_TLS_TEST_MODE_ENABLE", False)
+ROCKETMQ_TLS_CLIENT_CERT = os.environ.get("ROCKETMQ_TLS_CLIENT_CERT", "")
+ROCKETMQ_TLS_CLIENT_KEY = os.environ.get("ROCKETMQ_TLS_CLIENT_KEY", "")
+ROCKETMQ_TLS_CLIENT_KEY_PASSWORD = os.environ.get("ROCKETMQ_TLS_CLIENT_KEY_PASSWORD", "")
 
 # Every password the console sets goes through these: the admin pages, ensure_admin (also for
 # CONSOLE_ADMIN_PASSWORD and the generated one), changepassword and createsuperuser.

@@ -30,7 +30,7 @@ from channels.layers import get_channel_layer
 
 from broker.client import BROADCASTING, AsyncLitePullConsumer, MessageQueue
 from broker.common.system_names import TOOLS_CONSUMER_GROUP
-from console.cluster_access import client_credentials
+from console.cluster_access import client_credentials, client_tls
 
 from .serialize import message_event
 
@@ -67,6 +67,7 @@ def _reader(namesrv_addr: str, settings: TailSettings) -> AsyncLitePullConsumer:
         # (and be refused) a client id, and each pump's connections close with it.
         instance_name=f"console-tail-{secrets.token_hex(6)}",
         credentials=client_credentials(),  # the console's ACL account, as its other clients
+        tls=client_tls(),  # and its TLS settings
     )
 
 

@@ -10,6 +10,7 @@ as every group of requests builds on them.
 from __future__ import annotations
 
 import socket
+import ssl
 from collections.abc import Iterable
 from typing import Any
 
@@ -30,6 +31,7 @@ from broker.common.topic_config import RETRY_GROUP_TOPIC_PREFIX
 from broker.remoting.client import RemotingClient
 from broker.remoting.command import RemotingCommand
 from broker.remoting.errors import RemotingError, RemotingTimeoutError
+from broker.remoting.tls import ClientTls
 
 from .parse import json_body
 
@@ -49,8 +51,10 @@ class AdminCore:
         namesrv_addr: str | Iterable[str],
         timeout: float = 3.0,
         credentials: SessionCredentials | None = None,
+        tls: ClientTls | None = None,
     ) -> None:
-        """``credentials``: sign every request with this ACL account (see ``SessionCredentials``)."""
+        """``credentials``: sign every request with this ACL account (see ``SessionCredentials``).
+        ``tls``: how to connect (default: ``ROCKETMQ_TLS_*`` from the environment)."""
         if isinstance(namesrv_addr, str):
             addrs = [a.strip() for a in namesrv_addr.split(";")]
         else:
@@ -58,7 +62,7 @@ class AdminCore:
         # An empty list is allowed: commands aimed at one broker address need no name server.
         self.namesrv_addrs = [a for a in addrs if a]
         self.timeout = timeout
-        self.remoting = RemotingClient(credentials)
+        self.remoting = RemotingClient(credentials, tls=tls if tls is not None else ClientTls.from_env())
         self.api = ClientAPI(self.remoting)
 
     async def close(self) -> None:
@@ -208,8 +212,8 @@ def _describe_remoting_error(exc: RemotingError, timeout: float) -> str:
         return "connection refused"
     if isinstance(cause, socket.gaierror):
         return f"unknown host: {cause.strerror or cause}"
-    if isinstance(cause, OSError) and cause.strerror:
+    if isinstance(cause, OSError) and cause.strerror and not isinstance(cause, ssl.SSLError):
         return cause.strerror.lower()
-    text = str(exc)
+    text = str(exc)  # a TLS failure: the remoting client's reading of it (broker.remoting.tls)
     addr = getattr(exc, "addr", "")
     return text.split(f"{addr}: ", 1)[-1] if addr else text

@@ -10,6 +10,7 @@ from broker.common.acl_signature import SessionCredentials
 from broker.common.message import MessageExt
 from broker.common.system_names import TOOLS_CONSUMER_GROUP
 from broker.remoting.client import EventLoopThread
+from broker.remoting.tls import ClientTls
 
 from .async_admin import AsyncMQAdmin
 
@@ -36,9 +37,14 @@ class MQAdmin:
         namesrv_addr: str | Iterable[str],
         timeout: float = 3.0,
         credentials: SessionCredentials | None = None,
+        tls: ClientTls | None = None,
     ) -> None:
         self._loop = EventLoopThread("mqadmin")
-        self.core = AsyncMQAdmin(namesrv_addr, timeout, credentials)
+        try:
+            self.core = AsyncMQAdmin(namesrv_addr, timeout, credentials, tls)
+        except BaseException:  # TlsConfigError (a certificate file): no loop thread left behind
+            self._loop.stop()
+            raise
         self.namesrv_addrs = self.core.namesrv_addrs
 
     def close(self) -> None:
