@@ -246,6 +246,11 @@ _ATTR_NAMES = {
 _NAME = Text(r"[A-Za-z0-9_%|-]{1,127}", "1-127 letters, digits, _, -, % or |")
 _HOST = Text(r"[A-Za-z0-9.:\[\]_-]{1,255}", "a host name or IP address")
 _PATH = Text(r"[^\x00-\x1f;]{1,1024}", "a path")
+_OPTIONAL_PATH = Text(r"[^\x00-\x1f;]{0,1024}", "a path, or empty for none")
+_KEY = Text(r"[\x21-\x7e]{0,256}", "up to 256 printable characters without spaces")
+# Keys whose value is a secret: GET_BROKER_CONFIG (and so the console) shows a mask instead.
+SECRET_KEYS = frozenset({"innerSecretKey"})
+SECRET_MASK = "******"
 LIVE, RESTART, FIXED = Apply.LIVE, Apply.RESTART, Apply.FIXED
 _MS = "milliseconds"
 
@@ -289,6 +294,14 @@ KEYS: dict[str, ConfigKey] = {
         _key("storeReplyMessageEnable", BROKER, Bool(), LIVE, "store replies as well as pushing them"),
         _key("traceTopicEnable", BROKER, Bool(), RESTART, "create the trace topic at start"),
         _key("busyPollWindowMicros", BROKER, Int(0, 1_000_000), RESTART, "poll sockets after a read, µs"),
+        # plain ACL (broker/server/acl): RocketMQ's aclEnable; the rest are this broker's keys
+        _key("aclEnable", BROKER, Bool(), RESTART, "check every request against plain_acl.yml"),
+        _key("aclFilePath", BROKER, _OPTIONAL_PATH, FIXED, "plain_acl.yml (default: <storePathRootDir>/config/)"),
+        _key(
+            "aclReloadIntervalMillis", BROKER, Int(100, 3_600_000), RESTART, f"ACL file checked every, {_MS}"
+        ),
+        _key("innerAccessKey", BROKER, _KEY, RESTART, "account signing the broker's name-server requests"),
+        _key("innerSecretKey", BROKER, _KEY, RESTART, "its secret key (never shown)"),
         # the store
         _key("flushDiskType", STORE, OneOf(("ASYNC_FLUSH", "SYNC_FLUSH")), RESTART),
         _key("mappedFileSizeCommitLog", STORE, Int(4096, 1 << 40), RESTART, "commit-log segment bytes"),

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from broker.common.conf_file import ConfError, get_int, load_conf
 from broker.common.service_runner import run, serve_until_signalled
+from broker.server.acl import install_acl
+from broker.server.acl.namesrv import OPEN_READS, namesrv_acl
 
 from .kv_config import KVConfigManager
 from .processor import NamesrvProcessor
@@ -31,10 +33,16 @@ class NamesrvController:
         self.kv = KVConfigManager(Path(home) if home else None)
         self.server = RemotingServer(self.host, self.port)
         NamesrvProcessor(self.routes, self.kv).register_all(self.server)
+        # Plain ACL (broker/server/acl/namesrv.py): a bad or missing file is a ConfError here.
+        self.acl = namesrv_acl(conf)
+        if self.acl is not None:
+            install_acl(self.server.processors, self.acl, anonymous_codes=OPEN_READS)
         self._scanner: asyncio.Task | None = None
 
     async def start(self) -> int:
         self.port = await self.server.start()
+        if self.acl is not None:
+            self.acl.start_watching()
         self._scanner = asyncio.create_task(self._scan_loop())
         return self.port
 
@@ -47,6 +55,8 @@ class NamesrvController:
     async def stop(self) -> None:
         if self._scanner:
             self._scanner.cancel()
+        if self.acl is not None:
+            self.acl.stop_watching()
         await self.server.stop()
 
 

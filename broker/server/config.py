@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from broker.common.broker_config_keys import SECRET_KEYS, SECRET_MASK
 from broker.common.conf_file import load_conf
 from broker.store.store_config import MessageStoreConfig
 
@@ -59,6 +60,14 @@ class BrokerConfig:
     # Keep polling for this long after a read instead of sleeping (broker/remoting/busy_poll.py):
     # waking a sleeping broker costs more than serving a message. 0 turns it off.
     busy_poll_window_micros: int = 250
+    # Plain ACL (broker/server/acl): off by default; the file defaults to
+    # <storePathRootDir>/config/plain_acl.yml; the inner keys sign the broker's own requests to
+    # the name servers (an admin account there when the name servers have ACL on).
+    acl_enable: bool = False
+    acl_file_path: str = ""
+    acl_reload_interval_millis: int = 1000
+    inner_access_key: str = ""
+    inner_secret_key: str = ""
     store: MessageStoreConfig = field(default_factory=MessageStoreConfig)
     conf_path: Path | None = None
 
@@ -101,4 +110,13 @@ class BrokerConfig:
     def as_properties(self) -> dict[str, str]:
         """Every known setting under its RocketMQ name, as the running broker uses it
         (GET_BROKER_CONFIG)."""
-        return {name: self.value_of(key) for name, key in sorted(schema.KEYS.items())}
+        return {
+            name: SECRET_MASK if name in SECRET_KEYS and self.value_of(key) else self.value_of(key)
+            for name, key in sorted(schema.KEYS.items())
+        }
+
+    def acl_path(self) -> Path:
+        """The plain_acl.yml in use: ``aclFilePath``, else the store's config directory's."""
+        if self.acl_file_path:
+            return Path(self.acl_file_path)
+        return Path(self.store_path_root_dir) / "config" / "plain_acl.yml"

@@ -16,6 +16,8 @@ from broker.common.json_config_file import ConsumerOffsetTable
 from broker.remoting.server import RemotingServer
 from broker.store.message_store import MessageStore
 
+from .acl import AclFile, install_acl, open_acl_file
+from .acl.admin_processor import AclAdminProcessor
 from .broker_stats import BrokerStats
 from .client_manager import ConsumerManager, ProducerManager
 from .config import BrokerConfig
@@ -78,6 +80,10 @@ class BrokerController:
         self._tasks: list[asyncio.Task] = []
         self.boot_timestamp = int(time.time() * 1000)
         self.config_updater = BrokerConfigUpdater(self)
+        # Plain ACL: loaded here, so a missing or bad plain_acl.yml stops the start with its reason.
+        self.acl: AclFile | None = None
+        if config.acl_enable:
+            self.acl = open_acl_file(config.acl_path(), config.acl_reload_interval_millis)
 
     async def start(self) -> int:
         self.store.start(dispatch_loop=asyncio.get_running_loop())
@@ -163,6 +169,11 @@ class BrokerController:
         table[RC.SEND_REPLY_MESSAGE] = table[RC.SEND_REPLY_MESSAGE_V2] = reply.send_reply
         for code, handler in table.items():
             self.server.register_processor(code, handler)
+        for acl_code, acl_handler in AclAdminProcessor(self).handlers().items():
+            self.server.register_processor(acl_code, acl_handler)
+        if self.acl is not None:  # after every handler is registered; nothing is wrapped when off
+            install_acl(self.server.processors, self.acl)
+            self.acl.start_watching()
 
     async def _every(self, interval_ms: int, action, on_thread: bool = False) -> None:
         """Run ``action`` every interval; ``on_thread`` for one that waits on the disk (an fsync on
@@ -233,6 +244,8 @@ class BrokerController:
             self.hold.wake_all()
         if self.registration:
             await self.registration.stop()
+        if self.acl is not None:
+            self.acl.stop_watching()
         await self.server.stop()
         # Both finish the message in hand before stopping, so the persisted progress is exact.
         await self.schedule.stop()

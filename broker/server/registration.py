@@ -14,6 +14,8 @@ from broker.remoting.client import RemotingClient
 from broker.remoting.command import create_request
 from broker.remoting.errors import RemotingError
 
+from .acl import inner_credentials
+
 if TYPE_CHECKING:
     from .controller import BrokerController
 
@@ -23,7 +25,9 @@ log = logging.getLogger(__name__)
 class NamesrvRegistration:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
-        self.client = RemotingClient()
+        # Signed with the broker's own account (innerAccessKey/innerSecretKey) when it has one.
+        config = broker.config
+        self.client = RemotingClient(inner_credentials(config.inner_access_key, config.inner_secret_key))
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
 

@@ -208,7 +208,8 @@ def test_bad_compressed_registrations_are_refused_and_register_nothing(namesrv, 
 def stub_broker(namesrv_addr: str, topics: list[str]) -> SimpleNamespace:
     """What NamesrvRegistration reads of a broker: its config and its topic table."""
     config = SimpleNamespace(broker_name="broker-r", broker_addr="127.0.0.1:20931", broker_cluster_name="cr",
-                             broker_id=0, namesrv_addrs=[namesrv_addr])  # fmt: skip
+                             broker_id=0, namesrv_addrs=[namesrv_addr],
+                             inner_access_key="", inner_secret_key="")  # fmt: skip
     table = {t: {"topicName": t, "readQueueNums": 4, "writeQueueNums": 4, "perm": 6} for t in topics}
     wrapper = {"topicConfigTable": table, "dataVersion": {"timestamp": 1, "counter": 1}}
     return SimpleNamespace(config=config, topics=SimpleNamespace(serialize_wrapper=lambda: wrapper))

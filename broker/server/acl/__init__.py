@@ -1,0 +1,42 @@
+"""RocketMQ 4.9's plain ACL for the broker and the name server.
+
+- ``plain_config``: the ``plain_acl.yml`` format, checked;
+- ``addresses``: the white-address patterns;
+- ``acl_file``: the file in use, hot-reloaded, written atomically;
+- ``resources``: which topics/groups each request code needs, and the admin-only codes;
+- ``validator``: the check of one request; ``guard``: the check put in front of the handlers;
+- ``admin_processor``: the broker's ACL admin requests (codes 50-54).
+
+Signatures are computed in ``broker.common.acl_signature``, shared with the clients.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from broker.common.acl_signature import SessionCredentials
+
+from .acl_file import AclFile
+from .guard import install_acl
+from .plain_config import AclConfigError
+
+ACL_FILE_NAME = "plain_acl.yml"
+
+__all__ = ["ACL_FILE_NAME", "AclConfigError", "AclFile", "inner_credentials", "install_acl", "open_acl_file"]
+
+
+def open_acl_file(path: str | Path, reload_interval_ms: int) -> AclFile:
+    """The ACL file, loaded: raises ``AclConfigError`` (naming the file and the problem) when it
+    is missing or not valid, so a server with ``aclEnable=true`` never starts without its ACL."""
+    acl = AclFile(path, reload_interval_ms)
+    acl.load()
+    return acl
+
+
+def inner_credentials(access_key: str, secret_key: str) -> SessionCredentials | None:
+    """The broker's own account (its requests to the name servers), when both keys are set."""
+    if access_key and secret_key:
+        return SessionCredentials(access_key, secret_key)
+    if access_key or secret_key:
+        raise AclConfigError("innerAccessKey and innerSecretKey must be set together")
+    return None

@@ -1,0 +1,62 @@
+"""The ACL put in front of a server's processors: each registered handler (and the default one)
+is wrapped in one that checks the request first and answers a refusal itself.
+
+Installed only when ``aclEnable`` is on, after every processor is registered: with ACL off the
+table holds the handlers themselves and a request costs nothing more. A refusal is answered
+with NO_PERMISSION (16) and the reason; a refused oneway request is dropped (nobody reads an
+answer to it), as any oneway failure is.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from broker.common.codes import ResponseCode
+from broker.remoting.command import RemotingCommand, response_to
+from broker.remoting.connection import Handler, ProcessorTable, RemotingConnection
+
+from .acl_file import AclFile
+from .resources import ADMIN_CODES
+from .validator import AclRefusal, check_request, host_of
+
+log = logging.getLogger(__name__)
+_HOST = "acl_host"  # a connection attribute: the peer's address, worked out once
+
+
+def _guarded(
+    handler: Handler, acl: AclFile, admin_codes: frozenset[int], anonymous_codes: frozenset[int]
+) -> Handler:
+    def guarded(conn: RemotingConnection, request: RemotingCommand):
+        host = conn.attributes.get(_HOST)
+        if host is None:
+            host = conn.attributes[_HOST] = host_of(conn.remote_addr)
+        try:
+            check_request(
+                acl.current, request, host, admin_codes=admin_codes, anonymous_codes=anonymous_codes
+            )
+        except AclRefusal as exc:
+            log.info("ACL refused request code %d from %s: %s", request.code, conn.remote_addr, exc)
+            return response_to(request, ResponseCode.NO_PERMISSION, str(exc))
+        return handler(conn, request)
+
+    guarded.__wrapped__ = handler  # type: ignore[attr-defined]
+    return guarded
+
+
+def install_acl(
+    processors: ProcessorTable,
+    acl: AclFile,
+    *,
+    admin_codes: frozenset[int] = ADMIN_CODES,
+    anonymous_codes: frozenset[int] = frozenset(),
+    exempt: Callable[[int], bool] | None = None,
+) -> None:
+    """Wrap every handler of ``processors`` (codes for which ``exempt(code)`` holds are left as
+    they are)."""
+    for code, handler in list(processors.handlers.items()):
+        if exempt is not None and exempt(code):
+            continue
+        processors.handlers[code] = _guarded(handler, acl, admin_codes, anonymous_codes)
+    if processors.default is not None:
+        processors.default = _guarded(processors.default, acl, admin_codes, anonymous_codes)

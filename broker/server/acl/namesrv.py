@@ -1,0 +1,51 @@
+"""The plain ACL at the name server: the same ``plain_acl.yml`` format, turned on with
+``aclEnable=true`` in namesrv.conf (``aclFilePath`` names the file, required then;
+``aclReloadIntervalMillis`` as the broker's).
+
+What changes the name server's picture of the cluster needs an admin account: registering and
+unregistering brokers, deleting a topic's route, the KV config's writes, wiping or adding a
+broker's write permission (resources.ADMIN_CODES). Other requests that carry an ``AccessKey`` must
+be signed right. The route and cluster reads are also answered without any ``AccessKey``: every
+client and tool finds its brokers through them (RocketMQ 4.9's name server has no ACL, so unsigned
+clients read routes today), and a route tells only topic names and broker addresses, while each
+request to a broker is checked there. A global white address passes everything, as at the broker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from broker.common.codes import RequestCode as RC
+from broker.common.conf_file import get_bool, get_int
+
+from . import open_acl_file
+from .acl_file import AclFile
+from .plain_config import AclConfigError
+
+OPEN_READS = frozenset(
+    {
+        RC.GET_ROUTEINFO_BY_TOPIC,
+        RC.GET_BROKER_CLUSTER_INFO,
+        RC.GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
+        RC.GET_TOPICS_BY_CLUSTER,
+        RC.GET_SYSTEM_TOPIC_LIST_FROM_NS,
+        RC.GET_KV_CONFIG,
+        RC.GET_KVLIST_BY_NAMESPACE,
+        RC.QUERY_DATA_VERSION,
+    }
+)
+
+
+def namesrv_acl(conf: Mapping[str, str]) -> AclFile | None:
+    """The name server's ACL file, loaded, when namesrv.conf turns ACL on; raises
+    ``AclConfigError`` (a ConfError) when it is on without a usable file."""
+    values = dict(conf)
+    if not get_bool(values, "aclEnable", False):
+        return None
+    path = values.get("aclFilePath")
+    if not path:
+        raise AclConfigError("aclEnable=true needs aclFilePath (the plain_acl.yml to use)")
+    interval = get_int(values, "aclReloadIntervalMillis", 1000)
+    if not 100 <= interval <= 3_600_000:
+        raise AclConfigError(f"aclReloadIntervalMillis={interval} must be 100 to 3600000")
+    return open_acl_file(path, interval)

@@ -1,0 +1,167 @@
+"""A name server and a broker with plain ACL on, as real processes on loopback, and the accounts
+the ACL tests use.
+
+The broker's ``plain_acl.yml`` is reloaded every 200 ms (tests edit it); the name server has its
+own file with the admin account, which the broker signs its registrations with (innerAccessKey).
+Topics are created with the admin account (an unsigned request is refused).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from broker.common.acl_signature import SessionCredentials
+from broker.common.codes import RequestCode
+from broker.common.request_headers import CreateTopicRequestHeader, GetRouteInfoRequestHeader
+from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC
+from broker.local_cluster import EngineProcess, free_port, start_broker, start_namesrv, wait_until, write_conf
+from broker.remoting.client import SyncRemotingClient
+from broker.remoting.command import RemotingCommand, create_request
+
+ADMIN = SessionCredentials("acl-admin-key", "acl-admin-secret")
+USER = SessionCredentials("acl-user-key", "acl-user-secret")
+# ali-ons signs with these (tests/compat/ali_ons/common.js).
+ALI_ONS = SessionCredentials("compat-access-key", "compat-secret-key")
+WHITE_USER = SessionCredentials("acl-white-key", "acl-white-secret")  # trusted from 127.0.0.1
+ELSEWHERE_USER = SessionCredentials("acl-elsewhere-key", "acl-elsewhere-secret")  # from 10.9.9.*
+
+TOPIC = "AclTopic"  # USER may publish and subscribe
+PUB_ONLY = "AclPubOnly"  # USER may publish only
+DENIED = "AclDenied"  # USER has no permission (its default is DENY)
+GROUP = "AclGroup"  # USER may consume as this group
+PRODUCER_GROUP = "AclProducer"
+RELOAD_MS = 200
+
+
+def _account(creds: SessionCredentials, **fields) -> dict:
+    return {"accessKey": creds.access_key, "secretKey": creds.secret_key, **fields}
+
+
+def broker_acl() -> dict:
+    return {
+        "globalWhiteRemoteAddresses": [],
+        "accounts": [
+            _account(ADMIN, admin=True),
+            _account(
+                USER,
+                defaultTopicPerm="DENY",
+                defaultGroupPerm="DENY",
+                topicPerms=[f"{TOPIC}=PUB|SUB", f"{PUB_ONLY}=PUB"],
+                groupPerms=[f"{GROUP}=SUB", f"{PRODUCER_GROUP}=SUB"],
+            ),
+            _account(
+                ALI_ONS,
+                defaultTopicPerm="DENY",
+                defaultGroupPerm="SUB",
+                topicPerms=[f"{TOPIC}=PUB|SUB"],
+            ),
+            _account(WHITE_USER, whiteRemoteAddress="127.0.0.1", topicPerms=[f"{TOPIC}=SUB"]),
+            _account(ELSEWHERE_USER, whiteRemoteAddress="10.9.9.*", topicPerms=[f"{TOPIC}=SUB"]),
+        ],
+    }
+
+
+def write_acl(path: Path, config: dict) -> None:
+    """Replace the file as an editor would (a new file renamed over it)."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(yaml.safe_dump(config, sort_keys=False))
+    tmp.replace(path)
+
+
+@dataclass
+class AclCluster:
+    workdir: Path
+    namesrv: EngineProcess
+    broker: EngineProcess
+    acl_path: Path
+    admin: SyncRemotingClient
+    user: SyncRemotingClient
+    anonymous: SyncRemotingClient
+
+    @property
+    def namesrv_addr(self) -> str:
+        return self.namesrv.addr
+
+    @property
+    def broker_addr(self) -> str:
+        return self.broker.addr
+
+    def request(
+        self, client: SyncRemotingClient, code: int, fields=None, body: bytes = b"", addr: str | None = None
+    ) -> RemotingCommand:
+        return client.invoke(addr or self.broker_addr, create_request(code, fields, body))
+
+    def create_topic(self, topic: str, queues: int = 2) -> None:
+        header = CreateTopicRequestHeader(topic, AUTO_CREATE_TOPIC_KEY_TOPIC, queues, queues, 6, "SINGLE_TAG")
+        response = self.request(self.admin, RequestCode.UPDATE_AND_CREATE_TOPIC, header)
+        assert response.ok, response.remark
+
+        def routed() -> bool:
+            lookup = create_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic))
+            return self.anonymous.invoke(self.namesrv_addr, lookup).ok
+
+        wait_until(routed, timeout=15, what=f"the route of {topic}")
+
+    def stop(self) -> None:
+        for client in (self.admin, self.user, self.anonymous):
+            client.close()
+        broker_rc = self.broker.stop()
+        namesrv_rc = self.namesrv.stop()
+        assert broker_rc == 0, "".join(self.broker.output)
+        assert namesrv_rc == 0, "".join(self.namesrv.output)
+
+
+def start_acl_cluster(workdir: Path, broker_settings: dict | None = None) -> AclCluster:
+    workdir.mkdir(parents=True, exist_ok=True)
+    namesrv_acl = workdir / "namesrv_acl.yml"
+    write_acl(namesrv_acl, {"accounts": [_account(ADMIN, admin=True), _account(USER)]})
+    namesrv_conf = write_conf(
+        workdir / "namesrv.conf",
+        {
+            "listenPort": free_port(),
+            "aclEnable": "true",
+            "aclFilePath": namesrv_acl,
+            "aclReloadIntervalMillis": RELOAD_MS,
+        },
+    )
+    namesrv = start_namesrv(namesrv_conf)
+    acl_path = workdir / "plain_acl.yml"
+    write_acl(acl_path, broker_acl())
+    conf = write_conf(
+        workdir / "broker.conf",
+        {
+            "brokerClusterName": "AclCluster",
+            "brokerName": "broker-acl",
+            "storePathRootDir": workdir / "store",
+            "mappedFileSizeCommitLog": 4 * 1024 * 1024,
+            "mappedFileSizeConsumeQueue": 6000 * 20,
+            "maxHashSlotNum": 20_000,
+            "maxIndexNum": 80_000,
+            "autoCreateTopicEnable": "false",
+            "autoCreateSubscriptionGroup": "true",
+            "registerBrokerIntervalMillis": 1000,
+            "aclEnable": "true",
+            "aclFilePath": acl_path,
+            "aclReloadIntervalMillis": RELOAD_MS,
+            "innerAccessKey": ADMIN.access_key,
+            "innerSecretKey": ADMIN.secret_key,
+            **(broker_settings or {}),
+        },
+    )
+    try:
+        broker = start_broker(conf, namesrv.addr, free_port())
+    except BaseException:
+        namesrv.stop()
+        raise
+    return AclCluster(
+        workdir,
+        namesrv,
+        broker,
+        acl_path,
+        SyncRemotingClient(ADMIN),
+        SyncRemotingClient(USER),
+        SyncRemotingClient(),
+    )
