@@ -11,13 +11,21 @@ from .message_filter import (
     check_tag_expression,
     is_tag_type,
 )
-from .sql92 import MAX_SQL_DEPTH, MAX_SQL_LENGTH, FilterSyntaxError, SqlExpression, compile_sql92
+from .sql92 import (
+    MAX_SQL_DEPTH,
+    MAX_SQL_LENGTH,
+    MAX_SQL_TOKENS,
+    FilterSyntaxError,
+    SqlExpression,
+    compile_sql92,
+)
 
 __all__ = [
     "EXPRESSION_TYPE_SQL92",
     "EXPRESSION_TYPE_TAG",
     "MAX_SQL_DEPTH",
     "MAX_SQL_LENGTH",
+    "MAX_SQL_TOKENS",
     "MAX_TAG_EXPRESSION_LENGTH",
     "FilterCache",
     "FilterSyntaxError",
