@@ -8,8 +8,14 @@ from __future__ import annotations
 import html
 
 import pytest
+import yaml
 
+from broker.client import SessionCredentials
+from broker.client.admin import MQAdmin
+from console import cluster_access
 from console.models import AuditRecord
+from tests.cluster import CLI_CLUSTER, console_preset, logged_in_client, start_with_acl
+from tests.console.conftest import PASSWORD
 
 pytestmark = pytest.mark.django_db
 
@@ -85,3 +91,138 @@ def test_a_broker_without_acl_says_so_on_the_page(admin_client_, live_cluster):
     page = response.content.decode()
     assert page.count("No ACL answer from this broker") == 2  # the two brokers of the console cluster
     assert live_cluster.broker_addr in page
+
+
+# -- on an ACL-enabled cluster ------------------------------------------------------------------
+
+ADMIN_KEY, ADMIN_SECRET = "console-admin-key", "console-admin-secret"
+PLAIN_ACL = f"""
+globalWhiteRemoteAddresses: []
+accounts:
+  - accessKey: {ADMIN_KEY}
+    secretKey: {ADMIN_SECRET}
+    admin: true
+"""
+acl_admin_client = logged_in_client("acl-ada", "admin", PASSWORD)
+acl_csrf_admin_client = logged_in_client("acl-carla", "admin", PASSWORD, enforce_csrf_checks=True)
+
+
+@pytest.fixture(scope="module")
+def acl_cluster(tmp_path_factory):
+    cluster = start_with_acl(console_preset(), tmp_path_factory.mktemp("acl-console"), PLAIN_ACL)
+    yield cluster
+    cluster_access.close_all()
+    cluster.stop()
+
+
+@pytest.fixture
+def signed(acl_cluster, settings):
+    """The console on the ACL cluster, signing with its admin account; an admin client of the same
+    account for the tests' own checks."""
+    settings.BROKER_NAMESRV = acl_cluster.namesrv_addr
+    settings.ROCKETMQ_ACCESS_KEY, settings.ROCKETMQ_SECRET_KEY = ADMIN_KEY, ADMIN_SECRET
+    with MQAdmin(acl_cluster.namesrv_addr, credentials=SessionCredentials(ADMIN_KEY, ADMIN_SECRET)) as admin:
+        yield admin
+
+
+def _accounts(admin, addr: str) -> dict:
+    return {a.access_key: a for a in admin.acl_config(addr).accounts}
+
+
+def _file_accounts(cluster, broker: str) -> dict:
+    raw = yaml.safe_load((cluster.workdir / f"{broker}-plain_acl.yml").read_text())
+    return {a["accessKey"]: a for a in raw.get("accounts") or []}
+
+
+def test_an_admin_creates_an_account_on_the_cluster(signed, acl_cluster, acl_admin_client):
+    fields = {
+        "access_key": "page-app-key",
+        "secret_key": SECRET,
+        "white_remote_address": "192.168.1.*",
+        "default_topic_perm": "DENY",
+        "default_group_perm": "SUB",
+        "topic_perms": "PageOrders=PUB|SUB\nPageAudit=SUB",
+        "group_perms": "page-billing=SUB",
+        "cluster": CLI_CLUSTER,
+    }
+    response = acl_admin_client.post("/acl/accounts/save", fields)
+    assert response.status_code == 302
+    for addr in signed.acl_targets(None, CLI_CLUSTER):
+        account = _accounts(signed, addr)["page-app-key"]
+        assert account.secret_key == SECRET and account.topic_perms == ["PageOrders=PUB|SUB", "PageAudit=SUB"]
+        assert account.white_remote_address == "192.168.1.*" and account.default_group_perm == "SUB"
+    for broker in console_preset().brokers:
+        assert _file_accounts(acl_cluster, broker)["page-app-key"]["groupPerms"] == ["page-billing=SUB"]
+    record = AuditRecord.objects.get(action="acl.account.save")
+    assert record.result == AuditRecord.RESULT_OK and record.target == "page-app-key"
+    assert record.parameters["secret_key"] == "******" and SECRET not in str(record.parameters)
+    assert record.detail.count(": ok") == 2
+
+    page = acl_admin_client.get("/acl/").content.decode()
+    assert page.count("page-app-key") >= 2 and SECRET not in page and ADMIN_SECRET not in page
+    assert "PageOrders=PUB|SUB" in page and "No ACL answer" not in page
+    edit = acl_admin_client.get(f"/acl/?edit=page-app-key&broker={acl_cluster.broker_addr}").content.decode()
+    assert 'value="page-app-key"' in edit and "PageAudit=SUB" in edit and SECRET not in edit
+
+
+def test_saving_the_form_replaces_every_field_but_an_empty_secret(signed, acl_cluster, acl_admin_client):
+    addr, key = acl_cluster.broker_addr, "page-edit-key"
+    base = {"access_key": key, "default_topic_perm": "PUB", "default_group_perm": "SUB", "broker_addr": addr}
+    acl_admin_client.post("/acl/accounts/save", {**base, "secret_key": SECRET, "topic_perms": "T=PUB"})
+    response = acl_admin_client.post("/acl/accounts/save", {**base, "secret_key": "", "topic_perms": ""})
+    assert response.status_code == 302
+    account = _accounts(signed, addr)[key]
+    assert account.secret_key == SECRET and account.topic_perms == []
+
+
+def test_an_admin_deletes_an_account_and_a_missing_one_is_the_brokers_refusal(
+    signed, acl_cluster, acl_admin_client
+):
+    addr, key = acl_cluster.broker_addr, "page-delete-key"
+    perms = {"default_topic_perm": "DENY", "default_group_perm": "DENY"}
+    acl_admin_client.post(
+        "/acl/accounts/save", {"access_key": key, "secret_key": SECRET, "broker_addr": addr, **perms}
+    )
+    assert key in _accounts(signed, addr)
+    assert (
+        acl_admin_client.post("/acl/accounts/delete", {"access_key": key, "broker_addr": addr}).status_code
+        == 302
+    )
+    assert key not in _accounts(signed, addr) and key not in _file_accounts(acl_cluster, "broker-a")
+
+    response = acl_admin_client.post(
+        "/acl/accounts/delete", {"access_key": key, "broker_addr": addr}, follow=True
+    )
+    assert "no ACL account for AccessKey" in html.unescape(response.content.decode())
+    failed = AuditRecord.objects.filter(action="acl.account.delete").order_by("-id").first()
+    assert failed.result == AuditRecord.RESULT_FAILED and "no ACL account" in failed.detail
+
+
+def test_an_admin_replaces_the_global_white_list(signed, acl_cluster, acl_admin_client):
+    response = acl_admin_client.post(
+        "/acl/white-list", {"addresses": "10.10.103.*\n192.168.0.*", "cluster": CLI_CLUSTER}
+    )
+    assert response.status_code == 302
+    for addr in signed.acl_targets(None, CLI_CLUSTER):
+        assert signed.acl_config(addr).global_white_addrs == ["10.10.103.*", "192.168.0.*"]
+    assert "10.10.103.*" in acl_admin_client.get("/acl/").content.decode()
+    acl_admin_client.post("/acl/white-list", {"addresses": "", "cluster": CLI_CLUSTER})
+    assert signed.acl_config(acl_cluster.broker_addr).global_white_addrs == []
+
+
+def test_a_post_without_the_csrf_token_changes_nothing(signed, acl_cluster, acl_csrf_admin_client):
+    response = acl_csrf_admin_client.post(
+        "/acl/accounts/save",
+        {"access_key": "page-csrf-key", "secret_key": SECRET, "cluster": CLI_CLUSTER,
+         "default_topic_perm": "DENY", "default_group_perm": "DENY"},
+    )  # fmt: skip
+    assert response.status_code == 403
+    assert "page-csrf-key" not in _accounts(signed, acl_cluster.broker_addr)
+
+
+def test_without_credentials_the_page_shows_the_brokers_refusal(acl_cluster, settings, acl_admin_client):
+    settings.BROKER_NAMESRV = acl_cluster.namesrv_addr
+    settings.ROCKETMQ_ACCESS_KEY = settings.ROCKETMQ_SECRET_KEY = ""
+    page = html.unescape(acl_admin_client.get("/acl/").content.decode())
+    assert page.count("No ACL answer from this broker") == 2
+    assert "NO_PERMISSION (16)" in page and "no AccessKey" in page
