@@ -32,6 +32,7 @@ from typing import Any
 
 from broker.common.conf_file import ConfError
 from broker.common.delay_levels import parse_delay_levels
+from broker.remoting.tls import CLIENT_AUTH_MODES, TLS_MODES
 
 BROKER, STORE = "broker", "store"
 JAVA_INT_MAX = 2**31 - 1
@@ -232,7 +233,7 @@ class ConfigKey:
 
 
 def _key(name: str, owner: str, kind, apply: Apply, help: str = "") -> ConfigKey:
-    snake = re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+    snake = re.sub(r"(?<!^)(?=[A-Z])", "_", name.replace(".", "_")).lower()  # tls.server.certPath too
     return ConfigKey(name, _ATTR_NAMES.get(name, snake), owner, kind, apply, help)
 
 
@@ -247,9 +248,10 @@ _NAME = Text(r"[A-Za-z0-9_%|-]{1,127}", "1-127 letters, digits, _, -, % or |")
 _HOST = Text(r"[A-Za-z0-9.:\[\]_-]{1,255}", "a host name or IP address")
 _PATH = Text(r"[^\x00-\x1f;]{1,1024}", "a path")
 _OPTIONAL_PATH = Text(r"[^\x00-\x1f;]{0,1024}", "a path, or empty for none")
+_PASSWORD = Text(r"[^\x00-\x1f]{0,1024}", "one line of text, or empty for none")
 _KEY = Text(r"[\x21-\x7e]{0,256}", "up to 256 printable characters without spaces")
 # Keys whose value is a secret: GET_BROKER_CONFIG (and so the console) shows a mask instead.
-SECRET_KEYS = frozenset({"innerSecretKey"})
+SECRET_KEYS = frozenset({"innerSecretKey", "tls.server.keyPassword", "tls.client.keyPassword"})
 SECRET_MASK = "******"
 LIVE, RESTART, FIXED = Apply.LIVE, Apply.RESTART, Apply.FIXED
 _MS = "milliseconds"
@@ -302,6 +304,26 @@ KEYS: dict[str, ConfigKey] = {
         ),
         _key("innerAccessKey", BROKER, _KEY, RESTART, "account signing the broker's name-server requests"),
         _key("innerSecretKey", BROKER, _KEY, RESTART, "its secret key (never shown)"),
+        # TLS on the remoting port and to the name servers (broker/remoting/tls.py): RocketMQ's
+        # names; broker.conf only, so no request can turn TLS off or point it at other files
+        _key("tls.server.mode", BROKER, OneOf(TLS_MODES), FIXED, "plaintext, TLS or both on the port"),
+        _key("tls.server.certPath", BROKER, _OPTIONAL_PATH, FIXED, "the port's certificate (PEM)"),
+        _key("tls.server.keyPath", BROKER, _OPTIONAL_PATH, FIXED, "its private key (PEM)"),
+        _key("tls.server.keyPassword", BROKER, _PASSWORD, FIXED, "the key's password (never shown)"),
+        _key("tls.server.need.client.auth", BROKER, OneOf(CLIENT_AUTH_MODES), FIXED, "ask for client certs"),
+        _key("tls.server.trustCertPath", BROKER, _OPTIONAL_PATH, FIXED, "CAs of client certificates (PEM)"),
+        _key(
+            "tls.enable",
+            BROKER,
+            OneOf(("true", "false", ""), " (empty: true when tls.server.mode is enforcing)"),
+            FIXED,
+            "TLS to the name servers",
+        ),
+        _key("tls.test.mode.enable", BROKER, Bool(), FIXED, "TLS to the name servers without verifying them"),
+        _key("tls.client.trustCertPath", BROKER, _OPTIONAL_PATH, FIXED, "CAs of name-server certificates"),
+        _key("tls.client.certPath", BROKER, _OPTIONAL_PATH, FIXED, "the broker's client certificate (PEM)"),
+        _key("tls.client.keyPath", BROKER, _OPTIONAL_PATH, FIXED, "its private key (PEM)"),
+        _key("tls.client.keyPassword", BROKER, _PASSWORD, FIXED, "the key's password (never shown)"),
         # the store
         _key("flushDiskType", STORE, OneOf(("ASYNC_FLUSH", "SYNC_FLUSH")), RESTART),
         _key("mappedFileSizeCommitLog", STORE, Int(4096, 1 << 40), RESTART, "commit-log segment bytes"),

@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 class NamesrvController:
     def __init__(self, conf: dict[str, str]) -> None:
         from broker.remoting.server import RemotingServer
+        from broker.remoting.tls import ServerTls
 
         self.host = conf.get("listenHost", "127.0.0.1")
         self.port = get_int(conf, "listenPort", 9876)
@@ -31,7 +32,9 @@ class NamesrvController:
         home = conf.get("kvConfigPath")
         self.routes = RouteInfoManager()
         self.kv = KVConfigManager(Path(home) if home else None)
-        self.server = RemotingServer(self.host, self.port)
+        # tls.server.* as in broker.conf (broker/remoting/tls.py); a certificate that cannot be
+        # loaded is a ConfError here, before anything listens.
+        self.server = RemotingServer(self.host, self.port, tls=ServerTls.from_properties(conf))
         NamesrvProcessor(self.routes, self.kv).register_all(self.server)
         # Plain ACL (broker/server/acl/namesrv.py): a bad or missing file is a ConfError here.
         self.acl = namesrv_acl(conf)

@@ -14,6 +14,7 @@ from typing import Any
 
 from broker.common.broker_config_keys import SECRET_KEYS, SECRET_MASK
 from broker.common.conf_file import load_conf
+from broker.remoting.tls import ClientAuth, ClientTls, ServerTls, TlsMode
 from broker.store.store_config import MessageStoreConfig
 
 from . import config_schema as schema
@@ -68,6 +69,20 @@ class BrokerConfig:
     acl_reload_interval_millis: int = 1000
     inner_access_key: str = ""
     inner_secret_key: str = ""
+    # TLS (broker/remoting/tls.py): the remoting port's (disabled: plaintext only, as without
+    # TLS), and the broker's own connections to the name servers.
+    tls_server_mode: str = TlsMode.DISABLED.value
+    tls_server_cert_path: str = ""
+    tls_server_key_path: str = ""
+    tls_server_key_password: str = field(default="", repr=False)
+    tls_server_need_client_auth: str = ClientAuth.NONE.value
+    tls_server_trust_cert_path: str = ""
+    tls_enable: str = ""  # "": TLS to the name servers when the port is enforcing (RocketMQ's default)
+    tls_test_mode_enable: bool = False
+    tls_client_trust_cert_path: str = ""
+    tls_client_cert_path: str = ""
+    tls_client_key_path: str = ""
+    tls_client_key_password: str = field(default="", repr=False)
     store: MessageStoreConfig = field(default_factory=MessageStoreConfig)
     conf_path: Path | None = None
 
@@ -100,6 +115,29 @@ class BrokerConfig:
     def store_config(self) -> MessageStoreConfig:
         """The store's settings: the very object the store reads, so live changes reach it."""
         return self.store
+
+    def server_tls(self) -> ServerTls:
+        return ServerTls(
+            TlsMode(self.tls_server_mode),
+            self.tls_server_cert_path,
+            self.tls_server_key_path,
+            self.tls_server_key_password,
+            ClientAuth(self.tls_server_need_client_auth),
+            self.tls_server_trust_cert_path,
+        )
+
+    def client_tls(self) -> ClientTls:
+        """How the broker connects to the name servers."""
+        # Unset: TLS when the broker's own port is TLS-only (RocketMQ's default for its clients).
+        enable = self.tls_enable == "true" if self.tls_enable else self.tls_server_mode == TlsMode.ENFORCING
+        return ClientTls(
+            enable,
+            self.tls_test_mode_enable,
+            self.tls_client_trust_cert_path,
+            self.tls_client_cert_path,
+            self.tls_client_key_path,
+            self.tls_client_key_password,
+        )
 
     def holder_of(self, key: schema.ConfigKey) -> Any:
         return self.store if key.owner == schema.STORE else self

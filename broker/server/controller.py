@@ -68,6 +68,7 @@ class BrokerController:
             config.broker_ip1,
             config.listen_port,
             busy_poll_window_s=config.busy_poll_window_micros / 1_000_000,
+            tls=config.server_tls(),  # its certificate is loaded here: a bad one stops the start
         )
         self.schedule = ScheduleMessageService(self.store, config_dir, config.flush_delay_offset_interval)
         self.transactions = TransactionalMessageService(self)

@@ -27,7 +27,9 @@ class NamesrvRegistration:
         self.broker = broker
         # Signed with the broker's own account (innerAccessKey/innerSecretKey) when it has one.
         config = broker.config
-        self.client = RemotingClient(inner_credentials(config.inner_access_key, config.inner_secret_key))
+        self.client = RemotingClient(
+            inner_credentials(config.inner_access_key, config.inner_secret_key), tls=config.client_tls()
+        )
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
 

@@ -1,0 +1,171 @@
+"""TLS on a real name server and broker, one cluster per ``tls.server.mode`` (both servers in the
+mode), with the SDK and ``mqadmin``: what each mode accepts, and the error a client that does not
+fit it gets. The broker registers with its name server over TLS in permissive (``tls.enable``) and
+enforcing (implied by the mode) mode. The console's side is in tests/console/test_console_tls.py.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from broker.cli import main as mqadmin
+from broker.client import CONSUME_FROM_FIRST_OFFSET, ClientTls, LitePullConsumer, Producer
+from broker.client.admin import MQAdmin, NameServerUnreachableError
+from broker.client.errors import MQClientError
+from broker.common.message import Message
+from broker.common.message_queue import MessageQueue
+from broker.local_cluster import SMALL_STORE, wait_until
+from broker.remoting.tls import TLS_MODES
+from tests.cluster import Cluster
+from tests.tls_certs import TlsFiles, make_tls_files
+
+BROKER = "broker-tls"
+TOPIC = "TlsTopic"
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory) -> TlsFiles:
+    return make_tls_files(tmp_path_factory.mktemp("tls"))
+
+
+def start_tls_cluster(mode: str, certs: TlsFiles, workdir) -> Cluster:
+    """A name server and a broker, both in ``mode``; the broker's own connections to the name
+    server use TLS whenever its name server takes it."""
+    server = certs.server_conf(mode) if mode != "disabled" else {"tls.server.mode": "disabled"}
+    broker_client = {"tls.client.trustCertPath": certs.ca, "tls.enable": str(mode != "disabled").lower()}
+    client_tls = ClientTls(enable=mode != "disabled", trust_cert_path=certs.ca)
+    cluster = Cluster(workdir, f"Tls{mode.title()}Cluster", namesrv_settings=server, client_tls=client_tls)
+    try:
+        cluster.add_broker(
+            BROKER, {**SMALL_STORE, **server, **broker_client, "registerBrokerIntervalMillis": 500}
+        )
+        cluster.create_topic(TOPIC, 2)
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
+
+
+@pytest.fixture(scope="module", params=TLS_MODES)
+def tls_cluster(request, certs, tmp_path_factory):
+    cluster = start_tls_cluster(request.param, certs, tmp_path_factory.mktemp(f"tls-{request.param}"))
+    yield request.param, cluster
+    cluster.stop()
+
+
+def trusting(certs: TlsFiles) -> ClientTls:
+    return ClientTls(enable=True, trust_cert_path=certs.ca)
+
+
+def send_and_receive(namesrv: str, tls: ClientTls, count: int = 5) -> list[bytes]:
+    """``count`` messages sent to one queue by a producer and read back by a pull consumer,
+    both connecting with ``tls``."""
+    tag = uuid.uuid4().hex[:8]
+    queue = MessageQueue(TOPIC, BROKER, 0)
+    producer = Producer(f"tls-producer-{tag}", namesrv, tls=tls, instance_name=f"tls-p-{tag}").start()
+    try:
+        bodies = [f"{tag}-{i}".encode() for i in range(count)]
+        start = producer.send(Message(TOPIC, bodies[0]), queue=queue).queue_offset
+        for body in bodies[1:]:
+            producer.send(Message(TOPIC, body), queue=queue)
+    finally:
+        producer.shutdown()
+    consumer = LitePullConsumer(
+        f"tls-consumer-{tag}",
+        namesrv,
+        tls=tls,
+        consume_from_where=CONSUME_FROM_FIRST_OFFSET,
+        instance_name=f"tls-c-{tag}",
+    )
+    consumer.assign([queue])
+    consumer.start()
+    try:
+        consumer.seek(queue, start)
+        got: list[bytes] = []
+
+        def received() -> bool:  # this call's messages (a seek may land after a poll from 0)
+            got.extend(m.body for m in consumer.poll(0.5) if m.body.startswith(tag.encode()))
+            return len(got) >= count
+
+        wait_until(received, 30, what=f"{count} messages")
+        return got
+    finally:
+        consumer.shutdown()
+
+
+def run_mqadmin(capsys, *argv: str) -> tuple[int, str, str]:
+    code = mqadmin(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+# -- the SDK ---------------------------------------------------------------------------------------
+def test_sdk_sends_and_receives_in_every_mode_that_accepts_it(tls_cluster, certs):
+    mode, cluster = tls_cluster
+    if mode != "enforcing":
+        assert len(send_and_receive(cluster.namesrv_addr, ClientTls())) == 5  # plaintext
+    if mode != "disabled":
+        assert len(send_and_receive(cluster.namesrv_addr, trusting(certs))) == 5
+
+
+def test_sdk_that_does_not_fit_the_mode_fails_clearly(tls_cluster, certs):
+    mode, cluster = tls_cluster
+    if mode == "permissive":
+        pytest.skip("permissive accepts both")
+    tls = ClientTls() if mode == "enforcing" else trusting(certs)
+    expected = "accepts TLS connections only" if mode == "enforcing" else "during the TLS handshake"
+    producer = Producer(
+        f"misfit-{mode}", cluster.namesrv_addr, tls=tls, instance_name=f"misfit-{mode}"
+    ).start()
+    try:
+        with pytest.raises(MQClientError, match=expected):
+            producer.send(Message(TOPIC, b"never"))
+    finally:
+        producer.shutdown()
+
+
+def test_sdk_with_the_wrong_trust_store_names_verification(tls_cluster, certs):
+    mode, cluster = tls_cluster
+    if mode == "disabled":
+        pytest.skip("no certificate to verify")
+    wrong = ClientTls(enable=True, trust_cert_path=certs.other_ca)
+    with (
+        MQAdmin(cluster.namesrv_addr, tls=wrong) as admin,
+        pytest.raises(NameServerUnreachableError, match="TLS certificate verification failed"),
+    ):
+        admin.cluster_info()
+
+
+# -- mqadmin ---------------------------------------------------------------------------------------
+def test_mqadmin_in_every_mode(tls_cluster, certs, capsys, monkeypatch):
+    mode, cluster = tls_cluster
+    namesrv = ["-n", cluster.namesrv_addr]
+    plain = run_mqadmin(capsys, "clusterList", *namesrv)
+    secure = run_mqadmin(capsys, "clusterList", *namesrv, "--tls-trust-cert", certs.ca)
+    if mode == "disabled":
+        assert plain[0] == 0 and BROKER in plain[1]
+        assert secure[0] == 1 and "closed the connection during the TLS handshake" in secure[2]
+    elif mode == "permissive":
+        assert plain[0] == 0 and BROKER in plain[1]
+        assert secure[0] == 0 and BROKER in secure[1]
+    else:
+        assert plain[0] == 1 and "accepts TLS connections only" in plain[2], plain
+        assert secure[0] == 0 and BROKER in secure[1]
+    if mode != "disabled":
+        # The same from the environment (ROCKETMQ_TLS_*), with a command aimed at the broker.
+        monkeypatch.setenv("ROCKETMQ_TLS_ENABLE", "true")
+        monkeypatch.setenv("ROCKETMQ_TLS_TRUST_CERT", certs.ca)
+        code, out, err = run_mqadmin(capsys, "topicList", *namesrv)
+        assert code == 0 and TOPIC in out, err
+        code, out, err = run_mqadmin(capsys, "topicList", *namesrv, "--tls-trust-cert", certs.other_ca)
+        assert code == 1 and "TLS certificate verification failed" in err and "other-ca.pem" in err
+        code, out, err = run_mqadmin(capsys, "topicList", *namesrv, "--tls-insecure")
+        assert code == 0 and TOPIC in out, err
+
+
+def test_mqadmin_tls_files_that_cannot_be_used(capsys, tmp_path):
+    missing = str(tmp_path / "missing.pem")
+    code, _, err = run_mqadmin(capsys, "clusterList", "-n", "127.0.0.1:1", "--tls-trust-cert", missing)
+    assert code == 2 and f"tls.client.trustCertPath={missing}: cannot load" in err
