@@ -240,3 +240,17 @@ def test_07_delayed_and_trace_pages(page, stack, shot):
     page.goto(f"/ops/trace/?msgId={sent.msg_id}&topic=SCHEDULE_TOPIC_XXXX")
     expect(page.locator(".timeline")).to_contain_text("Delayed (level 3)")
     shot("23-trace")
+
+
+def test_08_acl_page_of_a_broker_without_acl(page, stack, shot):
+    """The admins' ACL page loads cleanly (no console error, CSP) and says the broker runs without
+    ACL in the broker's own words; its Refresh (htmx) swaps the brokers' section in place."""
+    page.goto("/acl/")
+    expect(page.locator("h1")).to_contain_text("ACL")
+    expect(page.locator("#acl-brokers")).to_contain_text("ACL is not enabled on this broker (aclEnable")
+    expect(page.locator("#account-form")).to_be_visible()
+    shot("24-acl")
+    with page.expect_response(lambda r: r.url.endswith("/acl/") and r.status == 200):
+        page.get_by_role("button", name="Refresh").click()
+    expect(page.locator("#acl-brokers h2")).to_have_count(1)
+    expect(page.locator("#acl-brokers")).to_contain_text("aclEnable=false")
