@@ -1,4 +1,5 @@
-"""Certificates for TLS tests, made fresh in a temporary directory (never committed).
+"""Certificates for TLS tests, made fresh in a temporary directory (never committed), and a
+cluster in one ``tls.server.mode``.
 
 One CA signs a server certificate for 127.0.0.1 and localhost and a client certificate; a second,
 unrelated CA stands for a wrong trust store.
@@ -10,6 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import trustme
+
+from broker.local_cluster import SMALL_STORE
+from broker.remoting.tls import ClientTls
+from tests.cluster import Cluster
+
+BROKER = "broker-tls"  # the broker of a TLS test cluster
+TOPIC = "TlsTopic"  # its topic, two queues
 
 
 @dataclass(frozen=True)
@@ -55,3 +63,21 @@ def make_tls_files(directory: Path) -> TlsFiles:
         localhost_only_cert=write("localhost.pem", localhost_only.cert_chain_pems[0]),
         localhost_only_key=write("localhost.key", localhost_only.private_key_pem),
     )
+
+
+def start_tls_cluster(mode: str, certs: TlsFiles, workdir: Path) -> Cluster:
+    """A name server and a broker, both in ``mode``; the broker's own connections to the name
+    server use TLS whenever its name server takes it."""
+    server = certs.server_conf(mode) if mode != "disabled" else {"tls.server.mode": "disabled"}
+    broker_client = {"tls.client.trustCertPath": certs.ca, "tls.enable": str(mode != "disabled").lower()}
+    client_tls = ClientTls(enable=mode != "disabled", trust_cert_path=certs.ca)
+    cluster = Cluster(workdir, f"Tls{mode.title()}Cluster", namesrv_settings=server, client_tls=client_tls)
+    try:
+        cluster.add_broker(
+            BROKER, {**SMALL_STORE, **server, **broker_client, "registerBrokerIntervalMillis": 500}
+        )
+        cluster.create_topic(TOPIC, 2)
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster

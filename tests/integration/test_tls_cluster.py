@@ -16,36 +16,14 @@ from broker.client.admin import MQAdmin, NameServerUnreachableError
 from broker.client.errors import MQClientError
 from broker.common.message import Message
 from broker.common.message_queue import MessageQueue
-from broker.local_cluster import SMALL_STORE, wait_until
+from broker.local_cluster import wait_until
 from broker.remoting.tls import TLS_MODES
-from tests.cluster import Cluster
-from tests.tls_certs import TlsFiles, make_tls_files
-
-BROKER = "broker-tls"
-TOPIC = "TlsTopic"
+from tests.tls_certs import BROKER, TOPIC, TlsFiles, make_tls_files, start_tls_cluster
 
 
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory) -> TlsFiles:
     return make_tls_files(tmp_path_factory.mktemp("tls"))
-
-
-def start_tls_cluster(mode: str, certs: TlsFiles, workdir) -> Cluster:
-    """A name server and a broker, both in ``mode``; the broker's own connections to the name
-    server use TLS whenever its name server takes it."""
-    server = certs.server_conf(mode) if mode != "disabled" else {"tls.server.mode": "disabled"}
-    broker_client = {"tls.client.trustCertPath": certs.ca, "tls.enable": str(mode != "disabled").lower()}
-    client_tls = ClientTls(enable=mode != "disabled", trust_cert_path=certs.ca)
-    cluster = Cluster(workdir, f"Tls{mode.title()}Cluster", namesrv_settings=server, client_tls=client_tls)
-    try:
-        cluster.add_broker(
-            BROKER, {**SMALL_STORE, **server, **broker_client, "registerBrokerIntervalMillis": 500}
-        )
-        cluster.create_topic(TOPIC, 2)
-    except BaseException:
-        cluster.stop()
-        raise
-    return cluster
 
 
 @pytest.fixture(scope="module", params=TLS_MODES)
