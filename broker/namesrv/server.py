@@ -39,7 +39,7 @@ class NamesrvController:
         # Plain ACL (broker/server/acl/namesrv.py): a bad or missing file is a ConfError here.
         self.acl = namesrv_acl(conf)
         if self.acl is not None:
-            install_acl(self.server.processors, self.acl, anonymous_codes=OPEN_READS)
+            install_acl(self.server.processors, self.acl, open_codes=OPEN_READS)
         self._scanner: asyncio.Task | None = None
 
     async def start(self) -> int:

@@ -25,16 +25,14 @@ _HOST = "acl_host"  # a connection attribute: the peer's address, worked out onc
 
 
 def _guarded(
-    handler: Handler, acl: AclFile, admin_codes: frozenset[int], anonymous_codes: frozenset[int]
+    handler: Handler, acl: AclFile, admin_codes: frozenset[int], open_codes: frozenset[int]
 ) -> Handler:
     def guarded(conn: RemotingConnection, request: RemotingCommand):
         host = conn.attributes.get(_HOST)
         if host is None:
             host = conn.attributes[_HOST] = host_of(conn.remote_addr)
         try:
-            check_request(
-                acl.current, request, host, admin_codes=admin_codes, anonymous_codes=anonymous_codes
-            )
+            check_request(acl.current, request, host, admin_codes=admin_codes, open_codes=open_codes)
         except AclRefusal as exc:
             log.info("ACL refused request code %d from %s: %s", request.code, conn.remote_addr, exc)
             return response_to(request, ResponseCode.NO_PERMISSION, str(exc))
@@ -49,7 +47,7 @@ def install_acl(
     acl: AclFile,
     *,
     admin_codes: frozenset[int] = ADMIN_CODES,
-    anonymous_codes: frozenset[int] = frozenset(),
+    open_codes: frozenset[int] = frozenset(),
     exempt: Callable[[int], bool] | None = None,
 ) -> None:
     """Wrap every handler of ``processors`` (codes for which ``exempt(code)`` holds are left as
@@ -57,6 +55,6 @@ def install_acl(
     for code, handler in list(processors.handlers.items()):
         if exempt is not None and exempt(code):
             continue
-        processors.handlers[code] = _guarded(handler, acl, admin_codes, anonymous_codes)
+        processors.handlers[code] = _guarded(handler, acl, admin_codes, open_codes)
     if processors.default is not None:
-        processors.default = _guarded(processors.default, acl, admin_codes, anonymous_codes)
+        processors.default = _guarded(processors.default, acl, admin_codes, open_codes)

@@ -4,11 +4,13 @@
 
 What changes the name server's picture of the cluster needs an admin account: registering and
 unregistering brokers, deleting a topic's route, the KV config's writes, wiping or adding a
-broker's write permission (resources.ADMIN_CODES). Other requests that carry an ``AccessKey`` must
-be signed right. The route and cluster reads are also answered without any ``AccessKey``: every
-client and tool finds its brokers through them (RocketMQ 4.9's name server has no ACL, so unsigned
-clients read routes today), and a route tells only topic names and broker addresses, while each
-request to a broker is checked there. A global white address passes everything, as at the broker.
+broker's write permission (resources.ADMIN_CODES); every other request but the reads below must be
+signed by an account of the name server's file. The route, cluster and KV reads (``OPEN_READS``)
+are answered to anyone, signed or not, without a check: every client and tool finds its brokers
+through them (RocketMQ 4.9's name server has no ACL, so unsigned clients read routes today, and a
+client signing with an account only its brokers know must still find them), and a route tells only
+topic and broker names and addresses, while each request to a broker is checked there. A global
+white address passes everything, as at the broker.
 """
 
 from __future__ import annotations

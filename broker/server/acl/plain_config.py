@@ -179,7 +179,7 @@ def check_account(raw: dict[str, Any], where: str) -> Account:
     where = f"account {access_key!r}"
     secret_key = _key(raw.get("secretKey"), f"{where} secretKey")
     admin = raw.get("admin", False)
-    if isinstance(admin, str):
+    if isinstance(admin, str) and admin.strip().lower() in ("true", "false"):
         admin = admin.strip().lower() == "true"
     if not isinstance(admin, bool):
         raise AclConfigError(f"{where} admin: expected true or false")

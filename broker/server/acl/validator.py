@@ -46,11 +46,14 @@ def check_request(
     host: str,
     *,
     admin_codes: frozenset[int] = ADMIN_CODES,
-    anonymous_codes: frozenset[int] = frozenset(),
+    open_codes: frozenset[int] = frozenset(),
 ) -> None:
-    """Raise ``AclRefusal`` when ``request`` from ``host`` may not run. ``anonymous_codes``:
-    requests allowed without any ``AccessKey`` (the name server's route reads); one carrying
-    an access key is still checked."""
+    """Raise ``AclRefusal`` when ``request`` from ``host`` may not run. ``open_codes``: requests
+    answered to anyone, signed or not (the name server's route reads): checking the signature of
+    what an unsigned client gets anyway would only refuse clients whose account the name server
+    does not know."""
+    if request.code in open_codes:
+        return
     address = parse_host_address(host)
     if address is not None:
         for pattern in config.global_white:
@@ -59,8 +62,6 @@ def check_request(
     fields = request.ext_fields or {}
     access_key = fields.get(ACCESS_KEY)
     if not access_key:
-        if request.code in anonymous_codes:
-            return
         raise AclRefusal(f"no AccessKey: request code {request.code} from {host} must be signed (ACL is on)")
     account = config.accounts.get(access_key)
     if account is None:

@@ -42,9 +42,10 @@ function clientOptions(args) {
       error(...items) { console.error('[ali-ons error]', ...items); },
     },
   };
+  // --access-key / --secret-key sign as another account (the ACL tests: a wrong secret).
   if (!args['no-acl-keys']) {
-    options.accessKeyId = 'compat-access-key';
-    options.accessKeySecret = 'compat-secret-key';
+    options.accessKeyId = args['access-key'] || 'compat-access-key';
+    options.accessKeySecret = args['secret-key'] || 'compat-secret-key';
   }
   return options;
 }
