@@ -172,8 +172,8 @@ class ConsumeQueue:
     def delete_expired(self, commitlog_min_offset: int) -> int:
         """Delete segments whose every entry points below ``commitlog_min_offset``."""
         removed = 0
-        files = self.files.files
-        while len(files) > 1:
+        # Read afresh each turn: delete_first replaces the list.
+        while len(files := self.files.files) > 1:
             last_entry = ENTRY.unpack_from(files[0].view, self.file_size - ENTRY_SIZE)
             if last_entry[0] + last_entry[1] > commitlog_min_offset:
                 break

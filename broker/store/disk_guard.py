@@ -66,11 +66,10 @@ class DiskGuard:
             self.used[name] = usage.used / usable if usable else 0.0
             self.free[name] = usage.free
 
-    def check(self, blocked: str | None = None) -> bool:
-        """Measure and set or clear DISK_FULL; ``blocked`` is another reason writes must wait
-        (the segment being written lacks its blocks). Returns whether the disk is full."""
+    def check(self) -> bool:
+        """Measure and set or clear DISK_FULL; returns whether the disk is full."""
         self.measure()
-        reason = blocked or self._full_reason()
+        reason = self._full_reason()
         if reason:
             self.flags.set(DISK_FULL, reason)
             return True

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from broker.common.java_hash import java_hash_continued
 
-from .mapped_file import create_reserved_file, is_fully_allocated, reserve_blocks
+from .mapped_file import create_reserved_file, open_reserved_file
 
 log = logging.getLogger(__name__)
 HEADER = struct.Struct(">qqqqii")
@@ -62,42 +62,23 @@ def _slot_hash(unsigned: int) -> int:
 
 class IndexFile:
     def __init__(self, path: Path, slot_num: int, index_num: int) -> None:
-        """Open the index file at ``path``, creating it with all its blocks reserved when it does
-        not exist (``SegmentAllocationError`` when the disk has no room: nothing is created)."""
+        """Open the index file at ``path``, or create it, with all its blocks reserved
+        (``SegmentAllocationError`` when the disk has no room: nothing is created)."""
         self.path = path
         self.slot_num = slot_num
         self.index_num = index_num
         size = index_file_size(slot_num, index_num)
         # The descriptor stays open so flush can fdatasync it: mmap.flush holds the GIL through
         # the msync, stalling every other thread of the broker (a latency spike per flush).
-        if path.exists():
-            self._fd = os.open(path, os.O_RDWR)
-            # An older file may be sparse (or short): written only once it has its blocks.
-            self.backed = is_fully_allocated(self._fd, size)
-            if not self.backed:
-                self.ensure_backed(size)
-            if os.fstat(self._fd).st_size < size:
-                os.ftruncate(self._fd, size)  # the hole stays unwritten until backed
+        if path.exists():  # given its blocks first if an older version left it sparse
+            self._fd = open_reserved_file(path, size)
         else:
             self._fd = create_reserved_file(path, size)
-            self.backed = True
         self._map = mmap.mmap(self._fd, size)
         (self.begin_timestamp, self.end_timestamp, self.begin_phy_offset, self.end_phy_offset,
          self.hash_slot_count, self.index_count) = HEADER.unpack_from(self._map, 0)  # fmt: skip
         if self.index_count == 0:
             self.index_count = 1  # entry 0 means "empty slot"
-
-    def ensure_backed(self, size: int | None = None) -> bool:
-        """Reserve the blocks of a file found sparse; True once it is safe to write."""
-        if not self.backed:
-            try:
-                reserve_blocks(self._fd, size or index_file_size(self.slot_num, self.index_num))
-                self.backed = True
-            except OSError as exc:
-                log.warning(
-                    "index file %s is sparse and its blocks cannot be reserved yet: %s", self.path, exc
-                )
-        return self.backed
 
     @property
     def is_full(self) -> bool:
@@ -226,12 +207,6 @@ class IndexService:
                 if len(found) >= max_num:
                     break
         return found[:max_num]
-
-    def ensure_writable_backed(self) -> bool:
-        """Whether the file the next key goes into (if it exists) has its blocks: reserved now
-        for one found sparse at start."""
-        with self._lock:
-            return not self.files or self.files[-1].ensure_backed()
 
     def last_update_timestamp(self) -> int:
         return self.files[-1].end_timestamp if self.files else 0

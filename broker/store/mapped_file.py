@@ -4,11 +4,12 @@ A segment is named by the 20-digit zero-padded offset of its first byte, so the 
 any logical position is found by arithmetic. Writes go into the mapping (the page cache);
 ``flush`` forces them to disk with msync.
 
-Every segment gets its blocks for real before it is mapped (``reserve_blocks``): a store of a
-write into a mapped page the filesystem cannot back is SIGBUS, which kills the process, so a full
-disk must fail the allocation, not the write. A segment that cannot be given its blocks is not
-created at all (``SegmentAllocationError``), and one found sparse at start is written only once
-its blocks could be reserved (``MappedFile.backed``).
+Every segment gets its blocks for real before it is mapped (``reserve_blocks``): touching a
+mapped page the filesystem cannot back is SIGBUS, which kills the process, so a full disk must
+fail the allocation, not the write. A segment that cannot be given its blocks is not created at
+all (``SegmentAllocationError``). One found sparse at start (left by an older version) is given
+its blocks before it is mapped, or the store does not start and says why: on tmpfs even reading
+a hole through a mapping allocates, so no part of a sparse mapping is safe on a full disk.
 """
 
 from __future__ import annotations
@@ -25,8 +26,6 @@ from .disk import free_bytes, human_bytes
 log = logging.getLogger(__name__)
 
 _ZERO_CHUNK = bytes(1 << 20)
-_PAGE = mmap.PAGESIZE
-_ZERO_PAGE = bytes(_PAGE)
 
 
 class SegmentAllocationError(OSError):
@@ -87,6 +86,21 @@ def is_fully_allocated(fd: int, size: int) -> bool:
     return st.st_size >= size and st.st_blocks * 512 >= size
 
 
+def open_reserved_file(path: Path, size: int) -> int:
+    """Open an existing ``path`` read/write, giving it ``size`` bytes of blocks if it is sparse
+    or short (an older version's file); ``SegmentAllocationError`` when the disk has no room."""
+    fd = os.open(path, os.O_RDWR)
+    if is_fully_allocated(fd, size):
+        return fd
+    try:
+        reserve_blocks(fd, size)
+    except OSError as exc:
+        os.close(fd)
+        raise SegmentAllocationError(path, size, free_bytes(path.parent), exc) from exc
+    log.warning("%s was sparse: its blocks are reserved now", path)
+    return fd
+
+
 def _holds_data(fd: int, size: int) -> bool:
     return any(os.pread(fd, len(_ZERO_CHUNK), pos).strip(b"\0") for pos in range(0, size, len(_ZERO_CHUNK)))
 
@@ -98,7 +112,7 @@ def segment_name(offset: int) -> str:
 class MappedFile:
     """One segment: ``file_size`` bytes mapped read/write."""
 
-    def __init__(self, path: Path, file_from_offset: int, file_size: int, fd: int, backed: bool) -> None:
+    def __init__(self, path: Path, file_from_offset: int, file_size: int, fd: int) -> None:
         self.path = path
         self.file_from_offset = file_from_offset
         self.file_size = file_size
@@ -106,9 +120,6 @@ class MappedFile:
         # writers keep appending while the group-commit thread waits on the disk. On Linux it
         # writes back pages dirtied through the shared mapping as well.
         self._fd = fd
-        # False for a segment found sparse at start whose blocks could not be reserved (a full
-        # disk): its holes read as zeros, but a write into one would be SIGBUS.
-        self.backed = backed
         self._mmap = mmap.mmap(fd, file_size)
         self.view = memoryview(self._mmap)
         self.wrote_position = 0
@@ -119,7 +130,7 @@ class MappedFile:
         """A new segment with all its blocks reserved; ``SegmentAllocationError`` leaves no file."""
         fd = create_reserved_file(path, file_size)
         try:
-            return cls(path, file_from_offset, file_size, fd, backed=True)
+            return cls(path, file_from_offset, file_size, fd)
         except BaseException:
             os.close(fd)
             path.unlink(missing_ok=True)
@@ -127,26 +138,14 @@ class MappedFile:
 
     @classmethod
     def open(cls, path: Path, file_from_offset: int, file_size: int) -> MappedFile:
-        """An existing segment of ``file_size`` bytes (a short one is extended by the caller)."""
-        fd = os.open(path, os.O_RDWR)
+        """An existing segment of ``file_size`` bytes (a short one is extended by the caller);
+        one found sparse gets its blocks first (``SegmentAllocationError`` when it cannot)."""
+        fd = open_reserved_file(path, file_size)
         try:
-            mapped = cls(path, file_from_offset, file_size, fd, backed=is_fully_allocated(fd, file_size))
+            return cls(path, file_from_offset, file_size, fd)
         except BaseException:
             os.close(fd)
             raise
-        if not mapped.backed:
-            mapped.ensure_backed()
-        return mapped
-
-    def ensure_backed(self) -> bool:
-        """Reserve the blocks of a segment found sparse; True once it is safe to write."""
-        if not self.backed:
-            try:
-                reserve_blocks(self._fd, self.file_size)
-                self.backed = True
-            except OSError as exc:
-                log.warning("%s is sparse and its blocks cannot be reserved yet: %s", self.path, exc)
-        return self.backed
 
     @property
     def remaining(self) -> int:
@@ -184,20 +183,13 @@ class MappedFile:
 
         After a torn tail is cut off, leftovers behind the cut must not look like records to a
         later scan; stopping at the first clean chunk avoids touching an untouched sparse tail.
-        Only pages holding a non-zero byte are written: those have blocks already, so this is
-        safe on a full disk even in a sparse segment (a hole, which reads as zeros, is left alone).
         """
         while pos < self.file_size:
             end = min(pos + len(_ZERO_CHUNK), self.file_size)
             chunk = self._mmap[pos:end]
             if chunk == _ZERO_CHUNK[: end - pos]:
                 return
-            page = pos
-            while page < end:
-                page_end = min(end, (page // _PAGE + 1) * _PAGE)
-                if self._mmap[page:page_end] != _ZERO_PAGE[: page_end - page]:
-                    self._mmap[page:page_end] = _ZERO_PAGE[: page_end - page]
-                page = page_end
+            self._mmap[pos:end] = _ZERO_CHUNK[: end - pos]
             pos = end
 
     def last_modified_ms(self) -> int:

@@ -93,6 +93,7 @@ class MessageStore:
         self._writable = False
         self.running_flags = RunningFlags(on_change=self._update_writable)
         self.disk_guard = DiskGuard(self.config, self.running_flags, self._disk_paths)
+        self._disk_check_lock = threading.Lock()
         self._last_appended_ts = 0
         # The last producer address seen and its encoding (most puts come from the same one).
         self._last_born: HostPort | None = None
@@ -146,15 +147,12 @@ class MessageStore:
             self.reput.dispatch_now(request)
 
         self.reput.dispatched_offset = start
-        stalled = not self._writable_segments_backed()
-        if stalled:
-            self._dispatch_stalled(None, "CQ")
-        else:
-            try:
-                recovery.replay(self.commitlog, start, apply)
-            except SegmentAllocationError as exc:
-                stalled = True
-                self._dispatch_stalled(exc, self._part_of(exc))
+        stalled = False
+        try:
+            recovery.replay(self.commitlog, start, apply)
+        except SegmentAllocationError as exc:
+            stalled = True
+            self._dispatch_stalled(exc, self._part_of(exc))
         min_physic = self.commitlog.min_offset
         for key, queue in self.consume_queues.items():
             self.commitlog.queue_offsets[key] = queue.max_offset
@@ -272,15 +270,10 @@ class MessageStore:
     def check_disk(self) -> bool:
         """The clean service's check, every second: finish a stalled dispatch if the files it
         needs can be allocated now, then set or clear DISK_FULL. True while the disk is full."""
-        if self.reput.stalled:
-            self._resume_dispatch()
-        last = self.commitlog.files.last_file
-        blocked = None
-        if last is not None and not last.ensure_backed():
-            blocked = (
-                f"the commit-log segment {last.path.name} is sparse and the disk has no room for its blocks"
-            )
-        return self.disk_guard.check(blocked)
+        with self._disk_check_lock:  # one resumed dispatch at a time, whoever asks
+            if self.reput.stalled:
+                self._resume_dispatch()
+            return self.disk_guard.check()
 
     def not_writable_reason(self) -> str:
         """Why puts are refused now; "" while they are taken."""
@@ -297,30 +290,18 @@ class MessageStore:
     def _part_of(error: SegmentAllocationError) -> str:
         return "INDEX" if error.path.parent.name == "index" else "CQ"
 
-    def _dispatch_stalled(self, error: SegmentAllocationError | None, part: str) -> None:
+    def _dispatch_stalled(self, error: SegmentAllocationError, part: str) -> None:
         """Dispatch stopped at a record whose consume-queue entry or index keys have no file to
         go into: writes are refused (RocketMQ's WRITE_LOGICS_QUEUE_ERROR / WRITE_INDEX_FILE_ERROR)
         until the clean service's check has dispatched everything stored."""
         self.disk_guard.measure()
         what = "an index" if part == "INDEX" else "a consume-queue"
-        cause = str(error) if error is not None else "a file found sparse has no room for its blocks"
-        reason = f"stored messages wait for {what} file, which cannot be allocated: {cause}"
+        reason = f"stored messages wait for {what} file, which cannot be allocated: {error}"
         self.running_flags.set(
             WRITE_INDEX_FILE_ERROR if part == "INDEX" else WRITE_LOGICS_QUEUE_ERROR, reason
         )
 
-    def _writable_segments_backed(self) -> bool:
-        """Whether the files dispatch writes into next have their blocks (reserving them now for
-        one found sparse at start)."""
-        for queue in list(self.consume_queues.values()):
-            last = queue.files.last_file
-            if last is not None and not last.ensure_backed():
-                return False
-        return self.index.ensure_writable_backed()
-
     def _resume_dispatch(self) -> None:
-        if not self._writable_segments_backed():
-            return
         try:
             self._redispatch()  # the bulk, while puts go on being refused
             with self.commitlog.lock:
