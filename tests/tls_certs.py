@@ -74,7 +74,14 @@ def start_tls_cluster(mode: str, certs: TlsFiles, workdir: Path) -> Cluster:
     cluster = Cluster(workdir, f"Tls{mode.title()}Cluster", namesrv_settings=server, client_tls=client_tls)
     try:
         cluster.add_broker(
-            BROKER, {**SMALL_STORE, **server, **broker_client, "registerBrokerIntervalMillis": 500}
+            BROKER,
+            {
+                **SMALL_STORE,
+                **server,
+                **broker_client,
+                "registerBrokerIntervalMillis": 500,
+                "traceTopicEnable": "true",
+            },
         )
         cluster.create_topic(TOPIC, 2)
     except BaseException:

@@ -16,6 +16,7 @@ from broker.client.admin import MQAdmin, NameServerUnreachableError
 from broker.client.errors import MQClientError
 from broker.common.message import Message
 from broker.common.message_queue import MessageQueue
+from broker.common.topic_config import TRACE_TOPIC
 from broker.local_cluster import wait_until
 from broker.remoting.tls import TLS_MODES
 from tests.tls_certs import BROKER, TOPIC, TlsFiles, make_tls_files, start_tls_cluster
@@ -114,6 +115,20 @@ def test_sdk_with_the_wrong_trust_store_names_verification(tls_cluster, certs):
         pytest.raises(NameServerUnreachableError, match="TLS certificate verification failed"),
     ):
         admin.cluster_info()
+
+
+def test_message_trace_travels_over_tls_too(tls_cluster, certs):
+    """The trace producer a traced producer makes for itself connects as its owner does."""
+    mode, cluster = tls_cluster
+    if mode != "enforcing":
+        pytest.skip("plaintext would reach a permissive or disabled cluster anyway")
+    before = cluster.max_offsets(TRACE_TOPIC, 1)
+    producer = Producer("tls-traced", cluster.namesrv_addr, tls=trusting(certs), enable_trace=True).start()
+    try:
+        producer.send(Message(TOPIC, b"traced"))
+        wait_until(lambda: cluster.max_offsets(TRACE_TOPIC, 1) > before, 30, what="a trace record")
+    finally:
+        producer.shutdown()
 
 
 # -- mqadmin ---------------------------------------------------------------------------------------

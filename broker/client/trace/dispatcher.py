@@ -8,6 +8,7 @@ the user's sends and consumption.
 
 from __future__ import annotations
 
+import functools
 import logging
 import queue
 import threading
@@ -19,6 +20,7 @@ from typing import Protocol
 from broker.common.message import Message
 from broker.common.topic_config import TRACE_TOPIC
 from broker.common.trace_data import TraceRecord
+from broker.remoting.tls import ClientTls
 
 log = logging.getLogger(__name__)
 
@@ -46,14 +48,16 @@ class AsyncTraceDispatcher:
         flush_interval_ms: int = 200,
         buffer_size: int = 2048,
         producer_factory: Callable[[str, str], TraceSender] | None = None,
+        tls: ClientTls | None = None,
     ) -> None:
+        """``tls``: how the default trace producer connects (its owner's settings)."""
         self.trace_topic = trace_topic or TRACE_TOPIC
         self.batch_size = batch_size
         self.flush_interval_s = flush_interval_ms / 1000
         self.buffer: queue.Queue = queue.Queue(buffer_size)
         self.dropped = 0
         self.sent_records = 0
-        self._producer_factory = producer_factory or _default_producer
+        self._producer_factory = producer_factory or functools.partial(_default_producer, tls=tls)
         self._producer: TraceSender | None = None  # from start on
         self._owner_group, self._namesrv_addr = owner_group, namesrv_addr
         self._worker: threading.Thread | None = None
@@ -139,7 +143,7 @@ def _pack(records: list[TraceRecord]) -> list[tuple[str, list[str]]]:
     return messages
 
 
-def _default_producer(owner_group: str, namesrv_addr: str) -> TraceSender:
+def _default_producer(owner_group: str, namesrv_addr: str, tls: ClientTls | None = None) -> TraceSender:
     from broker.client.producer import Producer
 
     # Its own client instance: trace traffic shares no connection or loop with the application.
@@ -148,5 +152,6 @@ def _default_producer(owner_group: str, namesrv_addr: str) -> TraceSender:
         namesrv_addr,
         instance_name=f"trace-{uuid.uuid4().hex[:12]}",
         retry_times=0,
+        tls=tls,
     )
     return producer.start()
