@@ -272,6 +272,8 @@ KEYS: dict[str, ConfigKey] = {
         _key("autoCreateSubscriptionGroup", BROKER, Bool(), LIVE, "create unknown groups on first use"),
         _key("defaultTopicQueueNums", BROKER, Int(1, 1024), LIVE, "queues of auto-created topics"),
         _key("maxTopicQueueNums", BROKER, Int(1, 65536), LIVE, "most read or write queues a topic may have"),
+        _key("maxTopicCount", BROKER, Int(1), LIVE, "most topics clients may create on this broker"),
+        _key("maxSubscriptionGroupCount", BROKER, Int(1), LIVE, "most subscription groups on this broker"),
         _key("brokerPermission", BROKER, OneOf((2, 4, 6), " (2 write, 4 read, 6 both)"), LIVE),
         _key("longPollingEnable", BROKER, Bool(), LIVE, "hold pulls until a message arrives"),
         _key("shortPollingTimeMills", BROKER, Int(0, 60_000), LIVE, f"pull hold without long polling, {_MS}"),

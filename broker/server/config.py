@@ -37,6 +37,11 @@ class BrokerConfig:
     # Most read or write queues one topic may be created with (not a RocketMQ key): every queue
     # is a line of each stats answer and a directory, so 2M queues made one request take seconds.
     max_topic_queue_nums: int = 1024
+    # Most topics and groups this broker keeps (not RocketMQ keys): senders auto-create topics and
+    # consumers auto-create groups, and every list answer, registration and persisted table grows
+    # with them. Retry/DLQ topics follow their groups and are not counted.
+    max_topic_count: int = 20_000
+    max_subscription_group_count: int = 20_000
     broker_permission: int = 6
     long_polling_enable: bool = True
     short_polling_time_mills: int = 1000

@@ -59,6 +59,8 @@ class BrokerController:
             config.default_topic_queue_nums,
         )
         self.groups = SubscriptionGroupManager(config_dir, config.auto_create_subscription_group)
+        self.topics.limit = lambda: self.config.max_topic_count
+        self.groups.limit = lambda: self.config.max_subscription_group_count
         self.offsets = ConsumerOffsetTable(config_dir)
         self.consumers = ConsumerManager()
         self.producers = ProducerManager()

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from broker.common.json_config_file import subscription_groups_file
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -58,6 +62,9 @@ class SubscriptionGroupManager:
         self.table: dict[str, SubscriptionGroupConfig] = {}
         self.auto_create = auto_create
         self.lock = threading.Lock()
+        # How many groups may be created on first use (maxSubscriptionGroupCount), read at each
+        # creation so a live change applies; the controller points it at the broker's config.
+        self.limit: Callable[[], int] = lambda: 1 << 62
 
     def load(self) -> None:
         self.table = {name: SubscriptionGroupConfig.from_json_dict(d) for name, d in self.file.load().items()}
@@ -70,9 +77,15 @@ class SubscriptionGroupManager:
     def find(self, group: str, create: bool | None = None) -> SubscriptionGroupConfig | None:
         config = self.table.get(group)
         if config is None and (self.auto_create if create is None else create):
+            if self.is_full():
+                log.warning("group %s not created on first use: %d groups, the limit", group, len(self.table))
+                return None
             config = SubscriptionGroupConfig(group)
             self.update(config)
         return config
+
+    def is_full(self) -> bool:
+        return len(self.table) >= self.limit()
 
     def update(self, config: SubscriptionGroupConfig) -> None:
         with self.lock:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from broker.common import topic_config as tc
@@ -29,6 +30,9 @@ class TopicConfigManager:
         self.cluster, self.broker_name = cluster, broker_name
         self.auto_create = auto_create
         self.default_queue_nums = queue_nums
+        # How many topics clients may create (maxTopicCount): by send (auto-create) or by request.
+        # The broker's own retry and DLQ topics are not counted against it: groups are limited.
+        self.limit: Callable[[], int] = lambda: 1 << 62
 
     @property
     def data_version(self):
@@ -105,12 +109,15 @@ class TopicConfigManager:
         if existing is not None:
             return existing
         default = self.table.get(default_topic)
-        if default is None or not tc.is_inherited(default.perm):
+        if default is None or not tc.is_inherited(default.perm) or self.is_full():
             return None
         queues = max(1, min(queue_nums, default.write_queue_nums))
         config = TopicConfig(topic, queues, queues, default.perm & ~tc.PERM_INHERIT, topic_sys_flag=sys_flag)
         self.update(config)
         return config
+
+    def is_full(self) -> bool:
+        return len(self.table) >= self.limit()
 
     def ensure(self, topic: str, queues: int, perm: int) -> TopicConfig:
         """A topic the broker itself needs (retry/DLQ): created on first use."""

@@ -17,7 +17,7 @@ from broker.client.errors import MQClientError
 from broker.common.message import Message
 from broker.common.message_queue import MessageQueue
 from broker.common.topic_config import TRACE_TOPIC
-from broker.local_cluster import wait_until
+from broker.local_cluster import SMALL_STORE, free_port, start_broker, start_namesrv, wait_until, write_conf
 from broker.remoting.tls import TLS_MODES
 from tests.tls_certs import BROKER, TOPIC, TlsFiles, make_tls_files, start_tls_cluster
 
@@ -162,3 +162,20 @@ def test_mqadmin_tls_files_that_cannot_be_used(capsys, tmp_path):
     missing = str(tmp_path / "missing.pem")
     code, _, err = run_mqadmin(capsys, "clusterList", "-n", "127.0.0.1:1", "--tls-trust-cert", missing)
     assert code == 2 and f"tls.client.trustCertPath={missing}: cannot load" in err
+
+
+def test_servers_with_unusable_tls_settings_do_not_start(tmp_path):
+    """A name server or broker whose TLS cannot work stops at start, naming the key."""
+    missing = tmp_path / "missing.pem"
+    namesrv_conf = write_conf(
+        tmp_path / "namesrv.conf",
+        {"listenPort": free_port(), "tls.server.mode": "enforcing", "tls.server.certPath": missing},
+    )
+    with pytest.raises(RuntimeError, match=r"tls\.server\.certPath=.*missing\.pem: cannot load"):
+        start_namesrv(namesrv_conf)
+    broker_conf = write_conf(
+        tmp_path / "broker.conf",
+        {"storePathRootDir": tmp_path / "store", "tls.server.mode": "permissive", **SMALL_STORE},
+    )
+    with pytest.raises(RuntimeError, match=r"bad configuration.*needs tls\.server\.certPath"):
+        start_broker(broker_conf, "127.0.0.1:1", free_port())

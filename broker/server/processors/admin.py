@@ -36,6 +36,11 @@ if TYPE_CHECKING:
     from ..controller import BrokerController
 
 
+# Most queues one GET_CONSUME_STATS answer lists (~100 bytes each): a group consuming every topic
+# of a full broker would otherwise make one request build hundreds of megabytes on the loop.
+MAX_STATS_QUEUES = 16 * 1024
+
+
 def _mq(topic: str, broker_name: str, queue_id: int) -> dict:
     return {"brokerName": broker_name, "queueId": queue_id, "topic": topic}
 
@@ -68,6 +73,13 @@ class AdminProcessor:
         )
         if config.read_queue_nums < 1 or config.write_queue_nums < 1:
             return response_to(request, ResponseCode.SYSTEM_ERROR, "queue numbers must be at least 1")
+        if topic not in self.broker.topics.table and self.broker.topics.is_full():
+            return response_to(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                f"the topic[{topic}] is not created: the broker holds {len(self.broker.topics.table)} "
+                f"topics, maxTopicCount={self.broker.config.max_topic_count}",
+            )
         most = self.broker.config.max_topic_queue_nums
         if max(config.read_queue_nums, config.write_queue_nums) > most:
             return response_to(
@@ -134,6 +146,14 @@ class AdminProcessor:
         refused = name_refusal(request, groups=(config.group_name,))
         if refused is not None:
             return refused
+        groups = self.broker.groups
+        if config.group_name not in groups.table and groups.is_full():
+            return response_to(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                f"the group[{config.group_name}] is not created: the broker holds {len(groups.table)} "
+                f"groups, maxSubscriptionGroupCount={self.broker.config.max_subscription_group_count}",
+            )
         if not 0 <= config.retry_queue_nums <= self.broker.config.max_topic_queue_nums:
             return response_to(
                 request,
@@ -168,11 +188,18 @@ class AdminProcessor:
         info = broker.consumers.groups.get(group)
         if info and not only_topic:
             topics |= set(info.subscriptions)
+        configs = [c for c in map(broker.topics.get, sorted(topics)) if c is not None]
+        queues = sum(c.write_queue_nums for c in configs)
+        if queues > MAX_STATS_QUEUES:  # refused whole rather than cut: a partial lag would be wrong
+            return response_to(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                f"the consume stats of group[{group}] would list {queues} queues, more than "
+                f"{MAX_STATS_QUEUES}: ask for one topic at a time",
+            )
         entries, consume_tps = [], 0.0
-        for topic in sorted(topics):
-            config = broker.topics.get(topic)
-            if config is None:
-                continue
+        for config in configs:
+            topic = config.topic_name
             consume_tps += broker.stats.consume_tps(group, topic)
             for queue_id in range(config.write_queue_nums):
                 broker_offset = store.get_max_offset_in_queue(topic, queue_id)

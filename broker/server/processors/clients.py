@@ -223,6 +223,18 @@ class OffsetProcessor:
         refused = name_refusal(request, (header.topic,), (header.consumer_group,))
         if refused is not None:
             return refused
+        # As RocketMQ 5: only a queue the broker has takes an offset, so the offset table (kept in
+        # memory and rewritten to disk whole) cannot be grown with made-up topics and queue ids.
+        config = self.broker.topics.get(header.topic)
+        if config is None:
+            return response_to(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{header.topic}] not exist")
+        if not 0 <= header.queue_id < max(config.read_queue_nums, config.write_queue_nums):
+            return response_to(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                f"queueId[{header.queue_id}] is illegal, topic[{header.topic}] has "
+                f"{max(config.read_queue_nums, config.write_queue_nums)} queues",
+            )
         self.broker.offsets.commit(header.consumer_group, header.topic, header.queue_id, header.commit_offset)
         return response_to(request)
 

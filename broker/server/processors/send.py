@@ -208,8 +208,9 @@ class SendProcessor:
                 else None
             )
         if config is None:
+            full = " (not created: the broker holds maxTopicCount topics)" if topics.is_full() else ""
             return response_to(
-                request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!"
+                request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!{full}"
             )
         if not tc.is_writeable(config.perm):
             return response_to(
