@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from broker.common.message import Message
+from broker.common.names import GROUP_MAX_LENGTH
 from broker.common.topic_config import TRACE_TOPIC
 from broker.common.trace_data import TraceRecord
 from broker.remoting.tls import ClientTls
@@ -147,8 +148,9 @@ def _default_producer(owner_group: str, namesrv_addr: str, tls: ClientTls | None
     from broker.client.producer import Producer
 
     # Its own client instance: trace traffic shares no connection or loop with the application.
+    # Cut to the group name limit: a group of more than 105 characters would make it illegal.
     producer = Producer(
-        TRACE_PRODUCER_GROUP_PREFIX + owner_group,
+        (TRACE_PRODUCER_GROUP_PREFIX + owner_group)[:GROUP_MAX_LENGTH],
         namesrv_addr,
         instance_name=f"trace-{uuid.uuid4().hex[:12]}",
         retry_times=0,
