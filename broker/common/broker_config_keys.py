@@ -32,6 +32,7 @@ from typing import Any
 
 from broker.common.conf_file import ConfError
 from broker.common.delay_levels import parse_delay_levels
+from broker.remoting import limits as net
 from broker.remoting.tls import CLIENT_AUTH_MODES, TLS_MODES
 
 BROKER, STORE = "broker", "store"
@@ -298,6 +299,27 @@ KEYS: dict[str, ConfigKey] = {
         _key("storeReplyMessageEnable", BROKER, Bool(), LIVE, "store replies as well as pushing them"),
         _key("traceTopicEnable", BROKER, Bool(), RESTART, "create the trace topic at start"),
         _key("busyPollWindowMicros", BROKER, Int(0, 1_000_000), RESTART, "poll sockets after a read, µs"),
+        # network limits of the remoting port (broker/remoting/limits.py; namesrv.conf has the same)
+        _key(
+            net.FRAME_MAX_LENGTH_KEY,
+            BROKER,
+            Int(net.MIN_FRAME_MAX_LENGTH, net.MAX_FRAME_MAX_LENGTH),
+            RESTART,
+            "longest frame, bytes (RocketMQ's frameMaxLength)",
+        ),
+        _key(
+            net.MAX_PARTIAL_FRAME_BYTES_KEY,
+            BROKER,
+            Int(net.MIN_FRAME_MAX_LENGTH, 1 << 40),
+            RESTART,
+            "unfinished frames of all connections, bytes",
+        ),
+        _key(
+            net.CHANNEL_MAX_IDLE_KEY, BROKER, Int(0), RESTART, "close silent connections after, s (0: never)"
+        ),
+        _key(
+            net.MAX_CONNECTIONS_KEY, BROKER, Int(1, net.MAX_MAX_CONNECTIONS), RESTART, "connections at most"
+        ),
         # plain ACL (broker/server/acl): RocketMQ's aclEnable; the rest are this broker's keys
         _key("aclEnable", BROKER, Bool(), RESTART, "check every request against plain_acl.yml"),
         _key("aclFilePath", BROKER, _OPTIONAL_PATH, FIXED, "plain_acl.yml (default: <storePathRootDir>/config/)"),

@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 
 class NamesrvController:
     def __init__(self, conf: dict[str, str]) -> None:
+        from broker.remoting.limits import ConnectionLimits
         from broker.remoting.server import RemotingServer
         from broker.remoting.tls import ServerTls
 
@@ -34,7 +35,9 @@ class NamesrvController:
         self.kv = KVConfigManager(Path(home) if home else None)
         # tls.server.* as in broker.conf (broker/remoting/tls.py); a certificate that cannot be
         # loaded is a ConfError here, before anything listens.
-        self.server = RemotingServer(self.host, self.port, tls=ServerTls.from_properties(conf))
+        self.server = RemotingServer(
+            self.host, self.port, ConnectionLimits.from_conf(conf), tls=ServerTls.from_properties(conf)
+        )
         NamesrvProcessor(self.routes, self.kv).register_all(self.server)
         # Plain ACL (broker/server/acl/namesrv.py): a bad or missing file is a ConfError here.
         self.acl = namesrv_acl(conf)

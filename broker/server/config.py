@@ -14,6 +14,7 @@ from typing import Any
 
 from broker.common.broker_config_keys import SECRET_KEYS, SECRET_MASK
 from broker.common.conf_file import load_conf
+from broker.remoting import limits as net
 from broker.remoting.tls import ClientAuth, ClientTls, ServerTls, TlsMode
 from broker.store.store_config import MessageStoreConfig
 
@@ -66,6 +67,11 @@ class BrokerConfig:
     # Keep polling for this long after a read instead of sleeping (broker/remoting/busy_poll.py):
     # waking a sleeping broker costs more than serving a message. 0 turns it off.
     busy_poll_window_micros: int = 250
+    # Network limits of the remoting port (broker/remoting/limits.py: the same keys in namesrv.conf).
+    frame_max_length: int = net.DEFAULT_FRAME_MAX_LENGTH
+    server_max_partial_frame_bytes: int = net.DEFAULT_MAX_PARTIAL_FRAME_BYTES
+    server_channel_max_idle_time_seconds: int = net.DEFAULT_CHANNEL_MAX_IDLE_S
+    server_max_connections: int = net.DEFAULT_MAX_CONNECTIONS
     # Plain ACL (broker/server/acl): off by default; the file defaults to
     # <storePathRootDir>/config/plain_acl.yml; the inner keys sign the broker's own requests to
     # the name servers (an admin account there when the name servers have ACL on).
@@ -142,6 +148,14 @@ class BrokerConfig:
             self.tls_client_cert_path,
             self.tls_client_key_path,
             self.tls_client_key_password,
+        )
+
+    def connection_limits(self) -> net.ConnectionLimits:
+        return net.ConnectionLimits(
+            self.frame_max_length,
+            self.server_max_partial_frame_bytes,
+            self.server_channel_max_idle_time_seconds,
+            self.server_max_connections,
         )
 
     def holder_of(self, key: schema.ConfigKey) -> Any:

@@ -69,6 +69,7 @@ class BrokerController:
         self.server = RemotingServer(
             config.broker_ip1,
             config.listen_port,
+            config.connection_limits(),
             busy_poll_window_s=config.busy_poll_window_micros / 1_000_000,
             tls=config.server_tls(),  # its certificate is loaded here: a bad one stops the start
         )
