@@ -319,3 +319,15 @@ def test_the_name_server_refuses_a_registration_naming_a_bad_topic(broker):
     assert_refused(refused, ResponseCode.SYSTEM_ERROR, "registration refused", "The specified topic")
     route = admin.invoke(namesrv, create_request(RC.GET_ROUTEINFO_BY_TOPIC, {"topic": "fake-broker"}))
     assert route.code == ResponseCode.TOPIC_NOT_EXIST  # the fake broker was not registered at all
+
+
+def test_a_127_character_group_consumes_without_a_retry_topic(broker):
+    group = "g" * 127  # legal, but %RETRY% + it would pass the 127-character topic limit
+    broker.create_group(group)
+    assert broker.invoke(RC.HEART_BEAT, {}, heartbeat(group)).ok
+    topics = fastjson.loads(broker.invoke(RC.GET_ALL_TOPIC_CONFIG).body)["topicConfigTable"]
+    assert "%RETRY%" + group not in topics  # never made, so never registered with the name server
+    back = {"offset": 0, "group": group, "delayLevel": 0, "originTopic": TOPIC}
+    refused = broker.invoke(RC.CONSUMER_SEND_MSG_BACK, back)
+    assert_refused(refused, ResponseCode.SYSTEM_ERROR, "has no retry or dead-letter topic", "longer than 127")
+    assert broker.invoke(RC.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": group}).ok  # it is online

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from broker.common import topic_config as tc
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.filter import check_subscription, is_tag_type
+from broker.common.names import topic_problem
 from broker.common.request_headers import (
     GetConsumerListByGroupRequestHeader,
     GetEarliestMsgStoretimeRequestHeader,
@@ -116,7 +117,13 @@ class ClientProcessor:
         if not group:
             return
         config = self.broker.groups.find(group)
-        if config is not None and consumer.get("messageModel", "CLUSTERING") == "CLUSTERING":
+        # A group of 121-127 characters is legal, but its retry topic would pass the topic limit
+        # (and the stored record's 127-byte topic field): it consumes without one.
+        if (
+            config is not None
+            and consumer.get("messageModel", "CLUSTERING") == "CLUSTERING"
+            and topic_problem(tc.retry_topic(group)) is None
+        ):
             perm = tc.PERM_READ | tc.PERM_WRITE
             if self.broker.topics.get(tc.retry_topic(group)) is None:
                 self.broker.topics.ensure(tc.retry_topic(group), config.retry_queue_nums, perm)

@@ -18,6 +18,7 @@ from broker.common import topic_config as tc
 from broker.common.codes import ResponseCode
 from broker.common.message import MessageExt
 from broker.common.message_codec import MessageDecodeError
+from broker.common.names import topic_problem
 from broker.common.request_headers import ConsumerSendMsgBackRequestHeader, HeaderError
 from broker.remoting.command import RemotingCommand, response_to
 
@@ -45,6 +46,13 @@ class SendBackProcessor:
         refused = name_refusal(request, (header.origin_topic,), (header.group,))
         if refused is not None:
             return refused
+        too_long = topic_problem(tc.retry_topic(header.group))  # %RETRY% is longer than %DLQ%
+        if too_long:
+            return response_to(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                f"the group[{header.group}] has no retry or dead-letter topic: {too_long}",
+            )
         broker = self.broker
         group_config = broker.groups.find(header.group)
         if group_config is None:
