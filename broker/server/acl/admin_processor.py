@@ -12,6 +12,7 @@ can ask for it, and the tools showing it (mqadmin, the console) mask them.
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -56,6 +57,9 @@ def _perm_list(text: str | None) -> list[str] | None:
 class AclAdminProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
+        # One change at a time: each is computed from the configuration in use and written (on a
+        # thread: an fsync must not hold the loop), so two at once could lose one of them.
+        self._changing = asyncio.Lock()
 
     def handlers(self) -> dict[int, Handler]:
         return {
@@ -73,18 +77,18 @@ class AclAdminProcessor:
             )
         return None
 
-    def _write(self, request: RemotingCommand, config: AclConfig) -> RemotingCommand:
+    async def _write(self, request: RemotingCommand, config: AclConfig) -> RemotingCommand:
         acl = self.broker.acl
         assert acl is not None
         try:
-            acl.write(config)
+            await asyncio.to_thread(acl.write, config)
         except OSError as exc:
             return response_to(
                 request, ResponseCode.SYSTEM_ERROR, f"cannot write the ACL file: {exc.strerror or exc}"
             )
         return response_to(request)
 
-    def create_or_update(self, conn, request: RemotingCommand) -> RemotingCommand:
+    async def create_or_update(self, conn, request: RemotingCommand) -> RemotingCommand:
         refused = self._refusal(request)
         if refused is not None:
             return refused
@@ -92,6 +96,12 @@ class AclAdminProcessor:
             header = CreateAccessConfigRequestHeader.from_ext_fields(request.ext_fields)
         except HeaderError as exc:
             return response_to(request, ResponseCode.SYSTEM_ERROR, str(exc))
+        async with self._changing:
+            return await self._create_or_update(request, header)
+
+    async def _create_or_update(
+        self, request: RemotingCommand, header: CreateAccessConfigRequestHeader
+    ) -> RemotingCommand:
         acl = self.broker.acl
         assert acl is not None
         current = acl.current
@@ -114,9 +124,9 @@ class AclAdminProcessor:
             config = build_config(current.global_white_addresses, list(accounts.values()))
         except AclConfigError as exc:
             return response_to(request, ResponseCode.SYSTEM_ERROR, str(exc))
-        return self._write(request, config)
+        return await self._write(request, config)
 
-    def delete(self, conn, request: RemotingCommand) -> RemotingCommand:
+    async def delete(self, conn, request: RemotingCommand) -> RemotingCommand:
         refused = self._refusal(request)
         if refused is not None:
             return refused
@@ -126,15 +136,18 @@ class AclAdminProcessor:
             return response_to(request, ResponseCode.SYSTEM_ERROR, str(exc))
         acl = self.broker.acl
         assert acl is not None
-        current = acl.current
-        if header.access_key not in current.accounts:
-            return response_to(
-                request, ResponseCode.SYSTEM_ERROR, f"no ACL account for AccessKey {header.access_key[:64]!r}"
-            )
-        accounts = [a for key, a in current.accounts.items() if key != header.access_key]
-        return self._write(request, build_config(current.global_white_addresses, accounts))
+        async with self._changing:
+            current = acl.current
+            if header.access_key not in current.accounts:
+                return response_to(
+                    request,
+                    ResponseCode.SYSTEM_ERROR,
+                    f"no ACL account for AccessKey {header.access_key[:64]!r}",
+                )
+            accounts = [a for key, a in current.accounts.items() if key != header.access_key]
+            return await self._write(request, build_config(current.global_white_addresses, accounts))
 
-    def update_global_white(self, conn, request: RemotingCommand) -> RemotingCommand:
+    async def update_global_white(self, conn, request: RemotingCommand) -> RemotingCommand:
         refused = self._refusal(request)
         if refused is not None:
             return refused
@@ -147,11 +160,12 @@ class AclAdminProcessor:
         addresses = split_addresses(header.global_white_addrs)
         if len(addresses) > 1000:
             return response_to(request, ResponseCode.SYSTEM_ERROR, "more than 1000 global white addresses")
-        try:
-            config = build_config(addresses, list(acl.current.accounts.values()))
-        except AclConfigError as exc:
-            return response_to(request, ResponseCode.SYSTEM_ERROR, str(exc))
-        return self._write(request, config)
+        async with self._changing:
+            try:
+                config = build_config(addresses, list(acl.current.accounts.values()))
+            except AclConfigError as exc:
+                return response_to(request, ResponseCode.SYSTEM_ERROR, str(exc))
+            return await self._write(request, config)
 
     def info(self, conn, request: RemotingCommand) -> RemotingCommand:
         refused = self._refusal(request)
