@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from broker.common.json_config_file import subscription_groups_file
+from broker.common.names import group_problem, shown
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +68,12 @@ class SubscriptionGroupManager:
         self.limit: Callable[[], int] = lambda: 1 << 62
 
     def load(self) -> None:
-        self.table = {name: SubscriptionGroupConfig.from_json_dict(d) for name, d in self.file.load().items()}
+        self.table = {}
+        for name, data in self.file.load().items():
+            if group_problem(name):  # made by a heartbeat before names were checked (``a/b``)
+                log.warning("subscriptionGroup.json: ignoring %s: %s", shown(name), group_problem(name))
+                continue
+            self.table[name] = SubscriptionGroupConfig.from_json_dict(data)
 
     def persist(self) -> None:
         with self.lock:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from broker.common import topic_config as tc
 from broker.common.json_config_file import topics_file
+from broker.common.names import shown, topic_problem
 from broker.common.topic_config import TopicConfig
+
+log = logging.getLogger(__name__)
 
 # System topics every broker has (RocketMQ creates these at start).
 _SYSTEM_TOPICS = {
@@ -39,7 +43,14 @@ class TopicConfigManager:
         return self.file.data_version
 
     def load(self) -> None:
-        self.table = {name: TopicConfig.from_json_dict(data) for name, data in self.file.load().items()}
+        self.table = {}
+        for name, data in self.file.load().items():
+            # Made before names were checked (or by hand): no request could name it any more, and
+            # the name servers would refuse a registration carrying it.
+            if topic_problem(name):
+                log.warning("topics.json: ignoring %s: %s", shown(name), topic_problem(name))
+                continue
+            self.table[name] = TopicConfig.from_json_dict(data)
         for name, (read, write) in _SYSTEM_TOPICS.items():
             self.table.setdefault(name, TopicConfig(name, read, write))
         # Clusters and broker names are topics too, so clients can address them (as RocketMQ).
