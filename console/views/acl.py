@@ -9,6 +9,7 @@ a flash message or a page. A broker running without ACL refuses the requests, an
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -63,8 +64,15 @@ def _brokers(admin: MQAdmin) -> list[BrokerAcl]:
         for broker_id, addr in sorted(data.broker_addrs.items())
     ]
     addrs = [row.addr for row in rows]
-    versions = admin.each_broker(addrs, AsyncMQAdmin.acl_version)
-    configs = admin.each_broker(addrs, AsyncMQAdmin.acl_config)
+
+    async def ask_all() -> tuple[list[BrokerOutcome], list[BrokerOutcome]]:
+        # Both questions to every broker at once: a broker that does not answer costs one timeout.
+        return await asyncio.gather(
+            admin.core.each_broker(addrs, AsyncMQAdmin.acl_version),
+            admin.core.each_broker(addrs, AsyncMQAdmin.acl_config),
+        )
+
+    versions, configs = admin.run(ask_all())
     for row, version, config in zip(rows, versions, configs, strict=True):
         row.version, row.config = version.result, config.result
         # The config's refusal says most (e.g. that the broker runs without ACL); one of the two.

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from broker.client import SessionCredentials
-from broker.client.admin import MQAdmin
+from broker.client.admin import MQAdmin, MQClientError
 from console import cluster_access
 from console.models import AuditRecord
 from tests.cluster import CLI_CLUSTER, console_preset, logged_in_client, start_with_acl
@@ -226,3 +226,26 @@ def test_without_credentials_the_page_shows_the_brokers_refusal(acl_cluster, set
     page = html.unescape(acl_admin_client.get("/acl/").content.decode())
     assert page.count("No ACL answer from this broker") == 2
     assert "NO_PERMISSION (16)" in page and "no AccessKey" in page
+
+
+def test_the_consoles_producer_and_live_tail_reader_sign_with_its_account(signed, acl_cluster):
+    """What the Celery tasks (DLQ replays, through cluster_access) and the live tail use."""
+    from broker.common.message import Message
+    from broker.local_cluster import wait_until
+    from console.tail import pump
+
+    account = SessionCredentials(ADMIN_KEY, ADMIN_SECRET)
+    signed.create_or_update_topic(acl_cluster.broker_addr, "PageSigned", 2, 2)
+    producer = cluster_access.producer_for(acl_cluster.namesrv_addr)
+    assert producer.credentials == account
+
+    def sent():
+        try:
+            return producer.send(Message("PageSigned", b"signed by the console"))
+        except MQClientError as exc:
+            assert "NO_PERMISSION" not in str(exc), exc
+            return None  # the route is not there yet
+
+    assert wait_until(sent, timeout=20, what="a send of the console's producer").send_status == "SEND_OK"
+    reader = pump._reader(acl_cluster.namesrv_addr, pump.TailSettings())
+    assert reader.consumer.credentials == account

@@ -5,9 +5,9 @@ list (UPDATE_GLOBAL_WHITE_ADDRS_CONFIG), read the accounts and white list
 
 Each request goes to one broker address, as ``DefaultMQAdminExt`` sends them; ``acl_targets``
 turns ``-b``/``-c`` into the addresses to ask. Every broker holds its own ``plain_acl.yml``, so a
-cluster-wide change is one request per broker, and ``each_broker`` runs one on all of them and
-reports every broker's outcome instead of stopping at the first refusal (the brokers before it
-have changed already; an operator must know which).
+cluster-wide change is one request per broker, and ``each_broker`` sends it to all of them at
+once and reports every broker's outcome: a refusal by one does not undo the others' change, so an
+operator must know which brokers changed.
 
 An account is checked here before it is sent (RocketMQ's rules: keys longer than 6 characters,
 permissions ``DENY``, ``PUB``, ``SUB``, ``PUB|SUB`` or ``SUB|PUB``, resources as ``name=PERM``),
@@ -16,6 +16,7 @@ so a typo is named at once instead of coming back as the broker's refusal; the b
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -317,14 +318,21 @@ class AclRequests(AdminCore):
         self, addrs: list[str], request: Callable[..., Awaitable[Any]], *args: Any
     ) -> list[BrokerOutcome]:
         """``request(self, addr, *args)`` (an ``AclRequests`` method, e.g.
-        ``AclRequests.acl_config``) on every address in turn: each broker's result or failure.
-        Input refused before sending is raised at once, as it would be for every broker."""
-        outcomes = []
-        for addr in addrs:
+        ``AclRequests.acl_config``) on every address at once (the brokers are independent, and a
+        dead one then costs one timeout, not one per broker after it): each broker's result or
+        failure, in the order of ``addrs``. Input refused before sending is raised, as it is
+        refused for every broker alike."""
+
+        async def one(addr: str) -> BrokerOutcome:
             try:
-                outcomes.append(BrokerOutcome(addr, result=await request(self, addr, *args)))
+                return BrokerOutcome(addr, result=await request(self, addr, *args))
             except AclInputError:
                 raise
             except MQClientError as exc:
-                outcomes.append(BrokerOutcome(addr, error=str(exc)))
-        return outcomes
+                return BrokerOutcome(addr, error=str(exc))
+
+        outcomes = await asyncio.gather(*(one(addr) for addr in addrs), return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        return [outcome for outcome in outcomes if isinstance(outcome, BrokerOutcome)]
