@@ -109,9 +109,10 @@ class TopicPump:
 
     async def _started_reader(self, layer) -> AsyncLitePullConsumer:
         while True:
-            reader = _reader(self.namesrv_addr, self.settings)
-            reader.assign([])  # queues are added as the route shows them
             try:
+                # Made here: half-configured ACL credentials are reported like a failed start.
+                reader = _reader(self.namesrv_addr, self.settings)
+                reader.assign([])  # queues are added as the route shows them
                 return await reader.start()
             except Exception as exc:  # e.g. no name server configured: say so, and try again
                 await self._notify(layer, {"type": "tail.status", "status": "error", "reason": str(exc)})
