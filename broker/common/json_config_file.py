@@ -7,6 +7,7 @@ back to the ``.bak`` when the main file is missing or damaged.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import shutil
@@ -37,7 +38,16 @@ class JsonConfigFile:
 
     def persist(self, data: dict) -> None:
         with self._write_lock:
-            self._write(data)
+            try:
+                self._write(data)
+            except OSError as exc:
+                if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                    raise
+                # A full disk: the file keeps its last content (the temp file never replaced
+                # it), and the next persist writes the table again. Starting and stopping on a
+                # full disk must not fail for it.
+                self.path.with_name(self.path.name + ".tmp").unlink(missing_ok=True)
+                log.error("%s not written (%s): it keeps its previous content", self.path, exc)
 
     def _write(self, data: dict) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)

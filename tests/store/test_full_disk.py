@@ -17,6 +17,7 @@ import time
 import pytest
 
 from broker.common.broker_config_keys import KEYS, ConfigValueError
+from broker.common.json_config_file import JsonConfigFile
 from broker.common.message import MessageExt
 from broker.common.message_codec import decode_message
 from broker.store import mapped_file
@@ -362,3 +363,14 @@ def test_the_warning_level_key_takes_rocketmq_s_range():
         with pytest.raises(ConfigValueError):
             key.parse(bad)
     assert KEYS["cleanFileForciblyEnable"].parse("false") is False
+
+
+def test_a_config_file_the_full_disk_cannot_take_keeps_its_previous_content(disk):
+    # topics.json, consumerOffset.json…: the broker persists them at start and stop, which
+    # must not fail on a full disk.
+    config = JsonConfigFile(disk / "config" / "topics.json")
+    config.persist({"topics": {"a": 1}})
+    fill(disk)
+    config.persist({"topics": {"a": 1, "b": 2} | {f"t{n}": n for n in range(2000)}})
+    assert config.load() == {"topics": {"a": 1}}
+    assert sorted(p.name for p in (disk / "config").iterdir()) == ["topics.json"]
