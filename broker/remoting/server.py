@@ -42,7 +42,7 @@ class RemotingServer:
         self.idle_sweep: IdleSweep | None = None
         # TLS (permissive or enforcing): its context is built here, so a certificate that cannot
         # be loaded stops the process at start; None (disabled) leaves every connection as it was.
-        self.tls = TlsAcceptor(tls) if tls is not None and tls.enabled else None
+        self.tls = TlsAcceptor(tls, self.limits.max_connections) if tls is not None and tls.enabled else None
 
     def register_processor(self, code: int, handler: Handler) -> None:
         self.processors.register(code, handler)

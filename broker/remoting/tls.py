@@ -43,6 +43,10 @@ HANDSHAKE_TIMEOUT_S = 10.0
 # Enforcing mode answers a plaintext client's first request (saying TLS is required) when the
 # request fits in this many bytes, then closes; a larger one is closed unanswered.
 REFUSED_FRAME_MAX = 64 * 1024
+# Connections whose first byte has not come yet are not the server's connections (its cap counts
+# those): a flood of silent ones is bounded here, beyond it new ones are closed at once.
+DEFAULT_MAX_UNDECIDED = 10_000
+DROP_LOG_INTERVAL_S = 10.0
 
 
 class TlsMode(enum.StrEnum):
@@ -263,11 +267,14 @@ class TlsAcceptor:
     byte picks plaintext or TLS (permissive) or refuses plaintext (enforcing). Not used at all
     in ``disabled`` mode: the server then hands its own factory to ``create_server``."""
 
-    def __init__(self, settings: ServerTls) -> None:
+    def __init__(self, settings: ServerTls, max_undecided: int = DEFAULT_MAX_UNDECIDED) -> None:
         if not settings.enabled:
             raise ValueError("a TlsAcceptor is for permissive or enforcing mode")
         self.mode = settings.mode
         self.context = settings.context()
+        self.max_undecided = max_undecided
+        self.dropped = 0  # connections closed because too many were undecided
+        self._dropped_at: float | None = None  # when that was last logged
         self._undecided: set[_FirstByte] = set()  # connections whose first byte has not come
         self._starting: set[asyncio.Task] = set()  # transports being made (TLS: the handshake)
 
@@ -280,6 +287,20 @@ class TlsAcceptor:
             undecided.drop()
         for task in list(self._starting):
             task.cancel()
+
+    def _room_for_one_more(self) -> bool:
+        if len(self._undecided) < self.max_undecided:
+            return True
+        self.dropped += 1
+        now = asyncio.get_running_loop().time()
+        if self._dropped_at is None or now - self._dropped_at >= DROP_LOG_INTERVAL_S:
+            log.warning(
+                "closing new connections: %d have sent nothing yet (%d closed so far)",
+                len(self._undecided),
+                self.dropped,
+            )
+            self._dropped_at = now
+        return False
 
     def _serve(self, sock: socket.socket, protocol: asyncio.Protocol, secure: bool, peer: str) -> None:
         task = asyncio.get_running_loop().create_task(self._connect(sock, protocol, secure, peer))
@@ -324,6 +345,9 @@ class _FirstByte(asyncio.Protocol):
         self._timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport) -> None:
+        if not self.acceptor._room_for_one_more():
+            transport.abort()
+            return
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         loop = asyncio.get_running_loop()

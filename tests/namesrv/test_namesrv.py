@@ -12,6 +12,7 @@ from broker.common.codes import RequestCode, ResponseCode
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.command import create_request
 from broker.remoting.fastjson import loads as fastjson_loads
+from broker.remoting.tls import ClientTls
 from broker.server.registration import NamesrvRegistration
 from tests.cli.fake_server import FakeServer, ok
 from tests.cluster import namesrv_fixture
@@ -209,7 +210,7 @@ def stub_broker(namesrv_addr: str, topics: list[str]) -> SimpleNamespace:
     """What NamesrvRegistration reads of a broker: its config and its topic table."""
     config = SimpleNamespace(broker_name="broker-r", broker_addr="127.0.0.1:20931", broker_cluster_name="cr",
                              broker_id=0, namesrv_addrs=[namesrv_addr],
-                             inner_access_key="", inner_secret_key="")  # fmt: skip
+                             inner_access_key="", inner_secret_key="", client_tls=ClientTls)  # fmt: skip
     table = {t: {"topicName": t, "readQueueNums": 4, "writeQueueNums": 4, "perm": 6} for t in topics}
     wrapper = {"topicConfigTable": table, "dataVersion": {"timestamp": 1, "counter": 1}}
     return SimpleNamespace(config=config, topics=SimpleNamespace(serialize_wrapper=lambda: wrapper))

@@ -199,3 +199,21 @@ def test_client_settings_from_the_environment(certs):
     assert "s3cret" not in repr(tls)  # passwords stay out of logs
     context = tls.context()
     assert context is not None and context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+
+
+async def test_silent_connections_beyond_the_bound_are_closed_at_once(certs):
+    server = await serving(ServerTls.from_properties(certs.server_conf("permissive")))
+    server.tls.max_undecided = 2
+    loop = asyncio.get_running_loop()
+    silent = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(2)]
+    try:
+        await wait_until_async(lambda: len(server.tls._undecided) == 2, 5)
+        extra = socket.create_connection(("127.0.0.1", server.port))
+        extra.setblocking(False)
+        assert await asyncio.wait_for(loop.sock_recv(extra, 1), 5) == b""  # closed at once
+        extra.close()
+        assert server.tls.dropped == 1 and len(server.tls._undecided) == 2
+    finally:
+        for sock in silent:
+            sock.close()
+        await server.stop()
