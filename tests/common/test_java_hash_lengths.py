@@ -20,7 +20,8 @@ def reference(text: str) -> int:
 def test_every_length_hashes_as_java(length):
     text = ("abcé漢Z9" * (length // 7 + 1))[:length]
     assert java_string_hash(text) == reference(text)
-    assert java_hash_continued(java_hash_continued(0, "Topic#"), text) == java_hash_continued(0, "Topic#" + text)
+    prefix = java_hash_continued(0, "Topic#")
+    assert java_hash_continued(prefix, text) == java_hash_continued(0, "Topic#" + text)
 
 
 def test_long_strings_do_not_fill_the_weights_cache():
