@@ -78,26 +78,32 @@ def _decode_json(raw: bytes | bytearray) -> RemotingCommand:
     if not isinstance(data, dict) or "code" not in data:
         raise FrameError("the JSON header has no request code")
     get = data.get
-    opaque = _header_int(get("opaque", 0), "opaque", None)  # what a refusal is addressed by
+    # The opaque goes back in the answer: it must be a Java int (a binary header carries 4
+    # bytes). Without a usable one no answer can be addressed: the frame is refused whole.
+    opaque = get("opaque", 0)
+    if type(opaque) is not int or not JAVA_INT_MIN <= opaque <= JAVA_INT_MAX:
+        opaque = _header_int(opaque, "opaque", None)
     try:
         ext = get("extFields") or {}
-        if not isinstance(ext, dict):
-            raise HeaderValueError(opaque, "the header's extFields is not an object")
         remark = get("remark")
         # Positional, in RemotingCommand's field order: this runs for every frame.
         return RemotingCommand(
-            _header_int(data["code"], "code", opaque),
+            _as_int(data["code"]),
             _language(get("language", "JAVA")),
-            _header_int(get("version", 0), "version", opaque),
+            _as_int(get("version", 0)),
             opaque,
-            _header_int(get("flag", 0), "flag", opaque),
+            _as_int(get("flag", 0)),
             remark if remark is None or type(remark) is str else str(remark),
             ext if all(map(_is_str, ext.values())) else _ext_as_text(ext),
             b"",
             SERIALIZE_JSON,
         )
-    except (TypeError, ValueError) as exc:
-        raise HeaderValueError(opaque, f"bad JSON header field: {exc}") from None
+    except (TypeError, ValueError, AttributeError):  # (the usual frame never gets here)
+        raise HeaderValueError(opaque, _what_is_wrong(data)) from None
+
+
+def _as_int(value) -> int:
+    return value if type(value) is int else int(value)  # Java peers may send numbers as text
 
 
 class HeaderValueError(FrameError):
@@ -112,10 +118,21 @@ class HeaderValueError(FrameError):
         self.opaque, self.reason = opaque, reason
 
 
+def _what_is_wrong(data: dict) -> str:
+    """Why a JSON header could not be read, naming the value (a refusal's remark)."""
+    if not isinstance(data.get("extFields") or {}, dict):
+        return "the header's extFields is not an object"
+    for name in ("code", "version", "flag"):
+        value = data.get(name, 0)
+        try:
+            _as_int(value)
+        except (TypeError, ValueError):
+            return f"the header's {name} {_shown(value)} is not a number"
+    return "the header has a value of the wrong type"
+
+
 def _header_int(value, name: str, opaque: int | None) -> int:
-    """A header number (Java int): code, version, opaque, flag. Java peers may send numbers as
-    text; a value that is no whole number, or that a Java int cannot hold (a response could not
-    carry it back), is refused."""
+    """A header number that must fit a Java int; Java peers may send numbers as text."""
     if type(value) is not int:
         try:
             value = int(value)  # text digits, or a float such as 3.0

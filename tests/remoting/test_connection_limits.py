@@ -128,7 +128,7 @@ async def test_a_frame_over_the_limit_closes_the_connection_before_it_is_kept(st
     [
         ({"flag": "x"}, "the header's flag 'x' is not a number"),
         ({"code": "abc"}, "the header's code 'abc' is not a number"),
-        ({"version": 2**40}, "the header's version 1099511627776 is out of the 32-bit range"),
+        ({"version": "v4"}, "the header's version 'v4' is not a number"),
         ({"code": [1]}, "the header's code [1] is not a number"),
         ({"extFields": [1, 2]}, "the header's extFields is not an object"),
         ({"extFields": "topic=T"}, "the header's extFields is not an object"),
