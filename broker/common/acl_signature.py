@@ -50,7 +50,7 @@ class SessionCredentials:
 
 def _sorted_names(names) -> list[str]:
     names = list(names)
-    if all(name.isascii() for name in names):
+    if "".join(names).isascii():
         return sorted(names)
     return sorted(names, key=lambda name: name.encode("utf-16-be"))
 
@@ -71,20 +71,42 @@ def server_content(fields: Mapping[str, str], body: bytes | None, version: int) 
     return signed_content(fields, body)
 
 
+class SigningKey:
+    """A secret key made ready to sign: the keyed HMAC state is computed once and copied per
+    signature (setting a key up costs 4-5 times what signing a short request does)."""
+
+    __slots__ = ("_keyed",)
+
+    def __init__(self, secret_key: str) -> None:
+        self._keyed = hmac.new(secret_key.encode("utf-8"), digestmod=hashlib.sha1)
+
+    def sign(self, content: bytes) -> str:
+        """HMAC-SHA1 of ``content``, standard Base64 (AclUtils.calSignature)."""
+        mac = self._keyed.copy()
+        mac.update(content)
+        return base64.b64encode(mac.digest()).decode("ascii")
+
+
 def signature(content: bytes, secret_key: str) -> str:
     """HMAC-SHA1 of ``content`` with ``secret_key``, standard Base64 (AclUtils.calSignature)."""
-    digest = hmac.new(secret_key.encode("utf-8"), content, hashlib.sha1).digest()
-    return base64.b64encode(digest).decode("ascii")
+    return SigningKey(secret_key).sign(content)
 
 
-def sign_fields(fields: dict[str, str], body: bytes | None, credentials: SessionCredentials) -> None:
+def sign_fields(
+    fields: dict[str, str],
+    body: bytes | None,
+    credentials: SessionCredentials,
+    key: SigningKey | None = None,
+) -> None:
     """Sign a request's ext fields in place, as AclClientRPCHook.doBeforeRequest does: add the
-    access key (and token), then the signature over all of them and the body."""
+    access key (and token), then the signature over all of them and the body. ``key``: the
+    credentials' secret made ready (``SigningKey``), for a signer that signs many requests."""
     fields[ACCESS_KEY] = credentials.access_key
     if credentials.security_token is not None:
         fields[SECURITY_TOKEN] = credentials.security_token
     fields.pop(SIGNATURE, None)
-    fields[SIGNATURE] = signature(signed_content(fields, body), credentials.secret_key)
+    content = signed_content(fields, body)
+    fields[SIGNATURE] = (key or SigningKey(credentials.secret_key)).sign(content)
 
 
 def signature_matches(expected: str, given: str) -> bool:
@@ -97,13 +119,14 @@ class RequestSigner:
     encoding), as RocketMQ's ``AclClientRPCHook`` does. A client without credentials has none, so
     an unsigned client pays nothing for it."""
 
-    __slots__ = ("credentials",)
+    __slots__ = ("credentials", "key")
 
     def __init__(self, credentials: SessionCredentials) -> None:
         self.credentials = credentials
+        self.key = SigningKey(credentials.secret_key)
 
     def __call__(self, request) -> None:
         # ``request`` is a RemotingCommand (duck-typed: broker.common does not import remoting).
         if request.ext_fields is None:
             request.ext_fields = {}
-        sign_fields(request.ext_fields, request.body, self.credentials)
+        sign_fields(request.ext_fields, request.body, self.credentials, self.key)

@@ -31,6 +31,7 @@ from typing import Any
 
 import yaml
 
+from broker.common.acl_signature import SigningKey
 from broker.common.conf_file import ConfError
 from broker.common.topic_config import RETRY_GROUP_TOPIC_PREFIX
 
@@ -94,6 +95,7 @@ class Account:
     white: AddressPattern = field(default_factory=lambda: AddressPattern(""), repr=False)
     default_topic: int = DENY
     default_group: int = DENY
+    signing_key: SigningKey | None = field(default=None, repr=False)
 
     def __repr__(self) -> str:  # never the secret
         return f"Account(access_key={self.access_key!r}, admin={self.admin})"
@@ -193,6 +195,7 @@ def check_account(raw: dict[str, Any], where: str) -> Account:
         _text_list(raw.get("topicPerms"), f"{where} topicPerms", MAX_RESOURCES),
         _text_list(raw.get("groupPerms"), f"{where} groupPerms", MAX_RESOURCES),
     )
+    account.signing_key = SigningKey(secret_key)
     account.default_topic = permission_of(account.default_topic_perm, f"{where} defaultTopicPerm")
     account.default_group = permission_of(account.default_group_perm, f"{where} defaultGroupPerm")
     topics = _resource_perms(account.topic_perms, f"{where} topicPerms")

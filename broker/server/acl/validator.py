@@ -21,7 +21,7 @@ signature was wrong.
 
 from __future__ import annotations
 
-from broker.common.acl_signature import ACCESS_KEY, SIGNATURE, server_content, signature, signature_matches
+from broker.common.acl_signature import ACCESS_KEY, SIGNATURE, SigningKey, server_content, signature_matches
 from broker.remoting.command import RemotingCommand
 
 from .addresses import parse_host_address
@@ -70,7 +70,8 @@ def check_request(
         given = fields.get(SIGNATURE)
         if not given:
             raise AclRefusal(f"no Signature for AccessKey {access_key!r}")
-        expected = signature(server_content(fields, request.body, request.version), account.secret_key)
+        key = account.signing_key or SigningKey(account.secret_key)
+        expected = key.sign(server_content(fields, request.body, request.version))
         if not signature_matches(expected, given):
             raise AclRefusal(f"signature does not match for AccessKey {access_key!r}")
     if request.code in admin_codes and not account.admin:
