@@ -68,6 +68,18 @@ def decode_register_body(body: bytes, compressed: bool) -> RegisterBody:
 
 
 _QUEUE_FIELDS = ("readQueueNums", "writeQueueNums", "perm", "topicSysFlag")
+# The most queues a broker lets a topic have (the top of its maxTopicQueueNums): a registration
+# declaring more is forged, and every client routed to it would build that many queue objects.
+MAX_QUEUE_NUMS = 65536
+
+
+def _check_queue_counts(topic: str, config: dict) -> None:
+    for field_name in ("readQueueNums", "writeQueueNums"):
+        if not 0 <= config.get(field_name, 0) <= MAX_QUEUE_NUMS:
+            raise RegisterBodyError(
+                f"{field_name}={config[field_name]} of the topic {topic!r} is not between 0 "
+                f"and {MAX_QUEUE_NUMS}"
+            )
 
 
 def _checked_table(table: object) -> dict[str, dict]:
@@ -81,6 +93,7 @@ def _checked_table(table: object) -> dict[str, dict]:
             value = config.get(field_name, 0)
             if isinstance(value, bool) or not isinstance(value, int):
                 raise RegisterBodyError(f"{field_name} of the topic {topic!r} is not a whole number")
+        _check_queue_counts(topic, config)
     return table
 
 
@@ -119,6 +132,7 @@ def topic_config_from_line(line: str) -> dict:
         }
     except ValueError:
         raise RegisterBodyError(f"the topic entry {line!r} has a non-numeric queue count or perm") from None
+    _check_queue_counts(name, config)
     attributes = " ".join(parts[5:]).strip()
     if attributes:  # RocketMQ 5 appends the topic's attributes as JSON
         try:

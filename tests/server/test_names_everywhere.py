@@ -331,3 +331,22 @@ def test_a_127_character_group_consumes_without_a_retry_topic(broker):
     refused = broker.invoke(RC.CONSUMER_SEND_MSG_BACK, back)
     assert_refused(refused, ResponseCode.SYSTEM_ERROR, "has no retry or dead-letter topic", "longer than 127")
     assert broker.invoke(RC.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": group}).ok  # it is online
+
+
+@pytest.mark.parametrize("queues", [-1, 65537, 2_000_000])
+def test_the_name_server_refuses_a_registration_with_impossible_queue_counts(broker, queues):
+    admin, namesrv = broker.cluster.admin, broker.cluster.namesrv_addr
+    table = {"Forged": {"topicName": "Forged", "readQueueNums": queues, "writeQueueNums": 1, "perm": 6}}
+    wrapper = {"topicConfigTable": table, "dataVersion": {"counter": 1, "timestamp": 1}}
+    body = fastjson.dumps({"topicConfigSerializeWrapper": wrapper})
+    fields = {
+        "brokerName": "forging-broker",
+        "brokerAddr": "127.0.0.1:2",
+        "clusterName": "DefaultCluster",
+        "haServerAddr": "",
+        "brokerId": 0,
+        "compressed": "false",
+        "bodyCrc32": 0,
+    }
+    refused = admin.invoke(namesrv, create_request(RC.REGISTER_BROKER, fields, body))
+    assert_refused(refused, ResponseCode.SYSTEM_ERROR, f"readQueueNums={queues}", "between 0 and 65536")
