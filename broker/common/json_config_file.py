@@ -101,6 +101,9 @@ class DataVersion:
         return cls(int(data.get("timestamp", 0)), int(data.get("counter", 0)))
 
 
+JAVA_LONG_MIN, JAVA_LONG_MAX = -(2**63), 2**63 - 1
+
+
 class ConsumerOffsetTable:
     """consumerOffset.json: ``{"offsetTable": {"topic@group": {queueId: offset}}}``."""
 
@@ -124,6 +127,10 @@ class ConsumerOffsetTable:
         self.file.persist({"offsetTable": snapshot})
 
     def commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        # A request's number can be any size; one no Java long holds would be kept and then fail
+        # every write of the whole table (and every GET_ALL_CONSUMER_OFFSET) from then on.
+        if not JAVA_LONG_MIN <= offset <= JAVA_LONG_MAX:
+            raise ValueError(f"the offset {offset} of {topic}@{group} queue {queue_id} is no Java long")
         with self._lock:
             self.table.setdefault(f"{topic}@{group}", {})[queue_id] = offset
 

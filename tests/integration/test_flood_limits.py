@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from broker.client import Producer
-from broker.common.codes import RequestCode
+from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message import Message
 from broker.common.request_headers import GetRouteInfoRequestHeader
 from broker.local_cluster import start_namesrv, wait_until, write_conf
@@ -264,3 +264,17 @@ def _answers(client: SyncRemotingClient, addr: str, request) -> bool:
         return True
     except RemotingError:
         return False
+
+
+# -- a malformed number that would have been kept ------------------------------------------------------------
+def test_an_offset_no_java_long_holds_is_refused_and_the_offsets_stay_readable(flooded):
+    """Kept, a 30-digit offset failed every later GET_ALL_CONSUMER_OFFSET and every write of
+    consumerOffset.json; now it is refused with the reason, as RocketMQ refuses it (a number
+    Long.parseLong cannot read)."""
+    fields = {"consumerGroup": "offset-group", "topic": TOPIC, "queueId": 0}
+    refused = flooded.request(RequestCode.UPDATE_CONSUMER_OFFSET, {**fields, "commitOffset": "9" * 30})
+    assert refused.code == ResponseCode.SYSTEM_ERROR and "is no Java long" in (refused.remark or "")
+    assert flooded.request(RequestCode.UPDATE_CONSUMER_OFFSET, {**fields, "commitOffset": 3}).ok
+    assert flooded.request(RequestCode.GET_ALL_CONSUMER_OFFSET).ok
+    answer = flooded.request(RequestCode.QUERY_CONSUMER_OFFSET, fields)
+    assert answer.ok and answer.field("offset") == "3"
