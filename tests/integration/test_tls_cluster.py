@@ -11,7 +11,13 @@ import uuid
 import pytest
 
 from broker.cli import main as mqadmin
-from broker.client import CONSUME_FROM_FIRST_OFFSET, ClientTls, LitePullConsumer, Producer
+from broker.client import (
+    CONSUME_FROM_FIRST_OFFSET,
+    ClientTls,
+    ConsumeConcurrentlyStatus,
+    LitePullConsumer,
+    Producer,
+)
 from broker.client.admin import MQAdmin, NameServerUnreachableError
 from broker.client.errors import MQClientError
 from broker.common.message import Message
@@ -87,6 +93,33 @@ def test_sdk_sends_and_receives_in_every_mode_that_accepts_it(tls_cluster, certs
         assert len(send_and_receive(cluster.namesrv_addr, ClientTls())) == 5  # plaintext
     if mode != "disabled":
         assert len(send_and_receive(cluster.namesrv_addr, trusting(certs))) == 5
+
+
+def test_push_consumer_over_tls(tls_cluster, certs):
+    """A push consumer over TLS: pulls held by the broker and its notices to the client (consumer
+    ids changed) travel on the TLS connection the client opened."""
+    mode, cluster = tls_cluster
+    if mode == "disabled":
+        pytest.skip("no TLS to test")
+    tag = uuid.uuid4().hex[:8]
+    got: list[bytes] = []
+
+    def listener(messages, context):
+        got.extend(m.body for m in messages if m.body.startswith(tag.encode()))
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer = cluster.push_consumer(
+        f"tls-push-{tag}", TOPIC, listener, f"tls-push-{tag}", tls=trusting(certs)
+    )
+    producer = Producer(f"tls-push-producer-{tag}", cluster.namesrv_addr, tls=trusting(certs)).start()
+    try:
+        for i in range(5):
+            producer.send(Message(TOPIC, f"{tag}-{i}".encode()))
+        wait_until(lambda: len(got) >= 5, 30, what="5 pushed messages")
+        assert sorted(got) == [f"{tag}-{i}".encode() for i in range(5)]
+    finally:
+        producer.shutdown()
+        consumer.shutdown()
 
 
 def test_sdk_that_does_not_fit_the_mode_fails_clearly(tls_cluster, certs):
