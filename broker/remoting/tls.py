@@ -205,17 +205,15 @@ class ClientTls:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ClientTls:
         """From ``ROCKETMQ_TLS_*`` (the SDK's and ``mqadmin``'s default, as RocketMQ's clients
-        read the ``tls.*`` system properties)."""
+        read the ``tls.*`` system properties); a bad value's error names the variable."""
         env = os.environ if environ is None else environ
-        return cls.from_properties(
-            {
-                "tls.enable": env.get(ENV_ENABLE, ""),
-                "tls.test.mode.enable": env.get(ENV_TEST_MODE, ""),
-                "tls.client.trustCertPath": env.get(ENV_TRUST_CERT, ""),
-                "tls.client.certPath": env.get(ENV_CLIENT_CERT, ""),
-                "tls.client.keyPath": env.get(ENV_CLIENT_KEY, ""),
-                "tls.client.keyPassword": env.get(ENV_CLIENT_KEY_PASSWORD, ""),
-            }
+        return cls(
+            enable=_parse_bool(env, ENV_ENABLE, False),
+            test_mode=_parse_bool(env, ENV_TEST_MODE, False),
+            trust_cert_path=env.get(ENV_TRUST_CERT, "").strip(),
+            cert_path=env.get(ENV_CLIENT_CERT, "").strip(),
+            key_path=env.get(ENV_CLIENT_KEY, "").strip(),
+            key_password=env.get(ENV_CLIENT_KEY_PASSWORD, ""),
         )
 
     def context(self) -> ssl.SSLContext | None:

@@ -197,6 +197,8 @@ def test_client_settings_from_the_environment(certs):
                               "ROCKETMQ_TLS_CLIENT_KEY_PASSWORD": "s3cret"})  # fmt: skip
     assert (tls.enable, tls.test_mode, tls.trust_cert_path) == (True, False, certs.ca)
     assert "s3cret" not in repr(tls)  # passwords stay out of logs
+    with pytest.raises(TlsConfigError, match="ROCKETMQ_TLS_ENABLE='1' is not valid: must be true or false"):
+        ClientTls.from_env({"ROCKETMQ_TLS_ENABLE": "1"})
     context = tls.context()
     assert context is not None and context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
 
