@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,6 +67,7 @@ class SubscriptionGroupManager:
         # How many groups may be created on first use (maxSubscriptionGroupCount), read at each
         # creation so a live change applies; the controller points it at the broker's config.
         self.limit: Callable[[], int] = lambda: 1 << 62
+        self._deferred, self._dirty = 0, False  # deferred_persist()
 
     def load(self) -> None:
         self.table = {}
@@ -97,7 +99,23 @@ class SubscriptionGroupManager:
         with self.lock:
             self.table[config.group_name] = config
             self.file.data_version.next_version()
-        self.persist()
+        if self._deferred:
+            self._dirty = True  # written once, when the batch of changes ends
+        else:
+            self.persist()
+
+    @contextlib.contextmanager
+    def deferred_persist(self) -> Iterator[None]:
+        """Changes made inside are written to disk once, at the end: a request that creates many
+        entries (a heartbeat of many new groups) costs one write and fsync, not one each."""
+        self._deferred += 1
+        try:
+            yield
+        finally:
+            self._deferred -= 1
+            if not self._deferred and self._dirty:
+                self._dirty = False
+                self.persist()
 
     def delete(self, group: str) -> bool:
         with self.lock:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from broker.common import topic_config as tc
@@ -37,6 +38,7 @@ class TopicConfigManager:
         # How many topics clients may create (maxTopicCount): by send (auto-create) or by request.
         # The broker's own retry and DLQ topics are not counted against it: groups are limited.
         self.limit: Callable[[], int] = lambda: 1 << 62
+        self._deferred, self._dirty = 0, False  # deferred_persist()
 
     @property
     def data_version(self):
@@ -101,7 +103,23 @@ class TopicConfigManager:
         with self.lock:
             self.table[config.topic_name] = config
             self.data_version.next_version()
-        self.persist()
+        if self._deferred:
+            self._dirty = True  # written once, when the batch of changes ends
+        else:
+            self.persist()
+
+    @contextlib.contextmanager
+    def deferred_persist(self) -> Iterator[None]:
+        """Changes made inside are written to disk once, at the end: a request that creates many
+        entries (a heartbeat of many new groups) costs one write and fsync, not one each."""
+        self._deferred += 1
+        try:
+            yield
+        finally:
+            self._deferred -= 1
+            if not self._deferred and self._dirty:
+                self._dirty = False
+                self.persist()
 
     def delete(self, topic: str) -> bool:
         with self.lock:

@@ -42,6 +42,9 @@ log = logging.getLogger(__name__)
 # MAX_SQL_LENGTH): compiling runs on the event loop. Known expressions are cached, so a consumer's
 # repeated heartbeats cost nothing; this bounds the first one, or one full of new expressions.
 MAX_HEARTBEAT_SQL_CHARS = 16 * 1024
+# Groups one heartbeat may name (consumers, and producers, each): one client instance runs a few.
+# Each new one is registered, maybe created, and its members told; 1,000 held the loop seconds.
+MAX_HEARTBEAT_GROUPS = 256
 
 
 def _heartbeat_parts(data: object) -> tuple[str, list[dict], list[dict]] | str:
@@ -56,6 +59,11 @@ def _heartbeat_parts(data: object) -> tuple[str, list[dict], list[dict]] | str:
         return "consumerDataSet is not a list of objects"
     if not isinstance(producers, list) or not all(isinstance(p, dict) for p in producers):
         return "producerDataSet is not a list of objects"
+    if max(len(consumers), len(producers)) > MAX_HEARTBEAT_GROUPS:
+        return (
+            f"it names {len(consumers)} consumer and {len(producers)} producer groups, "
+            f"more than {MAX_HEARTBEAT_GROUPS} of either"
+        )
     for consumer in consumers:
         subscriptions = consumer.setdefault("subscriptionDataSet", []) or []
         if not isinstance(subscriptions, list) or not all(isinstance(s, dict) for s in subscriptions):
@@ -79,8 +87,10 @@ class ClientProcessor:
             return response_to(request, *refusal)
         channel = ClientChannel(conn, client_id, request.language, request.version, now_ms())
         conn.attributes["client_id"] = client_id
-        for consumer in consumers:
-            self._consumer_heartbeat(consumer, channel)
+        broker = self.broker
+        with broker.groups.deferred_persist(), broker.topics.deferred_persist():
+            for consumer in consumers:
+                self._consumer_heartbeat(consumer, channel)
         for producer in producers:
             if producer.get("groupName"):
                 self.broker.producers.register(producer["groupName"], channel)
