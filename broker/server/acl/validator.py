@@ -24,7 +24,6 @@ from __future__ import annotations
 from broker.common.acl_signature import ACCESS_KEY, SIGNATURE, SigningKey, server_content, signature_matches
 from broker.remoting.command import RemotingCommand
 
-from .addresses import parse_host_address
 from .plain_config import SUB, AclConfig, has_permission, permission_name
 from .resources import ADMIN_CODES, ResourceError, describe_resource, needed_resources
 
@@ -54,11 +53,9 @@ def check_request(
     does not know."""
     if request.code in open_codes:
         return
-    address = parse_host_address(host)
-    if address is not None:
-        for pattern in config.global_white:
-            if pattern.matches(host):
-                return
+    for pattern in config.global_white:
+        if pattern.matches(host):
+            return
     fields = request.ext_fields or {}
     access_key = fields.get(ACCESS_KEY)
     if not access_key:
