@@ -17,6 +17,7 @@ runs on the clean service's thread; a put only reads a flag.
 from __future__ import annotations
 
 import shutil
+import threading
 from collections.abc import Callable
 
 from .disk import existing_path, human_bytes
@@ -49,6 +50,9 @@ class DiskGuard:
         # fine, and the directory it was for.
         self._needed = 0
         self._needed_in = "CL"
+        # The clean service's check and a put's failed allocation may run at once: neither
+        # must clear what the other has just found.
+        self._lock = threading.Lock()
 
     @property
     def warning_level(self) -> int:
@@ -68,21 +72,23 @@ class DiskGuard:
 
     def check(self) -> bool:
         """Measure and set or clear DISK_FULL; returns whether the disk is full."""
-        self.measure()
-        reason = self._full_reason()
-        if reason:
-            self.flags.set(DISK_FULL, reason)
-            return True
-        self._needed = 0
-        self.flags.clear(DISK_FULL)
-        return False
+        with self._lock:
+            self.measure()
+            reason = self._full_reason()
+            if reason:
+                self.flags.set(DISK_FULL, reason)
+                return True
+            self._needed = 0
+            self.flags.clear(DISK_FULL)
+            return False
 
     def allocation_failed(self, error: SegmentAllocationError, name: str = "CL") -> None:
         """A commit-log segment could not be allocated: refuse writes until it could be."""
-        if error.size > self._needed:
-            self._needed, self._needed_in = error.size, name
-        self.measure()
-        self.flags.set(DISK_FULL, self._full_reason() or str(error))
+        with self._lock:
+            if error.size > self._needed:
+                self._needed, self._needed_in = error.size, name
+            self.measure()
+            self.flags.set(DISK_FULL, self._full_reason() or str(error))
 
     def _full_reason(self) -> str | None:
         level = self.warning_level
