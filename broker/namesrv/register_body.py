@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from broker.remoting import fastjson
 
 _LENGTH = struct.Struct(">i")
-# No broker has this many topics; a larger count is a corrupt body, not a reason to loop.
-_MAX_TOPICS = 1_000_000
+# Topics one registration may carry. A broker holds at most maxTopicCount (20,000 by default) plus
+# two per group (retry, DLQ) and its system topics; more is a forged or corrupt body, and the name
+# server would keep and list every one.
+MAX_TOPICS = 100_000
 # A compressed body may inflate to no more than this (RocketMQ's 16 MiB frame limit x 4): a few
 # kilobytes of zlib can otherwise inflate to gigabytes in the name server's memory.
 MAX_INFLATED_BYTES = 64 * 1024 * 1024
@@ -86,6 +88,8 @@ def _checked_table(table: object) -> dict[str, dict]:
     """The topic config table with each entry an object whose counts are whole numbers."""
     if not isinstance(table, dict):
         raise RegisterBodyError("topicConfigTable is not a JSON object")
+    if len(table) > MAX_TOPICS:
+        raise RegisterBodyError(f"the registration carries {len(table)} topics, more than {MAX_TOPICS}")
     for topic, config in table.items():
         if not isinstance(config, dict):
             raise RegisterBodyError(f"the topic config of {topic!r} is not a JSON object")
@@ -107,7 +111,7 @@ def _decode_inflated(reader: _Reader) -> RegisterBody:
     result = RegisterBody()
     result.data_version = _checked_object(_json(reader.chunk(), "data version") or {}, "dataVersion")
     count = reader.int()
-    if not 0 <= count <= _MAX_TOPICS:
+    if not 0 <= count <= MAX_TOPICS:
         raise RegisterBodyError(f"the compressed registration body declares {count} topics")
     for _ in range(count):
         config = topic_config_from_line(reader.chunk().decode("utf-8", errors="replace"))

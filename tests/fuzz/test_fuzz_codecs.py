@@ -3,6 +3,8 @@ error, never another exception (a crash of the connection or the store) and neve
 
 from __future__ import annotations
 
+import zlib
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -10,6 +12,7 @@ from hypothesis import strategies as st
 from broker.common.batch_codec import MAX_BATCH_MESSAGES, BatchDecodeError, decode_batch, encode_batch
 from broker.common.message import Message, MessageExt
 from broker.common.message_codec import MessageDecodeError, decode_message, encode_message
+from broker.namesrv.register_body import MAX_INFLATED_BYTES, RegisterBodyError, decode_register_body
 from broker.remoting.command import RemotingCommand
 from broker.remoting.errors import FrameError
 from broker.remoting.frame import FrameDecoder, encode_frame
@@ -167,3 +170,20 @@ def test_any_bytes_decode_to_a_batch_or_a_batch_error(raw, max_messages):
 def test_a_batch_decodes_to_what_was_encoded(messages):
     decoded = decode_batch(encode_batch(messages), "T")
     assert [(m.body, m.flag) for m in decoded] == [(bytes(m.body), m.flag) for m in messages]
+
+
+# -- name-server registrations ------------------------------------------------------------------
+@QUICK
+@given(st.one_of(st.binary(max_size=300), st.builds(zlib.compress, st.binary(max_size=300))), st.booleans())
+def test_any_registration_body_decodes_or_is_a_register_body_error(body, compressed):
+    try:
+        decoded = decode_register_body(body, compressed)
+    except RegisterBodyError:
+        return
+    assert all(isinstance(config, dict) for config in decoded.topic_configs.values())
+
+
+def test_a_registration_that_inflates_past_the_limit_is_refused():
+    bomb = zlib.compress(bytes(MAX_INFLATED_BYTES + 1), 9)  # ~64 KB that inflate to 64 MiB + 1
+    with pytest.raises(RegisterBodyError, match="inflates to more than"):
+        decode_register_body(bomb, True)
