@@ -104,6 +104,12 @@ class ClusterCollector:
         disk = GaugeMetricFamily(
             "rocketmq_broker_commitlog_disk_ratio", "Used fraction of the commit-log disk", labels=labels
         )
+        # A full disk (or a file that cannot be allocated) makes the store refuse writes.
+        writable = GaugeMetricFamily(
+            "rocketmq_broker_store_writable",
+            "1 while the broker's store takes writes, 0 while it refuses them (e.g. its disk is full)",
+            labels=labels,
+        )
         request_wait = GaugeMetricFamily(
             "rocketmq_broker_request_wait_ms",
             "How long a request arriving now waits before the broker serves it (its loop's lag), ms",
@@ -122,10 +128,12 @@ class ClusterCollector:
             put_total.add_metric(values, runtime_figure(runtime.get("msgPutTotalTodayNow")))
             get_total.add_metric(values, runtime_figure(runtime.get("msgGetTotalTodayNow")))
             disk.add_metric(values, runtime_figure(runtime.get("commitLogDiskRatio")))
+            if "storeWritable" in runtime:  # a broker that reports it
+                writable.add_metric(values, 1.0 if runtime["storeWritable"] == "true" else 0.0)
             request_wait.add_metric(
                 values, runtime_figure(runtime.get("sendThreadPoolQueueHeadWaitTimeMills"))
             )
-        yield from (up, put_tps, get_tps, put_total, get_total, disk, request_wait)
+        yield from (up, put_tps, get_tps, put_total, get_total, disk, writable, request_wait)
 
         stored = CounterMetricFamily(
             "rocketmq_topic_messages", "Messages written to the topic (sum of max offsets)", labels=["topic"]
