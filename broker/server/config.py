@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from broker.common.broker_config_keys import SECRET_KEYS, SECRET_MASK
-from broker.common.conf_file import load_conf
+from broker.common.conf_file import ConfError, load_conf
 from broker.remoting import limits as net
 from broker.remoting.tls import ClientAuth, ClientTls, ServerTls, TlsMode
+from broker.store.ha.roles import role_problem
 from broker.store.store_config import MessageStoreConfig
 
 from . import config_schema as schema
@@ -121,7 +122,20 @@ class BrokerConfig:
         config.store = MessageStoreConfig(
             **store_values, store_path_root_dir=config.store_path_root_dir, store_host=config.broker_addr
         )
+        problem = role_problem(config.store.broker_role, config.broker_id)
+        if problem:  # as RocketMQ's BrokerStartup: the broker does not start
+            raise ConfError(problem)
         return config
+
+    @property
+    def ha_listen_port(self) -> int:
+        """The replication port: ``haListenPort``, or listenPort + 1 when it is 0."""
+        return self.store.ha_listen_port or self.listen_port + 1
+
+    @property
+    def ha_server_addr(self) -> str:
+        """Where slaves reach this broker's HA port (RocketMQ registers brokerIP2:haListenPort)."""
+        return f"{self.broker_ip1}:{self.ha_listen_port}"
 
     def store_config(self) -> MessageStoreConfig:
         """The store's settings: the very object the store reads, so live changes reach it."""

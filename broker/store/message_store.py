@@ -49,6 +49,7 @@ from .dispatch import DispatchRequest, ReputService, compute_tags_code, request_
 from .flush import GroupCommitService, PeriodicFlushService
 from .index import IndexService
 from .mapped_file import SegmentAllocationError
+from .replica import ReplicaLog
 from .results import (
     AppendMessageResult,
     GetMessageResult,
@@ -62,6 +63,8 @@ from .running_flags import DISK_FULL, WRITE_INDEX_FILE_ERROR, WRITE_LOGICS_QUEUE
 from .store_config import MessageStoreConfig
 
 log = logging.getLogger(__name__)
+# RocketMQ's words for a put refused by a slave's store (DefaultMessageStore.checkStoreStatus).
+SLAVE_MODE_REASON = "message store is slave mode, so write is not supported"
 
 
 class MessageStore:
@@ -104,6 +107,7 @@ class MessageStore:
         self.put_count = self.put_size = self.get_count = 0
         self.get_found_count = self.get_miss_count = 0  # reads that found messages, or none
         self.boot_timestamp = int(clock() * 1000)
+        self._replica_log: ReplicaLog | None = None
 
     # -- life cycle ---------------------------------------------------------------------------
     @property
@@ -258,7 +262,8 @@ class MessageStore:
 
     # -- a full disk ---------------------------------------------------------------------------
     def _update_writable(self) -> None:
-        self._writable = self._running and self.running_flags.writeable
+        # A slave's log is its master's bytes only (broker/store/replica.py): no put of its own.
+        self._writable = self._running and self.running_flags.writeable and not self.config.is_slave
 
     def _disk_paths(self) -> dict[str, str]:
         return {
@@ -279,6 +284,8 @@ class MessageStore:
         """Why puts are refused now; "" while they are taken."""
         if self._writable:
             return ""
+        if self._running and self.config.is_slave:
+            return SLAVE_MODE_REASON
         return self.running_flags.reason() if self._running else "the store is not running"
 
     def _refused(self) -> PutMessageResult:
@@ -320,6 +327,27 @@ class MessageStore:
 
         recovery.replay(self.commitlog, self.reput.dispatched_offset, apply)
 
+    # -- replication (broker/store/replica.py; the HA service is broker/store/ha) ----------------
+    def replica_log(self) -> ReplicaLog:
+        """A slave's writer of its master's bytes; made once, after recovery (``start``)."""
+        if self._replica_log is None:
+            self._replica_log = ReplicaLog(self)
+        return self._replica_log
+
+    def note_replicated(self, store_timestamp: int) -> None:
+        """A replicated record's store time (the checkpoint's physic timestamp follows it)."""
+        self._last_appended_ts = store_timestamp
+
+    def commit_log_data(self, offset: int, max_bytes: int) -> bytes | None:
+        """Up to ``max_bytes`` of the commit log from ``offset``, within one segment (what a
+        master sends a slave); None when nothing is there yet."""
+        mapped = self.commitlog.files.find_file(offset)
+        if mapped is None:
+            return None
+        pos = offset - mapped.file_from_offset
+        end = min(mapped.wrote_position, pos + max_bytes)
+        return mapped.read(pos, end - pos) if end > pos else None
+
     # -- consume queues ----------------------------------------------------------------------
     def _new_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
         return ConsumeQueue(
@@ -356,6 +384,14 @@ class MessageStore:
             self.index.build_index(
                 request.topic, keys, request.unique_key, request.commitlog_offset, request.store_timestamp
             )
+
+    def drop_consume_queue(self, key: tuple[str, int]) -> None:
+        """Remove one queue and its files (a cut log tail was all it held)."""
+        with self._cq_lock:
+            queue = self.consume_queues.pop(key, None)
+            self.commitlog.queue_offsets.pop(key, None)
+        if queue is not None:
+            queue.destroy()
 
     def add_dispatch_listener(self, listener: Callable[[DispatchRequest], None]) -> None:
         """Called after each message becomes readable, on the dispatch thread or loop."""

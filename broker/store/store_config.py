@@ -12,6 +12,10 @@ from broker.common.delay_levels import DEFAULT_DELAY_LEVELS, parse_delay_levels
 
 ASYNC_FLUSH = "ASYNC_FLUSH"
 SYNC_FLUSH = "SYNC_FLUSH"
+# RocketMQ's BrokerRole values.
+ASYNC_MASTER = "ASYNC_MASTER"
+SYNC_MASTER = "SYNC_MASTER"
+SLAVE = "SLAVE"
 
 
 @dataclass
@@ -47,6 +51,14 @@ class MessageStoreConfig:
     max_filter_message_count: int = 16_000
     message_delay_level: str = DEFAULT_DELAY_LEVELS
     store_host: str = "127.0.0.1:10911"
+    # High availability (broker/store/ha), RocketMQ's keys and defaults. haListenPort 0 means the
+    # broker's listen port + 1 (RocketMQ's BrokerStartup does the same with a value <= 0).
+    broker_role: str = ASYNC_MASTER
+    ha_listen_port: int = 0
+    ha_master_address: str = ""
+    ha_transfer_batch_size: int = 32 * 1024
+    ha_send_heartbeat_interval: int = 5000  # ms
+    ha_housekeeping_interval: int = 20_000  # ms
 
     @property
     def sync_flush(self) -> bool:
@@ -56,6 +68,10 @@ class MessageStoreConfig:
     def store_host_port(self) -> tuple[str, int]:
         host, _, port = self.store_host.rpartition(":")
         return host.strip("[]"), int(port)
+
+    @property
+    def is_slave(self) -> bool:
+        return self.broker_role == SLAVE
 
     def delay_levels_ms(self) -> list[int]:
         """``message_delay_level`` in milliseconds, level 1 first (the schedule service's table)."""

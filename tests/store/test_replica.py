@@ -1,0 +1,173 @@
+"""A slave's store written with its master's bytes (broker/store/replica.py): same offsets and
+bytes, its own consume queues and index, gaps refused, a divergent tail cut consistently."""
+
+import pytest
+
+from broker.common.message import MessageExt
+from broker.store.replica import ReplicationError
+from broker.store.results import GetMessageStatus, PutMessageStatus
+
+SEGMENT = 64 * 1024
+
+
+def _message(i: int, topic: str = "orders") -> MessageExt:
+    msg = MessageExt(topic=topic, body=f"body-{i}-".encode() * (1 + i % 7), queue_id=i % 3,
+                     born_timestamp=1_700_000_000_000 + i, born_host=("10.0.0.9", 4000))  # fmt: skip
+    msg.tags = f"t{i % 4}"
+    msg.keys = [f"key-{i}"]
+    return msg
+
+
+def _fill(store, count: int, start: int = 0, topic: str = "orders") -> None:
+    for i in range(start, start + count):
+        assert store.put_message(_message(i, topic)).ok
+    assert store.wait_for_dispatch(timeout=30)
+
+
+def _replicate(master, slave, from_offset: int, batch: int) -> None:
+    """What the HA connection does: the master's bytes in frames of at most ``batch`` bytes."""
+    offset = from_offset
+    replica = slave.replica_log()
+    while (data := master.commit_log_data(offset, batch)) is not None:
+        assert replica.append(offset, data) == offset + len(data)
+        offset += len(data)
+    assert slave.wait_for_dispatch(replica.scan_offset, timeout=30)
+
+
+def _segments(store) -> dict[str, bytes]:
+    directory = store.commitlog.files.directory
+    return {p.name: p.read_bytes() for p in sorted(directory.iterdir())}
+
+
+def _queue_contents(store, topic: str, queue_id: int) -> list[bytes]:
+    found, offset = [], 0
+    while (result := store.get_message("g", topic, queue_id, offset, 32)).status is GetMessageStatus.FOUND:
+        found += [bytes(m) for m in result.messages]
+        offset = result.next_begin_offset
+    return found
+
+
+@pytest.fixture
+def pair(open_store, tmp_path):
+    master = open_store(tmp_path / "master", mapped_file_size_commit_log=SEGMENT)
+    slave = open_store(tmp_path / "slave", mapped_file_size_commit_log=SEGMENT, broker_role="SLAVE")
+    return master, slave
+
+
+def test_slave_log_is_the_masters_bytes_with_its_own_queues_and_index(pair):
+    master, slave = pair
+    _fill(master, 1500)
+    assert len(master.commitlog.files.files) > 2  # segments rolled over, sealed by blank records
+    _replicate(master, slave, 0, 1000)  # frames end inside records: the walk waits for the rest
+    assert slave.max_physic_offset == master.max_physic_offset
+    assert _segments(slave) == _segments(master)
+    for queue_id in range(3):
+        assert slave.get_max_offset_in_queue("orders", queue_id) == master.get_max_offset_in_queue(
+            "orders", queue_id
+        )
+        assert _queue_contents(slave, "orders", queue_id) == _queue_contents(master, "orders", queue_id)
+    found = slave.query_message("orders", "key-777", 4, 0, 2**62)
+    assert [m.body for m in found] == [_message(777).body]
+    # Should the slave become master, its next message continues each queue.
+    assert slave.commitlog.queue_offsets == master.commitlog.queue_offsets
+
+
+def test_slave_refuses_puts_with_rocketmqs_status(pair):
+    _, slave = pair
+    result = slave.put_message(_message(1))
+    assert result.status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+    assert "slave mode, so write is not supported" in result.remark
+    assert (
+        slave.runtime_info()["storeNotWritableReason"]
+        == "message store is slave mode, so write is not supported"
+    )
+
+
+def test_a_slave_behind_catches_up_from_where_it_is(pair):
+    master, slave = pair
+    _fill(master, 300)
+    _replicate(master, slave, 0, 32 * 1024)
+    reached = slave.max_physic_offset
+    _fill(master, 700, start=300)
+    _replicate(master, slave, reached, 32 * 1024)
+    assert _segments(slave) == _segments(master)
+    assert _queue_contents(slave, "orders", 2) == _queue_contents(master, "orders", 2)
+
+
+def test_gaps_and_frames_across_segments_are_refused_and_leave_nothing(pair):
+    master, slave = pair
+    _fill(master, 50)
+    data = master.commit_log_data(0, 4096)
+    replica = slave.replica_log()
+    with pytest.raises(ReplicationError, match="empty commit log starts at a segment"):
+        replica.append(100, data)
+    replica.append(0, data)
+    with pytest.raises(ReplicationError, match="ends at 4096"):
+        replica.append(8192, data)
+    with pytest.raises(ReplicationError, match="cross a segment end"):
+        replica.append(4096, bytes(SEGMENT))
+    assert slave.max_physic_offset == 4096
+
+
+def test_bytes_that_are_no_record_are_cut_and_refused(pair):
+    master, slave = pair
+    _fill(master, 20)
+    good = master.commit_log_data(0, 10_000)
+    replica = slave.replica_log()
+    replica.append(0, good)
+    reached = replica.scan_offset
+    with pytest.raises(ReplicationError, match="not a record"):
+        replica.append(slave.max_physic_offset, b"\x00\x00\x00\x30garbage!" * 4)
+    assert slave.max_physic_offset == reached  # cut back to the last whole record
+
+
+def test_truncating_a_divergent_tail_keeps_log_queues_and_index_consistent(open_store, tmp_path):
+    """The slave holds records the master does not (it wrote them while it was master, say):
+    cutting back to the master's end leaves queues, queue offsets and index ending there too,
+    across a segment boundary, and the master's records then follow at the same offsets."""
+    master = open_store(tmp_path / "m", mapped_file_size_commit_log=SEGMENT)
+    slave = open_store(tmp_path / "s", mapped_file_size_commit_log=SEGMENT, broker_role="SLAVE")
+    # The divergent history: the master's first 400 records, then messages of its own.
+    writer = open_store(tmp_path / "w", mapped_file_size_commit_log=SEGMENT)
+    _fill(master, 400)
+    _replicate(master, writer, 0, 32 * 1024)
+    common = master.max_physic_offset
+    _fill(writer, 800, start=5000, topic="orders")
+    _fill(writer, 50, start=9000, topic="other")
+    _replicate(writer, slave, 0, 32 * 1024)
+    assert slave.max_physic_offset > common + SEGMENT  # the tail spans whole segments
+    assert slave.replica_log().truncate(common) == writer.max_physic_offset - common
+
+    assert slave.max_physic_offset == common
+    assert all(int(name) <= common for name in _segments(slave))
+    assert _segments(slave) == _segments(master)
+    for queue_id in range(3):
+        assert slave.get_max_offset_in_queue("orders", queue_id) == master.get_max_offset_in_queue(
+            "orders", queue_id
+        )
+    assert slave.get_max_offset_in_queue("other", 0) == 0
+    assert slave.query_message("orders", "key-5100", 4, 0, 2**62) == []  # stale index hits are verified away
+    assert slave.query_message("orders", "key-100", 4, 0, 2**62)
+
+    _fill(master, 600, start=400)  # the master goes on; the slave follows from the cut
+    _replicate(master, slave, common, 32 * 1024)
+    assert _segments(slave) == _segments(master)
+    for queue_id in range(3):
+        assert _queue_contents(slave, "orders", queue_id) == _queue_contents(master, "orders", queue_id)
+    assert slave.commitlog.queue_offsets == master.commitlog.queue_offsets
+    assert [m.body for m in slave.query_message("orders", "key-900", 4, 0, 2**62)] == [_message(900).body]
+
+
+def test_truncated_slave_recovers_to_the_cut_after_restart(open_store, tmp_path):
+    master = open_store(tmp_path / "m", mapped_file_size_commit_log=SEGMENT)
+    _fill(master, 600)
+    slave = open_store(tmp_path / "s", mapped_file_size_commit_log=SEGMENT, broker_role="SLAVE")
+    _replicate(master, slave, 0, 32 * 1024)
+    cut = master.get_commit_log_offset_in_queue("orders", 0, 100)  # a record boundary
+    slave.replica_log().truncate(cut)
+    slave.shutdown()
+    again = open_store(tmp_path / "s", mapped_file_size_commit_log=SEGMENT, broker_role="SLAVE")
+    assert again.max_physic_offset == cut
+    assert again.get_max_offset_in_queue("orders", 0) == 100
+    _replicate(master, again, cut, 32 * 1024)
+    assert _segments(again) == _segments(master)
