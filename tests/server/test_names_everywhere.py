@@ -177,6 +177,11 @@ BROKER_REQUESTS = {
         b"",
     ),
     "running-info": lambda t, g: (RC.GET_CONSUMER_RUNNING_INFO, {"consumerGroup": g, "clientId": "c"}, b""),
+    "consume-directly": lambda t, g: (
+        RC.CONSUME_MESSAGE_DIRECTLY,
+        {"consumerGroup": g, "clientId": "c"},
+        b"",
+    ),
     "send-back": lambda t, g: (
         RC.CONSUMER_SEND_MSG_BACK,
         {"offset": 0, "group": g, "delayLevel": 0, "originTopic": t},
