@@ -165,10 +165,12 @@ class ReputService:
     def _stall(self, request: DispatchRequest, error: SegmentAllocationError, part: str) -> None:
         log.error("dispatch stopped at commit-log offset %d until %s can be allocated: %s",
                   request.commitlog_offset, part, error)  # fmt: skip
-        self.stalled = True
-        self._queue.clear()  # all of it is in the commit log, replayed from dispatched_offset
+        # In this order: the store's retry starts only once ``stalled`` is set, so the flag it
+        # clears when done is already set, and nothing it queues afterwards is cleared here.
         if self.on_stall is not None:
             self.on_stall(error, part)
+        self._queue.clear()  # all of it is in the commit log, replayed from dispatched_offset
+        self.stalled = True
         with self._cond:
             self._cond.notify_all()
 
