@@ -15,11 +15,13 @@ from pathlib import Path
 import pytest
 
 from broker.common.codes import RequestCode
-from broker.local_cluster import SMALL_STORE, LocalCluster, start_namesrv, wait_until
+from broker.local_cluster import SMALL_STORE, LocalCluster, free_port, start_namesrv, wait_until
 
 __all__ = [
     "CLI",
     "CLI_CLUSTER",
+    "HA_CLUSTER",
+    "MASTER_SLAVE",
     "ONE_BROKER",
     "OPS",
     "OPS_CLUSTER",
@@ -28,6 +30,7 @@ __all__ = [
     "SEMANTICS_CLUSTER",
     "Cluster",
     "Preset",
+    "add_slave",
     "cluster_fixture",
     "console_preset",
     "create_user",
@@ -39,6 +42,7 @@ __all__ = [
     "send_pending_transactions",
     "small_store_config",
     "start",
+    "start_master_slave",
     "start_with_acl",
 ]
 
@@ -97,6 +101,44 @@ OPS = Preset(
         "transactionTimeOut": 3600000,
     },
 )
+
+
+# A master and its slave (issue 22): small segments so replication crosses several, quick
+# registration and HA heartbeats. ``start_master_slave`` starts the pair.
+HA_CLUSTER = "HaCluster"
+MASTER_SLAVE = Preset(
+    HA_CLUSTER,
+    ("broker-ha",),
+    {
+        **_AUTO_CREATE,
+        **SMALL_STORE,
+        "mappedFileSizeCommitLog": 1048576,
+        "registerBrokerIntervalMillis": 500,
+        "haSendHeartbeatInterval": 1000,
+        "haHousekeepingInterval": 5000,
+    },
+)
+
+
+def add_slave(cluster: LocalCluster, master: str, name: str, settings: Mapping[str, object] | None = None):
+    """Start broker ``name`` as brokerId 1, brokerRole SLAVE of ``master`` (same brokerName), its
+    store in ``<workdir>/<name>``; it finds its master through the name server."""
+    slave = {"brokerName": master, "brokerId": 1, "brokerRole": "SLAVE", "haListenPort": free_port()}
+    return cluster.add_broker(name, {**MASTER_SLAVE.settings, **slave, **(settings or {})})
+
+
+def start_master_slave(workdir: Path, with_slave: bool = True) -> Cluster:
+    """``MASTER_SLAVE``: its master ``broker-ha`` and, unless told not to, its slave ``broker-ha-s``."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    cluster = Cluster(workdir, HA_CLUSTER)
+    try:
+        cluster.add_broker("broker-ha", {**MASTER_SLAVE.settings, "haListenPort": free_port()})
+        if with_slave:
+            add_slave(cluster, "broker-ha", "broker-ha-s")
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
 
 
 def console_preset(queue_entries: int = 3000) -> Preset:

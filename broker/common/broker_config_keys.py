@@ -251,6 +251,9 @@ _PATH = Text(r"[^\x00-\x1f;]{1,1024}", "a path")
 _OPTIONAL_PATH = Text(r"[^\x00-\x1f;]{0,1024}", "a path, or empty for none")
 _PASSWORD = Text(r"[^\x00-\x1f]{0,1024}", "one line of text, or empty for none")
 _KEY = Text(r"[\x21-\x7e]{0,256}", "up to 256 printable characters without spaces")
+# RocketMQ's BrokerRole; a slave has brokerId > 0 and its master's brokerName.
+BROKER_ROLES = ("ASYNC_MASTER", "SYNC_MASTER", "SLAVE")
+_OPTIONAL_HOST_PORT = Text(r"([A-Za-z0-9.\[\]_:-]{1,255}:[0-9]{1,5})?", "host:port, or empty for none")
 # Keys whose value is a secret: GET_BROKER_CONFIG (and so the console) shows a mask instead.
 SECRET_KEYS = frozenset({"innerSecretKey", "tls.server.keyPassword", "tls.client.keyPassword"})
 SECRET_MASK = "******"
@@ -372,6 +375,33 @@ KEYS: dict[str, ConfigKey] = {
         _key("maxTransferBytesOnMessageInMemory", STORE, Int(1), LIVE, "bytes one pull returns at most"),
         _key("maxTransferCountOnMessageInMemory", STORE, Int(1), LIVE, "messages one pull returns at most"),
         _key("maxFilterMessageCount", STORE, Int(1), LIVE, "entries a filtered pull scans at most"),
+        # high availability (broker/store/ha): RocketMQ's MessageStoreConfig keys and defaults
+        _key("brokerRole", STORE, OneOf(BROKER_ROLES), FIXED, "ASYNC_MASTER, SYNC_MASTER or SLAVE"),
+        _key("haListenPort", STORE, Int(0, 65535), FIXED, "replication port (0: listenPort + 1)"),
+        _key(
+            "haMasterAddress",
+            STORE,
+            _OPTIONAL_HOST_PORT,
+            RESTART,
+            "a slave's master HA host:port (empty: from the name server)",
+        ),
+        _key(
+            "haTransferBatchSize",
+            STORE,
+            Int(1024, 4 << 20),
+            LIVE,
+            "bytes a master sends a slave per frame at most",
+        ),
+        _key(
+            "haSendHeartbeatInterval", STORE, Int(100, 3_600_000), LIVE, f"replication heartbeat every, {_MS}"
+        ),
+        _key(
+            "haHousekeepingInterval",
+            STORE,
+            Int(200, 3_600_000),
+            LIVE,
+            f"drop a silent replication peer after, {_MS}",
+        ),
         # Parsed into the delay levels when the store and the schedule service start (as RocketMQ
         # does): changing it under messages already waiting would re-time or strand them.
         _key("messageDelayLevel", STORE, DelayLevels(), RESTART, "delay of each level"),

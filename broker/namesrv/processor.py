@@ -95,7 +95,9 @@ class NamesrvProcessor:
         # RocketMQ's getKVListByNamespace answers null).
         order_conf = self.kv.namespace_table(ORDER_TOPIC_NAMESPACE)
         answer = fastjson.dumps({"table": order_conf}) if order_conf is not None else b""
-        answered = RegisterBrokerResponseHeader(reg.ha_server_addr, master)
+        # As RocketMQ's RegisterBrokerResult: a slave learns its master's HA and remoting addresses.
+        master_live = self.routes.live.get(master) if master else None
+        answered = RegisterBrokerResponseHeader(master_live.ha_server_addr if master_live else "", master)
         return response_to(request, ext_fields=answered, body=answer)
 
     async def unregister_broker(self, conn, request: RemotingCommand) -> RemotingCommand:

@@ -35,6 +35,7 @@ from .processors.send import SendProcessor
 from .processors.send_back import SendBackProcessor
 from .queue_locks import RebalanceLockManager
 from .registration import NamesrvRegistration
+from .replication import BrokerReplication
 from .request_queues import queue_figures
 from .schedule_message import ScheduleMessageService
 from .subscription_manager import SubscriptionGroupManager
@@ -88,6 +89,9 @@ class BrokerController:
         self.acl: AclFile | None = None
         if config.acl_enable:
             self.acl = open_acl_file(config.acl_path(), config.acl_reload_interval_millis)
+        # Master/slave replication (broker/store/ha): the HA port of a master, or a slave's
+        # client to its master, and what a slave refuses.
+        self.replication = BrokerReplication(self)
 
     async def start(self) -> int:
         self.store.start(dispatch_loop=asyncio.get_running_loop())
@@ -104,11 +108,13 @@ class BrokerController:
         self._register_processors()
         self.server.close_listeners.append(self._on_connection_closed)
         port = await self.server.start()
+        await self.replication.start()
         self.registration = NamesrvRegistration(self)
         await self.registration.register_all()
         self.registration.start()
-        self.schedule.start()
-        self.transaction_checker.start()
+        if not self.replication.is_slave:  # a slave's delay and half messages are its master's
+            self.schedule.start()
+            self.transaction_checker.start()
         self._tasks = [
             asyncio.create_task(
                 self._every(self.config.flush_consumer_offset_interval, self.offsets.persist, on_thread=True)
@@ -171,6 +177,7 @@ class BrokerController:
         locks, reply = LockProcessor(self), ReplyProcessor(self)
         table[RC.LOCK_BATCH_MQ], table[RC.UNLOCK_BATCH_MQ] = locks.lock_batch, locks.unlock_batch
         table[RC.SEND_REPLY_MESSAGE] = table[RC.SEND_REPLY_MESSAGE_V2] = reply.send_reply
+        table.update(self.replication.slave_handlers())  # type: ignore[arg-type]
         for code, handler in table.items():
             self.server.register_processor(code, handler)
         for acl_code, acl_handler in AclAdminProcessor(self).handlers().items():
@@ -237,6 +244,7 @@ class BrokerController:
         # Not a RocketMQ figure: the longest any request held the loop lately (loop_lag.py).
         info["eventLoopLagPeakMillis"] = str(self.loop_lag.peak_ms() if self.loop_lag is not None else 0)
         info.update(self.stats.runtime_info())
+        info.update(self.replication.runtime_info())
         return info
 
     async def stop(self) -> None:
@@ -251,9 +259,11 @@ class BrokerController:
         if self.acl is not None:
             self.acl.stop_watching()
         await self.server.stop()
-        # Both finish the message in hand before stopping, so the persisted progress is exact.
-        await self.schedule.stop()
-        await self.transaction_checker.stop()
+        await self.replication.stop()
+        if not self.replication.is_slave:
+            # Both finish the message in hand before stopping, so the persisted progress is exact.
+            await self.schedule.stop()
+            await self.transaction_checker.stop()
         self.offsets.persist()
         self.topics.persist()
         self.store.shutdown()

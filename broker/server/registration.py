@@ -41,7 +41,7 @@ class NamesrvRegistration:
             broker_name=config.broker_name,
             broker_addr=config.broker_addr,
             cluster_name=config.broker_cluster_name,
-            ha_server_addr="",
+            ha_server_addr=config.ha_server_addr,
             broker_id=config.broker_id,
             compressed=False,
             body_crc32=crc32(body),
@@ -61,6 +61,8 @@ class NamesrvRegistration:
                 )
                 if not response.ok:
                     log.warning("name server %s refused the registration: %s", addr, response.remark)
+                else:
+                    self.broker.replication.registered(addr, response)
             except RemotingError as exc:
                 log.warning("cannot register with name server %s: %s", addr, exc)
                 reached = False

@@ -209,11 +209,13 @@ def test_bad_compressed_registrations_are_refused_and_register_nothing(namesrv, 
 def stub_broker(namesrv_addr: str, topics: list[str]) -> SimpleNamespace:
     """What NamesrvRegistration reads of a broker: its config and its topic table."""
     config = SimpleNamespace(broker_name="broker-r", broker_addr="127.0.0.1:20931", broker_cluster_name="cr",
-                             broker_id=0, namesrv_addrs=[namesrv_addr],
+                             broker_id=0, namesrv_addrs=[namesrv_addr], ha_server_addr="127.0.0.1:20932",
                              inner_access_key="", inner_secret_key="", client_tls=ClientTls)  # fmt: skip
     table = {t: {"topicName": t, "readQueueNums": 4, "writeQueueNums": 4, "perm": 6} for t in topics}
     wrapper = {"topicConfigTable": table, "dataVersion": {"timestamp": 1, "counter": 1}}
-    return SimpleNamespace(config=config, topics=SimpleNamespace(serialize_wrapper=lambda: wrapper))
+    replication = SimpleNamespace(registered=lambda namesrv, response: None)  # a master: nothing to learn
+    return SimpleNamespace(config=config, topics=SimpleNamespace(serialize_wrapper=lambda: wrapper),
+                           replication=replication)  # fmt: skip
 
 
 async def test_the_broker_sends_its_body_crc_and_an_altered_body_is_refused(namesrv, client):
@@ -232,7 +234,7 @@ async def test_the_broker_sends_its_body_crc_and_an_altered_body_is_refused(name
     assert gone.ext_fields == {"brokerName": "broker-r", "brokerAddr": "127.0.0.1:20931", "clusterName": "cr",
                                "brokerId": "0"}  # fmt: skip
     assert sent.ext_fields == {"brokerName": "broker-r", "brokerAddr": "127.0.0.1:20931", "clusterName": "cr",
-                               "haServerAddr": "", "brokerId": "0", "compressed": "false",
+                               "haServerAddr": "127.0.0.1:20932", "brokerId": "0", "compressed": "false",
                                "bodyCrc32": str(zlib.crc32(sent.body) & 0x7FFFFFFF)}  # fmt: skip
     altered = sent.body.replace(b'"readQueueNums":4', b'"readQueueNums":5')
     assert altered != sent.body

@@ -60,7 +60,12 @@ class PullProcessor:
         message_filter = self._filter(request, header)
         if isinstance(message_filter, RemotingCommand):
             return message_filter
-        if sys_flag & FLAG_COMMIT_OFFSET and header.commit_offset >= 0:
+        # A slave keeps no offset a pull carries (RocketMQ's storeOffsetEnable): its master's count.
+        if (
+            sys_flag & FLAG_COMMIT_OFFSET
+            and header.commit_offset >= 0
+            and not self.broker.replication.is_slave
+        ):
             self.broker.offsets.commit(group, topic, queue_id, header.commit_offset)
         read = functools.partial(self.broker.store.get_message, group, topic, queue_id, offset,
                                  header.max_msg_nums, message_filter)  # fmt: skip

@@ -1,0 +1,109 @@
+"""The broker's side of high availability: which replication service its role runs, what a
+slave refuses, and what the name server's registration answer tells a slave.
+
+The replication itself is the store's (``broker/store/ha``): a master runs ``HAServer`` on the
+HA port, a slave runs ``HAClient`` towards its master. A slave's store refuses every put
+(SERVICE_NOT_AVAILABLE, "message store is slave mode, so write is not supported"); the requests
+below are refused before they reach it, with the answers RocketMQ's slave gives. They are the
+slave's handlers for those codes, registered instead of the master's: a master pays nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from broker.common.codes import RequestCode as RC
+from broker.common.codes import ResponseCode
+from broker.common.request_headers.namesrv import RegisterBrokerResponseHeader
+from broker.remoting.command import RemotingCommand, response_to
+from broker.store.ha.master import HAServer
+from broker.store.ha.slave import HAClient
+
+if TYPE_CHECKING:
+    from .controller import BrokerController
+
+log = logging.getLogger(__name__)
+
+# RocketMQ's remarks (EndTransactionProcessor, AdminBrokerProcessor.validateSlave, resetOffsetInner).
+END_TRANSACTION_ON_SLAVE = "Message store is slave mode, so end transaction is forbidden."
+METADATA_ON_SLAVE = (
+    "Can't modify topic or subscription group from slave broker, please execute it from master broker."
+)
+RESET_OFFSET_ON_SLAVE = "Can not reset offset in slave broker"
+
+
+def _refusal(code: int, remark: str):
+    async def refuse(_conn, request: RemotingCommand) -> RemotingCommand:
+        return response_to(request, code, remark)
+
+    return refuse
+
+
+class BrokerReplication:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+        store_config = broker.config.store
+        self.is_slave = store_config.is_slave
+        self.server: HAServer | None = None
+        self.client: HAClient | None = None
+        self.master_addr = ""  # a slave's master's remoting address, from the name server
+        self._warned_no_master = False
+        if self.is_slave:
+            self.client = HAClient(broker.store, store_config.ha_master_address)
+        else:
+            self.server = HAServer(broker.store, broker.config.broker_ip1, broker.config.ha_listen_port)
+
+    async def start(self) -> None:
+        """A master listens on its HA port (a port in use stops the start, as the remoting port
+        does); a slave starts following its master."""
+        if self.server is not None:
+            await self.server.start()
+        if self.client is not None:
+            self.client.start()
+
+    async def stop(self) -> None:
+        if self.server is not None:
+            await self.server.stop()
+        if self.client is not None:
+            await self.client.stop()
+
+    def slave_handlers(self) -> dict[int, object]:
+        """The requests a slave answers itself (none on a master)."""
+        if not self.is_slave:
+            return {}
+        metadata = _refusal(ResponseCode.SYSTEM_ERROR, METADATA_ON_SLAVE)
+        return {
+            RC.END_TRANSACTION: _refusal(ResponseCode.SLAVE_NOT_AVAILABLE, END_TRANSACTION_ON_SLAVE),
+            RC.UPDATE_AND_CREATE_TOPIC: metadata,
+            RC.DELETE_TOPIC_IN_BROKER: metadata,
+            RC.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: metadata,
+            RC.DELETE_SUBSCRIPTIONGROUP: metadata,
+            RC.INVOKE_BROKER_TO_RESET_OFFSET: _refusal(ResponseCode.SYSTEM_ERROR, RESET_OFFSET_ON_SLAVE),
+        }
+
+    def registered(self, namesrv: str, response: RemotingCommand) -> None:
+        """A name server's answer to REGISTER_BROKER: for a slave, its master's HA and remoting
+        addresses (RocketMQ's RegisterBrokerResult haServerAddr and masterAddr)."""
+        if self.client is None:
+            return
+        answer = RegisterBrokerResponseHeader.from_ext_fields(response.ext_fields)
+        if answer.master_addr:
+            self.master_addr = answer.master_addr
+            self._warned_no_master = False
+        elif not self._warned_no_master:
+            self._warned_no_master = True
+            log.error("name server %s knows no master for brokerName %s in cluster %s: nothing to replicate "
+                      "from until one registers", namesrv, self.broker.config.broker_name,
+                      self.broker.config.broker_cluster_name)  # fmt: skip
+        if answer.ha_server_addr:
+            self.client.update_master_address(answer.ha_server_addr)
+
+    def runtime_info(self) -> dict[str, str]:
+        info = {"brokerRole": self.broker.config.store.broker_role}
+        if self.server is not None:
+            info.update(self.server.runtime_info())
+        if self.client is not None:
+            info.update(self.client.runtime_info())
+            info["masterAddr"] = self.master_addr
+        return info

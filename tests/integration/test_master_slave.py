@@ -1,0 +1,197 @@
+"""Issue 22, first milestone, with real processes: a master streams its commit log to its slave
+over the HA port; the slave holds the same bytes at the same offsets, answers offset and key
+queries from its own queues and index, catches up when started late, and refuses writes.
+A misconfigured slave is refused at start, or says clearly why it cannot replicate."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from broker.client import Producer
+from broker.common.codes import RequestCode, ResponseCode
+from broker.common.message import Message
+from broker.common.message_codec import decode_messages
+from broker.local_cluster import ROOT, free_port, wait_until, write_conf
+from tests.cluster import add_slave, start_master_slave
+
+TOPIC = "ha-topic"
+QUEUES = 4
+MESSAGES = 10_000
+BATCH = 100
+
+
+def _runtime(cluster, addr: str) -> dict[str, str]:
+    response = cluster.request(RequestCode.GET_BROKER_RUNTIME_INFO, addr=addr)
+    assert response.ok, response.remark
+    return json.loads(response.body)["table"]
+
+
+def _send(cluster, count: int, start: int = 0) -> None:
+    producer = Producer("HA_TEST_PRODUCER", cluster.namesrv_addr).start()
+    try:
+        for first in range(start, start + count, BATCH):
+            batch = []
+            for i in range(first, min(first + BATCH, start + count)):
+                msg = Message(TOPIC, f"message {i} ".encode() * (1 + i % 5))
+                msg.keys, msg.tags = f"key-{i}", f"t{i % 3}"
+                batch.append(msg)
+            assert all(r.send_status == "SEND_OK" for r in producer.send_batch(batch))
+    finally:
+        producer.shutdown()
+
+
+def _caught_up(cluster, master: str, slave: str) -> bool:
+    master_end = _runtime(cluster, master)["commitLogMaxOffset"]
+    return master_end != "0" and _runtime(cluster, slave)["commitLogMaxOffset"] == master_end
+
+
+def _segments(directory) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(directory.iterdir())}
+
+
+def _max_offsets(cluster, addr: str) -> list[int]:
+    offsets = []
+    for queue_id in range(QUEUES):
+        response = cluster.request(
+            RequestCode.GET_MAX_OFFSET, {"topic": TOPIC, "queueId": queue_id}, addr=addr
+        )
+        offsets.append(int(response.field("offset")))
+    return offsets
+
+
+def _query_by_key(cluster, addr: str, key: str) -> list[bytes]:
+    fields = {"topic": TOPIC, "key": key, "maxNum": 4, "beginTimestamp": 0, "endTimestamp": 2**62}
+    response = cluster.request(RequestCode.QUERY_MESSAGE, fields, addr=addr)
+    assert response.ok, response.remark
+    return [m.body for m in decode_messages(response.body)]
+
+
+@pytest.fixture
+def pair(tmp_path):
+    cluster = start_master_slave(tmp_path / "ha")
+    try:
+        cluster.request(
+            RequestCode.UPDATE_AND_CREATE_TOPIC,
+            {
+                "topic": TOPIC,
+                "defaultTopic": "TBW102",
+                "readQueueNums": QUEUES,
+                "writeQueueNums": QUEUES,
+                "perm": 6,
+                "topicFilterType": "SINGLE_TAG",
+            },
+            addr=cluster.brokers["broker-ha"].addr,
+        )
+        cluster.wait_for_route(TOPIC)
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def test_ten_thousand_messages_reach_the_slave_byte_for_byte(pair, tmp_path):
+    """Acceptance 1: identical bytes and offsets; the slave's queues and index answer."""
+    master, slave = pair.brokers["broker-ha"].addr, pair.brokers["broker-ha-s"].addr
+    _send(pair, MESSAGES)
+    wait_until(
+        lambda: _caught_up(pair, master, slave), timeout=60, what="the slave to reach the master's end"
+    )
+    info = _runtime(pair, master)
+    assert info["haSlaveCount"] == "1" and info["haSlaveBehindBytes"] == "0"
+    assert info["haPushToSlaveMaxOffset"] == info["commitLogMaxOffset"]
+    slave_info = _runtime(pair, slave)
+    assert slave_info["brokerRole"] == "SLAVE" and slave_info["haMasterConnected"] == "true"
+    assert slave_info["masterAddr"] == master
+
+    # Stop both, so every byte is on disk, then compare the commit logs file by file.
+    for process in pair.brokers.values():
+        assert process.stop() == 0
+    master_log = _segments(tmp_path / "ha" / "broker-ha" / "commitlog")
+    assert len(master_log) > 1  # replication crossed segments (and their blank end records)
+    assert _segments(tmp_path / "ha" / "broker-ha-s" / "commitlog") == master_log
+
+    # The slave alone, restarted: its consume queues and index were built from the replicated log.
+    slave = pair.start_broker("broker-ha-s").addr
+    offsets = _max_offsets(pair, slave)
+    assert sum(offsets) == MESSAGES and all(offsets)
+    for i in (0, 4321, MESSAGES - 1):
+        assert _query_by_key(pair, slave, f"key-{i}") == [f"message {i} ".encode() * (1 + i % 5)]
+
+
+def test_a_slave_started_late_catches_up_and_refuses_writes(tmp_path):
+    """A slave started after the master has messages gets all of them, then follows new ones;
+    sends, topic changes and transaction ends are refused with RocketMQ's answers (acceptance 5)."""
+    cluster = start_master_slave(tmp_path / "late", with_slave=False)
+    try:
+        cluster.create_topic(TOPIC, QUEUES)
+        master = cluster.brokers["broker-ha"].addr
+        _send(cluster, 2000)
+        slave = add_slave(cluster, "broker-ha", "broker-ha-s").addr
+        wait_until(lambda: _caught_up(cluster, master, slave), timeout=60, what="the late slave to catch up")
+        _send(cluster, 500, start=2000)
+        wait_until(lambda: _caught_up(cluster, master, slave), timeout=60, what="the slave to follow")
+        assert _max_offsets(cluster, slave) == _max_offsets(cluster, master)
+        assert _query_by_key(cluster, slave, "key-2100") == [b"message 2100 "]
+
+        send = {"producerGroup": "g", "topic": TOPIC, "defaultTopic": "TBW102", "defaultTopicQueueNums": 4,
+                "queueId": 0, "sysFlag": 0, "bornTimestamp": 0, "flag": 0, "properties": ""}  # fmt: skip
+        refused = cluster.request(RequestCode.SEND_MESSAGE, send, b"body", addr=slave)
+        assert refused.code == ResponseCode.SERVICE_NOT_AVAILABLE
+        assert "message store is slave mode, so write is not supported" in refused.remark
+        topic = {"topic": "other", "defaultTopic": "TBW102", "readQueueNums": 1, "writeQueueNums": 1,
+                 "perm": 6, "topicFilterType": "SINGLE_TAG"}  # fmt: skip
+        refused = cluster.request(RequestCode.UPDATE_AND_CREATE_TOPIC, topic, addr=slave)
+        assert refused.code == ResponseCode.SYSTEM_ERROR and "from slave broker" in refused.remark
+        end = {"producerGroup": "g", "tranStateTableOffset": 0, "commitLogOffset": 0, "commitOrRollback": 8,
+               "fromTransactionCheck": False, "msgId": "x", "transactionId": "x"}  # fmt: skip
+        refused = cluster.request(RequestCode.END_TRANSACTION, end, addr=slave)
+        assert refused.code == ResponseCode.SLAVE_NOT_AVAILABLE
+    finally:
+        cluster.stop()
+
+
+def _start_broker_expecting_failure(conf) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "broker.server", "-c", str(conf), "--listen-port", str(free_port())],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("identity", "reason"),
+    [
+        ({"brokerId": 0, "brokerRole": "SLAVE"}, "brokerRole=SLAVE needs brokerId > 0"),
+        ({"brokerId": 1}, "brokerRole=ASYNC_MASTER needs brokerId=0"),
+        ({"brokerId": 1, "brokerRole": "SLAVE", "haMasterAddress": "nowhere"}, "haMasterAddress='nowhere'"),
+    ],
+)
+def test_inconsistent_roles_are_refused_at_start(tmp_path, identity, reason):
+    conf = write_conf(
+        tmp_path / "broker.conf", {"brokerName": "b", "storePathRootDir": tmp_path / "s", **identity}
+    )
+    finished = _start_broker_expecting_failure(conf)
+    assert finished.returncode == 2
+    assert reason in finished.stderr
+
+
+def test_a_slave_whose_master_is_unreachable_says_so_and_keeps_serving(tmp_path):
+    cluster = start_master_slave(tmp_path / "lost", with_slave=False)
+    try:
+        closed = f"127.0.0.1:{free_port()}"  # nothing listens there
+        slave = add_slave(cluster, "broker-ha", "broker-ha-s", {"haMasterAddress": closed})
+        info = wait_until(
+            lambda: (i := _runtime(cluster, slave.addr))["haConnectFailures"] != "0" and i,
+            timeout=30,
+            what="a failed connection to the master",
+        )
+        assert info["haMasterConnected"] == "false" and info["haMasterAddress"] == closed
+        assert f"cannot connect to the master's HA port {closed}" in info["haLastError"]
+        slave.keep_draining()
+        wait_until(lambda: any("replication from the master stopped" in line for line in slave.output),
+                   timeout=30, what="the log line")  # fmt: skip
+        assert slave.proc.poll() is None  # still serving
+    finally:
+        cluster.stop()
