@@ -9,6 +9,7 @@ these limits: 1,040 MB); the name server peaked at 216 MB. The bound asserted is
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import selectors
@@ -28,7 +29,7 @@ from broker.local_cluster import start_namesrv, wait_until, write_conf
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.command import create_request
 from broker.remoting.errors import RemotingError
-from broker.remoting.frame import DEFAULT_FRAME_MAX_LENGTH
+from broker.remoting.frame import DEFAULT_FRAME_MAX_LENGTH, FrameDecoder
 from tests.cluster import ONE_BROKER, cluster_fixture
 
 TOPIC = "FloodTopic"
@@ -38,7 +39,10 @@ UNFINISHED = DEFAULT_FRAME_MAX_LENGTH - 64 * 1024  # of a frame declaring the la
 IDLE_CONNECTIONS = 2000
 
 flooded = cluster_fixture(ONE_BROKER, topics={TOPIC: 1})
-idle_closing = cluster_fixture(ONE_BROKER, {"serverChannelMaxIdleTimeSeconds": 2}, topics={TOPIC: 1})
+HELD_TOPIC = "FloodHeldTopic"  # no message ever arrives: a pull on it is held its whole time
+idle_closing = cluster_fixture(
+    ONE_BROKER, {"serverChannelMaxIdleTimeSeconds": 2}, topics={TOPIC: 1, HELD_TOPIC: 1}
+)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -210,8 +214,24 @@ def test_a_frame_over_the_limit_closes_the_connection_before_it_is_kept(flooded)
 
 
 # -- idle connections and the cap ------------------------------------------------------------------------
+def held_pull_frame(suspend_ms: int) -> bytes:
+    """A long-polling pull on the empty HELD_TOPIC, as a raw JSON frame."""
+    fields = {
+        "consumerGroup": "held-group", "topic": HELD_TOPIC, "queueId": "0", "queueOffset": "0",
+        "maxMsgNums": "1", "sysFlag": "6", "commitOffset": "0", "suspendTimeoutMillis": str(suspend_ms),
+        "subscription": "*", "subVersion": "0",
+    }  # fmt: skip
+    header = json.dumps({"code": int(RequestCode.PULL_MESSAGE), "opaque": 77, "flag": 0, "extFields": fields})
+    raw = header.encode()
+    return struct.pack(">ii", 4 + len(raw), len(raw)) + raw
+
+
 def test_2000_idle_connections_are_closed_while_an_active_client_keeps_working(idle_closing):
     addr = host_port(idle_closing.broker_addr)
+    # A pull the broker holds for 3.5 s is no idle connection: it is answered, not closed at 2 s.
+    held = socket.create_connection(addr, timeout=10)
+    held.sendall(held_pull_frame(3500))
+    held_since = time.monotonic()
     idle = [socket.create_connection(addr, timeout=10) for _ in range(IDLE_CONNECTIONS)]
     opened = time.monotonic()
     counting = in_background(lambda: (eof_count(idle, 20), time.monotonic() - opened))
@@ -227,9 +247,14 @@ def test_2000_idle_connections_are_closed_while_an_active_client_keeps_working(i
         closed, after = counting()
         print(f"{closed} idle connections closed {after:.1f} s after they were open")
         assert closed == IDLE_CONNECTIONS
+        held.settimeout(10)
+        answer = FrameDecoder().feed(held.recv(65536))
+        assert answer and answer[0].opaque == 77 and answer[0].code == ResponseCode.PULL_NOT_FOUND
+        assert time.monotonic() - held_since >= 3.4
     finally:
         producer.shutdown()
         close_all(idle)
+        held.close()
     assert "serverChannelMaxIdleTimeSeconds=2" in "".join(idle_closing.broker.output)
 
 
