@@ -8,6 +8,7 @@ import re
 from django import forms
 
 from broker.client.admin import acl
+from broker.common import acl_rules
 from broker.common.topic_config import PERM_READ, PERM_WRITE, validate_topic
 
 _CONFIG_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_.]*$")
@@ -214,7 +215,7 @@ class ProducerQueryForm(forms.Form):
 
 # -- ACL (the plain ACL of the brokers; checks are the admin client's, so mqadmin and the console
 # refuse the same values with the same words) ------------------------------------------------------
-ACL_PERM_CHOICES = [(perm, perm) for perm in acl.PERMISSIONS]
+ACL_PERM_CHOICES = [(perm, perm) for perm in acl_rules.PERMISSIONS]
 
 
 def _acl_checked(check, value):
@@ -226,7 +227,12 @@ def _acl_checked(check, value):
 
 def _resource_lines(text: str) -> list[str]:
     """Permissions typed one per line or separated by commas."""
-    return [item.strip() for line in text.splitlines() for item in line.split(",") if item.strip()]
+    return [item for line in text.splitlines() for item in acl_rules.split_entries(line)]
+
+
+def _address_lines(text: str) -> list[str]:
+    """White addresses typed one per line or separated by commas (a ``{a,b}`` choice kept whole)."""
+    return [item for line in text.splitlines() for item in acl_rules.split_addresses(line)]
 
 
 class AclTargetForm(forms.Form):
@@ -246,15 +252,15 @@ class AclAccountForm(AclTargetForm):
     """Every field of an account; saving replaces each (an empty list or address clears it)
     except an empty secret key, which keeps the account's."""
 
-    access_key = forms.CharField(max_length=acl.KEY_MAX_LENGTH)
+    access_key = forms.CharField(max_length=acl_rules.KEY_MAX_LENGTH)
     secret_key = forms.CharField(
-        max_length=acl.KEY_MAX_LENGTH,
+        max_length=acl_rules.KEY_MAX_LENGTH,
         required=False,
         strip=False,
         widget=forms.PasswordInput(render_value=False),
         help_text="leave empty to keep an existing account's secret key",
     )
-    white_remote_address = forms.CharField(max_length=acl.MAX_FIELD_LENGTH, required=False)
+    white_remote_address = forms.CharField(max_length=acl_rules.MAX_TEXT_LENGTH, required=False)
     admin = forms.BooleanField(required=False)
     default_topic_perm = forms.ChoiceField(choices=ACL_PERM_CHOICES, initial="DENY")
     default_group_perm = forms.ChoiceField(choices=ACL_PERM_CHOICES, initial="DENY")
@@ -274,12 +280,14 @@ class AclAccountForm(AclTargetForm):
 
     def clean_topic_perms(self):
         return _acl_checked(
-            lambda t: acl.check_resource_perms(_resource_lines(t), "topic"), self.cleaned_data["topic_perms"]
+            lambda t: acl.check_resource_perms(_resource_lines(t), "topicPerms"),
+            self.cleaned_data["topic_perms"],
         )
 
     def clean_group_perms(self):
         return _acl_checked(
-            lambda t: acl.check_resource_perms(_resource_lines(t), "group"), self.cleaned_data["group_perms"]
+            lambda t: acl.check_resource_perms(_resource_lines(t), "groupPerms"),
+            self.cleaned_data["group_perms"],
         )
 
     def account(self) -> acl.PlainAccessConfig:
@@ -297,7 +305,7 @@ class AclAccountForm(AclTargetForm):
 
 
 class AclDeleteForm(AclTargetForm):
-    access_key = forms.CharField(max_length=acl.KEY_MAX_LENGTH)
+    access_key = forms.CharField(max_length=acl_rules.KEY_MAX_LENGTH)
 
     def clean_access_key(self):
         return _acl_checked(acl.check_access_key, self.cleaned_data["access_key"])
@@ -312,4 +320,4 @@ class GlobalWhiteListForm(AclTargetForm):
     )
 
     def clean_addresses(self):
-        return _acl_checked(lambda t: acl.check_addr_list(_resource_lines(t)), self.cleaned_data["addresses"])
+        return _acl_checked(lambda t: acl.check_addr_list(_address_lines(t)), self.cleaned_data["addresses"])

@@ -99,8 +99,12 @@ def _account_of(args: argparse.Namespace) -> PlainAccessConfig:
         admin=args.admin,
         default_topic_perm=args.default_topic_perm,
         default_group_perm=args.default_group_perm,
-        topic_perms=None if args.topic_perms is None else parse_resource_perms(args.topic_perms, "topic"),
-        group_perms=None if args.group_perms is None else parse_resource_perms(args.group_perms, "group"),
+        topic_perms=None
+        if args.topic_perms is None
+        else parse_resource_perms(args.topic_perms, "topicPerms"),
+        group_perms=None
+        if args.group_perms is None
+        else parse_resource_perms(args.group_perms, "groupPerms"),
     )
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from broker.server.acl.addresses import MAX_ITEMS, AddressPattern, AddressPatternError
+from broker.common.acl_addresses import MAX_ITEMS, AddressPattern, AddressPatternError
 
 
 @pytest.mark.parametrize("pattern", ["*", "*.*.*.*", "*:*:*:*:*:*:*:*"])

@@ -9,9 +9,11 @@ cluster-wide change is one request per broker, and ``each_broker`` sends it to a
 once and reports every broker's outcome: a refusal by one does not undo the others' change, so an
 operator must know which brokers changed.
 
-An account is checked here before it is sent (RocketMQ's rules: keys longer than 6 characters,
-permissions ``DENY``, ``PUB``, ``SUB``, ``PUB|SUB`` or ``SUB|PUB``, resources as ``name=PERM``),
-so a typo is named at once instead of coming back as the broker's refusal; the broker checks again.
+An account is checked here before it is sent, by the rules the broker holds it to
+(``broker.common.acl_rules``: keys of 7 to 256 characters, permissions ``DENY``, ``PUB``, ``SUB``,
+``PUB|SUB`` or ``SUB|PUB``, resources as ``name=PERM``, white addresses by the broker's pattern
+grammar), so a typo is named at once instead of coming back as the broker's refusal; the broker
+checks again.
 """
 
 from __future__ import annotations
@@ -20,10 +22,18 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from broker.client.client_api import answer_header
 from broker.client.errors import MQClientError
+from broker.common import acl_rules
+from broker.common.acl_rules import (
+    MASK,
+    MAX_RESOURCES,
+    AclRuleError,
+    split_addresses,
+    split_entries,
+)
 from broker.common.codes import RequestCode
 from broker.common.request_headers.acl import (
     CreateAccessConfigRequestHeader,
@@ -34,16 +44,6 @@ from broker.common.request_headers.acl import (
 
 from .core import BROKER, AdminCore
 from .parse import as_int, json_body
-
-PERMISSIONS = ("DENY", "PUB", "SUB", "PUB|SUB", "SUB|PUB")
-# RocketMQ refuses keys of 6 characters or fewer (AclConstants.ACCESS_KEY_MIN_LENGTH).
-KEY_MIN_LENGTH = 7
-# The bounds the broker's plain_acl.yml reader holds an account to (broker/server/acl).
-KEY_MAX_LENGTH = 256
-MAX_RESOURCES = 10_000
-MAX_WHITE_ADDRS = 1000
-MAX_FIELD_LENGTH = 255
-MASK = "******"
 
 
 class AclInputError(MQClientError):
@@ -114,93 +114,76 @@ class BrokerOutcome:
 # -- checks -------------------------------------------------------------------------------------
 
 
+T = TypeVar("T")
+
+
+def _ruled(check: Callable[..., T], *args: Any) -> T:
+    """A check of acl_rules, its refusal as this client's AclInputError."""
+    try:
+        return check(*args)
+    except AclRuleError as exc:
+        raise AclInputError(str(exc)) from None
+
+
 def check_access_key(access_key: str) -> str:
-    key = access_key.strip()
-    if not KEY_MIN_LENGTH <= len(key) <= KEY_MAX_LENGTH:
-        raise AclInputError(
-            f"an access key is {KEY_MIN_LENGTH} to {KEY_MAX_LENGTH} characters (got {len(key)})"
-        )
-    if not key.isprintable() or any(c.isspace() or c in ",=" for c in key):
-        raise AclInputError("an access key has no spaces, commas, '=' or control characters")
-    return key
+    return _ruled(acl_rules.check_key, access_key, "accessKey")
 
 
 def check_secret_key(secret_key: str) -> str:
-    key = secret_key.strip()
-    # The value is never part of the message: it may be a real secret mistyped by one character.
-    if not KEY_MIN_LENGTH <= len(key) <= KEY_MAX_LENGTH:
-        raise AclInputError(f"a secret key is {KEY_MIN_LENGTH} to {KEY_MAX_LENGTH} characters")
-    if not key.isprintable() or any(c.isspace() for c in key):
-        raise AclInputError("a secret key has no spaces or control characters")
-    return key
+    return _ruled(acl_rules.check_key, secret_key, "secretKey")
 
 
 def check_permission(perm: str, what: str) -> str:
-    value = perm.strip()
-    if value not in PERMISSIONS:
-        raise AclInputError(f"{what}: {perm!r} is not a permission (use one of {', '.join(PERMISSIONS)})")
-    return value
+    """A default permission, as the broker writes it (upper case; empty is DENY)."""
+    return _ruled(acl_rules.check_default_permission, perm, what)
 
 
 def parse_resource_perms(text: str, what: str) -> list[str]:
     """``topicA=DENY,topicB=PUB|SUB`` (as ``mqadmin updateAclConfig -t/-g`` takes it) → checked
-    entries; blank entries are skipped, as RocketMQ's tool skips them."""
-    entries = [entry.strip() for entry in text.split(",") if entry.strip()]
-    return check_resource_perms(entries, what)
+    entries; blank entries are skipped, as RocketMQ's tool skips them. ``what``: ``topicPerms`` or
+    ``groupPerms``."""
+    return check_resource_perms(split_entries(text), what)
 
 
 def check_resource_perms(entries: list[str], what: str) -> list[str]:
-    if len(entries) > MAX_RESOURCES:
-        raise AclInputError(f"at most {MAX_RESOURCES} {what} permissions per account")
+    """Each entry checked and written ``name=PERM``. A name may not hold a comma here: the request
+    carries the list comma-separated, so the broker would read it as two entries."""
+    _ruled(acl_rules.check_count, entries, MAX_RESOURCES, what)
     checked = []
     for entry in entries:
-        name, sep, perm = entry.partition("=")
-        name = name.strip()
-        if not sep or not name or "=" in perm:
-            raise AclInputError(f"{what} permission {entry!r} is not name=PERM (e.g. {what}A=SUB)")
-        if len(name) > MAX_FIELD_LENGTH or not name.isprintable() or "," in name:
-            raise AclInputError(f"{what} name {name[:40]!r} is not a {what} name")
-        checked.append(f"{name}={check_permission(perm, f'{what} permission {entry!r}')}")
+        name, perm = _ruled(acl_rules.parse_resource_entry, entry, what)
+        if "," in name:
+            raise AclInputError(f"{what}: {name[:40]!r} holds a comma, which the request cannot carry")
+        checked.append(acl_rules.resource_entry(name, perm))
     return checked
 
 
 def parse_addr_list(text: str) -> list[str]:
-    """A comma-separated address list (``10.10.103.*,192.168.0.*``) → its entries."""
-    return check_addr_list([entry.strip() for entry in text.split(",") if entry.strip()])
+    """A comma-separated address list (``10.10.103.*,192.168.0.{1,2}``) → its entries."""
+    return check_addr_list(split_addresses(text))
 
 
 def check_addr_list(entries: list[str]) -> list[str]:
-    if len(entries) > MAX_WHITE_ADDRS:
-        raise AclInputError(f"at most {MAX_WHITE_ADDRS} white addresses")
-    for entry in entries:
-        check_white_address(entry)
-    return entries
+    """A global white list, each entry parsed by the broker's pattern grammar."""
+    patterns = _ruled(acl_rules.check_white_addresses, entries, "globalWhiteRemoteAddresses")
+    return [pattern.text for pattern in patterns]
 
 
 def check_white_address(text: str) -> str:
-    """An IP address pattern as RocketMQ's white lists take them (``192.168.0.*``,
-    ``192.168.1.{1,2}``, ``10.0.0.1-10``, IPv6 too). Only the character set and length are
-    checked here: the broker, which matches addresses against it, judges the pattern."""
-    value = text.strip()
-    allowed = set("0123456789abcdefABCDEF.:*{},-[]")
-    if len(value) > MAX_FIELD_LENGTH or not set(value) <= allowed:
-        raise AclInputError(f"{value[:40]!r} is not an address pattern (e.g. 192.168.0.*)")
-    return value
+    """An account's white address, parsed by the broker's pattern grammar (``192.168.0.*``,
+    ``192.168.1.{1,2}``, ``10.0.0.1-10``, IPv6 too; empty: from nowhere)."""
+    return _ruled(acl_rules.white_address_pattern, text, "whiteRemoteAddress").text
 
 
 def check_account(account: PlainAccessConfig) -> PlainAccessConfig:
     """The account with every field checked (and trimmed); ``AclInputError`` names the first bad one."""
     white = account.white_remote_address
-    if white is not None:
-        white = white.strip()
-        if white:
-            check_white_address(white)
     return PlainAccessConfig(
         access_key=check_access_key(account.access_key),
         # Empty: an update that keeps the account's secret key (a new account needs one: the
         # broker refuses it without).
         secret_key=check_secret_key(account.secret_key) if account.secret_key.strip() else "",
-        white_remote_address=white,
+        white_remote_address=_optional(white, check_white_address),
         admin=account.admin,
         default_topic_perm=_optional(
             account.default_topic_perm, lambda p: check_permission(p, "defaultTopicPerm")
@@ -209,10 +192,10 @@ def check_account(account: PlainAccessConfig) -> PlainAccessConfig:
             account.default_group_perm, lambda p: check_permission(p, "defaultGroupPerm")
         ),
         topic_perms=_optional(
-            account.topic_perms, lambda entries: check_resource_perms(list(entries), "topic")
+            account.topic_perms, lambda entries: check_resource_perms(list(entries), "topicPerms")
         ),
         group_perms=_optional(
-            account.group_perms, lambda entries: check_resource_perms(list(entries), "group")
+            account.group_perms, lambda entries: check_resource_perms(list(entries), "groupPerms")
         ),
     )
 

@@ -1,7 +1,8 @@
 """RocketMQ 4.9's plain ACL for the broker and the name server.
 
-- ``plain_config``: the ``plain_acl.yml`` format, checked;
-- ``addresses``: the white-address patterns;
+- ``plain_config``: the ``plain_acl.yml`` format, checked by the account rules of
+  ``broker.common.acl_rules`` (shared with the admin client), white addresses by the pattern
+  grammar of ``broker.common.acl_addresses``;
 - ``acl_file``: the file in use, hot-reloaded, written atomically;
 - ``resources``: which topics/groups each request code needs, and the admin-only codes;
 - ``validator``: the check of one request; ``guard``: the check put in front of the handlers;

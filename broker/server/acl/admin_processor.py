@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from broker.common.acl_rules import MAX_WHITE_ADDRS, split_addresses, split_entries
 from broker.common.codes import RequestCode as RC
 from broker.common.codes import ResponseCode
 from broker.common.request_headers import (
@@ -33,25 +34,6 @@ from .plain_config import AclConfig, AclConfigError, build_config, check_account
 
 if TYPE_CHECKING:
     from ..controller import BrokerController
-
-
-def split_addresses(text: str) -> list[str]:
-    """A comma-separated white list; commas inside a ``{a,b}`` choice belong to the choice."""
-    out, depth, start = [], 0, 0
-    for i, c in enumerate(text):
-        if c == "{":
-            depth += 1
-        elif c == "}":
-            depth = max(0, depth - 1)
-        elif c == "," and depth == 0:
-            out.append(text[start:i])
-            start = i + 1
-    out.append(text[start:])
-    return [item.strip() for item in out if item.strip()]
-
-
-def _perm_list(text: str | None) -> list[str] | None:
-    return None if text is None else [item.strip() for item in text.split(",") if item.strip()]
 
 
 class AclAdminProcessor:
@@ -112,8 +94,8 @@ class AclAdminProcessor:
             "whiteRemoteAddress": header.white_remote_address,
             "defaultTopicPerm": header.default_topic_perm,
             "defaultGroupPerm": header.default_group_perm,
-            "topicPerms": _perm_list(header.topic_perms),
-            "groupPerms": _perm_list(header.group_perms),
+            "topicPerms": None if header.topic_perms is None else split_entries(header.topic_perms),
+            "groupPerms": None if header.group_perms is None else split_entries(header.group_perms),
         }
         raw.update({name: value for name, value in given.items() if value is not None})
         raw["admin"] = header.admin
@@ -158,8 +140,10 @@ class AclAdminProcessor:
         acl = self.broker.acl
         assert acl is not None
         addresses = split_addresses(header.global_white_addrs)
-        if len(addresses) > 1000:
-            return response_to(request, ResponseCode.SYSTEM_ERROR, "more than 1000 global white addresses")
+        if len(addresses) > MAX_WHITE_ADDRS:
+            return response_to(
+                request, ResponseCode.SYSTEM_ERROR, f"more than {MAX_WHITE_ADDRS} global white addresses"
+            )
         async with self._changing:
             try:
                 config = build_config(addresses, list(acl.current.accounts.values()))

@@ -26,51 +26,50 @@ unknown permission as DENY, this refuses it, so a typo cannot lock or open anyth
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
+from broker.common.acl_addresses import AddressPattern
+from broker.common.acl_rules import (
+    DENY,
+    MAX_RESOURCES,
+    MAX_WHITE_ADDRS,
+    AclRuleError,
+    check_admin_flag,
+    check_count,
+    check_default_permission,
+    check_key,
+    check_resource_entries,
+    check_text,
+    permission_of,
+    split_addresses,
+    split_entries,
+    white_address_pattern,
+)
+from broker.common.acl_rules import check_white_addresses as _white_patterns
 from broker.common.acl_signature import SigningKey
 from broker.common.conf_file import ConfError
 from broker.common.topic_config import RETRY_GROUP_TOPIC_PREFIX
 
-from .addresses import AddressPattern, AddressPatternError
-
-# Permission bits as RocketMQ's Permission class holds them.
-DENY, ANY, PUB, SUB = 1, 2, 4, 8
-PERMISSIONS = {"DENY": DENY, "PUB": PUB, "SUB": SUB, "PUB|SUB": PUB | SUB, "SUB|PUB": PUB | SUB}
-KEY_MIN_LENGTH = 7  # RocketMQ refuses keys of 6 characters or fewer
-KEY_MAX_LENGTH = 256
 MAX_ACCOUNTS = 10_000
-MAX_RESOURCES = 10_000  # per account and kind
 MAX_FILE_BYTES = 8 * 1024 * 1024
+
+T = TypeVar("T")
 
 
 class AclConfigError(ConfError):
     """A plain_acl.yml (or an account sent to the broker) that cannot be used; says where and why."""
 
 
-def permission_of(text: Any, where: str) -> int:
-    perm = PERMISSIONS.get(str(text).strip().upper()) if text is not None else None
-    if perm is None:
-        raise AclConfigError(f"{where}: {text!r} is not a permission (DENY, PUB, SUB or PUB|SUB)")
-    return perm
-
-
-def permission_name(perm: int) -> str:
-    if perm & DENY:
-        return "DENY"
-    return {PUB: "PUB", SUB: "SUB", PUB | SUB: "PUB|SUB"}.get(perm & (PUB | SUB), "DENY")
-
-
-def has_permission(needed: int, owned: int) -> bool:
-    """Permission.checkPermission: DENY refuses all; ANY asks for PUB or SUB; else a common bit."""
-    if owned & DENY:
-        return False
-    if needed & ANY:
-        return bool(owned & (PUB | SUB))
-    return bool(needed & owned)
+def _ruled(check: Callable[..., T], *args: Any) -> T:
+    """A check of acl_rules, its refusal as the broker's AclConfigError."""
+    try:
+        return check(*args)
+    except AclRuleError as exc:
+        raise AclConfigError(str(exc)) from None
 
 
 def group_resource(group: str) -> str:
@@ -130,94 +129,50 @@ class AclConfig:
         return yaml.safe_dump(self.to_json(), sort_keys=False, allow_unicode=True)
 
 
-def _text(value: Any, where: str, *, limit: int = 4096) -> str:
-    """A scalar of the file as text (YAML reads ``12345678`` as a number: RocketMQ takes it as
-    the text it was written as)."""
-    if value is None:
-        return ""
-    if isinstance(value, (bool, dict, list)):
-        raise AclConfigError(f"{where}: expected text, found {type(value).__name__}")
-    text = str(value).strip()
-    if len(text) > limit or any(ord(c) < 0x20 for c in text):
-        raise AclConfigError(f"{where}: not one line of at most {limit} characters")
-    return text
-
-
-def _key(value: Any, where: str) -> str:
-    text = _text(value, where, limit=KEY_MAX_LENGTH)
-    if len(text) < KEY_MIN_LENGTH:
-        raise AclConfigError(f"{where}: must have at least {KEY_MIN_LENGTH} characters")
-    return text
-
-
-def _text_list(value: Any, where: str, limit: int) -> list[str]:
+def _text_list(value: Any, where: str, limit: int, split: Callable[[str], list[str]]) -> list[str]:
+    """A list field: a YAML list, or one text (a single entry, or RocketMQ's comma-separated
+    header text, split by ``split``)."""
     if value is None:
         return []
-    if isinstance(value, str):  # a single entry, or RocketMQ's comma-separated header text
-        value = [v for v in value.split(",") if v.strip()]
+    if isinstance(value, str):
+        value = split(value)
     if not isinstance(value, list):
         raise AclConfigError(f"{where}: expected a list")
-    if len(value) > limit:
-        raise AclConfigError(f"{where}: more than {limit} entries")
-    return [_text(v, where) for v in value]
-
-
-def _resource_perms(entries: list[str], where: str) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for entry in entries:
-        name, sep, perm = entry.partition("=")
-        name = name.strip()
-        if not sep or not name or len(name) > 255:
-            raise AclConfigError(f"{where}: {entry!r} is not name=PERM")
-        out[name] = permission_of(perm, f"{where} {name}")
-    return out
+    _ruled(check_count, value, limit, where)
+    return [_ruled(check_text, v, where) for v in value]
 
 
 def check_account(raw: dict[str, Any], where: str) -> Account:
     """An account from its file (or request) fields, checked; raises ``AclConfigError``."""
     if not isinstance(raw, dict):
         raise AclConfigError(f"{where}: expected a mapping of the account's fields")
-    access_key = _key(raw.get("accessKey"), f"{where} accessKey")
+    access_key = _ruled(check_key, raw.get("accessKey"), f"{where} accessKey")
     where = f"account {access_key!r}"
-    secret_key = _key(raw.get("secretKey"), f"{where} secretKey")
-    admin = raw.get("admin", False)
-    if isinstance(admin, str) and admin.strip().lower() in ("true", "false"):
-        admin = admin.strip().lower() == "true"
-    if not isinstance(admin, bool):
-        raise AclConfigError(f"{where} admin: expected true or false")
+    secret_key = _ruled(check_key, raw.get("secretKey"), f"{where} secretKey")
     account = Account(
         access_key,
         secret_key,
-        _text(raw.get("whiteRemoteAddress"), f"{where} whiteRemoteAddress"),
-        admin,
-        _text(raw.get("defaultTopicPerm") or "DENY", f"{where} defaultTopicPerm").upper(),
-        _text(raw.get("defaultGroupPerm") or "DENY", f"{where} defaultGroupPerm").upper(),
-        _text_list(raw.get("topicPerms"), f"{where} topicPerms", MAX_RESOURCES),
-        _text_list(raw.get("groupPerms"), f"{where} groupPerms", MAX_RESOURCES),
+        _ruled(check_text, raw.get("whiteRemoteAddress"), f"{where} whiteRemoteAddress"),
+        _ruled(check_admin_flag, raw.get("admin", False), f"{where} admin"),
+        _ruled(check_default_permission, raw.get("defaultTopicPerm"), f"{where} defaultTopicPerm"),
+        _ruled(check_default_permission, raw.get("defaultGroupPerm"), f"{where} defaultGroupPerm"),
+        _text_list(raw.get("topicPerms"), f"{where} topicPerms", MAX_RESOURCES, split_entries),
+        _text_list(raw.get("groupPerms"), f"{where} groupPerms", MAX_RESOURCES, split_entries),
     )
     account.signing_key = SigningKey(secret_key)
-    account.default_topic = permission_of(account.default_topic_perm, f"{where} defaultTopicPerm")
-    account.default_group = permission_of(account.default_group_perm, f"{where} defaultGroupPerm")
-    topics = _resource_perms(account.topic_perms, f"{where} topicPerms")
-    groups = _resource_perms(account.group_perms, f"{where} groupPerms")
+    account.default_topic = permission_of(account.default_topic_perm, "defaultTopicPerm")
+    account.default_group = permission_of(account.default_group_perm, "defaultGroupPerm")
+    topics = _ruled(check_resource_entries, account.topic_perms, f"{where} topicPerms")
+    groups = _ruled(check_resource_entries, account.group_perms, f"{where} groupPerms")
     account.resources = {**topics, **{group_resource(g): p for g, p in groups.items()}}
-    try:
-        account.white = AddressPattern(account.white_remote_address)
-    except AddressPatternError as exc:
-        raise AclConfigError(f"{where} whiteRemoteAddress: {exc}") from None
+    account.white = _ruled(white_address_pattern, account.white_remote_address, f"{where} whiteRemoteAddress")
     return account
 
 
 def check_white_addresses(
     entries: list[str], where: str = "globalWhiteRemoteAddresses"
 ) -> list[AddressPattern]:
-    patterns = []
-    for entry in entries:
-        try:
-            patterns.append(AddressPattern(entry))
-        except AddressPatternError as exc:
-            raise AclConfigError(f"{where}: {exc}") from None
-    return patterns
+    return _ruled(_white_patterns, entries, where)
 
 
 def build_config(global_white: list[str], accounts: list[Account]) -> AclConfig:
@@ -243,7 +198,9 @@ def parse_acl_yaml(text: str | bytes) -> AclConfig:
         raw = {}
     if not isinstance(raw, dict):
         raise AclConfigError("expected a mapping with globalWhiteRemoteAddresses and accounts")
-    white = _text_list(raw.get("globalWhiteRemoteAddresses"), "globalWhiteRemoteAddresses", 1000)
+    white = _text_list(
+        raw.get("globalWhiteRemoteAddresses"), "globalWhiteRemoteAddresses", MAX_WHITE_ADDRS, split_addresses
+    )
     accounts_raw = raw.get("accounts") or []
     if not isinstance(accounts_raw, list):
         raise AclConfigError("accounts: expected a list")

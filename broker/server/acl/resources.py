@@ -18,12 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from broker.common.acl_rules import PUB, SUB
 from broker.common.codes import RequestCode as RC
 from broker.common.topic_config import RETRY_GROUP_TOPIC_PREFIX
 from broker.remoting import fastjson
 from broker.remoting.command import RemotingCommand
 
-from .plain_config import PUB, SUB, group_resource
+from .plain_config import group_resource
 
 # RocketMQ 4.9's admin codes (Permission.ADMIN_CODE) and, beyond them, every request that
 # changes what the broker or name server serves or who may use it: resetting offsets, the

@@ -21,10 +21,11 @@ signature was wrong.
 
 from __future__ import annotations
 
+from broker.common.acl_rules import SUB, has_permission, permission_name
 from broker.common.acl_signature import ACCESS_KEY, SIGNATURE, SigningKey, server_content, signature_matches
 from broker.remoting.command import RemotingCommand
 
-from .plain_config import SUB, AclConfig, has_permission, permission_name
+from .plain_config import AclConfig
 from .resources import ADMIN_CODES, ResourceError, describe_resource, needed_resources
 
 

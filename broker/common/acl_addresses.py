@@ -14,6 +14,9 @@ The grammar, as RocketMQ's RemoteAddressStrategyFactory reads it:
 Anything else is an error naming the pattern, raised when the file is loaded (never a silent
 "matches nothing"). Patterns are bounded: a list holds at most ``MAX_ITEMS`` entries, a choice
 ``MAX_CHOICES`` values, a pattern ``MAX_PATTERN_LENGTH`` characters.
+
+The broker matches peers against these; the admin client parses a pattern before sending it, so a
+pattern the broker would refuse is named by the tool (``broker.common.acl_rules``).
 """
 
 from __future__ import annotations
