@@ -16,6 +16,9 @@ from .limits import ConnectionLimits, ensure_descriptors
 from .tls import ServerTls, TlsAcceptor
 
 log = logging.getLogger(__name__)
+# Connections the kernel completes before the loop accepts them (RocketMQ's serverSocketBacklog,
+# 1024). asyncio's default of 100 made a burst of 2,000 connects wait for SYN retries (7 s).
+SOCKET_BACKLOG = 1024
 
 
 class RemotingServer:
@@ -59,7 +62,9 @@ class RemotingServer:
         if self.limits.channel_max_idle_s > 0:
             self.idle_sweep = IdleSweep(loop, self.limits.channel_max_idle_s, lambda: self.connections)
         factory = self._new_connection if self.tls is None else self.tls.wrap(self._new_connection)
-        self._server = await loop.create_server(factory, self.host, self.port, reuse_address=True)
+        self._server = await loop.create_server(
+            factory, self.host, self.port, reuse_address=True, backlog=SOCKET_BACKLOG
+        )
         self.port = self._server.sockets[0].getsockname()[1]
         return self.port
 
