@@ -262,8 +262,8 @@ class AclAccountForm(AclTargetForm):
     )
     white_remote_address = forms.CharField(max_length=acl_rules.MAX_TEXT_LENGTH, required=False)
     admin = forms.BooleanField(required=False)
-    default_topic_perm = forms.ChoiceField(choices=ACL_PERM_CHOICES, initial="DENY")
-    default_group_perm = forms.ChoiceField(choices=ACL_PERM_CHOICES, initial="DENY")
+    default_topic_perm = forms.ChoiceField(choices=ACL_PERM_CHOICES, initial=acl_rules.DEFAULT_PERMISSION)
+    default_group_perm = forms.ChoiceField(choices=ACL_PERM_CHOICES, initial=acl_rules.DEFAULT_PERMISSION)
     topic_perms = forms.CharField(widget=forms.Textarea, required=False, max_length=64 * 1024)
     group_perms = forms.CharField(widget=forms.Textarea, required=False, max_length=64 * 1024)
 

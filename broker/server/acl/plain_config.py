@@ -34,6 +34,7 @@ import yaml
 
 from broker.common.acl_addresses import AddressPattern
 from broker.common.acl_rules import (
+    DEFAULT_PERMISSION,
     DENY,
     MAX_RESOURCES,
     MAX_WHITE_ADDRS,
@@ -85,8 +86,8 @@ class Account:
     secret_key: str
     white_remote_address: str = ""
     admin: bool = False
-    default_topic_perm: str = "DENY"
-    default_group_perm: str = "DENY"
+    default_topic_perm: str = DEFAULT_PERMISSION
+    default_group_perm: str = DEFAULT_PERMISSION
     topic_perms: list[str] = field(default_factory=list)  # "topic=PERM", as in the file
     group_perms: list[str] = field(default_factory=list)
     # Derived when checked: resource (topic, or %RETRY%group) → permission bits.
