@@ -402,6 +402,10 @@ KEYS: dict[str, ConfigKey] = {
             LIVE,
             f"drop a silent replication peer after, {_MS}",
         ),
+        _key("slaveTimeout", STORE, Int(1, 3_600_000), LIVE, f"SYNC_MASTER wait for a slave, {_MS}"),
+        _key(
+            "haMaxGapNotInSync", STORE, Int(0), LIVE, "bytes a slave may lag before SYNC_MASTER sends skip it"
+        ),
         # Parsed into the delay levels when the store and the schedule service start (as RocketMQ
         # does): changing it under messages already waiting would re-time or strand them.
         _key("messageDelayLevel", STORE, DelayLevels(), RESTART, "delay of each level"),

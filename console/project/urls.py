@@ -3,7 +3,7 @@
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.urls import include, path
 
 
@@ -12,9 +12,16 @@ def healthz(request):
     return JsonResponse({"status": "ok"})
 
 
+def favicon(request):
+    """No icon, said without a 404: the console's pages name an empty one, but Django admin's pages
+    leave the browser to ask for /favicon.ico, and a 404 there is an error in the browser's console."""
+    return HttpResponse(status=204)
+
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),
+    path("favicon.ico", favicon, name="favicon"),
     # Of django.contrib.auth's pages only these: the console sends no mail, so there is no
     # password reset by e-mail (an admin sets a forgotten password: manage.py changepassword).
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),

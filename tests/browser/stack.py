@@ -67,14 +67,16 @@ class Stack:
         wait_until(self._web_ready, timeout=60, interval=0.2, what="the web process")
         return self
 
-    def add_user(self, username: str, role: str) -> str:
-        """A console user holding ``role`` (viewer, operator or admin); returns its password."""
+    def add_user(self, username: str, role: str | None) -> str:
+        """A console user holding ``role`` (viewer, operator or admin; None: no role yet); returns
+        its password."""
         password = secrets.token_urlsafe(12)
         code = (
             "from django.contrib.auth.models import Group, User\n"
             f"user = User.objects.create_user({username!r}, password={password!r})\n"
-            f"user.groups.add(Group.objects.get(name={role!r}))\n"
         )
+        if role is not None:
+            code += f"user.groups.add(Group.objects.get(name={role!r}))\n"
         self._manage("shell", "-c", code)
         return password
 

@@ -41,7 +41,7 @@ SAMPLE_BY_NAME = {"fmt": "csv", "msg_id": MSG_ID, "offset_msg_id": MSG_ID}
 SAMPLE_BY_REGEX_GROUP = {"app_label": "auth", "url": "no-such-admin-page/"}
 
 # Pages open without a role (views of django.contrib.auth and the probe): url name -> what they do.
-PUBLIC = {"healthz": {200}, "login": {200}, "logout": {405}}  # GET; logging out is a POST
+PUBLIC = {"healthz": {200}, "favicon": {204}, "login": {200}, "logout": {405}}  # GET; logging out is a POST
 LOGIN_ONLY = {"password_change", "password_change_done"}  # one's own password, whatever one's role
 # Pages that refuse a request without their query parameters (400 with the reason) once the guard let it in.
 NEEDS_QUERY = {"group_reset_preview": {400}}
