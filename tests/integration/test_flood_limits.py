@@ -258,6 +258,23 @@ def test_2000_idle_connections_are_closed_while_an_active_client_keeps_working(i
     assert "serverChannelMaxIdleTimeSeconds=2" in "".join(idle_closing.broker.output)
 
 
+capped = cluster_fixture(ONE_BROKER, {"serverMaxConnections": 20}, topics={TOPIC: 1})
+
+
+def test_the_broker_refuses_connections_over_its_cap_and_serves_those_it_has(capped):
+    capped.request(RequestCode.GET_BROKER_RUNTIME_INFO)  # the test's own client is connected
+    extra = [socket.create_connection(host_port(capped.broker_addr), timeout=10) for _ in range(30)]
+    try:
+        refused = eof_count(extra, 3)
+        # The test's client holds one of the 20 places (a broker connects out to the name
+        # server: that one is not counted): 19 admitted, 11 refused at once.
+        assert refused == 11
+        assert capped.request(RequestCode.GET_BROKER_RUNTIME_INFO).ok  # those admitted are served
+        assert "the cap is 20 (serverMaxConnections)" in "".join(capped.broker.output)
+    finally:
+        close_all(extra)
+
+
 def test_the_name_server_refuses_connections_over_its_cap(tmp_path):
     conf = write_conf(tmp_path / "namesrv.conf", {"serverMaxConnections": 50})
     namesrv = start_namesrv(conf)
