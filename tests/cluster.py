@@ -127,12 +127,16 @@ def add_slave(cluster: LocalCluster, master: str, name: str, settings: Mapping[s
     return cluster.add_broker(name, {**MASTER_SLAVE.settings, **slave, **(settings or {})})
 
 
-def start_master_slave(workdir: Path, with_slave: bool = True) -> Cluster:
-    """``MASTER_SLAVE``: its master ``broker-ha`` and, unless told not to, its slave ``broker-ha-s``."""
+def start_master_slave(
+    workdir: Path, with_slave: bool = True, master_settings: Mapping[str, object] | None = None
+) -> Cluster:
+    """``MASTER_SLAVE``: its master ``broker-ha`` (with ``master_settings``, e.g. brokerRole
+    SYNC_MASTER) and, unless told not to, its slave ``broker-ha-s``."""
     workdir.mkdir(parents=True, exist_ok=True)
     cluster = Cluster(workdir, HA_CLUSTER)
     try:
-        cluster.add_broker("broker-ha", {**MASTER_SLAVE.settings, "haListenPort": free_port()})
+        master = {**MASTER_SLAVE.settings, "haListenPort": free_port(), **(master_settings or {})}
+        cluster.add_broker("broker-ha", master)
         if with_slave:
             add_slave(cluster, "broker-ha", "broker-ha-s")
     except BaseException:

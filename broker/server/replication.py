@@ -19,6 +19,7 @@ from broker.common.request_headers.namesrv import RegisterBrokerResponseHeader
 from broker.remoting.command import RemotingCommand, response_to
 from broker.store.ha.master import HAServer
 from broker.store.ha.slave import HAClient
+from broker.store.store_config import SYNC_MASTER
 
 if TYPE_CHECKING:
     from .controller import BrokerController
@@ -53,6 +54,8 @@ class BrokerReplication:
             self.client = HAClient(broker.store, store_config.ha_master_address)
         else:
             self.server = HAServer(broker.store, broker.config.broker_ip1, broker.config.ha_listen_port)
+            if store_config.broker_role == SYNC_MASTER:  # sends wait for a slave's confirmation
+                broker.store.replica_wait = self.server.wait_for_slave
 
     async def start(self) -> None:
         """A master listens on its HA port (a port in use stops the start, as the remoting port

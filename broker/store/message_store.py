@@ -108,6 +108,9 @@ class MessageStore:
         self.get_found_count = self.get_miss_count = 0  # reads that found messages, or none
         self.boot_timestamp = int(clock() * 1000)
         self._replica_log: ReplicaLog | None = None
+        # SYNC_MASTER only (set by the HA server): given a message's end offset, PUT_OK, a
+        # slave's failure status, or an awaitable of one once a slave confirms or time runs out.
+        self.replica_wait: Callable[[int], PutMessageStatus | Awaitable[PutMessageStatus]] | None = None
 
     # -- life cycle ---------------------------------------------------------------------------
     @property
@@ -538,18 +541,57 @@ class MessageStore:
         return await self.put_messages_async([msg])
 
     async def put_messages_async(self, batch: list[MessageExt]) -> PutMessageResult:
-        """As ``put_messages``, but waits for a sync flush without blocking the event loop."""
-        outcome = self.put_messages_or_wait(batch)
-        return outcome if isinstance(outcome, PutMessageResult) else await outcome
+        """As ``put_messages``, but waits for a sync flush without blocking the event loop.
+
+        The broker's own puts (delay, retry, transactions, replies, traces) come this way and do
+        not wait for a SYNC_MASTER's slave: their callers take any status but PUT_OK as "not
+        stored" and would put again; the records reach the slave all the same."""
+        result, flush_to = self._append_for_flush(batch)
+        group_commit = self._group_commit
+        if flush_to is None or group_commit is None:
+            return result
+        return await self._after_flush(result, group_commit.request_async(flush_to))
 
     def put_messages_or_wait(self, batch: list[MessageExt]) -> PutMessageResult | Awaitable[PutMessageResult]:
         """Append on the event loop: the result, or — when a SYNC_FLUSH must be waited for — an
         awaitable of it. Callers that can answer at once then need no coroutine or task."""
         result, flush_to = self._append_for_flush(batch)
         group_commit = self._group_commit
+        if self.replica_wait is not None:  # SYNC_MASTER: one attribute on every other put
+            return self._replicated(result, batch, flush_to)
         if flush_to is None or group_commit is None:
             return result
         return self._after_flush(result, group_commit.request_async(flush_to))
+
+    def _replicated(
+        self, result: PutMessageResult, batch: list[MessageExt], flush_to: int | None
+    ) -> PutMessageResult | Awaitable[PutMessageResult]:
+        """SYNC_MASTER (RocketMQ's handleDiskFlushAndHA): a stored message waiting for its store
+        is answered once a slave has confirmed its end too, or with the slave's status."""
+        append, replica_wait, group_commit = result.append, self.replica_wait, self._group_commit
+        flushed = None
+        if flush_to is not None and group_commit is not None:
+            flushed = self._after_flush(result, group_commit.request_async(flush_to))
+        if not result.ok or append is None or not batch[0].wait_store_msg_ok or replica_wait is None:
+            return result if flushed is None else flushed
+        confirmed = replica_wait(append.wrote_offset + append.wrote_bytes)
+        if flushed is None and isinstance(confirmed, PutMessageStatus):
+            return self._replica_result(result, confirmed)
+        return self._after_flush_and_replica(result, flushed, confirmed)
+
+    @staticmethod
+    def _replica_result(result: PutMessageResult, status: PutMessageStatus) -> PutMessageResult:
+        if status is not PutMessageStatus.PUT_OK:  # the slave's status wins, as in RocketMQ
+            result.status = status
+        return result
+
+    async def _after_flush_and_replica(
+        self, result: PutMessageResult, flushed, confirmed
+    ) -> PutMessageResult:
+        if flushed is not None:
+            result = await flushed
+        status = confirmed if isinstance(confirmed, PutMessageStatus) else await confirmed
+        return self._replica_result(result, status)
 
     def dispatch_pending(self) -> None:
         """Make what was appended readable now (on the dispatch loop), not at its next turn."""

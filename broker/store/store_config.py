@@ -59,6 +59,11 @@ class MessageStoreConfig:
     ha_transfer_batch_size: int = 32 * 1024
     ha_send_heartbeat_interval: int = 5000  # ms
     ha_housekeeping_interval: int = 20_000  # ms
+    # SYNC_MASTER: how long a send waits for a slave to confirm it (RocketMQ's slaveTimeout,
+    # FLUSH_SLAVE_TIMEOUT after it), and how far behind a slave may be before sends are answered
+    # SLAVE_NOT_AVAILABLE at once (haMaxGapNotInSync).
+    slave_timeout: int = 3000  # ms
+    ha_max_gap_not_in_sync: int = 256 * 1024 * 1024
 
     @property
     def sync_flush(self) -> bool:

@@ -70,23 +70,22 @@ def _query_by_key(cluster, addr: str, key: str) -> list[bytes]:
     return [m.body for m in decode_messages(response.body)]
 
 
+def _create_topic(cluster) -> None:
+    """On the master only: a slave refuses topic changes (its topics are its master's)."""
+    fields = {"topic": TOPIC, "defaultTopic": "TBW102", "readQueueNums": QUEUES, "writeQueueNums": QUEUES,
+              "perm": 6, "topicFilterType": "SINGLE_TAG"}  # fmt: skip
+    response = cluster.request(
+        RequestCode.UPDATE_AND_CREATE_TOPIC, fields, addr=cluster.brokers["broker-ha"].addr
+    )
+    assert response.ok, response.remark
+    cluster.wait_for_route(TOPIC)
+
+
 @pytest.fixture
 def pair(tmp_path):
     cluster = start_master_slave(tmp_path / "ha")
     try:
-        cluster.request(
-            RequestCode.UPDATE_AND_CREATE_TOPIC,
-            {
-                "topic": TOPIC,
-                "defaultTopic": "TBW102",
-                "readQueueNums": QUEUES,
-                "writeQueueNums": QUEUES,
-                "perm": 6,
-                "topicFilterType": "SINGLE_TAG",
-            },
-            addr=cluster.brokers["broker-ha"].addr,
-        )
-        cluster.wait_for_route(TOPIC)
+        _create_topic(cluster)
         yield cluster
     finally:
         cluster.stop()
@@ -149,6 +148,37 @@ def test_a_slave_started_late_catches_up_and_refuses_writes(tmp_path):
                "fromTransactionCheck": False, "msgId": "x", "transactionId": "x"}  # fmt: skip
         refused = cluster.request(RequestCode.END_TRANSACTION, end, addr=slave)
         assert refused.code == ResponseCode.SLAVE_NOT_AVAILABLE
+    finally:
+        cluster.stop()
+
+
+def test_sync_master_answers_after_its_slave_has_the_message(tmp_path):
+    """SYNC_MASTER double write through the SDK: SEND_OK while the slave confirms; with the slave
+    stopped the message is stored and the send answered SLAVE_NOT_AVAILABLE, a status (as
+    RocketMQ's client reports it), not an error."""
+    cluster = start_master_slave(
+        tmp_path / "sync", master_settings={"brokerRole": "SYNC_MASTER", "slaveTimeout": 2000}
+    )
+    try:
+        _create_topic(cluster)
+        master, slave = cluster.brokers["broker-ha"].addr, cluster.brokers["broker-ha-s"].addr
+        wait_until(lambda: _runtime(cluster, master)["haSlaveCount"] == "1", timeout=30, what="the slave")
+        producer = Producer("HA_SYNC_PRODUCER", cluster.namesrv_addr).start()
+        try:
+            results = [producer.send(Message(TOPIC, f"sync {i}".encode())) for i in range(20)]
+            assert {r.send_status for r in results} == {"SEND_OK"}
+            assert int(_runtime(cluster, slave)["commitLogMaxOffset"]) >= int(
+                _runtime(cluster, master)["commitLogMaxOffset"]
+            )  # acknowledged means on the slave
+            assert cluster.brokers["broker-ha-s"].stop() == 0
+            wait_until(
+                lambda: _runtime(cluster, master)["haSlaveCount"] == "0", timeout=30, what="the slave gone"
+            )
+            alone = producer.send(Message(TOPIC, b"no slave"))
+            assert alone.send_status == "SLAVE_NOT_AVAILABLE" and alone.queue_offset >= 0
+        finally:
+            producer.shutdown()
+        assert sum(_max_offsets(cluster, master)) == 21  # every message stored, whatever its answer
     finally:
         cluster.stop()
 

@@ -13,6 +13,7 @@ from broker.store.ha.master import HAServer
 from broker.store.ha.protocol import MAX_TRANSFER_BODY, REPORT, TRANSFER_HEADER
 from broker.store.ha.slave import HAClient
 from broker.store.message_store import MessageStore
+from broker.store.results import PutMessageStatus
 
 from .conftest import small_config
 
@@ -87,7 +88,7 @@ async def test_a_hostile_master_is_dropped_and_nothing_is_kept(tmp_path, frame, 
         reports.append(REPORT.unpack(await reader.readexactly(REPORT.size))[0])
         writer.write(frame)
         await writer.drain()
-        await asyncio.sleep(5)
+        await reader.read()  # until the slave hangs up
 
     server = await asyncio.start_server(hostile, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
@@ -101,3 +102,83 @@ async def test_a_hostile_master_is_dropped_and_nothing_is_kept(tmp_path, frame, 
         await client.stop()
         server.close()
         slave.shutdown()
+
+
+def _sync_master(tmp_path, **config):
+    settings = {"mapped_file_size_commit_log": 64 * 1024, "ha_send_heartbeat_interval": 200, **config}
+    return MessageStore(tmp_path / "m", small_config(**settings, broker_role="SYNC_MASTER"))
+
+
+async def _put(store, i: int):
+    outcome = store.put_messages_or_wait([_message(i)])
+    return outcome if not asyncio.isfuture(outcome) and not asyncio.iscoroutine(outcome) else await outcome
+
+
+async def test_sync_master_answers_after_the_slave_confirms_or_with_the_slaves_status(tmp_path):
+    """SYNC_MASTER double write (RocketMQ's handleHA): PUT_OK once a slave has the message;
+    SLAVE_NOT_AVAILABLE without a slave or with one too far behind; FLUSH_SLAVE_TIMEOUT when the
+    connected slave does not confirm within slaveTimeout. The message is stored every time."""
+    master = _sync_master(tmp_path, slave_timeout=300)
+    slave = MessageStore(
+        tmp_path / "s", small_config(mapped_file_size_commit_log=64 * 1024, broker_role="SLAVE")
+    )
+    loop = asyncio.get_running_loop()
+    master.start(dispatch_loop=loop)
+    slave.start(dispatch_loop=loop)
+    server = HAServer(master, "127.0.0.1", 0)
+    master.replica_wait = server.wait_for_slave
+    port = await server.start()
+    client = HAClient(slave, f"127.0.0.1:{port}")
+    silent = None
+    try:
+        alone = await _put(master, 0)
+        assert alone.status is PutMessageStatus.SLAVE_NOT_AVAILABLE and alone.append is not None
+        client.start()
+        await _until(lambda: server.confirmed_offsets())
+        for i in range(1, 50):
+            result = await _put(master, i)
+            assert result.status is PutMessageStatus.PUT_OK
+            assert slave.max_physic_offset >= result.append.wrote_offset + result.append.wrote_bytes
+        internal = await master.put_messages_async([_message(99)])  # the broker's own puts do not wait
+        assert internal.status is PutMessageStatus.PUT_OK
+        await client.stop()
+        await _until(lambda: not server.connections)
+
+        # A slave that reports once and then says nothing: connected, never confirming.
+        _, silent = await asyncio.open_connection("127.0.0.1", port)
+        silent.write(REPORT.pack(master.max_physic_offset))
+        await _until(lambda: server.confirmed_offsets())
+        late = await _put(master, 100)
+        assert late.status is PutMessageStatus.FLUSH_SLAVE_TIMEOUT and late.append is not None
+        master.config.ha_max_gap_not_in_sync = 1  # now it is too far behind to wait for
+        assert (await _put(master, 101)).status is PutMessageStatus.SLAVE_NOT_AVAILABLE
+        assert master.wait_for_dispatch()  # every one of the 53 was stored, whatever its answer
+        assert master.get_max_offset_in_queue("wire", 0) + master.get_max_offset_in_queue("wire", 1) == 53
+    finally:
+        if silent is not None:
+            silent.close()
+        await client.stop()
+        await server.stop()
+        slave.shutdown()
+        master.shutdown()
+
+
+async def test_sync_master_waiting_sends_time_out_when_the_slave_leaves(tmp_path):
+    master = _sync_master(tmp_path, slave_timeout=60_000)
+    master.start(dispatch_loop=asyncio.get_running_loop())
+    server = HAServer(master, "127.0.0.1", 0)
+    master.replica_wait = server.wait_for_slave
+    port = await server.start()
+    _, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(REPORT.pack(0))
+        await _until(lambda: server.confirmed_offsets())
+        pending = asyncio.ensure_future(_put(master, 1))
+        await asyncio.sleep(0)
+        writer.close()  # the only slave goes: nobody can confirm, the send is answered now
+        result = await asyncio.wait_for(pending, 20)
+        assert result.status is PutMessageStatus.FLUSH_SLAVE_TIMEOUT
+    finally:
+        writer.close()
+        await server.stop()
+        master.shutdown()

@@ -22,7 +22,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
 from typing import TYPE_CHECKING
+
+from broker.store.results import PutMessageStatus
 
 from .protocol import REPORT, TRANSFER_HEADER
 
@@ -46,9 +49,18 @@ class HAConnection:
         self.next_transfer = -1
         self._reported = asyncio.Event()
         self.new_data = asyncio.Event()  # set by the server on each dispatched record
+        self._tasks: list[asyncio.Task] = []
+
+    def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        self.writer.close()
 
     async def serve(self) -> None:
-        tasks = [asyncio.create_task(self._read_reports()), asyncio.create_task(self._transfer())]
+        tasks = self._tasks = [
+            asyncio.create_task(self._read_reports()),
+            asyncio.create_task(self._transfer()),
+        ]
         try:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
@@ -138,6 +150,8 @@ class HAServer:
         self._listening = False
         # The furthest offset any slave has confirmed (RocketMQ's push2SlaveMaxOffset).
         self.push_to_slave_max_offset = 0
+        # SYNC_MASTER: sends waiting for a slave, by end offset (appends come in offset order).
+        self._waiting: deque[tuple[int, asyncio.Future[PutMessageStatus]]] = deque()
 
     async def start(self) -> int:
         self._server = await asyncio.start_server(self._accept, self.host, self.port)
@@ -155,6 +169,8 @@ class HAServer:
         finally:
             self.connections.remove(connection)
             self._listen_for_data()
+            while not self.connections and self._waiting:  # nobody left to confirm them
+                _time_out(self._waiting.popleft()[1])
 
     def _listen_for_data(self) -> None:
         """Wake writers on each dispatched record while (and only while) a slave is connected."""
@@ -173,6 +189,34 @@ class HAServer:
     def slave_acked(self, connection: HAConnection, offset: int) -> None:
         if offset > self.push_to_slave_max_offset:
             self.push_to_slave_max_offset = offset
+        waiting = self._waiting
+        while waiting and waiting[0][0] <= offset:
+            future = waiting.popleft()[1]
+            if not future.done():
+                future.set_result(PutMessageStatus.PUT_OK)
+
+    # -- SYNC_MASTER ---------------------------------------------------------------------------
+    def wait_for_slave(self, end_offset: int) -> PutMessageStatus | asyncio.Future[PutMessageStatus]:
+        """A stored message's replication status (RocketMQ's isSlaveOK + GroupTransferService):
+        SLAVE_NOT_AVAILABLE when no slave is connected or the furthest is ``haMaxGapNotInSync``
+        or more behind; PUT_OK when one has confirmed ``end_offset``; else a future that a slave's
+        confirmation resolves to PUT_OK, or ``slaveTimeout`` to FLUSH_SLAVE_TIMEOUT."""
+        config = self.store.config
+        confirmed = max((c.ack_offset for c in self.connections), default=-1)
+        if confirmed < 0 or self.store.max_physic_offset - confirmed >= config.ha_max_gap_not_in_sync:
+            return PutMessageStatus.SLAVE_NOT_AVAILABLE
+        if confirmed >= end_offset:
+            return PutMessageStatus.PUT_OK
+        waiting = self._waiting
+        while waiting and waiting[0][1].done():  # timed out (in order: one timeout for all)
+            waiting.popleft()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[PutMessageStatus] = loop.create_future()
+        waiting.append((end_offset, future))
+        loop.call_later(config.slave_timeout / 1000, _time_out, future)
+        for connection in self.connections:  # stream it now rather than at the next wake-up
+            connection.new_data.set()
+        return future
 
     def confirmed_offsets(self) -> dict[str, int]:
         """How far each connected slave has confirmed (its address: its latest report)."""
@@ -191,9 +235,20 @@ class HAServer:
         }
 
     async def stop(self) -> None:
+        while self._waiting:
+            _time_out(self._waiting.popleft()[1])
         if self._server is not None:
             self._server.close()
         for connection in list(self.connections):
-            connection.writer.close()
+            connection.close()
+        # Until every connection has stopped reading the store, which is shut down next.
+        deadline = time.monotonic() + 5
+        while self.connections and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
         if self._server is not None:
             await self._server.wait_closed()
+
+
+def _time_out(future: asyncio.Future[PutMessageStatus]) -> None:
+    if not future.done():
+        future.set_result(PutMessageStatus.FLUSH_SLAVE_TIMEOUT)
