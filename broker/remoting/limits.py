@@ -31,6 +31,7 @@ FRAME_MAX_LENGTH_KEY = "frameMaxLength"
 MAX_PARTIAL_FRAME_BYTES_KEY = "serverMaxPartialFrameBytes"
 CHANNEL_MAX_IDLE_KEY = "serverChannelMaxIdleTimeSeconds"
 MAX_CONNECTIONS_KEY = "serverMaxConnections"
+LIMIT_KEYS = (FRAME_MAX_LENGTH_KEY, MAX_PARTIAL_FRAME_BYTES_KEY, CHANNEL_MAX_IDLE_KEY, MAX_CONNECTIONS_KEY)
 
 # The largest is what the 4-byte length field can say. A limit under the broker's maxMessageSize
 # (4 MiB) plus a header refuses the largest messages: the operator's choice.

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from broker.common.conf_file import ConfError, write_properties
+from broker.remoting.limits import LIMIT_KEYS, ConnectionLimits
 
 from . import config_schema as schema
 
@@ -58,6 +59,7 @@ class BrokerConfigUpdater:
         that cannot change at run time or a bad value."""
         config = self.broker.config
         typed = schema.validate_update(updates)
+        self._check_connection_limits(typed)
         needs_restart = sorted(k.name for k in typed if k.apply is schema.Apply.RESTART)
         if needs_restart and config.conf_path is None:
             raise ConfError(
@@ -80,6 +82,17 @@ class BrokerConfigUpdater:
         log.info("broker config updated: %s", outcome.remark())
         self.broker.register_soon()
         return outcome
+
+    def _check_connection_limits(self, typed: dict[schema.ConfigKey, Any]) -> None:
+        """The network limits hold together (the unfinished-frame bound at least one frame): a
+        combination refused here would otherwise be written and stop the next start."""
+        if not any(key.name in LIMIT_KEYS for key in typed):
+            return
+        config = self.broker.config
+        after = {name: config.value_of(schema.KEYS[name]) for name in LIMIT_KEYS}
+        after.update({name: value for name, value in self.pending.items() if name in LIMIT_KEYS})
+        after.update({key.name: key.format(value) for key, value in typed.items() if key.name in LIMIT_KEYS})
+        ConnectionLimits.from_conf(after)
 
     def _apply_live(self, key: schema.ConfigKey, value: Any) -> None:
         setattr(self.broker.config.holder_of(key), key.attr, value)

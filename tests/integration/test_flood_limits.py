@@ -320,3 +320,15 @@ def test_an_offset_no_java_long_holds_is_refused_and_the_offsets_stay_readable(f
     assert flooded.request(RequestCode.GET_ALL_CONSUMER_OFFSET).ok
     answer = flooded.request(RequestCode.QUERY_CONSUMER_OFFSET, fields)
     assert answer.ok and answer.field("offset") == "3"
+
+
+def test_limits_that_could_not_start_the_broker_are_refused_at_run_time(flooded):
+    """UPDATE_BROKER_CONFIG writes restart-applied keys to broker.conf: a partial-frame bound
+    under the frame limit is refused before it is written, so the next start is not stopped."""
+    refused = flooded.request(RequestCode.UPDATE_BROKER_CONFIG, body=b"serverMaxPartialFrameBytes=1048576\n")
+    assert refused.code == ResponseCode.SYSTEM_ERROR
+    assert "serverMaxPartialFrameBytes=1048576 must be at least frameMaxLength (16777216)" in refused.remark
+    assert "serverMaxPartialFrameBytes" not in flooded.confs["broker-a"].read_text()
+    both = b"frameMaxLength=1048576\nserverMaxPartialFrameBytes=1048576\n"  # together they hold
+    accepted = flooded.request(RequestCode.UPDATE_BROKER_CONFIG, body=both)
+    assert accepted.ok and "serverMaxPartialFrameBytes=1048576" in flooded.confs["broker-a"].read_text()
