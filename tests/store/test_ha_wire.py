@@ -182,3 +182,30 @@ async def test_sync_master_waiting_sends_time_out_when_the_slave_leaves(tmp_path
         writer.close()
         await server.stop()
         master.shutdown()
+
+
+async def test_a_slave_needing_segments_the_master_deleted_says_so(tmp_path):
+    """Retention removed the master's oldest segments while the slave was away: the master
+    streams from its oldest offset, and the slave refuses the gap with a reason (its figure)."""
+    master, slave = _stores(tmp_path)
+    loop = asyncio.get_running_loop()
+    master.start(dispatch_loop=loop)
+    slave.start(dispatch_loop=loop)
+    for i in range(100):
+        assert master.put_message(_message(i)).ok
+    slave.replica_log().append(0, master.commit_log_data(0, 4096))  # the slave got a little
+    for i in range(100, 1500):
+        assert master.put_message(_message(i)).ok
+    master.commitlog.files.delete_first(2)  # as retention does
+    server = HAServer(master, "127.0.0.1", 0)
+    client = HAClient(slave, f"127.0.0.1:{await server.start()}")
+    try:
+        client.start()
+        await _until(lambda: "on neither side" in client.last_error)
+        assert f"sends from offset {master.min_physic_offset}" in client.last_error
+        assert slave.max_physic_offset == 4096  # nothing appended beyond the gap
+    finally:
+        await client.stop()
+        await server.stop()
+        slave.shutdown()
+        master.shutdown()

@@ -34,6 +34,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# Slaves one master serves at most (RocketMQ sets no limit; a broker set has a handful).
+MAX_CONNECTIONS = 16
+
 
 class HAConnection:
     """One slave: its reports in, the commit log out."""
@@ -108,9 +111,11 @@ class HAConnection:
         else:
             start = reported
         if start < store.min_physic_offset:
+            # Sent from the oldest offset held, the slave sees the gap and says so (its figures).
             oldest = store.min_physic_offset
             log.error("slave %s needs offset %d, which this master no longer holds (oldest %d): "
                       "its store must be emptied to follow", self.address, start, oldest)  # fmt: skip
+            start = oldest
         log.info("replicating to slave %s from offset %d (it reported %d)", self.address, start, reported)
         return start
 
@@ -160,6 +165,11 @@ class HAServer:
         return self.port
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self.connections) >= MAX_CONNECTIONS:
+            # Each connection streams the whole log: a flood of them must not take the broker down.
+            log.warning("HA port: %d connections already, one more refused", len(self.connections))
+            writer.close()
+            return
         connection = HAConnection(self, reader, writer)
         log.info("slave connected from %s", connection.address)
         self.connections.append(connection)

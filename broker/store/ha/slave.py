@@ -76,13 +76,15 @@ class HAClient:
                 pass
 
     async def _run(self) -> None:
+        first = True
         while True:
             address = self.master_address
-            if not address:
+            if address:
+                await self._follow(address)
+            elif not first:  # the first registration answer may bring it: no complaint before
                 self._failed("no master HA address yet: set haMasterAddress, or register the master "
                              "of this brokerName with the name servers")  # fmt: skip
-            else:
-                await self._follow(address)
+            first = False
             self._wake.clear()
             try:
                 await asyncio.wait_for(self._wake.wait(), RETRY_INTERVAL_S)
