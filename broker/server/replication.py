@@ -2,7 +2,8 @@
 slave refuses, and what the name server's registration answer tells a slave.
 
 The replication itself is the store's (``broker/store/ha``): a master runs ``HAServer`` on the
-HA port, a slave runs ``HAClient`` towards its master. A slave's store refuses every put
+HA port, a slave runs ``HAClient`` towards its master and copies its metadata
+(``slave_sync``). A slave's store refuses every put
 (SERVICE_NOT_AVAILABLE, "message store is slave mode, so write is not supported"); the requests
 below are refused before they reach it, with the answers RocketMQ's slave gives. They are the
 slave's handlers for those codes, registered instead of the master's: a master pays nothing.
@@ -20,6 +21,8 @@ from broker.remoting.command import RemotingCommand, response_to
 from broker.store.ha.master import HAServer
 from broker.store.ha.slave import HAClient
 from broker.store.store_config import SYNC_MASTER
+
+from .slave_sync import SlaveSynchronize
 
 if TYPE_CHECKING:
     from .controller import BrokerController
@@ -50,8 +53,10 @@ class BrokerReplication:
         self.client: HAClient | None = None
         self.master_addr = ""  # a slave's master's remoting address, from the name server
         self._warned_no_master = False
+        self.metadata: SlaveSynchronize | None = None
         if self.is_slave:
             self.client = HAClient(broker.store, store_config.ha_master_address)
+            self.metadata = SlaveSynchronize(broker)
         else:
             self.server = HAServer(broker.store, broker.config.broker_ip1, broker.config.ha_listen_port)
             if store_config.broker_role == SYNC_MASTER:  # sends wait for a slave's confirmation
@@ -64,12 +69,16 @@ class BrokerReplication:
             await self.server.start()
         if self.client is not None:
             self.client.start()
+        if self.metadata is not None:
+            self.metadata.start()
 
     async def stop(self) -> None:
         if self.server is not None:
             await self.server.stop()
         if self.client is not None:
             await self.client.stop()
+        if self.metadata is not None:
+            await self.metadata.stop()
 
     def slave_handlers(self) -> dict[int, object]:
         """The requests a slave answers itself (none on a master)."""
@@ -109,4 +118,6 @@ class BrokerReplication:
         if self.client is not None:
             info.update(self.client.runtime_info())
             info["masterAddr"] = self.master_addr
+        if self.metadata is not None:
+            info.update(self.metadata.runtime_info())
         return info

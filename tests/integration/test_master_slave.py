@@ -15,6 +15,7 @@ from broker.client import Producer
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message import Message
 from broker.common.message_codec import decode_messages
+from broker.common.pull_sysflag import FLAG_SUBSCRIPTION
 from broker.local_cluster import ROOT, free_port, wait_until, write_conf
 from tests.cluster import add_slave, start_master_slave
 
@@ -63,6 +64,17 @@ def _max_offsets(cluster, addr: str) -> list[int]:
     return offsets
 
 
+def _topics(cluster, addr: str) -> set[str]:
+    response = cluster.request(RequestCode.GET_ALL_TOPIC_CONFIG, addr=addr)
+    return set(json.loads(response.body)["topicConfigTable"])
+
+
+def _consumer_offset(cluster, addr: str) -> int:
+    fields = {"consumerGroup": "ha-group", "topic": TOPIC, "queueId": 2}
+    response = cluster.request(RequestCode.QUERY_CONSUMER_OFFSET, fields, addr=addr)
+    return int(response.field("offset")) if response.ok else -1
+
+
 def _query_by_key(cluster, addr: str, key: str) -> list[bytes]:
     fields = {"topic": TOPIC, "key": key, "maxNum": 4, "beginTimestamp": 0, "endTimestamp": 2**62}
     response = cluster.request(RequestCode.QUERY_MESSAGE, fields, addr=addr)
@@ -94,10 +106,15 @@ def pair(tmp_path):
 def test_ten_thousand_messages_reach_the_slave_byte_for_byte(pair, tmp_path):
     """Acceptance 1: identical bytes and offsets; the slave's queues and index answer."""
     master, slave = pair.brokers["broker-ha"].addr, pair.brokers["broker-ha-s"].addr
+    commit = {"consumerGroup": "ha-group", "topic": TOPIC, "queueId": 2, "commitOffset": 77}
+    assert pair.request(RequestCode.UPDATE_CONSUMER_OFFSET, commit, addr=master).ok
     _send(pair, MESSAGES)
     wait_until(
         lambda: _caught_up(pair, master, slave), timeout=60, what="the slave to reach the master's end"
     )
+    # Metadata follows the master (SlaveSynchronize, every 10 s): the topic and the group's offset.
+    wait_until(lambda: _consumer_offset(pair, slave) == 77, timeout=30, what="the offset on the slave")
+    assert TOPIC in _topics(pair, slave)
     info = _runtime(pair, master)
     assert info["haSlaveCount"] == "1" and info["haSlaveBehindBytes"] == "0"
     assert info["haPushToSlaveMaxOffset"] == info["commitLogMaxOffset"]
@@ -118,6 +135,16 @@ def test_ten_thousand_messages_reach_the_slave_byte_for_byte(pair, tmp_path):
     assert sum(offsets) == MESSAGES and all(offsets)
     for i in (0, 4321, MESSAGES - 1):
         assert _query_by_key(pair, slave, f"key-{i}") == [f"message {i} ".encode() * (1 + i % 5)]
+    # Pulled from the slave (by its address, brokerId 1): its consume queue's messages.
+    pull = {"consumerGroup": "ha-group", "topic": TOPIC, "queueId": 2, "queueOffset": 0, "maxMsgNums": 32,
+            "sysFlag": FLAG_SUBSCRIPTION, "commitOffset": -1, "suspendTimeoutMillis": 0, "subscription": "*",
+            "subVersion": 0}  # fmt: skip
+    pulled = pair.request(RequestCode.PULL_MESSAGE, pull, addr=slave)
+    assert pulled.code == ResponseCode.SUCCESS, pulled.remark
+    messages = decode_messages(pulled.body)
+    assert len(messages) == 32 and all(m.queue_id == 2 for m in messages)
+    assert [m.queue_offset for m in messages] == list(range(32))
+    assert _consumer_offset(pair, slave) == 77  # kept across the slave's restart
 
 
 def test_a_slave_started_late_catches_up_and_refuses_writes(tmp_path):
