@@ -73,6 +73,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "console.errors.ClusterErrorMiddleware",
+    "console.request_guard.RefuseNulCharacters",
     # Last, as django-axes asks: turns a locked-out login into its lockout page.
     "axes.middleware.AxesMiddleware",
 ]

@@ -16,6 +16,7 @@ import os
 import pytest
 from django import forms
 from django.http import QueryDict
+from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -115,3 +116,44 @@ def test_any_input_is_valid_or_refused_with_form_errors(form_class):
 def test_the_fuzzed_forms_include_both_apps():
     names = {cls.__name__ for cls in FORMS}
     assert {"TopicForm", "GroupForm", "ResetOffsetForm", "RunForm", "ScheduleForm"} <= names
+
+
+# -- parameters the views read without a form -------------------------------------------------------
+@pytest.fixture
+def viewer(db):
+    from tests.cluster import create_user
+    from tests.console.conftest import PASSWORD
+
+    client = Client()
+    client.force_login(create_user("fuzz-viewer", "viewer", PASSWORD))
+    return client
+
+
+def test_the_audit_filters_take_any_text(viewer):
+    @settings(max_examples=EXAMPLES, deadline=None, derandomize=True)
+    @given(
+        st.dictionaries(
+            st.sampled_from(["user", "action", "result", "page"]),
+            st.one_of(st.text(max_size=60), st.sampled_from(TRICKY)),
+        )
+    )
+    def check(params):
+        response = viewer.get("/audit/", params)
+        holds_nul = any("\x00" in value for value in params.values())
+        assert response.status_code == (400 if holds_nul else 200), params
+
+    check()
+
+
+def test_a_nul_character_in_any_parameter_is_refused_before_a_view_runs(db):
+    from console.models import AuditRecord, SavedTailFilter
+    from tests.cluster import create_user
+    from tests.console.conftest import PASSWORD
+
+    operator = Client()
+    operator.force_login(create_user("nul-operator", "operator", PASSWORD))
+    refused = operator.post("/ops/tail/filters/", {"name": "mine\x00", "topic": "T", "tags": "a"})
+    assert refused.status_code == 400 and b"holds a NUL character" in refused.content
+    assert not SavedTailFilter.objects.exists() and not AuditRecord.objects.exists()
+    assert operator.get("/audit/", {"user": "a\x00b"}).status_code == 400
+    assert operator.get("/audit/", {"user\x00": "a"}).status_code == 400

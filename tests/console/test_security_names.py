@@ -1,14 +1,21 @@
 """The console renders any name that reaches it, and every link to a named thing leads back to it.
 
-Brokers now refuse names outside RocketMQ's set where they enter, so the odd names come the way
-they would in a real deployment: a broker state written before that check (its
-``subscriptionGroup.json`` and ``consumerOffset.json``, written with the broker's own classes),
-loaded by a real broker. The pages are then read through the real views. A request about such a
-name that the cluster refuses is answered with the cluster's reason, never a server error.
+Brokers now refuse names outside RocketMQ's set where they enter (and drop such group configs
+when they load ``subscriptionGroup.json``), so odd names reach the console the ways that are left:
+
+- an older broker state: ``consumerOffset.json`` written before the check (with the broker's own
+  class) names odd groups, and a real broker reports them as the topic's consumers;
+- a peer that checks less (an older broker, another implementation): its answers are stood in for
+  by adding the odd names to what the real broker answered, at the one service call a list page
+  makes (``group_index``, ``topic_consumers``); everything else, the views, the templates and every
+  further request about the names, is real;
+- links and requests made with odd names directly, through the real views and the real cluster:
+  a request the cluster refuses is answered with its reason, never a server error.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from html import unescape
 from urllib.parse import unquote, urlsplit
@@ -19,9 +26,11 @@ from django.urls import Resolver404, URLPattern, URLResolver, get_resolver, reso
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import console.views.groups
+import console.views.topics
 from broker.common.json_config_file import ConsumerOffsetTable
-from broker.server.subscription_manager import SubscriptionGroupConfig, SubscriptionGroupManager
 from console import cluster_access
+from console.services import cluster_queries
 from console.url_names import name_to_segment, segment_to_name
 from tests.cluster import CLI, create_user, start
 from tests.console.conftest import PASSWORD
@@ -48,8 +57,8 @@ MSG_ID = "7F00000100002A9F0000000000000000"
 
 @pytest.fixture(scope="module")
 def odd_cluster(tmp_path_factory):
-    """One broker whose stored state names consumer groups with every odd name, each with an
-    offset on ``TOPIC`` (so the topic's page lists them as its consumers)."""
+    """One broker whose stored consumer offsets name every odd group on ``TOPIC`` (so the broker
+    reports them as the topic's consumers)."""
     workdir = tmp_path_factory.mktemp("odd-names")
     cluster = start(CLI, workdir, brokers=("broker-a",))
     try:
@@ -57,14 +66,10 @@ def odd_cluster(tmp_path_factory):
         process = cluster.brokers["broker-a"]
         assert process.stop() == 0
         config_dir = workdir / "broker-a" / "config"
-        groups = SubscriptionGroupManager(config_dir, auto_create=False)
-        groups.load()
         offsets = ConsumerOffsetTable(config_dir)
         offsets.load()
         for name in ODD_NAMES:
-            groups.table[name] = SubscriptionGroupConfig(name)
             offsets.commit(name, TOPIC, 0, 0)
-        groups.persist()
         offsets.persist()
         cluster.start_broker("broker-a")
         cluster.wait_for_route(TOPIC)
@@ -96,7 +101,12 @@ def _links(html: str, view_name: str) -> dict[str, str]:
     return found
 
 
-def test_the_group_list_shows_every_odd_name_with_a_link_back_to_it(client):
+def test_the_group_list_shows_every_odd_name_with_a_link_back_to_it(client, monkeypatch):
+    def with_odd_names(admin):
+        index = cluster_queries.group_index(admin)  # the real broker's answer, plus a peer's odd names
+        return dataclasses.replace(index, names=sorted({*index.names, *ODD_NAMES}))
+
+    monkeypatch.setattr(console.views.groups, "group_index", with_odd_names)
     response = client.get("/groups/", {"q": ""})
     assert response.status_code == 200, response.content[:300]
     html = response.content.decode()
@@ -105,10 +115,28 @@ def test_the_group_list_shows_every_odd_name_with_a_link_back_to_it(client):
     assert set(ODD_NAMES) <= linked, set(ODD_NAMES) - linked
 
 
-def test_the_topic_page_lists_its_odd_consumers_with_links_back_to_them(client):
+def test_the_topic_page_links_every_consumer_the_broker_reports(client, odd_cluster):
+    """Straight from the older broker state: whatever groups the broker reports, odd or not."""
+    admin = cluster_access.admin_for(odd_cluster.namesrv_addr)
+    reported = {c.group for c in cluster_queries.topic_consumers(admin, TOPIC)}
     response = client.get(reverse("console:topic", args=[TOPIC]))
     assert response.status_code == 200, response.content[:300]
-    assert set(ODD_NAMES) <= set(_links(response.content.decode(), "group").values())
+    assert reported <= set(_links(response.content.decode(), "group").values())
+
+
+def test_the_topic_page_lists_odd_consumers_with_links_back_to_them(client, monkeypatch):
+    def with_odd_names(admin, topic):
+        consumers = cluster_queries.topic_consumers(admin, topic)
+        known = {c.group for c in consumers}
+        extra = [cluster_queries.TopicConsumer(n, error="refused") for n in ODD_NAMES if n not in known]
+        return consumers + extra
+
+    monkeypatch.setattr(console.views.topics, "topic_consumers", with_odd_names)
+    response = client.get(reverse("console:topic", args=[TOPIC]))
+    assert response.status_code == 200, response.content[:300]
+    html = response.content.decode()
+    assert "<script>alert(1)</script>" not in html
+    assert set(ODD_NAMES) <= set(_links(html, "group").values())
 
 
 def _named_patterns(resolver=None, namespace=""):
