@@ -3,7 +3,8 @@
 ali-ons (npm, Alibaba's pure-JavaScript RocketMQ remoting client) runs unmodified in Node child
 processes (``tests/compat/ali_ons/*.js``) against a real name server and broker started on free
 loopback ports. It signs every request with access keys (AccessKey / Signature / OnsChannel ext
-fields), which our ACL-less broker ignores as an ACL-less Apache broker does.
+fields); a broker without ACL (the default, as here) ignores them as an ACL-less Apache broker does,
+and ``tests/acl/test_acl_ali_ons.py`` runs the same client against a broker with ACL on.
 
 ``make setup`` installs ali-ons from the npm registry (``package.json`` devDependencies).
 """
