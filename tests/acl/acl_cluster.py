@@ -16,7 +16,7 @@ import yaml
 from broker.common.acl_signature import SessionCredentials
 from broker.common.codes import RequestCode
 from broker.common.request_headers import CreateTopicRequestHeader, GetRouteInfoRequestHeader
-from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC
+from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC, TRACE_TOPIC
 from broker.local_cluster import EngineProcess, free_port, start_broker, start_namesrv, wait_until, write_conf
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.command import RemotingCommand, create_request
@@ -49,7 +49,7 @@ def broker_acl() -> dict:
                 USER,
                 defaultTopicPerm="DENY",
                 defaultGroupPerm="DENY",
-                topicPerms=[f"{TOPIC}=PUB|SUB", f"{PUB_ONLY}=PUB"],
+                topicPerms=[f"{TOPIC}=PUB|SUB", f"{PUB_ONLY}=PUB", f"{TRACE_TOPIC}=PUB"],
                 groupPerms=[f"{GROUP}=SUB", f"{PRODUCER_GROUP}=SUB"],
             ),
             _account(

@@ -25,6 +25,7 @@ from broker.common.request_headers import (
     PullMessageRequestHeader,
     UpdateGlobalWhiteAddrsConfigRequestHeader,
 )
+from broker.common.topic_config import TRACE_TOPIC
 from broker.local_cluster import ROOT, wait_until, write_conf
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.command import create_request
@@ -102,6 +103,26 @@ def test_sdk_with_credentials_sends_and_consumes(acl):
         assert b"signed hello" in received
     finally:
         consumer.shutdown()
+        producer.shutdown()
+
+
+def test_traced_producer_signs_its_trace_records_with_its_owners_account(acl):
+    """The trace producer is a client of its own: unsigned, its records would be refused."""
+    acl.create_topic(TRACE_TOPIC, queues=1)
+    before = _max_offset(acl, acl.admin, TRACE_TOPIC)
+    assert before.ok, before.remark
+    producer = Producer(
+        PRODUCER_GROUP, acl.namesrv_addr, credentials=USER, instance_name="acl-traced", enable_trace=True
+    ).start()
+    try:
+        assert producer.send(Message(TOPIC, b"traced and signed")).send_status == "SEND_OK"
+
+        def trace_stored() -> bool:
+            answer = _max_offset(acl, acl.admin, TRACE_TOPIC)
+            return int(answer.ext_fields["offset"]) > int(before.ext_fields["offset"])
+
+        wait_until(trace_stored, timeout=20, what="the signed trace record in the trace topic")
+    finally:
         producer.shutdown()
 
 

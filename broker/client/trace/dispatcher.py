@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Callable
 from typing import Protocol
 
+from broker.common.acl_signature import SessionCredentials
 from broker.common.message import Message
 from broker.common.names import GROUP_MAX_LENGTH
 from broker.common.topic_config import TRACE_TOPIC
@@ -50,15 +51,19 @@ class AsyncTraceDispatcher:
         buffer_size: int = 2048,
         producer_factory: Callable[[str, str], TraceSender] | None = None,
         tls: ClientTls | None = None,
+        credentials: SessionCredentials | None = None,
     ) -> None:
-        """``tls``: how the default trace producer connects (its owner's settings)."""
+        """``tls`` and ``credentials``: how the default trace producer connects and signs (its
+        owner's settings: a broker with ACL on refuses unsigned trace records)."""
         self.trace_topic = trace_topic or TRACE_TOPIC
         self.batch_size = batch_size
         self.flush_interval_s = flush_interval_ms / 1000
         self.buffer: queue.Queue = queue.Queue(buffer_size)
         self.dropped = 0
         self.sent_records = 0
-        self._producer_factory = producer_factory or functools.partial(_default_producer, tls=tls)
+        self._producer_factory = producer_factory or functools.partial(
+            _default_producer, tls=tls, credentials=credentials
+        )
         self._producer: TraceSender | None = None  # from start on
         self._owner_group, self._namesrv_addr = owner_group, namesrv_addr
         self._worker: threading.Thread | None = None
@@ -144,7 +149,12 @@ def _pack(records: list[TraceRecord]) -> list[tuple[str, list[str]]]:
     return messages
 
 
-def _default_producer(owner_group: str, namesrv_addr: str, tls: ClientTls | None = None) -> TraceSender:
+def _default_producer(
+    owner_group: str,
+    namesrv_addr: str,
+    tls: ClientTls | None = None,
+    credentials: SessionCredentials | None = None,
+) -> TraceSender:
     from broker.client.producer import Producer
 
     # Its own client instance: trace traffic shares no connection or loop with the application.
@@ -155,5 +165,6 @@ def _default_producer(owner_group: str, namesrv_addr: str, tls: ClientTls | None
         instance_name=f"trace-{uuid.uuid4().hex[:12]}",
         retry_times=0,
         tls=tls,
+        credentials=credentials,
     )
     return producer.start()

@@ -134,6 +134,7 @@ def install_producer_trace(
     producer, trace_topic: str | None = None, **dispatcher_options
 ) -> AsyncTraceDispatcher:
     dispatcher_options.setdefault("tls", producer.tls)  # trace records travel as the owner's do
+    dispatcher_options.setdefault("credentials", producer.credentials)
     dispatcher = AsyncTraceDispatcher(
         producer.group, producer.namesrv_addr, trace_topic=trace_topic, **dispatcher_options
     ).start()
@@ -145,6 +146,7 @@ def install_consumer_trace(
     consumer, trace_topic: str | None = None, **dispatcher_options
 ) -> AsyncTraceDispatcher:
     dispatcher_options.setdefault("tls", consumer.tls)  # trace records travel as the owner's do
+    dispatcher_options.setdefault("credentials", consumer.credentials)
     dispatcher = AsyncTraceDispatcher(
         consumer.group, consumer.namesrv_addr, trace_topic=trace_topic, **dispatcher_options
     ).start()
