@@ -200,10 +200,9 @@ AXES_RESET_ON_SUCCESS = True
 AXES_HTTP_RESPONSE_CODE = 429
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 # Behind a reverse proxy every login would come from the proxy's address: name how many proxies
-# append to X-Forwarded-For so the client's own address is the one counted.
-if _proxies := int(os.environ.get("CONSOLE_TRUSTED_PROXY_COUNT", "0")):
-    AXES_IPWARE_PROXY_COUNT = _proxies
-    AXES_IPWARE_META_PRECEDENCE_ORDER = ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR")
+# append to X-Forwarded-For so the client's own address is the one counted (console.client_address).
+CONSOLE_TRUSTED_PROXY_COUNT = int(os.environ.get("CONSOLE_TRUSTED_PROXY_COUNT", "0"))
+AXES_CLIENT_IP_CALLABLE = "console.client_address.client_address"
 
 # /metrics: a scraper presents this bearer token (Prometheus' authorization.credentials); unset, only
 # a logged-in console user may read it.

@@ -143,3 +143,39 @@ def test_changing_ones_own_password_follows_the_rules():
     assert refused.status_code == 200 and b"too short" in refused.content
     user.refresh_from_db()
     assert user.check_password(PASSWORD)
+
+
+def test_behind_a_proxy_the_forwarded_client_address_is_the_one_locked_out(settings):
+    """CONSOLE_TRUSTED_PROXY_COUNT=1: the address the proxy appends to X-Forwarded-For counts, so
+    one client's failures do not lock the name out for every client of the proxy."""
+    settings.CONSOLE_TRUSTED_PROXY_COUNT = 1
+    create_user("rosa", "viewer", PASSWORD)
+
+    def login(password: str, forwarded_for: str):
+        client = Client(REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_FOR=forwarded_for)
+        return client.post("/accounts/login/", {"username": "rosa", "password": password})
+
+    for attempt in range(LIMIT - 1):
+        # What the client wrote itself (left of the proxy's entry) changes nothing.
+        assert login("wrong password", f"198.51.100.{attempt}, 203.0.113.7").status_code == 200
+    assert login("wrong password", "203.0.113.7").status_code == 429
+    assert login(PASSWORD, "203.0.113.7").status_code == 429
+    assert login(PASSWORD, "203.0.113.8").status_code == 302  # another client of the same proxy
+
+
+def test_a_forwarded_address_is_believed_only_behind_a_trusted_proxy(settings):
+    from django.test import RequestFactory
+
+    from console.client_address import client_address
+
+    request = RequestFactory().get("/", REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_FOR="6.6.6.6, 203.0.113.7")
+    assert client_address(request) == "10.0.0.1"  # no proxy configured: the header is the client's
+    settings.CONSOLE_TRUSTED_PROXY_COUNT = 1
+    assert client_address(request) == "203.0.113.7"
+    settings.CONSOLE_TRUSTED_PROXY_COUNT = 2
+    assert client_address(request) == "6.6.6.6"
+    settings.CONSOLE_TRUSTED_PROXY_COUNT = 3  # fewer entries than proxies: misconfigured, not trusted
+    assert client_address(request) == "10.0.0.1"
+    settings.CONSOLE_TRUSTED_PROXY_COUNT = 1
+    garbage = RequestFactory().get("/", REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_FOR="x; DROP TABLE")
+    assert client_address(garbage) == "10.0.0.1"
