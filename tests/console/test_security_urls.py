@@ -215,3 +215,22 @@ def test_a_user_without_a_role_cannot_read_analytics(clients):
         response = clients[NO_ROLE].get(path)
         assert response.status_code == 403, path
         assert b"no console role yet" in response.content
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_live_tail_socket_refuses_anonymous_and_users_without_a_role():
+    """The one endpoint outside the URL resolver: the live tail's websocket (console.tail.routing)."""
+    from asgiref.sync import sync_to_async
+    from channels.routing import URLRouter
+    from channels.testing import WebsocketCommunicator
+    from django.contrib.auth.models import AnonymousUser
+
+    from console.tail.routing import websocket_urlpatterns
+    from tests.cluster import create_user
+
+    nobody = await sync_to_async(create_user)("walk-socket-nobody", None, PASSWORD)
+    for user in (AnonymousUser(), nobody):
+        communicator = WebsocketCommunicator(URLRouter(websocket_urlpatterns), "/ws/tail/TBW102/")
+        communicator.scope["user"] = user
+        connected, code = await communicator.connect()
+        assert not connected and code == 4403, user
