@@ -17,7 +17,13 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from broker.common.message_codec import BLANK, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, MIN_RECORD_SIZE
+from broker.common.message_codec import (
+    BLANK,
+    BLANK_MAGIC_CODE,
+    MESSAGE_MAGIC_CODE,
+    MESSAGE_MAGIC_CODE_V2,
+    MIN_RECORD_SIZE,
+)
 
 from . import recovery
 from .dispatch import request_from_record
@@ -98,7 +104,9 @@ class ReplicaLog:
         size, magic = BLANK.unpack_from(mapped.view, pos)
         if magic in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2):
             return MIN_RECORD_SIZE <= size <= mapped.file_size - pos
-        return False  # a blank record is walked past by replay once the segment is full
+        # The master's seal: a blank record to the segment's end, which may come in several frames
+        # (replay walks past it once the segment is full).
+        return magic == BLANK_MAGIC_CODE and size == mapped.file_size - pos
 
     def _drop_unsound_tail(self, reason: str) -> None:
         self.truncate(self.scan_offset)

@@ -72,6 +72,20 @@ def test_slave_log_is_the_masters_bytes_with_its_own_queues_and_index(pair):
     assert slave.commitlog.queue_offsets == master.commitlog.queue_offsets
 
 
+def test_segment_seals_arriving_in_several_frames(pair):
+    """Large messages leave large blank records at segment ends; small frames cut them up."""
+    master, slave = pair
+    for i in range(12):
+        msg = _message(i)
+        msg.body = bytes([65 + i]) * 25_000
+        assert master.put_message(msg).ok
+    assert master.wait_for_dispatch(timeout=30)
+    assert len(master.commitlog.files.files) >= 4
+    _replicate(master, slave, 0, 4096)
+    assert _segments(slave) == _segments(master)
+    assert _queue_contents(slave, "orders", 0) == _queue_contents(master, "orders", 0)
+
+
 def test_slave_refuses_puts_with_rocketmqs_status(pair):
     _, slave = pair
     result = slave.put_message(_message(1))
