@@ -395,8 +395,9 @@ class MQClientInstance:
         return self.master_addrs.get(broker_name)
 
     def pull_addr(self, broker_name: str) -> str | None:
-        """Where to pull ``broker_name``'s queues from: its master, else a slave (RocketMQ's
-        findBrokerAddressInSubscribe), so a broker set whose master is down can still be read."""
+        """Where to pull ``broker_name``'s queues from and keep a group's offsets: its master,
+        else a slave (RocketMQ's findBrokerAddressInSubscribe), so a broker set whose master is
+        down can still be read."""
         data = self.brokers.get(broker_name)
         return data.any_addr() if data is not None else None
 

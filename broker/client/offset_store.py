@@ -47,14 +47,16 @@ class OffsetStore:
 
 
 class RemoteBrokerOffsetStore(OffsetStore):
-    """Offsets committed to the broker that owns each queue."""
+    """Offsets committed to the broker set that owns each queue: its master, or — while the master
+    is down — a slave (RocketMQ's findBrokerAddressInSubscribe), which keeps them; the offsets in
+    memory go to the master again once it is back."""
 
     def __init__(self, instance: MQClientInstance, group: str) -> None:
         super().__init__()
         self.instance, self.group = instance, group
 
     async def read_store(self, mq: MessageQueue) -> int:
-        addr = self.instance.broker_addr(mq.broker_name)
+        addr = self.instance.pull_addr(mq.broker_name)
         if addr is None:
             return -1
         offset = await self.instance.api.query_offset(addr, self.group, mq.topic, mq.queue_id)
@@ -64,7 +66,7 @@ class RemoteBrokerOffsetStore(OffsetStore):
 
     async def persist(self, mqs) -> None:
         for mq in list(mqs):
-            offset, addr = self.table.get(mq), self.instance.broker_addr(mq.broker_name)
+            offset, addr = self.table.get(mq), self.instance.pull_addr(mq.broker_name)
             if offset is None or addr is None:
                 continue
             try:

@@ -210,6 +210,67 @@ def test_sync_master_answers_after_its_slave_has_the_message(tmp_path):
         cluster.stop()
 
 
+def _batch_send(cluster, prefix: str, count: int) -> None:
+    producer = Producer("HA_READ_PRODUCER", cluster.namesrv_addr).start()
+    try:
+        for first in range(0, count, BATCH):
+            batch = [
+                Message(TOPIC, f"{prefix}-{i}".encode()) for i in range(first, min(first + BATCH, count))
+            ]
+            assert all(r.send_status == "SEND_OK" for r in producer.send_batch(batch))
+    finally:
+        producer.shutdown()
+
+
+def test_consumers_read_from_the_slave_while_the_master_is_down(tmp_path):
+    """Acceptance 4 (no failover): the master stopped, a consumer group reads every message from
+    the slave and keeps its offsets there; when the master returns the offsets carry over to it,
+    and new messages are consumed from the master, none twice."""
+    from broker.client import CONSUME_FROM_FIRST_OFFSET, PushConsumer
+    from broker.client.instance import MQClientInstance
+    from tests.received_messages import ReceivedBodies
+
+    cluster = start_master_slave(tmp_path / "reads")
+    consumer = None
+    try:
+        _create_topic(cluster)
+        master, slave = cluster.brokers["broker-ha"].addr, cluster.brokers["broker-ha-s"].addr
+        _batch_send(cluster, "before", 300)
+        wait_until(lambda: _caught_up(cluster, master, slave), timeout=60, what="the slave to catch up")
+        wait_until(lambda: TOPIC in _topics(cluster, slave), timeout=30, what="the topic on the slave")
+        assert cluster.brokers["broker-ha"].stop() == 0  # unregistered: routes name the slave only
+
+        received = ReceivedBodies()
+        instance = MQClientInstance(cluster.namesrv_addr, "ha-reader", heartbeat_interval_ms=500,
+                                    route_interval_ms=500, rebalance_interval_ms=500)  # fmt: skip
+        first = CONSUME_FROM_FIRST_OFFSET
+        consumer = PushConsumer("ha-readers", cluster.namesrv_addr, consume_from_where=first,
+                                instance=instance, persist_interval_ms=300)  # fmt: skip
+        consumer.subscribe(TOPIC, "*")
+        consumer.register_message_listener(received.listener)
+        consumer.start()
+        received.wait_for(lambda bodies: len(set(bodies)) == 300, timeout=30)
+
+        def committed(addr: str) -> int:
+            total = 0
+            for queue_id in range(QUEUES):
+                fields = {"consumerGroup": "ha-readers", "topic": TOPIC, "queueId": queue_id}
+                response = cluster.request(RequestCode.QUERY_CONSUMER_OFFSET, fields, addr=addr)
+                total += int(response.field("offset")) if response.ok else 0
+            return total
+
+        wait_until(lambda: committed(slave) == 300, timeout=30, what="the offsets kept on the slave")
+        master = cluster.start_broker("broker-ha").addr
+        wait_until(lambda: committed(master) == 300, timeout=30, what="the offsets carried to the master")
+        _batch_send(cluster, "after", 100)
+        bodies = received.wait_for(lambda bodies: len(bodies) >= 400, timeout=30)
+        assert len(bodies) == len(set(bodies)) == 400  # every message once
+    finally:
+        if consumer is not None:
+            consumer.shutdown()
+        cluster.stop()
+
+
 def _start_broker_expecting_failure(conf) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "broker.server", "-c", str(conf), "--listen-port", str(free_port())],
