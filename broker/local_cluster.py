@@ -232,6 +232,8 @@ class LocalCluster:
             "brokerName": name,
             "brokerId": 0,
             "storePathRootDir": self.workdir / name,
+            # A master's replication port (listenPort + 1 by default, which is nobody's to take).
+            "haListenPort": free_port(),
         }
         self.confs[name] = write_conf(self.workdir / f"{name}.conf", {**identity, **(settings or {})})
         self.ports[name] = free_port()

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from broker.common.codes import RequestCode
-from broker.local_cluster import SMALL_STORE, LocalCluster, free_port, start_namesrv, wait_until
+from broker.local_cluster import SMALL_STORE, LocalCluster, start_namesrv, wait_until
 
 __all__ = [
     "CLI",
@@ -123,7 +123,7 @@ MASTER_SLAVE = Preset(
 def add_slave(cluster: LocalCluster, master: str, name: str, settings: Mapping[str, object] | None = None):
     """Start broker ``name`` as brokerId 1, brokerRole SLAVE of ``master`` (same brokerName), its
     store in ``<workdir>/<name>``; it finds its master through the name server."""
-    slave = {"brokerName": master, "brokerId": 1, "brokerRole": "SLAVE", "haListenPort": free_port()}
+    slave = {"brokerName": master, "brokerId": 1, "brokerRole": "SLAVE"}
     return cluster.add_broker(name, {**MASTER_SLAVE.settings, **slave, **(settings or {})})
 
 
@@ -135,7 +135,7 @@ def start_master_slave(
     workdir.mkdir(parents=True, exist_ok=True)
     cluster = Cluster(workdir, HA_CLUSTER)
     try:
-        master = {**MASTER_SLAVE.settings, "haListenPort": free_port(), **(master_settings or {})}
+        master = {**MASTER_SLAVE.settings, **(master_settings or {})}
         cluster.add_broker("broker-ha", master)
         if with_slave:
             add_slave(cluster, "broker-ha", "broker-ha-s")

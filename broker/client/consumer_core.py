@@ -22,6 +22,7 @@ from broker.common.java_hash import java_string_hash
 from broker.common.message_queue import MessageQueue
 from broker.common.pull_sysflag import build_pull_sys_flag
 from broker.common.request_headers import PullMessageRequestHeader
+from broker.common.route import MASTER_ID
 from broker.remoting.tls import ClientTls
 
 from .allocate import AllocateAveragely
@@ -93,6 +94,7 @@ class ConsumerCore:
         # In memory until the start puts the offsets where the message model keeps them.
         self.offsets: OffsetStore = OffsetStore()
         self.rebalance_history: list[tuple[float, frozenset]] = []
+        self._pull_from: dict[MessageQueue, int] = {}  # the broker id each queue's last answer suggested
         self._persist_task: asyncio.Future | concurrent.futures.Future | None = None
         self.running = False
         self.started_at = 0
@@ -363,12 +365,14 @@ class ConsumerCore:
                 raise
             except Exception as exc:
                 log.debug("pull from %s failed: %s", mq, exc)
+                self._pull_from.pop(mq, None)  # a suggested slave that failed: the master again
                 await asyncio.sleep(1)
                 continue
             # The messages found went to on_messages as the answer was read (``_found``): the
             # consumers they woke run before this next pull is written, which wakes the broker
             # (a costly system call here).
             next_offset = fields.next_begin_offset
+            self._pull_from[mq] = fields.suggest_which_broker_id  # RocketMQ's pullFromWhichNodeTable
             if code == R.PULL_OFFSET_MOVED:
                 self.offsets.update(mq, next_offset)
             else:  # found, nothing new, or nothing matching: all below next_offset was seen
@@ -388,7 +392,9 @@ class ConsumerCore:
 
     async def _pull_once(self, mq: MessageQueue, offset: int, found: Callable[[list], None]):
         instance = self._client()
-        addr = instance.pull_addr(mq.broker_name)
+        # The broker the last answer suggested (a slave for a consumer far behind, when the master
+        # allows slave reads), else the master, else a slave (RocketMQ's pullKernelImpl).
+        addr, from_slave = instance.subscribe_addr(mq.broker_name, self._pull_from.get(mq, MASTER_ID))
         if addr is None:
             raise MQClientError(f"no address for {mq.broker_name}")
         committed = self.offsets.read_memory(mq)
@@ -399,7 +405,8 @@ class ConsumerCore:
             offset,
             self.pull_batch_size,
             build_pull_sys_flag(
-                commit_offset=committed > 0 and self.message_model == CLUSTERING,
+                # A slave keeps no offset a pull carries: none is sent (RocketMQ clears the flag).
+                commit_offset=committed > 0 and self.message_model == CLUSTERING and not from_slave,
                 suspend=True,
                 subscription=True,
             ),

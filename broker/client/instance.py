@@ -28,7 +28,7 @@ from broker.common.acl_signature import SessionCredentials
 from broker.common.codes import RequestCode
 from broker.common.message_queue import MessageQueue
 from broker.common.names import group_problem
-from broker.common.route import BrokerData, TopicRouteData
+from broker.common.route import MASTER_ID, BrokerData, TopicRouteData
 from broker.remoting.client import EventLoopThread, RemotingClient
 from broker.remoting.errors import RemotingError
 from broker.remoting.tls import ClientTls
@@ -400,6 +400,18 @@ class MQClientInstance:
         down can still be read."""
         data = self.brokers.get(broker_name)
         return data.any_addr() if data is not None else None
+
+    def subscribe_addr(self, broker_name: str, broker_id: int) -> tuple[str | None, bool]:
+        """Broker ``broker_id`` of ``broker_name`` (a pull answer's suggestion), else any of the set
+        as ``pull_addr``; and whether that is a slave (RocketMQ's findBrokerAddressInSubscribe)."""
+        data = self.brokers.get(broker_name)
+        if data is None:
+            return None, False
+        addr = data.broker_addrs.get(broker_id)
+        if addr is not None:
+            return addr, broker_id != MASTER_ID
+        addr = data.any_addr()
+        return addr, addr is not None and addr != data.broker_addrs.get(MASTER_ID)
 
     def all_broker_addrs(self, masters_only: bool = False) -> set[str]:
         """Every address of the brokers in use; ``masters_only``: their masters."""

@@ -294,6 +294,7 @@ KEYS: dict[str, ConfigKey] = {
             LIVE,
             "% of memory a new group may start behind",
         ),
+        _key("slaveReadEnable", BROKER, Bool(), LIVE, "send consumers far behind to a slave"),
         _key("flushDelayOffsetInterval", BROKER, Int(1), RESTART, f"delay progress persisted every, {_MS}"),
         _key("transactionTimeOut", BROKER, Int(0), LIVE, f"age before a half message is checked, {_MS}"),
         _key("transactionCheckInterval", BROKER, Int(1), LIVE, f"transaction checks every, {_MS}"),

@@ -54,6 +54,9 @@ class BrokerConfig:
     # A new group starts at offset 0 only while the queue's first message is within this share (%)
     # of physical memory behind the commit log's end (RocketMQ's MessageStoreConfig key).
     access_message_in_memory_max_ratio: int = 40
+    # A master suggests a slave to consumers reading further behind than that (RocketMQ's
+    # slaveReadEnable: the pull answer's suggestWhichBrokerId; broker/server/replication.py).
+    slave_read_enable: bool = False
     # Delay, retry and transaction services (RocketMQ's defaults; tests shorten them).
     flush_delay_offset_interval: int = 10_000
     transaction_timeout: int = 6000
@@ -129,8 +132,11 @@ class BrokerConfig:
 
     @property
     def ha_listen_port(self) -> int:
-        """The replication port: ``haListenPort``, or listenPort + 1 when it is 0."""
-        return self.store.ha_listen_port or self.listen_port + 1
+        """The replication port: ``haListenPort``, or listenPort + 1 when it is 0 (a port of the
+        system's choosing when listenPort is 0 too; the broker notes the one it got)."""
+        if self.store.ha_listen_port or not self.listen_port:
+            return self.store.ha_listen_port
+        return self.listen_port + 1
 
     @property
     def ha_server_addr(self) -> str:

@@ -12,22 +12,27 @@ slave's handlers for those codes, registered instead of the master's: a master p
 from __future__ import annotations
 
 import logging
+import struct
 from typing import TYPE_CHECKING
 
 from broker.common.codes import RequestCode as RC
 from broker.common.codes import ResponseCode
+from broker.common.message_codec import PHYSICAL_OFFSET_POSITION
 from broker.common.request_headers.namesrv import RegisterBrokerResponseHeader
 from broker.remoting.command import RemotingCommand, response_to
 from broker.store.ha.master import HAServer
+from broker.store.ha.roles import MASTER_ID
 from broker.store.ha.slave import HAClient
 from broker.store.store_config import SYNC_MASTER
 
+from .processors.clients import total_physical_memory
 from .slave_sync import SlaveSynchronize
 
 if TYPE_CHECKING:
     from .controller import BrokerController
 
 log = logging.getLogger(__name__)
+_PHYSICAL_OFFSET = struct.Struct(">q")
 
 # RocketMQ's remarks (EndTransactionProcessor, AdminBrokerProcessor.validateSlave, resetOffsetInner).
 END_TRANSACTION_ON_SLAVE = "Message store is slave mode, so end transaction is forbidden."
@@ -66,7 +71,9 @@ class BrokerReplication:
         """A master listens on its HA port (a port in use stops the start, as the remoting port
         does); a slave starts following its master."""
         if self.server is not None:
-            await self.server.start()
+            port = await self.server.start()
+            if not self.broker.config.ha_listen_port:  # one the system chose: registered as it is
+                self.broker.config.store.ha_listen_port = port
         if self.client is not None:
             self.client.start()
         if self.metadata is not None:
@@ -93,6 +100,36 @@ class BrokerReplication:
             RC.DELETE_SUBSCRIPTIONGROUP: metadata,
             RC.INVOKE_BROKER_TO_RESET_OFFSET: _refusal(ResponseCode.SYSTEM_ERROR, RESET_OFFSET_ON_SLAVE),
         }
+
+    # -- reads from slaves ------------------------------------------------------------------------
+    def suggest_broker_id(self, group: str, result) -> int:
+        """The pull answer's suggestWhichBrokerId (RocketMQ's PullMessageProcessor): with
+        ``slaveReadEnable``, a consumer reading further behind than accessMessageInMemoryMaxRatio
+        of the machine's memory is sent to its group's whichBrokerWhenConsumeSlowly (a slave, 1 by
+        default), any other to its group's brokerId (0); without it, to the master. A slave whose
+        master is up sends a consumer that caught up back to the master."""
+        config = self.broker.config
+        behind = self._reads_from_disk(result)
+        suggest = MASTER_ID
+        group_config = self.broker.groups.table.get(group) if config.slave_read_enable else None
+        if group_config is not None:
+            suggest = group_config.which_broker_when_consume_slowly if behind else group_config.broker_id
+        if self.redirects_reads() and not behind:
+            suggest = MASTER_ID
+        return suggest
+
+    def redirects_reads(self) -> bool:
+        """Whether this is a slave whose master is up (its HA connection is)."""
+        return self.client is not None and self.client.connected
+
+    def _reads_from_disk(self, result) -> bool:
+        """Whether the pull's last message lies further behind the log's end than the share of
+        memory (accessMessageInMemoryMaxRatio) RocketMQ assumes cached (isSuggestPullingFromSlave)."""
+        if not result.messages:
+            return False
+        (offset,) = _PHYSICAL_OFFSET.unpack_from(result.messages[-1], PHYSICAL_OFFSET_POSITION)
+        cached = total_physical_memory() * self.broker.config.access_message_in_memory_max_ratio / 100
+        return self.broker.store.max_physic_offset - offset > cached
 
     def registered(self, namesrv: str, response: RemotingCommand) -> None:
         """A name server's answer to REGISTER_BROKER: for a slave, its master's HA and remoting

@@ -271,6 +271,60 @@ def test_consumers_read_from_the_slave_while_the_master_is_down(tmp_path):
         cluster.stop()
 
 
+def test_with_slave_read_enable_a_master_sends_laggards_to_the_slave(tmp_path):
+    """slaveReadEnable (RocketMQ's suggestWhichBrokerId): a pull reading further behind than
+    accessMessageInMemoryMaxRatio of memory (0 here: any) is told to read from broker 1; without
+    it, from the master. The SDK follows the suggestion, the slave sends a consumer back to its
+    master when it finds nothing, and every message is consumed once."""
+    from broker.client import CONSUME_FROM_FIRST_OFFSET, PushConsumer
+    from broker.client.instance import MQClientInstance
+    from tests.received_messages import ReceivedBodies
+
+    lagging = {"slaveReadEnable": "true", "accessMessageInMemoryMaxRatio": 0}
+    cluster = start_master_slave(tmp_path / "suggest", master_settings=lagging)
+    consumer = None
+    try:
+        _create_topic(cluster)
+        master, slave = cluster.brokers["broker-ha"].addr, cluster.brokers["broker-ha-s"].addr
+        _batch_send(cluster, "lag", 300)
+        wait_until(lambda: _caught_up(cluster, master, slave), timeout=60, what="the slave to catch up")
+        wait_until(lambda: TOPIC in _topics(cluster, slave), timeout=30, what="the topic on the slave")
+
+        pull = {"consumerGroup": "ha-lag", "topic": TOPIC, "queueId": 0, "queueOffset": 0, "maxMsgNums": 8,
+                "sysFlag": FLAG_SUBSCRIPTION, "commitOffset": -1, "suspendTimeoutMillis": 0,
+                "subscription": "*", "subVersion": 0}  # fmt: skip
+        answer = cluster.request(RequestCode.PULL_MESSAGE, pull, addr=master)
+        assert answer.code == ResponseCode.SUCCESS and answer.field("suggestWhichBrokerId") == "1"
+        config = cluster.request(
+            RequestCode.UPDATE_BROKER_CONFIG, body=b"slaveReadEnable=false\n", addr=master
+        )
+        assert config.ok, config.remark  # a live key
+        assert (
+            cluster.request(RequestCode.PULL_MESSAGE, pull, addr=master).field("suggestWhichBrokerId") == "0"
+        )
+        assert cluster.request(
+            RequestCode.UPDATE_BROKER_CONFIG, body=b"slaveReadEnable=true\n", addr=master
+        ).ok
+
+        slave_reads_before = int(_runtime(cluster, slave)["getMessageTransferedMsgCount"])
+        received = ReceivedBodies()
+        instance = MQClientInstance(cluster.namesrv_addr, "ha-lagger", heartbeat_interval_ms=500,
+                                    route_interval_ms=500, rebalance_interval_ms=500)  # fmt: skip
+        first = CONSUME_FROM_FIRST_OFFSET
+        consumer = PushConsumer("ha-lag", cluster.namesrv_addr, consume_from_where=first, instance=instance,
+                                pull_batch_size=8)  # fmt: skip
+        consumer.subscribe(TOPIC, "*")
+        consumer.register_message_listener(received.listener)
+        consumer.start()
+        bodies = received.wait_for(lambda bodies: len(set(bodies)) == 300, timeout=30)
+        assert len(bodies) == 300
+        assert int(_runtime(cluster, slave)["getMessageTransferedMsgCount"]) > slave_reads_before
+    finally:
+        if consumer is not None:
+            consumer.shutdown()
+        cluster.stop()
+
+
 def _start_broker_expecting_failure(conf) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "broker.server", "-c", str(conf), "--listen-port", str(free_port())],

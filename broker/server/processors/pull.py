@@ -71,6 +71,10 @@ class PullProcessor:
                                  header.max_msg_nums, message_filter)  # fmt: skip
         result = read()
         code = self._code(result, offset)
+        if code != ResponseCode.SUCCESS and self.broker.replication.redirects_reads():
+            # A slave whose master is up sends a consumer that found nothing back to it, rather
+            # than holding the pull here (RocketMQ's PULL_RETRY_IMMEDIATELY, suggesting the master).
+            return self._response(request, header, result, ResponseCode.PULL_RETRY_IMMEDIATELY)
         if code != ResponseCode.PULL_NOT_FOUND or not sys_flag & FLAG_SUSPEND:
             return self._response(request, header, result, code)
         hold_ms = header.suspend_timeout_millis
@@ -82,7 +86,12 @@ class PullProcessor:
         return None  # answered later, when woken
 
     def _response(self, request, header: PullMessageRequestHeader, result, code: int) -> RemotingCommand:
-        fields = PullMessageResponseHeader(result.next_begin_offset, result.min_offset, result.max_offset, 0)
+        suggest = 0  # the master, unless slave reads are on or this is a slave
+        if self.broker.config.slave_read_enable or self.broker.replication.is_slave:
+            suggest = self.broker.replication.suggest_broker_id(header.consumer_group, result)
+        fields = PullMessageResponseHeader(
+            result.next_begin_offset, result.min_offset, result.max_offset, suggest
+        )
         if code == ResponseCode.SUCCESS:
             self.broker.stats.on_pulled(header.topic, header.consumer_group, result.message_count)
             return response_to(request, code, None, fields, result.body())
