@@ -65,7 +65,11 @@ class SlaveSynchronize:
     async def _loop(self) -> None:
         await asyncio.sleep(FIRST_SYNC_DELAY_S)
         while True:
-            await self.sync_all()
+            try:
+                await self.sync_all()
+            except OSError as exc:  # a file that could not be written (a full disk): next round
+                self.last_error = f"metadata not written: {exc}"
+                log.error("%s", self.last_error)
             await asyncio.sleep(SYNC_INTERVAL_S)
 
     async def sync_all(self) -> bool:
@@ -83,7 +87,7 @@ class SlaveSynchronize:
             ]
             for persist in filter(None, changed):
                 await asyncio.to_thread(persist)  # a write and fsync: never on the loop
-        except (RemotingError, MetadataSyncError, ValueError, TypeError, AttributeError) as exc:
+        except (RemotingError, MetadataSyncError, LookupError, ValueError, TypeError, AttributeError) as exc:
             error = f"metadata from the master {master}: {exc}"
             if error != self.last_error:
                 log.warning("%s", error)

@@ -77,6 +77,16 @@ def test_an_answer_with_a_bad_number_is_refused_whole(slave):
     assert broker.schedule.offsets.table == {}
 
 
+def test_a_topic_entry_without_its_fields_is_refused(slave):
+    sync, broker = slave
+    before = dict(broker.topics.table)
+    with pytest.raises((LookupError, ValueError, TypeError)):
+        sync._apply_topics(
+            {"topicConfigTable": {"t": {"perm": "x"}}, "dataVersion": {"timestamp": 1, "counter": 1}}
+        )
+    assert broker.topics.table == before
+
+
 async def test_without_a_known_master_a_round_says_so(slave):
     sync, broker = slave
     broker.replication = SimpleNamespace(master_addr="")
