@@ -177,7 +177,7 @@ class BrokerController:
         locks, reply = LockProcessor(self), ReplyProcessor(self)
         table[RC.LOCK_BATCH_MQ], table[RC.UNLOCK_BATCH_MQ] = locks.lock_batch, locks.unlock_batch
         table[RC.SEND_REPLY_MESSAGE] = table[RC.SEND_REPLY_MESSAGE_V2] = reply.send_reply
-        table.update(self.replication.slave_handlers())  # type: ignore[arg-type]
+        table.update(self.replication.slave_handlers(table))  # type: ignore[arg-type]
         for code, handler in table.items():
             self.server.register_processor(code, handler)
         for acl_code, acl_handler in AclAdminProcessor(self).handlers().items():

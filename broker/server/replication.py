@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from broker.common.codes import RequestCode as RC
 from broker.common.codes import ResponseCode
 from broker.common.message_codec import PHYSICAL_OFFSET_POSITION
+from broker.common.request_headers import UpdateConsumerOffsetRequestHeader
 from broker.common.request_headers.namesrv import RegisterBrokerResponseHeader
 from broker.remoting.command import RemotingCommand, response_to
 from broker.store.ha.master import HAServer
@@ -47,6 +48,22 @@ def _refusal(code: int, remark: str):
         return response_to(request, code, remark)
 
     return refuse
+
+
+def _noting_offsets(handler, metadata: SlaveSynchronize):
+    """UPDATE_CONSUMER_OFFSET on a slave: kept as on a master, and noted to be handed to the
+    master when it is back (a client commits to a slave only while its master is away)."""
+
+    async def update_consumer_offset(conn, request: RemotingCommand) -> RemotingCommand:
+        response = await handler(conn, request)
+        if response.code == ResponseCode.SUCCESS:
+            header = UpdateConsumerOffsetRequestHeader.from_ext_fields(request.ext_fields)
+            metadata.note_client_offset(
+                header.consumer_group, header.topic, header.queue_id, header.commit_offset
+            )
+        return response
+
+    return update_consumer_offset
 
 
 class BrokerReplication:
@@ -87,12 +104,14 @@ class BrokerReplication:
         if self.metadata is not None:
             await self.metadata.stop()
 
-    def slave_handlers(self) -> dict[int, object]:
-        """The requests a slave answers itself (none on a master)."""
-        if not self.is_slave:
+    def slave_handlers(self, table: dict) -> dict[int, object]:
+        """The requests a slave answers itself or watches (none on a master); ``table``: the
+        master's handlers."""
+        if not self.is_slave or self.metadata is None:
             return {}
         metadata = _refusal(ResponseCode.SYSTEM_ERROR, METADATA_ON_SLAVE)
         return {
+            RC.UPDATE_CONSUMER_OFFSET: _noting_offsets(table[RC.UPDATE_CONSUMER_OFFSET], self.metadata),
             RC.END_TRANSACTION: _refusal(ResponseCode.SLAVE_NOT_AVAILABLE, END_TRANSACTION_ON_SLAVE),
             RC.UPDATE_AND_CREATE_TOPIC: metadata,
             RC.DELETE_TOPIC_IN_BROKER: metadata,

@@ -7,6 +7,10 @@ master goes from the slave too), consumer offsets are merged (the master's entri
 offsets the slave was told while the master was away are kept for queues the master does not
 know), the delay progress is replaced. The master is the one the name server names
 (``masterAddr`` of the registration answer).
+
+Offsets consumers committed to this slave while their master was away (clients commit to a
+slave only then) are handed to the master first, where the master's are lower or missing, so
+they are not lost when it returns (issue 22; RocketMQ 4.9 would overwrite them with the master's).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import TYPE_CHECKING
 from broker.common.codes import RequestCode
 from broker.common.json_config_file import JAVA_LONG_MAX, JAVA_LONG_MIN, DataVersion
 from broker.common.names import group_problem, topic_problem
+from broker.common.request_headers import UpdateConsumerOffsetRequestHeader
 from broker.common.topic_config import TopicConfig
 from broker.remoting import fastjson
 from broker.remoting.client import RemotingClient
@@ -52,6 +57,8 @@ class SlaveSynchronize:
         )
         self.last_sync_ms = 0
         self.last_error = ""
+        # (group, topic, queue id) → offset a client committed here, not yet handed to the master.
+        self.client_offsets: dict[tuple[str, str, int], int] = {}
         self._task: asyncio.Task | None = None
 
     def start(self) -> None:
@@ -82,7 +89,7 @@ class SlaveSynchronize:
             changed = [
                 self._apply_topics(await self._fetch(master, RequestCode.GET_ALL_TOPIC_CONFIG)),
                 self._apply_groups(await self._fetch(master, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)),
-                self._apply_offsets(await self._fetch(master, RequestCode.GET_ALL_CONSUMER_OFFSET)),
+                self._apply_offsets(await self._hand_back_offsets(master)),
                 self._apply_delay_offsets(await self._fetch(master, RequestCode.GET_ALL_DELAY_OFFSET)),
             ]
             for persist in filter(None, changed):
@@ -107,6 +114,35 @@ class SlaveSynchronize:
 
     # Each _apply_ takes the master's answer into memory and returns what persists it (None when
     # nothing changed); nothing is taken from an answer that fails to parse.
+    def note_client_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        """A client committed ``offset`` to this slave (its master was away)."""
+        self.client_offsets[(group, topic, queue_id)] = offset
+
+    async def _hand_back_offsets(self, master: str) -> dict:
+        """The master's offsets, after giving it those clients committed here that are further
+        than its own (a committed offset only grows while its master is away)."""
+        body = await self._fetch(master, RequestCode.GET_ALL_CONSUMER_OFFSET)
+        table = body.setdefault("offsetTable", {})
+        if not isinstance(table, dict):
+            raise MetadataSyncError("the offset table is no JSON object")
+        for (group, topic, queue_id), offset in list(self.client_offsets.items()):
+            queues = table.setdefault(f"{topic}@{group}", {})
+            if _java_long(queues.get(str(queue_id), queues.get(queue_id, -1))) < offset:
+                header = UpdateConsumerOffsetRequestHeader(group, topic, queue_id, offset)
+                response = await self.client.invoke(
+                    master, create_request(RequestCode.UPDATE_CONSUMER_OFFSET, header)
+                )
+                if response.ok:
+                    queues[str(queue_id)] = offset
+                    log.info("offset %d of %s@%s queue %d, committed here, handed to the master",
+                             offset, topic, group, queue_id)  # fmt: skip
+                else:
+                    log.warning("the master refused the offset of %s@%s queue %d: %s",
+                                topic, group, queue_id, response.remark)  # fmt: skip
+            if self.client_offsets.get((group, topic, queue_id)) == offset:  # none newer meanwhile
+                del self.client_offsets[(group, topic, queue_id)]
+        return body
+
     def _apply_topics(self, wrapper: dict) -> Callable[[], None] | None:
         topics = self.broker.topics
         version = DataVersion.from_json(wrapper.get("dataVersion"))
