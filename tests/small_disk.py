@@ -51,14 +51,24 @@ def fill(directory: Path, leave: int = 0) -> Path:
     """Take all the free space of ``directory``'s filesystem but ``leave`` bytes, in one file
     (``filler``); deleting it gives the space back."""
     filler = directory / "filler"
+    page = os.sysconf("SC_PAGE_SIZE")
     fd = os.open(filler, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        current = os.fstat(fd).st_size
-        room = free_bytes(directory) - leave
-        page = os.sysconf("SC_PAGE_SIZE")
-        room -= room % page
-        if room > 0:
-            os.posix_fallocate(fd, current, room)
+        # A running store may take space between the measure and the allocation (a consume-queue
+        # file made by its dispatch): then measure again and take what is left.
+        for _ in range(100):
+            room = free_bytes(directory) - leave
+            room -= room % page
+            if room <= 0:
+                break
+            try:
+                os.posix_fallocate(fd, os.fstat(fd).st_size, room)
+                break
+            except OSError as exc:
+                if exc.errno != errno.ENOSPC:
+                    raise
+        else:
+            raise AssertionError(f"could not fill {directory}: its free space kept changing")
     finally:
         os.close(fd)
     return filler
