@@ -300,11 +300,15 @@ def test_with_slave_read_enable_a_master_sends_laggards_to_the_slave(tmp_path):
         wait_until(lambda: _caught_up(cluster, master, slave), timeout=60, what="the slave to catch up")
         wait_until(lambda: TOPIC in _topics(cluster, slave), timeout=30, what="the topic on the slave")
 
-        pull = {"consumerGroup": "ha-lag", "topic": TOPIC, "queueId": 0, "queueOffset": 0, "maxMsgNums": 8,
-                "sysFlag": FLAG_SUBSCRIPTION, "commitOffset": -1, "suspendTimeoutMillis": 0,
+        # A batch goes to one queue: 3 batches leave one of the 4 queues empty.
+        queue = next(q for q, count in enumerate(_max_offsets(cluster, master)) if count)
+        pull = {"consumerGroup": "ha-lag", "topic": TOPIC, "queueId": queue, "queueOffset": 0,
+                "maxMsgNums": 8, "sysFlag": FLAG_SUBSCRIPTION, "commitOffset": -1, "suspendTimeoutMillis": 0,
                 "subscription": "*", "subVersion": 0}  # fmt: skip
         answer = cluster.request(RequestCode.PULL_MESSAGE, pull, addr=master)
-        assert answer.code == ResponseCode.SUCCESS and answer.field("suggestWhichBrokerId") == "1"
+        assert (answer.code, answer.field("suggestWhichBrokerId")) == (ResponseCode.SUCCESS, "1"), (
+            answer.remark
+        )
         config = cluster.request(
             RequestCode.UPDATE_BROKER_CONFIG, body=b"slaveReadEnable=false\n", addr=master
         )
