@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import re
-from functools import lru_cache
 from pathlib import Path
 
 TOPIC_MAX_LENGTH = 127
@@ -37,14 +36,32 @@ def shown(name: str) -> str:
     return repr(name)
 
 
+# Names already found legal, per kind: every send checks its topic and producer group, and a
+# broker sees few distinct names, so the usual check is one set lookup. Bounded: past it, names
+# are checked each time (still correct, only slower).
+_KNOWN_LEGAL_MAX = 65_536
+_LEGAL_TOPICS: set[str] = set()
+_LEGAL_GROUPS: set[str] = set()
+
+
 def topic_problem(name: object) -> str | None:
     """Why ``name`` is not a legal topic name (RocketMQ's remark), or None when it is."""
-    return _problem("topic", name, TOPIC_MAX_LENGTH)
+    try:
+        if name in _LEGAL_TOPICS:
+            return None
+    except TypeError:  # unhashable (a list from a JSON body): refused below
+        pass
+    return _problem("topic", name, TOPIC_MAX_LENGTH, _LEGAL_TOPICS)
 
 
 def group_problem(name: object) -> str | None:
     """Why ``name`` is not a legal group name, or None when it is."""
-    return _problem("group", name, GROUP_MAX_LENGTH)
+    try:
+        if name in _LEGAL_GROUPS:
+            return None
+    except TypeError:
+        pass
+    return _problem("group", name, GROUP_MAX_LENGTH, _LEGAL_GROUPS)
 
 
 def check_topic(name: object) -> str:
@@ -62,27 +79,24 @@ def check_group(name: object) -> str:
     return name  # type: ignore[return-value]
 
 
-def _problem(kind: str, name: object, max_length: int) -> str | None:
+def _problem(kind: str, name: object, max_length: int, known_legal: set[str]) -> str | None:
     if name is None or name == "":
         return f"The specified {kind} is blank (the name is empty)"
     if not isinstance(name, str):
         return f"The specified {kind} is not a string but {type(name).__name__}"
-    # The length first: the cache below must never keep megabyte names a client sent.
+    # The length first: the set of known names must never keep megabyte names a client sent.
     if len(name) > max_length:
         return (
             f"The specified {kind} {shown(name)} is longer than {max_length} characters ({kind} max length)"
         )
-    return _cached_problem(kind, name)
-
-
-@lru_cache(maxsize=4096)  # every send checks its topic: producers and brokers see few names
-def _cached_problem(kind: str, name: str) -> str | None:
-    if _LEGAL.fullmatch(name):
-        return None
-    return (
-        f"The specified {kind} {shown(name)} contains characters other than letters, digits, "
-        f"%, |, _ and - (allowing only {VALID_PATTERN})"
-    )
+    if not _LEGAL.fullmatch(name):
+        return (
+            f"The specified {kind} {shown(name)} contains characters other than letters, digits, "
+            f"%, |, _ and - (allowing only {VALID_PATTERN})"
+        )
+    if len(known_legal) < _KNOWN_LEGAL_MAX:
+        known_legal.add(name)
+    return None
 
 
 def is_path_name(name: str) -> bool:

@@ -32,9 +32,9 @@ from broker.common.message_codec import (
     properties_to_string,
     store_timestamp_position,
 )
-from broker.common.names import IllegalName, is_path_name, name_path
+from broker.common.names import IllegalName, is_path_name, name_path, topic_problem
 from broker.common.sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG, visible_to_consumers
-from broker.common.topic_config import SCHEDULE_TOPIC, validate_topic
+from broker.common.topic_config import SCHEDULE_TOPIC
 
 from . import recovery
 from .archive import SegmentArchiver
@@ -409,7 +409,7 @@ class MessageStore:
     def _encode(self, msg: MessageExt) -> PendingRecord | PutMessageResult:
         """Validate and encode one message outside the commit-log lock (the hot path: keep lean)."""
         topic = msg.topic
-        reason = validate_topic(topic)  # remembers the names it has seen
+        reason = topic_problem(topic)  # one set lookup for a name seen before
         if reason:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=reason)
         props = msg.properties
