@@ -110,6 +110,13 @@ class ClusterCollector:
             "1 while the broker's store takes writes, 0 while it refuses them (e.g. its disk is full)",
             labels=labels,
         )
+        # Master/slave replication (issue 22): what the furthest slave lacks, seen from the master
+        # (haSlaveBehindBytes), or what a slave lacks of what its master said it has.
+        replication_lag = GaugeMetricFamily(
+            "rocketmq_broker_replication_lag_bytes",
+            "Commit-log bytes not yet on the slave: a master's furthest slave, or a slave itself",
+            labels=labels,
+        )
         request_wait = GaugeMetricFamily(
             "rocketmq_broker_request_wait_ms",
             "How long a request arriving now waits before the broker serves it (its loop's lag), ms",
@@ -133,7 +140,10 @@ class ClusterCollector:
             request_wait.add_metric(
                 values, runtime_figure(runtime.get("sendThreadPoolQueueHeadWaitTimeMills"))
             )
-        yield from (up, put_tps, get_tps, put_total, get_total, disk, writable, request_wait)
+            behind = runtime.get("haSlaveBehindBytes") or runtime.get("haBehindMasterBytes")
+            if behind is not None and behind != "-1":  # -1: no slave connected / no frame yet
+                replication_lag.add_metric(values, runtime_figure(behind))
+        yield from (up, put_tps, get_tps, put_total, get_total, disk, writable, replication_lag, request_wait)
 
         stored = CounterMetricFamily(
             "rocketmq_topic_messages", "Messages written to the topic (sum of max offsets)", labels=["topic"]
