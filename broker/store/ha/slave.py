@@ -163,13 +163,15 @@ class HAClient:
 
     # -- figures ---------------------------------------------------------------------------------
     def runtime_info(self) -> dict[str, str]:
-        behind = max(0, self.master_offset - self.store.max_physic_offset) if self.master_offset >= 0 else -1
+        known = self.connected and self.master_offset >= 0
+        behind = max(0, self.master_offset - self.store.max_physic_offset) if known else -1
         return {
             "haMasterAddress": self.master_address,
             "haMasterConnected": str(self.connected).lower(),
             "haConnectFailures": str(self.connect_failures),
             "haLastError": self.last_error,
             "haMasterOffset": str(self.master_offset),
-            # Bytes the master said it had that this slave has not yet (-1 before any frame).
+            # Bytes the master said it had that this slave has not yet (-1 while not connected or
+            # before the first frame).
             "haBehindMasterBytes": str(behind),
         }
