@@ -5,12 +5,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from broker.common.json_config_file import subscription_groups_file
 from broker.common.names import group_problem, shown
+
+from .persist_batching import PersistBatching
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +69,7 @@ class SubscriptionGroupManager:
         # How many groups may be created on first use (maxSubscriptionGroupCount), read at each
         # creation so a live change applies; the controller points it at the broker's config.
         self.limit: Callable[[], int] = lambda: 1 << 62
-        self._deferred, self._dirty = 0, False  # deferred_persist()
+        self._writes = PersistBatching(self.persist)  # see deferred_persist()
 
     def load(self) -> None:
         self.table = {}
@@ -99,23 +101,11 @@ class SubscriptionGroupManager:
         with self.lock:
             self.table[config.group_name] = config
             self.file.data_version.next_version()
-        if self._deferred:
-            self._dirty = True  # written once, when the batch of changes ends
-        else:
-            self.persist()
+        self._writes.changed()
 
-    @contextlib.contextmanager
-    def deferred_persist(self) -> Iterator[None]:
-        """Changes made inside are written to disk once, at the end: a request that creates many
-        entries (a heartbeat of many new groups) costs one write and fsync, not one each."""
-        self._deferred += 1
-        try:
-            yield
-        finally:
-            self._deferred -= 1
-            if not self._deferred and self._dirty:
-                self._dirty = False
-                self.persist()
+    def deferred_persist(self) -> contextlib.AbstractContextManager[None]:
+        """Changes made inside are written to disk once, at the end (see PersistBatching)."""
+        return self._writes.batch()
 
     def delete(self, group: str) -> bool:
         with self.lock:

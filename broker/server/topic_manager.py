@@ -5,13 +5,15 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 from broker.common import topic_config as tc
 from broker.common.json_config_file import topics_file
 from broker.common.names import shown, topic_problem
 from broker.common.topic_config import TopicConfig
+
+from .persist_batching import PersistBatching
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +40,7 @@ class TopicConfigManager:
         # How many topics clients may create (maxTopicCount): by send (auto-create) or by request.
         # The broker's own retry and DLQ topics are not counted against it: groups are limited.
         self.limit: Callable[[], int] = lambda: 1 << 62
-        self._deferred, self._dirty = 0, False  # deferred_persist()
+        self._writes = PersistBatching(self.persist)  # see deferred_persist()
 
     @property
     def data_version(self):
@@ -103,23 +105,11 @@ class TopicConfigManager:
         with self.lock:
             self.table[config.topic_name] = config
             self.data_version.next_version()
-        if self._deferred:
-            self._dirty = True  # written once, when the batch of changes ends
-        else:
-            self.persist()
+        self._writes.changed()
 
-    @contextlib.contextmanager
-    def deferred_persist(self) -> Iterator[None]:
-        """Changes made inside are written to disk once, at the end: a request that creates many
-        entries (a heartbeat of many new groups) costs one write and fsync, not one each."""
-        self._deferred += 1
-        try:
-            yield
-        finally:
-            self._deferred -= 1
-            if not self._deferred and self._dirty:
-                self._dirty = False
-                self.persist()
+    def deferred_persist(self) -> contextlib.AbstractContextManager[None]:
+        """Changes made inside are written to disk once, at the end (see PersistBatching)."""
+        return self._writes.batch()
 
     def delete(self, topic: str) -> bool:
         with self.lock:
