@@ -251,13 +251,13 @@ _PATH = Text(r"[^\x00-\x1f;]{1,1024}", "a path")
 _OPTIONAL_PATH = Text(r"[^\x00-\x1f;]{0,1024}", "a path, or empty for none")
 _PASSWORD = Text(r"[^\x00-\x1f]{0,1024}", "one line of text, or empty for none")
 _KEY = Text(r"[\x21-\x7e]{0,256}", "up to 256 printable characters without spaces")
+LIVE, RESTART, FIXED = Apply.LIVE, Apply.RESTART, Apply.FIXED
 # RocketMQ's BrokerRole; a slave has brokerId > 0 and its master's brokerName.
 BROKER_ROLES = ("ASYNC_MASTER", "SYNC_MASTER", "SLAVE")
 _OPTIONAL_HOST_PORT = Text(r"([A-Za-z0-9.\[\]_:-]{1,255}:[0-9]{1,5})?", "host:port, or empty for none")
 # Keys whose value is a secret: GET_BROKER_CONFIG (and so the console) shows a mask instead.
 SECRET_KEYS = frozenset({"innerSecretKey", "tls.server.keyPassword", "tls.client.keyPassword"})
 SECRET_MASK = "******"
-LIVE, RESTART, FIXED = Apply.LIVE, Apply.RESTART, Apply.FIXED
 _MS = "milliseconds"
 
 KEYS: dict[str, ConfigKey] = {
@@ -326,7 +326,13 @@ KEYS: dict[str, ConfigKey] = {
         ),
         # plain ACL (broker/server/acl): RocketMQ's aclEnable; the rest are this broker's keys
         _key("aclEnable", BROKER, Bool(), RESTART, "check every request against plain_acl.yml"),
-        _key("aclFilePath", BROKER, _OPTIONAL_PATH, FIXED, "plain_acl.yml (default: <storePathRootDir>/config/)"),
+        _key(
+            "aclFilePath",
+            BROKER,
+            _OPTIONAL_PATH,
+            FIXED,
+            "plain_acl.yml (default: <storePathRootDir>/config/)",
+        ),
         _key(
             "aclReloadIntervalMillis", BROKER, Int(100, 3_600_000), RESTART, f"ACL file checked every, {_MS}"
         ),
