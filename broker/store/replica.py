@@ -47,6 +47,9 @@ class ReplicaLog:
         # End of the last whole record walked (dispatched or queued for dispatch); bytes beyond
         # it are the start of a record whose rest has not arrived yet.
         self.scan_offset = store.commitlog.max_offset
+        # End of the last record handed to dispatch (below scan_offset when the walk went past a
+        # segment's blank seal): what a truncation waits for.
+        self.submitted_end = 0
 
     def append(self, offset: int, data: bytes | bytearray) -> int:
         """Write ``data`` at commit-log ``offset`` (which must be the log's end, or — for an
@@ -84,6 +87,7 @@ class ReplicaLog:
                 queue_offsets[(request.topic, request.queue_id)] = request.queue_offset + 1
             store.note_replicated(request.store_timestamp)
             submit(request)
+            self.submitted_end = request.commitlog_offset + request.size
 
         try:
             self.scan_offset = recovery.replay(store.commitlog, self.scan_offset, apply)
@@ -120,7 +124,7 @@ class ReplicaLog:
         store = self.store
         commitlog = store.commitlog
         if not store.reput.stalled:  # a stalled dispatch replays from its offset later
-            store.reput.wait_dispatched(self.scan_offset, timeout=30)
+            store.reput.wait_dispatched(self.submitted_end, timeout=30)
         with commitlog.lock:
             end = commitlog.max_offset
             if offset >= end:

@@ -1,6 +1,8 @@
 """A slave's store written with its master's bytes (broker/store/replica.py): same offsets and
 bytes, its own consume queues and index, gaps refused, a divergent tail cut consistently."""
 
+import threading
+
 import pytest
 
 from broker.common.message import MessageExt
@@ -84,6 +86,31 @@ def test_segment_seals_arriving_in_several_frames(pair):
     _replicate(master, slave, 0, 4096)
     assert _segments(slave) == _segments(master)
     assert _queue_contents(slave, "orders", 0) == _queue_contents(master, "orders", 0)
+
+
+def test_truncating_right_after_a_segment_seal_does_not_wait_for_dispatch(pair):
+    """The walk stands at the next segment's start, past the seal; dispatch ends at the last
+    record before it. A cut then has nothing to wait for (it used to wait for the seal's end:
+    30 s, on the event loop in a broker)."""
+    master, slave = pair
+    _fill(master, 1000)
+    second = master.commitlog.files.files[1].file_from_offset
+    replica = slave.replica_log()
+    offset = 0
+    while offset < second:  # exactly the first segment, its seal included
+        data = master.commit_log_data(offset, second - offset)
+        replica.append(offset, data)
+        offset += len(data)
+    assert replica.scan_offset == second and slave.wait_for_dispatch(replica.submitted_end, timeout=10)
+    cut = master.get_commit_log_offset_in_queue("orders", 0, 10)
+    finished = threading.Event()
+    worker = threading.Thread(target=lambda: (replica.truncate(cut), finished.set()))
+    worker.start()
+    assert finished.wait(10), "the cut waited for a dispatch that cannot come"
+    worker.join()
+    assert slave.max_physic_offset == cut
+    _replicate(master, slave, cut, 32 * 1024)
+    assert _segments(slave) == _segments(master)
 
 
 def test_slave_refuses_puts_with_rocketmqs_status(pair):
