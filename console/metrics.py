@@ -117,6 +117,11 @@ class ClusterCollector:
             "Commit-log bytes not yet on the slave: a master's furthest slave, or a slave itself",
             labels=labels,
         )
+        replication_lag_seconds = GaugeMetricFamily(
+            "rocketmq_broker_replication_lag_seconds",
+            "Age of the oldest message a master's furthest slave does not have yet, seconds",
+            labels=labels,
+        )
         request_wait = GaugeMetricFamily(
             "rocketmq_broker_request_wait_ms",
             "How long a request arriving now waits before the broker serves it (its loop's lag), ms",
@@ -143,7 +148,11 @@ class ClusterCollector:
             behind = runtime.get("haSlaveBehindBytes") or runtime.get("haBehindMasterBytes")
             if behind is not None and behind != "-1":  # -1: no slave connected / no frame yet
                 replication_lag.add_metric(values, runtime_figure(behind))
-        yield from (up, put_tps, get_tps, put_total, get_total, disk, writable, replication_lag, request_wait)
+            behind_ms = runtime.get("haSlaveBehindMillis")
+            if behind_ms is not None and behind_ms != "-1":
+                replication_lag_seconds.add_metric(values, runtime_figure(behind_ms) / 1000)
+        yield from (up, put_tps, get_tps, put_total, get_total, disk, writable)
+        yield from (replication_lag, replication_lag_seconds, request_wait)
 
         stored = CounterMetricFamily(
             "rocketmq_topic_messages", "Messages written to the topic (sum of max offsets)", labels=["topic"]

@@ -714,6 +714,16 @@ class MessageStore:
         sys_flag = int.from_bytes(head[36:40], "big", signed=True)
         return LONG.unpack_from(head, store_timestamp_position(sys_flag))[0]
 
+    def store_timestamp_at(self, commitlog_offset: int) -> int:
+        """Store time of the record at ``commitlog_offset`` — or, at a segment's seal, of the next
+        segment's first record; -1 when there is none (the log's end)."""
+        size = self.commitlog.record_size_at(commitlog_offset)
+        if size is None and commitlog_offset < self.commitlog.max_offset:  # a seal: the next segment
+            file_size = self.commitlog.file_size
+            commitlog_offset += file_size - commitlog_offset % file_size
+            size = self.commitlog.record_size_at(commitlog_offset)
+        return self._store_time_of(commitlog_offset, size) if size else -1
+
     def select_one_message_by_offset(self, commitlog_offset: int, size: int | None = None) -> bytes | None:
         size = size or self.commitlog.record_size_at(commitlog_offset)
         return self.commitlog.read(commitlog_offset, size) if size else None

@@ -18,9 +18,17 @@ def test_replication_lag_gauge_follows_the_runtime_info():
     collector._snapshot = Snapshot(
         time.time(),
         brokers=[
-            _broker("a", "0", {"brokerRole": "ASYNC_MASTER", "haSlaveBehindBytes": "4096"}),
+            _broker(
+                "a",
+                "0",
+                {"brokerRole": "ASYNC_MASTER", "haSlaveBehindBytes": "4096", "haSlaveBehindMillis": "1500"},
+            ),
             _broker("a", "1", {"brokerRole": "SLAVE", "haBehindMasterBytes": "1024"}),
-            _broker("b", "0", {"brokerRole": "SYNC_MASTER", "haSlaveBehindBytes": "-1"}),  # no slave
+            _broker(
+                "b",
+                "0",
+                {"brokerRole": "SYNC_MASTER", "haSlaveBehindBytes": "-1", "haSlaveBehindMillis": "-1"},
+            ),
             _broker("c", "0", {"commitLogDiskRatio": "0.2"}),  # an older broker: no figure
         ],
     )
@@ -30,3 +38,7 @@ def test_replication_lag_gauge_follows_the_runtime_info():
         for s in families["rocketmq_broker_replication_lag_bytes"].samples
     }
     assert samples == {("a", "0"): 4096.0, ("a", "1"): 1024.0}
+    seconds = {
+        s.labels["broker"]: s.value for s in families["rocketmq_broker_replication_lag_seconds"].samples
+    }
+    assert seconds == {"a": 1.5}

@@ -150,6 +150,10 @@ async def test_sync_master_answers_after_the_slave_confirms_or_with_the_slaves_s
         await _until(lambda: server.confirmed_offsets())
         late = await _put(master, 100)
         assert late.status is PutMessageStatus.FLUSH_SLAVE_TIMEOUT and late.append is not None
+        # The silent slave lacks that message, stored at least slaveTimeout (300 ms) ago.
+        info = server.runtime_info()
+        assert info["haSlaveBehindBytes"] == str(late.append.wrote_bytes)
+        assert int(info["haSlaveBehindMillis"]) >= 300
         master.config.ha_max_gap_not_in_sync = 1  # now it is too far behind to wait for
         assert (await _put(master, 101)).status is PutMessageStatus.SLAVE_NOT_AVAILABLE
         assert master.wait_for_dispatch()  # every one of the 53 was stored, whatever its answer

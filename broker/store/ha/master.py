@@ -232,15 +232,23 @@ class HAServer:
         """How far each connected slave has confirmed (its address: its latest report)."""
         return {c.address: c.ack_offset for c in self.connections if c.ack_offset >= 0}
 
+    def behind_millis(self, confirmed: int) -> int:
+        """How long ago the oldest message a slave lacks was stored (0 when it lacks none)."""
+        stored = self.store.store_timestamp_at(confirmed)
+        return max(0, int(time.time() * 1000) - stored) if stored >= 0 else 0
+
     def runtime_info(self) -> dict[str, str]:
         confirmed = self.confirmed_offsets()
         end = self.store.max_physic_offset
+        furthest = max(confirmed.values()) if confirmed else -1
         return {
             "haListenPort": str(self.port),
             "haSlaveCount": str(len(confirmed)),
             "haPushToSlaveMaxOffset": str(self.push_to_slave_max_offset),
-            # Bytes the furthest slave lacks (-1 when no slave is connected).
-            "haSlaveBehindBytes": str(end - max(confirmed.values())) if confirmed else "-1",
+            # Bytes the furthest slave lacks, and the age of the oldest message it lacks (-1 when
+            # no slave is connected).
+            "haSlaveBehindBytes": str(end - furthest) if confirmed else "-1",
+            "haSlaveBehindMillis": str(self.behind_millis(furthest)) if confirmed else "-1",
             "haSlaveAckOffsets": ";".join(f"{addr}={offset}" for addr, offset in sorted(confirmed.items())),
         }
 
