@@ -9,14 +9,13 @@ from typing import TYPE_CHECKING
 from broker.common import topic_config as tc
 from broker.common.codes import ResponseCode
 from broker.common.filter import FilterSyntaxError, TagFilter, is_tag_type
+from broker.common.names import group_problem, topic_problem
 from broker.common.pull_sysflag import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND
 from broker.common.request_headers import PullMessageRequestHeader, PullMessageResponseHeader
 from broker.common.request_headers.base import make_decoder
 from broker.remoting.command import RemotingCommand, response_to
 from broker.remoting.connection import failure_response
 from broker.store.results import GetMessageStatus
-
-from .name_checks import name_refusal
 
 if TYPE_CHECKING:
     from ..controller import BrokerController
@@ -105,9 +104,9 @@ class PullProcessor:
 
     def _check(self, request, group: str, topic: str, queue_id: int) -> RemotingCommand | None:
         broker = self.broker
-        refused = name_refusal(request, (topic,), (group,))
-        if refused is not None:
-            return refused
+        problem = topic_problem(topic) or group_problem(group)  # (name_refusal, spelled out: every pull)
+        if problem is not None:
+            return response_to(request, ResponseCode.SYSTEM_ERROR, problem)
         if not tc.is_readable(broker.config.broker_permission):
             return response_to(
                 request,
