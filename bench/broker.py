@@ -1,6 +1,7 @@
 """Broker benchmark: this project against RabbitMQ, NATS JetStream and Redis Streams.
 
-    python bench/broker.py [--messages N] [--only ours|ours-threads|rabbitmq|nats|redis]
+    python bench/broker.py [--messages N]
+                           [--only ours|ours-threads|async-master|sync-master|rabbitmq|nats|redis]
                            [--rounds N] [--warm-up N] [--sync-flush] [--broker-conf KEY=VALUE ...]
                            [--loop uvloop|asyncio] [--interleave-latency TURNS] [--json]
 
@@ -9,7 +10,9 @@ send with 64 in flight, batches of 32, consume, end-to-end latency p50/p99 at a 
 msgs/s, each timed after the peer has sent ``--warm-up`` messages (1,000) untimed. A peer that
 is not reachable is reported as skipped, with the reason. "ours" is our SDK's asyncio API on the
 benchmark's loop (as the peers' asyncio clients run); "ours-threads" is its blocking API driven
-from threads. Every peer's client runs on the same loop (uvloop unless ``--loop asyncio``).
+from threads. "async-master" and "sync-master" are "ours" with a slave following the broker
+(ASYNC_MASTER, and SYNC_MASTER answering a send once the slave has it). Every peer's client runs on
+the same loop (uvloop unless ``--loop asyncio``).
 
 This machine's speed drifts by tens of percent from minute to minute, and one pass measures the
 peers one after another. ``--rounds N`` runs N passes, each starting with the next peer in turn,
@@ -34,8 +37,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.peers.base import WARM_UP_MESSAGES, measure, measure_latency_interleaved
 
 OURS = ("ours", "ours-threads")
+# "ours" as a master with a slave (bench/peers/ours_ha.py): ASYNC_MASTER and SYNC_MASTER.
+WITH_SLAVE = ("async-master", "sync-master")
 EXTERNAL = ("rabbitmq", "nats", "redis")
-PEERS = (*OURS, *EXTERNAL)
+PEERS = (*OURS, *WITH_SLAVE, *EXTERNAL)
 HIGHER_IS_BETTER = ("sync_send_msgs_s", "async_send_64_msgs_s", "batch_send_32_msgs_s", "consume_msgs_s")
 
 
@@ -48,6 +53,10 @@ def make_peer(name: str, args: argparse.Namespace):
         from bench.peers.ours import OursThreads
 
         return OursThreads(_flush_type(args), args.dir, args.broker_conf)
+    if name in WITH_SLAVE:
+        from bench.peers.ours_ha import OursWithSlave
+
+        return OursWithSlave(name, _flush_type(args), args.dir, args.broker_conf)
     if name == "rabbitmq":
         from bench.peers.rabbitmq import RabbitMQ
 

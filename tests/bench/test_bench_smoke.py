@@ -36,7 +36,7 @@ def test_store_bench_reports_every_figure(tmp_path):
         assert figures[key] > 0, key
 
 
-@pytest.mark.parametrize(("peer", "rounds"), [("ours", 2), ("ours-threads", 1)])
+@pytest.mark.parametrize(("peer", "rounds"), [("ours", 2), ("ours-threads", 1), ("sync-master", 1)])
 def test_broker_bench_runs_our_workloads(tmp_path, peer, rounds):
     results = run_json(
         "bench/broker.py", "--only", peer, "--messages", "256", "--seconds", "0.5", "--dir", str(tmp_path),
