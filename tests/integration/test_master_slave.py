@@ -368,6 +368,8 @@ def test_a_slave_whose_master_is_unreachable_says_so_and_keeps_serving(tmp_path)
     try:
         closed = f"127.0.0.1:{free_port()}"  # nothing listens there
         slave = add_slave(cluster, "broker-ha", "broker-ha-s", {"haMasterAddress": closed})
+        # A slave whose brokerName has no master (a wrong name): the name server names none.
+        orphan = add_slave(cluster, "broker-nobody", "broker-orphan")
         info = wait_until(
             lambda: (i := _runtime(cluster, slave.addr))["haConnectFailures"] != "0" and i,
             timeout=30,
@@ -379,5 +381,16 @@ def test_a_slave_whose_master_is_unreachable_says_so_and_keeps_serving(tmp_path)
         wait_until(lambda: any("replication from the master stopped" in line for line in slave.output),
                    timeout=30, what="the log line")  # fmt: skip
         assert slave.proc.poll() is None  # still serving
+        orphan_info = wait_until(
+            lambda: "no master HA address yet" in (i := _runtime(cluster, orphan.addr))["haLastError"] and i,
+            timeout=30,
+            what="the orphan slave's reason",
+        )
+        assert orphan_info["masterAddr"] == "" and orphan_info["haMasterConnected"] == "false"
+        orphan.keep_draining()
+        said = "knows no master for brokerName broker-nobody"
+        wait_until(
+            lambda: any(said in line for line in orphan.output), timeout=30, what="the orphan's log line"
+        )
     finally:
         cluster.stop()
