@@ -55,3 +55,44 @@ def optional_url(name: str, *args) -> str:
         return reverse(name, args=args)
     except NoReverseMatch:
         return ""
+
+
+@register.filter
+def duration_ms(value) -> str:
+    """A duration in milliseconds for people: ``850 ms``, ``4.2 s``, ``3 min 5 s``, ``2 h 10 min``;
+    empty for a missing or negative value."""
+    try:
+        ms = int(value)
+    except (TypeError, ValueError):
+        return ""
+    if ms < 0:
+        return ""
+    if ms < 1000:
+        return f"{ms} ms"
+    if ms < 60_000:
+        return f"{ms / 1000:.1f} s"
+    seconds = ms // 1000
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+
+
+@register.filter
+def iec_bytes(value) -> str:
+    """A byte count for people, in powers of 1024 with their IEC names (``0 B``, ``4.0 KiB``,
+    ``4.8 MiB``): Django's filesizeformat computes the same but labels it KB/MB. Empty for a
+    missing or negative value."""
+    try:
+        size = int(value)
+    except (TypeError, ValueError):
+        return ""
+    if size < 0:
+        return ""
+    if size < 1024:
+        return f"{size} B"
+    scaled = float(size)
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        scaled /= 1024
+        if scaled < 1024 or unit == "TiB":
+            break
+    return f"{scaled:.1f} {unit}"

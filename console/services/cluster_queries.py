@@ -353,3 +353,130 @@ def reset_preview(admin: MQAdmin, group: str, topic: str, timestamp: int) -> lis
     """Per queue: the group's offset now and where a reset to ``timestamp`` (0 earliest, -1 latest)
     would put it; nothing is changed."""
     return admin.run(_reset_preview(admin.core, group, topic, timestamp))
+
+
+# -- replication (issue 22): each broker set's master and slaves -------------------------------
+
+
+def _figure(runtime: dict[str, str], key: str) -> int | None:
+    """A replication figure of the runtime info; None when the broker does not report it or
+    reports -1 (its word for "no connected peer to measure against")."""
+    try:
+        value = int(runtime[key])
+    except (KeyError, ValueError):
+        return None
+    return value if value >= 0 else None
+
+
+@dataclass
+class ReplicaMember:
+    """One broker of a broker set with the replication figures its runtime info reports."""
+
+    broker_id: int
+    addr: str
+    runtime: dict[str, str] = field(default_factory=dict)
+    error: str = ""
+    # A slave's lag in milliseconds, from its master's figures (a slave measures only bytes).
+    behind_millis: int | None = None
+    # True when behind_millis is the furthest slave's (several connected): this one's is at most that.
+    behind_millis_is_bound: bool = False
+
+    @property
+    def role(self) -> str:
+        """The broker's own brokerRole; the name server's id tells only master or slave."""
+        return self.runtime.get("brokerRole") or ("master" if self.broker_id == 0 else "slave")
+
+    @property
+    def is_master(self) -> bool:
+        return self.broker_id == 0
+
+    @property
+    def slave_count(self) -> int | None:
+        return _figure(self.runtime, "haSlaveCount")
+
+    @property
+    def slaves_behind_bytes(self) -> int | None:
+        return _figure(self.runtime, "haSlaveBehindBytes")
+
+    @property
+    def slaves_behind_millis(self) -> int | None:
+        return _figure(self.runtime, "haSlaveBehindMillis")
+
+    @property
+    def master_connected(self) -> bool | None:
+        value = self.runtime.get("haMasterConnected")
+        return None if value is None else value == "true"
+
+    @property
+    def behind_bytes(self) -> int | None:
+        return _figure(self.runtime, "haBehindMasterBytes")
+
+    @property
+    def last_error(self) -> str:
+        return self.runtime.get("haLastError", "")
+
+    @property
+    def sync_error(self) -> str:
+        return self.runtime.get("slaveSyncError", "")
+
+    @property
+    def sync_timestamp(self) -> int:
+        return _figure(self.runtime, "slaveSyncTimestamp") or 0
+
+
+@dataclass
+class BrokerSet:
+    cluster: str
+    name: str
+    members: list[ReplicaMember]
+
+    @property
+    def master(self) -> ReplicaMember | None:
+        return next((m for m in self.members if m.is_master), None)
+
+    @property
+    def slaves(self) -> list[ReplicaMember]:
+        return [m for m in self.members if not m.is_master]
+
+
+def _slave_lag_millis(master: ReplicaMember | None, slave: ReplicaMember) -> None:
+    """Give ``slave`` its lag in time. A master reports the age of the oldest message its furthest
+    slave lacks (haSlaveBehindMillis); a slave that lacks nothing is 0 behind; with one slave
+    connected the master's figure is that slave's; with several, each is at most that far behind."""
+    if not slave.master_connected:
+        return
+    if slave.behind_bytes == 0:
+        slave.behind_millis = 0
+        return
+    if master is None or master.slaves_behind_millis is None:
+        return
+    slave.behind_millis = master.slaves_behind_millis
+    slave.behind_millis_is_bound = (master.slave_count or 0) > 1
+
+
+async def _broker_sets(core: AsyncMQAdmin) -> list[BrokerSet]:
+    info = await core.cluster_info()
+    datas = sorted(info.brokers.values(), key=lambda b: (b.cluster, b.broker_name))
+    members = [
+        (data, ReplicaMember(broker_id, addr))
+        for data in datas
+        for broker_id, addr in sorted(data.broker_addrs.items())
+    ]
+    answers = await fan_out([core.broker_runtime_info(m.addr) for _, m in members])
+    sets: dict[tuple[str, str], BrokerSet] = {}
+    for (data, member), answer in zip(members, answers, strict=True):
+        if isinstance(answer, BaseException):
+            member.error = str(answer) or type(answer).__name__
+        else:
+            member.runtime = answer
+        key = (data.cluster, data.broker_name)
+        sets.setdefault(key, BrokerSet(data.cluster, data.broker_name, [])).members.append(member)
+    for broker_set in sets.values():
+        for slave in broker_set.slaves:
+            _slave_lag_millis(broker_set.master, slave)
+    return list(sets.values())
+
+
+def broker_sets(admin: MQAdmin) -> list[BrokerSet]:
+    """Every broker set the name server knows, its members' runtime figures asked all at once."""
+    return admin.run(_broker_sets(admin.core))
