@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 VENDOR_STAMP := static/vendor/.installed
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: run test test-slow lint bench bench-store bench-broker setup clean
+.PHONY: run run-ha test test-slow lint bench bench-store bench-broker setup clean
 
 setup: $(STAMP) $(VENDOR_STAMP)
 
@@ -28,6 +28,12 @@ run: $(STAMP) $(VENDOR_STAMP)
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py ensure_admin
 	$(BIN)/python scripts/run_stack.py Procfile
+
+# make run with a master and a slave of one broker set (Procfile.ha; README: High availability).
+run-ha: $(STAMP) $(VENDOR_STAMP)
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py ensure_admin
+	$(BIN)/python scripts/run_stack.py Procfile.ha
 
 test: $(STAMP) $(VENDOR_STAMP)
 	$(BIN)/ruff check .

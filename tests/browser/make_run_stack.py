@@ -36,6 +36,7 @@ def procfile_commands(path: Path = ROOT / "Procfile") -> dict[str, str]:
 class MakeRunStack(Stack):
     backend: str = "make-run"
     broker_addr: str = ""
+    procfile: Path = ROOT / "Procfile"
 
     @property
     def var_dir(self) -> Path:
@@ -74,13 +75,16 @@ class MakeRunStack(Stack):
 
     def spawn(self, name: str) -> None:
         """Start the Procfile's line ``name`` (again: a restart appends to its log)."""
-        extra = {"namesrv": f" -p {self.namesrv_addr.rpartition(':')[2]}",
-                 "broker": f" -p {self.broker_addr.rpartition(':')[2]}"}  # fmt: skip
         log = open(self.workdir / f"{name}.log", "a")  # noqa: SIM115 - closed with the process
-        command = procfile_commands()[name] + extra.get(name, "")
+        command = procfile_commands(self.procfile)[name] + self.port_args(name)
         process = subprocess.Popen(["sh", "-c", command], cwd=ROOT, env=self.env, stdout=log,
                                    stderr=subprocess.STDOUT)  # fmt: skip
         self.processes.append((name, process, log))
+
+    def port_args(self, name: str) -> str:
+        """What the test appends to the Procfile line ``name``: its server's port."""
+        ports = {"namesrv": self.namesrv_addr, "broker": self.broker_addr}
+        return f" -p {ports[name].rpartition(':')[2]}" if name in ports else ""
 
     def stop_process(self, name: str) -> int:
         """SIGTERM one process (a clean stop) and forget it; its exit status."""
