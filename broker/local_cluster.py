@@ -182,6 +182,15 @@ def start_broker(
     return process.keep_draining() if drain else process
 
 
+def start_controller(conf: Path, port: int | None = None, drain: bool = True) -> EngineProcess:
+    """A controller (RocketMQ 5's controller mode) from ``conf``; ``port`` overrides its listenPort."""
+    args = ["-m", "broker.controller", "-c", str(conf)]
+    if port is not None:
+        args += ["--listen-port", str(port)]
+    process = EngineProcess(args)
+    return process.keep_draining() if drain else process
+
+
 class LocalCluster:
     """A name server and named brokers in ``workdir``. Each broker keeps its broker.conf
     (``<workdir>/<name>.conf``) and port, so it restarts in place.

@@ -1,0 +1,44 @@
+"""``python -m broker.controller -c controller.conf [--listen-port N]``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from broker.common.conf_file import ConfError, load_conf
+from broker.common.service_runner import run, serve_until_signalled
+
+from .config import controller_config
+from .service import ControllerService
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="controller", description="RocketMQ 5-style controller")
+    parser.add_argument("-c", "--config", help="controller.conf (key=value, RocketMQ key names)")
+    parser.add_argument("-p", "--listen-port", type=int, help="port (default 9878)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        config = controller_config(load_conf(args.config, {"listenPort": args.listen_port}))
+    except ConfError as exc:
+        print(f"controller: {exc}", file=sys.stderr)
+        return 2
+    service = ControllerService(config)
+
+    async def start() -> str:
+        port = await service.start()
+        return f"controller {config.self_id} listening on {config.listen_host}:{port}"
+
+    try:
+        run(serve_until_signalled(start, service.stop))
+    except OSError as exc:
+        print(
+            f"controller: cannot listen on {config.listen_host}:{config.listen_port}: {exc}", file=sys.stderr
+        )
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,77 @@
+"""controller.conf: RocketMQ 5's ControllerConfig key names where they exist."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from broker.common.conf_file import ConfError, get_bool, get_int, get_list
+
+from .raft import Peer
+
+DEFAULT_LISTEN_PORT = 9878  # RocketMQ's controller port
+DEFAULT_RAFT_ADDRESS = "127.0.0.1:9877"
+_PEER = re.compile(r"^([A-Za-z0-9_]{1,32})-([^\s;:]+):(\d{1,5})$")
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerConfig:
+    listen_host: str
+    listen_port: int
+    group: str  # controllerDLegerGroup
+    self_id: str  # controllerDLegerSelfId
+    peers: list[Peer]
+    store_path: Path | None  # controllerStorePath; empty: nothing kept on disk
+    scan_interval_ms: int  # scanNotActiveBrokerInterval
+    elect_unclean: bool  # enableElectUncleanMaster
+    write_timeout_ms: int  # controllerWriteTimeoutMillis (ours): how long a write waits for a commit
+    raft_password: str | None  # controllerRaftPassword (ours): pysyncobj's encryption of the Raft port
+
+
+def _parse_peers(key: str, raw: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in raw:
+        match = _PEER.match(item)
+        if match is None or not 0 < int(match.group(3)) < 65536:
+            raise ConfError(f"{key}: {item!r} is not id-host:port (e.g. n0-127.0.0.1:9877)")
+        out[match.group(1)] = f"{match.group(2)}:{match.group(3)}"
+    return out
+
+
+def controller_config(conf: dict[str, str]) -> ControllerConfig:
+    host = conf.get("listenHost") or "127.0.0.1"
+    port = get_int(conf, "listenPort", DEFAULT_LISTEN_PORT)
+    raft = _parse_peers("controllerDLegerPeers", get_list(conf, "controllerDLegerPeers")) or {
+        "n0": DEFAULT_RAFT_ADDRESS
+    }
+    self_id = conf.get("controllerDLegerSelfId") or next(iter(raft))
+    listen = _parse_peers("controllerPeerListenAddrs", get_list(conf, "controllerPeerListenAddrs"))
+    listen.setdefault(self_id, f"{host}:{port}")
+    if self_id not in raft:
+        raise ConfError(
+            f"controllerDLegerSelfId={self_id!r} is not one of controllerDLegerPeers {sorted(raft)}"
+        )
+    if len(raft) not in (1, 3, 5):
+        raise ConfError(f"controllerDLegerPeers names {len(raft)} controllers: use 1, 3 or 5")
+    missing = sorted(set(raft) - set(listen))
+    if missing:
+        raise ConfError(f"controllerPeerListenAddrs lacks {missing}: each peer's remoting address is needed")
+    peers = [Peer(pid, raft[pid], listen[pid]) for pid in raft]
+    scan = get_int(conf, "scanNotActiveBrokerInterval", 5000)
+    write_timeout = get_int(conf, "controllerWriteTimeoutMillis", 3000)
+    if scan <= 0 or write_timeout <= 0:
+        raise ConfError("scanNotActiveBrokerInterval and controllerWriteTimeoutMillis must be positive")
+    store = conf.get("controllerStorePath", str(Path.home() / "DLedgerController"))
+    return ControllerConfig(
+        listen_host=host,
+        listen_port=port,
+        group=conf.get("controllerDLegerGroup") or "group1",
+        self_id=self_id,
+        peers=peers,
+        store_path=Path(store) if store else None,
+        scan_interval_ms=scan,
+        elect_unclean=get_bool(conf, "enableElectUncleanMaster", False),
+        write_timeout_ms=write_timeout,
+        raft_password=conf.get("controllerRaftPassword") or None,
+    )
