@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,15 @@ class ControllerConfig:
     elect_unclean: bool  # enableElectUncleanMaster
     write_timeout_ms: int  # controllerWriteTimeoutMillis (ours): how long a write waits for a commit
     raft_password: str | None  # controllerRaftPassword (ours): pysyncobj's encryption of the Raft port
+    notify_role_changed: bool = True  # notifyBrokerRoleChanged
+    process_read_event: bool = False  # isProcessReadEvent: replica reads go through the Raft log
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
 def _parse_peers(key: str, raw: list[str]) -> dict[str, str]:
@@ -58,6 +68,15 @@ def controller_config(conf: dict[str, str]) -> ControllerConfig:
     if missing:
         raise ConfError(f"controllerPeerListenAddrs lacks {missing}: each peer's remoting address is needed")
     peers = [Peer(pid, raft[pid], listen[pid]) for pid in raft]
+    password = conf.get("controllerRaftPassword") or None
+    exposed = sorted(p.raft_address for p in peers if not _loopback(p.raft_address.rsplit(":", 1)[0]))
+    if exposed and password is None:
+        # pysyncobj unpickles what its port receives: without its encryption (the password),
+        # anyone reaching a Raft port could run code in the controller.
+        raise ConfError(
+            f"controllerDLegerPeers {exposed} are not loopback addresses: set controllerRaftPassword "
+            "(the Raft port runs unauthenticated otherwise)"
+        )
     scan = get_int(conf, "scanNotActiveBrokerInterval", 5000)
     write_timeout = get_int(conf, "controllerWriteTimeoutMillis", 3000)
     if scan <= 0 or write_timeout <= 0:
@@ -73,5 +92,7 @@ def controller_config(conf: dict[str, str]) -> ControllerConfig:
         scan_interval_ms=scan,
         elect_unclean=get_bool(conf, "enableElectUncleanMaster", False),
         write_timeout_ms=write_timeout,
-        raft_password=conf.get("controllerRaftPassword") or None,
+        raft_password=password,
+        notify_role_changed=get_bool(conf, "notifyBrokerRoleChanged", True),
+        process_read_event=get_bool(conf, "isProcessReadEvent", False),
     )

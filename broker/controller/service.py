@@ -29,10 +29,12 @@ from broker.common.request_headers.controller import (
     GetNextBrokerIdResponseHeader,
     GetReplicaInfoRequestHeader,
     GetReplicaInfoResponseHeader,
+    NotifyBrokerRoleChangedRequestHeader,
     RegisterBrokerToControllerRequestHeader,
     RegisterBrokerToControllerResponseHeader,
 )
-from broker.remoting.command import RemotingCommand, response_to
+from broker.remoting.client import RemotingClient
+from broker.remoting.command import RemotingCommand, create_request, response_to
 from broker.remoting.connection import RemotingConnection
 from broker.remoting.server import RemotingServer
 
@@ -45,6 +47,7 @@ from .state import (
     ApplyBrokerIdEvent,
     ElectMasterEvent,
     Outcome,
+    ReadReplicaEvent,
     ReplicaView,
     UpdateBrokerAddressEvent,
 )
@@ -53,6 +56,7 @@ log = logging.getLogger(__name__)
 _NAME = re.compile(r"^[A-Za-z0-9_.%|-]{1,127}$")  # brokerName / clusterName
 _ADDRESS = re.compile(r"^[A-Za-z0-9_.:\[\]-]{1,255}$")  # host:port
 MAX_BODY_BYTES = 64 * 1024
+NOTIFY_TIMEOUT_S = 3.0
 
 
 class BadRequest(ValueError):
@@ -100,6 +104,8 @@ class ControllerService:
         self._scanner: asyncio.Task | None = None
         self._electing: set[str] = set()
         self._leader_since: float | None = None
+        self._notifier = RemotingClient() if config.notify_role_changed else None
+        self._notifications: set[asyncio.Task] = set()
         handlers = {
             RequestCode.BROKER_HEARTBEAT: self._heartbeat,
             RequestCode.CONTROLLER_GET_METADATA_INFO: self._metadata,
@@ -129,6 +135,10 @@ class ControllerService:
     async def stop(self) -> None:
         if self._scanner is not None:
             self._scanner.cancel()
+        for task in list(self._notifications):
+            task.cancel()
+        if self._notifier is not None:
+            await self._notifier.close()
         await self.server.stop()
         if self.raft is not None:
             self.raft.close()
@@ -300,13 +310,20 @@ class ControllerService:
         h = GetReplicaInfoRequestHeader.from_ext_fields(request.ext_fields)
         name = _name(h.broker_name, "brokerName")
         node = self._node()
-        if not node.is_leader():
-            return self._answer(request, node.not_leader())
-        view = node.read(name)
-        if view is None:
-            return response_to(
-                request, ResponseCode.CONTROLLER_BROKER_METADATA_NOT_EXIST, f"no broker set {name}"
+        if self.config.process_read_event:
+            outcome = await node.propose(ReadReplicaEvent(name), self.write_timeout_s)
+        elif not node.is_leader():
+            outcome = node.not_leader()
+        else:
+            found = node.read(name)
+            outcome = (
+                Outcome(ResponseCode.SUCCESS, None, found)
+                if found is not None
+                else Outcome(ResponseCode.CONTROLLER_BROKER_METADATA_NOT_EXIST, f"no broker set {name}")
             )
+        view = outcome.view
+        if not outcome.ok or view is None:
+            return self._answer(request, outcome)
         header = GetReplicaInfoResponseHeader(view.master_id, view.master_address, view.master_epoch)
         return response_to(request, ext_fields=header, body=sync_state_body(view))
 
@@ -357,7 +374,31 @@ class ControllerService:
                 view.master_id,
                 " by switchover" if designated is not None else "",
             )
+            self._notify(outcome.view)
         return outcome
+
+    def _notify(self, view: ReplicaView) -> None:
+        """NOTIFY_BROKER_ROLE_CHANGED to every replica, one-way and best effort (RocketMQ's
+        notifyBrokerRoleChanged): brokers that miss it learn the change from GET_REPLICA_INFO."""
+        if self._notifier is None:
+            return
+        header = NotifyBrokerRoleChangedRequestHeader(
+            view.master_address or None, view.master_epoch, view.sync_state_set_epoch, view.master_id
+        )
+        body = sync_state_body(view)
+        notifier = self._notifier
+
+        async def tell(address: str) -> None:
+            try:
+                request = create_request(RequestCode.NOTIFY_BROKER_ROLE_CHANGED, header, body, oneway=True)
+                await asyncio.wait_for(notifier.invoke_oneway(address, request), NOTIFY_TIMEOUT_S)
+            except Exception as exc:  # a broker that is down or unreachable: it will poll
+                log.debug("role-change notification to %s failed: %s", address, exc)
+
+        for address in set(view.replicas.values()):
+            task = asyncio.create_task(tell(address))
+            self._notifications.add(task)
+            task.add_done_callback(self._notifications.discard)
 
     def _master_lost(self, view: ReplicaView, now: float) -> bool:
         """The set's master stopped heartbeating. A controller that has just become leader

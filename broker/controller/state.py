@@ -112,7 +112,21 @@ class AlterSyncStateSetEvent:
     new_sync_state_set: frozenset[int]
 
 
-Event = ApplyBrokerIdEvent | UpdateBrokerAddressEvent | ElectMasterEvent | AlterSyncStateSetEvent
+@dataclass(frozen=True, slots=True)
+class ReadReplicaEvent:
+    """A read through the log (isProcessReadEvent): answered with the state at its log position,
+    so a deposed leader that has not noticed yet cannot answer from an old state. Changes nothing."""
+
+    broker_name: str
+
+
+Event = (
+    ApplyBrokerIdEvent
+    | UpdateBrokerAddressEvent
+    | ElectMasterEvent
+    | AlterSyncStateSetEvent
+    | ReadReplicaEvent
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +180,13 @@ class ReplicasState:
             return self._elect(event)
         if isinstance(event, AlterSyncStateSetEvent):
             return self._alter_sync_state_set(event)
+        if isinstance(event, ReadReplicaEvent):
+            view = self.view(event.broker_name)
+            if view is None:
+                return refused(
+                    ResponseCode.CONTROLLER_BROKER_METADATA_NOT_EXIST, f"no broker set {event.broker_name}"
+                )
+            return Outcome(ResponseCode.SUCCESS, None, view)
         return refused(ResponseCode.CONTROLLER_INVALID_REQUEST, f"unknown event {type(event).__name__}")
 
     def _apply_broker_id(self, event: ApplyBrokerIdEvent) -> Outcome:

@@ -137,3 +137,14 @@ class GetMetaDataResponseHeader(CommandHeader):
     controller_leader_address: str | None = None
     is_leader: bool | None = wire("isLeader", default=None)
     peers: str | None = None
+
+
+@header
+class NotifyBrokerRoleChangedRequestHeader(CommandHeader):
+    """NOTIFY_BROKER_ROLE_CHANGED (1008), controller → each replica of a set after its master
+    changed (RocketMQ 5.1's fields); the body is the SyncStateSet."""
+
+    master_address: str | None = None
+    master_epoch: int | None = None
+    sync_state_set_epoch: int | None = None
+    master_broker_id: int | None = None
