@@ -37,6 +37,15 @@ class HaStack(MakeRunStack):
             self.wait_for_log("slave", f"listening on {self.slave_addr}", 60)
         return self
 
+    def stop(self) -> None:
+        # The slave first, while its master still runs. SIGTERMed at the same moment as its master
+        # (as run_stack.py and Stack.stop do), a slave was seen to go on retrying its master and
+        # never stop: the cancellation of its HA client seems lost when it lands as the master's
+        # connection closes (asyncio.wait_for on 3.11). Reported; not this stack's to hide for good.
+        if any(name == "slave" and process.poll() is None for name, process, _ in self.processes):
+            self.stop_process("slave")
+        super().stop()
+
     def port_args(self, name: str) -> str:
         ports = {"namesrv": self.namesrv_addr, "master": self.broker_addr, "slave": self.slave_addr}
         return f" -p {ports[name].rpartition(':')[2]}" if name in ports else ""
