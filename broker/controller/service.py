@@ -40,7 +40,7 @@ from broker.remoting.server import RemotingServer
 
 from .config import ControllerConfig
 from .election import DEFAULT_HEARTBEAT_TIMEOUT_MS, Liveness, choose_master
-from .raft import RaftNode
+from .raft import Peer, RaftNode
 from .state import (
     MAX_REPLICAS_PER_SET,
     AlterSyncStateSetEvent,
@@ -56,7 +56,6 @@ log = logging.getLogger(__name__)
 _NAME = re.compile(r"^[A-Za-z0-9_.%|-]{1,127}$")  # brokerName / clusterName
 _ADDRESS = re.compile(r"^[A-Za-z0-9_.:\[\]-]{1,255}$")  # host:port
 MAX_BODY_BYTES = 64 * 1024
-NOTIFY_TIMEOUT_S = 3.0
 
 
 class BadRequest(ValueError):
@@ -126,9 +125,14 @@ class ControllerService:
 
     async def start(self) -> int:
         port = await self.server.start()
-        self.raft = RaftNode(
-            self.config.self_id, self.config.peers, self.config.store_path, self.config.raft_password
-        )
+        # listenPort 0 (tests): this controller's own address is the port it got.
+        peers = [
+            Peer(p.peer_id, p.raft_address, f"{self.config.listen_host}:{port}")
+            if p.peer_id == self.config.self_id and p.listen_address.endswith(":0")
+            else p
+            for p in self.config.peers
+        ]
+        self.raft = RaftNode(self.config.self_id, peers, self.config.store_path, self.config.raft_password)
         self._scanner = asyncio.create_task(self._scan_forever())
         return port
 
@@ -231,8 +235,12 @@ class ControllerService:
         if outcome.ok and outcome.view is not None and outcome.view.master_id is None:
             # A set without a master (a new one): elect now rather than at the next scan.
             elected = await self.elect(h.broker_name)
-            if elected.ok:
-                outcome = elected
+            # Refused (nobody alive yet, or a scan elected first): answer the set as it is now.
+            outcome = (
+                elected
+                if elected.ok
+                else Outcome(outcome.code, outcome.remark, self._node().read(h.broker_name))
+            )
         view = outcome.view
         header = RegisterBrokerToControllerResponseHeader(
             cluster_name=h.cluster_name,
@@ -391,7 +399,7 @@ class ControllerService:
         async def tell(address: str) -> None:
             try:
                 request = create_request(RequestCode.NOTIFY_BROKER_ROLE_CHANGED, header, body, oneway=True)
-                await asyncio.wait_for(notifier.invoke_oneway(address, request), NOTIFY_TIMEOUT_S)
+                await notifier.invoke_oneway(address, request)  # connecting is bounded by the client
             except Exception as exc:  # a broker that is down or unreachable: it will poll
                 log.debug("role-change notification to %s failed: %s", address, exc)
 

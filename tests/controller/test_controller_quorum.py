@@ -21,7 +21,9 @@ NAME = "broker-a"
 
 @pytest.fixture
 def group(tmp_path):
-    controllers = ControllerGroup(tmp_path, size=3)
+    # With a password, as any group whose Raft ports leave loopback must have: pysyncobj's
+    # encrypted transport is the one exercised.
+    controllers = ControllerGroup(tmp_path, size=3, extra={"controllerRaftPassword": "test-raft-secret"})
     controllers.start()
     wire = Wire(controllers)
     brokers = SimulatedBrokers(wire, NAME, [1, 2, 3])

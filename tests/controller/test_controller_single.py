@@ -22,6 +22,7 @@ from broker.common.request_headers.controller import (
     GetReplicaInfoRequestHeader,
     RegisterBrokerToControllerRequestHeader,
 )
+from broker.controller.client import ControllerClient, ControllerError
 from broker.controller.config import controller_config
 from broker.controller.service import ControllerService
 from broker.local_cluster import ROOT, free_port
@@ -311,3 +312,29 @@ def test_the_process_exits_2_on_a_bad_conf(tmp_path):
     )
     assert done.returncode == 2
     assert "controllerRaftPassword" in done.stderr
+
+
+async def test_the_broker_side_client_follows_the_flow_and_raises_refusals(controller):
+    service, _ = controller
+    client = ControllerClient(["127.0.0.1:1", f"127.0.0.1:{service.server.port}"])  # the first is down
+    try:
+        assert await client.find_leader() == f"127.0.0.1:{service.server.port}"
+        bid = await client.next_broker_id("c", NAME)
+        await client.apply_broker_id("c", NAME, bid, "h:7;1")
+        beat = heartbeat("h:7", bid)
+        assert await client.heartbeat(beat) == 1  # one of two controllers is reachable
+        info = await client.register("c", NAME, bid, "h:7")
+        assert (info.master_id, info.master_address, info.master_epoch) == (bid, "h:7", 1)
+        assert info.sync_state_set == {bid}
+        with pytest.raises(ControllerError) as refused:
+            await client.alter_sync_state_set(NAME, bid, 1, {bid, 9}, info.sync_state_set_epoch)
+        assert refused.value.code == ResponseCode.CONTROLLER_BROKER_NOT_ALIVE
+        with pytest.raises(ControllerError) as still:
+            await client.elect(NAME, bid)
+        assert still.value.code == ResponseCode.CONTROLLER_MASTER_STILL_EXIST
+        assert (await client.replica_info(NAME)).master_epoch == 1
+        with pytest.raises(ControllerError) as unknown:
+            await client.replica_info("no-such-set")
+        assert unknown.value.code == ResponseCode.CONTROLLER_BROKER_METADATA_NOT_EXIST
+    finally:
+        await client.close()
