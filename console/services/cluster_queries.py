@@ -10,12 +10,15 @@ from typing import Any
 
 from broker.client.admin import (
     AsyncMQAdmin,
+    BrokerSummary,
     ConsumeProgress,
     ConsumerConnection,
     MQAdmin,
     MQBrokerError,
+    MQClientError,
     NotFoundError,
 )
+from broker.client.admin.topics import broker_summary
 from broker.common.codes import ResponseCode
 from broker.common.system_names import is_system_group
 from broker.common.topic_config import RETRY_GROUP_TOPIC_PREFIX, perm_to_string
@@ -454,29 +457,45 @@ def _slave_lag_millis(master: ReplicaMember | None, slave: ReplicaMember) -> Non
     slave.behind_millis_is_bound = (master.slave_count or 0) > 1
 
 
-async def _broker_sets(core: AsyncMQAdmin) -> list[BrokerSet]:
+@dataclass
+class ClusterOverview:
+    """The cluster page: every broker's ``clusterList`` row and the broker sets' replication,
+    both from one runtime-info answer per broker."""
+
+    rows: list[BrokerSummary]
+    broker_sets: list[BrokerSet]
+
+
+async def _cluster_overview(core: AsyncMQAdmin) -> ClusterOverview:
     info = await core.cluster_info()
-    datas = sorted(info.brokers.values(), key=lambda b: (b.cluster, b.broker_name))
     members = [
-        (data, ReplicaMember(broker_id, addr))
-        for data in datas
+        (name, data, ReplicaMember(broker_id, addr))
+        for name in sorted(info.clusters)
+        for data in info.brokers_of(name)
         for broker_id, addr in sorted(data.broker_addrs.items())
     ]
-    answers = await fan_out([core.broker_runtime_info(m.addr) for _, m in members])
+    # At once: a broker that does not answer costs the page one timeout, not one per broker.
+    answers = await fan_out([core.broker_runtime_info(m.addr) for _, _, m in members])
+    rows: list[BrokerSummary] = []
     sets: dict[tuple[str, str], BrokerSet] = {}
-    for (data, member), answer in zip(members, answers, strict=True):
-        if isinstance(answer, BaseException):
-            member.error = str(answer) or type(answer).__name__
+    for (cluster, data, member), answer in zip(members, answers, strict=True):
+        if isinstance(answer, MQClientError):
+            member.error = str(answer)
+        elif isinstance(answer, BaseException):
+            raise answer  # a bug, not a broker's state
         else:
             member.runtime = answer
-        key = (data.cluster, data.broker_name)
-        sets.setdefault(key, BrokerSet(data.cluster, data.broker_name, [])).members.append(member)
+        rows.append(broker_summary(cluster, data.broker_name, member.broker_id, member.addr,
+                                   member.runtime, member.error or None))  # fmt: skip
+        key = (cluster, data.broker_name)
+        sets.setdefault(key, BrokerSet(cluster, data.broker_name, [])).members.append(member)
     for broker_set in sets.values():
         for slave in broker_set.slaves:
             _slave_lag_millis(broker_set.master, slave)
-    return list(sets.values())
+    return ClusterOverview(rows, list(sets.values()))
 
 
-def broker_sets(admin: MQAdmin) -> list[BrokerSet]:
-    """Every broker set the name server knows, its members' runtime figures asked all at once."""
-    return admin.run(_broker_sets(admin.core))
+def cluster_overview(admin: MQAdmin) -> ClusterOverview:
+    """Every broker the name server knows, grouped by cluster and by broker set, with the runtime
+    figures of each asked all at once."""
+    return admin.run(_cluster_overview(admin.core))

@@ -14,7 +14,7 @@ from console.cluster_access import admin_of, current_namesrv
 from console.forms import BrokerConfigForm
 from console.roles import VIEWER, require_permission, require_role
 from console.services.broker_config_rows import config_rows, updatable_keys
-from console.services.cluster_queries import broker_sets
+from console.services.cluster_queries import cluster_overview
 from console.views.common import invalid_form, run_action
 
 
@@ -22,9 +22,10 @@ from console.views.common import invalid_form, run_action
 @require_role(VIEWER)
 def cluster_page(request):
     admin = admin_of(request)
+    overview = cluster_overview(admin)
     if request.headers.get("HX-Target") == "replication":  # the section's own refresh
-        return render(request, "console/_replication.html", {"broker_sets": broker_sets(admin)})
-    rows = admin.cluster_list()
+        return render(request, "console/_replication.html", {"broker_sets": overview.broker_sets})
+    rows = overview.rows
     clusters = [
         {"name": name, "brokers": list(members)} for name, members in groupby(rows, key=lambda r: r.cluster)
     ]
@@ -34,7 +35,7 @@ def cluster_page(request):
         "broker_count": len({(r.cluster, r.broker_name) for r in rows}),
         "total_in_tps": round(sum(r.in_tps for r in rows), 2),
         "total_out_tps": round(sum(r.out_tps for r in rows), 2),
-        "broker_sets": broker_sets(admin),
+        "broker_sets": overview.broker_sets,
     }
     return render(request, "console/cluster.html", context)
 

@@ -5,7 +5,9 @@ leaves its master with "no slave connected"; a stopped master leaves its slave "
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 
 import pytest
 
@@ -24,7 +26,10 @@ MASTER, SLAVE = "broker-ha", "broker-ha-s"
 
 @pytest.fixture(scope="module")
 def ha(tmp_path_factory):
-    cluster = start_master_slave(tmp_path_factory.mktemp("console-ha"))
+    # The master drops a silent slave after 60 s, not the preset's 5: a frozen slave stays its
+    # slave (with a lag that stands still) while a page waits for the frozen one to time out.
+    settings = {"haHousekeepingInterval": 60_000}
+    cluster = start_master_slave(tmp_path_factory.mktemp("console-ha"), master_settings=settings)
     yield cluster
     cluster_access.close_all()
     cluster.stop()
@@ -68,12 +73,7 @@ def _page_once_listed(viewer, broker_ids: set[str], what: str) -> str:
 
 
 def test_master_and_slave_in_one_broker_set_with_the_brokers_own_lag(viewer, ha):
-    producer = Producer("CONSOLE_HA_PRODUCER", ha.namesrv_addr).start()
-    try:
-        for i in range(50):
-            assert producer.send(Message("console-ha-topic", b"replicated %d" % i)).send_status == "SEND_OK"
-    finally:
-        producer.shutdown()
+    _send(ha, 50)
 
     def caught_up() -> bool:  # the engine's own figures: same log end, nothing behind on either side
         master, slave = _runtime(ha, MASTER), _runtime(ha, SLAVE)
@@ -103,6 +103,42 @@ def test_master_and_slave_in_one_broker_set_with_the_brokers_own_lag(viewer, ha)
     part = viewer.get("/cluster/", HTTP_HX_REQUEST="true", HTTP_HX_TARGET="replication").content.decode()
     assert part.lstrip().startswith('<section class="card" id="replication"') and "<html" not in part
     assert set(_rows(part)) == {"0", "1"}
+
+
+def _send(ha, count: int) -> None:
+    producer = Producer("CONSOLE_HA_PRODUCER", ha.namesrv_addr).start()
+    try:
+        for i in range(count):
+            assert producer.send(Message("console-ha-topic", b"replicated %d" % i)).send_status == "SEND_OK"
+    finally:
+        producer.shutdown()
+
+
+def test_a_frozen_slaves_lag_is_its_masters_own_figure(viewer, ha):
+    """A slave that stops reading (SIGSTOP) keeps its connection: the master's lag figures grow
+    non-zero and the page shows them as the master reports them; the frozen slave is unreachable."""
+
+    def connected() -> bool:
+        slave_connected = _runtime(ha, SLAVE)["haMasterConnected"] == "true"
+        return slave_connected and _runtime(ha, MASTER)["haSlaveCount"] == "1"
+
+    wait_until(connected, timeout=30, interval=0.2, what="the slave connected")
+    slave = ha.brokers[SLAVE].proc
+    os.kill(slave.pid, signal.SIGSTOP)
+    try:
+        _send(ha, 20)
+        before = _runtime(ha, MASTER)
+        html = viewer.get("/cluster/").content.decode()  # waits out the frozen slave's timeout
+        after = _runtime(ha, MASTER)
+    finally:
+        os.kill(slave.pid, signal.SIGCONT)
+    behind = before["haSlaveBehindBytes"]
+    assert int(behind) > 0 and after["haSlaveBehindBytes"] == behind and after["haSlaveCount"] == "1"
+    rows = _rows(html)
+    assert _data(rows["0"], "lag-bytes", "bytes") == behind
+    page_millis = int(_data(rows["0"], "lag-time", "millis"))
+    assert int(before["haSlaveBehindMillis"]) <= page_millis <= int(after["haSlaveBehindMillis"])
+    assert "1 slave connected" in rows["0"] and "unreachable" in rows["1"]
 
 
 def test_stopped_slave_then_stopped_master_show_their_states(viewer, ha):

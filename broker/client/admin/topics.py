@@ -48,30 +48,7 @@ class ClusterRequests(AdminCore):
             error = None
         except MQClientError as exc:
             kv, error = {}, str(exc)
-
-        def total(key: str) -> int:  # a message count of the runtime info
-            return as_int(kv.get(key))
-
-        earliest = as_int(kv.get("earliestMessageTimeStamp"))
-        hours = (time.time() * 1000 - earliest) / 3_600_000 if earliest > 0 else 0.0
-        return BrokerSummary(
-            cluster=cluster,
-            broker_name=broker_name,
-            broker_id=broker_id,
-            addr=addr,
-            version=kv.get("brokerVersionDesc", ""),
-            in_tps=runtime_figure(kv.get("putTps")),
-            out_tps=runtime_figure(kv.get("getTransferredTps") or kv.get("getTransferedTps")),
-            page_cache_lock_ms=as_int(kv.get("pageCacheLockTimeMills")),
-            hours_of_data=round(hours, 2),
-            disk_ratio=runtime_figure(kv.get("commitLogDiskRatio")),
-            runtime_error=error,
-            in_total_yesterday=total("msgPutTotalTodayMorning") - total("msgPutTotalYesterdayMorning"),
-            out_total_yesterday=total("msgGetTotalTodayMorning") - total("msgGetTotalYesterdayMorning"),
-            in_total_today=total("msgPutTotalTodayNow") - total("msgPutTotalTodayMorning"),
-            out_total_today=total("msgGetTotalTodayNow") - total("msgGetTotalTodayMorning"),
-            request_wait_ms=as_int(kv.get("sendThreadPoolQueueHeadWaitTimeMills")),
-        )
+        return broker_summary(cluster, broker_name, broker_id, addr, kv, error)
 
     # -- a broker's runtime and configuration --------------------------------------------------
 
@@ -190,3 +167,34 @@ class ClusterRequests(AdminCore):
             "topicConfigTable"
         ) or {}
         return {str(name): dict(config) for name, config in sorted(table.items())}
+
+
+def broker_summary(
+    cluster: str, broker_name: str, broker_id: int, addr: str, kv: dict[str, str], error: str | None
+) -> BrokerSummary:
+    """A ``clusterList`` row from a broker's runtime info (``kv``; empty with the ``error`` that
+    kept it from answering)."""
+
+    def total(key: str) -> int:  # a message count of the runtime info
+        return as_int(kv.get(key))
+
+    earliest = as_int(kv.get("earliestMessageTimeStamp"))
+    hours = (time.time() * 1000 - earliest) / 3_600_000 if earliest > 0 else 0.0
+    return BrokerSummary(
+        cluster=cluster,
+        broker_name=broker_name,
+        broker_id=broker_id,
+        addr=addr,
+        version=kv.get("brokerVersionDesc", ""),
+        in_tps=runtime_figure(kv.get("putTps")),
+        out_tps=runtime_figure(kv.get("getTransferredTps") or kv.get("getTransferedTps")),
+        page_cache_lock_ms=as_int(kv.get("pageCacheLockTimeMills")),
+        hours_of_data=round(hours, 2),
+        disk_ratio=runtime_figure(kv.get("commitLogDiskRatio")),
+        runtime_error=error,
+        in_total_yesterday=total("msgPutTotalTodayMorning") - total("msgPutTotalYesterdayMorning"),
+        out_total_yesterday=total("msgGetTotalTodayMorning") - total("msgGetTotalYesterdayMorning"),
+        in_total_today=total("msgPutTotalTodayNow") - total("msgPutTotalTodayMorning"),
+        out_total_today=total("msgGetTotalTodayNow") - total("msgGetTotalTodayMorning"),
+        request_wait_ms=as_int(kv.get("sendThreadPoolQueueHeadWaitTimeMills")),
+    )
