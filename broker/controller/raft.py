@@ -22,7 +22,7 @@ from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf, replicated
 
 from broker.common.codes import ResponseCode
 
-from .state import Event, Outcome, ReplicasState, ReplicaView
+from .state import BarrierEvent, Event, Outcome, ReplicasState, ReplicaView
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +97,7 @@ class RaftNode:
             useFork=False,  # never fork a process that runs an event loop
             password=password or None,
         )
+        self._barrier_term: int | None = None  # the term whose barrier this leader has applied
         partners = [peer.raft_address for peer in peers if peer.peer_id != self_id]
         self.obj = _ReplicatedState(self.self_peer.raft_address, partners, conf)
 
@@ -114,6 +115,20 @@ class RaftNode:
 
     def term(self) -> int:
         return int(self.obj._getTerm())
+
+    async def leader_ready(self, timeout_s: float) -> bool:
+        """This controller leads and has applied everything committed before its term (its
+        barrier is applied): only then does it answer reads or decide elections."""
+        if not self.is_leader():
+            return False
+        term = self.term()
+        if self._barrier_term == term:
+            return True
+        outcome = await self.propose(BarrierEvent(term), timeout_s)
+        if outcome.ok and self.is_leader() and self.term() == term:
+            self._barrier_term = term
+            return True
+        return False
 
     # ---- reads (this controller's committed state) ----
 
@@ -169,6 +184,11 @@ class RaftNode:
             )
 
     def not_leader(self) -> Outcome:
+        if self.is_leader():
+            return Outcome(
+                ResponseCode.CONTROLLER_NOT_LEADER,
+                "this controller was elected leader but cannot commit: no majority of controllers reachable",
+            )
         leader = self.leader()
         where = f"the leader is {leader.peer_id} at {leader.listen_address}" if leader else "no leader known"
         return Outcome(ResponseCode.CONTROLLER_NOT_LEADER, f"this controller is not the leader: {where}")

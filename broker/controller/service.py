@@ -207,7 +207,7 @@ class ControllerService:
     async def _next_broker_id(self, request: RemotingCommand) -> RemotingCommand:
         h = GetNextBrokerIdRequestHeader.from_ext_fields(request.ext_fields)
         node = self._node()
-        if not node.is_leader():
+        if not await node.leader_ready(self.write_timeout_s):
             return self._answer(request, node.not_leader())
         name = _name(h.broker_name, "brokerName")
         header = GetNextBrokerIdResponseHeader(h.cluster_name, name, node.next_broker_id(name))
@@ -299,7 +299,7 @@ class ControllerService:
                 'the body must be a SyncStateSet: {"syncStateSet": [brokerIds], "syncStateSetEpoch": n}'
             ) from None
         node = self._node()
-        if not node.is_leader():
+        if not await node.leader_ready(self.write_timeout_s):
             return self._answer(request, node.not_leader())
         new_set = frozenset(ids)
         dead = sorted(i for i in new_set if i != h.master_broker_id and not self.liveness.alive(name, i))
@@ -320,7 +320,7 @@ class ControllerService:
         node = self._node()
         if self.config.process_read_event:
             outcome = await node.propose(ReadReplicaEvent(name), self.write_timeout_s)
-        elif not node.is_leader():
+        elif not await node.leader_ready(self.write_timeout_s):
             outcome = node.not_leader()
         else:
             found = node.read(name)
@@ -337,7 +337,7 @@ class ControllerService:
 
     async def _sync_state_data(self, request: RemotingCommand) -> RemotingCommand:
         node = self._node()
-        if not node.is_leader():
+        if not await node.leader_ready(self.write_timeout_s):
             return self._answer(request, node.not_leader())
         if len(request.body) > MAX_BODY_BYTES:
             raise BadRequest("the body is too large")
@@ -362,7 +362,7 @@ class ControllerService:
     async def elect(self, broker_name: str, designated: int | None = None) -> Outcome:
         """Run DefaultElectPolicy on this leader's view and propose its choice."""
         node = self._node()
-        if not node.is_leader():
+        if not await node.leader_ready(self.write_timeout_s):
             return node.not_leader()
         view = node.read(broker_name)
         if view is None:
@@ -421,7 +421,7 @@ class ControllerService:
     async def scan_once(self) -> None:
         node = self._node()
         now = time.monotonic()
-        if not node.is_leader():
+        if not await node.leader_ready(self.write_timeout_s):
             self._leader_since = None
             return
         if self._leader_since is None:

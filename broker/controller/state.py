@@ -120,12 +120,22 @@ class ReadReplicaEvent:
     broker_name: str
 
 
+@dataclass(frozen=True, slots=True)
+class BarrierEvent:
+    """A no-op a new leader commits before it reads or decides: once it is applied, every
+    event of earlier terms is applied too (Raft commits older terms' entries only with one of
+    the current term), so the leader's state is not older than the group's."""
+
+    term: int
+
+
 Event = (
     ApplyBrokerIdEvent
     | UpdateBrokerAddressEvent
     | ElectMasterEvent
     | AlterSyncStateSetEvent
     | ReadReplicaEvent
+    | BarrierEvent
 )
 
 
@@ -180,6 +190,8 @@ class ReplicasState:
             return self._elect(event)
         if isinstance(event, AlterSyncStateSetEvent):
             return self._alter_sync_state_set(event)
+        if isinstance(event, BarrierEvent):
+            return Outcome(ResponseCode.SUCCESS)
         if isinstance(event, ReadReplicaEvent):
             view = self.view(event.broker_name)
             if view is None:

@@ -338,3 +338,37 @@ async def test_the_broker_side_client_follows_the_flow_and_raises_refusals(contr
         assert unknown.value.code == ResponseCode.CONTROLLER_BROKER_METADATA_NOT_EXIST
     finally:
         await client.close()
+
+
+async def test_a_restarted_controller_keeps_its_committed_state(tmp_path):
+    conf = {
+        "listenPort": "0",
+        "controllerDLegerPeers": f"n0-127.0.0.1:{free_port()}",
+        "controllerStorePath": str(tmp_path / "store"),
+    }
+    for round_ in range(2):
+        service = ControllerService(controller_config(conf))
+        port = await service.start()
+        client = ControllerClient([f"127.0.0.1:{port}"])
+        try:
+            await until(lambda c=client: _leads(c), what="the controller to lead")
+            if round_ == 0:
+                await client.apply_broker_id("c", NAME, 1, "h:1;1")
+                await client.apply_broker_id("c", NAME, 2, "h:2;1")
+                assert await client.heartbeat(heartbeat("h:2", 2, timeout_ms=60_000)) == 1
+                assert (await client.register("c", NAME, 2, "h:2")).master_id == 2
+            else:
+                info = await client.replica_info(NAME)
+                assert (info.master_id, info.master_epoch, info.sync_state_set) == (2, 1, {2})
+                assert await client.next_broker_id("c", NAME) == 3
+        finally:
+            await client.close()
+            await service.stop()
+
+
+async def _leads(client: ControllerClient) -> bool:
+    try:
+        await client.find_leader()
+    except ControllerError:
+        return False
+    return True
