@@ -129,3 +129,46 @@ def _elect_request(bid: int):
     return create_request(
         RequestCode.CONTROLLER_ELECT_MASTER, ElectMasterRequestHeader(NAME, "c", bid, designate_elect=True)
     )
+
+
+@pytest.mark.slow
+def test_repeated_leader_kills_and_master_failovers(group):
+    """Five rounds: the Raft leader is SIGKILLed and restarted, then the master goes silent; each
+    time a new master comes from the in-sync set at the next epoch. Prints the failover times."""
+    controllers, wire, brokers = group
+    wait_until(wire.leader, timeout=30, what="a controller leader")
+    brokers.start()
+    for bid in (1, 2, 3):
+        response = brokers.register(bid)
+        assert response is not None and response.ok, response
+    master, epoch, _ = master_is(wire, lambda m, e, s: m is not None)
+    set_epoch = 1
+    failovers = []
+    for _ in range(5):
+        altered = wait_until(
+            lambda m=master, e=epoch, s=set_epoch: (
+                (r := brokers.alter_sync_state_set(m, e, [1, 2, 3], s)) is not None and r.ok and r
+            ),
+            timeout=20,
+            what="the in-sync set altered",
+        )
+        set_epoch = int(altered.field("newSyncStateSetEpoch"))
+        leader = wait_until(wire.leader, timeout=30, what="a controller leader")
+        controllers.kill(leader)
+        wait_until(wire.leader, timeout=30, what="a new controller leader")
+        controllers.start(leader)
+        brokers.beating.discard(master)
+        silent_at = time.monotonic()
+        old, old_epoch = master, epoch
+        master, epoch, in_sync = master_is(
+            wire, lambda m, e, s, o=old, oe=old_epoch: m not in (None, o) and e == oe + 1
+        )
+        failovers.append(time.monotonic() - silent_at)
+        assert in_sync == [master]
+        brokers.beating.add(old)
+        set_epoch += 1  # the election reset the set to the new master alone
+    assert not wire.split_brain, wire.split_brain
+    print(
+        f"failover seconds after the master's last heartbeat (timeout {HEARTBEAT_TIMEOUT_MS} ms): "
+        + ", ".join(f"{s:.2f}" for s in failovers)
+    )
