@@ -406,6 +406,17 @@ class ReplicaMember:
         return _figure(self.runtime, "haSlaveBehindMillis")
 
     @property
+    def ack_offsets(self) -> list[tuple[str, int]]:
+        """What each connected slave confirmed holding (haSlaveAckOffsets, ``addr=offset;…``):
+        the address is its replication connection's, not its broker address."""
+        pairs = []
+        for item in self.runtime.get("haSlaveAckOffsets", "").split(";"):
+            addr, sep, offset = item.rpartition("=")
+            if sep and addr and offset.isdigit():
+                pairs.append((addr, int(offset)))
+        return pairs
+
+    @property
     def master_connected(self) -> bool | None:
         value = self.runtime.get("haMasterConnected")
         return None if value is None else value == "true"

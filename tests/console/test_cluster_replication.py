@@ -92,6 +92,9 @@ def test_master_and_slave_in_one_broker_set_with_the_brokers_own_lag(viewer, ha)
     assert 'data-role="SLAVE"' in rows["1"] and slave_info["brokerRole"] == "SLAVE"
     assert ha.brokers[MASTER].addr in rows["0"] and ha.brokers[SLAVE].addr in rows["1"]
     assert "1 slave connected" in rows["0"] and master_info["haSlaveCount"] == "1"
+    ack_addr, ack_offset = master_info["haSlaveAckOffsets"].split("=")
+    assert f"{ack_addr} has up to {ack_offset}" in rows["0"]
+    assert ack_offset == master_info["commitLogMaxOffset"] == slave_info["commitLogMaxOffset"]
     assert "connected to master" in rows["1"] and slave_info["haMasterConnected"] == "true"
     # Lag in bytes and time, as the brokers report them.
     assert _data(rows["1"], "lag-bytes", "bytes") == slave_info["haBehindMasterBytes"] == "0"
@@ -189,6 +192,8 @@ def test_a_slaves_lag_in_time_comes_from_its_masters_figures():
     gone = _member(4, brokerRole="SLAVE", haMasterConnected="false", haBehindMasterBytes="-1")
     _slave_lag_millis(master, gone)
     assert gone.behind_millis is None and gone.behind_bytes is None
+    master.runtime["haSlaveAckOffsets"] = "127.0.0.1:5001=4096;[::1]:5002=100;bad;x=-1"
+    assert master.ack_offsets == [("127.0.0.1:5001", 4096), ("[::1]:5002", 100)]
     assert [duration_ms(v) for v in (0, 850, 2500, 185_000, 7_800_000, -1)] == [
         "0 ms", "850 ms", "2.5 s", "3 min 5 s", "2 h 10 min", ""]  # fmt: skip
     assert [iec_bytes(v) for v in (0, 1023, 4096, 5_000_000, 3 * 2**30, -1, "x")] == [
