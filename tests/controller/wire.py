@@ -151,7 +151,7 @@ class SimulatedBrokers:
         self._thread.start()
 
     def _beat_forever(self) -> None:
-        while not self._stop.wait(HEARTBEAT_EVERY_S):
+        while True:
             for bid in sorted(self.beating):
                 header = BrokerHeartbeatRequestHeader(
                     cluster_name="c",
@@ -169,6 +169,8 @@ class SimulatedBrokers:
                         )
                     except RemotingError:
                         pass
+            if self._stop.wait(HEARTBEAT_EVERY_S):
+                return
 
     def register(self, bid: int) -> RemotingCommand | None:
         applied = self.wire.to_leader(
