@@ -38,8 +38,8 @@ def test_cluster_page_shows_the_master_and_its_slave_and_refreshes(page, log_in,
     # The slave connects to its master within its first HA round (the page may be older).
     with page.expect_response(lambda r: r.request.headers.get("hx-target") == "replication", timeout=15_000):
         pass
-    expect(slave.locator(".ha-state")).to_have_text("connected to master", timeout=30_000)
-    expect(master.locator(".ha-state")).to_have_text("1 slave connected")
+    expect(slave.locator(".ha-state .badge")).to_have_text("connected to master", timeout=30_000)
+    expect(master.locator(".ha-state .badge")).to_have_text("1 slave connected")
     expect(slave.locator(".lag-bytes")).to_have_attribute("data-bytes", "0", timeout=30_000)
     shot("ha-cluster-replication")
     assert page.evaluate("window.__violations || []") == []
