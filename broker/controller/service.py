@@ -80,17 +80,28 @@ def sync_state_body(view: ReplicaView) -> bytes:
     ).encode()
 
 
-def replicas_body(view: ReplicaView) -> dict:
-    """One set for CONTROLLER_GET_SYNC_STATE_DATA (RocketMQ's BrokerReplicasInfo entry, simplified)."""
+def replicas_info(view: ReplicaView, alive: set[int]) -> dict:
+    """One set as RocketMQ's BrokerReplicasInfo.ReplicasInfo (CONTROLLER_GET_SYNC_STATE_DATA):
+    the in-sync and the other replicas, each with its address and whether the leader hears it."""
+
+    def identity(bid: int) -> dict:
+        return {
+            "brokerName": view.broker_name,
+            "brokerId": bid,
+            "brokerAddress": view.replicas.get(bid, ""),
+            "alive": bid in alive,
+        }
+
+    in_sync = [identity(b) for b in sorted(view.sync_state_set)]
+    others = [identity(b) for b in sorted(view.replicas) if b not in view.sync_state_set]
     return {
         "clusterName": view.cluster_name,
-        "brokerName": view.broker_name,
         "masterBrokerId": view.master_id,
         "masterAddress": view.master_address,
         "masterEpoch": view.master_epoch,
-        "syncStateSet": sorted(view.sync_state_set),
         "syncStateSetEpoch": view.sync_state_set_epoch,
-        "replicas": {str(k): v for k, v in sorted(view.replicas.items())},
+        "inSyncReplicas": in_sync,
+        "notInSyncReplicas": others,
     }
 
 
@@ -354,7 +365,15 @@ class ControllerService:
             wanted = set(names)
             views = [v for v in views if v.broker_name in wanted]
         return response_to(
-            request, body=json.dumps({v.broker_name: replicas_body(v) for v in views}).encode()
+            request,
+            body=json.dumps(
+                {
+                    "replicasInfoTable": {
+                        v.broker_name: replicas_info(v, set(self.liveness.alive_ids(v.broker_name)))
+                        for v in views
+                    }
+                }
+            ).encode(),
         )
 
     # ---- elections ----

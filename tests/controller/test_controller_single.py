@@ -145,12 +145,13 @@ async def test_registration_election_notification_and_refusals(controller):
         )
         assert altered.ok and altered.field("newSyncStateSetEpoch") == "2", altered.remark
         data = await call(RequestCode.CONTROLLER_GET_SYNC_STATE_DATA, body=json.dumps([NAME]).encode())
-        entry = json.loads(data.body)[NAME]
-        assert (
-            entry["syncStateSet"] == [1, 2]
-            and entry["masterBrokerId"] == 1
-            and entry["replicas"]["2"] == "h:2"
-        )
+        entry = json.loads(data.body)["replicasInfoTable"][NAME]
+        assert entry["masterBrokerId"] == 1 and entry["syncStateSetEpoch"] == 2
+        assert entry["inSyncReplicas"] == [
+            {"brokerName": NAME, "brokerId": 1, "brokerAddress": address, "alive": True},
+            {"brokerName": NAME, "brokerId": 2, "brokerAddress": "h:2", "alive": True},
+        ]
+        assert entry["notInSyncReplicas"] == []
 
         # Elect without designation while the master is alive: it stays (RocketMQ's answer).
         still = await call(RequestCode.CONTROLLER_ELECT_MASTER, ElectMasterRequestHeader(NAME, "c", 2))
