@@ -172,3 +172,48 @@ def test_repeated_leader_kills_and_master_failovers(group):
         f"failover seconds after the master's last heartbeat (timeout {HEARTBEAT_TIMEOUT_MS} ms): "
         + ", ".join(f"{s:.2f}" for s in failovers)
     )
+
+
+@pytest.mark.slow
+def test_a_frozen_leader_that_wakes_up_never_makes_a_second_master(group):
+    """The Raft leader is frozen (SIGSTOP, as a long GC pause or a partition would), the others
+    elect a leader and a new master; the old leader wakes up believing it leads: whatever it
+    answers, no epoch ever has two masters, and its stale decisions never commit."""
+    controllers, wire, brokers = group
+    leader = wait_until(wire.leader, timeout=30, what="a controller leader")
+    brokers.start()
+    for bid in (1, 2, 3):
+        response = brokers.register(bid)
+        assert response is not None and response.ok, response
+    master_is(wire, lambda m, e, s: (m, e) == (1, 1))
+    altered = brokers.alter_sync_state_set(1, 1, [1, 2, 3], 1)
+    assert altered is not None and altered.ok, altered
+
+    controllers.pause(leader)
+    try:
+        wait_until(wire.leader, timeout=30, what="a leader among the two others")
+        brokers.beating.discard(1)
+        master, _, _ = master_is(wire, lambda m, e, s: m in (2, 3) and e == 2)
+    finally:
+        controllers.resume(leader)
+    # The woken controller's answers (stale or not) and the group's: one master per epoch, and
+    # the group converges on the new master.
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        wire.replica_info(NAME)
+        response = wire.call(leader, _replica_request(), 1000)
+        if response is not None and response.ok:
+            epoch_seen = response.int_field("masterEpoch")
+            raw = response.field("masterBrokerId")
+            wire.seen_masters.setdefault(epoch_seen, int(raw) if raw else None)
+            assert wire.seen_masters[epoch_seen] == (int(raw) if raw else None), (epoch_seen, raw)
+    master_is(wire, lambda m, e, s: (m, e) == (master, 2))
+    assert not wire.split_brain, wire.split_brain
+
+
+def _replica_request():
+    from broker.common.codes import RequestCode
+    from broker.common.request_headers.controller import GetReplicaInfoRequestHeader
+    from broker.remoting.command import create_request
+
+    return create_request(RequestCode.CONTROLLER_GET_REPLICA_INFO, GetReplicaInfoRequestHeader(NAME))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,7 @@ class ControllerGroup:
     procs: dict[str, EngineProcess | None] = field(default_factory=dict)
     listen: dict[str, str] = field(default_factory=dict)
     confs: dict[str, Path] = field(default_factory=dict)
+    paused: set[str] = field(default_factory=set)  # SIGSTOPped: left out of running()
 
     def __post_init__(self) -> None:
         ids = [f"n{i}" for i in range(self.size)]
@@ -65,10 +67,24 @@ class ControllerGroup:
             proc.kill()
         self.procs[pid] = None
 
+    def pause(self, pid: str) -> None:
+        proc = self.procs[pid]
+        assert proc is not None
+        proc.proc.send_signal(signal.SIGSTOP)
+        self.paused.add(pid)
+
+    def resume(self, pid: str) -> None:
+        proc = self.procs[pid]
+        assert proc is not None
+        proc.proc.send_signal(signal.SIGCONT)
+        self.paused.discard(pid)
+
     def running(self) -> list[str]:
-        return [pid for pid, proc in self.procs.items() if proc is not None]
+        return [pid for pid, proc in self.procs.items() if proc is not None and pid not in self.paused]
 
     def stop(self) -> None:
+        for pid in list(self.paused):
+            self.resume(pid)
         for pid in list(self.procs):
             proc = self.procs[pid]
             if proc is not None:
