@@ -6,6 +6,7 @@ A misconfigured slave is refused at start, or says clearly why it cannot replica
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 
@@ -394,3 +395,16 @@ def test_a_slave_whose_master_is_unreachable_says_so_and_keeps_serving(tmp_path)
         )
     finally:
         cluster.stop()
+
+
+def test_a_master_and_its_slave_stopped_at_the_same_moment_both_exit_cleanly(pair):
+    """Ctrl-C on ``make run-ha`` signals both at once. The slave's replication client, cancelled
+    just as the master closes its connection, used to have the cancellation swallowed (Python
+    3.11's wait_for) and retried forever: the slave never exited."""
+    master, slave = pair.brokers["broker-ha"], pair.brokers["broker-ha-s"]
+    wait_until(lambda: _runtime(pair, slave.addr).get("haMasterConnected") == "true", timeout=30,
+               what="the slave connected to its master")  # fmt: skip
+    for process in (master, slave):
+        process.proc.send_signal(signal.SIGTERM)
+    for process in (master, slave):
+        assert process.proc.wait(30) == 0, "".join(process.output[-20:])

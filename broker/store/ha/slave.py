@@ -52,6 +52,7 @@ class HAClient:
         self.last_read = 0.0
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
+        self._stopping = False
         self._last_logged = 0.0
 
     # -- where the master is -------------------------------------------------------------------
@@ -68,16 +69,23 @@ class HAClient:
         self._task = asyncio.create_task(self._run())
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
+        self._stopping = True
+        task = self._task
+        if task is None:
+            return
+        # On Python 3.11, asyncio.wait_for swallows a cancellation that arrives as the read it
+        # waits on fails (the master closing the connection as both are stopped at once): the
+        # loop below would then retry forever. So cancel until the task has ended, and the run
+        # loop also stops at its next turn.
+        while not task.done():
+            task.cancel()
+            await asyncio.wait({task}, timeout=0.1)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("the replication client ended with an error: %s", task.exception())
 
     async def _run(self) -> None:
         first = True
-        while True:
+        while not self._stopping:
             address = self.master_address
             if address:
                 await self._follow(address)
