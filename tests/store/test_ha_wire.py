@@ -213,3 +213,24 @@ async def test_a_slave_needing_segments_the_master_deleted_says_so(tmp_path):
         await server.stop()
         slave.shutdown()
         master.shutdown()
+
+
+@pytest.mark.timeout(30)  # without the fix stop() never returns (nor does the loop give up)
+async def test_stop_ends_the_client_even_when_a_cancellation_is_swallowed():
+    """Python 3.11's wait_for can swallow a cancellation that arrives as the read it waits on
+    fails (the master closing the connection as both brokers stop): stop() must still end the
+    client instead of waiting for a retry loop that never ends."""
+    client = HAClient(store=None, static_master="127.0.0.1:1")  # type: ignore[arg-type]
+    swallowed = []
+
+    async def follow(address: str) -> None:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            swallowed.append(address)  # and return as if the read had failed
+
+    client._follow = follow  # type: ignore[method-assign]
+    client.start()
+    await asyncio.sleep(0.05)
+    await asyncio.wait_for(client.stop(), 10)
+    assert swallowed == ["127.0.0.1:1"]
