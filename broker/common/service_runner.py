@@ -14,6 +14,12 @@ async def serve_until_signalled(
 ) -> None:
     """``start()`` returns the line announcing where the service listens (printed and flushed,
     since harnesses and honcho wait for it); SIGTERM or SIGINT then runs ``stop()``."""
+    # The handlers go in before start-up: a harness that signals as soon as the announcing line
+    # appears must get a clean stop, not the default SIGTERM death (rc -15).
+    stopped = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stopped.set)
     print(await start(), flush=True)
     # What start-up built (modules, classes, tables, the store's files) lives as long as the
     # process: kept out of the collector, a full collection walks only what came after — about
@@ -21,10 +27,6 @@ async def serve_until_signalled(
     # flight would wait out.
     gc.collect()
     gc.freeze()
-    stopped = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stopped.set)
     await stopped.wait()
     await stop()
 
