@@ -194,4 +194,7 @@ def collector_for(admin: MQAdmin, namesrv: str) -> ClusterCollector:
         collector = _collectors.get(namesrv)
         if collector is None or collector.admin is not admin:
             collector = _collectors[namesrv] = ClusterCollector(admin, settings.CONSOLE_METRICS_CACHE_SECONDS)
+        # The setting as it is now, not as it was when the collector was made (the collector
+        # outlives requests; a test or an operator may change it).
+        collector.cache_seconds = settings.CONSOLE_METRICS_CACHE_SECONDS
         return collector
