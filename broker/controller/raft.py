@@ -18,10 +18,9 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf, replicated
-
 from broker.common.codes import ResponseCode
 
+from .raft_library import FAIL_REASON, SyncObj, SyncObjConf, replicated
 from .state import BarrierEvent, Event, Outcome, ReplicasState, ReplicaView
 
 log = logging.getLogger(__name__)
