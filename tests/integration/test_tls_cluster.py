@@ -89,10 +89,11 @@ def run_mqadmin(capsys, *argv: str) -> tuple[int, str, str]:
 # -- the SDK ---------------------------------------------------------------------------------------
 def test_sdk_sends_and_receives_in_every_mode_that_accepts_it(tls_cluster, certs):
     mode, cluster = tls_cluster
+    # Distinct bodies: delivery is at least once, and a rebalance may hand a message over twice.
     if mode != "enforcing":
-        assert len(send_and_receive(cluster.namesrv_addr, ClientTls())) == 5  # plaintext
+        assert len(set(send_and_receive(cluster.namesrv_addr, ClientTls()))) == 5  # plaintext
     if mode != "disabled":
-        assert len(send_and_receive(cluster.namesrv_addr, trusting(certs))) == 5
+        assert len(set(send_and_receive(cluster.namesrv_addr, trusting(certs)))) == 5
 
 
 def test_push_consumer_over_tls(tls_cluster, certs):
