@@ -12,7 +12,9 @@ import asyncio
 import json
 from dataclasses import dataclass
 
+from broker.client.errors import BrokerUnreachableError, MQBrokerError, MQClientError
 from broker.common.codes import RequestCode, ResponseCode, code_name
+from broker.common.epoch_entries import EpochBodyError, EpochEntryCache
 from broker.common.request_headers.base import CommandHeader
 from broker.common.request_headers.controller import (
     AlterSyncStateSetRequestHeader,
@@ -26,6 +28,8 @@ from broker.common.request_headers.controller import (
 from broker.remoting.client import RemotingClient
 from broker.remoting.command import RemotingCommand, create_request
 from broker.remoting.errors import RemotingError
+
+from .replicas_info import BrokerReplicas, ReplicasBodyError, decode_table
 
 TIMEOUT_MS = 3000
 
@@ -48,6 +52,30 @@ class ReplicaInfo:
     master_epoch: int
     sync_state_set: frozenset[int]
     sync_state_set_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerMetadata:
+    """CONTROLLER_GET_METADATA_INFO as one controller answered it: its group, the leader it
+    knows of (None while there is none), whether it leads itself, and the group's members as
+    ``id -> remoting address``."""
+
+    address: str
+    group: str
+    leader_id: str | None
+    leader_address: str | None
+    is_leader: bool
+    peers: dict[str, str]
+
+
+def _peers(raw: str) -> dict[str, str]:
+    """``n0-127.0.0.1:9878;n1-...`` (at most a few peers: a longer text is cut, not parsed)."""
+    out: dict[str, str] = {}
+    for item in raw[:4096].split(";"):
+        peer_id, sep, address = item.strip().partition("-")
+        if sep and peer_id and address:
+            out[peer_id] = address
+    return out
 
 
 def _int(response: RemotingCommand, name: str) -> int | None:
@@ -81,6 +109,28 @@ class ControllerClient:
 
     # ---- finding the leader ----
 
+    async def metadata(self, address: str | None = None) -> ControllerMetadata:
+        """What ``address`` (default: the first controller that answers) says of its group."""
+        failures = []
+        for candidate in [address] if address else self.addresses:
+            try:
+                response = await self.remoting.invoke(
+                    candidate, create_request(RequestCode.CONTROLLER_GET_METADATA_INFO), TIMEOUT_MS
+                )
+            except RemotingError as exc:
+                failures.append(f"{candidate}: {exc}")
+                continue
+            self._check(response)
+            return ControllerMetadata(
+                address=candidate,
+                group=(response.field("group") or "")[:256],
+                leader_id=(response.field("controllerLeaderId") or None),
+                leader_address=(response.field("controllerLeaderAddress") or None),
+                is_leader=(response.field("isLeader") or "").lower() == "true",
+                peers=_peers(response.field("peers") or ""),
+            )
+        raise ControllerError(None, "no controller answered: " + "; ".join(failures))
+
     async def find_leader(self) -> str:
         for address in self.addresses:
             try:
@@ -95,7 +145,7 @@ class ControllerClient:
                 return leader
         raise ControllerError(None, f"no controller leader known by any of {self.addresses}")
 
-    async def _to_leader(self, code: int, header: CommandHeader, body: bytes = b"") -> RemotingCommand:
+    async def _to_leader(self, code: int, header: CommandHeader | None, body: bytes = b"") -> RemotingCommand:
         """The leader's answer; refusals other than CONTROLLER_NOT_LEADER are raised."""
         last = ControllerError(None, "no controller answered")
         for _ in range(2):  # the cached leader, then the one the group names now
@@ -193,3 +243,37 @@ class ControllerClient:
             )
         )
         return _replica_info(response)
+
+    async def switchover(self, broker_name: str, broker_id: int) -> ReplicaInfo:
+        """Make ``broker_id`` the master of ``broker_name`` (mqadmin electMaster, the console's
+        switchover); refused unless it is alive and in the in-sync set."""
+        return await self.elect(broker_name, broker_id, designate=True)
+
+    async def sync_state_data(self, broker_names: list[str] | None = None) -> dict[str, BrokerReplicas]:
+        """Each broker set's master, epochs and replicas as the leader sees them (all sets when
+        ``broker_names`` is None); unknown names are simply absent from the answer."""
+        body = json.dumps(list(broker_names)).encode() if broker_names is not None else b""
+        response = self._check(await self._to_leader(RequestCode.CONTROLLER_GET_SYNC_STATE_DATA, None, body))
+        try:
+            return decode_table(response.body)
+        except ReplicasBodyError as exc:
+            raise ControllerError(None, f"the controller's sync state answer is malformed: {exc}") from None
+
+
+async def broker_epoch_cache(remoting: RemotingClient, broker_addr: str) -> EpochEntryCache:
+    """GET_BROKER_EPOCH_CACHE (1007) to one broker: the epochs of its commit log and its max
+    offset. A refusal raises MQBrokerError, no answer BrokerUnreachableError, a body that is
+    not an EpochEntryCache MQClientError."""
+    try:
+        response = await remoting.invoke(
+            broker_addr, create_request(RequestCode.GET_BROKER_EPOCH_CACHE), TIMEOUT_MS
+        )
+    except RemotingError as exc:
+        remoting.close_connection(broker_addr)
+        raise BrokerUnreachableError(broker_addr, str(exc)) from None
+    if not response.ok:
+        raise MQBrokerError(response.code, response.remark, broker_addr, "broker")
+    try:
+        return EpochEntryCache.decode(response.body)
+    except EpochBodyError as exc:
+        raise MQClientError(f"broker {broker_addr} answered a malformed epoch cache: {exc}") from None

@@ -41,6 +41,7 @@ from broker.remoting.server import RemotingServer
 from .config import ControllerConfig
 from .election import DEFAULT_HEARTBEAT_TIMEOUT_MS, Liveness, choose_master
 from .raft import Peer, RaftNode
+from .replicas_info import encode_table
 from .state import (
     MAX_REPLICAS_PER_SET,
     AlterSyncStateSetEvent,
@@ -78,31 +79,6 @@ def sync_state_body(view: ReplicaView) -> bytes:
     return json.dumps(
         {"syncStateSet": sorted(view.sync_state_set), "syncStateSetEpoch": view.sync_state_set_epoch}
     ).encode()
-
-
-def replicas_info(view: ReplicaView, alive: set[int]) -> dict:
-    """One set as RocketMQ's BrokerReplicasInfo.ReplicasInfo (CONTROLLER_GET_SYNC_STATE_DATA):
-    the in-sync and the other replicas, each with its address and whether the leader hears it."""
-
-    def identity(bid: int) -> dict:
-        return {
-            "brokerName": view.broker_name,
-            "brokerId": bid,
-            "brokerAddress": view.replicas.get(bid, ""),
-            "alive": bid in alive,
-        }
-
-    in_sync = [identity(b) for b in sorted(view.sync_state_set)]
-    others = [identity(b) for b in sorted(view.replicas) if b not in view.sync_state_set]
-    return {
-        "clusterName": view.cluster_name,
-        "masterBrokerId": view.master_id,
-        "masterAddress": view.master_address,
-        "masterEpoch": view.master_epoch,
-        "syncStateSetEpoch": view.sync_state_set_epoch,
-        "inSyncReplicas": in_sync,
-        "notInSyncReplicas": others,
-    }
 
 
 class ControllerService:
@@ -364,17 +340,7 @@ class ControllerService:
         if names is not None:
             wanted = set(names)
             views = [v for v in views if v.broker_name in wanted]
-        return response_to(
-            request,
-            body=json.dumps(
-                {
-                    "replicasInfoTable": {
-                        v.broker_name: replicas_info(v, set(self.liveness.alive_ids(v.broker_name)))
-                        for v in views
-                    }
-                }
-            ).encode(),
-        )
+        return response_to(request, body=encode_table(views, self.liveness.alive_ids))
 
     # ---- elections ----
 
