@@ -243,6 +243,7 @@ _ATTR_NAMES = {
     "brokerIP1": "broker_ip1",
     "clientChannelMaxIdleTimeMillis": "client_channel_max_idle_millis",
     "namesrvAddr": "namesrv_addrs",
+    "controllerAddr": "controller_addrs",
     "transactionTimeOut": "transaction_timeout",
 }
 _NAME = Text(r"[A-Za-z0-9_%|-]{1,127}", "1-127 letters, digits, _, -, % or |")
@@ -412,6 +413,47 @@ KEYS: dict[str, ConfigKey] = {
         _key("slaveTimeout", STORE, Int(1, 3_600_000), LIVE, f"SYNC_MASTER wait for a slave, {_MS}"),
         _key(
             "haMaxGapNotInSync", STORE, Int(0), LIVE, "bytes a slave may lag before SYNC_MASTER sends skip it"
+        ),
+        # controller mode (RocketMQ 5's automatic failover; broker/server/replicas_manager.py):
+        # BrokerConfig's and MessageStoreConfig's keys and defaults
+        _key("enableControllerMode", BROKER, Bool(), FIXED, "the controller decides master and slaves"),
+        _key("controllerAddr", BROKER, AddrList(), RESTART, "controllers, host:port;host:port"),
+        _key(
+            "syncBrokerMetadataPeriod", BROKER, Int(100, 3_600_000), LIVE, f"replica info polled every, {_MS}"
+        ),
+        _key(
+            "checkSyncStateSetPeriod", BROKER, Int(100, 3_600_000), LIVE, f"in-sync set checked every, {_MS}"
+        ),
+        _key(
+            "syncControllerMetadataPeriod",
+            BROKER,
+            Int(100, 3_600_000),
+            LIVE,
+            f"controller leader looked up every, {_MS}",
+        ),
+        _key(
+            "controllerHeartBeatTimeoutMills",
+            BROKER,
+            Int(300, 3_600_000),
+            RESTART,
+            f"the controller takes this broker for dead after, {_MS}",
+        ),
+        _key(
+            "brokerHeartbeatInterval",
+            BROKER,
+            Int(50, 3_600_000),
+            RESTART,
+            f"controller heartbeat every, {_MS}",
+        ),
+        _key("brokerElectionPriority", BROKER, Int(0), LIVE, "lower is elected master first"),
+        _key("allAckInSyncStateSet", STORE, Bool(), LIVE, "a send waits for every in-sync replica"),
+        _key("inSyncReplicas", STORE, Int(1, 64), LIVE, "replicas (master included) a send waits for"),
+        _key(
+            "haMaxTimeSlaveNotCatchup",
+            STORE,
+            Int(100, 3_600_000),
+            LIVE,
+            f"a slave behind this long leaves the in-sync set, {_MS}",
         ),
         # Parsed into the delay levels when the store and the schedule service start (as RocketMQ
         # does): changing it under messages already waiting would re-time or strand them.
