@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from broker.common.broker_config_keys import SECRET_KEYS, SECRET_MASK
+from broker.common.broker_config_keys import JAVA_INT_MAX, SECRET_KEYS, SECRET_MASK
 from broker.common.conf_file import ConfError, load_conf
 from broker.remoting import limits as net
 from broker.remoting.tls import ClientAuth, ClientTls, ServerTls, TlsMode
@@ -98,6 +98,16 @@ class BrokerConfig:
     tls_client_cert_path: str = ""
     tls_client_key_path: str = ""
     tls_client_key_password: str = field(default="", repr=False)
+    # Controller mode (RocketMQ 5's automatic failover; broker/server/replicas_manager.py): the
+    # controllers decide which broker of the set is master; brokerRole and brokerId then do not.
+    enable_controller_mode: bool = False
+    controller_addrs: list[str] = field(default_factory=list)
+    sync_broker_metadata_period: int = 5000  # CONTROLLER_GET_REPLICA_INFO every
+    check_sync_state_set_period: int = 5000  # a master's in-sync set checked every
+    sync_controller_metadata_period: int = 10_000  # which controller leads, looked up every
+    controller_heart_beat_timeout_mills: int = 10_000  # the controller's verdict "dead" after
+    broker_heartbeat_interval: int = 1000  # BROKER_HEARTBEAT to every controller every
+    broker_election_priority: int = JAVA_INT_MAX  # lower is elected first
     store: MessageStoreConfig = field(default_factory=MessageStoreConfig)
     conf_path: Path | None = None
 
@@ -125,10 +135,44 @@ class BrokerConfig:
         config.store = MessageStoreConfig(
             **store_values, store_path_root_dir=config.store_path_root_dir, store_host=config.broker_addr
         )
+        if config.enable_controller_mode:
+            config._check_controller_mode()
+            return config
         problem = role_problem(config.store.broker_role, config.broker_id)
         if problem:  # as RocketMQ's BrokerStartup: the broker does not start
             raise ConfError(problem)
         return config
+
+    def _check_controller_mode(self) -> None:
+        """Controller mode's own checks; brokerRole and brokerId are not checked (the controller
+        decides both), but said to be ignored."""
+        if not self.controller_addrs:
+            raise ConfError("enableControllerMode=true needs controllerAddr (host:port;host:port)")
+        if self.controller_heart_beat_timeout_mills < 3 * self.broker_heartbeat_interval:
+            # The master's lease (replicas_manager.py) is 2/3 of the timeout and must outlast
+            # at least one missed heartbeat, or a healthy master would keep fencing itself.
+            raise ConfError(
+                f"controllerHeartBeatTimeoutMills={self.controller_heart_beat_timeout_mills} must be at "
+                f"least 3 x brokerHeartbeatInterval ({self.broker_heartbeat_interval})"
+            )
+        log.info(
+            "enableControllerMode=true: brokerRole=%s and brokerId=%d of broker.conf do not decide this "
+            "broker's role; the controllers %s do (its brokerId comes from them and is kept in %s)",
+            self.store.broker_role,
+            self.broker_id,
+            ";".join(self.controller_addrs),
+            self.broker_identity_path,
+        )
+
+    @property
+    def broker_identity_path(self) -> Path:
+        """Where the controller-assigned brokerId is kept (RocketMQ's storePathBrokerIdentity)."""
+        return Path(self.store_path_root_dir) / "brokerIdentity"
+
+    @property
+    def epoch_file_path(self) -> Path:
+        """The commit log's epochs (RocketMQ's storePathEpochFile)."""
+        return Path(self.store_path_root_dir) / "epochFileCheckpoint"
 
     @property
     def ha_listen_port(self) -> int:

@@ -64,6 +64,12 @@ class MessageStoreConfig:
     # SLAVE_NOT_AVAILABLE at once (haMaxGapNotInSync).
     slave_timeout: int = 3000  # ms
     ha_max_gap_not_in_sync: int = 256 * 1024 * 1024
+    # Controller mode (RocketMQ 5): a master's send waits for every member of the in-sync set
+    # (allAckInSyncStateSet), else for inSyncReplicas replicas counting the master itself (1: for
+    # none); a slave not caught up for haMaxTimeSlaveNotCatchup leaves the in-sync set.
+    all_ack_in_sync_state_set: bool = False
+    in_sync_replicas: int = 1
+    ha_max_time_slave_not_catchup: int = 15_000  # ms
 
     @property
     def sync_flush(self) -> bool:
