@@ -30,6 +30,7 @@ ACTIONS: dict[str, str] = {
     "group.skip_backlog": OPERATOR,
     "message.resend": OPERATOR,
     "broker.config.update": ADMIN,
+    "broker.switchover": ADMIN,
     "acl.account.save": ADMIN,
     "acl.account.delete": ADMIN,
     "acl.white_list.update": ADMIN,
