@@ -20,6 +20,11 @@ and reports each figure's median over the rounds (every round's figures are in `
 a ratio compares peers measured side by side in time rather than whichever ran in a fast minute.
 ``--interleave-latency TURNS`` goes further for the latency run alone: every peer is set up at
 once and they take turns, each ``--seconds / TURNS`` long, their samples pooled per peer.
+
+Beside the sync-master column, a full run (no ``--only``) prints the failover time of a
+SYNC_MASTER in controller mode (bench/ha_failover.py: the master SIGKILLed, time to the
+controller's new master and to the first acknowledged send), over ``--failover-rounds`` kills
+(5; 0 leaves it out).
 """
 
 from __future__ import annotations
@@ -158,6 +163,25 @@ def _ratios(ours: dict, theirs: dict) -> dict:
     return ratios
 
 
+def failover_figures(rounds: int) -> dict:
+    """bench/ha_failover.py's figures, or why there are none (reported, not fatal, as a peer)."""
+    from bench.ha_failover import run as run_failover
+
+    try:
+        return run_failover(rounds)
+    except Exception as exc:
+        return {"skipped": f"{type(exc).__name__}: {exc}"}
+
+
+def print_failover(figures: dict) -> None:
+    from bench.ha_failover import describe
+
+    if "skipped" in figures:
+        print(f"sync-master failover: skipped ({figures['skipped']})")
+    else:
+        print(describe(figures))
+
+
 def print_table(results: dict) -> None:
     names = [p for p in PEERS if p in results]
     keys = [*HIGHER_IS_BETTER, "e2e_p50_ms", "e2e_p99_ms"]
@@ -182,6 +206,8 @@ def print_table(results: dict) -> None:
     for key, ratios in results.items():
         if key.startswith(("ours_vs_", "ours_threads_vs_")):
             print(key + ": " + ", ".join(f"{k}={v:.2f}" for k, v in ratios.items()))
+    if "sync_master_failover" in results:
+        print_failover(results["sync_master_failover"])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -215,6 +241,13 @@ def main(argv: list[str] | None = None) -> int:
         metavar="TURNS",
         help="measure end-to-end latency only, the peers taking TURNS turns each, interleaved in time",
     )
+    parser.add_argument(
+        "--failover-rounds",
+        type=int,
+        default=None,
+        metavar="N",
+        help="SYNC_MASTER failovers to time after the table (default 5 in a full run, 0 with --only)",
+    )
     parser.add_argument("--json", action="store_true")
     parser.add_argument(
         "--loop",
@@ -227,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--rounds must be at least 1")
     if args.warm_up < 0:
         parser.error("--warm-up cannot be negative")
+    if args.failover_rounds is not None and args.failover_rounds < 0:
+        parser.error("--failover-rounds cannot be negative")
     if args.interleave_latency < 0:
         parser.error("--interleave-latency cannot be negative")
     if args.interleave_latency and args.rounds > 1:
@@ -239,6 +274,9 @@ def main(argv: list[str] | None = None) -> int:
     else:
         results = asyncio.run(run(args))
     results["loop"] = args.loop
+    failover_rounds = args.failover_rounds if args.failover_rounds is not None else 0 if args.only else 5
+    if failover_rounds > 0:
+        results["sync_master_failover"] = failover_figures(failover_rounds)
     if args.json:
         print(json.dumps(results))
     else:
