@@ -11,6 +11,7 @@ from broker.common.service_runner import run, serve_until_signalled
 
 from .config import BrokerConfig
 from .controller import BrokerController
+from .slave_identity import check_before_start
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -42,7 +43,9 @@ def main(argv: list[str] | None = None) -> int:
         "brokerName": args.broker_name,
     }
     try:
-        controller = BrokerController(BrokerConfig.load(args.config, overrides))
+        config = BrokerConfig.load(args.config, overrides)
+        check_before_start(config)  # a slave of another broker set stops here, before serving
+        controller = BrokerController(config)
     except (ConfError, ValueError) as exc:
         # A bad setting is the operator's to fix: name it plainly, no traceback.
         where = f" in {args.config}" if args.config else ""
