@@ -8,7 +8,10 @@ import sys
 
 from broker.common.conf_file import ConfError, load_conf
 from broker.common.service_runner import run, serve_until_signalled
+from broker.server.acl import install_acl
+from broker.server.acl.namesrv import namesrv_acl
 
+from .access import CONTROLLER_ADMIN_CODES, CONTROLLER_OPEN_READS
 from .config import controller_config
 from .service import ControllerService
 
@@ -20,18 +23,36 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        config = controller_config(load_conf(args.config, {"listenPort": args.listen_port}))
+        conf = load_conf(args.config, {"listenPort": args.listen_port})
+        config = controller_config(conf)
+        # aclEnable/aclFilePath as the name server's (broker/controller/access.py says what
+        # each request needs); a bad or missing file is a ConfError.
+        acl = namesrv_acl(conf)
     except ConfError as exc:
         print(f"controller: {exc}", file=sys.stderr)
         return 2
     service = ControllerService(config)
+    if acl is not None:
+        install_acl(
+            service.server.processors,
+            acl,
+            admin_codes=CONTROLLER_ADMIN_CODES,
+            open_codes=CONTROLLER_OPEN_READS,
+        )
 
     async def start() -> str:
         port = await service.start()
+        if acl is not None:
+            acl.start_watching()
         return f"controller {config.self_id} listening on {config.listen_host}:{port}"
 
+    async def stop() -> None:
+        if acl is not None:
+            acl.stop_watching()
+        await service.stop()
+
     try:
-        run(serve_until_signalled(start, service.stop))
+        run(serve_until_signalled(start, stop))
     except OSError as exc:
         print(
             f"controller: cannot listen on {config.listen_host}:{config.listen_port}: {exc}", file=sys.stderr

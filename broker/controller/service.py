@@ -82,9 +82,16 @@ def sync_state_body(view: ReplicaView) -> bytes:
 
 
 class ControllerService:
-    def __init__(self, config: ControllerConfig) -> None:
+    """A controller on its own remoting server (``python -m broker.controller``), or, given
+    ``server``, on another process's: the name server with ``enableControllerInNamesrv`` (as
+    RocketMQ's, the controller then answers on the name server's port). The processors are
+    registered here, before the owner wraps its table (ACL); the owner starts ``server`` before
+    :meth:`start` and stops it after :meth:`stop`."""
+
+    def __init__(self, config: ControllerConfig, server: RemotingServer | None = None) -> None:
         self.config = config
-        self.server = RemotingServer(config.listen_host, config.listen_port)
+        self._owns_server = server is None
+        self.server = server or RemotingServer(config.listen_host, config.listen_port)
         self.liveness = Liveness()
         self.raft: RaftNode | None = None
         self._scanner: asyncio.Task | None = None
@@ -111,7 +118,7 @@ class ControllerService:
         return self.config.write_timeout_ms / 1000
 
     async def start(self) -> int:
-        port = await self.server.start()
+        port = await self.server.start() if self._owns_server else self.server.port
         # listenPort 0 (tests): this controller's own address is the port it got.
         peers = [
             Peer(p.peer_id, p.raft_address, f"{self.config.listen_host}:{port}")
@@ -130,7 +137,8 @@ class ControllerService:
             task.cancel()
         if self._notifier is not None:
             await self._notifier.close()
-        await self.server.stop()
+        if self._owns_server:
+            await self.server.stop()
         if self.raft is not None:
             self.raft.close()
 

@@ -7,15 +7,21 @@ import asyncio
 import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from broker.common.conf_file import ConfError, get_int, load_conf
+from broker.common.conf_file import ConfError, get_bool, get_int, load_conf
 from broker.common.service_runner import run, serve_until_signalled
 from broker.server.acl import install_acl
 from broker.server.acl.namesrv import OPEN_READS, namesrv_acl
+from broker.server.acl.resources import ADMIN_CODES
 
 from .kv_config import KVConfigManager
 from .processor import NamesrvProcessor
 from .route_info import RouteInfoManager
+
+if TYPE_CHECKING:
+    from broker.controller.service import ControllerService
+    from broker.remoting.server import RemotingServer
 
 log = logging.getLogger(__name__)
 
@@ -39,14 +45,23 @@ class NamesrvController:
             self.host, self.port, ConnectionLimits.from_conf(conf), tls=ServerTls.from_properties(conf)
         )
         NamesrvProcessor(self.routes, self.kv).register_all(self.server)
+        self.embedded_controller = _embedded_controller(conf, self.server)
         # Plain ACL (broker/server/acl/namesrv.py): a bad or missing file is a ConfError here.
+        # Installed after the controller's processors so that they are checked too.
         self.acl = namesrv_acl(conf)
         if self.acl is not None:
-            install_acl(self.server.processors, self.acl, open_codes=OPEN_READS)
+            admin, open_reads = ADMIN_CODES, OPEN_READS
+            if self.embedded_controller is not None:
+                from broker.controller.access import CONTROLLER_ADMIN_CODES, CONTROLLER_OPEN_READS
+
+                admin, open_reads = admin | CONTROLLER_ADMIN_CODES, open_reads | CONTROLLER_OPEN_READS
+            install_acl(self.server.processors, self.acl, admin_codes=admin, open_codes=open_reads)
         self._scanner: asyncio.Task | None = None
 
     async def start(self) -> int:
         self.port = await self.server.start()
+        if self.embedded_controller is not None:
+            await self.embedded_controller.start()
         if self.acl is not None:
             self.acl.start_watching()
         self._scanner = asyncio.create_task(self._scan_loop())
@@ -63,7 +78,21 @@ class NamesrvController:
             self._scanner.cancel()
         if self.acl is not None:
             self.acl.stop_watching()
+        if self.embedded_controller is not None:
+            await self.embedded_controller.stop()
         await self.server.stop()
+
+
+def _embedded_controller(conf: dict[str, str], server: RemotingServer) -> ControllerService | None:
+    """RocketMQ's ``enableControllerInNamesrv``: a controller on the name server's own port, its
+    keys (controllerDLegerGroup/Peers/SelfId, controllerStorePath, scanNotActiveBrokerInterval,
+    ...) read from namesrv.conf as controller.conf's; a bad one is a ConfError."""
+    if not get_bool(conf, "enableControllerInNamesrv", False):
+        return None
+    from broker.controller.config import controller_config
+    from broker.controller.service import ControllerService
+
+    return ControllerService(controller_config(conf), server)
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -77,7 +106,12 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 async def _serve(controller: NamesrvController) -> None:
     async def start() -> str:
         port = await controller.start()
-        return f"namesrv listening on {controller.host}:{port}"
+        embedded = (
+            f" (controller {controller.embedded_controller.config.self_id} embedded)"
+            if controller.embedded_controller
+            else ""
+        )
+        return f"namesrv listening on {controller.host}:{port}{embedded}"
 
     await serve_until_signalled(start, controller.stop)
     log.info("namesrv stopped")
