@@ -1,6 +1,7 @@
 """The cluster page with a slave (issue 22), in headless Chromium against the stack as
-``make run-ha`` starts it (Procfile.ha: name server, master, slave, web): the replication section
-shows the broker set's master and slave as they report themselves, refreshes itself under the
+``make run-ha`` starts it (Procfile.ha: name server, controller, the two brokers of one set in
+controller mode, web): the replication section shows the master the controller chose and its
+slave as they report themselves, refreshes itself under the
 Content-Security-Policy with no violation, and a viewer may read it. Any console error or failed
 request fails the test (tests/browser/conftest.py)."""
 
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.timeout(300)
 def stack(tmp_path_factory):
     running = HaStack(tmp_path_factory.mktemp("make-run-ha"))
     try:
-        running.start(("namesrv", "master", "slave", "web"))
+        running.start(("namesrv", "controller", "broker1", "broker2", "web"))
         yield running
     finally:
         running.stop()
@@ -30,11 +31,13 @@ def test_cluster_page_shows_the_master_and_its_slave_and_refreshes(page, log_in,
     page.context.add_init_script(COLLECT_VIOLATIONS)
     page.goto("/cluster/")
     broker_set = page.locator("#replication [data-broker-set=broker-a]")
-    master, slave = broker_set.locator("tr[data-broker-id='0']"), broker_set.locator("tr[data-broker-id='1']")
-    expect(master).to_have_attribute("data-role", "ASYNC_MASTER")
+    # broker1 started first and is master (brokerId 0); broker2 is a slave under the id the
+    # controller gave it.
+    master = broker_set.locator("tr[data-broker-id='0']")
+    slave = broker_set.locator("tr", has_text=stack.addrs["broker2"])
+    expect(master).to_have_attribute("data-role", "SYNC_MASTER")
     expect(slave).to_have_attribute("data-role", "SLAVE")
-    expect(master).to_contain_text(stack.broker_addr)
-    expect(slave).to_contain_text(stack.slave_addr)
+    expect(master).to_contain_text(stack.addrs["broker1"])
     # The slave connects to its master within its first HA round (the page may be older).
     with page.expect_response(lambda r: r.request.headers.get("hx-target") == "replication", timeout=15_000):
         pass

@@ -1,6 +1,9 @@
 """``make run-ha`` (issue 22): Procfile.ha's own lines, run as processes in a temp var dir, start a
-name server, a master and a slave of one broker set; the slave's broker.conf is created on first
-start by the command that creates make run's, and the slave replicates what the master stores."""
+name server, a controller and the two brokers of one broker set in controller mode, their conf
+files created on first start by the command that creates make run's. The controller makes one
+broker master and the other its slave; the slave holds what the master stores; the master
+SIGKILLed, the controller makes the slave master and sends go on; the killed broker restarted
+rejoins as slave."""
 
 from __future__ import annotations
 
@@ -11,46 +14,90 @@ from broker.client.admin import MQAdmin
 from broker.common.conf_file import parse_properties
 from broker.common.message import Message
 from broker.local_cluster import ROOT, wait_until
-from tests.browser.ha_stack import HaStack
+from tests.browser.ha_stack import REPLICAS, HaStack
 from tests.browser.make_run_stack import procfile_commands
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = pytest.mark.timeout(300)
+TOPIC = "ProcfileHa"
 
 
-# Slow: six processes on fixed-offset ports, whose free-port choice can race other tests' (seen
-# once as "address already in use" in a full run).
+def _send(stack: HaStack, count: int, first: int = 0) -> None:
+    # Retries on: a send that meets the old master's closed connection goes again (RocketMQ's
+    # default), as an application of make run-ha would.
+    producer = Producer("PROCFILE_HA_PRODUCER", stack.namesrv_addr).start()
+    try:
+        for i in range(first, first + count):
+            assert producer.send(Message(TOPIC, b"%04d" % i * 64)).send_status == "SEND_OK"
+    finally:
+        producer.shutdown()
+
+
+def _caught_up(admin: MQAdmin, master: str, slave: str) -> bool:
+    end = admin.broker_runtime_info(master)["commitLogMaxOffset"]
+    return admin.broker_runtime_info(slave)["commitLogMaxOffset"] == end != "0"
+
+
+# Slow: seven processes on fixed-offset ports (a broker's HA port is its port + 1), whose free-port
+# choice can race other tests'.
 @pytest.mark.slow
-def test_procfile_ha_starts_a_slave_that_replicates_its_master(tmp_path):
+def test_procfile_ha_runs_a_controller_mode_set_that_fails_over(tmp_path):
     stack = HaStack(tmp_path)
     try:
         stack.start()
-        master_conf = parse_properties((stack.var_dir / "broker.conf").read_text())
-        slave_conf = parse_properties((stack.var_dir / "broker-slave.conf").read_text())
-        assert (slave_conf["brokerId"], slave_conf["brokerRole"]) == ("1", "SLAVE")
+        confs = {
+            n: parse_properties((stack.var_dir / f"broker-ha-{n[-1]}.conf").read_text()) for n in REPLICAS
+        }
+        one, two = confs.values()
+        for conf in confs.values():
+            assert conf["enableControllerMode"] == "true"
+            assert conf["controllerAddr"] == stack.controller_addr
+            assert (conf["brokerRole"], conf["allAckInSyncStateSet"]) == ("SYNC_MASTER", "true")
         for key in ("brokerClusterName", "brokerName", "mappedFileSizeCommitLog", "namesrvAddr"):
-            assert slave_conf[key] == master_conf[key], key
-        assert slave_conf["storePathRootDir"] != master_conf["storePathRootDir"]
-        assert "archiveUri" not in slave_conf  # the master archives its segments, once
+            assert one[key] == two[key], key
+        assert one["storePathRootDir"] != two["storePathRootDir"]
+        assert "archiveUri" in one and "archiveUri" not in two  # one copy of each sealed segment
+        assert not (stack.var_dir / "broker.conf").exists()  # make run's broker is not make run-ha's
 
-        producer = Producer("PROCFILE_HA_PRODUCER", stack.namesrv_addr).start()
-        try:
-            for i in range(100):
-                assert producer.send(Message("ProcfileHa", b"%04d" % i * 64)).send_status == "SEND_OK"
-        finally:
-            producer.shutdown()
+        master, slave = REPLICAS
         with MQAdmin(stack.namesrv_addr) as admin:
+            wait_until(
+                lambda: admin.broker_runtime_info(stack.addrs[slave]).get("brokerRole") == "SLAVE",
+                timeout=60,
+                interval=0.2,
+                what="broker2 a slave",
+            )
+            _send(stack, 100)
+            wait_until(
+                lambda: _caught_up(admin, stack.addrs[master], stack.addrs[slave]),
+                timeout=30,
+                interval=0.2,
+                what="the slave holding the master's log",
+            )
+            assert admin.broker_runtime_info(stack.addrs[master])["brokerRole"] == "SYNC_MASTER"
 
-            def caught_up() -> bool:
-                master = admin.broker_runtime_info(stack.broker_addr)
-                slave = admin.broker_runtime_info(stack.slave_addr)
-                return slave["commitLogMaxOffset"] == master["commitLogMaxOffset"] != "0"
+            # Automatic failover: the master killed, the controller makes broker2 master.
+            stack.kill(master)
+            wait_until(lambda: stack.master() == slave, timeout=60, interval=0.2, what="broker2 elected")
+            _send(stack, 50, first=100)
+            assert admin.broker_runtime_info(stack.addrs[slave])["brokerRole"] == "SYNC_MASTER"
 
-            wait_until(caught_up, timeout=30, interval=0.2, what="the slave holding the master's log")
-            slave = admin.broker_runtime_info(stack.slave_addr)
-            assert (slave["brokerRole"], slave["haMasterConnected"]) == ("SLAVE", "true")
-            assert admin.broker_runtime_info(stack.broker_addr)["haSlaveCount"] == "1"
-            data = admin.cluster_info().brokers[master_conf["brokerName"]]
-            assert data.broker_addrs == {0: stack.broker_addr, 1: stack.slave_addr}
+            # The old master, restarted, rejoins as slave and catches up.
+            stack.spawn(master)
+            wait_until(
+                lambda: admin.broker_runtime_info(stack.addrs[master]).get("brokerRole") == "SLAVE",
+                timeout=60,
+                interval=0.2,
+                what="broker1 back as slave",
+            )
+            wait_until(
+                lambda: _caught_up(admin, stack.addrs[slave], stack.addrs[master]),
+                timeout=60,
+                interval=0.2,
+                what="broker1 holding broker2's log",
+            )
+            data = admin.cluster_info().brokers["broker-a"]
+            assert data.broker_addrs[0] == stack.addrs[slave]
+            assert set(data.broker_addrs.values()) == set(stack.addrs.values())
     finally:
         stack.stop()
     # The console's processes are make run's.

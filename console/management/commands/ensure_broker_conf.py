@@ -9,9 +9,11 @@ commit-log segments of 8 MiB (RocketMQ: 1 GiB) so one fills — is sealed — af
 modest traffic, and ``archiveUri`` set to the directory the analytics reports read, so each
 sealed segment is copied there at once.
 
-``--slave`` writes the slave's file of ``make run-ha`` (``Procfile.ha``) instead: brokerId 1,
-brokerRole SLAVE of the same brokerName, a store of its own, listenPort 10921, the master's segment
-size (replicated segments are the master's bytes), and no archive (the master archives).
+``--replica 1`` and ``--replica 2`` write the two brokers of ``make run-ha`` (``Procfile.ha``)
+instead: one broker set in RocketMQ 5's controller mode, configured alike (the controller decides
+which is master), each with its own port and store; ``--controller`` writes the controller's
+``controller.conf`` they report to. ``make run``'s broker.conf and store are not used by
+``make run-ha``: the two stacks keep their data apart.
 """
 
 import os
@@ -70,42 +72,69 @@ def make_run_conf(var_dir: Path, namesrv_addr: str) -> str:
     )
 
 
-# make run-ha's slave: RocketMQ's usual second port on one machine (the master keeps 10911 and its
-# HA port 10912).
-SLAVE_LISTEN_PORT = 10921
+# make run-ha: RocketMQ's usual ports on one machine (each broker's HA port is its port + 1) and
+# the controller's (9878; its Raft port 9877), as RocketMQ's controller quick start.
+REPLICA_LISTEN_PORTS = {1: 10911, 2: 10921}
+CONTROLLER_LISTEN_PORT = 9878
+CONTROLLER_RAFT_PORT = 9877
 
 
-def _master_settings(master_conf: Path) -> dict[str, str]:
-    """The master's broker.conf, or nothing when it is not written yet (both are created at once
-    on a first start; the master's is then make run's defaults, which the fallbacks repeat)."""
+def _settings_of(conf: Path) -> dict[str, str]:
+    """A conf file's settings, or nothing when it is not written yet (make run-ha's lines start
+    at once, so the controller's file may come after a broker's)."""
     try:
-        return parse_properties(master_conf.read_text())
+        return parse_properties(conf.read_text())
     except OSError:
         return {}
 
 
-def make_run_slave_conf(var_dir: Path, namesrv_addr: str) -> str:
-    master = _master_settings(var_dir / "broker.conf")
-    store_dir = (var_dir / "store-slave").resolve()
-    master_segment = master.get("mappedFileSizeCommitLog", "")
-    segment = existing_segment_size(store_dir) or (
-        int(master_segment)
-        if master_segment.isdigit()
-        else existing_segment_size((var_dir / "store").resolve()) or MAKE_RUN_SEGMENT_BYTES
-    )
+def controller_conf(var_dir: Path) -> str:
     return (
-        "# broker.conf of `make run-ha`'s slave, created by `python manage.py ensure_broker_conf\n"
-        "# --slave` (never overwritten: edit it freely). It replicates the master of broker.conf\n"
-        "# (same cluster and brokerName), found through the name server. README.md: High availability.\n"
-        f"brokerClusterName={master.get('brokerClusterName', 'DefaultCluster')}\n"
-        f"brokerName={master.get('brokerName', 'broker-a')}\n"
-        "brokerId=1\n"
-        "brokerRole=SLAVE\n"
-        f"listenPort={SLAVE_LISTEN_PORT}\n"
+        "# controller.conf of `make run-ha`, created by `python manage.py ensure_broker_conf\n"
+        "# --controller` (never overwritten: edit it freely). One controller (RocketMQ 5's controller\n"
+        "# mode); README.md: High availability.\n"
+        f"listenPort={CONTROLLER_LISTEN_PORT}\n"
+        "controllerDLegerGroup=group1\n"
+        f"controllerDLegerPeers=n0-127.0.0.1:{CONTROLLER_RAFT_PORT}\n"
+        "controllerDLegerSelfId=n0\n"
+        f"controllerStorePath={(var_dir / 'controller').resolve()}\n"
+        "# How often the controller looks for brokers that stopped heartbeating (RocketMQ: 5000).\n"
+        "scanNotActiveBrokerInterval=1000\n"
+    )
+
+
+def controller_addr(var_dir: Path) -> str:
+    """Where make run-ha's controller listens: its controller.conf's port when it is written."""
+    port = _settings_of(var_dir / "controller.conf").get("listenPort", "")
+    return f"127.0.0.1:{port if port.isdigit() else CONTROLLER_LISTEN_PORT}"
+
+
+def replica_conf(var_dir: Path, namesrv_addr: str, replica: int) -> str:
+    store_dir = (var_dir / f"store-ha-{replica}").resolve()
+    segment = existing_segment_size(store_dir) or MAKE_RUN_SEGMENT_BYTES
+    # One broker archives sealed segments for the analytics reports, whichever role it has (a
+    # slave's segments are its master's bytes); two would copy each segment twice.
+    archive = f"archiveUri={default_archive_dir()}\n" if replica == 1 else ""
+    return (
+        f"# broker.conf of `make run-ha`'s broker {replica}, created by `python manage.py\n"
+        f"# ensure_broker_conf --replica {replica}` (never overwritten: edit it freely). The two brokers\n"
+        "# of broker-a are alike: the controller decides which is master, and elects the other when\n"
+        "# the master stops. README.md: High availability.\n"
+        "brokerClusterName=DefaultCluster\n"
+        "brokerName=broker-a\n"
+        "enableControllerMode=true\n"
+        f"controllerAddr={controller_addr(var_dir)}\n"
+        "# A master answers a send once every broker of the in-sync set has it.\n"
+        "brokerRole=SYNC_MASTER\n"
+        "allAckInSyncStateSet=true\n"
+        "# The controller calls a broker dead after this long without a heartbeat (RocketMQ: 10000);\n"
+        "# shorter here so a failover is seen in seconds.\n"
+        "controllerHeartBeatTimeoutMills=3000\n"
+        f"listenPort={REPLICA_LISTEN_PORTS[replica]}\n"
         f"namesrvAddr={namesrv_addr}\n"
         f"storePathRootDir={store_dir}\n"
-        "# The master's segment size: a slave holds the master's segments byte for byte.\n"
         f"mappedFileSizeCommitLog={segment}\n"
+        f"{archive}"
     )
 
 
@@ -113,25 +142,45 @@ class Command(BaseCommand):
     help = "Create make run's broker.conf under the var dir if it does not exist; print its path."
 
     def add_arguments(self, parser):
-        parser.add_argument("--path", help="where the file is (default: <var dir>/broker.conf)")
-        parser.add_argument(
-            "--slave",
+        parser.add_argument("--path", help="where the file is (default: under the var dir)")
+        which = parser.add_mutually_exclusive_group()
+        which.add_argument(
+            "--replica",
+            type=int,
+            choices=sorted(REPLICA_LISTEN_PORTS),
+            help="a broker of make run-ha instead (default path: <var dir>/broker-ha-<N>.conf)",
+        )
+        which.add_argument(
+            "--controller",
             action="store_true",
-            help="the slave's file of make run-ha (default path: <var dir>/broker-slave.conf)",
+            help="make run-ha's controller.conf instead (default path: <var dir>/controller.conf)",
         )
 
-    def handle(self, *args, path: str | None = None, slave: bool = False, **options):
+    def handle(self, *args, path=None, replica: int | None = None, controller: bool = False, **options):
         var_dir = Path(settings.VAR_DIR)
-        conf = Path(path) if path else var_dir / ("broker-slave.conf" if slave else "broker.conf")
-        make_conf = make_run_slave_conf if slave else make_run_conf
+        if controller:
+            kind, name, make_text = "controller", "controller.conf", lambda: controller_conf(var_dir)
+        elif replica is not None:
+            kind, name = "broker", f"broker-ha-{replica}.conf"
+
+            def make_text() -> str:
+                return replica_conf(var_dir, settings.BROKER_NAMESRV, replica)
+        else:
+            kind, name = "broker", "broker.conf"
+
+            def make_text() -> str:
+                return make_run_conf(var_dir, settings.BROKER_NAMESRV)
+
+        conf = Path(path) if path else var_dir / name
         if conf.exists():
-            self.stdout.write(f"broker config: {conf} (existing, left as it is)")
+            self.stdout.write(f"{kind} config: {conf} (existing, left as it is)")
             return
         try:
             conf.parent.mkdir(parents=True, exist_ok=True)
-            tmp = conf.with_name(f".{conf.name}.tmp")
-            tmp.write_text(make_conf(var_dir, settings.BROKER_NAMESRV))
-            os.replace(tmp, conf)  # a broker never reads half a file
+            # A name of this process's: make run-ha's lines may create files at the same moment.
+            tmp = conf.with_name(f".{conf.name}.{os.getpid()}.tmp")
+            tmp.write_text(make_text())
+            os.replace(tmp, conf)  # a process never reads half a file
         except OSError as exc:
             raise CommandError(f"cannot create {conf}: {exc.strerror}") from None
-        self.stdout.write(f"broker config: {conf} (created)")
+        self.stdout.write(f"{kind} config: {conf} (created)")
