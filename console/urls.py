@@ -35,6 +35,12 @@ urlpatterns = [
     path("cluster/tps.json", cluster.broker_tps_sample, name="cluster_tps"),
     path("cluster/broker/<name:addr>/", cluster.broker_page, name="broker"),
     path("cluster/broker/<name:addr>/config", cluster.broker_config_update, name="broker_config"),
+    path(
+        "cluster/switchover/<name:broker_name>/<int:broker_id>/",
+        cluster.switchover_confirm,
+        name="switchover_confirm",
+    ),
+    path("cluster/switchover/<name:broker_name>/", cluster.switchover_apply, name="switchover"),
     path("topics/", topics.topic_list, name="topics"),
     path("topics/save", topics.topic_save, name="topic_save"),
     path("topics/<name:topic>/", topics.topic_detail, name="topic"),

@@ -152,6 +152,10 @@ ANALYTICS_HEARTBEAT_SECONDS = float(os.environ.get("ANALYTICS_HEARTBEAT_SECONDS"
 ANALYTICS_ABANDONED_AFTER = float(os.environ.get("ANALYTICS_ABANDONED_AFTER", "120"))
 # Name servers the console offers, comma separated; each entry may be a "host:port;host:port" list.
 BROKER_NAMESRV = os.environ.get("BROKER_NAMESRV", "127.0.0.1:9876")
+# RocketMQ 5's controllers (controller mode, issue 22), "host:port;host:port": the cluster page
+# shows their view of each broker set and offers switchover. Unset: the controllerAddr of the
+# brokers running with enableControllerMode=true; neither: failover is not configured.
+CONSOLE_CONTROLLER_ADDR = os.environ.get("CONSOLE_CONTROLLER_ADDR", "")
 # How long /metrics reuses figures collected from the cluster (scrapes stay cheap for the brokers).
 CONSOLE_METRICS_CACHE_SECONDS = float(os.environ.get("CONSOLE_METRICS_CACHE_SECONDS", "10"))
 # ACL (brokers with aclEnable=true): the account every client of the console signs with — its

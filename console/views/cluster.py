@@ -1,30 +1,43 @@
-"""W1: clusters and their brokers, runtime figures, broker config (view; update for admins), TPS."""
+"""W1: clusters and their brokers, runtime figures, broker config (view; update for admins), TPS;
+the Replication section and, with RocketMQ 5's controller mode, a broker set's switchover (admins:
+a confirmation step, then CONTROLLER_ELECT_MASTER designating the new master, audited)."""
 
 from __future__ import annotations
 
 import time
 from itertools import groupby
 
-from django.http import JsonResponse
+from django.contrib import messages
+from django.core.exceptions import BadRequest
+from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from broker.client.admin import MQClientError, NotFoundError
+from broker.controller.client import ControllerError
+from broker.controller.state import MAX_BROKER_ID
+from console.audit import audit
 from console.cluster_access import admin_of, current_namesrv
+from console.errors import error_page
 from console.forms import BrokerConfigForm
+from console.models import AuditRecord
 from console.roles import VIEWER, require_permission, require_role
 from console.services.broker_config_rows import config_rows, updatable_keys
-from console.services.cluster_queries import cluster_overview
-from console.views.common import invalid_form, run_action
+from console.services.replication import SwitchoverRefused, switchover, switchover_plan
+from console.services.replication import replication_view as build_replication_view
+from console.views.common import audited, invalid_form, run_action
+
+SWITCHOVER = "broker.switchover"
 
 
 @require_GET
 @require_role(VIEWER)
 def cluster_page(request):
     admin = admin_of(request)
-    overview = cluster_overview(admin)
+    replication = build_replication_view(admin)
+    overview = replication.overview
     if request.headers.get("HX-Target") == "replication":  # the section's own refresh
-        return render(request, "console/_replication.html", {"broker_sets": overview.broker_sets})
+        return render(request, "console/_replication.html", {"replication": replication})
     rows = overview.rows
     clusters = [
         {"name": name, "brokers": list(members)} for name, members in groupby(rows, key=lambda r: r.cluster)
@@ -35,7 +48,7 @@ def cluster_page(request):
         "broker_count": len({(r.cluster, r.broker_name) for r in rows}),
         "total_in_tps": round(sum(r.in_tps for r in rows), 2),
         "total_out_tps": round(sum(r.out_tps for r in rows), 2),
-        "broker_sets": overview.broker_sets,
+        "replication": replication,
     }
     return render(request, "console/cluster.html", context)
 
@@ -110,3 +123,95 @@ def broker_tps_sample(request):
             "namesrv": current_namesrv(request),
         }
     )
+
+
+# -- switchover (controller mode) -----------------------------------------------------------------
+
+
+def _controller_unavailable(request, exc: ControllerError):
+    hint = (
+        "Check that the controllers (CONSOLE_CONTROLLER_ADDR, or the brokers' controllerAddr) are "
+        "running and reachable from the console; nothing was changed."
+    )
+    return error_page(request, 503, "Controller unavailable", str(exc), hint)
+
+
+@require_permission(SWITCHOVER)
+@require_GET
+def switchover_confirm(request, broker_name: str, broker_id: int):
+    """The confirmation step: the set as the controller sees it now, the replica to promote, and
+    what would make the controller refuse."""
+    admin = admin_of(request)
+    try:
+        plan = switchover_plan(admin, broker_name, broker_id)
+    except SwitchoverRefused as exc:
+        raise Http404(str(exc)) from None
+    except ControllerError as exc:
+        return _controller_unavailable(request, exc)
+    return render(request, "console/switchover_confirm.html", {"plan": plan})
+
+
+def _posted_id(request, name: str) -> int:
+    text = (request.POST.get(name) or "").strip()
+    if not text.isdigit() or not 0 <= int(text) < MAX_BROKER_ID:
+        raise BadRequest(
+            f"{name} must be a broker id (a whole number from 0 to {MAX_BROKER_ID - 1}), not {text[:32]!r}"
+        )
+    return int(text)
+
+
+def _replica_text(identity) -> str:
+    return f"{identity.broker_id} ({identity.broker_address})" if identity else "none"
+
+
+@require_POST
+@require_permission(SWITCHOVER)
+@audited(SWITCHOVER)
+def switchover_apply(request, broker_name: str):
+    """Make the posted replica the master of ``broker_name``. The form carries the master epoch
+    the confirmation showed: if the set changed master since, nothing is asked of the controller."""
+    broker_id = _posted_id(request, "broker_id")
+    expected_epoch = _posted_id(request, "master_epoch")
+    if request.POST.get("confirm") != "yes":
+        raise BadRequest("a switchover must be confirmed (confirm=yes, from its confirmation page)")
+    admin = admin_of(request)
+    try:
+        plan = switchover_plan(admin, broker_name, broker_id)
+    except SwitchoverRefused as exc:
+        audit(request, SWITCHOVER, broker_name, {"to": broker_id}, AuditRecord.RESULT_FAILED, str(exc))
+        raise Http404(str(exc)) from None
+    except ControllerError as exc:
+        audit(request, SWITCHOVER, broker_name, {"to": broker_id}, AuditRecord.RESULT_FAILED, str(exc))
+        return _controller_unavailable(request, exc)
+    params = {
+        "broker_set": broker_name,
+        "from": _replica_text(plan.current_master),
+        "to": _replica_text(plan.target),
+        "master_epoch": plan.replicas.master_epoch,
+        "controllers": ";".join(plan.source.addresses),
+    }
+    if plan.replicas.master_epoch != expected_epoch:
+        reason = (
+            f"the master of {broker_name} changed since the confirmation (epoch {expected_epoch} then, "
+            f"{plan.replicas.master_epoch} now, master {_replica_text(plan.current_master)}); review it again"
+        )
+        audit(request, SWITCHOVER, broker_name, params, AuditRecord.RESULT_FAILED, reason)
+        messages.error(request, f"Switchover of {broker_name} not done: {reason}")
+        return redirect("console:cluster")
+    try:
+        result = switchover(admin, plan)
+    except ControllerError as exc:
+        reason = str(exc) if exc.code is not None else f"no controller answered: {exc.remark}"
+        audit(request, SWITCHOVER, broker_name, params, AuditRecord.RESULT_FAILED, reason)
+        messages.error(
+            request, f"Switchover of {broker_name} to broker {broker_id} refused by the controller: {reason}"
+        )
+        return redirect("console:cluster")
+    was = f"{_replica_text(plan.current_master)} at epoch {plan.replicas.master_epoch}"
+    text = (
+        f"Broker {result.master_id} ({result.master_address}) is the master of {broker_name} at epoch "
+        f"{result.master_epoch} (was {was})"
+    )
+    audit(request, SWITCHOVER, broker_name, params, AuditRecord.RESULT_OK, text)
+    messages.success(request, text)
+    return redirect("console:cluster")
