@@ -78,10 +78,13 @@ class ConsumeQueue:
                     break
                 pos -= ENTRY_SIZE
             self.files.truncate_dirty(last.file_from_offset + pos)
-            if pos == 0 and len(self.files.files) > 1:
+            emptied_only_file = pos == 0 and len(self.files.files) <= 1
+            if pos == 0 and not emptied_only_file:
+                # The whole file went: the cut goes on in the one before (it used to stop there,
+                # leaving that file's entries beyond the cut).
                 self.files.files.pop().destroy()
             self._refresh_max_physic()
-            if pos == 0 and len(self.files.files) <= 1:
+            if emptied_only_file:
                 break
 
     # -- writing ------------------------------------------------------------------------------

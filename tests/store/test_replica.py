@@ -212,3 +212,33 @@ def test_truncated_slave_recovers_to_the_cut_after_restart(open_store, tmp_path)
     assert again.get_max_offset_in_queue("orders", 0) == 100
     _replicate(master, again, cut, 32 * 1024)
     assert _segments(again) == _segments(master)
+
+
+def test_a_cut_across_a_consume_queue_file_boundary_cuts_the_queue_too(open_store, tmp_path):
+    """A divergent tail longer than a consume-queue file: the cut empties the queue's last file
+    and goes on into the one before (it stopped there, leaving entries beyond the cut)."""
+    master = open_store(
+        tmp_path / "m", mapped_file_size_commit_log=SEGMENT, mapped_file_size_consume_queue=50 * 20
+    )
+    slave = open_store(
+        tmp_path / "s", mapped_file_size_commit_log=SEGMENT, mapped_file_size_consume_queue=50 * 20,
+        broker_role="SLAVE",
+    )  # fmt: skip
+    _fill(master, 90)  # 30 per queue
+    _replicate(master, slave, 0, 32 * 1024)
+    common = master.max_physic_offset
+    writer = open_store(
+        tmp_path / "w", mapped_file_size_commit_log=SEGMENT, mapped_file_size_consume_queue=50 * 20
+    )
+    _replicate(master, writer, 0, 32 * 1024)
+    _fill(writer, 300, start=5000)  # 100 more per queue: into the queue's third file
+    _replicate(writer, slave, common, 32 * 1024)
+    assert slave.get_max_offset_in_queue("orders", 0) == 130
+    slave.replica_log().truncate(common)
+    for queue_id in range(3):
+        assert slave.get_max_offset_in_queue("orders", queue_id) == 30
+    _fill(master, 60, start=90)
+    _replicate(master, slave, common, 32 * 1024)
+    for queue_id in range(3):
+        assert _queue_contents(slave, "orders", queue_id) == _queue_contents(master, "orders", queue_id)
+    assert slave.commitlog.queue_offsets == master.commitlog.queue_offsets
