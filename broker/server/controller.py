@@ -35,6 +35,7 @@ from .processors.send import SendProcessor
 from .processors.send_back import SendBackProcessor
 from .queue_locks import RebalanceLockManager
 from .registration import NamesrvRegistration
+from .replicas_manager import ReplicasManager, epoch_cache_handler
 from .replication import BrokerReplication
 from .request_queues import queue_figures
 from .schedule_message import ScheduleMessageService
@@ -92,6 +93,9 @@ class BrokerController:
         # Master/slave replication (broker/store/ha): the HA port of a master, or a slave's
         # client to its master, and what a slave refuses.
         self.replication = BrokerReplication(self)
+        # Controller mode (RocketMQ 5's automatic failover): the controllers name the role.
+        self.replicas = ReplicasManager(self) if config.enable_controller_mode else None
+        self._master_services = False  # the delay and transaction-check services run
 
     async def start(self) -> int:
         self.store.start(dispatch_loop=asyncio.get_running_loop())
@@ -112,9 +116,10 @@ class BrokerController:
         self.registration = NamesrvRegistration(self)
         await self.registration.register_all()
         self.registration.start()
-        if not self.replication.is_slave:  # a slave's delay and half messages are its master's
-            self.schedule.start()
-            self.transaction_checker.start()
+        if self.replicas is not None:  # the role comes later, from the controllers
+            self.replicas.start()
+        elif not self.replication.is_slave:  # a slave's delay and half messages are its master's
+            await self.start_master_services()
         self._tasks = [
             asyncio.create_task(
                 self._every(self.config.flush_consumer_offset_interval, self.offsets.persist, on_thread=True)
@@ -180,6 +185,9 @@ class BrokerController:
         table.update(self.replication.slave_handlers(table))  # type: ignore[arg-type]
         for code, handler in table.items():
             self.server.register_processor(code, handler)
+        self.server.register_processor(RC.GET_BROKER_EPOCH_CACHE, epoch_cache_handler(self))
+        if self.replicas is not None:
+            self.server.register_processor(RC.NOTIFY_BROKER_ROLE_CHANGED, self.replicas.on_role_changed)
         for acl_code, acl_handler in AclAdminProcessor(self).handlers().items():
             self.server.register_processor(acl_code, acl_handler)
         if self.acl is not None:  # after every handler is registered; nothing is wrapped when off
@@ -226,6 +234,21 @@ class BrokerController:
         if self.registration is not None:
             self.registration.soon()
 
+    async def start_master_services(self) -> None:
+        """What only a master runs: delivering delay messages, checking half messages (a slave's
+        are its master's, copied)."""
+        if not self._master_services:
+            self._master_services = True
+            self.schedule.start()
+            self.transaction_checker.start()
+
+    async def stop_master_services(self) -> None:
+        # Both finish the message in hand before stopping, so the persisted progress is exact.
+        if self._master_services:
+            self._master_services = False
+            await self.schedule.stop()
+            await self.transaction_checker.stop()
+
     def runtime_info(self) -> dict[str, str]:
         info = self.store.runtime_info()
         info.update(
@@ -245,6 +268,8 @@ class BrokerController:
         info["eventLoopLagPeakMillis"] = str(self.loop_lag.peak_ms() if self.loop_lag is not None else 0)
         info.update(self.stats.runtime_info())
         info.update(self.replication.runtime_info())
+        if self.replicas is not None:
+            info.update(self.replicas.runtime_info())
         return info
 
     async def stop(self) -> None:
@@ -258,12 +283,11 @@ class BrokerController:
             await self.registration.stop()
         if self.acl is not None:
             self.acl.stop_watching()
+        if self.replicas is not None:  # no role change from here on
+            await self.replicas.stop()
         await self.server.stop()
         await self.replication.stop()
-        if not self.replication.is_slave:
-            # Both finish the message in hand before stopping, so the persisted progress is exact.
-            await self.schedule.stop()
-            await self.transaction_checker.stop()
+        await self.stop_master_services()
         self.offsets.persist()
         self.topics.persist()
         self.store.shutdown()

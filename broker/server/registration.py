@@ -48,7 +48,12 @@ class NamesrvRegistration:
         )
 
     async def register_all(self) -> bool:
-        """Register with every name server; False when any of them could not be reached."""
+        """Register with every name server; False when any of them could not be reached. In
+        controller mode, only once the controllers have named a role (as RocketMQ 5: a broker
+        registers when its role changes)."""
+        replicas = self.broker.replicas
+        if replicas is not None and not replicas.role_changes:
+            return True
         reached = True
         body = fastjson.dumps(
             {"topicConfigSerializeWrapper": self.broker.topics.serialize_wrapper(), "filterServerList": []}

@@ -7,10 +7,18 @@ HA port, a slave runs ``HAClient`` towards its master and copies its metadata
 (SERVICE_NOT_AVAILABLE, "message store is slave mode, so write is not supported"); the requests
 below are refused before they reach it, with the answers RocketMQ's slave gives. They are the
 slave's handlers for those codes, registered instead of the master's: a master pays nothing.
+
+In controller mode (``enableControllerMode``, RocketMQ 5) the role is not broker.conf's: the
+controllers name the master (``replicas_manager``), and this broker changes role while it runs
+(``become_master`` / ``become_slave``). Until the first word from them it is a slave with no master
+(refuses writes, replicates from nobody). The slave-only handlers then follow the role at every
+request, and each role change starts what the new role runs and stops what the old one ran: the
+HA server and the commit log's epochs for a master, the HA client and metadata copy for a slave.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import struct
 from typing import TYPE_CHECKING
@@ -20,11 +28,15 @@ from broker.common.codes import ResponseCode
 from broker.common.message_codec import PHYSICAL_OFFSET_POSITION
 from broker.common.request_headers import UpdateConsumerOffsetRequestHeader
 from broker.common.request_headers.namesrv import RegisterBrokerResponseHeader
-from broker.remoting.command import RemotingCommand, response_to
+from broker.remoting import fastjson
+from broker.remoting.command import RemotingCommand, create_request, response_to
+from broker.remoting.errors import RemotingError
+from broker.store.ha.epochs import EpochFile
 from broker.store.ha.master import HAServer
+from broker.store.ha.protocol import parse_host_port
 from broker.store.ha.roles import MASTER_ID
 from broker.store.ha.slave import HAClient
-from broker.store.store_config import SYNC_MASTER
+from broker.store.store_config import SLAVE, SYNC_MASTER
 
 from .processors.clients import total_physical_memory
 from .slave_sync import SlaveSynchronize
@@ -50,13 +62,14 @@ def _refusal(code: int, remark: str):
     return refuse
 
 
-def _noting_offsets(handler, metadata: SlaveSynchronize):
+def _noting_offsets(handler, replication: BrokerReplication):
     """UPDATE_CONSUMER_OFFSET on a slave: kept as on a master, and noted to be handed to the
     master when it is back (a client commits to a slave only while its master is away)."""
 
     async def update_consumer_offset(conn, request: RemotingCommand) -> RemotingCommand:
         response = await handler(conn, request)
-        if response.code == ResponseCode.SUCCESS:
+        metadata = replication.metadata
+        if response.code == ResponseCode.SUCCESS and metadata is not None:
             header = UpdateConsumerOffsetRequestHeader.from_ext_fields(request.ext_fields)
             metadata.note_client_offset(
                 header.consumer_group, header.topic, header.queue_id, header.commit_offset
@@ -66,37 +79,79 @@ def _noting_offsets(handler, metadata: SlaveSynchronize):
     return update_consumer_offset
 
 
+def _following_role(replication: BrokerReplication, master_handler, slave_handler):
+    """Controller mode: the master's or the slave's handler, by the role at this request."""
+
+    async def by_role(conn, request: RemotingCommand):
+        handler = slave_handler if replication.is_slave else master_handler
+        return await handler(conn, request)
+
+    return by_role
+
+
+# -- the store's hooks (they moved into parts of the store: found where they are) --------------
+def _store_replication(store):
+    return getattr(store, "replication", store)
+
+
+def _refresh_writable(store) -> None:
+    """The store re-reads its role (a put checks one flag, kept current on each change)."""
+    writability = getattr(store, "writability", None)
+    if writability is not None:
+        writability.update()
+    else:
+        store._update_writable()
+
+
 class BrokerReplication:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
         store_config = broker.config.store
-        self.is_slave = store_config.is_slave
+        self.controller_mode = broker.config.enable_controller_mode
         self.server: HAServer | None = None
         self.client: HAClient | None = None
-        self.master_addr = ""  # a slave's master's remoting address, from the name server
+        self.master_addr = ""  # a slave's master's remoting address (name server or controller)
         self._warned_no_master = False
         self.metadata: SlaveSynchronize | None = None
-        if self.is_slave:
+        self.epochs: EpochFile | None = None
+        self._finding_master: asyncio.Task | None = None
+        # Controller mode: set by the replicas manager (the SYNC_MASTER wait and HA handshake use them).
+        self.controller_broker_id: int | None = None
+        self.replica_wait = None
+        if self.controller_mode:
+            # Nothing is decided before the controllers answer: no writes, nobody to follow.
+            store_config.broker_role = SLAVE
+            self.epochs = EpochFile(broker.config.epoch_file_path)
+        elif store_config.is_slave:
             self.client = HAClient(broker.store, store_config.ha_master_address)
             self.metadata = SlaveSynchronize(broker)
         else:
             self.server = HAServer(broker.store, broker.config.broker_ip1, broker.config.ha_listen_port)
             if store_config.broker_role == SYNC_MASTER:  # sends wait for a slave's confirmation
-                broker.store.replica_wait = self.server.wait_for_slave
+                _store_replication(broker.store).replica_wait = self.server.wait_for_slave
+
+    @property
+    def is_slave(self) -> bool:
+        return self.broker.config.store.is_slave
 
     async def start(self) -> None:
         """A master listens on its HA port (a port in use stops the start, as the remoting port
-        does); a slave starts following its master."""
+        does); a slave starts following its master. In controller mode, neither yet."""
         if self.server is not None:
-            port = await self.server.start()
-            if not self.broker.config.ha_listen_port:  # one the system chose: registered as it is
-                self.broker.config.store.ha_listen_port = port
+            await self._listen(self.server)
         if self.client is not None:
             self.client.start()
         if self.metadata is not None:
             self.metadata.start()
 
+    async def _listen(self, server: HAServer) -> None:
+        port = await server.start()
+        if not self.broker.config.ha_listen_port:  # one the system chose: registered as it is
+            self.broker.config.store.ha_listen_port = port
+
     async def stop(self) -> None:
+        if self._finding_master is not None:
+            self._finding_master.cancel()
         if self.server is not None:
             await self.server.stop()
         if self.client is not None:
@@ -104,14 +159,129 @@ class BrokerReplication:
         if self.metadata is not None:
             await self.metadata.stop()
 
+    # -- controller mode: changing role while running ---------------------------------------------
+    async def become_master(self, epoch: int, replica_wait) -> None:
+        """Master of epoch ``epoch``: stop following, start this epoch at the log's end, serve
+        slaves, take writes (RocketMQ's changeToMaster; the role is SYNC_MASTER as there, and
+        ``replica_wait`` decides what a send waits for)."""
+        store, config = self.broker.store, self.broker.config
+        await self._stop_following()
+        assert self.epochs is not None
+        last = self.epochs.last_epoch()
+        if epoch > last:  # a master re-registering within its own epoch keeps its entry
+            self.epochs.append(epoch, store.max_physic_offset)
+        if self.server is None:
+            self.server = self._new_ha_server()
+            await self._listen(self.server)
+        self.master_addr = ""
+        config.broker_id = MASTER_ID
+        self.replica_wait = replica_wait
+        _store_replication(store).replica_wait = replica_wait
+        config.store.broker_role = SYNC_MASTER
+        _refresh_writable(store)
+        log.info("now the master of %s at epoch %d (log end %d)", config.broker_name, epoch,
+                 store.max_physic_offset)  # fmt: skip
+
+    async def become_slave(self, own_id: int, master_id: int, master_addr: str, epoch: int) -> None:
+        """Slave of ``master_id`` at ``master_addr`` in epoch ``epoch``: refuse writes first, stop
+        serving slaves, then follow the master (its HA client handshakes and cuts a divergent
+        tail) and copy its metadata (RocketMQ's changeToSlave)."""
+        store, config = self.broker.store, self.broker.config
+        config.store.broker_role = SLAVE
+        _refresh_writable(store)
+        self.replica_wait = None
+        _store_replication(store).replica_wait = None
+        config.broker_id = own_id
+        if self.server is not None:
+            await self.server.stop()
+            self.server = None
+        if self.client is not None and master_addr == self.master_addr:
+            return  # the same master in a new epoch: the connection goes on
+        await self._stop_following()
+        self.master_addr = master_addr
+        self.client = self._new_ha_client(own_id)
+        self.client.start()
+        self.metadata = SlaveSynchronize(self.broker)
+        self.metadata.start()
+        self._finding_master = asyncio.create_task(self._find_master_ha_address(master_addr))
+        log.info("now a slave (brokerId %d) of brokerId %d at %s, epoch %d", own_id, master_id, master_addr,
+                 epoch)  # fmt: skip
+
+    async def fence(self) -> None:
+        """Stop taking writes now (this master was replaced, or cannot prove it still is one)."""
+        self.broker.config.store.broker_role = SLAVE
+        _refresh_writable(self.broker.store)
+
+    async def _stop_following(self) -> None:
+        if self._finding_master is not None:
+            self._finding_master.cancel()
+            self._finding_master = None
+        if self.client is not None:
+            await self.client.stop()
+            self.client = None
+        if self.metadata is not None:
+            await self.metadata.stop()
+            self.metadata = None
+
+    def _new_ha_server(self) -> HAServer:
+        config = self.broker.config
+        return HAServer(self.broker.store, config.broker_ip1, config.ha_listen_port, **self._ha_epochs())
+
+    def _new_ha_client(self, own_id: int) -> HAClient:
+        extra = self._ha_epochs()
+        if extra:
+            extra["broker_id"] = own_id
+        return HAClient(self.broker.store, "", **extra)
+
+    def _ha_epochs(self) -> dict:
+        """The controller-mode handshake's arguments, where the HA classes take them."""
+        import inspect
+
+        if "epochs" in inspect.signature(HAServer.__init__).parameters:
+            return {"epochs": self.epochs}
+        return {}
+
+    async def _find_master_ha_address(self, master_addr: str) -> None:
+        """Ask the master for its HA port until the HA client has an address (the name server's
+        answer may name the old master for a while after a failover)."""
+        while self.client is not None and not self.client.master_address:
+            address = await self._ask_ha_address(master_addr)
+            if address and self.client is not None and self.master_addr == master_addr:
+                self.client.update_master_address(address)
+                return
+            await asyncio.sleep(1.0)
+
+    async def _ask_ha_address(self, master_addr: str) -> str:
+        metadata = self.metadata
+        if metadata is None:
+            return ""
+        try:
+            response = await metadata.client.invoke(
+                master_addr, create_request(RC.GET_BROKER_RUNTIME_INFO), 3000
+            )
+            table = fastjson.loads(response.body).get("table", {}) if response.ok and response.body else {}
+            if table.get("brokerRole") == SLAVE or not str(table.get("haListenPort", "")).isdigit():
+                return ""  # not master yet: its HA port is not open
+            host, _ = parse_host_port(master_addr)
+        except (RemotingError, ValueError, AttributeError) as exc:
+            log.debug("cannot ask %s for its HA address: %s", master_addr, exc)
+            return ""
+        return f"{host}:{table['haListenPort']}"
+
     def slave_handlers(self, table: dict) -> dict[int, object]:
         """The requests a slave answers itself or watches (none on a master); ``table``: the
-        master's handlers."""
-        if not self.is_slave or self.metadata is None:
+        master's handlers. In controller mode, handlers that follow the role at each request."""
+        if self.controller_mode:
+            own = self._slave_table(table)
+            return {code: _following_role(self, table[code], handler) for code, handler in own.items()}
+        if not self.is_slave:
             return {}
+        return self._slave_table(table)
+
+    def _slave_table(self, table: dict) -> dict[int, object]:
         metadata = _refusal(ResponseCode.SYSTEM_ERROR, METADATA_ON_SLAVE)
         return {
-            RC.UPDATE_CONSUMER_OFFSET: _noting_offsets(table[RC.UPDATE_CONSUMER_OFFSET], self.metadata),
+            RC.UPDATE_CONSUMER_OFFSET: _noting_offsets(table[RC.UPDATE_CONSUMER_OFFSET], self),
             RC.END_TRANSACTION: _refusal(ResponseCode.SLAVE_NOT_AVAILABLE, END_TRANSACTION_ON_SLAVE),
             RC.UPDATE_AND_CREATE_TOPIC: metadata,
             RC.DELETE_TOPIC_IN_BROKER: metadata,
@@ -156,6 +326,12 @@ class BrokerReplication:
         if self.client is None:
             return
         answer = RegisterBrokerResponseHeader.from_ext_fields(response.ext_fields)
+        if self.controller_mode:
+            # The controllers name the master; the name server's answer may still name the old
+            # one for a while after a failover: only its HA address for the named master is used.
+            if answer.master_addr == self.master_addr and answer.ha_server_addr:
+                self.client.update_master_address(answer.ha_server_addr)
+            return
         if answer.master_addr:
             self.master_addr = answer.master_addr
             self._warned_no_master = False

@@ -1,0 +1,507 @@
+"""Controller mode on the broker side (RocketMQ 5's ReplicasManager): the controllers decide which
+broker of the set is master, and this broker takes the role they name while it runs.
+
+Start-up, as RocketMQ 5.1: the brokerId comes from the controller (GET_NEXT_BROKER_ID, then
+APPLY_BROKER_ID with registerCheckCode ``address;timestamp``) and is kept in the store
+(``broker_identity``), so a restart reuses it; then a heartbeat, REGISTER_BROKER, and the role the
+answer names (with no master named, this broker asks for an election). Until then the broker
+serves reads but refuses writes; an unreachable controller is retried with one log line per try.
+
+Running:
+- BROKER_HEARTBEAT to every controller every ``brokerHeartbeatInterval`` (epoch, max and confirm
+  offsets, ``controllerHeartBeatTimeoutMills``, ``brokerElectionPriority``); the leader's
+  acknowledgements renew a master's lease (``controller_lease``);
+- CONTROLLER_GET_REPLICA_INFO every ``syncBrokerMetadataPeriod`` (RocketMQ's key for it), and at
+  once on NOTIFY_BROKER_ROLE_CHANGED: the notification only wakes the poll, the role is the
+  leader's answer, never what an unauthenticated one-way request says;
+- the leader looked up again every ``syncControllerMetadataPeriod``;
+- a master's in-sync set checked every ``checkSyncStateSetPeriod`` (``in_sync_set``) and changed
+  through CONTROLLER_ALTER_SYNC_STATE_SET. CONTROLLER_FENCED_MASTER_EPOCH there means this broker
+  was replaced: it stops taking writes at once and re-reads the replica info.
+
+A new master epoch naming this broker makes it master, naming another makes it that broker's
+slave (``BrokerReplication.become_master`` / ``become_slave``); an older or equal epoch changes
+nothing but a master's in-sync set. A set left without a master stops this broker's writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+import time
+from typing import TYPE_CHECKING
+
+from broker.common.codes import RequestCode, ResponseCode
+from broker.common.epoch_entries import EpochEntryCache
+from broker.common.request_headers.controller import (
+    BrokerHeartbeatRequestHeader,
+    NotifyBrokerRoleChangedRequestHeader,
+)
+from broker.controller.client import ControllerClient, ControllerError, ReplicaInfo
+from broker.remoting.command import RemotingCommand, create_request, response_to
+from broker.remoting.errors import RemotingError
+from broker.store.results import PutMessageStatus
+from broker.store.running_flags import NOT_WRITEABLE
+
+from .broker_identity import IdentityFileError, IdentityFiles
+from .controller_lease import ControllerLease
+from .in_sync_set import InSyncTracker, SlaveAck
+
+if TYPE_CHECKING:
+    from .controller import BrokerController
+
+log = logging.getLogger(__name__)
+
+RETRY_INTERVAL_S = 1.0  # between start-up attempts while the controllers cannot register us
+MAX_NOTIFY_BODY = 64 * 1024
+HEARTBEAT_TIMEOUT_MS = 3000
+
+NO_ROLE_YET = "controller mode: waiting for the controllers to name this broker's role"
+FENCED = "controller mode: this broker was replaced as master (CONTROLLER_FENCED_MASTER_EPOCH)"
+NO_MASTER = "controller mode: the controllers name no master for this broker set now"
+
+
+LEASE_ENDED = "controller mode: this master has heard nothing from the controller leader within its lease"
+
+
+def lease_ended(lease_ms: int) -> str:
+    return (
+        f"{LEASE_ENDED} ({lease_ms} ms, 2/3 of controllerHeartBeatTimeoutMills): it may have been "
+        "replaced, so it takes no writes until the controller answers again"
+    )
+
+
+def _running_flags(store):
+    writability = getattr(store, "writability", None)
+    return writability.running_flags if writability is not None else store.running_flags
+
+
+class ReplicasManager:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+        config = broker.config
+        self.client = ControllerClient(config.controller_addrs)
+        self.identity = IdentityFiles(
+            config.broker_identity_path, config.broker_cluster_name, config.broker_name
+        )
+        self.broker_id: int | None = None  # the controller's id for this broker
+        self.master_id: int | None = None
+        self.master_address = ""
+        self.master_epoch = 0
+        self.sync_state_set: frozenset[int] = frozenset()
+        self.sync_state_set_epoch = 0
+        self.state = "INITIAL"  # INITIAL -> RUNNING (registered and a role, or no master, known)
+        self.last_error = ""
+        self.leader = ""  # the controller leader's address as last found
+        self.heartbeats_ok = 0
+        self.role_changes = 0
+        self.lease = ControllerLease(
+            lambda: config.controller_heart_beat_timeout_mills, self._lease_ended, self._lease_renewed
+        )
+        self._tracker: InSyncTracker | None = None
+        self._role_lock = asyncio.Lock()
+        self._poll_now = asyncio.Event()
+        self._tasks: list[asyncio.Task] = []
+        self._reasons: list[str] = []  # why writes are refused besides the role (NOT_WRITEABLE)
+        self._refuse(NO_ROLE_YET)
+
+    @property
+    def is_master(self) -> bool:
+        return self.master_id is not None and self.master_id == self.broker_id
+
+    # -- life cycle ------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._tasks = [asyncio.create_task(self._run())]
+
+    async def stop(self) -> None:
+        self.state = "SHUTDOWN"
+        self.lease.cancel()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.client.close()
+
+    async def _run(self) -> None:
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                await self._start_up()
+                break
+            except (ControllerError, IdentityFileError, OSError) as exc:
+                self.last_error = str(exc)
+                log.warning("controller mode: start-up attempt %d failed (%s); writes stay refused, "
+                            "retrying in %.0f s", attempt, exc, RETRY_INTERVAL_S)  # fmt: skip
+                await asyncio.sleep(RETRY_INTERVAL_S * (0.5 + random.random()))
+        self.state = "RUNNING"
+        self.last_error = ""
+        loops = (self._heartbeat_loop, self._replica_info_loop, self._leader_loop, self._sync_state_set_loop)
+        self._tasks += [asyncio.create_task(loop()) for loop in loops]
+
+    async def _start_up(self) -> None:
+        config = self.broker.config
+        if self.broker_id is None:
+            self.broker_id = await self._obtain_broker_id()
+            log.info("controller mode: this broker's id in %s is %d", config.broker_name, self.broker_id)
+        # Heard alive before registering: the controller elects only among brokers it hears.
+        await self._heartbeat_once()
+        info = await self.client.register(
+            config.broker_cluster_name, config.broker_name, self.broker_id, config.broker_addr
+        )
+        if info.master_id is None:
+            info = await self._ask_for_election(info)
+        await self.apply(info)
+
+    async def _obtain_broker_id(self) -> int:
+        applied = self.identity.applied()
+        if applied is not None:
+            return applied.broker_id
+        config = self.broker.config
+        pending = self.identity.pending()
+        if pending is None:
+            next_id = await self.client.next_broker_id(config.broker_cluster_name, config.broker_name)
+            check_code = f"{config.broker_addr};{int(time.time() * 1000)}"
+            pending = self.identity.note_pending(next_id, check_code)
+        try:
+            await self.client.apply_broker_id(
+                config.broker_cluster_name, config.broker_name, pending.broker_id, pending.register_check_code
+            )
+        except ControllerError as exc:
+            if exc.code == ResponseCode.CONTROLLER_BROKER_ID_INVALID:
+                self.identity.drop_pending()  # taken by another broker meanwhile: ask anew
+            raise
+        return self.identity.confirm(pending.broker_id).broker_id
+
+    async def _ask_for_election(self, info: ReplicaInfo) -> ReplicaInfo:
+        """No master in the set: ask the controller to elect one (RocketMQ's brokerElect)."""
+        try:
+            return await self.client.elect(self.broker.config.broker_name, self.broker_id)
+        except ControllerError as exc:
+            log.info("controller mode: no master elected yet (%s)", exc)
+            return info
+
+    # -- the role --------------------------------------------------------------------------------
+    async def apply(self, info: ReplicaInfo) -> None:
+        """Take the role ``info`` (the controller leader's view of this set) names."""
+        async with self._role_lock:
+            if info.master_epoch < self.master_epoch:
+                return  # older than what this broker acted on
+            if info.master_epoch == self.master_epoch and (
+                info.master_id is not None or self.master_id is None
+            ):
+                if self.is_master and info.master_id == self.broker_id:
+                    self._take_sync_state_set(info.sync_state_set, info.sync_state_set_epoch)
+                return
+            await self._change_role(info)
+
+    async def _change_role(self, info: ReplicaInfo) -> None:
+        assert self.broker_id is not None
+        replication, config = self.broker.replication, self.broker.config
+        was_master = self.is_master
+        self.master_epoch = info.master_epoch
+        self.master_id = info.master_id
+        self.master_address = info.master_address
+        self.role_changes += 1
+        self._allow(NO_ROLE_YET)
+        self._allow(FENCED)
+        if info.master_id is None:
+            self._refuse(NO_MASTER)
+            if was_master:
+                await self._step_down()
+            log.warning(
+                "controller mode: %s has no master at epoch %d", config.broker_name, info.master_epoch
+            )
+            return
+        self._allow(NO_MASTER)
+        if info.master_id == self.broker_id:
+            self.sync_state_set = frozenset({self.broker_id})
+            self.sync_state_set_epoch = 0
+            self._take_sync_state_set(info.sync_state_set, info.sync_state_set_epoch)
+            self._tracker = InSyncTracker(
+                self.broker_id, self.broker.store.max_physic_offset, time.monotonic()
+            )
+            if time.monotonic() >= self.lease.valid_until:  # not heard lately: no writes before it is
+                self.lease.expired = True
+                self._refuse(lease_ended(int(self.lease.seconds * 1000)))
+            await replication.become_master(info.master_epoch, self._replica_wait)
+            if not was_master:
+                await self.broker.start_master_services()
+        else:
+            if was_master:
+                await self._step_down()
+            self._tracker = None
+            await replication.become_slave(
+                self.broker_id, info.master_id, info.master_address, info.master_epoch
+            )
+        self.broker.register_soon()  # the name servers learn the new role (id 0 for a master) now
+
+    async def _step_down(self) -> None:
+        await self.broker.replication.fence()  # writes refused before anything else changes
+        await self.broker.stop_master_services()
+
+    def _take_sync_state_set(self, members: frozenset[int], epoch: int) -> None:
+        if epoch > self.sync_state_set_epoch:
+            if members != self.sync_state_set:
+                log.info("controller mode: in-sync set %s (epoch %d), was %s", sorted(members), epoch,
+                         sorted(self.sync_state_set))  # fmt: skip
+            self.sync_state_set, self.sync_state_set_epoch = members, epoch
+
+    # -- what a master's send waits for ------------------------------------------------------------
+    def _replica_wait(self, end_offset: int) -> PutMessageStatus | asyncio.Future[PutMessageStatus]:
+        """allAckInSyncStateSet: every in-sync slave confirms ``end_offset``; else inSyncReplicas
+        replicas, the master counting as one (RocketMQ's default 1: nobody is waited for)."""
+        server = self.broker.replication.server
+        store_config = self.broker.config.store
+        if server is None:
+            return PutMessageStatus.FLUSH_SLAVE_TIMEOUT
+        if store_config.all_ack_in_sync_state_set:
+            slaves = self.sync_state_set - {self.broker_id}
+            if not slaves:
+                return PutMessageStatus.PUT_OK
+            wait_for_all = getattr(server, "wait_for_slaves", None)
+            if wait_for_all is not None:
+                return wait_for_all(end_offset, slaves)
+            return server.wait_for_slave(end_offset)
+        if store_config.in_sync_replicas <= 1:
+            return PutMessageStatus.PUT_OK
+        return server.wait_for_slave(end_offset)
+
+    # -- writes refused for controller-mode reasons ------------------------------------------------
+    def _refuse(self, reason: str) -> None:
+        if reason not in self._reasons:
+            self._reasons.append(reason)
+        _running_flags(self.broker.store).set(NOT_WRITEABLE, self._reasons[0])
+
+    def _allow(self, reason: str) -> None:
+        if reason in self._reasons:
+            self._reasons.remove(reason)
+        flags = _running_flags(self.broker.store)
+        if self._reasons:
+            flags.set(NOT_WRITEABLE, self._reasons[0])
+        else:
+            flags.clear(NOT_WRITEABLE)
+
+    def _lease_ended(self) -> None:
+        if self.is_master:
+            log.error("controller mode: lease ended, writes refused until the controller leader answers")
+            self._refuse(lease_ended(int(self.lease.seconds * 1000)))
+
+    def _lease_renewed(self) -> None:
+        for reason in [r for r in self._reasons if r.startswith(LEASE_ENDED)]:
+            self._allow(reason)
+
+    # -- heartbeats ------------------------------------------------------------------------------
+    def _heartbeat_header(self) -> BrokerHeartbeatRequestHeader:
+        config, store = self.broker.config, self.broker.store
+        epochs = self.broker.replication.epochs
+        max_offset = store.max_physic_offset
+        return BrokerHeartbeatRequestHeader(
+            cluster_name=config.broker_cluster_name,
+            broker_addr=config.broker_addr,
+            broker_name=config.broker_name,
+            broker_id=self.broker_id,
+            epoch=epochs.last_epoch() if epochs is not None else 0,
+            max_offset=max_offset,
+            confirm_offset=self._confirm_offset(max_offset),
+            heartbeat_timeout_mills=config.controller_heart_beat_timeout_mills,
+            election_priority=config.broker_election_priority,
+        )
+
+    def _confirm_offset(self, max_offset: int) -> int:
+        """What the whole in-sync set holds (a master's), or this log's end (a slave's)."""
+        server = self.broker.replication.server
+        if not self.is_master or server is None or not hasattr(server, "slaves"):
+            return max_offset
+        acked = {s.broker_id: s.ack_offset for s in server.slaves()}
+        others = self.sync_state_set - {self.broker_id}
+        return min([max_offset, *(acked.get(b, 0) for b in others)])
+
+    async def _heartbeat_once(self) -> None:
+        """One heartbeat to every controller (and the leader, if it is named otherwise); an
+        acknowledgement by the leader renews the lease from the moment of sending."""
+        if not self.leader:
+            await self._find_leader()
+        sent_at = time.monotonic()
+        header = self._heartbeat_header()
+        remoting = self.client.remoting
+        addresses = list(dict.fromkeys([*self.client.addresses, *([self.leader] if self.leader else [])]))
+
+        async def one(address: str) -> bool:
+            try:
+                request = create_request(RequestCode.BROKER_HEARTBEAT, header)
+                return (await remoting.invoke(address, request, HEARTBEAT_TIMEOUT_MS)).ok
+            except RemotingError:
+                return False
+
+        answers = dict(zip(addresses, await asyncio.gather(*(one(a) for a in addresses)), strict=True))
+        if any(answers.values()):
+            self.heartbeats_ok += 1
+        if self.leader and answers.get(self.leader):
+            self.lease.renew(sent_at)
+        elif self.leader:
+            self.leader = ""  # look it up again next time: it may have moved
+
+    async def _heartbeat_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.broker.config.broker_heartbeat_interval / 1000)
+            try:
+                await self._heartbeat_once()
+            except Exception:
+                log.exception("controller mode: heartbeat failed")
+
+    async def _find_leader(self) -> None:
+        try:
+            self.leader = await self.client.find_leader()
+        except ControllerError as exc:
+            self.leader = ""
+            self.last_error = str(exc)
+
+    async def _leader_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.broker.config.sync_controller_metadata_period / 1000)
+            await self._find_leader()
+
+    # -- the replica info --------------------------------------------------------------------------
+    async def _replica_info_loop(self) -> None:
+        while True:
+            try:
+                await asyncio.wait_for(
+                    self._poll_now.wait(), self.broker.config.sync_broker_metadata_period / 1000
+                )
+            except TimeoutError:
+                pass
+            self._poll_now.clear()
+            try:
+                await self.sync_replica_info()
+            except Exception:
+                log.exception("controller mode: replica info poll failed")
+
+    async def sync_replica_info(self) -> None:
+        """The leader's view of this set, acted on (RocketMQ's schedulingSyncBrokerMetadata)."""
+        name = self.broker.config.broker_name
+        try:
+            info = await self.client.replica_info(name)
+        except ControllerError as exc:
+            self.last_error = str(exc)
+            if exc.code == ResponseCode.CONTROLLER_BROKER_METADATA_NOT_EXIST and self.broker_id is not None:
+                await self.client.register(
+                    self.broker.config.broker_cluster_name,
+                    name,
+                    self.broker_id,
+                    self.broker.config.broker_addr,
+                )
+            return
+        if info.master_id is None and info.master_epoch >= self.master_epoch:
+            info = await self._ask_for_election(info)
+        await self.apply(info)
+
+    async def on_role_changed(self, _conn, request: RemotingCommand) -> RemotingCommand:
+        """NOTIFY_BROKER_ROLE_CHANGED: read the replica info now. Its own content is only
+        checked for shape: a one-way request anyone can send never decides the role."""
+        try:
+            NotifyBrokerRoleChangedRequestHeader.from_ext_fields(request.ext_fields)
+            if len(request.body) > MAX_NOTIFY_BODY:
+                raise ValueError("body too large")
+            if request.body:
+                json.loads(request.body)
+        except ValueError as exc:
+            return response_to(request, ResponseCode.SYSTEM_ERROR, f"not a role-change notification: {exc}")
+        self._poll_now.set()
+        return response_to(request)
+
+    # -- the in-sync set -----------------------------------------------------------------------------
+    async def _sync_state_set_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.broker.config.check_sync_state_set_period / 1000)
+            try:
+                await self.check_sync_state_set()
+            except Exception:
+                log.exception("controller mode: in-sync set check failed")
+
+    async def check_sync_state_set(self) -> None:
+        server, tracker = self.broker.replication.server, self._tracker
+        if not self.is_master or server is None or tracker is None or not hasattr(server, "slaves"):
+            return
+        store, store_config = self.broker.store, self.broker.config.store
+        epochs = self.broker.replication.epochs
+        last = epochs.last_entry() if epochs is not None else None
+        wanted = tracker.check(
+            self.sync_state_set,
+            [SlaveAck(s.broker_id, s.ack_offset) for s in server.slaves() if s.broker_id is not None],
+            store.max_physic_offset,
+            last.start_offset if last is not None else 0,
+            store_config.ha_max_gap_not_in_sync,
+            store_config.ha_max_time_slave_not_catchup / 1000,
+            time.monotonic(),
+        )
+        if wanted != self.sync_state_set:
+            await self._alter_sync_state_set(wanted)
+
+    async def _alter_sync_state_set(self, wanted: frozenset[int]) -> None:
+        assert self.broker_id is not None
+        epoch, master_epoch = self.sync_state_set_epoch, self.master_epoch
+        try:
+            members, new_epoch = await self.client.alter_sync_state_set(
+                self.broker.config.broker_name, self.broker_id, master_epoch, set(wanted), epoch
+            )
+        except ControllerError as exc:
+            self.last_error = str(exc)
+            if exc.code == ResponseCode.CONTROLLER_FENCED_MASTER_EPOCH:
+                log.error("controller mode: this master was replaced (%s): writes refused now", exc.remark)
+                self._refuse(FENCED)
+                await self._step_down_if_master(master_epoch)
+                self._poll_now.set()
+            elif exc.code == ResponseCode.CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH:
+                self._poll_now.set()
+            else:
+                log.warning("controller mode: in-sync set %s not taken: %s", sorted(wanted), exc)
+            return
+        async with self._role_lock:
+            if self.master_epoch == master_epoch and self.is_master:
+                self._take_sync_state_set(members, new_epoch)
+
+    async def _step_down_if_master(self, master_epoch: int) -> None:
+        async with self._role_lock:
+            if self.is_master and self.master_epoch == master_epoch:
+                await self._step_down()
+
+    # -- answers -----------------------------------------------------------------------------------
+    def runtime_info(self) -> dict[str, str]:
+        lease_ms = int(self.lease.seconds * 1000)
+        return {
+            "enableControllerMode": "true",
+            "controllerState": self.state,
+            "controllerLeaderAddr": self.leader,
+            "controllerBrokerId": "" if self.broker_id is None else str(self.broker_id),
+            "masterBrokerId": "" if self.master_id is None else str(self.master_id),
+            "masterAddr": self.master_address,
+            "masterEpoch": str(self.master_epoch),
+            "syncStateSet": ",".join(map(str, sorted(self.sync_state_set))) if self.is_master else "",
+            "syncStateSetEpoch": str(self.sync_state_set_epoch) if self.is_master else "",
+            "controllerLeaseMillis": str(lease_ms),
+            "controllerLeaseExpired": str(self.is_master and self.lease.expired).lower(),
+            "controllerRoleChanges": str(self.role_changes),
+            "controllerLastError": self.last_error,
+            "writeRefusedReason": self._reasons[0] if self._reasons else "",
+        }
+
+
+def epoch_cache_handler(broker: BrokerController):
+    """GET_BROKER_EPOCH_CACHE (1007): the log's epochs (none outside controller mode) and its max
+    offset, under the controller's brokerId for this broker where it has one."""
+
+    async def epoch_cache(_conn, request: RemotingCommand) -> RemotingCommand:
+        config, epochs, replicas = broker.config, broker.replication.epochs, broker.replicas
+        broker_id = replicas.broker_id if replicas is not None and replicas.broker_id is not None else None
+        body = EpochEntryCache(
+            config.broker_cluster_name,
+            config.broker_name,
+            config.broker_id if broker_id is None else broker_id,
+            epochs.entries() if epochs is not None else (),
+            broker.store.max_physic_offset,
+        ).encode()
+        return response_to(request, body=body)
+
+    return epoch_cache

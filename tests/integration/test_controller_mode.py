@@ -1,0 +1,197 @@
+"""Issue 22, automatic failover with real processes: brokers in controller mode (RocketMQ 5's
+ReplicasManager) beside a controller and a name server. The controller names the master; a
+SIGKILLed master is replaced by its slave, which takes writes and registers as brokerId 0; the old
+master comes back as a slave and cuts what it wrote that the new master lacks; a master cut off
+from the controller stops taking writes when its lease ends; a switchover moves the master."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from broker.client import Producer
+from broker.common.codes import RequestCode, ResponseCode
+from broker.common.epoch_entries import EpochEntryCache
+from broker.common.message import Message
+from broker.common.request_headers import GetRouteInfoRequestHeader
+from broker.local_cluster import SMALL_STORE, free_port, start_controller, wait_until, write_conf
+from broker.remoting import fastjson
+from tests.cluster import Cluster
+
+CLUSTER = "CtlCluster"
+SET = "broker-ctl"
+TOPIC = "ctl-topic"
+HEARTBEAT_TIMEOUT_MS = 1500
+
+BROKER_SETTINGS = {
+    "brokerName": SET,
+    "autoCreateTopicEnable": "true",
+    "autoCreateSubscriptionGroup": "true",
+    **SMALL_STORE,
+    "mappedFileSizeCommitLog": 1048576,
+    "registerBrokerIntervalMillis": 500,
+    "haSendHeartbeatInterval": 300,
+    "haHousekeepingInterval": 3000,
+    "enableControllerMode": "true",
+    "brokerHeartbeatInterval": 200,
+    "controllerHeartBeatTimeoutMills": HEARTBEAT_TIMEOUT_MS,
+    "syncBrokerMetadataPeriod": 500,
+    "checkSyncStateSetPeriod": 300,
+    "syncControllerMetadataPeriod": 2000,
+    "haMaxTimeSlaveNotCatchup": 3000,
+}
+
+
+class ControllerCluster:
+    """A controller, a name server and brokers of one set in controller mode."""
+
+    def __init__(self, workdir: Path, controller_settings: dict | None = None) -> None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.workdir = workdir
+        self.controller_port = free_port()
+        self.controller_conf = write_conf(
+            workdir / "controller.conf",
+            {
+                "listenPort": self.controller_port,
+                "controllerDLegerPeers": f"n0-127.0.0.1:{free_port()}",
+                "controllerStorePath": workdir / "controller",
+                "scanNotActiveBrokerInterval": 100,
+                **(controller_settings or {}),
+            },
+        )
+        self.controller = start_controller(self.controller_conf)
+        self.cluster = Cluster(workdir, CLUSTER)
+
+    @property
+    def controller_addr(self) -> str:
+        return f"127.0.0.1:{self.controller_port}"
+
+    def restart_controller(self) -> None:
+        self.controller.kill()
+        self.controller = start_controller(self.controller_conf)
+
+    def add(self, name: str, **settings: object):
+        return self.cluster.add_broker(
+            name, {**BROKER_SETTINGS, "controllerAddr": self.controller_addr, **settings}
+        )
+
+    def addr(self, name: str) -> str:
+        return self.cluster.brokers[name].addr
+
+    def runtime(self, name: str) -> dict[str, str]:
+        response = self.cluster.request(RequestCode.GET_BROKER_RUNTIME_INFO, addr=self.addr(name))
+        assert response.ok, response.remark
+        return json.loads(response.body)["table"]
+
+    def role(self, name: str) -> str:
+        try:
+            return self.runtime(name)["brokerRole"]
+        except Exception:
+            return "?"
+
+    def master(self, names) -> str | None:
+        """The one of ``names`` that is a writable master, if exactly one is."""
+        masters = [n for n in names if self.role(n) == "SYNC_MASTER"]
+        return masters[0] if len(masters) == 1 else None
+
+    def route_ids(self) -> dict[int, str]:
+        header = GetRouteInfoRequestHeader(TOPIC)
+        response = self.cluster.request(
+            RequestCode.GET_ROUTEINFO_BY_TOPIC, header, addr=self.cluster.namesrv_addr
+        )
+        if not response.ok:
+            return {}
+        for data in fastjson.loads(response.body)["brokerDatas"]:
+            if data["brokerName"] == SET:
+                return {int(k): v for k, v in data["brokerAddrs"].items()}
+        return {}
+
+    def epochs(self, name: str) -> EpochEntryCache:
+        response = self.cluster.request(RequestCode.GET_BROKER_EPOCH_CACHE, addr=self.addr(name))
+        assert response.ok, response.remark
+        return EpochEntryCache.decode(response.body)
+
+    def stop(self) -> None:
+        self.cluster.stop()
+        self.controller.stop()
+
+
+@pytest.fixture
+def ctl(tmp_path):
+    cluster = ControllerCluster(tmp_path)
+    yield cluster
+    cluster.stop()
+
+
+def _send(namesrv: str, bodies: list[str], group: str = "CTL_PRODUCER") -> list[str]:
+    producer = Producer(group, namesrv).start()
+    try:
+        return [producer.send(Message(TOPIC, body.encode())).send_status for body in bodies]
+    finally:
+        producer.shutdown()
+
+
+def _store_max(ctl: ControllerCluster, name: str) -> int:
+    return int(ctl.runtime(name)["commitLogMaxOffset"])
+
+
+def _send_one(ctl: ControllerCluster, name: str, body: bytes):
+    """SEND_MESSAGE straight to one broker (not through the route): its answer."""
+    from broker.common.request_headers import SendMessageRequestHeader
+
+    header = SendMessageRequestHeader(
+        producer_group="CTL_DIRECT",
+        topic=TOPIC,
+        default_topic="TBW102",
+        default_topic_queue_nums=4,
+        queue_id=0,
+        sys_flag=0,
+        born_timestamp=int(time.time() * 1000),
+        flag=0,
+        properties="",
+        reconsume_times=0,
+    )
+    return ctl.cluster.request(RequestCode.SEND_MESSAGE, header, body, addr=ctl.addr(name))
+
+
+def test_one_master_one_slave_and_failover(ctl):
+    ctl.add("b1")
+    assert wait_until(lambda: ctl.role("b1") == "SYNC_MASTER", 20), ctl.runtime("b1")
+    ctl.add("b2")
+    assert wait_until(
+        lambda: ctl.role("b2") == "SLAVE" and ctl.runtime("b2").get("masterBrokerId") == "1", 20
+    )
+    info = ctl.runtime("b1")
+    assert info["controllerBrokerId"] == "1" and info["masterEpoch"] == "1"
+    assert ctl.runtime("b2")["controllerBrokerId"] == "2"
+
+    assert _send(ctl.cluster.namesrv_addr, [f"m{i}" for i in range(50)]) == ["SEND_OK"] * 50
+    assert wait_until(lambda: _store_max(ctl, "b2") == _store_max(ctl, "b1") > 0, 20)
+    # The slave joins the in-sync set once caught up.
+    assert wait_until(lambda: ctl.runtime("b1")["syncStateSet"] == "1,2", 20), ctl.runtime("b1")
+    # A slave refuses sends.
+    refused = _send_one(ctl, "b2", b"x")
+    assert refused.code == ResponseCode.SERVICE_NOT_AVAILABLE
+
+    ctl.cluster.brokers["b1"].proc.send_signal(signal.SIGKILL)
+    ctl.cluster.brokers["b1"].proc.wait(10)
+    killed = time.monotonic()
+    assert wait_until(lambda: ctl.role("b2") == "SYNC_MASTER", 30), ctl.runtime("b2")
+    failover_s = time.monotonic() - killed
+    print(f"failover: b2 is master {failover_s:.2f} s after b1 was killed")
+    assert ctl.runtime("b2")["masterEpoch"] == "2"
+    assert wait_until(lambda: ctl.route_ids().get(0) == ctl.addr("b2"), 20), ctl.route_ids()
+    assert _send(ctl.cluster.namesrv_addr, [f"after{i}" for i in range(20)]) == ["SEND_OK"] * 20
+
+    # The old master returns as a slave of the new one and catches up.
+    ctl.cluster.start_broker("b1")
+    assert wait_until(lambda: ctl.role("b1") == "SLAVE", 20), ctl.runtime("b1")
+    assert wait_until(lambda: _store_max(ctl, "b1") == _store_max(ctl, "b2"), 20)
+    epochs = [(e.epoch, e.start_offset) for e in ctl.epochs("b2").epoch_list]
+    print("new master's epochs:", epochs, "old master's:", ctl.epochs("b1").epoch_list)
+    assert [e for e, _ in epochs] == [1, 2] and epochs[1][1] > 0
+    assert ctl.epochs("b1").epoch_list == ctl.epochs("b2").epoch_list
