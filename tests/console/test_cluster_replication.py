@@ -117,6 +117,32 @@ def _send(ha, count: int) -> None:
         producer.shutdown()
 
 
+def _lag_samples(text: str, family: str) -> dict[str, float]:
+    """broker_id -> value of ``family`` for this module's broker set, from /metrics."""
+    samples = {}
+    for labels, value in re.findall(rf"^{family}\{{(.*?)\}} (\S+)$", text, re.M):
+        fields = dict(re.findall(r'(\w+)="([^"]*)"', labels))
+        if fields.get("broker") == MASTER:
+            samples[fields["broker_id"]] = float(value)
+    return samples
+
+
+def test_metrics_exports_the_lag_of_the_master_and_of_each_slave(viewer, ha, settings):
+    """/metrics (issue 22): the bytes each slave lacks (its own haBehindMasterBytes, one series per
+    slave, labelled with its broker id), the bytes and seconds its master's furthest slave lacks."""
+    settings.CONSOLE_METRICS_CACHE_SECONDS = 0
+    _send(ha, 10)
+
+    def caught_up() -> bool:
+        master, slave = _runtime(ha, MASTER), _runtime(ha, SLAVE)
+        return master["haSlaveBehindBytes"] == "0" and slave["haBehindMasterBytes"] == "0"
+
+    wait_until(caught_up, timeout=30, interval=0.2, what="the slave caught up")
+    text = viewer.get("/metrics").content.decode()
+    assert _lag_samples(text, "rocketmq_broker_replication_lag_bytes") == {"0": 0.0, "1": 0.0}
+    assert _lag_samples(text, "rocketmq_broker_replication_lag_seconds") == {"0": 0.0}
+
+
 def test_a_frozen_slaves_lag_is_its_masters_own_figure(viewer, ha):
     """A slave that stops reading (SIGSTOP) keeps its connection: the master's lag figures grow
     non-zero and the page shows them as the master reports them; the frozen slave is unreachable."""
