@@ -56,9 +56,10 @@ REQUEST_ROUND_S = 2.0
 RESOLVE_ROUND_S = 1.0
 CHECK_DEADLINE_S = 2 * REQUEST_ROUND_S + 2 * RESOLVE_ROUND_S
 REQUEST_TIMEOUT_MS = int(REQUEST_ROUND_S * 1000)
-# What is read of an answer: a cluster-info body lists every broker set (a few hundred bytes
-# each), a config body a few hundred keys. Larger is not a real answer.
-MAX_CLUSTER_INFO_BYTES = 4 << 20
+# What is read of an answer: a cluster-info body lists every broker set in about 150 bytes (512 KiB:
+# thousands of sets), a config body a few hundred keys. Larger is not a real answer; the cap also
+# bounds the parsing of a hostile body that only fastjson's slow path reads (about 1.5 s a MiB).
+MAX_CLUSTER_INFO_BYTES = 512 << 10
 MAX_CONFIG_BYTES = 256 << 10
 MAX_BROKER_SETS = 10_000
 MAX_MASTERS_ASKED = 32  # masters whose settings are read (this set's and those sharing the host)
@@ -114,23 +115,24 @@ def judge(config: BrokerConfig, masters: Iterable[MasterRecord], same: SameAddre
                 continue
             if same(configured, master.ha_addr):
                 return Verdict(_foreign_master(configured, master, name, cluster), tuple(warnings))
-        for master in own:
-            if master.ha_addr is None:
-                continue
-            verdict = same(configured, master.ha_addr)
-            if verdict is False:
-                return Verdict(
-                    f"haMasterAddress {configured} is not the HA address of {_display(name)}'s master: "
-                    f"the name servers list that master at {_display_addr(master.addr)}, HA address "
-                    f"{_display_addr(master.ha_addr)}: fix haMasterAddress (or leave it empty to follow "
-                    f"the name servers)",
-                    tuple(warnings),
-                )
-            if verdict is None:
-                warnings.append(
-                    f"cannot tell whether haMasterAddress {configured} is {_display(name)}'s master's HA "
-                    f"address {_display_addr(master.ha_addr)} (a host did not resolve)"
-                )
+        # Several entries under one name (name servers that disagree, one of them stale): the
+        # address must be one of them.
+        compared = [(master, same(configured, master.ha_addr)) for master in own if master.ha_addr]
+        if compared and all(verdict is False for _, verdict in compared):
+            master = compared[0][0]
+            return Verdict(
+                f"haMasterAddress {configured} is not the HA address of {_display(name)}'s master: "
+                f"the name servers list that master at {_display_addr(master.addr)}, HA address "
+                f"{_display_addr(master.ha_addr or '')}: fix haMasterAddress (or leave it empty to "
+                f"follow the name servers)",
+                tuple(warnings),
+            )
+        if compared and not any(verdict for _, verdict in compared):
+            warnings.append(
+                f"cannot tell whether haMasterAddress {configured} is the HA address of "
+                f"{_display(name)}'s master ({_display_addr(compared[0][0].ha_addr or '')}): a host "
+                f"did not resolve"
+            )
     for master in own:
         if master.ha_addr is not None and master.cluster != cluster:
             return Verdict(

@@ -228,6 +228,11 @@ def test_judge_refuses_only_what_it_is_sure_of():
     unread = MasterRecord("broker-a", "10.0.0.1:10911", "C", None, asked=True)
     assert judge(_config(haMasterAddress="10.0.0.1:10912"), [a, b], _same).refusal is None
     assert "fix brokerName" in (judge(_config(haMasterAddress="10.0.0.2:10912"), [a, b], _same).refusal or "")
+    # Two name servers that disagree (one stale): the address must be one of the entries.
+    stale = MasterRecord("broker-a", "10.0.0.7:10911", "C", "10.0.0.7:10912", asked=True)
+    assert judge(_config(haMasterAddress="10.0.0.1:10912"), [stale, a, b], _same).refusal is None
+    wrong = judge(_config(haMasterAddress="10.0.0.8:1"), [stale, a], _same)
+    assert "fix haMasterAddress" in (wrong.refusal or "")
     # Settings not read, or hosts that cannot be compared: a warning, never a refusal.
     verdict = judge(_config(haMasterAddress="10.0.0.9:10912"), [unread], _same)
     assert verdict.refusal is None and any("could not read" in w for w in verdict.warnings)
@@ -256,3 +261,29 @@ def test_hostile_cluster_info_answers_are_refused_or_skipped(body):
     )
     listed = _masters_listed(fastjson_body)
     assert listed == [("a", "h:1", "C")]
+
+
+def test_with_acl_the_check_signs_as_the_broker_or_warns(tmp_path):
+    """Name server and master with plain ACL on: the check signs with the broker's own account
+    (innerAccessKey, as its registration does) and refuses a slave of another set; without an
+    account the master refuses to describe itself, and the slave starts with a warning."""
+    from tests.acl.acl_cluster import ADMIN, start_acl_cluster
+
+    acl = start_acl_cluster(tmp_path / "acl")
+    try:
+        info = acl.request(acl.admin, RequestCode.GET_BROKER_RUNTIME_INFO)
+        ha = f"127.0.0.1:{json.loads(info.body)['table']['haListenPort']}"
+        settings = {"brokerClusterName": "AclCluster", "brokerName": "broker-x", "haMasterAddress": ha}
+        signed = {"innerAccessKey": ADMIN.access_key, "innerSecretKey": ADMIN.secret_key}
+        finished = _start_expecting_refusal(_slave_conf(tmp_path, {**settings, **signed}), acl.namesrv_addr)
+        assert finished.returncode == 2, finished.stderr
+        assert "is the HA port of broker-acl's master (cluster AclCluster)" in finished.stderr
+
+        slave = start_broker(_slave_conf(tmp_path, settings), acl.namesrv_addr, free_port())
+        try:
+            said = [text for text in slave.output if "slave identity check" in text]
+            assert any("could not read the settings of the master(s)" in text for text in said), said
+        finally:
+            assert slave.stop() == 0
+    finally:
+        acl.stop()
