@@ -286,6 +286,7 @@ class Ack:
 class ThreadRecord:
     acks: list[Ack] = field(default_factory=list)
     failed: int = 0  # exceptions: the broker gone, a timeout, no route
+    errors: collections.Counter = field(default_factory=collections.Counter)  # their kinds
     not_ok: collections.Counter = field(default_factory=collections.Counter)  # answered, not SEND_OK
 
 
@@ -347,8 +348,9 @@ class KeyedLoad:
             started = time.monotonic()
             try:
                 result = self.producer.send(message)
-            except Exception:
+            except Exception as exc:
                 record.failed += 1
+                record.errors[f"{type(exc).__name__}: {str(exc)[:160]}"] += 1
                 self._stop.wait(self.backoff_s)
                 continue
             if result.send_status == "SEND_OK":
@@ -382,6 +384,13 @@ class KeyedLoad:
     @property
     def failed(self) -> int:
         return sum(r.failed for r in self.records)
+
+    def errors(self, most: int = 5) -> list[tuple[str, int]]:
+        """The commonest failed sends' errors."""
+        total: collections.Counter = collections.Counter()
+        for record in self.records:
+            total.update(record.errors)
+        return total.most_common(most)
 
     @property
     def not_ok(self) -> collections.Counter:

@@ -50,7 +50,7 @@ def test_sync_master_killed_five_times_loses_and_duplicates_nothing(tmp_path):
         slave_stored = replicas.stored_keys(replicas.slave_of(final_master))
     except BaseException:
         load.stop()
-        print(f"seed {seed}\n{replicas.logs()}")
+        print(f"seed {seed}, {len(load.acks())} acked, failed sends {load.errors()}\n{replicas.logs()}")
         raise
     finally:
         replicas.stop()
