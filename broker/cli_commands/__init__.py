@@ -6,7 +6,7 @@ from broker.cli_commands.base import Command
 
 
 def all_commands() -> list[Command]:
-    from broker.cli_commands import acl, brokers, cluster, group, message, offset, topic, trace
+    from broker.cli_commands import acl, brokers, cluster, controller, group, message, offset, topic, trace
 
     return [
         *cluster.COMMANDS,
@@ -17,4 +17,5 @@ def all_commands() -> list[Command]:
         *trace.COMMANDS,
         *brokers.COMMANDS,
         *acl.COMMANDS,
+        *controller.COMMANDS,
     ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from broker.client.errors import BrokerUnreachableError, MQBrokerError, MQClientError
 from broker.common.codes import RequestCode, ResponseCode, code_name
@@ -30,17 +30,27 @@ from broker.remoting.command import RemotingCommand, create_request
 from broker.remoting.errors import RemotingError
 
 from .replicas_info import BrokerReplicas, ReplicasBodyError, decode_table
+from .state import MAX_REPLICAS_PER_SET
 
 TIMEOUT_MS = 3000
+MAX_BODY_BYTES = 1024 * 1024  # a replica answer names at most 64 replicas
 
 
 class ControllerError(Exception):
     """A controller's refusal (``code`` is RocketMQ's), or no controller reachable (code None)."""
 
-    def __init__(self, code: int | None, remark: str) -> None:
+    def __init__(self, code: int | None, remark: str, address: str | None = None) -> None:
         super().__init__(f"{code_name(code)}: {remark}" if code is not None else remark)
         self.code = code
         self.remark = remark
+        self.address = address  # the controller that answered (None: none did)
+
+
+class ControllerUnreachable(ControllerError):
+    """No controller given could be reached; ``remark`` says why for each."""
+
+    def __init__(self, failures: list[str]) -> None:
+        super().__init__(None, "; ".join(failures))
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +62,8 @@ class ReplicaInfo:
     master_epoch: int
     sync_state_set: frozenset[int]
     sync_state_set_epoch: int
+    # brokerId -> address of every replica, when the answer names them (an election's does)
+    broker_addrs: dict[int, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,25 +92,74 @@ def _peers(raw: str) -> dict[str, str]:
 
 def _int(response: RemotingCommand, name: str) -> int | None:
     raw = response.field(name)
-    return int(raw) if raw not in (None, "") else None
+    if raw in (None, ""):
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise ControllerError(None, f"the controller's {name} {raw[:32]!r} is not a number") from None
+
+
+def _json_body(response: RemotingCommand) -> dict:
+    """The answer's JSON object (a SyncStateSet, an election's member group), bounded."""
+    if not response.body:
+        return {}
+    if len(response.body) > MAX_BODY_BYTES:
+        raise ControllerError(None, "the controller's answer is too large")
+    try:
+        body = json.loads(response.body)
+    except ValueError:
+        raise ControllerError(None, "the controller's answer is not JSON") from None
+    if not isinstance(body, dict):
+        raise ControllerError(None, "the controller's answer is not a JSON object")
+    return body
+
+
+def _ids(raw: object) -> frozenset[int]:
+    if not isinstance(raw, list) or len(raw) > MAX_REPLICAS_PER_SET or not all(type(i) is int for i in raw):
+        raise ControllerError(None, "the controller's syncStateSet is not a list of broker ids")
+    return frozenset(raw)
+
+
+def _epoch(raw: object) -> int:
+    if type(raw) is not int:
+        raise ControllerError(None, "the controller's syncStateSetEpoch is not a number")
+    return raw
+
+
+def _broker_addrs(body: dict) -> dict[int, str]:
+    group = body.get("brokerMemberGroup")
+    addrs = group.get("brokerAddrs") if isinstance(group, dict) else None
+    if not isinstance(addrs, dict) or len(addrs) > MAX_REPLICAS_PER_SET:
+        return {}
+    out = {}
+    for key, value in addrs.items():
+        if isinstance(key, str) and key.isdigit() and isinstance(value, str) and len(value) <= 255:
+            out[int(key)] = value
+    return dict(sorted(out.items()))
 
 
 def _replica_info(response: RemotingCommand) -> ReplicaInfo:
-    body = json.loads(response.body) if response.body else {}
+    body = _json_body(response)
+    header_epoch = _int(response, "syncStateSetEpoch") or 0
     return ReplicaInfo(
         master_id=_int(response, "masterBrokerId"),
-        master_address=response.field("masterAddress") or "",
+        master_address=(response.field("masterAddress") or "")[:255],
         master_epoch=_int(response, "masterEpoch") or 0,
-        sync_state_set=frozenset(body.get("syncStateSet", ())),
-        sync_state_set_epoch=int(body.get("syncStateSetEpoch", _int(response, "syncStateSetEpoch") or 0)),
+        sync_state_set=_ids(body.get("syncStateSet", [])),
+        sync_state_set_epoch=_epoch(body.get("syncStateSetEpoch", header_epoch)),
+        broker_addrs=_broker_addrs(body),
     )
 
 
 class ControllerClient:
-    def __init__(self, addresses: list[str], remoting: RemotingClient | None = None) -> None:
+    def __init__(
+        self, addresses: list[str], remoting: RemotingClient | None = None, timeout_ms: int = TIMEOUT_MS
+    ) -> None:
         if not addresses:
             raise ValueError("no controller address")
         self.addresses = list(addresses)
+        self.timeout_ms = timeout_ms
         self.remoting = remoting or RemotingClient()
         self._owns_remoting = remoting is None
         self._leader: str | None = None
@@ -115,12 +176,12 @@ class ControllerClient:
         for candidate in [address] if address else self.addresses:
             try:
                 response = await self.remoting.invoke(
-                    candidate, create_request(RequestCode.CONTROLLER_GET_METADATA_INFO), TIMEOUT_MS
+                    candidate, create_request(RequestCode.CONTROLLER_GET_METADATA_INFO), self.timeout_ms
                 )
             except RemotingError as exc:
-                failures.append(f"{candidate}: {exc}")
+                failures.append(str(exc))
                 continue
-            self._check(response)
+            self._check(response, candidate)
             return ControllerMetadata(
                 address=candidate,
                 group=(response.field("group") or "")[:256],
@@ -129,21 +190,27 @@ class ControllerClient:
                 is_leader=(response.field("isLeader") or "").lower() == "true",
                 peers=_peers(response.field("peers") or ""),
             )
-        raise ControllerError(None, "no controller answered: " + "; ".join(failures))
+        raise ControllerUnreachable(failures)
 
     async def find_leader(self) -> str:
+        unreachable: list[str] = []
         for address in self.addresses:
             try:
                 response = await self.remoting.invoke(
-                    address, create_request(RequestCode.CONTROLLER_GET_METADATA_INFO), TIMEOUT_MS
+                    address, create_request(RequestCode.CONTROLLER_GET_METADATA_INFO), self.timeout_ms
                 )
-            except RemotingError:
+            except RemotingError as exc:
+                unreachable.append(str(exc))
                 continue
             leader = response.field("controllerLeaderAddress") if response.ok else None
             if leader:
                 self._leader = leader
                 return leader
-        raise ControllerError(None, f"no controller leader known by any of {self.addresses}")
+        if len(unreachable) == len(self.addresses):
+            raise ControllerUnreachable(unreachable)
+        raise ControllerError(
+            None, f"no controller leader known by any of {self.addresses} (the group has no quorum?)"
+        )
 
     async def _to_leader(self, code: int, header: CommandHeader | None, body: bytes = b"") -> RemotingCommand:
         """The leader's answer; refusals other than CONTROLLER_NOT_LEADER are raised."""
@@ -151,22 +218,26 @@ class ControllerClient:
         for _ in range(2):  # the cached leader, then the one the group names now
             leader = self._leader or await self.find_leader()
             try:
-                response = await self.remoting.invoke(leader, create_request(code, header, body), TIMEOUT_MS)
+                response = await self.remoting.invoke(
+                    leader, create_request(code, header, body), self.timeout_ms
+                )
             except RemotingError as exc:
                 self._leader = None
-                last = ControllerError(None, str(exc))
+                last = ControllerUnreachable([str(exc)])
                 continue
             if response.code == ResponseCode.CONTROLLER_NOT_LEADER:
                 self._leader = None
-                last = ControllerError(response.code, response.remark or "not the leader")
+                last = ControllerError(response.code, response.remark or "not the leader", leader)
                 continue
+            if not response.ok:
+                raise ControllerError(response.code, response.remark or "", leader)
             return response
         raise last
 
     @staticmethod
-    def _check(response: RemotingCommand) -> RemotingCommand:
+    def _check(response: RemotingCommand, address: str | None = None) -> RemotingCommand:
         if not response.ok:
-            raise ControllerError(response.code, response.remark or "")
+            raise ControllerError(response.code, response.remark or "", address)
         return response
 
     # ---- a broker's requests, in RocketMQ 5.1's order ----
@@ -202,7 +273,7 @@ class ControllerClient:
         async def one(address: str) -> bool:
             try:
                 request = create_request(RequestCode.BROKER_HEARTBEAT, header)
-                return (await self.remoting.invoke(address, request, TIMEOUT_MS)).ok
+                return (await self.remoting.invoke(address, request, self.timeout_ms)).ok
             except RemotingError:
                 return False
 
@@ -228,8 +299,8 @@ class ControllerClient:
                 body,
             )
         )
-        stored = json.loads(response.body)
-        return frozenset(stored["syncStateSet"]), int(stored["syncStateSetEpoch"])
+        stored = _json_body(response)
+        return _ids(stored.get("syncStateSet")), _epoch(stored.get("syncStateSetEpoch"))
 
     async def elect(
         self, broker_name: str, broker_id: int | None = None, *, designate: bool = False, cluster: str = ""
@@ -260,13 +331,15 @@ class ControllerClient:
             raise ControllerError(None, f"the controller's sync state answer is malformed: {exc}") from None
 
 
-async def broker_epoch_cache(remoting: RemotingClient, broker_addr: str) -> EpochEntryCache:
+async def broker_epoch_cache(
+    remoting: RemotingClient, broker_addr: str, timeout_ms: int = TIMEOUT_MS
+) -> EpochEntryCache:
     """GET_BROKER_EPOCH_CACHE (1007) to one broker: the epochs of its commit log and its max
     offset. A refusal raises MQBrokerError, no answer BrokerUnreachableError, a body that is
     not an EpochEntryCache MQClientError."""
     try:
         response = await remoting.invoke(
-            broker_addr, create_request(RequestCode.GET_BROKER_EPOCH_CACHE), TIMEOUT_MS
+            broker_addr, create_request(RequestCode.GET_BROKER_EPOCH_CACHE), timeout_ms
         )
     except RemotingError as exc:
         remoting.close_connection(broker_addr)
