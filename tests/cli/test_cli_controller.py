@@ -1,9 +1,10 @@
 """mqadmin's controller-mode commands as an operator runs them (subprocesses), against real
 controllers: a standalone group of three (followers answer by following the leader) and a name
 server embedding one with ACL on; getBrokerEpoch against brokers registered in that name server
-(scripted servers answering RocketMQ's EpochEntryCache body). Output and exit codes are checked,
-failures included: an unreachable controller, no leader, an unknown broker set, a refused
-switchover, a missing admin account."""
+(scripted servers answering RocketMQ's EpochEntryCache body, to pin the labels and the open
+epoch's end) and against a real broker in controller mode whose controller is embedded in the
+name server. Output and exit codes are checked, failures included: an unreachable controller, no
+leader, an unknown broker set, a refused switchover, a missing admin account."""
 
 from __future__ import annotations
 
@@ -20,11 +21,11 @@ from broker.common.acl_signature import SessionCredentials
 from broker.common.codes import RequestCode as RC
 from broker.common.codes import ResponseCode
 from broker.common.epoch_entries import EpochEntry, EpochEntryCache
-from broker.local_cluster import ROOT, free_port, wait_until
+from broker.local_cluster import ROOT, SMALL_STORE, LocalCluster, free_port, wait_until
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.command import create_request
 from tests.cli.fake_server import FakeServer, error, ok
-from tests.controller.embedded import start_embedded_namesrv
+from tests.controller.embedded import controller_settings, start_embedded_namesrv
 from tests.controller.wire import ControllerGroup, SimulatedBrokers, Wire
 
 NAME = "broker-ctl"
@@ -327,3 +328,58 @@ def test_get_broker_epoch_by_name_cluster_and_address(embedded):
         refusing.close()
     usage = mqadmin("getBrokerEpoch", "-n", addr)
     assert usage.returncode == 2
+
+
+# ---- a real broker in controller mode, its controller embedded in the name server ----
+
+
+def test_a_real_broker_in_controller_mode_seen_through_the_embedded_controller(tmp_path):
+    settings = {
+        "enableControllerInNamesrv": "true",
+        **controller_settings(tmp_path),
+    }
+    cluster = LocalCluster(tmp_path, "RealCtl", namesrv_settings=settings)
+    wire = Wire(_OneAddress(cluster.namesrv_addr))  # type: ignore[arg-type]
+    try:
+        broker = cluster.add_broker(
+            "broker-real",
+            {
+                **SMALL_STORE,
+                "enableControllerMode": "true",
+                "controllerAddr": cluster.namesrv_addr,
+                "brokerHeartbeatInterval": 200,
+                "controllerHeartBeatTimeoutMills": 1500,
+            },
+        )
+        wait_until(
+            lambda: (wire.replica_info("broker-real") or (None,))[0] is not None,
+            timeout=30,
+            what="the controller to elect the broker",
+        )
+        master_id = wire.replica_info("broker-real")[0]  # type: ignore[index]
+        state = mqadmin("getSyncStateSet", "-a", cluster.namesrv_addr, "-b", "broker-real")
+        assert state.returncode == 0, state.stderr
+        assert state.stdout.splitlines()[:4] == [
+            "#brokerName\tbroker-real",
+            f"#MasterBrokerId\t{master_id}",
+            f"#MasterAddr\t{broker.addr}",
+            "#MasterEpoch\t1",
+        ]
+
+        def epochs() -> subprocess.CompletedProcess | None:
+            # The broker registers with the name server once it knows its role.
+            done = mqadmin("getBrokerEpoch", "-n", cluster.namesrv_addr, "-c", "RealCtl")
+            return done if done.returncode == 0 and "#Epoch:" in done.stdout else None
+
+        done = wait_until(epochs, timeout=30, what="the broker's epoch cache through the name server")
+        lines = done.stdout.splitlines()
+        assert lines[:4] == [
+            "#clusterName\tRealCtl",
+            "#brokerName\tbroker-real",
+            f"#brokerAddr\t{broker.addr}",
+            f"#brokerId\t{master_id}",
+        ]
+        assert lines[4].startswith("#Epoch: EpochEntry{epoch=1, startOffset=0, endOffset="), lines
+    finally:
+        wire.close()
+        cluster.stop()
