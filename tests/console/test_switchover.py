@@ -12,7 +12,6 @@ and a controller that does not answer as states of a page that still works.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import re
 import time
@@ -20,153 +19,33 @@ import time
 import pytest
 from django.test import Client
 
-from broker.common.codes import RequestCode
-from broker.common.epoch_entries import EpochEntry, EpochEntryCache
-from broker.common.request_headers.controller import BrokerHeartbeatRequestHeader
-from broker.controller.client import ControllerClient
 from broker.local_cluster import free_port, wait_until
-from broker.remoting.client import EventLoopThread
-from broker.remoting.command import response_to
-from broker.remoting.server import RemotingServer
 from console import cluster_access
 from console.models import AuditRecord
 from tests.cluster import create_user
 from tests.console.conftest import PASSWORD
+from tests.console.controller_sets import running_controller, three_replicas
 from tests.controller.wire import ControllerGroup
 
 pytestmark = [pytest.mark.django_db, pytest.mark.timeout(180)]
 
-CLUSTER = "HaCluster"
-HEARTBEAT_TIMEOUT_MS = 1500
 _names = itertools.count(1)
 
 
 @pytest.fixture(scope="module")
 def controller(tmp_path_factory):
-    """One controller process (a Raft group of one); its remoting address."""
-    group = ControllerGroup(tmp_path_factory.mktemp("console-controller"), size=1)
-    group.start()
-    loop = EventLoopThread("controller-probe")
-    client = ControllerClient([group.listen["n0"]])
-    try:
-        wait_until(
-            lambda: loop.run(client.metadata()).is_leader,
-            timeout=30,
-            interval=0.2,
-            what="the controller to lead",
-        )
+    """One controller process; its remoting address."""
+    with running_controller(tmp_path_factory.mktemp("console-controller")) as group:
         yield group.listen["n0"]
-    finally:
-        loop.run(client.close())
-        loop.stop()
-        group.stop()
-
-
-class HandSet:
-    """One broker set registered on the controller by hand: for each replica a remoting server
-    standing for its broker, an id applied for and registered, heartbeats while it is marked alive."""
-
-    def __init__(self, controller_addr: str, name: str) -> None:
-        self.name = name
-        self.loop = EventLoopThread(f"hand-{name}")
-        self.client = ControllerClient([controller_addr])
-        self.servers: dict[int, RemotingServer] = {}
-        self.addrs: dict[int, str] = {}
-        self.epochs: dict[int, list[EpochEntry]] = {}
-        self.notified: list[dict] = []
-        self.beating: set[int] = set()
-        self._beat = None
-
-    def add(self, bid: int) -> str:
-        async def start() -> str:
-            server = RemotingServer("127.0.0.1", 0)
-            server.register_processor(RequestCode.GET_BROKER_EPOCH_CACHE, self._epoch_cache(bid))
-            server.register_processor(
-                RequestCode.NOTIFY_BROKER_ROLE_CHANGED,
-                lambda conn, request: self.notified.append(dict(request.ext_fields)),
-            )
-            port = await server.start()
-            self.servers[bid] = server
-            return f"127.0.0.1:{port}"
-
-        self.addrs[bid] = addr = self.loop.run(start())
-        self.loop.run(self.client.apply_broker_id(CLUSTER, self.name, bid, f"{addr};1"))
-        self.loop.run(self.client.register(CLUSTER, self.name, bid, addr))
-        return addr
-
-    def _epoch_cache(self, bid: int):
-        def answer(conn, request):
-            entries = tuple(self.epochs.get(bid, ()))
-            end = entries[-1].start_offset + 4096 if entries else 0
-            body = EpochEntryCache(CLUSTER, self.name, bid, entries, end).encode()
-            return response_to(request, body=body)
-
-        return answer
-
-    def start_beating(self) -> None:
-        async def beat_forever() -> None:
-            while True:
-                for bid in sorted(self.beating):
-                    header = BrokerHeartbeatRequestHeader(
-                        cluster_name=CLUSTER,
-                        broker_addr=self.addrs[bid],
-                        broker_name=self.name,
-                        broker_id=bid,
-                        heartbeat_timeout_mills=HEARTBEAT_TIMEOUT_MS,
-                    )
-                    await self.client.heartbeat(header)
-                await asyncio.sleep(0.2)
-
-        self._beat = asyncio.run_coroutine_threadsafe(beat_forever(), self.loop.loop)
-
-    def replicas(self):
-        return self.loop.run(self.client.sync_state_data([self.name]))[self.name]
-
-    def alter_in_sync(self, master: int, master_epoch: int, ids: set[int], set_epoch: int):
-        return self.loop.run(
-            self.client.alter_sync_state_set(self.name, master, master_epoch, ids, set_epoch)
-        )
-
-    def stop(self) -> None:
-        if self._beat is not None:
-            self._beat.cancel()
-
-        async def close() -> None:
-            for server in self.servers.values():
-                await server.stop()
-            await self.client.close()
-
-        self.loop.run(close())
-        self.loop.stop()
 
 
 @pytest.fixture
 def hand_set(controller, settings):
-    """A set of three: 1 the master (epoch 1), 1 and 2 in sync and alive, 3 registered but silent."""
+    """A set of three on the controller: 1 the master, 1 and 2 in sync and alive, 3 silent."""
     settings.CONSOLE_CONTROLLER_ADDR = controller
-    replicas = HandSet(controller, f"hand-{next(_names)}")
-    try:
-        replicas.add(1)
-        replicas.beating.add(1)
-        replicas.start_beating()
-        wait_until(
-            lambda: replicas.replicas().master_id == 1, timeout=30, interval=0.1, what="broker 1 elected"
-        )
-        replicas.add(2)
-        replicas.add(3)
-        replicas.beating.add(2)
-        wait_until(
-            lambda: next(r.alive for r in replicas.replicas().not_in_sync if r.broker_id == 2),
-            timeout=30,
-            interval=0.1,
-            what="broker 2 alive",
-        )
-        replicas.alter_in_sync(1, 1, {1, 2}, 1)
-        # What broker 1's log says of its epochs: it has been master since offset 0.
-        replicas.epochs[1] = [EpochEntry(1, 0)]
-        yield replicas
-    finally:
-        replicas.stop()
+    replicas = three_replicas(controller, f"hand-{next(_names)}")
+    yield replicas
+    replicas.stop()
 
 
 def _client(role: str, csrf: bool = False) -> Client:
