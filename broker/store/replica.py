@@ -9,7 +9,8 @@ frame may end inside a record; the walk stops before it and resumes when the res
 
 ``truncate`` cuts the log back to an offset (a slave ahead of its master after a failover):
 commit log, consume queues, queue offsets and index all end there, so the master's bytes can
-follow as if the tail had never been written.
+follow as if the tail had never been written. ``clear`` drops the whole log (a slave that shares
+no epoch with its master), so the master's can be copied from its oldest segment.
 """
 
 from __future__ import annotations
@@ -144,3 +145,23 @@ class ReplicaLog:
             "commit log cut from %d to %d (%d bytes dropped) to follow the master", end, offset, dropped
         )
         return dropped
+
+    def clear(self) -> int:
+        """Drop the whole log, and everything built from it; return how many bytes were
+        dropped. The next append may then start at any segment (the master's oldest)."""
+        store = self.store
+        commitlog = store.commitlog
+        start, end = commitlog.min_offset, commitlog.max_offset
+        if not commitlog.files.files:
+            return 0
+        self.truncate(start)
+        with commitlog.lock:
+            # truncate() keeps the emptied first segment; an offset below it removes that too.
+            commitlog.files.truncate_dirty(start - 1)
+            for key in list(store.consume_queues):
+                store.drop_consume_queue(key)
+            commitlog.queue_offsets.clear()
+            store.reput.dispatched_offset = 0
+            self.scan_offset = self.submitted_end = 0
+        log.warning("commit log dropped whole (%d bytes from %d) to copy the master's", end - start, start)
+        return end - start

@@ -54,7 +54,7 @@ class EpochFile:
     # -- reading ---------------------------------------------------------------------------------
     def entries(self) -> tuple[EpochEntry, ...]:
         with self._lock:
-            return _as_entries(self._items)
+            return as_entries(self._items)
 
     def last_epoch(self) -> int:
         """The newest epoch (0 with no entry: RocketMQ's epochs start at 1)."""
@@ -200,7 +200,8 @@ def _is_int(text: str) -> bool:
     return 0 < len(text) <= 19 and text.isascii() and text.isdigit()
 
 
-def _as_entries(items: list[tuple[int, int]]) -> tuple[EpochEntry, ...]:
+def as_entries(items: list[tuple[int, int]]) -> tuple[EpochEntry, ...]:
+    """``(epoch, start)`` pairs as entries, each ending where the next starts."""
     ends = [start for _, start in items[1:]] + [OPEN_END] if items else []
     return tuple(EpochEntry(epoch, start, end) for (epoch, start), end in zip(items, ends, strict=True))
 

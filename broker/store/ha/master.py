@@ -15,6 +15,18 @@ Where a stream starts:
 - a slave reporting an offset beyond the master's end (it holds a tail the master does not have,
   e.g. written while it was master) is sent a heartbeat at the master's end, and cuts its tail
   there (``broker/store/replica.py``) before following.
+
+Controller mode (``epochs`` given: RocketMQ 5's AutoSwitchHAConnection): a connection opens with
+the slave's handshake (``protocol``): its brokerId, max offset and last epoch. A slave whose last
+epoch is above this master's is refused — this master has been replaced, and must not make a
+newer master's log follow its own. Otherwise the answer carries this master's epoch entries, max
+and oldest offsets: the slave cuts its log where the two histories part (``slave.py``), reports,
+and is streamed as above, each transfer tagged with its bytes' epoch and cut at epoch ends.
+
+For the in-sync set of controller mode (``broker/server``): ``slaves()`` says which brokerId is
+connected, how far it confirmed and when it last reported; ``wait_for_in_sync`` /
+``wait_for_slaves`` wait until every given slave has confirmed an offset (RocketMQ's
+allAckInSyncStateSet).
 """
 
 from __future__ import annotations
@@ -23,19 +35,46 @@ import asyncio
 import logging
 import time
 from collections import deque
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from broker.common.epoch_entries import OPEN_END
 from broker.store.results import PutMessageStatus
 
-from .protocol import REPORT, TRANSFER_HEADER
+from .protocol import (
+    EPOCH_ITEM,
+    EPOCH_TRANSFER_HEADER,
+    HANDSHAKE,
+    HANDSHAKE_ANSWER,
+    HANDSHAKE_MAGIC,
+    HANDSHAKE_VERSION,
+    REPORT,
+    STATUS_OK,
+    STATUS_STALE_MASTER,
+    TRANSFER_HEADER,
+    HAProtocolError,
+)
 
 if TYPE_CHECKING:
     from broker.store.message_store import MessageStore
+
+    from .epochs import EpochFile
 
 log = logging.getLogger(__name__)
 
 # Slaves one master serves at most (RocketMQ sets no limit; a broker set has a handful).
 MAX_CONNECTIONS = 16
+UNKNOWN_BROKER_ID = -1  # a classic (non-controller) slave does not say its brokerId
+
+
+@dataclass(frozen=True, slots=True)
+class SlaveProgress:
+    """One connected slave as the in-sync set logic sees it."""
+
+    broker_id: int  # UNKNOWN_BROKER_ID without controller mode
+    address: str
+    ack_offset: int  # -1 before its first report after the handshake
+    last_report_monotonic: float  # time.monotonic() of its latest report (or of connecting)
 
 
 class HAConnection:
@@ -49,6 +88,8 @@ class HAConnection:
         self.address = f"{peer[0]}:{peer[1]}" if peer else "?"
         self.request_offset = -1  # the first report: where the stream starts
         self.ack_offset = -1  # the latest report: everything below it is on the slave
+        self.broker_id = UNKNOWN_BROKER_ID  # from the handshake (controller mode)
+        self.last_report = time.monotonic()
         self.next_transfer = -1
         self._reported = asyncio.Event()
         self.new_data = asyncio.Event()  # set by the server on each dispatched record
@@ -71,6 +112,8 @@ class HAConnection:
                     raise task.exception()  # type: ignore[misc]
         except (ConnectionError, asyncio.IncompleteReadError) as exc:
             log.info("slave %s disconnected (%s)", self.address, exc)
+        except HAProtocolError as exc:
+            log.warning("slave %s refused: %s", self.address, exc)
         except Exception:
             log.exception("replication to slave %s failed", self.address)
         finally:
@@ -80,6 +123,8 @@ class HAConnection:
 
     async def _read_reports(self) -> None:
         config = self.server.store.config
+        if self.server.epochs is not None and not await self._handshake():
+            return
         while True:
             try:
                 data = await asyncio.wait_for(
@@ -93,11 +138,58 @@ class HAConnection:
             if offset < 0:
                 log.warning("slave %s reported offset %d: connection closed", self.address, offset)
                 return
-            self.ack_offset = offset
+            self.ack_offset, self.last_report = offset, time.monotonic()
             if self.request_offset < 0:
                 self.request_offset = offset
                 self._reported.set()
             self.server.slave_acked(self, offset)
+
+    async def _handshake(self) -> bool:
+        """Controller mode: read the slave's handshake and answer it; False when refused."""
+        epochs = self.server.epochs
+        assert epochs is not None
+        timeout = self.server.store.config.ha_housekeeping_interval / 1000
+        try:
+            data = await asyncio.wait_for(self.reader.readexactly(HANDSHAKE.size), timeout)
+        except TimeoutError:
+            log.warning("slave %s sent no handshake within %g s: connection closed", self.address, timeout)
+            return False
+        magic, version, _flags, broker_id, max_offset, last_epoch = HANDSHAKE.unpack(data)
+        if magic != HANDSHAKE_MAGIC or version != HANDSHAKE_VERSION:
+            raise HAProtocolError(
+                f"slave {self.address} sent no controller-mode handshake (magic {magic:#x}, version "
+                f"{version}): is it running without enableControllerMode?"
+            )
+        if broker_id < 0 or max_offset < 0 or last_epoch < 0:
+            raise HAProtocolError(
+                f"slave {self.address} handshake out of range: brokerId {broker_id}, offset "
+                f"{max_offset}, epoch {last_epoch}"
+            )
+        store, own_epoch = self.server.store, epochs.last_epoch()
+        self.broker_id = broker_id
+        if last_epoch > own_epoch:
+            log.warning(
+                "slave %s (brokerId %d) refused: its last epoch %d is above this master's %d, so "
+                "this master has been replaced and must not lead it",
+                self.address, broker_id, last_epoch, own_epoch,
+            )  # fmt: skip
+            self.writer.write(
+                HANDSHAKE_ANSWER.pack(HANDSHAKE_MAGIC, HANDSHAKE_VERSION, STATUS_STALE_MASTER, 0, 0, 0)
+            )
+            await self.writer.drain()
+            return False
+        entries = epochs.entries()
+        answer = HANDSHAKE_ANSWER.pack(
+            HANDSHAKE_MAGIC, HANDSHAKE_VERSION, STATUS_OK, store.max_physic_offset,
+            store.min_physic_offset, len(entries),
+        )  # fmt: skip
+        self.writer.write(answer + b"".join(EPOCH_ITEM.pack(e.epoch, e.start_offset) for e in entries))
+        await self.writer.drain()
+        log.info(
+            "slave %s (brokerId %d, offset %d, epoch %d) handshake answered with %d epochs, max offset %d",
+            self.address, broker_id, max_offset, last_epoch, len(entries), store.max_physic_offset,
+        )  # fmt: skip
+        return True
 
     def _start_offset(self) -> int:
         store = self.server.store
@@ -127,13 +219,17 @@ class HAConnection:
         while True:
             config = store.config
             self.new_data.clear()  # before reading: a record dispatched after this wakes us
-            data = store.commit_log_data(self.next_transfer, config.ha_transfer_batch_size)
+            batch, tag = config.ha_transfer_batch_size, None
+            if self.server.epochs is not None:
+                tag = self._epoch_of(self.next_transfer)
+                batch = min(batch, tag[2] - self.next_transfer)
+            data = store.commit_log_data(self.next_transfer, batch)
             now = time.monotonic()
             if data:
-                writer.write(TRANSFER_HEADER.pack(self.next_transfer, len(data)) + data)
+                writer.write(self._header(len(data), tag) + data)
                 self.next_transfer += len(data)
             elif now - last_write >= config.ha_send_heartbeat_interval / 1000:
-                writer.write(TRANSFER_HEADER.pack(self.next_transfer, 0))
+                writer.write(self._header(0, tag))
             else:
                 try:
                     await asyncio.wait_for(self.new_data.wait(), config.ha_send_heartbeat_interval / 1000)
@@ -143,13 +239,42 @@ class HAConnection:
             last_write = now
             await writer.drain()
 
+    def _header(self, size: int, tag: tuple[int, int, int] | None) -> bytes:
+        if tag is None:
+            return TRANSFER_HEADER.pack(self.next_transfer, size)
+        return EPOCH_TRANSFER_HEADER.pack(self.next_transfer, size, tag[0], tag[1])
+
+    def _epoch_of(self, offset: int) -> tuple[int, int, int]:
+        """(epoch, its start, its end) of the bytes at ``offset``; epoch 0 up to the first entry
+        (bytes written before this broker kept epochs)."""
+        assert self.server.epochs is not None
+        end = OPEN_END
+        for entry in reversed(self.server.epochs.entries()):
+            if entry.start_offset <= offset and entry.start_offset < entry.end_offset:
+                return entry.epoch, entry.start_offset, entry.end_offset
+            if entry.start_offset > offset:
+                end = entry.start_offset
+        return 0, 0, end
+
+
+class _AckWaiter:
+    """A SYNC_MASTER send (or a caller) waiting for every given slave to confirm ``offset``."""
+
+    __slots__ = ("broker_ids", "future", "offset")
+
+    def __init__(self, offset: int, broker_ids: frozenset[int], future: asyncio.Future) -> None:
+        self.offset, self.broker_ids, self.future = offset, broker_ids, future
+
 
 class HAServer:
     """The HA port of a master: every connected slave, and how far each has confirmed."""
 
-    def __init__(self, store: MessageStore, host: str, port: int) -> None:
+    def __init__(self, store: MessageStore, host: str, port: int, *, epochs: EpochFile | None = None) -> None:
         self.store = store
         self.host, self.port = host, port
+        # Controller mode: this broker's epoch list (None: RocketMQ's classic HA protocol).
+        self.epochs = epochs
+        self._ack_waiters: list[_AckWaiter] = []
         self.connections: list[HAConnection] = []
         self._server: asyncio.Server | None = None
         self._listening = False
@@ -181,6 +306,8 @@ class HAServer:
             self._listen_for_data()
             while not self.connections and self._waiting:  # nobody left to confirm them
                 _time_out(self._waiting.popleft()[1])
+            if connection.broker_id != UNKNOWN_BROKER_ID:
+                log.info("slave brokerId %d (%s) disconnected", connection.broker_id, connection.address)
 
     def _listen_for_data(self) -> None:
         """Wake writers on each dispatched record while (and only while) a slave is connected."""
@@ -204,6 +331,71 @@ class HAServer:
             future = waiting.popleft()[1]
             if not future.done():
                 future.set_result(PutMessageStatus.PUT_OK)
+        if self._ack_waiters:
+            self._wake_ack_waiters()
+
+    # -- which slave confirmed what (controller mode's in-sync set) ------------------------------
+    def slaves(self) -> list[SlaveProgress]:
+        """Every connected slave: brokerId, address, confirmed offset, when it last reported."""
+        return [SlaveProgress(c.broker_id, c.address, c.ack_offset, c.last_report) for c in self.connections]
+
+    def acked_offsets(self) -> dict[int, int]:
+        """The furthest offset each brokerId confirmed, over its connections (a reconnecting
+        slave may briefly have two)."""
+        acked: dict[int, int] = {}
+        for c in self.connections:
+            if c.broker_id != UNKNOWN_BROKER_ID and c.ack_offset > acked.get(c.broker_id, -1):
+                acked[c.broker_id] = c.ack_offset
+        return acked
+
+    def _all_acked(self, offset: int, broker_ids: frozenset[int]) -> bool:
+        acked = self.acked_offsets()
+        return all(acked.get(broker_id, -1) >= offset for broker_id in broker_ids)
+
+    def _wake_ack_waiters(self) -> None:
+        waiting = []
+        for waiter in self._ack_waiters:
+            if waiter.future.done():
+                continue
+            if self._all_acked(waiter.offset, waiter.broker_ids):
+                waiter.future.set_result(PutMessageStatus.PUT_OK)
+            else:
+                waiting.append(waiter)
+        self._ack_waiters = waiting
+
+    def wait_for_in_sync(
+        self, end_offset: int, broker_ids: frozenset[int] | set[int]
+    ) -> PutMessageStatus | asyncio.Future[PutMessageStatus]:
+        """A stored message's status when every slave in ``broker_ids`` (the in-sync set without
+        this master) must have it (RocketMQ's allAckInSyncStateSet): PUT_OK when all have
+        confirmed ``end_offset`` (at once with no slave listed); else a future resolved to PUT_OK
+        when the last of them confirms, or to FLUSH_SLAVE_TIMEOUT after ``slaveTimeout``.
+        Usable as the store's ``replica_wait`` with the set bound in (functools.partial)."""
+        ids = frozenset(broker_ids)
+        if self._all_acked(end_offset, ids):
+            return PutMessageStatus.PUT_OK
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[PutMessageStatus] = loop.create_future()
+        self._ack_waiters.append(_AckWaiter(end_offset, ids, future))
+        loop.call_later(self.store.config.slave_timeout / 1000, _time_out, future)
+        for connection in self.connections:  # stream it now rather than at the next wake-up
+            connection.new_data.set()
+        return future
+
+    async def wait_for_slaves(
+        self, offset: int, broker_ids: frozenset[int] | set[int], timeout: float
+    ) -> bool:
+        """Whether every slave in ``broker_ids`` confirmed ``offset`` within ``timeout`` seconds."""
+        outcome = self.wait_for_in_sync(offset, broker_ids)
+        if isinstance(outcome, PutMessageStatus):
+            return outcome is PutMessageStatus.PUT_OK
+        try:
+            return await asyncio.wait_for(asyncio.shield(outcome), timeout) is PutMessageStatus.PUT_OK
+        except TimeoutError:
+            return False
+        finally:
+            if not outcome.done():
+                outcome.set_result(PutMessageStatus.FLUSH_SLAVE_TIMEOUT)
 
     # -- SYNC_MASTER ---------------------------------------------------------------------------
     def wait_for_slave(self, end_offset: int) -> PutMessageStatus | asyncio.Future[PutMessageStatus]:
@@ -253,8 +445,12 @@ class HAServer:
         }
 
     async def stop(self) -> None:
+        """Close the port and every connection; ``start`` may open it again (a role switch)."""
         while self._waiting:
             _time_out(self._waiting.popleft()[1])
+        for waiter in self._ack_waiters:
+            _time_out(waiter.future)
+        self._ack_waiters = []
         if self._server is not None:
             self._server.close()
         for connection in list(self.connections):
@@ -265,6 +461,7 @@ class HAServer:
             await asyncio.sleep(0.01)
         if self._server is not None:
             await self._server.wait_closed()
+            self._server = None
 
 
 def _time_out(future: asyncio.Future[PutMessageStatus]) -> None:

@@ -15,6 +15,19 @@ What the master names decides what happens:
 
 Nothing received is trusted further than that: a body size above ``MAX_TRANSFER_BODY`` or bytes
 that are no records close the connection.
+
+Controller mode (``epochs`` given: RocketMQ 5's AutoSwitchHAClient) starts each connection with a
+handshake (``protocol``): this broker's brokerId, max offset and last epoch go to the master, its
+epoch entries and offsets come back. The point where the two logs stop agreeing
+(``EpochFile.find_consistent_point``: the newest epoch both hold, to the nearer of its two ends)
+is where this log, its consume queues and index (``ReplicaLog.truncate``) and its epoch list are
+cut — whether the divergent tail is shorter or longer than what the new master wrote since. The
+master's entries up to that point are adopted, the later ones arrive with the bytes (each
+transfer names its epoch). Sharing no epoch with the master (or needing bytes it no longer holds)
+drops the whole log, which is then copied from the master's oldest offset. A master that refuses
+this broker (its epoch is older than this broker's: it has been replaced) is logged and retried.
+``update_master_address`` ends the current connection, so the next one handshakes with the new
+master.
 """
 
 from __future__ import annotations
@@ -24,13 +37,32 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+from broker.common.epoch_entries import MAX_ENTRIES
 from broker.store.mapped_file import SegmentAllocationError
 from broker.store.replica import ReplicationError
 
-from .protocol import MAX_TRANSFER_BODY, REPORT, TRANSFER_HEADER, HAProtocolError, parse_host_port
+from .epochs import MAX_EPOCH, EpochFileError, as_entries, validated
+from .protocol import (
+    EPOCH_ITEM,
+    EPOCH_TRANSFER_HEADER,
+    HANDSHAKE,
+    HANDSHAKE_ANSWER,
+    HANDSHAKE_MAGIC,
+    HANDSHAKE_VERSION,
+    MAX_TRANSFER_BODY,
+    REPORT,
+    STATUS_OK,
+    STATUS_STALE_MASTER,
+    TRANSFER_HEADER,
+    HAProtocolError,
+    parse_host_port,
+)
 
 if TYPE_CHECKING:
+    from broker.common.epoch_entries import EpochEntry
     from broker.store.message_store import MessageStore
+
+    from .epochs import EpochFile
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +71,18 @@ CONNECT_TIMEOUT_S = 3.0
 
 
 class HAClient:
-    def __init__(self, store: MessageStore, static_master: str = "") -> None:
+    def __init__(
+        self,
+        store: MessageStore,
+        static_master: str = "",
+        *,
+        epochs: EpochFile | None = None,
+        broker_id: int = 0,
+    ) -> None:
         self.store = store
+        # Controller mode: this broker's epoch list and brokerId (None: RocketMQ's classic HA).
+        self.epochs = epochs
+        self.broker_id = broker_id
         # haMasterAddress wins over what the name server says (RocketMQ: then the registration
         # answer no longer updates it).
         self.static_master = static_master
@@ -54,6 +96,9 @@ class HAClient:
         self._task: asyncio.Task | None = None
         self._stopping = False
         self._last_logged = 0.0
+        self._writer: asyncio.StreamWriter | None = None  # the current connection's
+        self.handshakes = 0  # controller mode: handshakes completed
+        self.last_cut = -1  # where the latest handshake cut this log (-1: it cut nothing)
 
     # -- where the master is -------------------------------------------------------------------
     def update_master_address(self, ha_address: str) -> None:
@@ -63,9 +108,15 @@ class HAClient:
         log.info("master HA address: %s (was %s)", ha_address, self.master_address or "unknown")
         self.master_address = ha_address
         self._wake.set()
+        if self._writer is not None:  # the old master's connection ends; the new one handshakes
+            self._writer.close()
 
     # -- life cycle ------------------------------------------------------------------------------
     def start(self) -> None:
+        """Follow the master (again after ``stop``: a role switch back to slave)."""
+        if self._task is not None and not self._task.done():
+            return
+        self._stopping = False
         self._task = asyncio.create_task(self._run())
 
     async def stop(self) -> None:
@@ -86,6 +137,7 @@ class HAClient:
     async def _run(self) -> None:
         first = True
         while not self._stopping:
+            self._wake.clear()  # before following: an address changed meanwhile is not missed
             address = self.master_address
             if address:
                 await self._follow(address)
@@ -93,7 +145,8 @@ class HAClient:
                 self._failed("no master HA address yet: set haMasterAddress, or register the master "
                              "of this brokerName with the name servers")  # fmt: skip
             first = False
-            self._wake.clear()
+            if self._stopping:
+                break
             try:
                 await asyncio.wait_for(self._wake.wait(), RETRY_INTERVAL_S)
             except TimeoutError:
@@ -116,19 +169,110 @@ class HAClient:
             self._failed(f"cannot connect to the master's HA port {address}: {exc or type(exc).__name__}")
             return
         log.info("connected to the master's HA port %s", address)
-        self.connected, self.last_error, self.last_read = True, "", time.monotonic()
-        reporter = asyncio.create_task(self._report_periodically(writer))
+        self.last_read = time.monotonic()
+        self._writer = writer
+        reporter = None
         try:
+            if self.epochs is not None:
+                await self._handshake(reader, writer)
+            self.connected, self.last_error = True, ""
+            reporter = asyncio.create_task(self._report_periodically(writer))
             self._report(writer)
             await self._receive(reader, writer)
         except (ConnectionError, asyncio.IncompleteReadError) as exc:
-            self._failed(f"the master {address} closed the connection ({exc or type(exc).__name__})")
-        except (HAProtocolError, ReplicationError, SegmentAllocationError) as exc:
+            if address != self.master_address:
+                log.info("left the master %s for %s", address, self.master_address)
+            else:
+                self._failed(f"the master {address} closed the connection ({exc or type(exc).__name__})")
+        except (HAProtocolError, ReplicationError, SegmentAllocationError, EpochFileError) as exc:
             self._failed(f"from {address}: {exc}")
         finally:
             self.connected = False
-            reporter.cancel()
+            self._writer = None
+            if reporter is not None:
+                reporter.cancel()
             writer.close()
+
+    # -- controller mode: where this log and the master's agree -----------------------------------
+    async def _handshake(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        epochs, store = self.epochs, self.store
+        assert epochs is not None
+        mine = epochs.last_epoch()
+        hello = HANDSHAKE.pack(
+            HANDSHAKE_MAGIC, HANDSHAKE_VERSION, 0, self.broker_id, store.max_physic_offset, mine
+        )
+        writer.write(hello)
+        timeout = store.config.ha_housekeeping_interval / 1000
+        try:
+            answer = await asyncio.wait_for(reader.readexactly(HANDSHAKE_ANSWER.size), timeout)
+            magic, version, status, master_max, master_min, count = HANDSHAKE_ANSWER.unpack(answer)
+            if magic != HANDSHAKE_MAGIC or version != HANDSHAKE_VERSION:
+                raise HAProtocolError(
+                    "the master does not answer a controller-mode handshake (is it running without "
+                    "enableControllerMode?)"
+                )
+            if status == STATUS_STALE_MASTER:
+                raise HAProtocolError(
+                    f"the master refuses this slave: this broker's last epoch {mine} is above the "
+                    "master's, so that master has been replaced"
+                )
+            if status != STATUS_OK:
+                raise HAProtocolError(f"the master answered the handshake with status {status}")
+            if not (0 <= count <= MAX_ENTRIES and 0 <= master_min <= master_max):
+                raise HAProtocolError(
+                    f"handshake answer out of range: {count} epochs, offsets {master_min}..{master_max}"
+                )
+            body = await asyncio.wait_for(reader.readexactly(count * EPOCH_ITEM.size), timeout)
+        except TimeoutError:
+            raise HAProtocolError(f"no handshake answer within {timeout:g} s") from None
+        try:
+            items = validated([EPOCH_ITEM.unpack_from(body, i * EPOCH_ITEM.size) for i in range(count)])
+        except EpochFileError as exc:
+            raise HAProtocolError(f"the master's epochs are no epoch list: {exc}") from None
+        if items and items[-1][1] > master_max:
+            raise HAProtocolError(
+                f"the master's last epoch starts at {items[-1][1]}, beyond its end {master_max}"
+            )
+        self.master_offset, self.last_read = master_max, time.monotonic()
+        self._align(as_entries(items), master_max, master_min)
+        self.handshakes += 1
+
+    def _align(self, theirs: tuple[EpochEntry, ...], master_max: int, master_min: int) -> None:
+        """Cut this log where it stops agreeing with the master's, and take the master's epochs
+        up to there."""
+        epochs, store = self.epochs, self.store
+        assert epochs is not None
+        replica, end = store.replica_log(), store.max_physic_offset
+        point = epochs.find_consistent_point(theirs, master_max, end)
+        self.last_cut = -1
+        if point < 0 or (point < master_min and store.commitlog.files.files):
+            if store.commitlog.files.files:
+                why = (
+                    "shares no epoch with"
+                    if point < 0
+                    else f"agrees up to {point}, below the oldest offset of"
+                )
+                log.warning(
+                    "this log (%d..%d, epochs %s) %s the master (epochs %s, %d..%d): it is dropped "
+                    "and copied whole from the master",
+                    store.min_physic_offset, end, _brief(epochs.entries()), why, _brief(theirs),
+                    master_min, master_max,
+                )  # fmt: skip
+                replica.clear()
+                self.last_cut = 0
+            point = 0
+        elif point < end:
+            log.warning(
+                "this log ends at %d, the master's agrees with it up to %d (epochs here %s, master %s): "
+                "the %d bytes after are cut",
+                end, point, _brief(epochs.entries()), _brief(theirs), end - point,
+            )  # fmt: skip
+            replica.truncate(point)
+            self.last_cut = point
+        else:
+            log.info("this log (to %d) agrees with the master's (to %d): nothing to cut", end, master_max)
+        kept = store.max_physic_offset
+        epochs.replace_with(e for e in theirs if e.start_offset <= kept)
 
     def _report(self, writer: asyncio.StreamWriter) -> None:
         writer.write(REPORT.pack(self.store.max_physic_offset))
@@ -139,16 +283,22 @@ class HAClient:
             self._report(writer)
 
     async def _receive(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        replica = self.store.replica_log()
+        replica, epochs = self.store.replica_log(), self.epochs
+        frame = TRANSFER_HEADER if epochs is None else EPOCH_TRANSFER_HEADER
+        epoch = epoch_start = 0
         while True:
             timeout = self.store.config.ha_housekeeping_interval / 1000
             try:
-                header = await asyncio.wait_for(reader.readexactly(TRANSFER_HEADER.size), timeout)
+                header = await asyncio.wait_for(reader.readexactly(frame.size), timeout)
             except TimeoutError:
                 raise HAProtocolError(
                     f"the master sent nothing for {timeout:g} s (haHousekeepingInterval)"
                 ) from None
-            offset, size = TRANSFER_HEADER.unpack(header)
+            if epochs is None:
+                offset, size = TRANSFER_HEADER.unpack(header)
+            else:
+                offset, size, epoch, epoch_start = EPOCH_TRANSFER_HEADER.unpack(header)
+                self._check_epoch(epochs, offset, epoch, epoch_start)
             if not 0 <= size <= MAX_TRANSFER_BODY or offset < 0:
                 raise HAProtocolError(f"a transfer of {size} bytes at offset {offset}: connection closed")
             self.master_offset, self.last_read = offset + size, time.monotonic()
@@ -157,6 +307,8 @@ class HAClient:
             if truncated:
                 replica.truncate(offset)  # a tail the master does not have
                 end = self.store.max_physic_offset
+                if epochs is not None:
+                    epochs.truncate_suffix(end)
             if offset > end and self.store.commitlog.files.last_file is not None:
                 raise ReplicationError(
                     f"the master sends from offset {offset} but this commit log ends at {end}: "
@@ -165,9 +317,20 @@ class HAClient:
             if size:
                 body = await asyncio.wait_for(reader.readexactly(size), timeout)
                 replica.append(offset, body)
-                self._report(writer)
-            elif truncated:
-                self._report(writer)  # tell the master where the cut left this log
+            if epochs is not None and epoch > epochs.last_epoch():
+                epochs.append(epoch, epoch_start)  # the bytes from epoch_start on are that epoch's
+            if size or truncated:
+                self._report(writer)  # after a cut: tell the master where it left this log
+
+    @staticmethod
+    def _check_epoch(epochs: EpochFile, offset: int, epoch: int, epoch_start: int) -> None:
+        if not 0 <= epoch <= MAX_EPOCH or not 0 <= epoch_start <= max(offset, 0):
+            raise HAProtocolError(f"a transfer at {offset} tagged epoch {epoch} from {epoch_start}")
+        if 0 < epoch < epochs.last_epoch():
+            raise HAProtocolError(
+                f"a transfer at {offset} written at epoch {epoch}, older than this broker's last "
+                f"epoch {epochs.last_epoch()}"
+            )
 
     # -- figures ---------------------------------------------------------------------------------
     def runtime_info(self) -> dict[str, str]:
@@ -183,3 +346,9 @@ class HAClient:
             # before the first frame).
             "haBehindMasterBytes": str(behind),
         }
+
+
+def _brief(entries: tuple[EpochEntry, ...]) -> str:
+    """Entries for a log line: the last few, as epoch@start."""
+    shown = " ".join(f"{e.epoch}@{e.start_offset}" for e in entries[-5:])
+    return ("... " if len(entries) > 5 else "") + (shown or "none")
