@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import functools
 import ipaddress
 import logging
 import re
 import socket
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from broker.common.codes import RequestCode
@@ -64,6 +66,7 @@ MAX_CONFIG_BYTES = 256 << 10
 MAX_BROKER_SETS = 10_000
 MAX_MASTERS_ASKED = 32  # masters whose settings are read (this set's and those sharing the host)
 MAX_NAMES_SHOWN = 8
+MAX_NAMES_RESOLVED = 4  # host names (not IPs) looked up
 _PLAIN_NAME = re.compile(r"[%|a-zA-Z0-9_.-]{1,64}")
 _PLAIN_ADDR = re.compile(r"[\[\]a-zA-Z0-9_.:%-]{3,300}")
 
@@ -189,11 +192,18 @@ def _display_addr(addr: str) -> str:
 
 # -- addresses ----------------------------------------------------------------------------------
 class AddressBook:
-    """Host names resolved once (bounded by the check's deadline), and which IPs are this
-    machine's, so that ``same`` can compare two addresses without further waiting."""
+    """Host names resolved once, and which IPs are this machine's, so that ``same`` compares two
+    addresses without further waiting. Few names are resolved (brokers register IPs; a hostile
+    list of names must not keep a start waiting), on threads of its own: a lookup still running
+    when the check ends is abandoned, not waited for (asyncio.run waits for its default executor)."""
 
     def __init__(self) -> None:
         self.ips: dict[str, frozenset[str]] = {}
+        self._pool = ThreadPoolExecutor(max_workers=MAX_NAMES_RESOLVED, thread_name_prefix="slave-check-dns")
+        self._lookups = 0
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
     async def resolve(self, addrs: Iterable[str]) -> None:
         hosts = {host for host in (_host_of(a) for a in addrs) if host is not None and host not in self.ips}
@@ -204,8 +214,13 @@ class AddressBook:
             if literal is not None:
                 self.ips[host] = frozenset({literal})
                 return
+            if self._lookups >= MAX_NAMES_RESOLVED:
+                return  # unknown: compares as "cannot tell"
+            self._lookups += 1
             try:
-                infos = await loop.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+                infos = await loop.run_in_executor(
+                    self._pool, functools.partial(socket.getaddrinfo, host, None, type=socket.SOCK_STREAM)
+                )
             except (OSError, UnicodeError):
                 self.ips[host] = frozenset()
                 return
@@ -262,6 +277,7 @@ def _ip_literal(host: str) -> str | None:
         return None
 
 
+@functools.lru_cache(maxsize=256)
 def _is_local(ip: str) -> bool:
     address = ipaddress.ip_address(ip)
     if address.is_loopback:
@@ -437,6 +453,7 @@ async def check(config: BrokerConfig) -> Verdict:
         return Verdict(None, (f"not checked: no complete answer within {CHECK_DEADLINE_S:g} s",))
     finally:
         await client.close()
+        book.close()
     return judge(config, masters, book.same)
 
 

@@ -287,3 +287,21 @@ def test_with_acl_the_check_signs_as_the_broker_or_warns(tmp_path):
             assert slave.stop() == 0
     finally:
         acl.stop()
+
+
+def test_addresses_compare_by_ip_and_by_machine():
+    import asyncio
+
+    from broker.server.slave_identity import AddressBook
+
+    book = AddressBook()
+    names = ["localhost:10912", "127.0.0.1:10912", "192.0.2.1:10912"]  # no lookup leaves the machine
+    try:
+        asyncio.run(book.resolve(names))
+    finally:
+        book.close()
+    assert book.same("localhost:10912", "127.0.0.1:10912") is True
+    assert book.same("[::1]:10912", "127.0.0.1:10912") is True  # both this machine's
+    assert book.same("127.0.0.1:10912", "127.0.0.1:10913") is False
+    assert book.same("192.0.2.1:10912", "127.0.0.1:10912") is False  # TEST-NET: not this machine
+    assert book.same("not-resolved.invalid:10912", "127.0.0.1:10912") is None  # cannot tell
