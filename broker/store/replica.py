@@ -51,10 +51,37 @@ class ReplicaLog:
         # End of the last record handed to dispatch (below scan_offset when the walk went past a
         # segment's blank seal): what a truncation waits for.
         self.submitted_end = 0
+        # The log's end as this writer last left it: beyond it are records the store appended
+        # itself, as a master (a broker switches roles at run time).
+        self._log_end = store.commitlog.max_offset
+
+    def _take_own_writes(self) -> None:
+        """Records the store appended itself since this writer last wrote (it was master
+        meanwhile) are whole and dispatched by the put path: the walk goes on after them."""
+        store = self.store
+        end = store.commitlog.max_offset
+        if end > self._log_end:
+            if not store.reput.stalled:
+                store.reput.wait_dispatched(end, timeout=30)
+            self.scan_offset = self.submitted_end = end
+        elif end < self._log_end:
+            self.scan_offset = min(self.scan_offset, end)
+        self._log_end = end
+
+    def cut_incomplete_tail(self) -> int:
+        """Cut a replicated record whose rest never arrived, and return the log's end: what a
+        slave becoming master does before it takes puts of its own (RocketMQ's
+        truncateInvalidMsg), so its first record does not follow half of one."""
+        self._take_own_writes()
+        if self.scan_offset < self.store.commitlog.max_offset:
+            log.warning("an incomplete replicated record at %d is cut", self.scan_offset)
+            self.truncate(self.scan_offset)
+        return self.store.commitlog.max_offset
 
     def append(self, offset: int, data: bytes | bytearray) -> int:
         """Write ``data`` at commit-log ``offset`` (which must be the log's end, or — for an
         empty log — a segment start); return the log's new end."""
+        self._take_own_writes()
         commitlog = self.store.commitlog
         files, file_size = commitlog.files, commitlog.file_size
         with commitlog.lock:
@@ -72,6 +99,7 @@ class ReplicaLog:
             # A new segment may fail to allocate (SegmentAllocationError): nothing is written.
             mapped = files.create_file(start) if last is None or last.is_full else last
             mapped.append(data)
+            self._log_end = commitlog.max_offset
         self._dispatch()
         return commitlog.max_offset
 
@@ -122,6 +150,7 @@ class ReplicaLog:
         """Make ``offset`` the end of the commit log, and of everything built from it; return
         how many bytes were dropped. Dispatch of the records before ``offset`` is finished first,
         so no queued entry lands after the cut."""
+        self._take_own_writes()
         store = self.store
         commitlog = store.commitlog
         if not store.reput.stalled:  # a stalled dispatch replays from its offset later
@@ -140,6 +169,7 @@ class ReplicaLog:
             store.index.truncate_beyond(offset)
             store.reput.dispatched_offset = min(store.reput.dispatched_offset, offset)
             self.scan_offset = min(self.scan_offset, commitlog.max_offset)
+            self._log_end = commitlog.max_offset
         dropped = end - offset
         log.warning(
             "commit log cut from %d to %d (%d bytes dropped) to follow the master", end, offset, dropped
@@ -162,6 +192,6 @@ class ReplicaLog:
                 store.drop_consume_queue(key)
             commitlog.queue_offsets.clear()
             store.reput.dispatched_offset = 0
-            self.scan_offset = self.submitted_end = 0
+            self.scan_offset = self.submitted_end = self._log_end = 0
         log.warning("commit log dropped whole (%d bytes from %d) to copy the master's", end - start, start)
         return end - start

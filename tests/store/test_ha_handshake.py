@@ -166,6 +166,13 @@ async def test_a_slave_behind_on_the_same_epoch_catches_up_without_a_cut(brokers
     assert progress.broker_id == 1 and progress.ack_offset == master.store.max_physic_offset
     assert time.monotonic() - progress.last_report_monotonic < 30
 
+    # The master is confirmed at a new epoch while the slave follows: the tags carry it over.
+    master.epochs.append(2, master.store.max_physic_offset)
+    master.put("m", 100, start=600)
+    await _until(lambda: _caught_up(slave, master))
+    assert slave.epochs.entries() == master.epochs.entries() and slave.epochs.last_epoch() == 2
+    assert client.handshakes == 2
+
 
 @pytest.mark.parametrize("tail", [40, 1200], ids=["tail-shorter", "tail-longer"])
 async def test_old_master_rejoining_cuts_its_divergent_tail(brokers, tail):
@@ -220,6 +227,29 @@ async def test_sharing_no_epoch_drops_the_log_and_copies_the_master(brokers, own
     assert client.last_cut == 0
     _assert_same_log(slave.store, master.store)
     assert slave.epochs.entries() == master.epochs.entries()
+    assert slave.store.query_message("orders", "own5", 4, 0, 2**62) == []
+
+
+async def test_sharing_nothing_with_a_master_that_deleted_old_segments(brokers):
+    """The copy starts at the master's oldest segment; queues continue at the master's offsets."""
+    master, slave = brokers("m", "ASYNC_MASTER", 0), brokers("s", "ASYNC_MASTER", 1)
+    address = await master.become_master(2)
+    master.put("m", 1500)
+    master.store.commitlog.files.delete_first(2)  # as retention does
+    oldest = master.store.min_physic_offset
+    assert oldest > 0
+    slave.put("own", 300)
+    slave.epochs.append(1, 0)
+    client = await slave.become_slave(address)
+    await _until(lambda: client.handshakes == 1 and _caught_up(slave, master))
+    assert slave.store.min_physic_offset == oldest
+    assert _segments(slave.store) == _segments(master.store)
+    assert slave.store.wait_for_dispatch(timeout=30)
+    for queue_id in range(QUEUES):
+        assert slave.store.get_max_offset_in_queue(
+            "orders", queue_id
+        ) == master.store.get_max_offset_in_queue("orders", queue_id)
+    assert [m.keys for m in slave.store.query_message("orders", "m1400", 4, 0, 2**62)] == [["m1400"]]
     assert slave.store.query_message("orders", "own5", 4, 0, 2**62) == []
 
 

@@ -242,3 +242,66 @@ def test_a_cut_across_a_consume_queue_file_boundary_cuts_the_queue_too(open_stor
     for queue_id in range(3):
         assert _queue_contents(slave, "orders", queue_id) == _queue_contents(master, "orders", queue_id)
     assert slave.commitlog.queue_offsets == master.commitlog.queue_offsets
+
+
+def _set_role(store, role: str) -> None:
+    """What a broker's role switch does to its store: puts follow the role."""
+    store.config.broker_role = role
+    writability = getattr(store, "writability", None)  # the store split into modules, or not yet
+    (writability.update if writability is not None else store._update_writable)()
+
+
+def _keys(store, topic: str = "orders") -> list[str]:
+    from broker.common.message_codec import decode_message
+
+    return [decode_message(raw).keys[0] for q in range(3) for raw in _queue_contents(store, topic, q)]
+
+
+def test_a_slave_that_was_master_meanwhile_follows_after_its_own_records(open_store, tmp_path):
+    """Slave, then master (its own puts, dispatched by the put path), then slave again: the
+    replicated records that follow are walked from the log's end, not from where the last
+    replication stopped (which handed the master's own records to dispatch a second time, and
+    took them for an incomplete tail to cut)."""
+    first = open_store(tmp_path / "m", mapped_file_size_commit_log=SEGMENT)
+    node = open_store(tmp_path / "n", mapped_file_size_commit_log=SEGMENT, broker_role="SLAVE")
+    _fill(first, 200)
+    _replicate(first, node, 0, 32 * 1024)
+    _set_role(node, "ASYNC_MASTER")
+    _fill(node, 150, start=1000)  # its own records, as master
+    # Its own records are whole: nothing to cut should it switch again (they were once cut).
+    assert node.replica_log().cut_incomplete_tail() == node.max_physic_offset
+    other = open_store(tmp_path / "o", mapped_file_size_commit_log=SEGMENT, broker_role="SLAVE")
+    _replicate(node, other, 0, 32 * 1024)  # a slave of it, which becomes the next master
+    _set_role(node, "SLAVE")
+    _set_role(other, "ASYNC_MASTER")
+    reached = node.max_physic_offset
+    _fill(other, 100, start=2000)
+    _replicate(other, node, reached, 32 * 1024)
+    assert _segments(node) == _segments(other)
+    keys = _keys(node)
+    assert sorted(keys) == sorted(_keys(other)) and len(keys) == len(set(keys)) == 450
+    assert slave_index_hits(node, "key-1100") == 1
+    assert node.commitlog.queue_offsets == other.commitlog.queue_offsets
+
+
+def slave_index_hits(store, key: str) -> int:
+    return len(store.query_message("orders", key, 8, 0, 2**62))
+
+
+def test_cut_incomplete_tail_before_taking_puts(pair):
+    """A slave whose master went away mid-record becomes master: the half record is cut, so
+    its own first record starts at a record boundary and every record reads back."""
+    master, slave = pair
+    _fill(master, 100)
+    replica = slave.replica_log()
+    end = master.max_physic_offset
+    replica.append(0, master.commit_log_data(0, end - 10))  # the last record's last 10 bytes are missing
+    assert slave.max_physic_offset == end - 10
+    boundary = replica.cut_incomplete_tail()
+    assert boundary == slave.max_physic_offset == master.get_commit_log_offset_in_queue("orders", 99 % 3, 33)
+    assert replica.cut_incomplete_tail() == boundary  # nothing more to cut
+    _set_role(slave, "ASYNC_MASTER")
+    _fill(slave, 20, start=500)
+    assert slave.wait_for_dispatch(timeout=30)
+    keys = _keys(slave)
+    assert len(keys) == 119 and "key-99" not in keys and "key-519" in keys
