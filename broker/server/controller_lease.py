@@ -70,7 +70,10 @@ class ControllerLease:
 
     def _check(self) -> None:
         self._timer = None
-        if time.monotonic() >= self.valid_until and not self.expired:
+        left = self.valid_until - time.monotonic()
+        if left > 0:  # asyncio runs a timer up to its clock resolution early
+            self._timer = asyncio.get_running_loop().call_later(left, self._check)
+        elif not self.expired:
             self.expired = True
             self._on_expired()
 

@@ -250,23 +250,24 @@ class ReplicasManager:
 
     # -- what a master's send waits for ------------------------------------------------------------
     def _replica_wait(self, end_offset: int) -> PutMessageStatus | asyncio.Future[PutMessageStatus]:
-        """allAckInSyncStateSet: every in-sync slave confirms ``end_offset``; else inSyncReplicas
-        replicas, the master counting as one (RocketMQ's default 1: nobody is waited for)."""
+        """What a send waits for (RocketMQ's handleHA in controller mode): with
+        allAckInSyncStateSet, every in-sync slave's confirmation of ``end_offset``; without it,
+        inSyncReplicas replicas counting the master itself (RocketMQ's default 1: nobody). Fewer
+        slaves in sync than that: SLAVE_NOT_AVAILABLE at once; waiting longer than slaveTimeout:
+        FLUSH_SLAVE_TIMEOUT. The message is stored either way."""
         server = self.broker.replication.server
         store_config = self.broker.config.store
         if server is None:
-            return PutMessageStatus.FLUSH_SLAVE_TIMEOUT
+            return PutMessageStatus.SLAVE_NOT_AVAILABLE
+        slaves = self.sync_state_set - {self.broker_id}
         if store_config.all_ack_in_sync_state_set:
-            slaves = self.sync_state_set - {self.broker_id}
-            if not slaves:
-                return PutMessageStatus.PUT_OK
-            wait_for_all = getattr(server, "wait_for_slaves", None)
-            if wait_for_all is not None:
-                return wait_for_all(end_offset, slaves)
-            return server.wait_for_slave(end_offset)
-        if store_config.in_sync_replicas <= 1:
+            return server.wait_for_in_sync(end_offset, slaves) if slaves else PutMessageStatus.PUT_OK
+        need = store_config.in_sync_replicas - 1
+        if need <= 0:
             return PutMessageStatus.PUT_OK
-        return server.wait_for_slave(end_offset)
+        if len(slaves) < need:
+            return PutMessageStatus.SLAVE_NOT_AVAILABLE
+        return server.wait_for_slave(end_offset) if need == 1 else server.wait_for_in_sync(end_offset, slaves)
 
     # -- writes refused for controller-mode reasons ------------------------------------------------
     def _refuse(self, reason: str) -> None:
@@ -312,9 +313,9 @@ class ReplicasManager:
     def _confirm_offset(self, max_offset: int) -> int:
         """What the whole in-sync set holds (a master's), or this log's end (a slave's)."""
         server = self.broker.replication.server
-        if not self.is_master or server is None or not hasattr(server, "slaves"):
+        if not self.is_master or server is None:
             return max_offset
-        acked = {s.broker_id: s.ack_offset for s in server.slaves()}
+        acked = server.acked_offsets()
         others = self.sync_state_set - {self.broker_id}
         return min([max_offset, *(acked.get(b, 0) for b in others)])
 
@@ -422,14 +423,14 @@ class ReplicasManager:
 
     async def check_sync_state_set(self) -> None:
         server, tracker = self.broker.replication.server, self._tracker
-        if not self.is_master or server is None or tracker is None or not hasattr(server, "slaves"):
+        if not self.is_master or server is None or tracker is None:
             return
         store, store_config = self.broker.store, self.broker.config.store
         epochs = self.broker.replication.epochs
         last = epochs.last_entry() if epochs is not None else None
         wanted = tracker.check(
             self.sync_state_set,
-            [SlaveAck(s.broker_id, s.ack_offset) for s in server.slaves() if s.broker_id is not None],
+            [SlaveAck(broker_id, acked) for broker_id, acked in server.acked_offsets().items()],
             store.max_physic_offset,
             last.start_offset if last is not None else 0,
             store_config.ha_max_gap_not_in_sync,

@@ -225,21 +225,12 @@ class BrokerReplication:
 
     def _new_ha_server(self) -> HAServer:
         config = self.broker.config
-        return HAServer(self.broker.store, config.broker_ip1, config.ha_listen_port, **self._ha_epochs())
+        return HAServer(self.broker.store, config.broker_ip1, config.ha_listen_port, epochs=self.epochs)
 
     def _new_ha_client(self, own_id: int) -> HAClient:
-        extra = self._ha_epochs()
-        if extra:
-            extra["broker_id"] = own_id
-        return HAClient(self.broker.store, "", **extra)
-
-    def _ha_epochs(self) -> dict:
-        """The controller-mode handshake's arguments, where the HA classes take them."""
-        import inspect
-
-        if "epochs" in inspect.signature(HAServer.__init__).parameters:
-            return {"epochs": self.epochs}
-        return {}
+        """Controller mode's client: it handshakes with brokerId and epochs, and cuts a tail the
+        new master does not share before following it."""
+        return HAClient(self.broker.store, "", epochs=self.epochs, broker_id=own_id)
 
     async def _find_master_ha_address(self, master_addr: str) -> None:
         """Ask the master for its HA port until the HA client has an address (the name server's

@@ -195,3 +195,134 @@ def test_one_master_one_slave_and_failover(ctl):
     print("new master's epochs:", epochs, "old master's:", ctl.epochs("b1").epoch_list)
     assert [e for e, _ in epochs] == [1, 2] and epochs[1][1] > 0
     assert ctl.epochs("b1").epoch_list == ctl.epochs("b2").epoch_list
+
+
+def _update_config(ctl: ControllerCluster, name: str, **settings: object) -> None:
+    body = "".join(f"{k}={v}\n" for k, v in settings.items()).encode()
+    response = ctl.cluster.request(RequestCode.UPDATE_BROKER_CONFIG, body=body, addr=ctl.addr(name))
+    assert response.ok, response.remark
+
+
+def _commit_log(ctl: ControllerCluster, name: str) -> bytes:
+    """The broker's commit log up to its end, read from its files."""
+    end = _store_max(ctl, name)
+    directory = ctl.cluster.workdir / name / "commitlog"
+    data = b"".join(p.read_bytes() for p in sorted(directory.iterdir()))
+    return data[:end]
+
+
+def _bodies(ctl: ControllerCluster, name: str) -> list[str]:
+    """Every message body of the topic on one broker, pulled straight from its queues."""
+    from broker.common.message_codec import decode_messages
+    from broker.common.pull_sysflag import FLAG_SUBSCRIPTION
+
+    bodies = []
+    for queue_id in range(4):
+        offset = 0
+        while True:
+            header = {
+                "consumerGroup": "CTL_READER",
+                "topic": TOPIC,
+                "queueId": queue_id,
+                "queueOffset": offset,
+                "maxMsgNums": 32,
+                "sysFlag": FLAG_SUBSCRIPTION,
+                "commitOffset": 0,
+                "suspendTimeoutMillis": 0,
+                "subscription": "*",
+                "subVersion": 0,
+            }
+            response = ctl.cluster.request(RequestCode.PULL_MESSAGE, header, addr=ctl.addr(name))
+            if response.code != ResponseCode.SUCCESS:
+                break
+            messages = decode_messages(response.body)
+            bodies += [m.body.decode() for m in messages]
+            offset = int(response.field("nextBeginOffset"))
+    return bodies
+
+
+def test_old_master_rejoins_and_cuts_its_divergent_tail(ctl):
+    """Acceptance 3. With allAckInSyncStateSet off (RocketMQ's default), a master answers sends
+    its in-sync slave does not have yet. Here the slave is stopped while still in the in-sync
+    set (the master's check is slowed so it does not drop it first), the master takes a tail
+    the slave lacks and is killed; the slave, restarted alone, is elected from the in-sync set
+    and takes new writes. The old master then rejoins as a slave: it cuts the tail (which no
+    consumer of the new master ever sees) and ends with the new master's log, byte for byte."""
+    ctl.add("b1")
+    assert wait_until(lambda: ctl.role("b1") == "SYNC_MASTER", 20)
+    ctl.add("b2")
+    first = [f"first-{i}" for i in range(40)]
+    assert _send(ctl.cluster.namesrv_addr, first) == ["SEND_OK"] * len(first)
+    assert wait_until(lambda: ctl.runtime("b1")["syncStateSet"] == "1,2", 20), ctl.runtime("b1")
+    assert wait_until(lambda: _store_max(ctl, "b2") == _store_max(ctl, "b1"), 20)
+    _update_config(ctl, "b1", checkSyncStateSetPeriod=3_600_000)
+    time.sleep(0.5)  # a check already asleep with the old period runs once more, with b2 connected
+    assert ctl.cluster.brokers["b2"].stop() == 0
+
+    tail = [f"tail-{i}" for i in range(25)]
+    assert _send(ctl.cluster.namesrv_addr, tail) == ["SEND_OK"] * len(tail)
+    tail_end = _store_max(ctl, "b1")
+    ctl.cluster.brokers["b1"].kill()
+
+    ctl.cluster.start_broker("b2")
+    assert wait_until(lambda: ctl.role("b2") == "SYNC_MASTER", 30), ctl.runtime("b2")
+    cut_at = _store_max(ctl, "b2")
+    assert cut_at < tail_end
+    second = [f"second-{i}" for i in range(30)]
+    assert _send(ctl.cluster.namesrv_addr, second, "CTL_PRODUCER_2") == ["SEND_OK"] * len(second)
+    assert wait_until(lambda: ctl.route_ids().get(0) == ctl.addr("b2"), 20), ctl.route_ids()
+
+    ctl.cluster.start_broker("b1")
+    assert wait_until(lambda: ctl.role("b1") == "SLAVE", 20), ctl.runtime("b1")
+    assert wait_until(lambda: _store_max(ctl, "b1") == _store_max(ctl, "b2"), 20)
+    assert _commit_log(ctl, "b1") == _commit_log(ctl, "b2")
+    new_master = _bodies(ctl, "b2")
+    assert sorted(new_master) == sorted(first + second)  # each once, the cut tail nowhere
+    assert sorted(_bodies(ctl, "b1")) == sorted(new_master)
+    assert ctl.epochs("b1").epoch_list == ctl.epochs("b2").epoch_list
+
+
+def test_master_cut_off_from_the_controller_refuses_writes_after_its_lease(ctl):
+    ctl.add("b1")
+    assert wait_until(lambda: ctl.role("b1") == "SYNC_MASTER", 20)
+    assert _send_one(ctl, "b1", b"before").code == ResponseCode.SUCCESS
+    ctl.controller.proc.send_signal(signal.SIGSTOP)  # a partition: nothing answers, nothing fails fast
+    try:
+        answers = []
+        assert wait_until(lambda: answers.append(_send_one(ctl, "b1", b"cut off")) or answers[-1].code, 10)
+        refused = answers[-1]
+        assert refused.code == ResponseCode.SERVICE_NOT_AVAILABLE, refused.remark
+        assert "heard nothing from the controller leader within its lease" in refused.remark
+        assert ctl.runtime("b1")["controllerLeaseExpired"] == "true"
+    finally:
+        ctl.controller.proc.send_signal(signal.SIGCONT)
+    # Heard again (and still the master: nobody else could be elected), it takes writes again.
+    assert wait_until(lambda: _send_one(ctl, "b1", b"back").code == ResponseCode.SUCCESS, 20)
+    assert ctl.runtime("b1")["controllerLeaseExpired"] == "false"
+
+
+def test_switchover_moves_the_master_and_both_brokers_switch(ctl):
+    import asyncio
+
+    from broker.controller.client import ControllerClient
+
+    ctl.add("b1")
+    assert wait_until(lambda: ctl.role("b1") == "SYNC_MASTER", 20)
+    ctl.add("b2")
+    assert wait_until(lambda: ctl.runtime("b1")["syncStateSet"] == "1,2", 20), ctl.runtime("b1")
+
+    async def switchover():
+        client = ControllerClient([ctl.controller_addr])
+        try:
+            return await client.elect(SET, 2, designate=True)
+        finally:
+            await client.close()
+
+    info = asyncio.run(switchover())
+    assert info.master_id == 2
+    assert wait_until(lambda: ctl.role("b2") == "SYNC_MASTER" and ctl.role("b1") == "SLAVE", 20)
+    assert ctl.runtime("b1")["masterBrokerId"] == "2"
+    assert _send(ctl.cluster.namesrv_addr, [f"s{i}" for i in range(10)]) == ["SEND_OK"] * 10
+    assert wait_until(lambda: ctl.route_ids() == {0: ctl.addr("b2"), 1: ctl.addr("b1")}, 20), ctl.route_ids()
+    assert wait_until(lambda: _store_max(ctl, "b1") == _store_max(ctl, "b2"), 20)
+    assert _send_one(ctl, "b1", b"x").code == ResponseCode.SERVICE_NOT_AVAILABLE
