@@ -1,5 +1,6 @@
 """Controller-mode subcommands, RocketMQ 5's names, flags and labels: getControllerMetaData,
-getSyncStateSet, electMaster and getBrokerEpoch.
+getSyncStateSet, electMaster, getBrokerEpoch, getControllerConfig and updateControllerConfig
+(live settings only, each controller given in ``-a``, kept until it restarts).
 
 The controller address ``-a`` may list several controllers (``host:port;host:port``): requests
 that only the leader answers follow CONTROLLER_NOT_LEADER to it. Requests are signed with the
@@ -17,7 +18,12 @@ from typing import TypeVar
 from broker.cli_commands.base import Command, UsageError
 from broker.cli_commands.output import CommandOutput, format_value
 from broker.client.admin import MQAdmin, MQClientError
-from broker.client.admin.controller import ControllerAdmin, broker_addrs_for_epochs, broker_epochs
+from broker.client.admin.controller import (
+    ControllerAdmin,
+    broker_addrs_for_epochs,
+    broker_epochs,
+    controller_addresses,
+)
 from broker.common.epoch_entries import EpochEntry, EpochEntryCache
 from broker.controller.replicas_info import BrokerReplicas, ReplicaIdentity
 
@@ -144,6 +150,36 @@ def _run_elect(admin: MQAdmin, args: argparse.Namespace) -> CommandOutput:
     return CommandOutput(data, "\n".join(lines))
 
 
+# ---- getControllerConfig / updateControllerConfig ----
+
+
+def _run_get_config(admin: MQAdmin, args: argparse.Namespace) -> CommandOutput:
+    configs = _on_controller(admin, args, lambda c: c.configs())
+    blocks = [
+        f"============{address}============\n"
+        + "\n".join(f"{key:<50}=  {value}" for key, value in values.items())
+        for address, values in configs.items()
+    ]
+    return CommandOutput(configs, "\n".join(blocks))
+
+
+def _configure_update_config(parser: argparse.ArgumentParser) -> None:
+    _add_controller(parser)
+    parser.add_argument("-k", "--key", required=True, help="config key")
+    parser.add_argument("-v", "--value", required=True, help="config value")
+
+
+def _run_update_config(admin: MQAdmin, args: argparse.Namespace) -> CommandOutput:
+    key, value = args.key.strip(), args.value.strip()
+    if not key or any(c in key for c in "=:\n") or "\n" in value:
+        raise UsageError("-k must be one key name and -v one line")
+    addresses = controller_addresses(args.controller)
+    _on_controller(admin, args, lambda c: c.update_config(key, value))
+    data = {"controllers": addresses, "key": key, "value": value}
+    servers = "[" + ", ".join(addresses) + "]"  # as RocketMQ prints the list
+    return CommandOutput(data, f"update controller config success!{servers}\n{key} : {value}")
+
+
 # ---- getBrokerEpoch ----
 
 
@@ -213,4 +249,8 @@ COMMANDS = [
     ),
     Command("electMaster", "Re-elect the specified broker as master.", _configure_elect, _run_elect),
     Command("getBrokerEpoch", "Fetch broker epoch entries.", _configure_epoch, _run_epoch),
+    Command("getControllerConfig", "Get controller config.", _add_controller, _run_get_config),
+    Command(
+        "updateControllerConfig", "Update controller config.", _configure_update_config, _run_update_config
+    ),
 ]

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from broker.client.errors import BrokerUnreachableError, MQBrokerError, MQClientError
 from broker.common.codes import RequestCode, ResponseCode, code_name
+from broker.common.conf_file import format_properties, parse_properties
 from broker.common.epoch_entries import EpochBodyError, EpochEntryCache
 from broker.common.request_headers.base import CommandHeader
 from broker.common.request_headers.controller import (
@@ -314,6 +315,25 @@ class ControllerClient:
             )
         )
         return _replica_info(response)
+
+    async def _to(self, address: str, code: int, body: bytes = b"") -> RemotingCommand:
+        """One controller's answer (not the leader's: each keeps its own settings)."""
+        try:
+            response = await self.remoting.invoke(address, create_request(code, None, body), self.timeout_ms)
+        except RemotingError as exc:
+            raise ControllerUnreachable([str(exc)]) from None
+        return self._check(response, address)
+
+    async def config(self, address: str) -> dict[str, str]:
+        """GET_CONTROLLER_CONFIG: ``address``'s settings under RocketMQ's key names."""
+        response = await self._to(address, RequestCode.GET_CONTROLLER_CONFIG)
+        if len(response.body) > MAX_BODY_BYTES:
+            raise ControllerError(None, "the controller's config answer is too large", address)
+        return parse_properties(response.body.decode("utf-8", errors="replace"))
+
+    async def update_config(self, address: str, updates: dict[str, str]) -> None:
+        """UPDATE_CONTROLLER_CONFIG: only live settings; refused ones raise ControllerError."""
+        await self._to(address, RequestCode.UPDATE_CONTROLLER_CONFIG, format_properties(updates).encode())
 
     async def switchover(self, broker_name: str, broker_id: int) -> ReplicaInfo:
         """Make ``broker_id`` the master of ``broker_name`` (mqadmin electMaster, the console's

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from broker.common.conf_file import ConfError, get_bool, get_int, get_list
@@ -95,4 +95,74 @@ def controller_config(conf: dict[str, str]) -> ControllerConfig:
         raft_password=password,
         notify_role_changed=get_bool(conf, "notifyBrokerRoleChanged", True),
         process_read_event=get_bool(conf, "isProcessReadEvent", False),
+    )
+
+
+# ---- GET/UPDATE_CONTROLLER_CONFIG (mqadmin getControllerConfig / updateControllerConfig) ----
+
+MASKED = "******"  # controllerRaftPassword is never shown, only whether it is set
+
+# Keys a running controller takes at once (the next scan, election or request reads them); the
+# others shape its sockets, Raft group or store and need a restart with them in the file.
+LIVE_KEYS = (
+    "scanNotActiveBrokerInterval",
+    "enableElectUncleanMaster",
+    "controllerWriteTimeoutMillis",
+    "notifyBrokerRoleChanged",
+    "isProcessReadEvent",
+)
+
+
+class FixedKeyError(ConfError):
+    """A key that exists but cannot be changed while the controller runs."""
+
+
+def config_properties(config: ControllerConfig) -> dict[str, str]:
+    """The controller's settings under RocketMQ's key names, as GET_CONTROLLER_CONFIG answers."""
+
+    def peers(address_of) -> str:
+        return ";".join(f"{p.peer_id}-{address_of(p)}" for p in config.peers)
+
+    return {
+        "listenHost": config.listen_host,
+        "listenPort": str(config.listen_port),
+        "controllerDLegerGroup": config.group,
+        "controllerDLegerSelfId": config.self_id,
+        "controllerDLegerPeers": peers(lambda p: p.raft_address),
+        "controllerPeerListenAddrs": peers(lambda p: p.listen_address),
+        "controllerStorePath": str(config.store_path or ""),
+        "scanNotActiveBrokerInterval": str(config.scan_interval_ms),
+        "enableElectUncleanMaster": str(config.elect_unclean).lower(),
+        "controllerWriteTimeoutMillis": str(config.write_timeout_ms),
+        "notifyBrokerRoleChanged": str(config.notify_role_changed).lower(),
+        "isProcessReadEvent": str(config.process_read_event).lower(),
+        "controllerRaftPassword": MASKED if config.raft_password else "",
+    }
+
+
+def updated_config(config: ControllerConfig, updates: dict[str, str]) -> ControllerConfig:
+    """``config`` with ``updates`` applied (UPDATE_CONTROLLER_CONFIG); nothing is applied when
+    any key is unknown (ConfError), fixed while running (FixedKeyError) or has a bad value."""
+    known = config_properties(config)
+    for key in updates:
+        if key not in known:
+            raise ConfError(f"{key[:64]!r} is not a controller setting")
+        if key not in LIVE_KEYS:
+            raise FixedKeyError(
+                f"{key} cannot be changed while the controller runs: set it in its file and restart"
+            )
+    scan = get_int(updates, "scanNotActiveBrokerInterval", config.scan_interval_ms)
+    write_timeout = get_int(updates, "controllerWriteTimeoutMillis", config.write_timeout_ms)
+    if not 0 < scan <= 3_600_000 or not 0 < write_timeout <= 600_000:
+        raise ConfError(
+            "scanNotActiveBrokerInterval (at most 3600000) and controllerWriteTimeoutMillis "
+            "(at most 600000) must be positive"
+        )
+    return replace(
+        config,
+        scan_interval_ms=scan,
+        write_timeout_ms=write_timeout,
+        elect_unclean=get_bool(updates, "enableElectUncleanMaster", config.elect_unclean),
+        notify_role_changed=get_bool(updates, "notifyBrokerRoleChanged", config.notify_role_changed),
+        process_read_event=get_bool(updates, "isProcessReadEvent", config.process_read_event),
     )

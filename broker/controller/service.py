@@ -15,6 +15,7 @@ import re
 import time
 
 from broker.common.codes import RequestCode, ResponseCode
+from broker.common.conf_file import ConfError, format_properties, parse_properties
 from broker.common.request_headers.base import HeaderError
 from broker.common.request_headers.controller import (
     AlterSyncStateSetRequestHeader,
@@ -38,7 +39,7 @@ from broker.remoting.command import RemotingCommand, create_request, response_to
 from broker.remoting.connection import RemotingConnection
 from broker.remoting.server import RemotingServer
 
-from .config import ControllerConfig
+from .config import ControllerConfig, FixedKeyError, config_properties, updated_config
 from .election import DEFAULT_HEARTBEAT_TIMEOUT_MS, Liveness, choose_master
 from .raft import Peer, RaftNode
 from .replicas_info import encode_table
@@ -97,7 +98,7 @@ class ControllerService:
         self._scanner: asyncio.Task | None = None
         self._electing: set[str] = set()
         self._leader_since: float | None = None
-        self._notifier = RemotingClient() if config.notify_role_changed else None
+        self._notifier: RemotingClient | None = None  # made at the first notification
         self._notifications: set[asyncio.Task] = set()
         handlers = {
             RequestCode.BROKER_HEARTBEAT: self._heartbeat,
@@ -109,6 +110,8 @@ class ControllerService:
             RequestCode.CONTROLLER_ALTER_SYNC_STATE_SET: self._alter_sync_state_set,
             RequestCode.CONTROLLER_GET_REPLICA_INFO: self._replica_info,
             RequestCode.CONTROLLER_GET_SYNC_STATE_DATA: self._sync_state_data,
+            RequestCode.GET_CONTROLLER_CONFIG: self._get_config,
+            RequestCode.UPDATE_CONTROLLER_CONFIG: self._update_config,
         }
         for code, handler in handlers.items():
             self.server.register_processor(code, self._guarded(handler))
@@ -196,6 +199,26 @@ class ControllerService:
             peers=";".join(f"{p.peer_id}-{p.listen_address}" for p in node.peers),
         )
         return response_to(request, ext_fields=header)
+
+    async def _get_config(self, request: RemotingCommand) -> RemotingCommand:
+        return response_to(request, body=format_properties(config_properties(self.config)).encode())
+
+    async def _update_config(self, request: RemotingCommand) -> RemotingCommand:
+        """This controller's live settings (RocketMQ: each controller is updated on its own;
+        mqadmin sends to every address given). Kept until the process restarts."""
+        if len(request.body) > MAX_BODY_BYTES:
+            raise BadRequest("the config body is too large")
+        updates = parse_properties(request.body.decode("utf-8", errors="replace"))
+        if not updates:
+            raise BadRequest("the body must hold key=value lines")
+        try:
+            self.config = updated_config(self.config, updates)
+        except FixedKeyError as exc:
+            return response_to(request, ResponseCode.NO_PERMISSION, str(exc))
+        except ConfError as exc:
+            raise BadRequest(str(exc)) from None
+        log.info("controller config updated: %s", ", ".join(f"{k}={v}" for k, v in updates.items()))
+        return response_to(request)
 
     # ---- leader only ----
 
@@ -381,8 +404,10 @@ class ControllerService:
     def _notify(self, view: ReplicaView) -> None:
         """NOTIFY_BROKER_ROLE_CHANGED to every replica, one-way and best effort (RocketMQ's
         notifyBrokerRoleChanged): brokers that miss it learn the change from GET_REPLICA_INFO."""
-        if self._notifier is None:
+        if not self.config.notify_role_changed:
             return
+        if self._notifier is None:
+            self._notifier = RemotingClient()
         header = NotifyBrokerRoleChangedRequestHeader(
             view.master_address or None, view.master_epoch, view.sync_state_set_epoch, view.master_id
         )
@@ -438,9 +463,9 @@ class ControllerService:
                 self._electing.discard(name)
 
     async def _scan_forever(self) -> None:
-        interval = self.config.scan_interval_ms / 1000
         while True:
-            await asyncio.sleep(interval)
+            # Read each round: updateControllerConfig may change it while running.
+            await asyncio.sleep(self.config.scan_interval_ms / 1000)
             try:
                 await self.scan_once()
             except Exception:

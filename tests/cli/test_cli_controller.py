@@ -179,6 +179,46 @@ def test_an_unreachable_controller_or_no_leader_exits_1():
         lost.close()
 
 
+def test_get_and_update_controller_config(group):
+    controllers, _ = group
+    addresses = list(controllers.listen.values())
+    done = mqadmin("getControllerConfig", "-a", ";".join(addresses[:2]))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert [line for line in lines if line.startswith("====")] == [
+        f"============{a}============" for a in addresses[:2]
+    ]
+    assert f"{'scanNotActiveBrokerInterval':<50}=  100" in lines
+    assert f"{'controllerDLegerGroup':<50}=  test-group" in lines
+
+    updated = mqadmin(
+        "updateControllerConfig", "-a", ";".join(addresses), "-k", "enableElectUncleanMaster", "-v", "true"
+    )
+    assert updated.returncode == 0, updated.stderr
+    assert updated.stdout.splitlines() == [
+        f"update controller config success![{', '.join(addresses)}]",
+        "enableElectUncleanMaster : true",
+    ]
+    after = json.loads(mqadmin("getControllerConfig", "-a", ";".join(addresses), "--json").stdout)
+    assert [after[a]["enableElectUncleanMaster"] for a in addresses] == ["true"] * 3
+    back = mqadmin(
+        "updateControllerConfig", "-a", ";".join(addresses), "-k", "enableElectUncleanMaster", "-v", "false"
+    )
+    assert back.returncode == 0, back.stderr
+
+    for key, value, wanted in (
+        ("listenPort", "1", "NO_PERMISSION (16): listenPort cannot be changed while the controller runs"),
+        ("noSuchKey", "1", "CONTROLLER_INVALID_REQUEST (2005): 'noSuchKey' is not a controller setting"),
+        (
+            "scanNotActiveBrokerInterval",
+            "soon",
+            "CONTROLLER_INVALID_REQUEST (2005): scanNotActiveBrokerInterval",
+        ),
+    ):
+        refused = mqadmin("updateControllerConfig", "-a", addresses[0], "-k", key, "-v", value)
+        assert refused.returncode == 1 and wanted in refused.stderr, refused.stderr
+
+
 # ---- a name server embedding a controller, ACL on ----
 
 
@@ -218,7 +258,9 @@ def embedded(tmp_path_factory):
         {"accessKey": USER.access_key, "secretKey": USER.secret_key},
     ]
     acl_file.write_text(yaml.safe_dump({"accounts": accounts}))
-    namesrv = start_embedded_namesrv(root, aclEnable="true", aclFilePath=acl_file)
+    namesrv = start_embedded_namesrv(
+        root, aclEnable="true", aclFilePath=acl_file, controllerRaftPassword="raft-secret-not-shown"
+    )
     shim = _OneAddress(namesrv.addr)
     wire = Wire(shim)  # type: ignore[arg-type]
     wire.client.close()
@@ -383,3 +425,14 @@ def test_a_real_broker_in_controller_mode_seen_through_the_embedded_controller(t
     finally:
         wire.close()
         cluster.stop()
+
+
+def test_controller_config_on_the_name_server_needs_an_admin_and_hides_the_raft_password(embedded):
+    addr, _, _ = embedded
+    refused = mqadmin("getControllerConfig", "-a", addr, keys=USER)
+    assert refused.returncode == 1 and "needs an admin account" in refused.stderr
+    done = mqadmin("getControllerConfig", "-a", addr, keys=ADMIN)
+    assert done.returncode == 0, done.stderr
+    assert f"{'listenPort':<50}=  {addr.rsplit(':', 1)[1]}" in done.stdout.splitlines()
+    assert f"{'controllerRaftPassword':<50}=  ******" in done.stdout.splitlines()
+    assert "raft-secret-not-shown" not in done.stdout

@@ -102,6 +102,16 @@ class ControllerAdmin:
         and in the in-sync set); the controller tells the replicas."""
         return await self._ask(self.client.elect(broker_name, broker_id, designate=True, cluster=cluster))
 
+    async def configs(self) -> dict[str, dict[str, str]]:
+        """Each given controller's settings (getControllerConfig), in the order given."""
+        return {address: await self._ask(self.client.config(address)) for address in self.addresses}
+
+    async def update_config(self, key: str, value: str) -> None:
+        """Set ``key`` on each given controller (each keeps its own settings); the first refusal
+        is raised, after the controllers before it took the value."""
+        for address in self.addresses:
+            await self._ask(self.client.update_config(address, {key: value}))
+
     async def close(self) -> None:
         await self.client.close()  # the admin's connection stays: the admin closes it
 
