@@ -1,0 +1,225 @@
+"""Controller mode's broker-side pieces, in process: the kept brokerId (against a real controller
+on loopback), the master's lease, the in-sync set's rules, and broker.conf's controller keys."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from broker.common.conf_file import ConfError
+from broker.controller.client import ControllerClient
+from broker.controller.config import controller_config
+from broker.controller.service import ControllerService
+from broker.local_cluster import free_port
+from broker.server.broker_identity import IdentityFileError, IdentityFiles
+from broker.server.config import BrokerConfig
+from broker.server.controller_lease import ControllerLease, lease_seconds
+from broker.server.in_sync_set import InSyncTracker, SlaveAck
+from broker.server.replicas_manager import NO_ROLE_YET, ReplicasManager
+from broker.store.running_flags import RunningFlags
+
+# -- broker.conf ------------------------------------------------------------------------------------
+
+
+def test_controller_mode_keys_have_rocketmqs_defaults():
+    config = BrokerConfig.from_properties({})
+    assert not config.enable_controller_mode and config.controller_addrs == []
+    assert (config.sync_broker_metadata_period, config.check_sync_state_set_period) == (5000, 5000)
+    assert config.sync_controller_metadata_period == 10_000
+    assert (config.controller_heart_beat_timeout_mills, config.broker_heartbeat_interval) == (10_000, 1000)
+    assert not config.store.all_ack_in_sync_state_set and config.store.in_sync_replicas == 1
+    assert config.store.ha_max_time_slave_not_catchup == 15_000
+    assert config.as_properties()["allAckInSyncStateSet"] == "false"
+
+
+def test_controller_mode_does_not_check_role_against_id(caplog):
+    caplog.set_level("INFO", logger="broker.server.config")
+    conf = {"enableControllerMode": "true", "controllerAddr": "127.0.0.1:9878;127.0.0.1:9879"}
+    config = BrokerConfig.from_properties({**conf, "brokerId": "1", "brokerRole": "ASYNC_MASTER"})
+    assert config.controller_addrs == ["127.0.0.1:9878", "127.0.0.1:9879"]
+    assert "do not decide this broker's role" in caplog.text
+    with pytest.raises(ConfError, match="brokerRole=ASYNC_MASTER needs brokerId=0"):
+        BrokerConfig.from_properties({"brokerId": "1", "brokerRole": "ASYNC_MASTER"})
+
+
+@pytest.mark.parametrize(
+    ("conf", "named"),
+    [
+        ({"enableControllerMode": "true"}, "controllerAddr"),
+        ({"enableControllerMode": "yes"}, "enableControllerMode"),
+        ({"controllerAddr": "nohost"}, "controllerAddr"),
+        ({"checkSyncStateSetPeriod": "0"}, "checkSyncStateSetPeriod"),
+        ({"brokerHeartbeatInterval": "-5"}, "brokerHeartbeatInterval"),
+        ({"haMaxTimeSlaveNotCatchup": "soon"}, "haMaxTimeSlaveNotCatchup"),
+        ({"inSyncReplicas": "0"}, "inSyncReplicas"),
+        ({"allAckInSyncStateSet": "1"}, "allAckInSyncStateSet"),
+        (
+            {
+                "enableControllerMode": "true",
+                "controllerAddr": "127.0.0.1:1",
+                "brokerHeartbeatInterval": "1000",
+                "controllerHeartBeatTimeoutMills": "2000",
+            },
+            "controllerHeartBeatTimeoutMills",
+        ),
+    ],
+)
+def test_bad_controller_settings_are_refused_naming_the_key(conf, named):
+    with pytest.raises(ConfError, match=named):
+        BrokerConfig.from_properties(conf)
+
+
+# -- the identity files ------------------------------------------------------------------------------
+
+
+def test_identity_files_keep_the_applied_id(tmp_path):
+    files = IdentityFiles(tmp_path / "brokerIdentity", "C", "b")
+    assert files.applied() is None and files.pending() is None
+    files.note_pending(3, "127.0.0.1:10911;1700000000000")
+    assert files.pending().register_check_code == "127.0.0.1:10911;1700000000000"
+    files.confirm(3)
+    assert (tmp_path / "brokerIdentity").read_text() == "C#b#3"  # RocketMQ's BrokerMetadata format
+    assert files.pending() is None
+    assert IdentityFiles(tmp_path / "brokerIdentity", "C", "b").applied().broker_id == 3
+
+
+def test_identity_file_of_another_set_or_garbage_is_refused(tmp_path):
+    path = tmp_path / "brokerIdentity"
+    IdentityFiles(path, "C", "other").confirm(2)
+    with pytest.raises(IdentityFileError, match="another broker set"):
+        IdentityFiles(path, "C", "b").applied()
+    path.write_text("not an identity")
+    with pytest.raises(IdentityFileError, match="cluster#brokerName#brokerId"):
+        IdentityFiles(path, "C", "b").applied()
+    path.write_bytes(b"C#b#1" + b"9" * 10_000)
+    with pytest.raises(IdentityFileError, match="larger than"):
+        IdentityFiles(path, "C", "b").applied()
+    path.write_text("")  # a crash while creating it: as if it were not there
+    assert IdentityFiles(path, "C", "b").applied() is None
+
+
+@pytest.fixture
+async def controller(tmp_path):
+    conf = {
+        "listenPort": "0",
+        "controllerDLegerPeers": f"n0-127.0.0.1:{free_port()}",
+        "controllerStorePath": str(tmp_path / "controller"),
+        "scanNotActiveBrokerInterval": "100",
+    }
+    service = ControllerService(controller_config(conf))
+    port = await service.start()
+    address = f"127.0.0.1:{port}"
+    client = ControllerClient([address])
+    deadline = time.monotonic() + 20
+    while not (await client.metadata()).is_leader:
+        assert time.monotonic() < deadline, "the controller never led"
+        await asyncio.sleep(0.05)
+    await client.close()
+    yield address
+    await service.stop()
+
+
+def _manager(tmp_path, name: str, controller: str, port: int) -> ReplicasManager:
+    config = BrokerConfig.from_properties(
+        {
+            "brokerClusterName": "C",
+            "brokerName": "b",
+            "listenPort": str(port),
+            "storePathRootDir": str(tmp_path / name),
+            "enableControllerMode": "true",
+            "controllerAddr": controller,
+        }
+    )
+    store = SimpleNamespace(running_flags=RunningFlags(), max_physic_offset=0)
+    broker = SimpleNamespace(
+        config=config, store=store, replication=SimpleNamespace(epochs=None, server=None)
+    )
+    return ReplicasManager(broker)  # type: ignore[arg-type]
+
+
+async def test_broker_id_is_applied_for_once_and_reused(tmp_path, controller):
+    first = _manager(tmp_path, "one", controller, 10911)
+    assert first.broker.store.running_flags.reason() == NO_ROLE_YET  # no writes before a role
+    assert await first._obtain_broker_id() == 1
+    second = _manager(tmp_path, "two", controller, 10921)
+    assert await second._obtain_broker_id() == 2
+    restarted = _manager(tmp_path, "one", controller, 10911)
+    assert await restarted._obtain_broker_id() == 1  # from its file: the controller is not asked
+    for manager in (first, second, restarted):
+        await manager.client.close()
+
+
+async def test_a_crash_between_asking_and_applying_applies_the_same_id(tmp_path, controller):
+    crashed = _manager(tmp_path, "one", controller, 10911)
+    crashed.identity.note_pending(await crashed.client.next_broker_id("C", "b"), "127.0.0.1:10911;1")
+    await crashed.client.apply_broker_id("C", "b", 1, "127.0.0.1:10911;1")  # applied, then the crash
+    restarted = _manager(tmp_path, "one", controller, 10911)
+    assert await restarted._obtain_broker_id() == 1  # the same check code: the same broker retrying
+    assert restarted.identity.pending() is None and restarted.identity.applied().broker_id == 1
+    other = _manager(tmp_path, "two", controller, 10921)
+    other.identity.note_pending(1, "127.0.0.1:10921;2")  # another broker claiming the same id
+    with pytest.raises(Exception, match="held by another broker"):
+        await other._obtain_broker_id()
+    assert other.identity.pending() is None  # asked anew next time
+    assert await other._obtain_broker_id() == 2
+    for manager in (crashed, restarted, other):
+        await manager.client.close()
+
+
+# -- the lease -----------------------------------------------------------------------------------------
+
+
+def test_lease_ends_well_before_the_controller_may_elect():
+    assert lease_seconds(10_000) == pytest.approx(6.667, abs=0.001)
+    assert lease_seconds(1500) == 1.0
+
+
+async def test_lease_expires_unrenewed_and_comes_back_when_renewed():
+    events = []
+    lease = ControllerLease(lambda: 300, lambda: events.append("ended"), lambda: events.append("renewed"))
+    assert lease.expired
+    lease.renew(time.monotonic())
+    assert events == ["renewed"] and not lease.expired
+    await asyncio.sleep(0.1)
+    lease.renew(time.monotonic())  # renewed in time: no end in between
+    await asyncio.sleep(0.15)
+    assert events == ["renewed"]
+    deadline = time.monotonic() + 5
+    while "ended" not in events:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.01)
+    assert lease.expired and time.monotonic() >= lease.valid_until
+    lease.renew(time.monotonic() - 1)  # an answer so late its lease is already over: still ended
+    assert lease.expired
+    lease.renew(time.monotonic())
+    assert events == ["renewed", "ended", "renewed"]
+    lease.cancel()
+
+
+# -- the in-sync set ------------------------------------------------------------------------------------
+
+
+def test_a_caught_up_slave_joins_and_a_lagging_one_leaves():
+    tracker = InSyncTracker(1, log_end=1000, now=0.0)
+    check = tracker.check
+    # A slave behind the master's end at the previous check does not join.
+    assert check(frozenset({1}), [SlaveAck(2, 900)], 1000, 0, 1 << 20, 15, 1.0) == {1}
+    # Caught up with where the master was: joins.
+    assert check(frozenset({1}), [SlaveAck(2, 1000)], 2000, 0, 1 << 20, 15, 2.0) == {1, 2}
+    # Not caught up since: stays for haMaxTimeSlaveNotCatchup, then leaves.
+    assert check(frozenset({1, 2}), [SlaveAck(2, 1500)], 3000, 0, 1 << 20, 15, 10.0) == {1, 2}
+    assert check(frozenset({1, 2}), [SlaveAck(2, 1500)], 4000, 0, 1 << 20, 15, 17.5) == {1}
+
+
+def test_a_disconnected_member_leaves_and_a_slave_needs_the_current_epoch():
+    tracker = InSyncTracker(1, log_end=500, now=0.0)
+    assert tracker.check(frozenset({1, 2}), [], 500, 0, 1 << 20, 15, 1.0) == {1}
+    # Caught up by offset, but not yet holding the current epoch's start (it has not cut its tail).
+    tracker = InSyncTracker(1, log_end=500, now=0.0)
+    assert tracker.check(frozenset({1}), [SlaveAck(3, 500)], 500, 600, 1 << 20, 15, 1.0) == {1}
+    # Too far behind the log's end (haMaxGapNotInSync), though it reached the previous end.
+    tracker = InSyncTracker(1, log_end=500, now=0.0)
+    assert tracker.check(frozenset({1}), [SlaveAck(3, 500)], 5000, 0, 1000, 15, 1.0) == {1}
