@@ -168,6 +168,9 @@ class HAClient:
             self.connect_failures += 1
             self._failed(f"cannot connect to the master's HA port {address}: {exc or type(exc).__name__}")
             return
+        if address != self.master_address:  # changed while connecting: follow the new one
+            writer.close()
+            return
         log.info("connected to the master's HA port %s", address)
         self.last_read = time.monotonic()
         self._writer = writer
@@ -186,6 +189,11 @@ class HAClient:
                 self._failed(f"the master {address} closed the connection ({exc or type(exc).__name__})")
         except (HAProtocolError, ReplicationError, SegmentAllocationError, EpochFileError) as exc:
             self._failed(f"from {address}: {exc}")
+        except OSError as exc:  # the epoch file could not be written (a full disk, say)
+            self._failed(f"following {address}: {exc}")
+        except Exception as exc:  # a bug: logged with its traceback, and retried rather than dead
+            log.exception("replication from %s failed", address)
+            self._failed(f"following {address}: {type(exc).__name__}: {exc}")
         finally:
             self.connected = False
             self._writer = None
