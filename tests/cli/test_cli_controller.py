@@ -436,3 +436,35 @@ def test_controller_config_on_the_name_server_needs_an_admin_and_hides_the_raft_
     assert f"{'listenPort':<50}=  {addr.rsplit(':', 1)[1]}" in done.stdout.splitlines()
     assert f"{'controllerRaftPassword':<50}=  ******" in done.stdout.splitlines()
     assert "raft-secret-not-shown" not in done.stdout
+
+
+def test_a_standalone_controller_with_acl_checks_like_the_name_server(tmp_path):
+    acl_file = tmp_path / "acl.yml"
+    acl_file.write_text(
+        yaml.safe_dump(
+            {"accounts": [{"accessKey": ADMIN.access_key, "secretKey": ADMIN.secret_key, "admin": True}]}
+        )
+    )
+    controllers = ControllerGroup(tmp_path, size=1, extra={"aclEnable": "true", "aclFilePath": acl_file})
+    controllers.start()
+    addr = controllers.listen["n0"]
+    wire = Wire(controllers)
+    try:
+        wait_until(lambda: wire.leader() is not None, timeout=30, what="the controller to lead")
+        meta = mqadmin("getControllerMetaData", "-a", addr)  # open
+        assert meta.returncode == 0 and f"#Peer:\tn0-{addr}" in meta.stdout, meta.stderr
+        refused = mqadmin("getSyncStateSet", "-a", addr)
+        assert (
+            refused.returncode == 1 and "NO_PERMISSION" in refused.stderr and "no AccessKey" in refused.stderr
+        )
+        elect = ("electMaster", "-a", addr, "-c", "c", "-bn", NAME, "-b", "1")
+        assert "NO_PERMISSION" in mqadmin(*elect).stderr
+        # Signed by the admin, the request reaches the controller (which knows no such set).
+        signed = mqadmin(*elect, keys=ADMIN)
+        assert signed.returncode == 1 and "CONTROLLER_BROKER_METADATA_NOT_EXIST" in signed.stderr, (
+            signed.stderr
+        )
+        assert mqadmin("getSyncStateSet", "-a", addr, keys=ADMIN).returncode == 0
+    finally:
+        wire.close()
+        controllers.stop()
