@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RETRY_INTERVAL_S = 1.0  # between start-up attempts while the controllers cannot register us
+MAX_RETRY_INTERVAL_S = 5.0
 MAX_NOTIFY_BODY = 64 * 1024
 HEARTBEAT_TIMEOUT_MS = 3000
 
@@ -132,9 +133,13 @@ class ReplicasManager:
                 break
             except (ControllerError, IdentityFileError, OSError) as exc:
                 self.last_error = str(exc)
-                log.warning("controller mode: start-up attempt %d failed (%s); writes stay refused, "
-                            "retrying in %.0f s", attempt, exc, RETRY_INTERVAL_S)  # fmt: skip
-                await asyncio.sleep(RETRY_INTERVAL_S * (0.5 + random.random()))
+                # Jittered (brokers of a set restarted together do not ask in step), longer after
+                # each failure up to MAX_RETRY_INTERVAL_S: one log line per try.
+                delay = min(MAX_RETRY_INTERVAL_S, RETRY_INTERVAL_S * attempt) * (0.5 + random.random() / 2)
+                log.warning("controller mode: cannot register with the controllers %s (attempt %d: %s); "
+                            "writes stay refused, retrying in %.1f s", ";".join(self.client.addresses),
+                            attempt, exc, delay)  # fmt: skip
+                await asyncio.sleep(delay)
         self.state = "RUNNING"
         self.last_error = ""
         loops = (self._heartbeat_loop, self._replica_info_loop, self._leader_loop, self._sync_state_set_loop)

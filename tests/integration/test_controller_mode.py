@@ -49,7 +49,7 @@ BROKER_SETTINGS = {
 class ControllerCluster:
     """A controller, a name server and brokers of one set in controller mode."""
 
-    def __init__(self, workdir: Path, controller_settings: dict | None = None) -> None:
+    def __init__(self, workdir: Path, controller_settings: dict | None = None, start: bool = True) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         self.workdir = workdir
         self.controller_port = free_port()
@@ -63,16 +63,15 @@ class ControllerCluster:
                 **(controller_settings or {}),
             },
         )
-        self.controller = start_controller(self.controller_conf)
+        self.controller = start_controller(self.controller_conf) if start else None
         self.cluster = Cluster(workdir, CLUSTER)
+
+    def start_controller(self) -> None:
+        self.controller = start_controller(self.controller_conf)
 
     @property
     def controller_addr(self) -> str:
         return f"127.0.0.1:{self.controller_port}"
-
-    def restart_controller(self) -> None:
-        self.controller.kill()
-        self.controller = start_controller(self.controller_conf)
 
     def add(self, name: str, **settings: object):
         return self.cluster.add_broker(
@@ -117,7 +116,8 @@ class ControllerCluster:
 
     def stop(self) -> None:
         self.cluster.stop()
-        self.controller.stop()
+        if self.controller is not None:
+            self.controller.stop()
 
 
 @pytest.fixture
@@ -133,6 +133,14 @@ def _send(namesrv: str, bodies: list[str], group: str = "CTL_PRODUCER") -> list[
         return [producer.send(Message(TOPIC, body.encode())).send_status for body in bodies]
     finally:
         producer.shutdown()
+
+
+def _try_send(producer: Producer, body: bytes) -> bool:
+    try:
+        return producer.send(Message(TOPIC, body)).send_status == "SEND_OK"
+    except Exception:
+        time.sleep(0.2)
+        return False
 
 
 def _store_max(ctl: ControllerCluster, name: str) -> int:
@@ -177,14 +185,30 @@ def test_one_master_one_slave_and_failover(ctl):
     refused = _send_one(ctl, "b2", b"x")
     assert refused.code == ResponseCode.SERVICE_NOT_AVAILABLE
 
-    ctl.cluster.brokers["b1"].proc.send_signal(signal.SIGKILL)
-    ctl.cluster.brokers["b1"].proc.wait(10)
-    killed = time.monotonic()
-    assert wait_until(lambda: ctl.role("b2") == "SYNC_MASTER", 30), ctl.runtime("b2")
-    failover_s = time.monotonic() - killed
-    print(f"failover: b2 is master {failover_s:.2f} s after b1 was killed")
-    assert ctl.runtime("b2")["masterEpoch"] == "2"
-    assert wait_until(lambda: ctl.route_ids().get(0) == ctl.addr("b2"), 20), ctl.route_ids()
+    from broker.client.instance import MQClientInstance
+
+    # Routes polled every second (RocketMQ's pollNameServerInterval, 30 s by default: a producer
+    # finds the new master at its next poll, as RocketMQ's does).
+    instance = MQClientInstance(ctl.cluster.namesrv_addr, "ctl-long-lived", route_interval_ms=1000)
+    producer = Producer("CTL_LONG_LIVED", ctl.cluster.namesrv_addr, instance=instance).start()
+    try:
+        assert producer.send(Message(TOPIC, b"before the kill")).send_status == "SEND_OK"
+        ctl.cluster.brokers["b1"].proc.send_signal(signal.SIGKILL)
+        ctl.cluster.brokers["b1"].proc.wait(10)
+        killed = time.monotonic()
+        assert wait_until(lambda: ctl.role("b2") == "SYNC_MASTER", 30), ctl.runtime("b2")
+        failover_s = time.monotonic() - killed
+        assert ctl.runtime("b2")["masterEpoch"] == "2"
+        assert wait_until(lambda: ctl.route_ids().get(0) == ctl.addr("b2"), 20), ctl.route_ids()
+        # The same producer resumes on its own (its route refreshed from the name server).
+        resumed = wait_until(lambda: _try_send(producer, b"after the kill"), 60)
+        resumed_s = time.monotonic() - killed
+        print(
+            f"failover: b2 master {failover_s:.2f} s after b1's SIGKILL, producer back at {resumed_s:.2f} s"
+        )
+        assert resumed
+    finally:
+        producer.shutdown()
     assert _send(ctl.cluster.namesrv_addr, [f"after{i}" for i in range(20)]) == ["SEND_OK"] * 20
 
     # The old master returns as a slave of the new one and catches up.
@@ -326,3 +350,21 @@ def test_switchover_moves_the_master_and_both_brokers_switch(ctl):
     assert wait_until(lambda: ctl.route_ids() == {0: ctl.addr("b2"), 1: ctl.addr("b1")}, 20), ctl.route_ids()
     assert wait_until(lambda: _store_max(ctl, "b1") == _store_max(ctl, "b2"), 20)
     assert _send_one(ctl, "b1", b"x").code == ResponseCode.SERVICE_NOT_AVAILABLE
+
+
+def test_controller_unreachable_at_start_no_writes_until_it_answers(tmp_path):
+    ctl = ControllerCluster(tmp_path, start=False)
+    try:
+        b1 = ctl.add("b1")  # it serves (reads) while it waits for a controller
+        assert wait_until(
+            lambda: any("cannot register with the controllers" in line for line in b1.output), 20
+        )
+        info = ctl.runtime("b1")
+        assert info["controllerState"] == "INITIAL" and info["brokerRole"] == "SLAVE"
+        assert _send_one(ctl, "b1", b"too early").code == ResponseCode.SERVICE_NOT_AVAILABLE
+        ctl.start_controller()
+        assert wait_until(lambda: ctl.role("b1") == "SYNC_MASTER", 30), ctl.runtime("b1")
+        assert wait_until(lambda: _send_one(ctl, "b1", b"now").code == ResponseCode.SUCCESS, 20)
+        assert ctl.runtime("b1")["controllerBrokerId"] == "1"
+    finally:
+        ctl.stop()
