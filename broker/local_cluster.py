@@ -191,6 +191,20 @@ def start_controller(conf: Path, port: int | None = None, drain: bool = True) ->
     return process.keep_draining() if drain else process
 
 
+def embedded_controller_settings(store: Path, **extra: object) -> dict[str, object]:
+    """namesrv.conf lines for a name server that also runs a controller (RocketMQ's
+    ``enableControllerInNamesrv``): a group of one on a free loopback Raft port, its journal in
+    ``store``, a 100 ms scan for silent masters; ``extra`` adds or overrides keys."""
+    return {
+        "enableControllerInNamesrv": "true",
+        "controllerDLegerPeers": f"n0-127.0.0.1:{free_port()}",
+        "controllerDLegerSelfId": "n0",
+        "controllerStorePath": store,
+        "scanNotActiveBrokerInterval": 100,
+        **extra,
+    }
+
+
 class LocalCluster:
     """A name server and named brokers in ``workdir``. Each broker keeps its broker.conf
     (``<workdir>/<name>.conf``) and port, so it restarts in place.

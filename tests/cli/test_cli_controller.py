@@ -376,11 +376,7 @@ def test_get_broker_epoch_by_name_cluster_and_address(embedded):
 
 
 def test_a_real_broker_in_controller_mode_seen_through_the_embedded_controller(tmp_path):
-    settings = {
-        "enableControllerInNamesrv": "true",
-        **controller_settings(tmp_path),
-    }
-    cluster = LocalCluster(tmp_path, "RealCtl", namesrv_settings=settings)
+    cluster = LocalCluster(tmp_path, "RealCtl", namesrv_settings=controller_settings(tmp_path))
     wire = Wire(_OneAddress(cluster.namesrv_addr))  # type: ignore[arg-type]
     try:
         broker = cluster.add_broker(

@@ -9,7 +9,13 @@ from pathlib import Path
 
 from broker.common.request_headers.controller import BrokerHeartbeatRequestHeader
 from broker.controller.client import ControllerClient
-from broker.local_cluster import EngineProcess, free_port, start_namesrv, write_conf
+from broker.local_cluster import (
+    EngineProcess,
+    embedded_controller_settings,
+    free_port,
+    start_namesrv,
+    write_conf,
+)
 
 CLUSTER = "EmbeddedCluster"
 HEARTBEAT_TIMEOUT_MS = 1500
@@ -17,22 +23,18 @@ HEARTBEAT_EVERY_S = 0.2
 
 
 def controller_settings(root: Path, **extra: object) -> dict[str, object]:
-    """The controller keys of a one-controller group storing under ``root``."""
-    return {
-        "controllerDLegerGroup": "embedded-group",
-        "controllerDLegerPeers": f"n0-127.0.0.1:{free_port()}",
-        "controllerDLegerSelfId": "n0",
-        "controllerStorePath": root / "controller-store",
-        "scanNotActiveBrokerInterval": 100,
-        "controllerWriteTimeoutMillis": 2000,
+    """namesrv.conf lines embedding a one-controller group that stores under ``root``."""
+    return embedded_controller_settings(
+        root / "controller-store",
+        controllerDLegerGroup="embedded-group",
+        controllerWriteTimeoutMillis=2000,
         **extra,
-    }
+    )
 
 
 def start_embedded_namesrv(root: Path, **extra: object) -> EngineProcess:
     root.mkdir(parents=True, exist_ok=True)
-    settings = {"enableControllerInNamesrv": "true", **controller_settings(root), **extra}
-    return start_namesrv(write_conf(root / "namesrv.conf", settings), free_port())
+    return start_namesrv(write_conf(root / "namesrv.conf", controller_settings(root, **extra)), free_port())
 
 
 async def until(predicate, timeout: float = 20.0, what: str = "a condition"):

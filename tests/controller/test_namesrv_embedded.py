@@ -104,12 +104,7 @@ async def test_a_name_server_without_the_key_runs_no_controller(tmp_path):
 
 
 def test_a_bad_controller_key_stops_the_name_server_at_start(tmp_path):
-    settings = {
-        "listenPort": free_port(),
-        "enableControllerInNamesrv": "true",
-        **controller_settings(tmp_path),
-        "controllerDLegerSelfId": "n7",
-    }
+    settings = {"listenPort": free_port(), **controller_settings(tmp_path, controllerDLegerSelfId="n7")}
     conf = write_conf(tmp_path / "namesrv.conf", settings)
     done = subprocess.run(
         [sys.executable, "-m", "broker.namesrv", "-c", str(conf)],
