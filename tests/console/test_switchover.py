@@ -256,3 +256,86 @@ def test_a_frozen_controller_costs_the_page_a_bounded_wait(page_clients, setting
     finally:
         group.stop()
         cluster_access.close_all()
+
+
+# -- real brokers in controller mode ---------------------------------------------------------------
+
+
+def _rows_of(html: str, name: str) -> dict[str, str]:
+    """The set's member rows by controller id."""
+    block = _set_block(html, name).split('class="replication"', 1)[1].split("</table>", 1)[0]
+    rows = re.findall(r"<tr data-broker-id=.*?</tr>", block, re.S)
+    return {
+        re.search(r'data-controller-id="(\d+)"', row).group(1): row
+        for row in rows
+        if "data-controller-id" in row
+    }
+
+
+def test_real_controller_mode_brokers_shown_and_switched_over(tmp_path, settings):
+    """Two brokers with enableControllerMode: the console finds the controller through their
+    controllerAddr, shows each broker's controller id, in-sync flag and epoch as the brokers and
+    the controller report them, and a switchover from the console makes the other broker master
+    (both brokers change role; the history gains the new epoch at the offset the log had)."""
+    from tests.integration.test_controller_mode import SET, ControllerCluster
+
+    ctl = ControllerCluster(tmp_path)
+    try:
+        ctl.add("b1")
+        wait_until(lambda: ctl.role("b1") == "SYNC_MASTER", timeout=30, what="b1 master")
+        ctl.add("b2")
+        wait_until(lambda: ctl.runtime("b1").get("syncStateSet") == "1,2", timeout=30, what="b2 in sync")
+        settings.BROKER_NAMESRV = ctl.cluster.namesrv_addr
+        settings.CONSOLE_CONTROLLER_ADDR = ""  # found through the brokers' controllerAddr
+        admin = _client("admin")
+
+        def page_with_both() -> str | None:
+            html = admin.get("/cluster/").content.decode()
+            return html if set(_rows_of(html, SET)) == {"1", "2"} else None
+
+        html = wait_until(page_with_both, timeout=30, interval=0.3, what="both brokers on the page")
+        both = ", ".join(sorted([ctl.addr("b1"), ctl.addr("b2")]))
+        assert f"(from controllerAddr of broker {both})" in html
+        assert f'leader <strong class="controller-leader">n0 ({ctl.controller_addr})' in html
+        rows = _rows_of(html, SET)
+        assert 'data-role="SYNC_MASTER"' in rows["1"] and ctl.addr("b1") in rows["1"]
+        assert 'data-role="SLAVE"' in rows["2"] and ctl.addr("b2") in rows["2"]
+        for cid in ("1", "2"):
+            assert "in sync</span>" in rows[cid] and 'data-epoch="1"' in rows[cid]
+        b1_epochs = ctl.epochs("b1")
+        assert [e.epoch for e in b1_epochs.epoch_list] == [1]
+
+        confirm = admin.get(f"/cluster/switchover/{SET}/2/").content.decode()
+        assert "switchover-doubts" not in confirm
+        done = _post_switch(admin, SET, "2")
+        assert done.status_code == 302 and "is the master of" in _flash(done), _flash(done)
+        wait_until(
+            lambda: ctl.role("b2") == "SYNC_MASTER" and ctl.role("b1") == "SLAVE",
+            timeout=30,
+            what="roles swapped",
+        )
+        b2_epochs = ctl.epochs("b2")
+        assert [e.epoch for e in b2_epochs.epoch_list] == [1, 2]
+        takeover = b2_epochs.epoch_list[1].start_offset
+
+        def switched_page() -> str | None:
+            html = admin.get("/cluster/").content.decode()
+            rows = _rows_of(html, SET)
+            ok = 'data-role="SYNC_MASTER"' in rows.get("2", "") and 'data-role="SLAVE"' in rows.get("1", "")
+            return html if ok and 'data-epoch="2"' in rows.get("1", "") else None
+
+        html = wait_until(switched_page, timeout=30, interval=0.3, what="the page after the switchover")
+        block = _set_block(html, SET)
+        assert 'data-master-id="2"' in block and 'data-master-epoch="2"' in block
+        history = block.split('class="epoch-history"', 1)[1]
+        assert f'<tr data-epoch="2" data-start="{takeover}">' in history
+        assert f'<tr data-epoch="1" data-start="0" data-end="{takeover}">' in history
+        record = AuditRecord.objects.get(action="broker.switchover")
+        assert record.result == AuditRecord.RESULT_OK
+        assert (
+            record.parameters["from"] == f"1 ({ctl.addr('b1')})"
+            and record.parameters["to"] == f"2 ({ctl.addr('b2')})"
+        )
+    finally:
+        cluster_access.close_all()
+        ctl.stop()
