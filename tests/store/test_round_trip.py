@@ -165,7 +165,7 @@ async def test_sync_flush_from_an_event_loop(open_store):
         *(store.put_message_async(MessageExt(topic="S", body=b"%d" % i, queue_id=0)) for i in range(64))
     )
     assert all(r.ok for r in results)
-    assert store._group_commit.flushed_offset >= max(
+    assert store.writer.group_commit.flushed_offset >= max(
         r.append.wrote_offset + r.append.wrote_bytes for r in results
     )
     assert sorted(r.append.logics_offset for r in results) == list(range(64))

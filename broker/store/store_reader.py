@@ -1,0 +1,162 @@
+"""Reading the store: messages by (topic, queue, logical offset) as raw stored records ready for a
+pull response, queue bounds, store times, offsets by time, and lookups by commit-log offset or by
+key (the index)."""
+
+from __future__ import annotations
+
+from broker.common.message import MessageExt
+from broker.common.message_codec import LONG, decode_message, store_timestamp_position
+
+from .commitlog import CommitLog
+from .consume_queue import ConsumeQueue
+from .consume_queue_table import ConsumeQueueTable
+from .index import IndexService
+from .results import GetMessageResult, GetMessageStatus
+from .store_config import MessageStoreConfig
+
+
+class StoreReader:
+    def __init__(
+        self, config: MessageStoreConfig, commitlog: CommitLog, queues: ConsumeQueueTable, index: IndexService
+    ) -> None:
+        self.config = config
+        self.commitlog = commitlog
+        self.queues = queues
+        self.index = index
+        self.get_count = 0  # messages handed out
+        self.get_found_count = self.get_miss_count = 0  # reads that found messages, or none
+
+    def get_message(
+        self, group: str, topic: str, queue_id: int, offset: int, max_count: int, message_filter=None
+    ) -> GetMessageResult:
+        queue = self.queues.find(topic, queue_id)
+        if queue is None:
+            self.get_miss_count += 1
+            return GetMessageResult(GetMessageStatus.NO_MATCHED_LOGIC_QUEUE)
+        min_offset, max_offset = queue.min_offset, queue.max_offset
+        result = GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, offset, min_offset, max_offset)
+        if max_offset == 0:
+            result.next_begin_offset = 0
+        elif offset < min_offset:
+            result.status, result.next_begin_offset = GetMessageStatus.OFFSET_TOO_SMALL, min_offset
+        elif offset == max_offset:
+            result.status = GetMessageStatus.OFFSET_OVERFLOW_ONE
+        elif offset > max_offset:
+            result.status = GetMessageStatus.OFFSET_OVERFLOW_BADLY
+            result.next_begin_offset = min_offset if min_offset == 0 else max_offset
+        else:
+            self._read_messages(queue, offset, max_count, message_filter, result)
+        self.get_count += len(result.messages)
+        if result.status is GetMessageStatus.FOUND:
+            self.get_found_count += 1
+        else:
+            self.get_miss_count += 1
+        return result
+
+    def _read_messages(
+        self, queue: ConsumeQueue, offset: int, max_count: int, message_filter, result: GetMessageResult
+    ) -> None:
+        max_bytes = self.config.max_transfer_bytes_on_message_in_memory
+        scan_limit = max(max_count, min(self.config.max_filter_message_count, max_count * 20))
+        entries = queue.read_entries(offset, scan_limit if message_filter else max_count)
+        read = self.commitlog.read
+        messages, offsets = result.messages, result.queue_offsets
+        size_total = 0
+        next_offset = offset
+        removed = False
+        for phy, size, tags_code in entries:
+            if len(messages) >= max_count or (messages and size_total + size > max_bytes):
+                break
+            next_offset += 1
+            if message_filter is not None and not message_filter.is_matched_by_consume_queue(tags_code):
+                continue
+            record = read(phy, size)
+            if record is None:
+                removed = True
+                continue
+            if message_filter is not None and not message_filter.is_matched_by_commit_log(record):
+                continue
+            messages.append(record)
+            offsets.append(next_offset - 1)
+            size_total += size
+        result.next_begin_offset = next_offset
+        if messages:
+            result.status = GetMessageStatus.FOUND
+        elif removed:
+            result.status = GetMessageStatus.MESSAGE_WAS_REMOVING
+        elif entries:
+            result.status = GetMessageStatus.NO_MATCHED_MESSAGE
+        else:
+            result.status, result.next_begin_offset = GetMessageStatus.OFFSET_FOUND_NULL, offset
+
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        queue = self.queues.find(topic, queue_id)
+        return queue.max_offset if queue else 0
+
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        queue = self.queues.find(topic, queue_id)
+        return queue.min_offset if queue else 0
+
+    def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, offset: int) -> int:
+        queue = self.queues.find(topic, queue_id)
+        entry = queue.entry(offset) if queue else None
+        return entry[0] if entry else 0
+
+    def get_message_store_timestamp(self, topic: str, queue_id: int, offset: int) -> int:
+        queue = self.queues.find(topic, queue_id)
+        entry = queue.entry(offset) if queue else None
+        return self._store_time_of(entry[0], entry[1]) if entry else -1
+
+    def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
+        queue = self.queues.find(topic, queue_id)
+        return self.get_message_store_timestamp(topic, queue_id, queue.min_offset) if queue else -1
+
+    def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
+        queue = self.queues.find(topic, queue_id)
+        return queue.offset_by_time(timestamp_ms, self._store_time_of) if queue else 0
+
+    def _store_time_of(self, commitlog_offset: int, size: int) -> int:
+        head = self.commitlog.read(commitlog_offset, min(size, 96))
+        if head is None:
+            return -1
+        sys_flag = int.from_bytes(head[36:40], "big", signed=True)
+        return LONG.unpack_from(head, store_timestamp_position(sys_flag))[0]
+
+    def store_timestamp_at(self, commitlog_offset: int) -> int:
+        """Store time of the record at ``commitlog_offset`` — or, at a segment's seal, of the next
+        segment's first record; -1 when there is none (the log's end)."""
+        size = self.commitlog.record_size_at(commitlog_offset)
+        if size is None and commitlog_offset < self.commitlog.max_offset:  # a seal: the next segment
+            file_size = self.commitlog.file_size
+            commitlog_offset += file_size - commitlog_offset % file_size
+            size = self.commitlog.record_size_at(commitlog_offset)
+        return self._store_time_of(commitlog_offset, size) if size else -1
+
+    def earliest_message_time(self) -> int:
+        """Store time of the oldest message in the commit log; -1 when it holds none."""
+        offset = self.commitlog.min_offset
+        size = self.commitlog.record_size_at(offset) if offset < self.commitlog.max_offset else None
+        return self._store_time_of(offset, size) if size else -1
+
+    def select_one_message_by_offset(self, commitlog_offset: int, size: int | None = None) -> bytes | None:
+        size = size or self.commitlog.record_size_at(commitlog_offset)
+        return self.commitlog.read(commitlog_offset, size) if size else None
+
+    def look_message_by_offset(self, commitlog_offset: int) -> MessageExt | None:
+        record = self.select_one_message_by_offset(commitlog_offset)
+        return decode_message(record) if record else None
+
+    def query_message(
+        self, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int
+    ) -> list[MessageExt]:
+        """Messages of ``topic`` with ``key`` (a key or the unique id) stored in the time range."""
+        found = []
+        for offset in self.index.query_offsets(topic, key, max_num * 4, begin_ms, end_ms):
+            if offset >= self.commitlog.max_offset or offset < self.commitlog.min_offset:
+                continue
+            msg = self.look_message_by_offset(offset)
+            if msg and msg.topic == topic and (key in msg.keys or msg.unique_key == key):
+                found.append(msg)
+            if len(found) >= max_num:
+                break
+        return found
