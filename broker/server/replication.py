@@ -168,8 +168,14 @@ class BrokerReplication:
         await self._stop_following()
         assert self.epochs is not None
         last = self.epochs.last_epoch()
-        if epoch > last:  # a master re-registering within its own epoch keeps its entry
+        if epoch > last:
             self.epochs.append(epoch, store.max_physic_offset)
+        elif epoch < last:
+            # The controllers lost their state (epochs start again at 1): this log's epochs are
+            # above theirs, and slaves comparing epochs would be refused. Said, not hidden.
+            log.error("the controllers name this broker master at epoch %d, but its log already has "
+                      "epoch %d (were the controllers' stores wiped?)", epoch, last)  # fmt: skip
+        # (equal: a master registering again within its own epoch keeps its entry)
         if self.server is None:
             self.server = self._new_ha_server()
             await self._listen(self.server)

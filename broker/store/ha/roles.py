@@ -11,6 +11,9 @@ ROLES = (ASYNC_MASTER, SYNC_MASTER, SLAVE)
 def role_problem(role: str, broker_id: int) -> str | None:
     """Why ``brokerRole`` and ``brokerId`` cannot go together (None when they can).
 
+    Not asked in controller mode (``enableControllerMode``): the controllers decide the role and
+    the id there, and the broker's start-up says so (``BrokerConfig``).
+
     RocketMQ's BrokerStartup stops a SLAVE whose brokerId is not above 0 ("Slave's brokerId must
     be > 0") and silently makes any master's brokerId 0. This broker refuses the second case as
     well: a conf with ``brokerId=1`` and no ``brokerRole`` was meant for a slave, and made master
