@@ -100,13 +100,17 @@ def _int(raw: dict, key: str, *, nullable: bool = False) -> int | None:
         return None
     if value is None:
         return 0
-    if type(value) is not int or not -1 <= value < 1 << 63:
+    if type(value) is not int:
         raise ReplicasBodyError(f"{key} must be an integer, not {str(value)[:32]!r}")
+    if not -1 <= value < 1 << 63:
+        raise ReplicasBodyError(f"{key} {value} out of range")
     return value
 
 
 def _identities(raw: dict, key: str) -> tuple[ReplicaIdentity, ...]:
-    items = raw.get(key) or []
+    items = raw.get(key)
+    if items is None:
+        return ()
     if not isinstance(items, list) or len(items) > MAX_REPLICAS_PER_SET:
         raise ReplicasBodyError(f"{key} must be a list of at most {MAX_REPLICAS_PER_SET} replicas")
     out = []
@@ -150,7 +154,9 @@ def decode_table(body: bytes) -> dict[str, BrokerReplicas]:
         raise ReplicasBodyError(f"the sync state body is not JSON: {exc}") from None
     if not isinstance(raw, dict):
         raise ReplicasBodyError("the sync state body must be an object")
-    table = raw.get("replicasInfoTable") or {}
+    table = raw.get("replicasInfoTable")
+    if table is None:
+        return {}
     if not isinstance(table, dict) or len(table) > MAX_SETS:
         raise ReplicasBodyError("replicasInfoTable must be an object of broker sets")
     out = {}
