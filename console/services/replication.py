@@ -170,20 +170,53 @@ class ReplicationView:
 # -- controllers -----------------------------------------------------------------------------------
 
 
-async def _configured_by_brokers(core: AsyncMQAdmin, addrs: list[str]) -> ControllerSource | None:
+def configured_controllers() -> ControllerSource | None:
+    raw = getattr(settings, "CONSOLE_CONTROLLER_ADDR", "") or ""
+    addresses = split_addresses(raw)
+    return ControllerSource(addresses, "CONSOLE_CONTROLLER_ADDR") if addresses else None
+
+
+@dataclass
+class BrokerHaFacts:
+    """What one broker says of controller mode: the controllers it names (None: not in controller
+    mode, or its config unknown) and its epoch cache (or why there is none)."""
+
+    controller_addr: str | None = None
+    epochs: EpochEntryCache | None = None
+    error: str = ""
+
+
+async def _ha_facts(core: AsyncMQAdmin, addr: str, need_config: bool) -> BrokerHaFacts:
+    """One broker's config (only when the console has no controller address of its own) and, in
+    controller mode, its epoch cache: one after the other, so a broker that does not answer costs
+    one timeout."""
+    facts = BrokerHaFacts()
+    try:
+        if need_config:
+            config = await core.broker_config(addr)
+            if config.get("enableControllerMode", "false").lower() != "true":
+                return facts
+            facts.controller_addr = ";".join(split_addresses(config.get("controllerAddr", "")))
+        facts.epochs = await broker_epoch_cache(core.remoting, addr)
+    except MQClientError as exc:
+        facts.error = str(exc)
+    return facts
+
+
+async def _all_ha_facts(core: AsyncMQAdmin, addrs: list[str], need_config: bool) -> dict[str, BrokerHaFacts]:
+    answers = await fan_out([_ha_facts(core, addr, need_config) for addr in addrs])
+    for answer in answers:
+        if isinstance(answer, BaseException):
+            raise answer  # a bug: brokers' refusals are facts already
+    return dict(zip(addrs, answers, strict=True))
+
+
+def _named_by_brokers(facts: dict[str, BrokerHaFacts]) -> ControllerSource | None:
     """The controllers the brokers in controller mode name (their controllerAddr)."""
-    configs = await fan_out([core.broker_config(addr) for addr in addrs])
     found: dict[str, list[str]] = {}  # address list -> brokers naming it
-    for addr, config in zip(addrs, configs, strict=True):
-        if isinstance(config, BaseException):
-            if not isinstance(config, MQClientError):
-                raise config
-            continue  # a broker that does not answer: the others tell, or nobody does
-        if config.get("enableControllerMode", "false").lower() != "true":
-            continue
-        named = ";".join(split_addresses(config.get("controllerAddr", "")))
-        if named:
-            found.setdefault(named, []).append(addr)
+    for addr, fact in facts.items():
+        if fact.controller_addr:
+            found.setdefault(fact.controller_addr, []).append(addr)
     if not found:
         return None
     # One controller group per cluster is the normal case; with several, the most named one.
@@ -191,14 +224,17 @@ async def _configured_by_brokers(core: AsyncMQAdmin, addrs: list[str]) -> Contro
     return ControllerSource(split_addresses(named), f"controllerAddr of broker {', '.join(sorted(brokers))}")
 
 
-def configured_controllers() -> ControllerSource | None:
-    raw = getattr(settings, "CONSOLE_CONTROLLER_ADDR", "") or ""
-    addresses = split_addresses(raw)
-    return ControllerSource(addresses, "CONSOLE_CONTROLLER_ADDR") if addresses else None
+async def _broker_addrs(core: AsyncMQAdmin) -> list[str]:
+    info = await core.cluster_info()
+    return sorted({a for data in info.brokers.values() for a in data.broker_addrs.values()})
 
 
-async def controller_source(core: AsyncMQAdmin, broker_addrs: list[str]) -> ControllerSource | None:
-    return configured_controllers() or await _configured_by_brokers(core, broker_addrs)
+async def controller_source(core: AsyncMQAdmin) -> ControllerSource | None:
+    """CONSOLE_CONTROLLER_ADDR, else the controllers the brokers in controller mode name."""
+    configured = configured_controllers()
+    if configured is not None:
+        return configured
+    return _named_by_brokers(await _all_ha_facts(core, await _broker_addrs(core), need_config=True))
 
 
 async def _ask_controller(source: ControllerSource) -> ControllerView:
@@ -217,23 +253,6 @@ async def _ask_controller(source: ControllerSource) -> ControllerView:
     return view
 
 
-# -- epochs ------------------------------------------------------------------------------------------
-
-
-async def _epochs(core: AsyncMQAdmin, addrs: list[str]) -> dict[str, EpochEntryCache | str]:
-    """Each broker's epoch cache, or why there is none."""
-    answers = await fan_out([broker_epoch_cache(core.remoting, addr) for addr in addrs])
-    out: dict[str, EpochEntryCache | str] = {}
-    for addr, answer in zip(addrs, answers, strict=True):
-        if isinstance(answer, MQClientError):
-            out[addr] = str(answer)
-        elif isinstance(answer, BaseException):
-            raise answer
-        else:
-            out[addr] = answer
-    return out
-
-
 def _latest_epoch(cache: EpochEntryCache) -> int | None:
     return max((e.epoch for e in cache.epoch_list), default=None)
 
@@ -241,18 +260,28 @@ def _latest_epoch(cache: EpochEntryCache) -> int | None:
 # -- the section -------------------------------------------------------------------------------------
 
 
-async def _replication_view(core: AsyncMQAdmin) -> ReplicationView:
-    overview = await _cluster_overview(core)
-    addrs = [m.addr for s in overview.broker_sets for m in s.members]
-    source = await controller_source(core, addrs)
-    by_name = {s.name: s for s in overview.broker_sets}
+async def _controller_side(core: AsyncMQAdmin) -> tuple[dict[str, BrokerHaFacts], ControllerView | None]:
+    """Every broker's controller-mode facts, then the controllers' view (when there are any)."""
+    configured = configured_controllers()
+    facts = await _all_ha_facts(core, await _broker_addrs(core), need_config=configured is None)
+    source = configured or _named_by_brokers(facts)
     if source is None:
+        return facts, None
+    controller = await _ask_controller(source)
+    # A set's history is its master's epoch list: ask the masters only the controller names too.
+    others = sorted({r.master_address for r in controller.sets.values() if r.master_address} - set(facts))
+    facts.update(await _all_ha_facts(core, others, need_config=False))
+    return facts, controller
+
+
+async def _replication_view(core: AsyncMQAdmin) -> ReplicationView:
+    # The brokers' runtime infos and their controller-mode facts at once: a broker that does not
+    # answer costs the page one timeout.
+    overview, (facts, controller) = await asyncio.gather(_cluster_overview(core), _controller_side(core))
+    by_name = {s.name: s for s in overview.broker_sets}
+    if controller is None:
         sets = [SetView(s.name, s.cluster, s) for s in overview.broker_sets]
         return ReplicationView(overview, None, sets)
-    controller, caches = await asyncio.gather(_ask_controller(source), _epochs(core, addrs))
-    # A set's history is its master's epoch list: ask the masters only the controller names too.
-    others = sorted({r.master_address for r in controller.sets.values() if r.master_address} - set(caches))
-    caches.update(await _epochs(core, others))
     names = sorted(set(by_name) | set(controller.sets))
     sets = []
     for name in names:
@@ -261,17 +290,17 @@ async def _replication_view(core: AsyncMQAdmin) -> ReplicationView:
         cluster = broker_set.cluster if broker_set else (replicas.cluster_name if replicas else "")
         view = SetView(name, cluster, broker_set, replicas)
         for member in view.members:
-            cache = caches.get(member.addr)
-            if isinstance(cache, EpochEntryCache):
-                view.epochs[member.addr] = MemberEpoch(_latest_epoch(cache))
-            elif cache is not None:
-                view.epochs[member.addr] = MemberEpoch(error=cache)
-        _set_history(view, caches)
+            fact = facts.get(member.addr)
+            if fact is not None and fact.epochs is not None:
+                view.epochs[member.addr] = MemberEpoch(_latest_epoch(fact.epochs))
+            elif fact is not None:
+                view.epochs[member.addr] = MemberEpoch(error=fact.error or "not in controller mode")
+        _set_history(view, facts)
         sets.append(view)
     return ReplicationView(overview, controller, sets)
 
 
-def _set_history(view: SetView, caches: dict[str, EpochEntryCache | str]) -> None:
+def _set_history(view: SetView, facts: dict[str, BrokerHaFacts]) -> None:
     """The master's epoch list (the name server's master, else the controller's): the log's
     history as the broker that writes it keeps it."""
     candidates = []
@@ -280,12 +309,12 @@ def _set_history(view: SetView, caches: dict[str, EpochEntryCache | str]) -> Non
     if view.replicas is not None and view.replicas.master_address:
         candidates.append(view.replicas.master_address)
     for addr in candidates:
-        cache = caches.get(addr)
-        if isinstance(cache, EpochEntryCache):
-            view.history = _history(addr, cache)
+        fact = facts.get(addr)
+        if fact is not None and fact.epochs is not None:
+            view.history = _history(addr, fact.epochs)
             return
-        if isinstance(cache, str):
-            view.history_error = cache
+        if fact is not None:
+            view.history_error = fact.error or f"{addr} is not in controller mode"
     if not candidates:
         view.history_error = "no master to ask"
 
@@ -334,9 +363,7 @@ class SwitchoverRefused(Exception):
 
 
 async def _plan(core: AsyncMQAdmin, broker_name: str, broker_id: int) -> SwitchoverPlan:
-    info = await core.cluster_info()
-    addrs = [a for data in info.brokers.values() for a in data.broker_addrs.values()]
-    source = await controller_source(core, addrs)
+    source = await controller_source(core)
     if source is None:
         raise SwitchoverRefused(
             "automatic failover is not configured: no broker runs with enableControllerMode and "
