@@ -6,12 +6,17 @@ confirmed with where the master's log ended at the previous check:
 
 - a slave *caught up* at a check when it confirmed at least that previous end (it keeps pace with
   what the master had a period ago, however busy the master is now);
-- a slave outside the set joins once it caught up, is within ``haMaxGapNotInSync`` bytes of the
-  log's end and holds the current epoch's start (it has cut any divergent tail and follows this
-  master's epoch, not an older one);
 - a member leaves when it has not caught up for ``haMaxTimeSlaveNotCatchup``, or is not connected
   at all (as RocketMQ: a set naming a slave that cannot acknowledge would stall every send that
-  waits for the whole set).
+  waits for the whole set);
+- a slave outside the set joins in two steps. Once it caught up, is within ``haMaxGapNotInSync``
+  bytes of the log's end and holds the current epoch's start (it has cut any divergent tail and
+  follows this master's epoch), it is *joining*: from then on sends also wait for it
+  (``waited_for``), and the log's end at that moment is its gate. It joins once it confirmed the
+  gate. So with allAckInSyncStateSet, every message answered before it joined is on it too (those
+  before the gate: it holds them; those after: they waited for it), and electing any member never
+  loses an answered message. (Joining at the first check would leave the messages answered
+  between its confirmation and the check on the master alone.)
 
 The master itself is always a member. The result is proposed to the controller, which fences it
 by the master's epoch and the set's epoch.
@@ -35,6 +40,11 @@ class InSyncTracker:
         self.previous_end = log_end
         self.since = now  # when this master began: the grace of members never seen yet
         self.caught_up_at: dict[int, float] = {}
+        self.joining: dict[int, int] = {}  # brokerId -> the log's end it must confirm to join
+
+    def waited_for(self, members: frozenset[int]) -> frozenset[int]:
+        """The slaves a send waiting for the whole set waits for: members and joining slaves."""
+        return (members | self.joining.keys()) - {self.master_id}
 
     def check(
         self,
@@ -54,19 +64,27 @@ class InSyncTracker:
         for broker_id, acked in connected.items():
             if acked >= self.previous_end:
                 self.caught_up_at[broker_id] = now
+
+        def keeps_pace(broker_id: int) -> bool:
+            return now - self.caught_up_at.get(broker_id, self.since) <= max_behind_s
+
         wanted = {self.master_id}
-        for broker_id in members:
-            if broker_id == self.master_id or broker_id not in connected:
-                continue
-            if now - self.caught_up_at.get(broker_id, self.since) <= max_behind_s:
-                wanted.add(broker_id)
+        wanted.update(b for b in members if b in connected and keeps_pace(b))
+        for broker_id in list(self.joining):
+            if broker_id in members or broker_id not in connected or not keeps_pace(broker_id):
+                del self.joining[broker_id]
         for broker_id, acked in connected.items():
-            if (
-                broker_id not in members
-                and self.caught_up_at.get(broker_id) == now
+            if broker_id in members:
+                continue
+            gate = self.joining.get(broker_id)
+            if gate is not None:
+                if acked >= gate:
+                    wanted.add(broker_id)
+            elif (
+                self.caught_up_at.get(broker_id) == now
                 and acked >= epoch_start
                 and log_end - acked <= max_gap
             ):
-                wanted.add(broker_id)
+                self.joining[broker_id] = log_end
         self.previous_end = log_end
         return frozenset(wanted)

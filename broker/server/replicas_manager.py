@@ -266,6 +266,8 @@ class ReplicasManager:
             return PutMessageStatus.SLAVE_NOT_AVAILABLE
         slaves = self.sync_state_set - {self.broker_id}
         if store_config.all_ack_in_sync_state_set:
+            if self._tracker is not None:  # slaves joining the set are waited for already
+                slaves = self._tracker.waited_for(self.sync_state_set)
             return server.wait_for_in_sync(end_offset, slaves) if slaves else PutMessageStatus.PUT_OK
         need = store_config.in_sync_replicas - 1
         if need <= 0:

@@ -368,3 +368,28 @@ def test_controller_unreachable_at_start_no_writes_until_it_answers(tmp_path):
         assert ctl.runtime("b1")["controllerBrokerId"] == "1"
     finally:
         ctl.stop()
+
+
+def test_all_ack_in_sync_state_set_waits_for_every_member(ctl):
+    """allAckInSyncStateSet: a send is answered once every in-sync slave has it; a member that
+    stops acknowledging costs FLUSH_SLAVE_TIMEOUT until it leaves the set (haMaxTimeSlaveNotCatchup),
+    and it rejoins once it has caught up."""
+    settings = {"allAckInSyncStateSet": "true", "slaveTimeout": 1000}
+    ctl.add("b1", **settings)
+    assert wait_until(lambda: ctl.role("b1") == "SYNC_MASTER", 20)
+    ctl.add("b2", **settings)
+    assert wait_until(lambda: ctl.runtime("b1")["syncStateSet"] == "1,2", 20), ctl.runtime("b1")
+    assert _send_one(ctl, "b1", b"both have it").code == ResponseCode.SUCCESS
+    assert _store_max(ctl, "b2") == _store_max(ctl, "b1")  # answered only once the slave had it
+
+    slave = ctl.cluster.brokers["b2"].proc
+    slave.send_signal(signal.SIGSTOP)
+    try:
+        assert _send_one(ctl, "b1", b"the slave is frozen").code == ResponseCode.FLUSH_SLAVE_TIMEOUT
+        assert wait_until(lambda: ctl.runtime("b1")["syncStateSet"] == "1", 20), ctl.runtime("b1")
+        assert _send_one(ctl, "b1", b"the master alone is in sync").code == ResponseCode.SUCCESS
+    finally:
+        slave.send_signal(signal.SIGCONT)
+    assert wait_until(lambda: ctl.runtime("b1")["syncStateSet"] == "1,2", 30), ctl.runtime("b1")
+    assert _send_one(ctl, "b1", b"both again").code == ResponseCode.SUCCESS
+    assert _store_max(ctl, "b2") == _store_max(ctl, "b1")

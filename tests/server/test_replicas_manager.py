@@ -207,11 +207,23 @@ def test_a_caught_up_slave_joins_and_a_lagging_one_leaves():
     check = tracker.check
     # A slave behind the master's end at the previous check does not join.
     assert check(frozenset({1}), [SlaveAck(2, 900)], 1000, 0, 1 << 20, 15, 1.0) == {1}
-    # Caught up with where the master was: joins.
-    assert check(frozenset({1}), [SlaveAck(2, 1000)], 2000, 0, 1 << 20, 15, 2.0) == {1, 2}
+    # Caught up with where the master was: joining (sends wait for it from now on)...
+    assert check(frozenset({1}), [SlaveAck(2, 1000)], 2000, 0, 1 << 20, 15, 2.0) == {1}
+    assert tracker.waited_for(frozenset({1})) == {2}
+    # ... and joins once it holds everything the master had then (answered before it was waited for).
+    assert check(frozenset({1}), [SlaveAck(2, 1999)], 2500, 0, 1 << 20, 15, 3.0) == {1}
+    assert check(frozenset({1}), [SlaveAck(2, 2000)], 2500, 0, 1 << 20, 15, 4.0) == {1, 2}
     # Not caught up since: stays for haMaxTimeSlaveNotCatchup, then leaves.
-    assert check(frozenset({1, 2}), [SlaveAck(2, 1500)], 3000, 0, 1 << 20, 15, 10.0) == {1, 2}
-    assert check(frozenset({1, 2}), [SlaveAck(2, 1500)], 4000, 0, 1 << 20, 15, 17.5) == {1}
+    assert check(frozenset({1, 2}), [SlaveAck(2, 2400)], 3000, 0, 1 << 20, 15, 10.0) == {1, 2}
+    assert check(frozenset({1, 2}), [SlaveAck(2, 2400)], 4000, 0, 1 << 20, 15, 19.5) == {1}
+
+
+def test_a_joining_slave_that_falls_behind_or_leaves_is_no_longer_waited_for():
+    tracker = InSyncTracker(1, log_end=1000, now=0.0)
+    assert tracker.check(frozenset({1}), [SlaveAck(2, 1000)], 3000, 0, 1 << 20, 15, 1.0) == {1}
+    assert tracker.waited_for(frozenset({1})) == {2}
+    assert tracker.check(frozenset({1}), [], 3000, 0, 1 << 20, 15, 2.0) == {1}
+    assert tracker.waited_for(frozenset({1})) == frozenset()
 
 
 def test_a_disconnected_member_leaves_and_a_slave_needs_the_current_epoch():
@@ -220,6 +232,8 @@ def test_a_disconnected_member_leaves_and_a_slave_needs_the_current_epoch():
     # Caught up by offset, but not yet holding the current epoch's start (it has not cut its tail).
     tracker = InSyncTracker(1, log_end=500, now=0.0)
     assert tracker.check(frozenset({1}), [SlaveAck(3, 500)], 500, 600, 1 << 20, 15, 1.0) == {1}
+    assert tracker.waited_for(frozenset({1})) == frozenset()
     # Too far behind the log's end (haMaxGapNotInSync), though it reached the previous end.
     tracker = InSyncTracker(1, log_end=500, now=0.0)
     assert tracker.check(frozenset({1}), [SlaveAck(3, 500)], 5000, 0, 1000, 15, 1.0) == {1}
+    assert tracker.waited_for(frozenset({1})) == frozenset()
