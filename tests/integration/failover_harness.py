@@ -202,14 +202,22 @@ class ControllerModeSet:
             return found
 
         found = wait_until(all_in_sync, timeout=timeout, interval=0.1, what="both replicas in sync")
-        slave = self.slave_of(found[0])
-        wait_until(
-            lambda: self.runtime(slave).get("brokerRole") == "SLAVE",
-            timeout=timeout,
-            interval=0.1,
-            what=f"{slave} reporting itself a slave",
-        )
+        self.wait_for_roles(found[0], timeout)
         return found
+
+    def wait_for_roles(self, master: str, timeout: float = 60) -> None:
+        """The brokers acting on the controller's word: ``master`` says it is one, the other a
+        slave (a broker hears of its new role a moment after the controller decides)."""
+        slave = self.slave_of(master)
+
+        def acting() -> bool:
+            return self.runtime(master).get("brokerRole", "").endswith("_MASTER") and (
+                self.runtime(slave).get("brokerRole") == "SLAVE"
+            )
+
+        wait_until(
+            acting, timeout=timeout, interval=0.1, what=f"{master} master and {slave} slave by their own word"
+        )
 
     def slave_of(self, master: str) -> str:
         return next(name for name in REPLICAS if name != master)
@@ -247,7 +255,7 @@ class ControllerModeSet:
             end = self.admin.max_offset(addr, TOPIC, queue_id)
             read = 0
             for message in self.admin.iter_queue_messages(addr, TOPIC, queue_id, start, end):
-                found[message.keys].append((queue_id, message.queue_offset))
+                found[" ".join(message.keys)].append((queue_id, message.queue_offset))  # one key each
                 read += 1
             if read != end - start:
                 raise AssertionError(f"{name} queue {queue_id}: read {read} of {start}..{end}")
@@ -258,6 +266,7 @@ class ControllerModeSet:
         is there whichever replica is master later."""
         assert self.admin is not None and self.cluster is not None
         master, _ = self.wait_for_master()
+        self.wait_for_roles(master)
         self.admin.create_or_update_topic(self.broker(master).addr, TOPIC, QUEUES, QUEUES)
         self.cluster.wait_for_route(TOPIC)
         slave = self.slave_of(master)
