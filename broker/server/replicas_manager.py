@@ -74,11 +74,6 @@ def lease_ended(lease_ms: int) -> str:
     )
 
 
-def _running_flags(store):
-    writability = getattr(store, "writability", None)
-    return writability.running_flags if writability is not None else store.running_flags
-
-
 class ReplicasManager:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
@@ -280,12 +275,12 @@ class ReplicasManager:
     def _refuse(self, reason: str) -> None:
         if reason not in self._reasons:
             self._reasons.append(reason)
-        _running_flags(self.broker.store).set(NOT_WRITEABLE, self._reasons[0])
+        self.broker.store.running_flags.set(NOT_WRITEABLE, self._reasons[0])
 
     def _allow(self, reason: str) -> None:
         if reason in self._reasons:
             self._reasons.remove(reason)
-        flags = _running_flags(self.broker.store)
+        flags = self.broker.store.running_flags
         if self._reasons:
             flags.set(NOT_WRITEABLE, self._reasons[0])
         else:

@@ -89,20 +89,6 @@ def _following_role(replication: BrokerReplication, master_handler, slave_handle
     return by_role
 
 
-# -- the store's hooks (they moved into parts of the store: found where they are) --------------
-def _store_replication(store):
-    return getattr(store, "replication", store)
-
-
-def _refresh_writable(store) -> None:
-    """The store re-reads its role (a put checks one flag, kept current on each change)."""
-    writability = getattr(store, "writability", None)
-    if writability is not None:
-        writability.update()
-    else:
-        store._update_writable()
-
-
 class BrokerReplication:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
@@ -115,9 +101,6 @@ class BrokerReplication:
         self.metadata: SlaveSynchronize | None = None
         self.epochs: EpochFile | None = None
         self._finding_master: asyncio.Task | None = None
-        # Controller mode: set by the replicas manager (the SYNC_MASTER wait and HA handshake use them).
-        self.controller_broker_id: int | None = None
-        self.replica_wait = None
         if self.controller_mode:
             # Nothing is decided before the controllers answer: no writes, nobody to follow.
             store_config.broker_role = SLAVE
@@ -128,7 +111,7 @@ class BrokerReplication:
         else:
             self.server = HAServer(broker.store, broker.config.broker_ip1, broker.config.ha_listen_port)
             if store_config.broker_role == SYNC_MASTER:  # sends wait for a slave's confirmation
-                _store_replication(broker.store).replica_wait = self.server.wait_for_slave
+                broker.store.replica_wait = self.server.wait_for_slave
 
     @property
     def is_slave(self) -> bool:
@@ -181,10 +164,9 @@ class BrokerReplication:
             await self._listen(self.server)
         self.master_addr = ""
         config.broker_id = MASTER_ID
-        self.replica_wait = replica_wait
-        _store_replication(store).replica_wait = replica_wait
+        store.replica_wait = replica_wait
         config.store.broker_role = SYNC_MASTER
-        _refresh_writable(store)
+        store.writability.update()  # the store re-reads its role
         log.info("now the master of %s at epoch %d (log end %d)", config.broker_name, epoch,
                  store.max_physic_offset)  # fmt: skip
 
@@ -194,9 +176,8 @@ class BrokerReplication:
         tail) and copy its metadata (RocketMQ's changeToSlave)."""
         store, config = self.broker.store, self.broker.config
         config.store.broker_role = SLAVE
-        _refresh_writable(store)
-        self.replica_wait = None
-        _store_replication(store).replica_wait = None
+        store.writability.update()  # the store re-reads its role
+        store.replica_wait = None
         config.broker_id = own_id
         if self.server is not None:
             await self.server.stop()
@@ -216,7 +197,7 @@ class BrokerReplication:
     async def fence(self) -> None:
         """Stop taking writes now (this master was replaced, or cannot prove it still is one)."""
         self.broker.config.store.broker_role = SLAVE
-        _refresh_writable(self.broker.store)
+        self.broker.store.writability.update()
 
     async def _stop_following(self) -> None:
         if self._finding_master is not None:
