@@ -88,10 +88,10 @@ def test_the_page_shows_the_controllers_view_of_each_set(page_clients, hand_set,
     assert "only the controller knows this set" in block
     assert 'data-master-epoch="1"' in block and 'data-master-id="1"' in block
     assert f"broker 1 <code>{hand_set.addrs[1]}</code>" in block
-    in_sync = block.split('class="in-sync-set"', 1)[1].split("</td>", 1)[0]
+    in_sync = block.split('class="in-sync-set"', 1)[1].split("</p>", 1)[0]
     assert re.findall(r'data-replica="(\d+)" data-alive="(\w+)"', in_sync) == [("1", "true"), ("2", "true")]
     assert hand_set.addrs[1] in in_sync and hand_set.addrs[2] in in_sync
-    others = block.split('class="not-in-sync"', 1)[1].split("</td>", 1)[0]
+    others = block.split('class="not-in-sync"', 1)[1].split("</p>", 1)[0]
     assert re.findall(r'data-replica="(\d+)" data-alive="(\w+)"', others) == [("3", "false")]
     assert hand_set.addrs[3] in others and "not alive" in others
     # The history is the master's epoch cache, as its broker answered it.
