@@ -12,12 +12,14 @@ broker1 starts first and is master once the controller has elected it; broker2 j
 
 from __future__ import annotations
 
+import asyncio
 import re
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from broker.client.admin import MQAdmin
+from broker.controller.client import ControllerClient, ControllerError
 from broker.local_cluster import ROOT, free_port, wait_until
 from tests.browser.make_run_stack import MakeRunStack
 
@@ -64,6 +66,21 @@ class HaStack(MakeRunStack):
             brokers = admin.cluster_info().brokers
         addr = brokers["broker-a"].broker_addrs.get(0) if "broker-a" in brokers else None
         return next((name for name, a in self.addrs.items() if a == addr), None)
+
+    def in_sync(self) -> frozenset[int]:
+        """The controller's in-sync set of broker-a (controller ids), empty while it cannot say."""
+
+        async def ask() -> frozenset[int]:
+            client = ControllerClient([self.controller_addr])
+            try:
+                return (await client.replica_info("broker-a")).sync_state_set
+            finally:
+                await client.close()
+
+        try:
+            return asyncio.run(ask())
+        except ControllerError:
+            return frozenset()
 
     def kill(self, name: str) -> None:
         """SIGKILL one process (the shell exec'd it: the pid is the engine's) and forget it."""

@@ -11,6 +11,7 @@ import pytest
 
 from broker.client import Producer
 from broker.client.admin import MQAdmin
+from broker.client.errors import MQClientError
 from broker.common.conf_file import parse_properties
 from broker.common.message import Message
 from broker.local_cluster import ROOT, wait_until
@@ -30,6 +31,14 @@ def _send(stack: HaStack, count: int, first: int = 0) -> None:
             assert producer.send(Message(TOPIC, b"%04d" % i * 64)).send_status == "SEND_OK"
     finally:
         producer.shutdown()
+
+
+def _role(admin: MQAdmin, addr: str) -> str | None:
+    """The role a broker reports, None while it does not answer (restarting)."""
+    try:
+        return admin.broker_runtime_info(addr).get("brokerRole")
+    except MQClientError:
+        return None
 
 
 def _caught_up(admin: MQAdmin, master: str, slave: str) -> bool:
@@ -61,7 +70,7 @@ def test_procfile_ha_runs_a_controller_mode_set_that_fails_over(tmp_path):
         master, slave = REPLICAS
         with MQAdmin(stack.namesrv_addr) as admin:
             wait_until(
-                lambda: admin.broker_runtime_info(stack.addrs[slave]).get("brokerRole") == "SLAVE",
+                lambda: _role(admin, stack.addrs[slave]) == "SLAVE",
                 timeout=60,
                 interval=0.2,
                 what="broker2 a slave",
@@ -74,6 +83,9 @@ def test_procfile_ha_runs_a_controller_mode_set_that_fails_over(tmp_path):
                 what="the slave holding the master's log",
             )
             assert admin.broker_runtime_info(stack.addrs[master])["brokerRole"] == "SYNC_MASTER"
+            # Only an in-sync replica may be elected: the master adds its caught-up slave to the
+            # set at its next check (checkSyncStateSetPeriod, 5 s).
+            wait_until(lambda: len(stack.in_sync()) == 2, timeout=60, interval=0.2, what="both in sync")
 
             # Automatic failover: the master killed, the controller makes broker2 master.
             stack.kill(master)
@@ -84,7 +96,7 @@ def test_procfile_ha_runs_a_controller_mode_set_that_fails_over(tmp_path):
             # The old master, restarted, rejoins as slave and catches up.
             stack.spawn(master)
             wait_until(
-                lambda: admin.broker_runtime_info(stack.addrs[master]).get("brokerRole") == "SLAVE",
+                lambda: _role(admin, stack.addrs[master]) == "SLAVE",
                 timeout=60,
                 interval=0.2,
                 what="broker1 back as slave",
@@ -95,6 +107,7 @@ def test_procfile_ha_runs_a_controller_mode_set_that_fails_over(tmp_path):
                 interval=0.2,
                 what="broker1 holding broker2's log",
             )
+            wait_until(lambda: len(stack.in_sync()) == 2, timeout=60, interval=0.2, what="broker1 in sync")
             data = admin.cluster_info().brokers["broker-a"]
             assert data.broker_addrs[0] == stack.addrs[slave]
             assert set(data.broker_addrs.values()) == set(stack.addrs.values())
