@@ -393,3 +393,41 @@ def test_all_ack_in_sync_state_set_waits_for_every_member(ctl):
     assert wait_until(lambda: ctl.runtime("b1")["syncStateSet"] == "1,2", 30), ctl.runtime("b1")
     assert _send_one(ctl, "b1", b"both again").code == ResponseCode.SUCCESS
     assert _store_max(ctl, "b2") == _store_max(ctl, "b1")
+
+
+@pytest.mark.slow
+def test_three_controllers_the_leader_killed_the_master_stays_and_failover_still_works(tmp_path):
+    """Brokers heartbeat all three controllers: when the Raft leader dies, the next leader already
+    hears the master alive (no election, at most a short pause of writes while the master's lease
+    waits for the new leader's acknowledgement), and it replaces a master killed afterwards."""
+    from tests.controller.wire import ControllerGroup, Wire
+
+    (tmp_path / "controllers").mkdir()
+    group = ControllerGroup(tmp_path / "controllers", size=3)
+    group.start()
+    ctl = ControllerCluster(tmp_path, start=False)
+    wire = Wire(group)
+    addrs = ";".join(group.listen.values())
+    try:
+        assert wait_until(wire.leader, 30), "no controller leader"
+        ctl.add("b1", controllerAddr=addrs)
+        assert wait_until(lambda: ctl.role("b1") == "SYNC_MASTER", 30), ctl.runtime("b1")
+        ctl.add("b2", controllerAddr=addrs)
+        assert wait_until(lambda: ctl.runtime("b1")["syncStateSet"] == "1,2", 30), ctl.runtime("b1")
+        epoch = ctl.runtime("b1")["masterEpoch"]
+
+        leader = wire.leader()
+        assert leader is not None
+        group.kill(leader)
+        assert wait_until(lambda: wire.leader() not in (None, leader), 30), "no new controller leader"
+        assert wait_until(lambda: _send_one(ctl, "b1", b"new leader").code == ResponseCode.SUCCESS, 30)
+        assert ctl.role("b1") == "SYNC_MASTER" and ctl.runtime("b1")["masterEpoch"] == epoch
+
+        ctl.cluster.brokers["b1"].kill()
+        assert wait_until(lambda: ctl.role("b2") == "SYNC_MASTER", 30), ctl.runtime("b2")
+        assert int(ctl.runtime("b2")["masterEpoch"]) == int(epoch) + 1
+        assert wait_until(lambda: _send_one(ctl, "b2", b"after").code == ResponseCode.SUCCESS, 30)
+        assert not wire.split_brain
+    finally:
+        ctl.stop()
+        group.stop()
