@@ -369,6 +369,9 @@ class MQClientInstance:
                 for table in (self.routes, self.write_queues, self.read_queues):
                     table.pop(topic, None)
             else:
+                # Moved last: the broker sets of the route fetched last win in _index_brokers (a
+                # master that moved is seen by its newest route, not masked by an older one).
+                self.routes.pop(topic, None)
                 self.routes[topic] = route
                 self.write_queues[topic] = route.writable_queues()
                 self.read_queues[topic] = route.readable_queues()
