@@ -28,9 +28,10 @@ from .consumer_core import (
 )
 from .errors import MQBrokerError, MQClientError
 from .message_selector import MessageSelector
-from .producer import Producer, SendResult, hash_selector, random_selector
+from .producer import Producer, SendResult
 from .pull_consumer import LitePullConsumer
 from .push_consumer import ConsumeConcurrentlyStatus, PushConsumer
+from .queue_selectors import hash_selector, random_selector
 from .request_reply import RequestTimeoutError, create_reply_message
 from .transaction_producer import (
     LocalTransactionState,

@@ -2,7 +2,9 @@
 
 Routes come from the name servers (auto-created topics route through TBW102); a failed send is
 retried on another broker; brokers that failed recently or answered slowly are avoided for a
-while (latency fault tolerance); bodies over 4 KiB are compressed.
+while (latency fault tolerance, latency_fault.py); bodies over 4 KiB are compressed
+(outgoing_message.py). A send that failed because its broker is gone or takes no writes refreshes
+the topic's route at once (route_refresh.py), so a producer follows a failover by itself.
 """
 
 from __future__ import annotations
@@ -13,56 +15,35 @@ import itertools
 import logging
 import random
 import time
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from broker.common import message_const
 from broker.common.acl_signature import SessionCredentials
-from broker.common.batch_codec import MAX_BATCH_MESSAGES, encode_batch
+from broker.common.batch_codec import encode_batch
 from broker.common.codes import ResponseCode
 from broker.common.message import Message
-from broker.common.message_codec import properties_to_string
-from broker.common.message_const import PROPERTY_TRANSACTION_PREPARED
 from broker.common.message_id import create_unique_id
 from broker.common.message_queue import MessageQueue
 from broker.common.request_headers import SendMessageRequestHeader
-from broker.common.sysflag import COMPRESSED_FLAG, TRANSACTION_PREPARED_TYPE
-from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC, is_retry_topic, validate_topic
+from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC
 from broker.remoting.errors import RemotingError, RemotingTooMuchRequestError
 from broker.remoting.tls import ClientTls
 
 from . import request_reply
-from .client_api import send_answer, send_request
+from .client_api import send_request
 from .errors import MQBrokerError, MQClientError
 from .instance import MQClientInstance
+from .latency_fault import LatencyFaultTolerance
+from .outgoing_message import send_header_and_body, split_batches
+from .route_refresh import RouteRefresher, wait_for
+from .send_result import SEND_STATUS, SendResult, retryable, send_failed, send_result
 from .send_window import DEFAULT_MAX_BYTES, DEFAULT_MAX_MESSAGES, SendWindow
 
 if TYPE_CHECKING:
     from .trace.dispatcher import AsyncTraceDispatcher
 
-MAX_MESSAGE_SIZE = 4 * 1024 * 1024
-# Latency thresholds (ms) and how long a broker that hit them is avoided (RocketMQ's defaults).
-LATENCY_MAX = (50, 100, 550, 1000, 2000, 3000, 15000)
-NOT_AVAILABLE_MS = (0, 0, 30000, 60000, 120000, 180000, 600000)
-
-
-@dataclass(frozen=True)
-class SendResult:
-    send_status: str
-    msg_id: str
-    offset_msg_id: str
-    message_queue: MessageQueue
-    queue_offset: int
-
-
-_STATUS = {
-    ResponseCode.SUCCESS: "SEND_OK",
-    ResponseCode.FLUSH_DISK_TIMEOUT: "FLUSH_DISK_TIMEOUT",
-    ResponseCode.FLUSH_SLAVE_TIMEOUT: "FLUSH_SLAVE_TIMEOUT",
-    ResponseCode.SLAVE_NOT_AVAILABLE: "SLAVE_NOT_AVAILABLE",
-}
+__all__ = ["Producer", "SendResult"]
 
 
 @dataclass(slots=True)
@@ -76,24 +57,6 @@ class _Send:
     selector: Callable | None
     arg: object
     deadline: float  # time.monotonic() by which it must be done
-
-
-class LatencyFaultTolerance:
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self.clock = clock
-        self.unavailable_until: dict[str, float] = {}
-
-    def update(self, broker_name: str, latency_ms: float, isolation: bool) -> None:
-        latency = 30_000 if isolation else latency_ms
-        duration = 0
-        for threshold, pause in zip(reversed(LATENCY_MAX), reversed(NOT_AVAILABLE_MS), strict=True):
-            if latency >= threshold:
-                duration = pause
-                break
-        self.unavailable_until[broker_name] = self.clock() + duration / 1000
-
-    def is_available(self, broker_name: str) -> bool:
-        return self.clock() >= self.unavailable_until.get(broker_name, 0)
 
 
 class Producer:
@@ -134,6 +97,7 @@ class Producer:
         # How many async sends (and bytes) may await answers at once: send_window.py.
         self.async_window = SendWindow(max_async_in_flight, max_async_in_flight_bytes)
         self.instance = instance
+        self._routes = self._route_refresher(instance) if instance is not None else None
         self._counter = itertools.count(random.randrange(1000))
 
     # -- life cycle ---------------------------------------------------------------------------
@@ -143,9 +107,15 @@ class Producer:
         )
         instance.join("producer", self.group, self)
         self.instance = instance
+        if self._routes is None or self._routes.instance is not instance:
+            self._routes = self._route_refresher(instance)
         instance.start()
         self._install_trace()
         return self
+
+    def _route_refresher(self, instance: MQClientInstance) -> RouteRefresher:
+        faults = self.faults
+        return RouteRefresher(instance, faults.forget if faults is not None else None)
 
     def _install_trace(self) -> None:
         """The trace dispatcher (blocking: its own producer starts)."""
@@ -247,6 +217,8 @@ class Producer:
         """The full path: route (fetched if need be), then up to ``attempts`` tries, each on
         another broker than the one before."""
         msg, queue = send.msg, send.queue
+        if last_error is not None:  # the fast path's attempt failed: its refresh first
+            await wait_for(self._note_failure(msg.topic, last_error))
         queues = await self._queues(msg.topic)
         for _ in range(1 + self.retry_times if attempts is None else attempts):
             target = queue or self._select(queues, msg, send.selector, send.arg, last_broker)
@@ -257,11 +229,29 @@ class Producer:
                 return await self._send_to(target, send.header, send.body, remaining, msg.unique_key or "")
             except (RemotingError, MQBrokerError) as exc:
                 last_broker, last_error = target.broker_name, exc
-                if not _retryable(exc):
+                if not retryable(exc):
                     raise
                 if queue is not None:
                     break
-        raise _send_failed(msg, last_error)
+                refresh = self._note_failure(msg.topic, exc)  # the one _send_to started
+                if refresh is not None:  # the next attempt goes by the refreshed route
+                    await wait_for(refresh)
+                    queues = await self._queues_or(msg.topic, queues)
+        raise send_failed(msg, last_error)
+
+    def _note_failure(self, topic: str, error: BaseException) -> asyncio.Task | None:
+        """A failed attempt: when the error says the master may have moved (unreachable, or no
+        writes taken), the topic's route is refreshed (route_refresh.py: at most once per topic
+        per second, so every attempt of a burst gets the same refresh); that refresh, or None."""
+        return self._routes.after_failure(topic, error) if self._routes is not None else None
+
+    async def _queues_or(self, topic: str, queues: list[MessageQueue]) -> list[MessageQueue]:
+        """The topic's queues after a refresh, or ``queues`` when it has none now (no master yet:
+        the attempts left go where they went, and fail as before)."""
+        try:
+            return await self._queues(topic)
+        except MQClientError:
+            return queues
 
     async def asend_oneway(self, msg, queue=None) -> None:
         header, body = self._prepare(msg)
@@ -340,7 +330,7 @@ class Producer:
         started = time.monotonic()
 
         def on_response(response, error) -> None:
-            if error is None and response.code in _STATUS:
+            if error is None and response.code in SEND_STATUS:
                 self._note_latency(target.broker_name, started, isolation=False)
                 if self.send_hooks:
                     cost_ms = int((time.monotonic() - started) * 1000)
@@ -350,10 +340,11 @@ class Producer:
                 return
             self._note_latency(target.broker_name, started, isolation=True)
             error = error or MQBrokerError(response.code, response.remark, addr)
-            if not _retryable(error):
+            self._note_failure(msg.topic, error)  # the retry below waits for it; a next send too
+            if not retryable(error):
                 settle(None, error)
             elif send.queue is not None:
-                settle(None, _send_failed(msg, error))
+                settle(None, send_failed(msg, error))
             else:
                 self._spawn(self._send_attempts(send, self.retry_times, target.broker_name, error), settle)
 
@@ -382,51 +373,13 @@ class Producer:
 
     @staticmethod
     def _result(response, mq: MessageQueue, msg_id: str) -> SendResult:
-        answer = send_answer(response.ext_fields)
-        return SendResult(
-            _STATUS.get(response.code, "SEND_OK"),
-            msg_id,
-            answer.msg_id,
-            MessageQueue(mq.topic, mq.broker_name, answer.queue_id),
-            answer.queue_offset,
-        )
+        return send_result(response, mq, msg_id)
 
     # -- internals ----------------------------------------------------------------------------
     def _prepare(self, msg: Message, for_batch: bool = False) -> tuple[SendMessageRequestHeader, bytes]:
-        reason = validate_topic(msg.topic)
-        if reason:
-            raise MQClientError(reason, ResponseCode.MESSAGE_ILLEGAL)
-        if not for_batch and not msg.body:
-            raise MQClientError("the message body is empty", ResponseCode.MESSAGE_ILLEGAL)
-        if len(msg.body) > MAX_MESSAGE_SIZE:
-            raise MQClientError(
-                f"the message body is {len(msg.body)} bytes, over {MAX_MESSAGE_SIZE}",
-                ResponseCode.MESSAGE_ILLEGAL,
-            )
-        body, sys_flag = bytes(msg.body), 0
-        if not for_batch:
-            msg.unique_key = msg.unique_key or create_unique_id()
-            if len(body) > self.compress_over:
-                body, sys_flag = zlib.compress(body, 5), COMPRESSED_FLAG
-            if msg.properties.get(PROPERTY_TRANSACTION_PREPARED) == "true":
-                sys_flag |= TRANSACTION_PREPARED_TYPE  # a half message (TransactionProducer)
-        header = SendMessageRequestHeader(
-            self.group,
-            msg.topic,
-            AUTO_CREATE_TOPIC_KEY_TOPIC,
-            self.default_topic_queue_nums,
-            -1,  # the queue: set by each attempt
-            sys_flag,
-            int(time.time() * 1000),
-            msg.flag,
-            properties_to_string(msg.properties),
-            reconsume_times=0,
-            unit_mode=False,
-            batch=for_batch,
+        return send_header_and_body(
+            msg, self.group, self.compress_over, self.default_topic_queue_nums, for_batch
         )
-        if is_retry_topic(msg.topic):
-            _retry_counters_to_header(msg, header)
-        return header, body
 
     async def _queues(self, topic: str) -> list[MessageQueue]:
         """The topic's writable queues; for a topic without a route, those it would get on the
@@ -436,6 +389,13 @@ class Producer:
         queues = instance.write_queues.get(topic)
         if queues:
             return queues
+        if topic in instance.routes and self._routes is not None:
+            # A route without a writable queue (its masters gone): asked again, at most once a
+            # second (RocketMQ's client asks at every send then), so a new master is found.
+            await wait_for(self._routes.refresh(topic))
+            queues = instance.write_queues.get(topic)
+            if queues:
+                return queues
         default = await instance.route(AUTO_CREATE_TOPIC_KEY_TOPIC)
         if default is None or not instance.write_queues.get(AUTO_CREATE_TOPIC_KEY_TOPIC):
             raise MQClientError(f"no route info of this topic: {topic}", ResponseCode.TOPIC_NOT_EXIST)
@@ -478,26 +438,14 @@ class Producer:
         started = time.monotonic()
         try:
             response = await self._instance().api.send(addr, header, body, timeout_ms)
-        except (RemotingError, MQBrokerError):
+        except (RemotingError, MQBrokerError) as exc:
             self._note_latency(mq.broker_name, started, isolation=True)
+            self._note_failure(mq.topic, exc)
             raise
         self._note_latency(mq.broker_name, started, isolation=False)
         for hook in self.send_hooks:
             _run_send_hook(hook, mq, addr, header, body, response, int((time.monotonic() - started) * 1000))
         return self._result(response, mq, msg_id)
-
-
-def _retryable(error: Exception) -> bool:
-    """Worth another broker: a network failure or one of the broker codes RocketMQ retries."""
-    return not isinstance(error, MQBrokerError) or error.response_code in _RETRYABLE
-
-
-def _send_failed(msg: Message, last_error: Exception | None) -> MQClientError:
-    # The last broker's code stays readable (e.g. TOPIC_NOT_EXIST when auto-creation is off).
-    code = last_error.response_code if isinstance(last_error, MQClientError) else -1
-    error = MQClientError(f"send to {msg.topic} failed after retries: {last_error}", code)
-    error.__cause__ = last_error
-    return error
 
 
 def _running_future() -> concurrent.futures.Future:
@@ -529,73 +477,8 @@ def _settler(future, window: SendWindow | None = None, size: int = 0):
     return settle
 
 
-def _retry_counters_to_header(msg: Message, header: SendMessageRequestHeader) -> None:
-    """As RocketMQ: a message sent back to a retry topic carries its reconsume counters in the
-    header (the broker moves it to the DLQ by them), not in its properties."""
-    properties = dict(msg.properties)
-    reconsume = properties.pop(message_const.PROPERTY_RECONSUME_TIME, None)
-    maximum = properties.pop(message_const.PROPERTY_MAX_RECONSUME_TIMES, None)
-    if reconsume is not None:
-        header.reconsume_times = int(reconsume)
-    if maximum is not None:
-        header.max_reconsume_times = int(maximum)
-    header.properties = properties_to_string(properties)
-
-
 def _run_send_hook(hook, *args) -> None:
     try:
         hook(*args)
     except Exception:  # a hook (tracing, metrics) must never fail the application's send
         logging.getLogger(__name__).exception("a send hook failed")
-
-
-_RETRYABLE = {
-    ResponseCode.TOPIC_NOT_EXIST,
-    ResponseCode.SERVICE_NOT_AVAILABLE,
-    ResponseCode.SYSTEM_ERROR,
-    ResponseCode.NO_PERMISSION,
-    ResponseCode.SYSTEM_BUSY,
-    ResponseCode.NOT_IN_CURRENT_UNIT,
-}
-
-
-def split_batches(messages: list[Message], limit: int = MAX_MESSAGE_SIZE) -> list[list[Message]]:
-    """Cut a list into batches whose encoded size stays within ``limit`` and that hold at most
-    MAX_BATCH_MESSAGES, as the broker takes them (one topic, no delay)."""
-    if not messages:
-        raise MQClientError("the batch is empty", ResponseCode.MESSAGE_ILLEGAL)
-    topic = messages[0].topic
-    batches: list[list[Message]] = []
-    current: list[Message] = []
-    size = 0
-    for msg in messages:
-        if msg.topic != topic:
-            raise MQClientError(
-                "all messages of a batch must have the same topic", ResponseCode.MESSAGE_ILLEGAL
-            )
-        if msg.delay_time_level > 0:
-            raise MQClientError("delayed messages cannot be batched", ResponseCode.MESSAGE_ILLEGAL)
-        item = len(encode_batch([msg])) + 64  # room for the unique id added before sending
-        if item > limit:
-            raise MQClientError(
-                f"a message of {item} bytes exceeds the batch limit {limit}", ResponseCode.MESSAGE_ILLEGAL
-            )
-        if (size + item > limit or len(current) >= MAX_BATCH_MESSAGES) and current:
-            batches.append(current)
-            current, size = [], 0
-        current.append(msg)
-        size += item
-    batches.append(current)
-    return batches
-
-
-def hash_selector(queues: list[MessageQueue], msg: Message, arg) -> MessageQueue:
-    """Same argument (an order id), same queue: ordered messages per key."""
-    from broker.common.java_hash import java_string_hash
-
-    key = java_string_hash(arg) if isinstance(arg, str) else hash(arg)
-    return queues[abs(key) % len(queues)]
-
-
-def random_selector(queues: list[MessageQueue], msg: Message, arg) -> MessageQueue:
-    return random.choice(queues)

@@ -7,7 +7,7 @@ import pytest
 from broker.client import Producer, PushConsumer
 from broker.client.admin import MQAdmin
 from broker.client.errors import MQClientError
-from broker.client.producer import split_batches
+from broker.client.outgoing_message import split_batches
 from broker.common.batch_codec import MAX_BATCH_MESSAGES
 from broker.common.message import Message
 

@@ -17,8 +17,11 @@ from broker.client.asyncio_api import AsyncProducer
 from broker.client.consumer_core import ConsumerCore
 from broker.client.errors import MQClientError
 from broker.client.instance import MQClientInstance
+from broker.client.latency_fault import LatencyFaultTolerance
 from broker.client.offset_store import LocalFileOffsetStore, OffsetStore
-from broker.client.producer import LatencyFaultTolerance, Producer, hash_selector, split_batches
+from broker.client.outgoing_message import split_batches
+from broker.client.producer import Producer
+from broker.client.queue_selectors import hash_selector
 from broker.common.batch_codec import BatchDecodeError, decode_batch, encode_batch
 from broker.common.message import Message
 from broker.common.message_queue import MessageQueue
