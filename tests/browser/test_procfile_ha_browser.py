@@ -34,7 +34,7 @@ def test_cluster_page_shows_the_master_and_its_slave_and_refreshes(page, log_in,
     # broker1 started first and is master (brokerId 0); broker2 is a slave under the id the
     # controller gave it.
     master = broker_set.locator("tr[data-broker-id='0']")
-    slave = broker_set.locator("tr", has_text=stack.addrs["broker2"])
+    slave = broker_set.locator("tr[data-broker-id]", has_text=stack.addrs["broker2"])
     expect(master).to_have_attribute("data-role", "SYNC_MASTER")
     expect(slave).to_have_attribute("data-role", "SLAVE")
     expect(master).to_contain_text(stack.addrs["broker1"])
@@ -44,5 +44,8 @@ def test_cluster_page_shows_the_master_and_its_slave_and_refreshes(page, log_in,
     expect(slave.locator(".ha-state .badge")).to_have_text("connected to master", timeout=30_000)
     expect(master.locator(".ha-state .badge")).to_have_text("1 slave connected")
     expect(slave.locator(".lag-bytes")).to_have_attribute("data-bytes", "0", timeout=30_000)
+    # The controller's view (make run-ha's brokers run in controller mode): the caught-up slave
+    # joins the in-sync set at its master's next check.
+    expect(slave.locator(".in-sync")).to_have_text("in sync", timeout=30_000)
     shot("ha-cluster-replication")
     assert page.evaluate("window.__violations || []") == []
