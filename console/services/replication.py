@@ -23,9 +23,10 @@ from broker.controller.client import ControllerClient, ControllerError, Controll
 from broker.controller.replicas_info import BrokerReplicas, ReplicaIdentity
 from console.services.cluster_queries import BrokerSet, ClusterOverview, _cluster_overview, fan_out
 
-# The whole controller query (metadata, then the leader's sync state): a frozen controller costs
-# the page this long, not one client timeout per controller and request.
-CONTROLLER_WAIT_SECONDS = 4.0
+# The whole controller query (every controller's metadata at once, bounded by the client's 3-s
+# timeout, then the leader's sync state): a frozen controller costs the page at most this long,
+# not one client timeout per controller and request.
+CONTROLLER_WAIT_SECONDS = 6.0
 # At most this many epochs of a set's history are shown (the newest); the rest are counted.
 HISTORY_ROWS = 50
 MAX_ADDRESSES = 16  # of one controllerAddr / CONSOLE_CONTROLLER_ADDR list
@@ -46,9 +47,21 @@ class ControllerSource:
 
 
 @dataclass
+class ControllerMember:
+    """A controller of the group as the page shows it."""
+
+    peer_id: str
+    address: str
+    is_leader: bool = False
+    answered: bool | None = None  # None: the console was not given its address, so did not ask
+    error: str = ""
+
+
+@dataclass
 class ControllerView:
     source: ControllerSource
-    metadata: ControllerMetadata | None = None
+    metadata: ControllerMetadata | None = None  # the leader's answer (else the first answer)
+    members: list[ControllerMember] = field(default_factory=list)
     sets: dict[str, BrokerReplicas] = field(default_factory=dict)
     error: str = ""
 
@@ -237,12 +250,60 @@ async def controller_source(core: AsyncMQAdmin) -> ControllerSource | None:
     return _named_by_brokers(await _all_ha_facts(core, await _broker_addrs(core), need_config=True))
 
 
+async def _probe(client: ControllerClient, addresses: list[str]) -> dict[str, ControllerMetadata | str]:
+    """Every controller's GET_METADATA_INFO at once (a frozen one costs one timeout, not one per
+    later request): its answer, or why there is none."""
+    answers = await asyncio.gather(*(client.metadata(a) for a in addresses), return_exceptions=True)
+    out: dict[str, ControllerMetadata | str] = {}
+    for address, answer in zip(addresses, answers, strict=True):
+        if isinstance(answer, ControllerMetadata):
+            out[address] = answer
+        elif isinstance(answer, ControllerError):
+            out[address] = answer.remark or str(answer)
+        else:
+            raise answer
+    return out
+
+
+def _leader_first(source: ControllerSource, probed: dict[str, ControllerMetadata | str]) -> list[str]:
+    """The addresses with the leader some controller named first, then those that answered: the
+    client asks them in this order."""
+    named = [
+        m.leader_address for m in probed.values() if isinstance(m, ControllerMetadata) and m.leader_address
+    ]
+    answered = [a for a, m in probed.items() if isinstance(m, ControllerMetadata)]
+    ordered = named[:1] + answered + source.addresses
+    return list(dict.fromkeys(ordered))
+
+
+def _members(source: ControllerSource, probed: dict[str, ControllerMetadata | str]) -> list[ControllerMember]:
+    metas = [m for m in probed.values() if isinstance(m, ControllerMetadata)]
+    peers = next((m.peers for m in metas if m.is_leader), None) or next((m.peers for m in metas), {})
+    leader = next((m.leader_address for m in metas if m.leader_address), None)
+    members = [ControllerMember(pid, addr, addr == leader) for pid, addr in sorted(peers.items())]
+    known = {m.address for m in members}
+    members += [ControllerMember("", a, a == leader) for a in source.addresses if a not in known]
+    for member in members:
+        answer = probed.get(member.address)
+        if answer is not None:
+            member.answered = isinstance(answer, ControllerMetadata)
+            member.error = "" if member.answered else str(answer)
+    return members
+
+
 async def _ask_controller(source: ControllerSource) -> ControllerView:
     view = ControllerView(source)
     client = ControllerClient(source.addresses)
     try:
         async with asyncio.timeout(CONTROLLER_WAIT_SECONDS):
-            view.metadata = await client.metadata()
+            probed = await _probe(client, source.addresses)
+            view.members = _members(source, probed)
+            metas = [m for m in probed.values() if isinstance(m, ControllerMetadata)]
+            if not metas:
+                view.error = "; ".join(f"{a}: {why}" for a, why in probed.items())
+                return view
+            view.metadata = next((m for m in metas if m.is_leader), metas[0])
+            client.addresses = _leader_first(source, probed)
             view.sets = await client.sync_state_data()
     except TimeoutError:
         view.error = f"no answer within {CONTROLLER_WAIT_SECONDS:g} s from {';'.join(source.addresses)}"
@@ -335,6 +396,7 @@ class SwitchoverPlan:
     source: ControllerSource
     replicas: BrokerReplicas
     target: ReplicaIdentity
+    addresses: list[str]  # the controllers, the leader first
 
     @property
     def current_master(self) -> ReplicaIdentity | None:
@@ -372,6 +434,7 @@ async def _plan(core: AsyncMQAdmin, broker_name: str, broker_id: int) -> Switcho
     client = ControllerClient(source.addresses)
     try:
         async with asyncio.timeout(CONTROLLER_WAIT_SECONDS):
+            addresses = client.addresses = _leader_first(source, await _probe(client, source.addresses))
             sets = await client.sync_state_data([broker_name])
     except TimeoutError:
         raise ControllerError(None, f"no answer within {CONTROLLER_WAIT_SECONDS:g} s") from None
@@ -383,7 +446,7 @@ async def _plan(core: AsyncMQAdmin, broker_name: str, broker_id: int) -> Switcho
     target = next((r for r in replicas.in_sync + replicas.not_in_sync if r.broker_id == broker_id), None)
     if target is None:
         raise SwitchoverRefused(f"broker set {broker_name!r} has no replica with broker id {broker_id}")
-    return SwitchoverPlan(source, replicas, target)
+    return SwitchoverPlan(source, replicas, target, addresses)
 
 
 def switchover_plan(admin: MQAdmin, broker_name: str, broker_id: int) -> SwitchoverPlan:
@@ -400,7 +463,7 @@ class SwitchoverResult:
 
 
 async def _switchover(plan: SwitchoverPlan) -> SwitchoverResult:
-    client = ControllerClient(plan.source.addresses)
+    client = ControllerClient(plan.addresses)
     try:
         async with asyncio.timeout(CONTROLLER_WAIT_SECONDS * 2):
             info = await client.switchover(plan.replicas.broker_name, plan.target.broker_id)

@@ -39,7 +39,7 @@ def stack(tmp_path_factory, controller):
 
 @pytest.fixture
 def hand_set(controller):
-    replicas = three_replicas(controller, SET_NAME)
+    replicas = three_replicas([controller], SET_NAME)
     yield replicas
     replicas.stop()
 

@@ -49,10 +49,13 @@ class HandSet:
     """One broker set registered on the controller by hand: for each replica a remoting server
     standing for its broker, an id applied for and registered, heartbeats while it is marked alive."""
 
-    def __init__(self, controller_addr: str, name: str) -> None:
+    def __init__(self, controllers: list[str], name: str) -> None:
         self.name = name
         self.loop = EventLoopThread(f"hand-{name}")
-        self.client = ControllerClient([controller_addr])
+        self.client = ControllerClient(controllers)
+        # One client per controller for heartbeats, each sent without waiting for the others: a
+        # controller that does not answer must not delay the beats the others need.
+        self._beaters = [ControllerClient([c], self.client.remoting) for c in controllers]
         self.servers: dict[int, RemotingServer] = {}
         self.addrs: dict[int, str] = {}
         self.epochs: dict[int, list[EpochEntry]] = {}
@@ -88,6 +91,7 @@ class HandSet:
 
     def start_beating(self) -> None:
         async def beat_forever() -> None:
+            in_flight: set[asyncio.Task] = set()
             while True:
                 for bid in sorted(self.beating):
                     header = BrokerHeartbeatRequestHeader(
@@ -97,7 +101,10 @@ class HandSet:
                         broker_id=bid,
                         heartbeat_timeout_mills=HEARTBEAT_TIMEOUT_MS,
                     )
-                    await self.client.heartbeat(header)
+                    for beater in self._beaters:
+                        task = asyncio.create_task(beater.heartbeat(header))
+                        in_flight.add(task)
+                        task.add_done_callback(in_flight.discard)
                 await asyncio.sleep(0.2)
 
         self._beat = asyncio.run_coroutine_threadsafe(beat_forever(), self.loop.loop)
@@ -123,10 +130,10 @@ class HandSet:
         self.loop.stop()
 
 
-def three_replicas(controller_addr: str, name: str) -> HandSet:
+def three_replicas(controllers: list[str], name: str) -> HandSet:
     """A set of three: 1 the master (epoch 1; its epoch cache says since offset 0), 1 and 2 in
     sync and alive, 3 registered but silent."""
-    replicas = HandSet(controller_addr, name)
+    replicas = HandSet(controllers, name)
     try:
         replicas.add(1)
         replicas.beating.add(1)
