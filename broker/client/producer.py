@@ -97,7 +97,7 @@ class Producer:
         # How many async sends (and bytes) may await answers at once: send_window.py.
         self.async_window = SendWindow(max_async_in_flight, max_async_in_flight_bytes)
         self.instance = instance
-        self._routes = self._route_refresher(instance) if instance is not None else None
+        self._routes: RouteRefresher | None = None  # of the instance it runs on: _route_refresher
         self._counter = itertools.count(random.randrange(1000))
 
     # -- life cycle ---------------------------------------------------------------------------
@@ -107,15 +107,20 @@ class Producer:
         )
         instance.join("producer", self.group, self)
         self.instance = instance
-        if self._routes is None or self._routes.instance is not instance:
-            self._routes = self._route_refresher(instance)
         instance.start()
         self._install_trace()
         return self
 
-    def _route_refresher(self, instance: MQClientInstance) -> RouteRefresher:
-        faults = self.faults
-        return RouteRefresher(instance, faults.forget if faults is not None else None)
+    def _route_refresher(self) -> RouteRefresher | None:
+        """The refresher of the instance the producer runs on now (started here or by the
+        asyncio API); None before it runs."""
+        instance, routes = self.instance, self._routes
+        if instance is None:
+            return None
+        if routes is None or routes.instance is not instance:
+            faults = self.faults
+            routes = self._routes = RouteRefresher(instance, faults.forget if faults is not None else None)
+        return routes
 
     def _install_trace(self) -> None:
         """The trace dispatcher (blocking: its own producer starts)."""
@@ -243,7 +248,8 @@ class Producer:
         """A failed attempt: when the error says the master may have moved (unreachable, or no
         writes taken), the topic's route is refreshed (route_refresh.py: at most once per topic
         per second, so every attempt of a burst gets the same refresh); that refresh, or None."""
-        return self._routes.after_failure(topic, error) if self._routes is not None else None
+        routes = self._route_refresher()
+        return routes.after_failure(topic, error) if routes is not None else None
 
     async def _queues_or(self, topic: str, queues: list[MessageQueue]) -> list[MessageQueue]:
         """The topic's queues after a refresh, or ``queues`` when it has none now (no master yet:
@@ -389,10 +395,11 @@ class Producer:
         queues = instance.write_queues.get(topic)
         if queues:
             return queues
-        if topic in instance.routes and self._routes is not None:
+        routes = self._route_refresher()
+        if topic in instance.routes and routes is not None:
             # A route without a writable queue (its masters gone): asked again, at most once a
             # second (RocketMQ's client asks at every send then), so a new master is found.
-            await wait_for(self._routes.refresh(topic))
+            await wait_for(routes.refresh(topic))
             queues = instance.write_queues.get(topic)
             if queues:
                 return queues

@@ -8,10 +8,13 @@ new master, the next send reaches it: the failed attempt refreshed the topic's r
 retry went by it.
 """
 
+import asyncio
 import shutil
+import threading
 import time
 
 from broker.client.admin import MQAdmin, NotFoundError
+from broker.client.asyncio_api import AsyncProducer
 from broker.client.instance import MQClientInstance
 from broker.client.outgoing_message import send_header_and_body
 from broker.client.producer import Producer
@@ -136,3 +139,42 @@ def test_producer_leaves_an_address_where_a_slave_refuses_writes(tmp_path):
         return _start_master_elsewhere(cluster)
 
     _run(tmp_path, "follower-refused", replace)
+
+
+def test_asyncio_producer_follows_a_master_that_moved(tmp_path):
+    """The same through the asyncio API (its producer runs on the caller's loop)."""
+    cluster = Cluster(tmp_path, "FailoverCluster")
+    admin = None
+    try:
+        old = cluster.add_broker(SET, SETTINGS)
+        _create_topic(cluster, old.addr)
+        admin = MQAdmin(cluster.namesrv_addr)
+        _wait_for_master(admin, old.addr)
+        moved = threading.Event()  # set once the new master is listed
+
+        async def produce() -> list[str]:
+            # The loop's shared instance, which the producer finds by itself, polling once an hour.
+            loop = asyncio.get_running_loop()
+            shared = MQClientInstance.shared(cluster.namesrv_addr, "follower-async", loop=loop)
+            shared.intervals = (shared.intervals[0], HOUR_MS / 1000, shared.intervals[2])
+            async with AsyncProducer(
+                "follower-async-group", cluster.namesrv_addr, instance_name="follower-async"
+            ) as producer:
+                assert producer.producer.instance is shared
+                before = await producer.send(Message(TOPIC, b"before"), timeout_ms=SEND_TIMEOUT_MS)
+                await asyncio.to_thread(_move, cluster, old, admin, moved)
+                after = await producer.send(Message(TOPIC, b"after"), timeout_ms=SEND_TIMEOUT_MS)
+                return [before.send_status, after.send_status]
+
+        assert asyncio.run(produce()) == ["SEND_OK", "SEND_OK"]
+        assert moved.is_set() and _stored_on(cluster, cluster.brokers["broker-f-new"].addr) == 1
+    finally:
+        if admin is not None:
+            admin.close()
+        cluster.stop()
+
+
+def _move(cluster: Cluster, old, admin: MQAdmin, moved: threading.Event) -> None:
+    assert old.stop() == 0
+    _wait_for_master(admin, _start_master_elsewhere(cluster))
+    moved.set()
