@@ -100,6 +100,8 @@ class ReplicasManager:
         self._role_lock = asyncio.Lock()
         self._poll_now = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
+        self._beating: dict[str, asyncio.Task] = {}  # controller address -> its heartbeat in flight
+        self._leader_lookup: asyncio.Task | None = None
         self._reasons: list[str] = []  # why writes are refused besides the role (NOT_WRITEABLE)
         self._refuse(NO_ROLE_YET)
 
@@ -114,9 +116,14 @@ class ReplicasManager:
     async def stop(self) -> None:
         self.state = "SHUTDOWN"
         self.lease.cancel()
-        for task in self._tasks:
+        tasks = [
+            *self._tasks,
+            *self._beating.values(),
+            *([self._leader_lookup] if self._leader_lookup else []),
+        ]
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         await self.client.close()
 
     async def _run(self) -> None:
@@ -322,44 +329,67 @@ class ReplicasManager:
         return min([max_offset, *(acked.get(b, 0) for b in others)])
 
     async def _heartbeat_once(self) -> None:
-        """One heartbeat to every controller (and the leader, if it is named otherwise); an
-        acknowledgement by the leader renews the lease from the moment of sending."""
+        """Start-up's heartbeat: the leader looked up, then one heartbeat to every controller,
+        all answered (or timed out) before registering."""
         if not self.leader:
             await self._find_leader()
-        sent_at = time.monotonic()
+        await asyncio.gather(*self._beat_all(), return_exceptions=True)
+
+    def _beat_all(self) -> list[asyncio.Task]:
+        """One heartbeat to each controller (and the leader, if it is named otherwise) that has
+        none in flight. Each is a task of its own: a controller that hangs (a paused process, a
+        partition) delays nobody else's heartbeats, which the leader's verdict depends on."""
+        if not self.leader and (self._leader_lookup is None or self._leader_lookup.done()):
+            self._leader_lookup = asyncio.create_task(self._find_leader())
         header = self._heartbeat_header()
-        remoting = self.client.remoting
-        addresses = list(dict.fromkeys([*self.client.addresses, *([self.leader] if self.leader else [])]))
+        sent_at = time.monotonic()
+        started = []
+        for address in dict.fromkeys([*self.client.addresses, *([self.leader] if self.leader else [])]):
+            running = self._beating.get(address)
+            if running is None or running.done():
+                started.append(asyncio.create_task(self._beat(address, header, sent_at)))
+                self._beating[address] = started[-1]
+        return started
 
-        async def one(address: str) -> bool:
-            try:
-                request = create_request(RequestCode.BROKER_HEARTBEAT, header)
-                return (await remoting.invoke(address, request, HEARTBEAT_TIMEOUT_MS)).ok
-            except RemotingError:
-                return False
-
-        answers = dict(zip(addresses, await asyncio.gather(*(one(a) for a in addresses)), strict=True))
-        if any(answers.values()):
-            self.heartbeats_ok += 1
-        if self.leader and answers.get(self.leader):
-            self.lease.renew(sent_at)
-        elif self.leader:
-            self.leader = ""  # look it up again next time: it may have moved
+    async def _beat(self, address: str, header: BrokerHeartbeatRequestHeader, sent_at: float) -> None:
+        try:
+            request = create_request(RequestCode.BROKER_HEARTBEAT, header)
+            ok = (await self.client.remoting.invoke(address, request, HEARTBEAT_TIMEOUT_MS)).ok
+        except RemotingError:
+            ok = False
+        self.heartbeats_ok += ok
+        if address == self.leader:
+            if ok:  # the leader's acknowledgement renews the lease from the moment of sending
+                self.lease.renew(sent_at)
+            else:
+                self.leader = ""  # look it up again: it may have moved
 
     async def _heartbeat_loop(self) -> None:
         while True:
             await asyncio.sleep(self.broker.config.broker_heartbeat_interval / 1000)
             try:
-                await self._heartbeat_once()
+                self._beat_all()
             except Exception:
                 log.exception("controller mode: heartbeat failed")
 
     async def _find_leader(self) -> None:
+        """Ask every controller at once and take the first that names a leader (asked in turn, a
+        hanging controller would hold the lookup, and the lease with it, for a timeout)."""
+        asks = [asyncio.create_task(self.client.metadata(address)) for address in self.client.addresses]
+        leader = ""
         try:
-            self.leader = await self.client.find_leader()
-        except ControllerError as exc:
-            self.leader = ""
-            self.last_error = str(exc)
+            for next_answer in asyncio.as_completed(asks):
+                try:
+                    leader = (await next_answer).leader_address or ""
+                except ControllerError as exc:
+                    self.last_error = str(exc)
+                if leader:
+                    break
+        finally:
+            for ask in asks:
+                ask.cancel()
+            await asyncio.gather(*asks, return_exceptions=True)
+        self.leader = leader
 
     async def _leader_loop(self) -> None:
         while True:

@@ -431,3 +431,37 @@ def test_three_controllers_the_leader_killed_the_master_stays_and_failover_still
     finally:
         ctl.stop()
         group.stop()
+
+
+@pytest.mark.slow
+def test_a_hanging_controller_does_not_hold_the_masters_heartbeats(tmp_path):
+    """A follower controller frozen (SIGSTOP: connections open, nothing answered) must not delay
+    the heartbeats to the others: the master keeps its lease and takes every write meanwhile."""
+    from tests.controller.wire import ControllerGroup, Wire
+
+    (tmp_path / "controllers").mkdir()
+    group = ControllerGroup(tmp_path / "controllers", size=3)
+    group.start()
+    ctl = ControllerCluster(tmp_path, start=False)
+    wire = Wire(group)
+    try:
+        leader = wait_until(wire.leader, 30)
+        assert leader, "no controller leader"
+        follower = next(pid for pid in group.listen if pid != leader)
+        # The frozen one first in controllerAddr: asked first, it would hold a lookup in turn.
+        order = [follower, *(pid for pid in group.listen if pid != follower)]
+        ctl.add("b1", controllerAddr=";".join(group.listen[pid] for pid in order))
+        assert wait_until(lambda: ctl.role("b1") == "SYNC_MASTER", 30), ctl.runtime("b1")
+        assert wait_until(lambda: _send_one(ctl, "b1", b"warm").code == ResponseCode.SUCCESS, 20)
+        group.pause(follower)
+        deadline = time.monotonic() + 4 * HEARTBEAT_TIMEOUT_MS / 1000
+        codes = []
+        while time.monotonic() < deadline:
+            codes.append(_send_one(ctl, "b1", b"while a controller hangs").code)
+            time.sleep(0.05)
+        group.resume(follower)
+        assert set(codes) == {ResponseCode.SUCCESS}, ctl.runtime("b1")
+        assert ctl.runtime("b1")["controllerLeaseExpired"] == "false"
+    finally:
+        ctl.stop()
+        group.stop()
