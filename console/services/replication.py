@@ -145,8 +145,8 @@ class SetView:
 
     @property
     def rows(self) -> list[dict]:
-        """The template's rows: each name-server member with its controller id, in-sync flag and
-        epoch."""
+        """The template's rows: each name-server member with its controller id, in-sync and alive
+        flags (as the controller leader has them) and epoch."""
         out = []
         for member in self.members:
             identity = self.identity_of(member.addr)
@@ -156,9 +156,6 @@ class SetView:
                     "controller_id": identity.broker_id if identity else None,
                     "alive": identity.alive if identity else None,
                     "in_sync": self.in_sync(identity.broker_id) if identity else None,
-                    "is_controller_master": identity is not None
-                    and self.replicas is not None
-                    and identity.broker_id == self.replicas.master_id,
                     "epoch": self.epochs.get(member.addr),
                 }
             )
