@@ -7,14 +7,20 @@ rejoins as slave."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from broker.client import Producer
 from broker.client.admin import MQAdmin
 from broker.client.errors import MQClientError
-from broker.common.conf_file import parse_properties
+from broker.common.conf_file import load_conf, parse_properties
 from broker.common.message import Message
+from broker.controller.config import controller_config
 from broker.local_cluster import ROOT, wait_until
+from broker.server.config import BrokerConfig
 from tests.browser.ha_stack import REPLICAS, HaStack
 from tests.browser.make_run_stack import procfile_commands
 
@@ -44,6 +50,44 @@ def _role(admin: MQAdmin, addr: str) -> str | None:
 def _caught_up(admin: MQAdmin, master: str, slave: str) -> bool:
     end = admin.broker_runtime_info(master)["commitLogMaxOffset"]
     return admin.broker_runtime_info(slave)["commitLogMaxOffset"] == end != "0"
+
+
+def _ensure(var_dir, *args: str) -> str:
+    """``manage.py ensure_broker_conf`` as Procfile.ha's lines run it; its output."""
+    env = {**os.environ, "CONSOLE_VAR_DIR": str(var_dir), "BROKER_NAMESRV": "127.0.0.1:19876"}
+    done = subprocess.run(
+        [sys.executable, "manage.py", "ensure_broker_conf", *args],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_make_run_ha_files_are_accepted_by_the_controller_and_the_brokers(tmp_path):
+    """The files make run-ha creates parse as the engine reads them: one controller, and two
+    brokers of one set in controller mode naming it, each on its own port and store."""
+    assert "(created)" in _ensure(tmp_path, "--controller")
+    conf = tmp_path / "controller.conf"
+    # Edited before the brokers' files exist (the operator's to edit): they follow its port.
+    conf.write_text(conf.read_text().replace("listenPort=9878", "listenPort=19878"))
+    controller = controller_config(load_conf(str(conf), {}))
+    assert (controller.listen_port, len(controller.peers)) == (19878, 1)
+    assert controller.store_path == (tmp_path / "controller").resolve()
+
+    brokers = []
+    for replica in (1, 2):
+        assert "(created)" in _ensure(tmp_path, "--replica", str(replica))
+        brokers.append(BrokerConfig.load(str(tmp_path / f"broker-ha-{replica}.conf")))
+    assert "(existing, left as it is)" in _ensure(tmp_path, "--replica", "1")
+    for broker in brokers:
+        assert broker.enable_controller_mode and broker.controller_addrs == ["127.0.0.1:19878"]
+        assert (broker.store.broker_role, broker.store.all_ack_in_sync_state_set) == ("SYNC_MASTER", True)
+        assert (broker.broker_cluster_name, broker.broker_name) == ("DefaultCluster", "broker-a")
+        assert broker.namesrv_addrs == ["127.0.0.1:19876"]
+    one, two = brokers
+    assert (one.listen_port, two.listen_port) == (10911, 10921)
+    assert one.store_path_root_dir != two.store_path_root_dir
+    assert not (tmp_path / "broker.conf").exists()  # make run's file is not make run-ha's
 
 
 # Slow: seven processes on fixed-offset ports (a broker's HA port is its port + 1), whose free-port
