@@ -6,11 +6,18 @@ heartbeat it *received* from it (the broker sends that timeout in each heartbeat
 may it elect a replacement, which then still has to hear of it, switch role and be found by
 producers. The lease counts from when a heartbeat the controller leader acknowledged was *sent*,
 which is never after the controller received it, and lasts two thirds of that timeout. So it
-ends at least a third of the timeout (3.3 s by default, 0.5 s at the smallest timeout allowed
-beside the heartbeat interval) before any election can happen: room for a put already inside the
-store when the lease ends, a busy event loop running the expiry late, and the two machines'
-clocks running at slightly different rates. The timeout being at least three heartbeat intervals
-(checked at load), two heartbeats may be lost in a row before a healthy master fences itself.
+ends at least a third of the timeout (3.3 s by default) before any election can happen: room for
+a put already inside the store when the lease ends, a busy event loop running the expiry late,
+and the two machines' clocks running at slightly different rates. The timeout being at least
+three heartbeat intervals (checked at load), two heartbeats may be lost in a row before a healthy
+master fences itself.
+
+Only the leader's acknowledgement counts, and only while it says it leads (asked with each
+heartbeat to it): liveness is the leader's own table. What remains is a leader deposed without
+knowing it yet (a partition): its acknowledgements count until it learns (its Raft election
+timeout), while the new leader, if it cannot hear this broker, judges it by the heartbeats it
+last received. With several controllers that window is the controllers' to keep short; the
+epochs still fence such a master at its next in-sync set change.
 
 A master whose lease ended refuses writes (SERVICE_NOT_AVAILABLE, with the reason below) until a
 heartbeat is acknowledged again; the controllers' epochs remain the authority on who is master.

@@ -352,17 +352,33 @@ class ReplicasManager:
         return started
 
     async def _beat(self, address: str, header: BrokerHeartbeatRequestHeader, sent_at: float) -> None:
+        """One heartbeat. To the leader, with the question whether it still leads: only its
+        acknowledgement *as leader* renews the lease (any controller takes heartbeats, and a
+        deposed leader's would renew it while the new one, which may not hear this broker, elects
+        another master)."""
+        leading = asyncio.ensure_future(self._still_leads(address)) if address == self.leader else None
         try:
             request = create_request(RequestCode.BROKER_HEARTBEAT, header)
             ok = (await self.client.remoting.invoke(address, request, HEARTBEAT_TIMEOUT_MS)).ok
         except RemotingError:
             ok = False
+        except BaseException:  # cancelled (stopping): the question goes too
+            if leading is not None:
+                leading.cancel()
+            raise
         self.heartbeats_ok += ok
-        if address == self.leader:
-            if ok:  # the leader's acknowledgement renews the lease from the moment of sending
-                self.lease.renew(sent_at)
-            else:
-                self.leader = ""  # look it up again: it may have moved
+        if leading is None:
+            return
+        if await leading and ok:  # renewed from the moment of sending
+            self.lease.renew(sent_at)
+        elif self.leader == address:
+            self.leader = ""  # look it up again: it has moved, or cannot be reached
+
+    async def _still_leads(self, address: str) -> bool:
+        try:
+            return (await self.client.metadata(address)).is_leader
+        except ControllerError:
+            return False
 
     async def _heartbeat_loop(self) -> None:
         while True:
