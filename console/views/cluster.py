@@ -201,11 +201,17 @@ def switchover_apply(request, broker_name: str):
     try:
         result = switchover(admin, plan)
     except ControllerError as exc:
-        reason = str(exc) if exc.code is not None else f"no controller answered: {exc.remark}"
+        if exc.code is not None:
+            reason = str(exc)
+            shown = f"Switchover of {broker_name} to broker {broker_id} refused by the controller: {reason}"
+        else:  # no answer: the leader may have decided before it went silent
+            reason = f"no controller answered: {exc.remark}"
+            shown = (
+                f"Switchover of {broker_name} to broker {broker_id}: {reason}. It may or may not have "
+                "happened; the Replication section shows the master the controllers name now."
+            )
         audit(request, SWITCHOVER, broker_name, params, AuditRecord.RESULT_FAILED, reason)
-        messages.error(
-            request, f"Switchover of {broker_name} to broker {broker_id} refused by the controller: {reason}"
-        )
+        messages.error(request, shown)
         return redirect("console:cluster")
     was = f"{_replica_text(plan.current_master)} at epoch {plan.replicas.master_epoch}"
     text = (

@@ -62,6 +62,7 @@ class HandSet:
         self.notified: list[dict] = []
         self.beating: set[int] = set()
         self._beat = None
+        self._in_flight: set[asyncio.Task] = set()
 
     def add(self, bid: int) -> str:
         async def start() -> str:
@@ -91,7 +92,6 @@ class HandSet:
 
     def start_beating(self) -> None:
         async def beat_forever() -> None:
-            in_flight: set[asyncio.Task] = set()
             while True:
                 for bid in sorted(self.beating):
                     header = BrokerHeartbeatRequestHeader(
@@ -103,8 +103,8 @@ class HandSet:
                     )
                     for beater in self._beaters:
                         task = asyncio.create_task(beater.heartbeat(header))
-                        in_flight.add(task)
-                        task.add_done_callback(in_flight.discard)
+                        self._in_flight.add(task)
+                        task.add_done_callback(self._in_flight.discard)
                 await asyncio.sleep(0.2)
 
         self._beat = asyncio.run_coroutine_threadsafe(beat_forever(), self.loop.loop)
@@ -122,6 +122,9 @@ class HandSet:
             self._beat.cancel()
 
         async def close() -> None:
+            for task in list(self._in_flight):
+                task.cancel()
+            await asyncio.gather(*self._in_flight, return_exceptions=True)
             for server in self.servers.values():
                 await server.stop()
             await self.client.close()
