@@ -237,3 +237,45 @@ def test_a_disconnected_member_leaves_and_a_slave_needs_the_current_epoch():
     tracker = InSyncTracker(1, log_end=500, now=0.0)
     assert tracker.check(frozenset({1}), [SlaveAck(3, 500)], 5000, 0, 1000, 15, 1.0) == {1}
     assert tracker.waited_for(frozenset({1})) == frozenset()
+
+
+# -- GET_BROKER_EPOCH_CACHE ------------------------------------------------------------------------------
+
+
+async def test_epoch_cache_answers_the_logs_epochs_or_none(tmp_path):
+    from broker.common.codes import RequestCode
+    from broker.common.epoch_entries import EpochEntryCache
+    from broker.remoting.command import create_request
+    from broker.server.replicas_manager import epoch_cache_handler
+    from broker.store.ha.epochs import EpochFile
+
+    config = BrokerConfig.from_properties({"brokerClusterName": "C", "brokerName": "b", "brokerId": "0"})
+    broker = SimpleNamespace(
+        config=config,
+        store=SimpleNamespace(max_physic_offset=123),
+        replication=SimpleNamespace(epochs=None),
+        replicas=None,
+    )
+    handler = epoch_cache_handler(broker)  # type: ignore[arg-type]
+    answer = await handler(None, create_request(RequestCode.GET_BROKER_EPOCH_CACHE))
+    cache = EpochEntryCache.decode(answer.body)
+    assert (cache.cluster_name, cache.broker_name, cache.broker_id, cache.epoch_list, cache.max_offset) == (
+        "C",
+        "b",
+        0,
+        (),
+        123,
+    )
+    epochs = EpochFile(tmp_path / "epochFileCheckpoint")
+    epochs.append(1, 0)
+    epochs.append(3, 100)
+    broker.replication.epochs = epochs
+    broker.replicas = SimpleNamespace(broker_id=2)  # the controller's id for it, not broker.conf's
+    cache = EpochEntryCache.decode(
+        (await handler(None, create_request(RequestCode.GET_BROKER_EPOCH_CACHE))).body
+    )
+    assert cache.broker_id == 2
+    assert [(e.epoch, e.start_offset, e.end_offset) for e in cache.epoch_list] == [
+        (1, 0, 100),
+        (3, 100, (1 << 63) - 1),
+    ]
