@@ -46,6 +46,17 @@ from .transaction.service import TransactionalMessageService
 
 log = logging.getLogger(__name__)
 
+# The requests that append to the commit log.
+WRITE_CODES = (
+    RC.SEND_MESSAGE,
+    RC.SEND_MESSAGE_V2,
+    RC.SEND_BATCH_MESSAGE,
+    RC.SEND_REPLY_MESSAGE,
+    RC.SEND_REPLY_MESSAGE_V2,
+    RC.CONSUMER_SEND_MSG_BACK,
+    RC.END_TRANSACTION,
+)
+
 
 class BrokerController:
     def __init__(self, config: BrokerConfig) -> None:
@@ -183,6 +194,9 @@ class BrokerController:
         table[RC.LOCK_BATCH_MQ], table[RC.UNLOCK_BATCH_MQ] = locks.lock_batch, locks.unlock_batch
         table[RC.SEND_REPLY_MESSAGE] = table[RC.SEND_REPLY_MESSAGE_V2] = reply.send_reply
         table.update(self.replication.slave_handlers(table))  # type: ignore[arg-type]
+        if self.replicas is not None:  # a master whose lease ended unnoticed writes nothing
+            for code in WRITE_CODES:
+                table[code] = self.replicas.lease_guarded(table[code])
         for code, handler in table.items():
             self.server.register_processor(code, handler)
         self.server.register_processor(RC.GET_BROKER_EPOCH_CACHE, epoch_cache_handler(self))

@@ -84,6 +84,14 @@ class ControllerLease:
             self.expired = True
             self._on_expired()
 
+    def check_now(self) -> None:
+        """End the lease now if its time is up. Called before a write is served: a process that
+        was frozen (SIGSTOP, a long pause) serves requests that waited in its sockets before the
+        loop runs the expiry timer, which is due as well."""
+        if not self.expired and time.monotonic() >= self.valid_until:
+            self.expired = True
+            self._on_expired()
+
     def silent_millis(self) -> int:
         """How long ago the lease ended (0 while it runs)."""
         return max(0, int((time.monotonic() - self.valid_until) * 1000)) if self.expired else 0

@@ -298,6 +298,18 @@ class ReplicasManager:
             log.error("controller mode: lease ended, writes refused until the controller leader answers")
             self._refuse(lease_ended(int(self.lease.seconds * 1000)))
 
+    def lease_guarded(self, handler):
+        """``handler`` (a request that writes to the log) served only after the lease was
+        checked: the store then refuses it if the lease ended unnoticed. Synchronous, as the
+        handler may be."""
+        check = self.lease.check_now
+
+        def guarded(conn, request: RemotingCommand):
+            check()
+            return handler(conn, request)
+
+        return guarded
+
     def _lease_renewed(self) -> None:
         for reason in [r for r in self._reasons if r.startswith(LEASE_ENDED)]:
             self._allow(reason)

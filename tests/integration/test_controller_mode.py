@@ -147,9 +147,10 @@ def _store_max(ctl: ControllerCluster, name: str) -> int:
     return int(ctl.runtime(name)["commitLogMaxOffset"])
 
 
-def _send_one(ctl: ControllerCluster, name: str, body: bytes):
-    """SEND_MESSAGE straight to one broker (not through the route): its answer."""
+def _send_request(body: bytes):
+    """A SEND_MESSAGE of ``body`` to queue 0 of the topic."""
     from broker.common.request_headers import SendMessageRequestHeader
+    from broker.remoting.command import create_request
 
     header = SendMessageRequestHeader(
         producer_group="CTL_DIRECT",
@@ -163,7 +164,12 @@ def _send_one(ctl: ControllerCluster, name: str, body: bytes):
         properties="",
         reconsume_times=0,
     )
-    return ctl.cluster.request(RequestCode.SEND_MESSAGE, header, body, addr=ctl.addr(name))
+    return create_request(RequestCode.SEND_MESSAGE, header, body)
+
+
+def _send_one(ctl: ControllerCluster, name: str, body: bytes):
+    """SEND_MESSAGE straight to one broker (not through the route): its answer."""
+    return ctl.cluster.admin.invoke(ctl.addr(name), _send_request(body))
 
 
 def test_one_master_one_slave_and_failover(ctl):
@@ -465,3 +471,40 @@ def test_a_hanging_controller_does_not_hold_the_masters_heartbeats(tmp_path):
     finally:
         ctl.stop()
         group.stop()
+
+
+def test_a_frozen_master_replaced_meanwhile_writes_nothing_when_it_wakes(ctl):
+    """A master frozen (SIGSTOP: a long pause) while the controller elects its slave: a send that
+    waited in its socket is refused when it wakes (its lease ended while it slept, before the
+    loop runs the expiry timer), and it becomes the new master's slave."""
+    import threading
+
+    from broker.remoting.client import SyncRemotingClient
+
+    ctl.add("b1")
+    assert wait_until(lambda: ctl.role("b1") == "SYNC_MASTER", 20)
+    ctl.add("b2")
+    assert wait_until(lambda: ctl.runtime("b1")["syncStateSet"] == "1,2", 20), ctl.runtime("b1")
+    # A connection made before the freeze (as a producer's is): what arrives on it is read as
+    # soon as the broker wakes, in the same turn of its loop as its overdue timers.
+    client = SyncRemotingClient()
+    assert client.invoke(ctl.addr("b1"), _send_request(b"before the freeze")).code == ResponseCode.SUCCESS
+    frozen = ctl.cluster.brokers["b1"].proc
+    frozen.send_signal(signal.SIGSTOP)
+    try:
+        assert wait_until(lambda: ctl.role("b2") == "SYNC_MASTER", 30), ctl.runtime("b2")
+        answers = []
+
+        def send_to_frozen() -> None:
+            answers.append(client.invoke(ctl.addr("b1"), _send_request(b"to the stale master"), 15_000))
+
+        sender = threading.Thread(target=send_to_frozen)
+        sender.start()
+        time.sleep(0.5)  # the request waits in the frozen broker's socket
+    finally:
+        frozen.send_signal(signal.SIGCONT)
+    sender.join(20)
+    client.close()
+    assert answers and answers[0].code == ResponseCode.SERVICE_NOT_AVAILABLE, answers and answers[0].remark
+    assert wait_until(lambda: ctl.role("b1") == "SLAVE", 20), ctl.runtime("b1")
+    assert ctl.runtime("b1")["masterBrokerId"] == "2"
