@@ -318,7 +318,10 @@ def test_broker_down_gives_a_clear_error(tmp_path):
             return fast.value, by_future.value
 
         for error in asyncio.run(scenario()):
-            assert "Doomed" in str(error) and "failed after retries" in str(error)
+            # Attempts that failed, or (once the name server dropped the stopped broker and a
+            # failed send refreshed the route) RocketMQ's words for a topic left without a route.
+            text = str(error)
+            assert "Doomed" in text and ("failed after retries" in text or "no route info" in text)
     finally:
         cluster.stop()
 
