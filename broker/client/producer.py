@@ -36,7 +36,7 @@ from .errors import MQBrokerError, MQClientError
 from .instance import MQClientInstance
 from .latency_fault import LatencyFaultTolerance
 from .outgoing_message import send_header_and_body, split_batches
-from .route_refresh import RouteRefresher, wait_for
+from .route_refresh import NoMasterError, RouteRefresher, wait_for
 from .send_result import SEND_STATUS, SendResult, retryable, send_failed, send_result
 from .send_window import DEFAULT_MAX_BYTES, DEFAULT_MAX_MESSAGES, SendWindow
 
@@ -222,26 +222,26 @@ class Producer:
         """The full path: route (fetched if need be), then up to ``attempts`` tries, each on
         another broker than the one before."""
         msg, queue = send.msg, send.queue
-        if last_error is not None:  # the fast path's attempt failed: its refresh first
-            await wait_for(self._note_failure(msg.topic, last_error))
-        queues = await self._queues(msg.topic)
+        if last_error is None:
+            queues: list[MessageQueue] | None = await self._queues(msg.topic)
+        else:  # the fast path's attempt failed
+            queues = await self._queues_after(msg.topic, last_error, None)
         for _ in range(1 + self.retry_times if attempts is None else attempts):
+            if queues is None:  # no master for the topic now: another attempt would fail the same way
+                break
             target = queue or self._select(queues, msg, send.selector, send.arg, last_broker)
             remaining = int((send.deadline - time.monotonic()) * 1000)
             if remaining <= 0:
                 break
             try:
                 return await self._send_to(target, send.header, send.body, remaining, msg.unique_key or "")
-            except (RemotingError, MQBrokerError) as exc:
+            except (RemotingError, MQBrokerError, NoMasterError) as exc:
                 last_broker, last_error = target.broker_name, exc
                 if not retryable(exc):
                     raise
                 if queue is not None:
                     break
-                refresh = self._note_failure(msg.topic, exc)  # the one _send_to started
-                if refresh is not None:  # the next attempt goes by the refreshed route
-                    await wait_for(refresh)
-                    queues = await self._queues_or(msg.topic, queues)
+                queues = await self._queues_after(msg.topic, exc, queues)
         raise send_failed(msg, last_error)
 
     def _note_failure(self, topic: str, error: BaseException) -> asyncio.Task | None:
@@ -251,13 +251,20 @@ class Producer:
         routes = self._route_refresher()
         return routes.after_failure(topic, error) if routes is not None else None
 
-    async def _queues_or(self, topic: str, queues: list[MessageQueue]) -> list[MessageQueue]:
-        """The topic's queues after a refresh, or ``queues`` when it has none now (no master yet:
-        the attempts left go where they went, and fail as before)."""
+    async def _queues_after(
+        self, topic: str, error: BaseException, queues: list[MessageQueue] | None
+    ) -> list[MessageQueue] | None:
+        """The queues for the next attempt after ``error``: by the refreshed route when the error
+        asked for one (``_note_failure``; the one ``_send_to`` started, if it did), else
+        ``queues`` (the route as cached when None); None when the topic has none now."""
+        refresh = self._note_failure(topic, error)
+        if refresh is None and queues is not None:
+            return queues
+        await wait_for(refresh)
         try:
             return await self._queues(topic)
         except MQClientError:
-            return queues
+            return None
 
     async def asend_oneway(self, msg, queue=None) -> None:
         header, body = self._prepare(msg)
@@ -429,7 +436,7 @@ class Producer:
     def _addr(self, mq: MessageQueue) -> str:
         addr = self._instance().broker_addr(mq.broker_name)
         if addr is None:
-            raise MQClientError(f"the broker {mq.broker_name} is not in any route")
+            raise NoMasterError(f"the broker {mq.broker_name} is not in any route")
         return addr
 
     async def _send_to(

@@ -35,10 +35,16 @@ _REFUSED_WRITES = frozenset(
 )
 
 
+class NoMasterError(MQClientError):
+    """The routes name no master for the broker set a queue is on (gone, or none elected yet)."""
+
+
 def route_may_be_stale(error: BaseException) -> bool:
     """Whether a failed send suggests the broker set's master has moved: the broker could not be
-    reached or answered in time, or it takes no writes. Not a send this client held back itself
-    (too many in flight)."""
+    reached or answered in time, or it takes no writes, or the routes name no master for it. Not
+    a send this client held back itself (too many in flight)."""
+    if isinstance(error, NoMasterError):
+        return True
     if isinstance(error, MQBrokerError):
         return error.response_code in _REFUSED_WRITES
     return isinstance(error, RemotingError) and not isinstance(error, RemotingTooMuchRequestError)

@@ -9,7 +9,7 @@ import pytest
 
 from broker.client.errors import MQBrokerError, MQClientError
 from broker.client.latency_fault import LatencyFaultTolerance
-from broker.client.route_refresh import RouteRefresher, route_may_be_stale, wait_for
+from broker.client.route_refresh import NoMasterError, RouteRefresher, route_may_be_stale, wait_for
 from broker.client.send_result import RETRYABLE_CODES, SEND_STATUS, retryable
 from broker.common.codes import ResponseCode
 from broker.remoting.errors import (
@@ -59,6 +59,7 @@ class Clock:
         RemotingConnectError("127.0.0.1:1", "refused"),
         RemotingSendRequestError("127.0.0.1:1", "connection closed"),
         RemotingTimeoutError("127.0.0.1:1", 3000, 10),
+        NoMasterError("the broker broker-a is not in any route"),
         MQBrokerError(ResponseCode.SERVICE_NOT_AVAILABLE, "message store is slave mode", BROKER),
         MQBrokerError(ResponseCode.TOPIC_NOT_EXIST, "topic[T] not exist, apply first please!", BROKER),
         MQBrokerError(
