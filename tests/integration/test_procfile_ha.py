@@ -3,7 +3,7 @@ name server, a controller and the two brokers of one broker set in controller mo
 files created on first start by the command that creates make run's. The controller makes one
 broker master and the other its slave; the slave holds what the master stores; the master
 SIGKILLed, the controller makes the slave master and sends go on; the killed broker restarted
-rejoins as slave."""
+rejoins as slave, and mqadmin electMaster switches the master back."""
 
 from __future__ import annotations
 
@@ -155,6 +155,20 @@ def test_procfile_ha_runs_a_controller_mode_set_that_fails_over(tmp_path):
             data = admin.cluster_info().brokers["broker-a"]
             assert data.broker_addrs[0] == stack.addrs[slave]
             assert set(data.broker_addrs.values()) == set(stack.addrs.values())
+
+            # A switchover back, as the README shows it: mqadmin electMaster with broker1's id
+            # (a slave registers under its controller id).
+            broker1_id = next(i for i, addr in data.broker_addrs.items() if addr == stack.addrs[master])
+            elect = subprocess.run(
+                [sys.executable, "-m", "broker.cli", "electMaster", "-a", stack.controller_addr,
+                 "-c", "DefaultCluster", "-bn", "broker-a", "-b", str(broker1_id)],
+                cwd=ROOT, capture_output=True, text=True, timeout=60,
+            )  # fmt: skip
+            assert elect.returncode == 0, elect.stdout + elect.stderr
+            wait_until(
+                lambda: stack.master() == master, timeout=60, interval=0.2, what="broker1 master again"
+            )
+            _send(stack, 20, first=150)
     finally:
         stack.stop()
     # The console's processes are make run's.
