@@ -20,7 +20,9 @@ last received. With several controllers that window is the controllers' to keep 
 epochs still fence such a master at its next in-sync set change.
 
 A master whose lease ended refuses writes (SERVICE_NOT_AVAILABLE, with the reason below) until a
-heartbeat is acknowledged again; the controllers' epochs remain the authority on who is master.
+heartbeat is acknowledged again *and* the leader's replica info names it master at its epoch
+still (an acknowledgement alone does not say that nobody else was elected meanwhile): the
+controllers' epochs remain the authority on who is master.
 """
 
 from __future__ import annotations

@@ -200,6 +200,7 @@ class ReplicasManager:
             ):
                 if self.is_master and info.master_id == self.broker_id:
                     self._take_sync_state_set(info.sync_state_set, info.sync_state_set_epoch)
+                    self._lease_confirmed()
                 return
             await self._change_role(info)
 
@@ -311,8 +312,17 @@ class ReplicasManager:
         return guarded
 
     def _lease_renewed(self) -> None:
-        for reason in [r for r in self._reasons if r.startswith(LEASE_ENDED)]:
-            self._allow(reason)
+        """Heard again, but not yet taking writes: a heartbeat's acknowledgement does not say
+        who is master, and another may have been elected meanwhile. The replica info is read
+        now; writes resume once it names this broker master at its epoch (``apply``)."""
+        if any(r.startswith(LEASE_ENDED) for r in self._reasons):
+            self._poll_now.set()
+
+    def _lease_confirmed(self) -> None:
+        """The leader named this broker master at its epoch after the lease was renewed."""
+        if not self.lease.expired:
+            for reason in [r for r in self._reasons if r.startswith(LEASE_ENDED)]:
+                self._allow(reason)
 
     # -- heartbeats ------------------------------------------------------------------------------
     def _heartbeat_header(self) -> BrokerHeartbeatRequestHeader:
