@@ -3,16 +3,20 @@ producer load is SIGKILLed five times at random moments; each time the controlle
 other replica, the producers carry on by themselves (retries off: a failed send is given up), and
 the killed broker is restarted, rejoins as slave and is back in the in-sync set before the next
 kill. Every acknowledged message is then on the final master exactly once, where it was
-acknowledged (queue and offset), and the figures are printed."""
+acknowledged (queue and offset), and the figures are printed. The failover bench's smoke test
+is here too: it runs the same set."""
 
 from __future__ import annotations
 
+import json
 import random
+import subprocess
+import sys
 import time
 
 import pytest
 
-from broker.local_cluster import wait_until
+from broker.local_cluster import ROOT, wait_until
 from tests.integration.failover_harness import ControllerModeSet, KeyedLoad, kill_and_wait, summary
 
 KILLS = 5
@@ -80,3 +84,16 @@ def test_sync_master_killed_five_times_loses_and_duplicates_nothing(tmp_path):
     assert moved == [], moved[:20]
     # The slave holds what its master holds, at the same places.
     assert slave_stored == stored
+
+
+def test_failover_bench_reports_its_figures():
+    """bench/ha_failover.py (make bench-broker's failover line) on one round: every figure there."""
+    done = subprocess.run(
+        [sys.executable, "bench/ha_failover.py", "--rounds", "1", "--json"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    assert figures["rounds"] == 1 and len(figures["first_ack_s"]) == 1
+    assert figures["elected_s_median"] > 0 and figures["first_ack_s_median"] > 0
+    assert figures["acked"] > 0
