@@ -45,7 +45,7 @@ from broker.remoting.errors import RemotingError
 from broker.store.results import PutMessageStatus
 from broker.store.running_flags import NOT_WRITEABLE
 
-from .broker_identity import IdentityFileError, IdentityFiles
+from .broker_identity import IdentityFiles
 from .controller_lease import ControllerLease
 from .in_sync_set import InSyncTracker, SlaveAck
 
@@ -62,6 +62,7 @@ HEARTBEAT_TIMEOUT_MS = 3000
 NO_ROLE_YET = "controller mode: waiting for the controllers to name this broker's role"
 FENCED = "controller mode: this broker was replaced as master (CONTROLLER_FENCED_MASTER_EPOCH)"
 NO_MASTER = "controller mode: the controllers name no master for this broker set now"
+ROLE_CHANGE_FAILED = "controller mode: the last change of role failed (see the log); it is tried again"
 
 
 LEASE_ENDED = "controller mode: this master has heard nothing from the controller leader within its lease"
@@ -133,7 +134,7 @@ class ReplicasManager:
             try:
                 await self._start_up()
                 break
-            except (ControllerError, IdentityFileError, OSError) as exc:
+            except Exception as exc:  # unreachable, refused, a bad identity file, a failed role change
                 self.last_error = str(exc)
                 # Jittered (brokers of a set restarted together do not ask in step), longer after
                 # each failure up to MAX_RETRY_INTERVAL_S: one log line per try.
@@ -205,19 +206,31 @@ class ReplicasManager:
             await self._change_role(info)
 
     async def _change_role(self, info: ReplicaInfo) -> None:
+        previous_epoch = self.master_epoch
+        try:
+            await self._switch_role(info)
+        except Exception:
+            # Half switched (say, the HA port taken): no writes, and the epoch is forgotten so
+            # that the next replica info tries the change again.
+            log.exception("controller mode: the change of role at epoch %d failed", info.master_epoch)
+            self.master_epoch = previous_epoch
+            self._refuse(ROLE_CHANGE_FAILED)
+            await self.broker.replication.fence()
+            raise
+
+    async def _switch_role(self, info: ReplicaInfo) -> None:
         assert self.broker_id is not None
         replication, config = self.broker.replication, self.broker.config
-        was_master = self.is_master
         self.master_epoch = info.master_epoch
         self.master_id = info.master_id
         self.master_address = info.master_address
         self.role_changes += 1
         self._allow(NO_ROLE_YET)
         self._allow(FENCED)
+        self._allow(ROLE_CHANGE_FAILED)
         if info.master_id is None:
             self._refuse(NO_MASTER)
-            if was_master:
-                await self._step_down()
+            await self._step_down()
             log.warning(
                 "controller mode: %s has no master at epoch %d", config.broker_name, info.master_epoch
             )
@@ -234,11 +247,9 @@ class ReplicasManager:
                 self.lease.expired = True
                 self._refuse(lease_ended(int(self.lease.seconds * 1000)))
             await replication.become_master(info.master_epoch, self._replica_wait)
-            if not was_master:
-                await self.broker.start_master_services()
+            await self.broker.start_master_services()  # (each step is a no-op when done already)
         else:
-            if was_master:
-                await self._step_down()
+            await self._step_down()
             self._tracker = None
             await replication.become_slave(
                 self.broker_id, info.master_id, info.master_address, info.master_epoch

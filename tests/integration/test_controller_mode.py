@@ -526,3 +526,28 @@ def test_a_frozen_master_replaced_meanwhile_writes_nothing_when_it_wakes(ctl_qui
     assert ctl.role("b1") == "SLAVE", ctl.runtime("b1")
     assert set(codes) <= {ResponseCode.SERVICE_NOT_AVAILABLE}, codes
     assert ctl.runtime("b1")["masterBrokerId"] == "2"
+
+
+def test_a_failed_change_of_role_is_tried_again(ctl):
+    """The elected slave cannot open its HA port (taken by another process): it refuses writes,
+    says why, and becomes master at the next replica info once the port is free."""
+    import re
+    import socket
+
+    ctl.add("b1")
+    assert wait_until(lambda: ctl.role("b1") == "SYNC_MASTER", 20)
+    ctl.add("b2")
+    assert wait_until(lambda: ctl.runtime("b1")["syncStateSet"] == "1,2", 20), ctl.runtime("b1")
+    ha_port = int(re.search(r"haListenPort=(\d+)", ctl.cluster.confs["b2"].read_text()).group(1))
+    squatter = socket.socket()
+    squatter.bind(("127.0.0.1", ha_port))
+    squatter.listen()
+    try:
+        ctl.cluster.brokers["b1"].kill()
+        assert wait_until(lambda: "change of role failed" in ctl.runtime("b2")["writeRefusedReason"], 30)
+        assert _send_one(ctl, "b2", b"not yet").code == ResponseCode.SERVICE_NOT_AVAILABLE
+    finally:
+        squatter.close()
+    assert wait_until(lambda: ctl.role("b2") == "SYNC_MASTER", 30), ctl.runtime("b2")
+    assert wait_until(lambda: _send_one(ctl, "b2", b"now").code == ResponseCode.SUCCESS, 20)
+    assert ctl.runtime("b2")["writeRefusedReason"] == ""
