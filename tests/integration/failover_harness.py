@@ -2,8 +2,9 @@
 what the failover loop test (tests/integration/test_failover_loop.py) and the failover bench
 (bench/ha_failover.py) share.
 
-``ControllerModeSet`` runs one controller (``python -m broker.controller``), a name server and two
-brokers of one broker set, both configured alike (``enableControllerMode``, ``SYNC_MASTER``,
+``ControllerModeSet`` runs one controller (``python -m broker.controller``, or with ``embedded``
+the name server's own, RocketMQ's ``enableControllerInNamesrv``), a name server and two brokers of
+one broker set, both configured alike (``enableControllerMode``, ``SYNC_MASTER``,
 ``allAckInSyncStateSet``): the controller decides which of them is master. The figures it gives
 are the controller's answers and the brokers' own; nothing here decides a role.
 
@@ -33,6 +34,7 @@ from broker.local_cluster import (
     SMALL_STORE,
     EngineProcess,
     LocalCluster,
+    embedded_controller_settings,
     free_port,
     start_controller,
     wait_until,
@@ -78,8 +80,11 @@ class ControllerModeSet:
     """One controller, a name server and the broker set ``REPLICAS`` in ``workdir``. Each broker
     keeps its conf, port and store, so a killed one restarts in place."""
 
-    def __init__(self, workdir: Path, broker_settings: Mapping[str, object] | None = None) -> None:
+    def __init__(
+        self, workdir: Path, broker_settings: Mapping[str, object] | None = None, embedded: bool = False
+    ) -> None:
         self.workdir = workdir
+        self.embedded = embedded
         self.broker_settings = {**BROKER_SETTINGS, **(broker_settings or {})}
         self.controller: EngineProcess | None = None
         self.cluster: LocalCluster | None = None
@@ -92,17 +97,22 @@ class ControllerModeSet:
     def start(self) -> ControllerModeSet:
         self.workdir.mkdir(parents=True, exist_ok=True)
         try:
-            conf = write_conf(
-                self.workdir / "controller.conf",
-                {
-                    **CONTROLLER_SETTINGS,
-                    "controllerDLegerPeers": f"n0-127.0.0.1:{free_port()}",
-                    "controllerStorePath": self.workdir / "controller",
-                },
-            )
-            self.controller = start_controller(conf, free_port())
+            store = self.workdir / "controller"
+            if self.embedded:
+                namesrv = embedded_controller_settings(store, **CONTROLLER_SETTINGS)
+                self.cluster = LocalCluster(self.workdir, CLUSTER_NAME, namesrv_settings=namesrv)
+            else:
+                conf = write_conf(
+                    self.workdir / "controller.conf",
+                    {
+                        **CONTROLLER_SETTINGS,
+                        "controllerDLegerPeers": f"n0-127.0.0.1:{free_port()}",
+                        "controllerStorePath": store,
+                    },
+                )
+                self.controller = start_controller(conf, free_port())
+                self.cluster = LocalCluster(self.workdir, CLUSTER_NAME)
             self._controller_client = self._loop.run(_make_client(self.controller_addr))
-            self.cluster = LocalCluster(self.workdir, CLUSTER_NAME)
             self.admin = MQAdmin(self.cluster.namesrv_addr)
             for name in REPLICAS:
                 settings = {**self.broker_settings, "controllerAddr": self.controller_addr}
@@ -128,6 +138,8 @@ class ControllerModeSet:
 
     @property
     def controller_addr(self) -> str:
+        if self.embedded:
+            return self.namesrv_addr
         assert self.controller is not None
         return self.controller.addr
 
@@ -146,6 +158,7 @@ class ControllerModeSet:
         if self.controller is not None:
             parts.append("--- controller\n" + "".join(self.controller.output[-200:]))
         if self.cluster is not None:
+            parts.append("--- namesrv\n" + "".join(self.cluster.namesrv.output[-200:]))
             for name, process in self.cluster.brokers.items():
                 parts.append(f"--- {name}\n" + "".join(process.output[-200:]))
         return "\n".join(parts)

@@ -23,10 +23,12 @@ KILLS = 5
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
-def test_sync_master_killed_five_times_loses_and_duplicates_nothing(tmp_path):
+# The controller standalone (python -m broker.controller) and embedded in the name server.
+@pytest.mark.parametrize("embedded", [False, True], ids=["standalone-controller", "embedded-controller"])
+def test_sync_master_killed_five_times_loses_and_duplicates_nothing(tmp_path, embedded):
     seed = random.randrange(1 << 32)
     rng = random.Random(seed)
-    replicas = ControllerModeSet(tmp_path / "set").start()
+    replicas = ControllerModeSet(tmp_path / "set", embedded=embedded).start()
     load = KeyedLoad(replicas.namesrv_addr, threads=4)
     rounds = []
     try:
@@ -67,7 +69,8 @@ def test_sync_master_killed_five_times_loses_and_duplicates_nothing(tmp_path):
     unacked_stored = len(set(stored) - acked_keys)  # sends that failed after the write: allowed
     seconds = [r.first_ack_s for r in rounds]
     print(
-        f"\nfailover loop (seed {seed}): {KILLS} master kills, final master {final_master} "
+        f"\nfailover loop (seed {seed}, {'embedded' if embedded else 'standalone'} controller): "
+        f"{KILLS} master kills, final master {final_master} "
         f"at epoch {info.master_epoch}\n"
         f"  acked {len(acks)}, failed sends {load.failed}, answered not SEND_OK {dict(load.not_ok)}, "
         f"lost {len(lost)}, duplicates {len(duplicates)}, moved {len(moved)}, "
