@@ -82,9 +82,8 @@ def _noting_offsets(handler, replication: BrokerReplication):
 def _following_role(replication: BrokerReplication, master_handler, slave_handler):
     """Controller mode: the master's or the slave's handler, by the role at this request."""
 
-    async def by_role(conn, request: RemotingCommand):
-        handler = slave_handler if replication.is_slave else master_handler
-        return await handler(conn, request)
+    def by_role(conn, request: RemotingCommand):  # the handler's answer or awaitable, as it gives it
+        return (slave_handler if replication.is_slave else master_handler)(conn, request)
 
     return by_role
 

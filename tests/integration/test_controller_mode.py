@@ -340,6 +340,8 @@ def test_switchover_moves_the_master_and_both_brokers_switch(ctl):
     assert wait_until(lambda: ctl.role("b1") == "SYNC_MASTER", 20)
     ctl.add("b2")
     assert wait_until(lambda: ctl.runtime("b1")["syncStateSet"] == "1,2", 20), ctl.runtime("b1")
+    assert _create_topic(ctl, "b1", "before-switchover").code == ResponseCode.SUCCESS
+    assert _create_topic(ctl, "b2", "before-switchover").code == ResponseCode.SYSTEM_ERROR
 
     async def switchover():
         client = ControllerClient([ctl.controller_addr])
@@ -356,6 +358,16 @@ def test_switchover_moves_the_master_and_both_brokers_switch(ctl):
     assert wait_until(lambda: ctl.route_ids() == {0: ctl.addr("b2"), 1: ctl.addr("b1")}, 20), ctl.route_ids()
     assert wait_until(lambda: _store_max(ctl, "b1") == _store_max(ctl, "b2"), 20)
     assert _send_one(ctl, "b1", b"x").code == ResponseCode.SERVICE_NOT_AVAILABLE
+    # The slave-only handlers follow the role: topics are created on the new master only.
+    assert _create_topic(ctl, "b1", "after-switchover").code == ResponseCode.SYSTEM_ERROR
+    assert _create_topic(ctl, "b2", "after-switchover").code == ResponseCode.SUCCESS
+
+
+def _create_topic(ctl: ControllerCluster, name: str, topic: str):
+    from broker.common.request_headers import CreateTopicRequestHeader
+
+    header = CreateTopicRequestHeader(topic, "TBW102", 4, 4, 6, "SINGLE_TAG")
+    return ctl.cluster.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header, addr=ctl.addr(name))
 
 
 def test_controller_unreachable_at_start_no_writes_until_it_answers(tmp_path):
