@@ -279,3 +279,84 @@ async def test_epoch_cache_answers_the_logs_epochs_or_none(tmp_path):
         (1, 0, 100),
         (3, 100, (1 << 63) - 1),
     ]
+
+
+# -- which role the controller's answer gives ----------------------------------------------------------
+
+
+class _FakeReplication:
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+        self.epochs = None
+        self.server = None
+
+    async def become_master(self, epoch, _replica_wait):
+        self.calls.append(("master", epoch))
+
+    async def become_slave(self, own_id, master_id, master_addr, epoch):
+        self.calls.append(("slave", master_id, epoch))
+
+    async def fence(self):
+        self.calls.append(("fence",))
+
+
+def _role_manager(tmp_path) -> tuple[ReplicasManager, _FakeReplication, list[str]]:
+    config = BrokerConfig.from_properties(
+        {
+            "brokerName": "b",
+            "storePathRootDir": str(tmp_path),
+            "enableControllerMode": "true",
+            "controllerAddr": "127.0.0.1:1",
+        }
+    )
+    replication, services = _FakeReplication(), []
+
+    async def start_master_services():
+        services.append("start")
+
+    async def stop_master_services():
+        services.append("stop")
+
+    broker = SimpleNamespace(
+        config=config,
+        store=SimpleNamespace(running_flags=RunningFlags(), max_physic_offset=0),
+        replication=replication,
+        start_master_services=start_master_services,
+        stop_master_services=stop_master_services,
+        register_soon=lambda: None,
+    )
+    manager = ReplicasManager(broker)  # type: ignore[arg-type]
+    manager.broker_id = 1
+    manager.lease.renew(time.monotonic())
+    return manager, replication, services
+
+
+def _info(master_id, epoch, members=(), members_epoch=1):
+    from broker.controller.client import ReplicaInfo
+
+    return ReplicaInfo(
+        master_id, f"127.0.0.1:{master_id}" if master_id else "", epoch, frozenset(members), members_epoch
+    )
+
+
+async def test_role_follows_newer_epochs_only(tmp_path):
+    manager, replication, services = _role_manager(tmp_path)
+    flags = manager.broker.store.running_flags
+    await manager.apply(_info(None, 0))  # a new set, nobody elected yet: nothing decided
+    assert replication.calls == [] and flags.reason() == NO_ROLE_YET
+    await manager.apply(_info(2, 1))
+    assert replication.calls[-1] == ("slave", 2, 1) and flags.writeable
+    await manager.apply(_info(1, 3, {1}, 4))
+    assert replication.calls[-1] == ("master", 3) and services[-1] == "start"
+    assert manager.sync_state_set == {1} and manager.sync_state_set_epoch == 4
+    await manager.apply(_info(2, 2))  # an older epoch: ignored
+    assert replication.calls[-1] == ("master", 3)
+    await manager.apply(_info(1, 3, {1, 2}, 5))  # the same epoch: only the in-sync set
+    assert manager.sync_state_set == {1, 2} and replication.calls[-1] == ("master", 3)
+    await manager.apply(_info(None, 4, {1, 2}, 5))  # the master cleared: writes stop
+    assert replication.calls[-1] == ("fence",) and services[-1] == "stop"
+    assert "name no master" in flags.reason()
+    await manager.apply(_info(2, 5))
+    assert replication.calls[-1] == ("slave", 2, 5) and flags.writeable
+    manager.lease.cancel()
+    await manager.client.close()
