@@ -213,9 +213,10 @@ def stub_broker(namesrv_addr: str, topics: list[str]) -> SimpleNamespace:
                              inner_access_key="", inner_secret_key="", client_tls=ClientTls)  # fmt: skip
     table = {t: {"topicName": t, "readQueueNums": 4, "writeQueueNums": 4, "perm": 6} for t in topics}
     wrapper = {"topicConfigTable": table, "dataVersion": {"timestamp": 1, "counter": 1}}
-    replication = SimpleNamespace(registered=lambda namesrv, response: None)  # a master: nothing to learn
+    # A master outside controller mode (replicas=None): nothing to learn from the answer.
+    replication = SimpleNamespace(registered=lambda namesrv, response: None)
     return SimpleNamespace(config=config, topics=SimpleNamespace(serialize_wrapper=lambda: wrapper),
-                           replication=replication)  # fmt: skip
+                           replication=replication, replicas=None)  # fmt: skip
 
 
 async def test_the_broker_sends_its_body_crc_and_an_altered_body_is_refused(namesrv, client):
