@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from broker.common.atomic_file import replace_atomically
+
 
 class ConfError(ValueError):
     """A setting that cannot be used, with the file and key named."""
@@ -85,6 +87,4 @@ def write_properties(path: str | Path, updates: dict[str, str]) -> None:
         else:
             out.append(line)
     out.extend(f"{key}={value}" for key, value in pending.items())
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("\n".join(out) + "\n")
-    tmp.replace(path)
+    replace_atomically(path, ("\n".join(out) + "\n").encode())

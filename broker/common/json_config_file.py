@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import errno
 import logging
-import os
 import shutil
 import threading
 import time
 from pathlib import Path
 
 import orjson
+
+from broker.common.atomic_file import replace_atomically
 
 log = logging.getLogger(__name__)
 
@@ -46,25 +47,16 @@ class JsonConfigFile:
                 # A full disk: the file keeps its last content (the temp file never replaced
                 # it), and the next persist writes the table again. Starting and stopping on a
                 # full disk must not fail for it.
-                self.path.with_name(self.path.name + ".tmp").unlink(missing_ok=True)
                 log.error("%s not written (%s): it keeps its previous content", self.path, exc)
 
     def _write(self, data: dict) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         payload = orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        with open(tmp, "wb") as handle:
-            handle.write(payload)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if _read_json(self.path) is not None:
-            shutil.copyfile(self.path, self.backup)
-        os.replace(tmp, self.path)
-        dir_fd = os.open(self.path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+
+        def keep_backup() -> None:
+            if _read_json(self.path) is not None:
+                shutil.copyfile(self.path, self.backup)
+
+        replace_atomically(self.path, payload, before_replace=keep_backup)
 
 
 def _read_json(path: Path) -> dict | None:

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import orjson
 
+from broker.common.atomic_file import replace_atomically
+
 ORDER_TOPIC_NAMESPACE = "ORDER_TOPIC_CONFIG"
 
 
@@ -46,7 +48,4 @@ class KVConfigManager:
     def _persist(self) -> None:
         if self.path is None:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_bytes(orjson.dumps({"configTable": self.table}))
-        tmp.replace(self.path)
+        replace_atomically(self.path, orjson.dumps({"configTable": self.table}))

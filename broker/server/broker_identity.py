@@ -15,9 +15,10 @@ that said: the store belongs to another broker set.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from broker.common.atomic_file import replace_atomically
 
 _MAX_FILE_BYTES = 4096
 
@@ -99,16 +100,4 @@ class IdentityFiles:
 
 
 def _write(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` whole: a crash leaves the old content or the new."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    replace_atomically(path, text.encode())

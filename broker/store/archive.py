@@ -18,6 +18,8 @@ from urllib.parse import urlparse
 
 import orjson
 
+from broker.common.atomic_file import fsync_directory
+
 # Bytes compared to tell whether an archived copy is of this segment (see ``has_copy_of``).
 _HEAD_BYTES = 64 * 1024
 
@@ -57,7 +59,7 @@ class SegmentArchiver:
                 tmp.unlink(missing_ok=True)
                 raise OSError(f"archived copy of {source} does not match the original")
             os.replace(tmp, destination)
-            _fsync_directory(self.archive_dir)  # the rename itself survives a power loss
+            fsync_directory(self.archive_dir)  # the rename itself survives a power loss
             self._record(source, destination, digest)
             return str(destination)
 
@@ -100,11 +102,3 @@ def _sha256(path: Path) -> str:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
-
-
-def _fsync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -17,9 +17,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import tempfile
 import time
 from pathlib import Path
+
+from broker.common.atomic_file import replace_atomically
 
 from .plain_config import AclConfig, AclConfigError, parse_acl_yaml
 
@@ -93,21 +94,7 @@ class AclFile:
         """Write ``config`` to the file atomically, then use it (raises OSError, and nothing
         changes, when it cannot be written)."""
         text = config.to_yaml().encode()
-        directory = self.path.parent
-        fd, tmp = tempfile.mkstemp(prefix=".plain_acl.", suffix=".tmp", dir=directory)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, 0o600)  # it holds secret keys
-            os.replace(tmp, self.path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        replace_atomically(self.path, text, mode=0o600)  # it holds secret keys
         st = os.stat(self.path)
         self._use(config, (st.st_mtime_ns, st.st_size))
 

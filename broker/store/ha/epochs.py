@@ -28,6 +28,7 @@ import zlib
 from collections.abc import Iterable
 from pathlib import Path
 
+from broker.common.atomic_file import replace_atomically
 from broker.common.epoch_entries import MAX_ENTRIES, OPEN_END, EpochEntry
 
 log = logging.getLogger(__name__)
@@ -125,7 +126,7 @@ class EpochFile:
     def _save(self, items: list[tuple[int, int]]) -> None:
         lines = "".join(f"{epoch}-{start}\n" for epoch, start in items)
         crc = zlib.crc32(lines.encode()) & 0x7FFFFFFF  # RocketMQ's UtilAll.crc32
-        _write_atomically(self.path, f"{len(items)}\n{crc}\n{lines}".encode())
+        replace_atomically(self.path, f"{len(items)}\n{crc}\n{lines}".encode())
         self._items = items
 
     def _load(self) -> list[tuple[int, int]]:
@@ -214,18 +215,3 @@ def _bounded(entries: tuple[EpochEntry, ...], max_offset: int) -> tuple[EpochEnt
         for e in entries
         if e.start_offset <= max_offset
     )
-
-
-def _write_atomically(path: Path, payload: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as handle:
-        handle.write(payload)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-    fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
