@@ -40,11 +40,13 @@ from broker.common.request_headers.controller import (
     NotifyBrokerRoleChangedRequestHeader,
 )
 from broker.controller.client import ControllerClient, ControllerError, ReplicaInfo
+from broker.remoting.client import RemotingClient
 from broker.remoting.command import RemotingCommand, create_request, response_to
 from broker.remoting.errors import RemotingError
 from broker.store.results import PutMessageStatus
 from broker.store.running_flags import NOT_WRITEABLE
 
+from .acl import inner_credentials
 from .broker_identity import IdentityFiles
 from .controller_lease import ControllerLease
 from .in_sync_set import InSyncTracker, SlaveAck
@@ -79,7 +81,12 @@ class ReplicasManager:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
         config = broker.config
-        self.client = ControllerClient(config.controller_addrs)
+        # Signed as the broker's own name-server registration is (innerAccessKey), over TLS when
+        # the broker's clients use it: a controller with aclEnable takes only admin accounts.
+        self._remoting = RemotingClient(
+            inner_credentials(config.inner_access_key, config.inner_secret_key), tls=config.client_tls()
+        )
+        self.client = ControllerClient(config.controller_addrs, self._remoting)
         self.identity = IdentityFiles(
             config.broker_identity_path, config.broker_cluster_name, config.broker_name
         )
@@ -125,7 +132,7 @@ class ReplicasManager:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        await self.client.close()
+        await self._remoting.close()
 
     async def _run(self) -> None:
         attempt = 0

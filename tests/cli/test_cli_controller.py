@@ -464,3 +464,49 @@ def test_a_standalone_controller_with_acl_checks_like_the_name_server(tmp_path):
     finally:
         wire.close()
         controllers.stop()
+
+
+def test_a_controller_mode_broker_signs_its_controller_requests(tmp_path):
+    """With ACL on the name server embedding the controller, every request a broker makes to the
+    controller (id, heartbeat, registration, election) needs an admin account: a broker with
+    innerAccessKey/innerSecretKey of one is elected, one without keys is refused and takes no
+    role."""
+    acl_file = tmp_path / "acl.yml"
+    accounts = [{"accessKey": ADMIN.access_key, "secretKey": ADMIN.secret_key, "admin": True}]
+    acl_file.write_text(yaml.safe_dump({"accounts": accounts}))
+    settings = controller_settings(tmp_path, aclEnable="true", aclFilePath=acl_file)
+    cluster = LocalCluster(tmp_path, "SignedCtl", namesrv_settings=settings)
+    controller_mode = {
+        **SMALL_STORE,
+        "enableControllerMode": "true",
+        "controllerAddr": cluster.namesrv_addr,
+        "brokerHeartbeatInterval": 200,
+        "controllerHeartBeatTimeoutMills": 1500,
+    }
+    try:
+        signed = cluster.add_broker(
+            "broker-signed",
+            {**controller_mode, "innerAccessKey": ADMIN.access_key, "innerSecretKey": ADMIN.secret_key},
+        )
+        unsigned = cluster.add_broker("broker-unsigned", {**controller_mode, "listenPort": free_port()})
+
+        def elected(name: str) -> subprocess.CompletedProcess | None:
+            done = mqadmin("getSyncStateSet", "-a", cluster.namesrv_addr, "-b", name, keys=ADMIN)
+            return done if done.returncode == 0 and "#MasterBrokerId\t" in done.stdout else None
+
+        done = wait_until(lambda: elected("broker-signed"), timeout=30, what="the signed broker's election")
+        assert f"#MasterAddr\t{signed.addr}" in done.stdout
+
+        # The unsigned broker never got an id: the controller knows no such set, and the broker
+        # says why in its runtime info while it keeps running, retrying and refusing writes.
+        def refused() -> dict[str, str] | None:
+            response = cluster.request(RC.GET_BROKER_RUNTIME_INFO, addr=unsigned.addr)
+            info = json.loads(response.body)["table"] if response.ok else {}
+            return info if "NO_PERMISSION" in info.get("controllerLastError", "") else None
+
+        info = wait_until(refused, timeout=30, what="the unsigned broker's refusal")
+        assert info["controllerBrokerId"] == "" and info["brokerRole"] != "SYNC_MASTER", info
+        assert elected("broker-unsigned") is None
+        assert unsigned.proc.poll() is None
+    finally:
+        cluster.stop()
