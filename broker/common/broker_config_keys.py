@@ -267,7 +267,9 @@ KEYS: dict[str, ConfigKey] = {
         # identity and places: broker.conf only
         _key("brokerClusterName", BROKER, _NAME, FIXED, "cluster this broker belongs to"),
         _key("brokerName", BROKER, _NAME, FIXED, "name of the master/slave set"),
-        _key("brokerId", BROKER, Int(0, 1024), FIXED, "0 for the master"),
+        # -1: controller mode, the id comes from the controller (RocketMQ 5's quick-start files say so);
+        # outside it, roles.py refuses any id that does not fit brokerRole.
+        _key("brokerId", BROKER, Int(-1, 1024), FIXED, "0 for the master"),
         _key("brokerIP1", BROKER, _HOST, FIXED, "address registered with the name servers"),
         _key("listenPort", BROKER, Int(0, 65535), FIXED, "remoting port"),
         _key("storePathRootDir", BROKER, _PATH, FIXED, "store directory"),

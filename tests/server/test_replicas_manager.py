@@ -45,6 +45,19 @@ def test_controller_mode_does_not_check_role_against_id(caplog):
         BrokerConfig.from_properties({"brokerId": "1", "brokerRole": "ASYNC_MASTER"})
 
 
+def test_broker_id_minus_one_is_controller_modes_own():
+    """RocketMQ 5's controller quick-start files say brokerId=-1 (the controller assigns it);
+    outside controller mode -1 fits no role and is refused."""
+    conf = {"enableControllerMode": "true", "controllerAddr": "127.0.0.1:9878", "brokerId": "-1"}
+    assert BrokerConfig.from_properties({**conf, "brokerRole": "SYNC_MASTER"}).broker_id == -1
+    with pytest.raises(ConfError, match="needs brokerId=0"):
+        BrokerConfig.from_properties({"brokerId": "-1"})
+    with pytest.raises(ConfError, match="needs brokerId > 0"):
+        BrokerConfig.from_properties({"brokerId": "-1", "brokerRole": "SLAVE"})
+    with pytest.raises(ConfError, match="brokerId"):
+        BrokerConfig.from_properties({"brokerId": "-2"})
+
+
 @pytest.mark.parametrize(
     ("conf", "named"),
     [
