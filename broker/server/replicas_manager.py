@@ -301,14 +301,16 @@ class ReplicasManager:
     def _refuse(self, reason: str) -> None:
         if reason not in self._reasons:
             self._reasons.append(reason)
-        self.broker.store.running_flags.set(NOT_WRITEABLE, self._reasons[0])
+        # Waiting for a role is every start's first state: not an error.
+        level = logging.INFO if self._reasons[0] == NO_ROLE_YET else logging.WARNING
+        self.broker.store.running_flags.set(NOT_WRITEABLE, self._reasons[0], level)
 
     def _allow(self, reason: str) -> None:
         if reason in self._reasons:
             self._reasons.remove(reason)
         flags = self.broker.store.running_flags
         if self._reasons:
-            flags.set(NOT_WRITEABLE, self._reasons[0])
+            flags.set(NOT_WRITEABLE, self._reasons[0], logging.WARNING)
         else:
             flags.clear(NOT_WRITEABLE)
 

@@ -34,6 +34,7 @@ class RunningFlags:
     def __init__(self, on_change: Callable[[], None] | None = None) -> None:
         self.bits = 0
         self._reasons: dict[int, str] = {}
+        self._levels: dict[int, int] = {}
         self._lock = threading.Lock()
         # Told after every change, so the store can keep its one put-time flag current.
         self.on_change = on_change
@@ -45,13 +46,16 @@ class RunningFlags:
     def is_set(self, bit: int) -> bool:
         return bool(self.bits & bit)
 
-    def set(self, bit: int, reason: str) -> None:
+    def set(self, bit: int, reason: str, level: int = logging.ERROR) -> None:
+        """``level``: how loud the change is logged (a controller-mode broker waiting for its
+        role refuses writes by design, a full disk does not)."""
         with self._lock:
             newly = not self.bits & bit
             self.bits |= bit
             self._reasons[bit] = reason
+            self._levels[bit] = level
         if newly:
-            log.error("the store refuses writes (%s): %s", _NAMES[bit], reason)
+            log.log(level, "the store refuses writes (%s): %s", _NAMES[bit], reason)
             self._changed()
 
     def clear(self, bit: int) -> None:
@@ -59,8 +63,9 @@ class RunningFlags:
             was = bool(self.bits & bit)
             self.bits &= ~bit
             self._reasons.pop(bit, None)
+            level = min(self._levels.pop(bit, logging.WARNING), logging.WARNING)
         if was:
-            log.warning("the store no longer refuses writes for %s", _NAMES[bit])
+            log.log(level, "the store no longer refuses writes for %s", _NAMES[bit])
             self._changed()
 
     def reason(self) -> str:
