@@ -148,6 +148,9 @@ class BrokerReplication:
         ``replica_wait`` decides what a send waits for)."""
         store, config = self.broker.store, self.broker.config
         await self._stop_following()
+        # A record whose rest never came from the old master is cut before this log takes puts
+        # of its own, or they would follow half a record (RocketMQ's truncateInvalidMsg).
+        store.replica_log().cut_incomplete_tail()
         assert self.epochs is not None
         last = self.epochs.last_epoch()
         if epoch > last:
