@@ -60,6 +60,8 @@ INSTALLED_APPS = [
     "console",
     "django_celery_beat",
     "analytics",
+    "history",
+    "alerts",
 ]
 
 MIDDLEWARE = [

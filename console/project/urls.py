@@ -1,5 +1,6 @@
-"""The project's URLs: Django's admin, a health probe, login, the analytics app and the console app
-(at the root), and the error handlers every page shares (``console.errors``)."""
+"""The project's URLs: Django's admin, a health probe, login, the analytics, history and alerts
+apps, the console app (at the root), and the error handlers every page shares
+(``console.errors``)."""
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
@@ -33,6 +34,8 @@ urlpatterns = [
         name="password_change_done",
     ),
     path("analytics/", include("analytics.urls")),
+    path("history/", include("history.urls")),
+    path("alerts/", include("alerts.urls")),
     path("", include("console.urls")),
 ]
 
