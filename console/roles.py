@@ -44,6 +44,11 @@ ACTIONS: dict[str, str] = {
     "analytics.schedule.update": OPERATOR,
     "analytics.schedule.toggle": OPERATOR,
     "analytics.schedule.delete": OPERATOR,
+    "alerts.rule.save": OPERATOR,
+    "alerts.rule.delete": OPERATOR,
+    "alerts.event.acknowledge": OPERATOR,
+    "alerts.silence.create": OPERATOR,
+    "alerts.silence.expire": OPERATOR,
 }
 
 
