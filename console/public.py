@@ -7,14 +7,16 @@ Template filters shared by every app's pages are the project's (``console.projec
 
 from console.audit import audit, audit_record
 from console.models import AuditRecord
-from console.roles import ACTIONS, VIEWER, may, require_permission, require_role
+from console.roles import ACTIONS, OPERATOR, VIEWER, has_role, may, require_permission, require_role
 
 __all__ = [
     "ACTIONS",
+    "OPERATOR",
     "VIEWER",
     "AuditRecord",
     "audit",
     "audit_record",
+    "has_role",
     "may",
     "require_permission",
     "require_role",
