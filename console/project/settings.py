@@ -95,6 +95,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "console.context_processors.console",
+                "alerts.context_processors.alerts_badge",
             ],
             "builtins": ["console.project.formatting"],
         },
@@ -152,6 +153,28 @@ ANALYTICS_SHUFFLE_PARTITIONS = int(os.environ.get("ANALYTICS_SHUFFLE_PARTITIONS"
 # seconds is shown as failed (its worker stopped) instead of "running" forever.
 ANALYTICS_HEARTBEAT_SECONDS = float(os.environ.get("ANALYTICS_HEARTBEAT_SECONDS", "30"))
 ANALYTICS_ABANDONED_AFTER = float(os.environ.get("ANALYTICS_ABANDONED_AFTER", "120"))
+# Alerts (W15): receivers every rule notifies besides its own (comma separated), and how webhooks
+# are delivered: each POST waits at most TIMEOUT seconds; a failed one is retried after BACKOFF
+# seconds, doubling up to BACKOFF_MAX, and given up after MAX_ATTEMPTS attempts in all. E-mail goes
+# through Django's mail settings (EMAIL_HOST, EMAIL_PORT, ... read below). ALERT_CONSOLE_URL (say
+# https://console.example.com) makes notifications link to the event's page.
+ALERT_WEBHOOK_URLS = [u.strip() for u in os.environ.get("ALERT_WEBHOOK_URLS", "").split(",") if u.strip()]
+ALERT_EMAIL_TO = [a.strip() for a in os.environ.get("ALERT_EMAIL_TO", "").split(",") if a.strip()]
+ALERT_EMAIL_FROM = os.environ.get("ALERT_EMAIL_FROM", "pyrocket-alerts@localhost")
+ALERT_WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("ALERT_WEBHOOK_TIMEOUT_SECONDS", "5"))
+ALERT_WEBHOOK_MAX_ATTEMPTS = int(os.environ.get("ALERT_WEBHOOK_MAX_ATTEMPTS", "6"))
+ALERT_WEBHOOK_BACKOFF_SECONDS = float(os.environ.get("ALERT_WEBHOOK_BACKOFF_SECONDS", "10"))
+ALERT_WEBHOOK_BACKOFF_MAX_SECONDS = float(os.environ.get("ALERT_WEBHOOK_BACKOFF_MAX_SECONDS", "600"))
+ALERT_CONSOLE_URL = os.environ.get("ALERT_CONSOLE_URL", "").rstrip("/")
+# Resolved events are kept this long for the events page, then deleted by the evaluator.
+ALERT_RESOLVED_RETENTION_DAYS = int(os.environ.get("ALERT_RESOLVED_RETENTION_DAYS", "30"))
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "25"))
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = _env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = _env_bool("EMAIL_USE_SSL", False)
+EMAIL_TIMEOUT = float(os.environ.get("EMAIL_TIMEOUT", "10"))
 # Name servers the console offers, comma separated; each entry may be a "host:port;host:port" list.
 BROKER_NAMESRV = os.environ.get("BROKER_NAMESRV", "127.0.0.1:9876")
 # RocketMQ 5's controllers (controller mode, issue 22), "host:port;host:port": the cluster page
