@@ -1,0 +1,104 @@
+"""The metric catalogue: every figure the sampler stores, keyed by (metric, scope).
+
+Scopes: ``broker`` (name ``brokerName:brokerId``, see ``broker_key``), ``topic``, ``group`` and
+``cluster`` (the RocketMQ cluster name). ``kind`` is ``gauge`` (a level: lag, TPS, disk) or
+``counter`` (a running total that only grows until its broker restarts; ``query.daily_totals``
+sums its increases per day). Pages, alert rules and exports name metrics from here only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SCOPES = ("broker", "topic", "group", "cluster")
+
+
+@dataclass(frozen=True)
+class Metric:
+    metric: str
+    scope: str
+    unit: str
+    description: str
+    kind: str = "gauge"
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.metric, self.scope)
+
+
+CATALOGUE: tuple[Metric, ...] = (
+    # -- brokers (every member: masters and slaves) ----------------------------------------------
+    Metric("up", "broker", "bool", "1 when the broker answered the cycle's runtime request, 0 when not"),
+    Metric(
+        "last_heard_seconds",
+        "broker",
+        "s",
+        "Seconds since the broker last answered the sampler (0 while it answers)",
+    ),
+    Metric("tps_in", "broker", "msg/s", "Messages put per second (the broker's 10 s putTps)"),
+    Metric("tps_out", "broker", "msg/s", "Messages read per second (the broker's 10 s getTransferredTps)"),
+    Metric("messages_in", "broker", "msg", "Messages put since the broker started", "counter"),
+    Metric("messages_out", "broker", "msg", "Messages read since the broker started", "counter"),
+    Metric("disk_ratio", "broker", "ratio", "Used fraction of the commit-log disk (0-1)"),
+    Metric("store_writable", "broker", "bool", "1 while the store takes writes, 0 while it refuses them"),
+    Metric("request_wait_ms", "broker", "ms", "How long a request arriving now waits before it is served"),
+    Metric(
+        "replication_lag_bytes",
+        "broker",
+        "bytes",
+        "Commit-log bytes the furthest slave lacks (on a master), or the slave itself lacks",
+    ),
+    Metric(
+        "replication_lag_seconds",
+        "broker",
+        "s",
+        "Age of the oldest message the furthest slave does not have yet (on a master)",
+    ),
+    Metric(
+        "half_messages",
+        "broker",
+        "msg",
+        "Transaction half messages the broker's checker has not yet passed (prepared, unresolved or "
+        "resolved after the checker's position)",
+    ),
+    # -- topics ----------------------------------------------------------------------------------
+    Metric("tps_in", "topic", "msg/s", "Messages written per second between the last two samples"),
+    Metric(
+        "messages",
+        "topic",
+        "msg",
+        "Messages written to the topic (sum of its queues' max offsets)",
+        "counter",
+    ),
+    Metric("stored", "topic", "msg", "Messages the topic holds now (max minus min offset, all queues)"),
+    # -- consumer groups -------------------------------------------------------------------------
+    Metric("lag", "group", "msg", "Messages not yet consumed (the brokers' consume stats)"),
+    Metric("consume_tps", "group", "msg/s", "Messages consumed per second (the brokers' consume stats)"),
+    Metric("clients", "group", "count", "Online consumers of the group"),
+    Metric("dlq_messages", "group", "msg", "Messages in the group's dead-letter topic (%DLQ%group) now"),
+    # -- clusters (RocketMQ cluster name) --------------------------------------------------------
+    Metric("brokers_up", "cluster", "count", "Broker members that answered the cycle"),
+    Metric("brokers_down", "cluster", "count", "Broker members that did not answer the cycle"),
+    Metric("tps_in", "cluster", "msg/s", "Messages put per second, all masters"),
+    Metric("tps_out", "cluster", "msg/s", "Messages read per second, all masters"),
+    Metric("messages_in", "cluster", "msg", "Messages put since start, all masters", "counter"),
+    Metric("messages_out", "cluster", "msg", "Messages read since start, all masters", "counter"),
+    Metric("lag", "cluster", "msg", "Messages not yet consumed, all non-system groups"),
+    Metric("half_messages", "cluster", "msg", "Transaction half messages not yet passed, all masters"),
+)
+
+BY_KEY: dict[tuple[str, str], Metric] = {m.key: m for m in CATALOGUE}
+
+
+def get(metric: str, scope: str) -> Metric:
+    """The catalogue entry; ``KeyError`` naming the pair when there is none (a typo in a rule or a
+    page must fail loudly, not chart nothing)."""
+    try:
+        return BY_KEY[(metric, scope)]
+    except KeyError:
+        raise KeyError(f"no metric {metric!r} of scope {scope!r} in the history catalogue") from None
+
+
+def broker_key(broker_name: str, broker_id: int | str) -> str:
+    """A broker member's name in history: stable across restarts and address changes."""
+    return f"{broker_name}:{broker_id}"

@@ -1,0 +1,227 @@
+"""Reading metric history back: series for charts, the latest cycle, top-N lists, daily totals.
+
+Every function takes ``cluster`` = the BROKER_NAMESRV entry sampled; ``None`` means the first
+configured entry (the cluster the console shows by default). Times are timezone-aware datetimes;
+"now" is ``clock.now()``.
+
+Resolution: a window of at most ``RAW_WINDOW`` (3 h) whose start is still within raw retention is
+answered with raw points (one per sampling cycle: 120 for an hour at 30 s). Longer windows come from
+the 5-minute rollups, merged into steps of a multiple of 5 minutes so the answer has about
+``TARGET_POINTS`` points (a day: 288 five-minute points; a week: 288 thirty-five-minute points), with
+the raw points newer than the last rollup appended in the same steps (the last minutes are not
+missing from a day chart).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from datetime import date, datetime, timedelta
+
+from django.conf import settings
+from django.db.models import Avg, Count, Sum
+from django.utils import timezone
+
+from history import catalogue, clock
+from history.models import Cycle, Point, Rollup, Series
+
+RAW_WINDOW = timedelta(hours=3)
+ROLLUP_STEP = timedelta(minutes=5)
+TARGET_POINTS = 300
+
+
+def default_cluster() -> str:
+    raw = getattr(settings, "BROKER_NAMESRV", "") or ""
+    entries = [e.strip() for e in raw.split(",") if e.strip()]
+    return entries[0] if entries else ""
+
+
+def raw_horizon() -> datetime:
+    """The oldest time raw points are kept for."""
+    return clock.now() - timedelta(days=float(getattr(settings, "HISTORY_RAW_DAYS", 2)))
+
+
+def _series_ids(
+    metric: str, scope: str, cluster: str | None, names: Iterable[str] | None = None
+) -> dict[int, str]:
+    catalogue.get(metric, scope)  # an unknown metric is an error, not an empty chart
+    qs = Series.objects.filter(metric=metric, scope=scope, cluster=cluster or default_cluster())
+    if names is not None:
+        qs = qs.filter(name__in=list(names))
+    return dict(qs.values_list("id", "name"))
+
+
+def _epoch(moment: datetime) -> float:
+    return moment.timestamp()
+
+
+def step_for(window: timedelta) -> timedelta | None:
+    """None for raw points, else the step (a multiple of 5 minutes) of a window's answer."""
+    if window <= RAW_WINDOW:
+        return None
+    steps = math.ceil(window / TARGET_POINTS / ROLLUP_STEP)
+    return ROLLUP_STEP * max(1, steps)
+
+
+def series(
+    metric: str,
+    scope: str,
+    name: str,
+    since: datetime,
+    until: datetime | None = None,
+    cluster: str | None = None,
+) -> list[tuple[datetime, float]]:
+    """The points of one series in [since, until] (until: now), oldest first; raw or rolled up by
+    the window (see the module's docstring). Rolled-up points carry their step's start and the
+    count-weighted average of the step."""
+    until = until or clock.now()
+    ids = list(_series_ids(metric, scope, cluster, [name]))
+    if not ids or until <= since:
+        return []
+    step = step_for(until - since)
+    if step is None and since >= raw_horizon():
+        points = Point.objects.filter(series_id__in=ids, taken_at__gte=since, taken_at__lte=until)
+        return list(points.order_by("taken_at").values_list("taken_at", "value"))
+    step = step or ROLLUP_STEP
+    return _stepped(ids[0], since, until, step)
+
+
+def _stepped(
+    series_id: int, since: datetime, until: datetime, step: timedelta
+) -> list[tuple[datetime, float]]:
+    seconds = step.total_seconds()
+    sums: dict[float, float] = defaultdict(float)
+    counts: dict[float, int] = defaultdict(int)
+    rollups = Rollup.objects.filter(series_id=series_id, start__gte=since - ROLLUP_STEP, start__lte=until)
+    rolled_until: datetime | None = None
+    for start, count, avg in rollups.order_by("start").values_list("start", "count", "value_avg"):
+        if start + ROLLUP_STEP <= since:
+            continue
+        bucket = _epoch(start) // seconds * seconds
+        sums[bucket] += avg * count
+        counts[bucket] += count
+        rolled_until = start + ROLLUP_STEP
+    tail_from = max(since, rolled_until) if rolled_until else since
+    raw = Point.objects.filter(series_id=series_id, taken_at__gte=tail_from, taken_at__lte=until)
+    for taken_at, value in raw.values_list("taken_at", "value"):
+        bucket = _epoch(taken_at) // seconds * seconds
+        sums[bucket] += value
+        counts[bucket] += 1
+    tz = since.tzinfo or timezone.get_current_timezone()
+    return [(datetime.fromtimestamp(b, tz), sums[b] / counts[b]) for b in sorted(sums) if counts[b]]
+
+
+def latest(metric: str, scope: str, cluster: str | None = None) -> dict[str, tuple[datetime, float]]:
+    """Each name's value in the cluster's newest sampling cycle: {name: (taken_at, value)}. A name
+    the newest cycle has no figure for (a broker that did not answer has ``up`` 0 but no TPS; a
+    deleted topic) is absent."""
+    cluster = cluster or default_cluster()
+    ids = _series_ids(metric, scope, cluster)
+    cycle = Cycle.objects.filter(cluster=cluster).order_by("-taken_at").first()
+    if not ids or cycle is None:
+        return {}
+    points = Point.objects.filter(series_id__in=list(ids), taken_at=cycle.taken_at)
+    return {
+        ids[sid]: (taken_at, value)
+        for sid, taken_at, value in points.values_list("series_id", "taken_at", "value")
+    }
+
+
+def top(
+    metric: str,
+    scope: str,
+    n: int = 10,
+    window: timedelta = timedelta(hours=1),
+    cluster: str | None = None,
+) -> list[tuple[str, float]]:
+    """The ``n`` names with the highest average over the last ``window`` (from raw points while the
+    window is within raw retention, else from rollups, weighted by their point counts), highest
+    first; ties by name. Names without points in the window are left out."""
+    ids = _series_ids(metric, scope, cluster)
+    if not ids or n <= 0:
+        return []
+    since = clock.now() - window
+    if since >= raw_horizon():
+        rows = (
+            Point.objects.filter(series_id__in=list(ids), taken_at__gte=since)
+            .values("series_id")
+            .annotate(avg=Avg("value"))
+            .values_list("series_id", "avg")
+        )
+        averages = {ids[sid]: float(avg) for sid, avg in rows}
+    else:
+        rows = (
+            Rollup.objects.filter(series_id__in=list(ids), start__gte=since)
+            .values("series_id")
+            .annotate(total=Sum("count"), weighted=_weighted_sum())
+            .values_list("series_id", "total", "weighted")
+        )
+        averages = {ids[sid]: float(weighted) / total for sid, total, weighted in rows if total}
+    ranked = sorted(averages.items(), key=lambda item: (-item[1], item[0]))
+    return ranked[:n]
+
+
+def _weighted_sum():
+    from django.db.models import F, FloatField
+
+    return Sum(F("value_avg") * F("count"), output_field=FloatField())
+
+
+def daily_totals(metric: str, scope: str, days: int, cluster: str | None = None) -> list[tuple[date, float]]:
+    """For a counter metric (messages_in/out, a topic's messages): how much it grew on each of the
+    last ``days`` days (today included, the console's time zone), summed over every name of the
+    scope, oldest day first, a zero for a day without growth. A counter that went down (its broker
+    restarted) counts its new value as that interval's growth."""
+    entry = catalogue.get(metric, scope)
+    if entry.kind != "counter":
+        raise ValueError(f"{metric!r} of scope {scope!r} is a {entry.kind}, not a counter: no daily totals")
+    tz = timezone.get_current_timezone()
+    today = timezone.localtime(clock.now(), tz).date()
+    first = today - timedelta(days=max(days, 1) - 1)
+    totals = {first + timedelta(days=i): 0.0 for i in range((today - first).days + 1)}
+    since = datetime.combine(first, datetime.min.time(), tz)
+    ids = _series_ids(metric, scope, cluster)
+    # One value per 5 minutes is enough for a day's sum: the rollups' last values, then raw points
+    # after them. The previous value before the first day starts the first interval.
+    for sid in ids:
+        previous: float | None = None
+        for moment, value in _counter_values(sid, since - ROLLUP_STEP):
+            if previous is not None and moment >= since:
+                grown = value - previous if value >= previous else value
+                day = timezone.localtime(moment, tz).date()
+                if day in totals:
+                    totals[day] += grown
+            previous = value
+    return sorted(totals.items())
+
+
+def _counter_values(series_id: int, since: datetime) -> list[tuple[datetime, float]]:
+    rollups = list(
+        Rollup.objects.filter(series_id=series_id, start__gte=since)
+        .order_by("start")
+        .values_list("start", "value_last")
+    )
+    values = [(start + ROLLUP_STEP, last) for start, last in rollups]
+    tail_from = values[-1][0] if values else since
+    raw = Point.objects.filter(series_id=series_id, taken_at__gte=tail_from).order_by("taken_at")
+    values.extend(raw.values_list("taken_at", "value"))
+    return values
+
+
+def cycles(cluster: str | None = None, since: datetime | None = None) -> list[Cycle]:
+    """The sampling cycles of a cluster (newest first): their cost and errors, for a status view."""
+    qs = Cycle.objects.filter(cluster=cluster or default_cluster())
+    if since is not None:
+        qs = qs.filter(taken_at__gte=since)
+    return list(qs.order_by("-taken_at"))
+
+
+def point_counts() -> dict[str, int]:
+    """Rows per history table (retention keeps these bounded)."""
+    return {
+        "series": Series.objects.count(),
+        "points": Point.objects.count(),
+        "rollups": Rollup.objects.aggregate(n=Count("id"))["n"],
+        "cycles": Cycle.objects.count(),
+    }
