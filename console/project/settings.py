@@ -183,6 +183,13 @@ BROKER_NAMESRV = os.environ.get("BROKER_NAMESRV", "127.0.0.1:9876")
 CONSOLE_CONTROLLER_ADDR = os.environ.get("CONSOLE_CONTROLLER_ADDR", "")
 # How long /metrics reuses figures collected from the cluster (scrapes stay cheap for the brokers).
 CONSOLE_METRICS_CACHE_SECONDS = float(os.environ.get("CONSOLE_METRICS_CACHE_SECONDS", "10"))
+# Metric history (W16): the beat task "history-sample" samples every configured cluster this often
+# (the interval is set when the schedule is first created; change it later on the schedules page or
+# in /admin/ like any beat entry). Raw points are kept HISTORY_RAW_DAYS, 5-minute rollups
+# HISTORY_ROLLUP_DAYS.
+HISTORY_SAMPLE_SECONDS = int(os.environ.get("HISTORY_SAMPLE_SECONDS", "30"))
+HISTORY_RAW_DAYS = float(os.environ.get("HISTORY_RAW_DAYS", "2"))
+HISTORY_ROLLUP_DAYS = float(os.environ.get("HISTORY_ROLLUP_DAYS", "30"))
 # ACL (brokers with aclEnable=true): the account every client of the console signs with — its
 # pages, /metrics, the live tail and the Celery tasks (DLQ replays). Both or neither; the same
 # variables mqadmin reads. The console changes topics, groups and ACL accounts: give it an admin
