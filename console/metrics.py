@@ -1,7 +1,7 @@
 """W10: Prometheus figures of the cluster, collected from the brokers when scraped.
 
-One collection walks brokers (runtime info), topics (stored messages) and groups (lag, TPS,
-clients) with the fanned-out admin requests of ``cluster_queries``, and is reused for
+One collection (``console.services.cluster_snapshot``, shared with the metric-history sampler)
+walks brokers (runtime info), topics (stored messages) and groups (lag, TPS, clients), and is reused for
 ``CONSOLE_METRICS_CACHE_SECONDS`` so several scrapers (or a short scrape interval) do not multiply
 the load on the brokers.
 """
@@ -10,58 +10,14 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
 
 from django.conf import settings
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from broker.client.admin import AsyncMQAdmin, MQAdmin, MQClientError, runtime_figure
-from console.services.cluster_queries import _group_rows, _topic_rows, fan_out
+from broker.client.admin import MQAdmin, MQClientError
+from console.services.cluster_snapshot import Snapshot, broker_figures, collect
 
-
-@dataclass
-class Snapshot:
-    taken_at: float
-    brokers: list[dict] = field(default_factory=list)
-    topics: dict[str, int] = field(default_factory=dict)
-    groups: list = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-
-
-async def _collect(core: AsyncMQAdmin) -> Snapshot:
-    snapshot = Snapshot(time.time())
-    info = await core.cluster_info()
-    addrs = [
-        (cluster, name, broker_id, addr)
-        for cluster, names in sorted(info.clusters.items())
-        for name in names
-        if name in info.brokers
-        for broker_id, addr in sorted(info.brokers[name].broker_addrs.items())
-    ]
-    runtimes = await fan_out([core.broker_runtime_info(addr) for *_, addr in addrs])
-    for (cluster, name, broker_id, addr), runtime in zip(addrs, runtimes, strict=True):
-        up = not isinstance(runtime, BaseException)
-        if not up:
-            snapshot.errors.append(str(runtime))
-        snapshot.brokers.append(
-            {
-                "cluster": cluster,
-                "broker": name,
-                "broker_id": str(broker_id),
-                "addr": addr,
-                "up": up,
-                "runtime": runtime if up else {},
-            }
-        )
-    topics = [t.name for t in await _topic_rows(core)]
-    statuses = await fan_out([core.topic_status(t) for t in topics])
-    for topic, status in zip(topics, statuses, strict=True):
-        if isinstance(status, BaseException):
-            snapshot.errors.append(str(status))
-            continue
-        snapshot.topics[topic] = sum(q.max_offset for q in status.queues)
-    snapshot.groups = await _group_rows(core)
-    return snapshot
+__all__ = ["ClusterCollector", "Snapshot", "collector_for"]
 
 
 class ClusterCollector:
@@ -78,7 +34,7 @@ class ClusterCollector:
             fresh = self._snapshot and time.time() - self._snapshot.taken_at < self.cache_seconds
             if not fresh:
                 try:
-                    self._snapshot = self.admin.run(_collect(self.admin.core))
+                    self._snapshot = self.admin.run(collect(self.admin.core))
                 except MQClientError as exc:
                     self._snapshot = Snapshot(time.time(), errors=[str(exc)])
             return self._snapshot
@@ -129,28 +85,24 @@ class ClusterCollector:
         )
         for b in snap.brokers:
             values = [b["cluster"], b["broker"], b["broker_id"], b["addr"]]
-            runtime = b["runtime"]
             up.add_metric(values, 1.0 if b["up"] else 0.0)
             if not b["up"]:
                 continue
-            put_tps.add_metric(values, runtime_figure(runtime.get("putTps")))
-            get_tps.add_metric(
-                values, runtime_figure(runtime.get("getTransferredTps") or runtime.get("getTransferedTps"))
-            )
-            put_total.add_metric(values, runtime_figure(runtime.get("msgPutTotalTodayNow")))
-            get_total.add_metric(values, runtime_figure(runtime.get("msgGetTotalTodayNow")))
-            disk.add_metric(values, runtime_figure(runtime.get("commitLogDiskRatio")))
-            if "storeWritable" in runtime:  # a broker that reports it
-                writable.add_metric(values, 1.0 if runtime["storeWritable"] == "true" else 0.0)
-            request_wait.add_metric(
-                values, runtime_figure(runtime.get("sendThreadPoolQueueHeadWaitTimeMills"))
-            )
-            behind = runtime.get("haSlaveBehindBytes") or runtime.get("haBehindMasterBytes")
-            if behind is not None and behind != "-1":  # -1: no slave connected / no frame yet
-                replication_lag.add_metric(values, runtime_figure(behind))
-            behind_ms = runtime.get("haSlaveBehindMillis")
-            if behind_ms is not None and behind_ms != "-1":
-                replication_lag_seconds.add_metric(values, runtime_figure(behind_ms) / 1000)
+            figures = broker_figures(b["runtime"])
+            put_tps.add_metric(values, figures["tps_in"])
+            get_tps.add_metric(values, figures["tps_out"])
+            put_total.add_metric(values, figures["messages_in"])
+            get_total.add_metric(values, figures["messages_out"])
+            disk.add_metric(values, figures["disk_ratio"])
+            request_wait.add_metric(values, figures["request_wait_ms"])
+            # Families a broker reports no figure for (None) get no sample, not a made-up zero.
+            for family, key in (
+                (writable, "store_writable"),
+                (replication_lag, "replication_lag_bytes"),
+                (replication_lag_seconds, "replication_lag_seconds"),
+            ):
+                if figures[key] is not None:
+                    family.add_metric(values, figures[key])
         yield from (up, put_tps, get_tps, put_total, get_total, disk, writable)
         yield from (replication_lag, replication_lag_seconds, request_wait)
 
