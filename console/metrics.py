@@ -43,22 +43,30 @@ class ClusterCollector:
         snap = self.snapshot()
         labels = ["cluster", "broker", "broker_id", "addr"]
         up = GaugeMetricFamily(
-            "rocketmq_broker_up", "1 when the broker answered the last collection", labels=labels
+            "rocketmq_broker_up",
+            "1 when the broker answered the console's last collection, 0 when it did not",
+            labels=labels,
         )
         put_tps = GaugeMetricFamily(
-            "rocketmq_broker_put_tps", "Messages put per second (10 s average)", labels=labels
+            "rocketmq_broker_put_tps",
+            "Messages put per second (the broker's 10 s average, putTps)",
+            labels=labels,
         )
         get_tps = GaugeMetricFamily(
-            "rocketmq_broker_get_tps", "Messages read per second (10 s average)", labels=labels
+            "rocketmq_broker_get_tps",
+            "Messages read per second (the broker's 10 s average, getTransferredTps)",
+            labels=labels,
         )
         put_total = CounterMetricFamily(
-            "rocketmq_broker_put_messages", "Messages put since start", labels=labels
+            "rocketmq_broker_put_messages", "Messages put since the broker started", labels=labels
         )
         get_total = CounterMetricFamily(
-            "rocketmq_broker_get_messages", "Messages read since start", labels=labels
+            "rocketmq_broker_get_messages", "Messages read since the broker started", labels=labels
         )
         disk = GaugeMetricFamily(
-            "rocketmq_broker_commitlog_disk_ratio", "Used fraction of the commit-log disk", labels=labels
+            "rocketmq_broker_commitlog_disk_ratio",
+            "Used fraction (0-1) of the commit-log disk",
+            labels=labels,
         )
         # A full disk (or a file that cannot be allocated) makes the store refuse writes.
         writable = GaugeMetricFamily(
@@ -107,20 +115,26 @@ class ClusterCollector:
         yield from (replication_lag, replication_lag_seconds, request_wait)
 
         stored = CounterMetricFamily(
-            "rocketmq_topic_messages", "Messages written to the topic (sum of max offsets)", labels=["topic"]
+            "rocketmq_topic_messages",
+            "Messages written to the topic (sum of its queues' max offsets)",
+            labels=["topic"],
         )
         for topic, total in sorted(snap.topics.items()):
             stored.add_metric([topic], total)
         yield stored
 
         lag = GaugeMetricFamily(
-            "rocketmq_group_lag", "Messages not yet consumed by the group", labels=["group"]
+            "rocketmq_group_lag", "Messages not yet consumed by the group, all its topics", labels=["group"]
         )
         tps = GaugeMetricFamily(
-            "rocketmq_group_consume_tps", "Messages consumed per second", labels=["group"]
+            "rocketmq_group_consume_tps", "Messages the group consumes per second", labels=["group"]
         )
         clients = GaugeMetricFamily(
             "rocketmq_group_clients", "Online consumers of the group", labels=["group"]
+        )
+        # The group's dead-letter topic (%DLQ%<group>): what the DLQ alert rule watches grow.
+        dead = GaugeMetricFamily(
+            "rocketmq_group_dlq_messages", "Messages in the group's dead-letter topic now", labels=["group"]
         )
         for g in snap.groups:
             if g.error:
@@ -128,10 +142,21 @@ class ClusterCollector:
             lag.add_metric([g.name], g.lag)
             tps.add_metric([g.name], g.consume_tps)
             clients.add_metric([g.name], g.clients)
-        yield from (lag, tps, clients)
+            dead.add_metric([g.name], snap.dlq_messages(g.name))
+        yield from (lag, tps, clients, dead)
+
+        half = GaugeMetricFamily(
+            "rocketmq_broker_half_messages",
+            "Transaction half messages the master's checker has not yet passed",
+            labels=["cluster", "broker"],
+        )
+        cluster_of = {b["broker"]: b["cluster"] for b in snap.brokers}
+        for broker_name, pending in sorted(snap.half_messages.items()):
+            half.add_metric([cluster_of.get(broker_name, ""), broker_name], pending)
+        yield half
 
         errors = GaugeMetricFamily(
-            "rocketmq_console_collect_errors", "Requests that failed in the last collection"
+            "rocketmq_console_collect_errors", "Admin requests that failed in the console's last collection"
         )
         errors.add_metric([], len(snap.errors))
         yield errors
