@@ -1,7 +1,32 @@
+"""Alerts (W15): rules over the metric history with a scope, evaluated after each sample; events
+pending → firing → resolved, acknowledged and silenced by operators; webhook and e-mail
+notifications; everything audited."""
+
+import logging
+
 from django.apps import AppConfig
+
+log = logging.getLogger(__name__)
+
+
+def evaluate_after_sample(sender, taken_at, cluster, **kwargs) -> None:
+    """Rules are evaluated on each cycle's own timestamp, right after its points are stored."""
+    from .evaluation import evaluate
+
+    try:
+        report = evaluate(taken_at, cluster)
+    except Exception:  # the samples are stored already; the next cycle evaluates again
+        log.exception("alert evaluation failed for %s at %s", cluster, taken_at)
+        return
+    log.debug("alerts evaluated: %s", report)
 
 
 class AlertsConfig(AppConfig):
     name = "alerts"
     verbose_name = "Alerts"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from history.signals import sample_stored
+
+        sample_stored.connect(evaluate_after_sample, dispatch_uid="alerts.evaluate_after_sample")

@@ -1,0 +1,42 @@
+"""What a rule can watch: one entry per kind of rule, saying what its subject is (a group or a
+broker), what its threshold means, and which scope patterns apply. How each kind is measured
+lives in ``alerts.observe``; this module is the vocabulary the forms, pages and defaults share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+GROUP, BROKER = "group", "broker"
+
+
+@dataclass(frozen=True)
+class Kind:
+    key: str
+    label: str
+    subject: str  # GROUP or BROKER: what one event is about
+    threshold_label: str  # what the number compared against is, with its unit
+    uses_window: bool = False  # measured as a change over the rule's window
+
+    @property
+    def scope_fields(self) -> tuple[str, ...]:
+        """The scope patterns that mean something for this kind's subjects."""
+        return ("cluster", "group") if self.subject == GROUP else ("cluster", "broker")
+
+
+KINDS: dict[str, Kind] = {
+    kind.key: kind
+    for kind in (
+        Kind("group_lag", "Consumer group lag above", GROUP, "messages behind"),
+        Kind("lag_growing", "Consumer group lag growing", GROUP, "messages of growth over the window", True),
+        Kind("dlq_receiving", "Dead letters arriving", GROUP, "new dead letters over the window", True),
+        Kind("consume_stalled", "Not consuming while lagging", GROUP, "messages behind (with 0 consume TPS)"),
+        Kind("broker_down", "Broker down or not heard from", BROKER, "seconds since last heard"),
+        Kind("disk_ratio", "Disk usage above", BROKER, "ratio of the store disk used (0 to 1)"),
+        Kind("replication_bytes", "Replication lag above (bytes)", BROKER, "bytes the slave is behind"),
+        Kind("replication_seconds", "Replication lag above (seconds)", BROKER, "seconds the slave is behind"),
+        Kind("request_wait", "Requests waiting in queue", BROKER, "milliseconds at the head of the queue"),
+        Kind("half_messages", "Transaction half messages piling up", BROKER, "undecided half messages"),
+    )
+}
+
+KIND_CHOICES = [(kind.key, kind.label) for kind in KINDS.values()]
