@@ -1,0 +1,236 @@
+"""One sampling cycle of one cluster: collect (``cluster_snapshot``, the collector /metrics uses),
+turn the snapshot into figures of the catalogue, store them as one bulk insert, send
+``sample_stored``.
+
+A broker that does not answer is stored with ``up`` 0 and the seconds since it last answered; so is
+a broker of the previous cycle that the name server no longer lists, or every broker of the
+previous cycle when the name server itself does not answer (a dead cluster must not look like an
+empty, quiet one). Figures the cycle cannot know are left out,
+not stored as zero: a topic's TPS on its first cycle, a group whose stats failed.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import transaction
+
+from broker.client.admin import MQAdmin, MQClientError
+from console.services.cluster_snapshot import Snapshot, broker_figures, collect
+from history import catalogue, clock, query
+from history.models import Cycle, Point, Series
+from history.signals import sample_stored
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, str, str]  # (metric, scope, name)
+INSERT_BATCH = 1000
+# A broker not heard from for this long, and no longer listed by the name server, is forgotten.
+FORGET_AFTER = timedelta(days=1)
+
+
+@dataclass
+class CycleResult:
+    cycle: Cycle
+    figures: dict[Key, float]
+
+
+def sample(cluster: str, admin: MQAdmin) -> CycleResult:
+    """Sample ``cluster`` (a BROKER_NAMESRV entry) once through ``admin`` and store the figures."""
+    taken_at = clock.now()
+    previous_topics = query.latest("messages", "topic", cluster)
+    try:
+        snapshot = admin.run(collect(admin.core))
+    except MQClientError as exc:
+        log.warning("history: cluster %s not sampled: %s", cluster, exc)
+        figures = {}
+        snapshot = Snapshot(taken_at.timestamp(), errors=[str(exc)])
+    else:
+        figures = figures_of(snapshot, taken_at, previous_topics, cluster)
+    _vanished(cluster, taken_at, figures)
+    cycle = Cycle(
+        cluster=cluster,
+        taken_at=taken_at,
+        seconds=round(snapshot.seconds, 3),
+        requests=snapshot.requests,
+        points=len(figures),
+        errors=snapshot.errors[:50],
+    )
+    store(cycle, figures)
+    return CycleResult(cycle, figures)
+
+
+def figures_of(
+    snapshot: Snapshot,
+    taken_at: datetime,
+    previous_topics: dict[str, tuple[datetime, float]],
+    cluster: str,
+) -> dict[Key, float]:
+    figures: dict[Key, float] = {}
+    _brokers(snapshot, taken_at, cluster, figures)
+    _topics(snapshot, taken_at, previous_topics, figures)
+    _groups(snapshot, figures)
+    for key in figures:
+        catalogue.get(key[0], key[1])  # only catalogue metrics are stored
+    return figures
+
+
+def _brokers(snapshot: Snapshot, taken_at: datetime, cluster: str, figures: dict[Key, float]) -> None:
+    clusters: dict[str, dict[str, float]] = {}
+    for b in snapshot.brokers:
+        name = catalogue.broker_key(b["broker"], b["broker_id"])
+        totals = clusters.setdefault(
+            b["cluster"],
+            dict.fromkeys(
+                ("brokers_up", "brokers_down", "tps_in", "tps_out", "messages_in", "messages_out"), 0.0
+            ),
+        )
+        figures[("up", "broker", name)] = 1.0 if b["up"] else 0.0
+        if not b["up"]:
+            totals["brokers_down"] += 1
+            heard = _last_heard_seconds(cluster, name, taken_at)
+            if heard is not None:
+                figures[("last_heard_seconds", "broker", name)] = heard
+            continue
+        totals["brokers_up"] += 1
+        figures[("last_heard_seconds", "broker", name)] = 0.0
+        for metric, value in broker_figures(b["runtime"]).items():
+            if value is not None:
+                figures[(metric, "broker", name)] = value
+        if b["broker_id"] == "0":  # a slave's puts are its master's, counted once
+            for metric in ("tps_in", "tps_out", "messages_in", "messages_out"):
+                totals[metric] += figures[(metric, "broker", name)]
+            half = snapshot.half_messages.get(b["broker"])
+            if half is not None:
+                figures[("half_messages", "broker", name)] = float(half)
+    broker_cluster = {b["broker"]: b["cluster"] for b in snapshot.brokers}
+    for cluster_name, totals in clusters.items():
+        for metric, value in totals.items():
+            figures[(metric, "cluster", cluster_name)] = value
+        halves = [
+            v for broker, v in snapshot.half_messages.items() if broker_cluster.get(broker) == cluster_name
+        ]
+        figures[("half_messages", "cluster", cluster_name)] = float(sum(halves))
+        figures[("lag", "cluster", cluster_name)] = 0.0
+    first_cluster = min(clusters) if clusters else None
+    for g in snapshot.groups:
+        if g.error or g.system or first_cluster is None:
+            continue
+        owner = next((broker_cluster[b] for b in g.brokers if b in broker_cluster), first_cluster)
+        figures[("lag", "cluster", owner)] += g.lag
+
+
+def _last_heard_seconds(cluster: str, name: str, taken_at: datetime) -> float | None:
+    """Seconds since the broker last answered a cycle; None when history never heard it."""
+    heard = (
+        Point.objects.filter(
+            series__cluster=cluster, series__metric="up", series__scope="broker", series__name=name, value=1.0
+        )
+        .order_by("-taken_at")
+        .values_list("taken_at", flat=True)
+        .first()
+    )
+    return None if heard is None else max(0.0, (taken_at - heard).total_seconds())
+
+
+def _topics(
+    snapshot: Snapshot,
+    taken_at: datetime,
+    previous: dict[str, tuple[datetime, float]],
+    figures: dict[Key, float],
+) -> None:
+    for topic, written in snapshot.topics.items():
+        figures[("messages", "topic", topic)] = float(written)
+        figures[("stored", "topic", topic)] = float(snapshot.topic_stored.get(topic, 0))
+        before = previous.get(topic)
+        if before is None:
+            continue
+        seconds = (taken_at - before[0]).total_seconds()
+        # A count that went down (the topic was recreated, a broker's store replaced) gives no rate.
+        if seconds > 0 and written >= before[1]:
+            figures[("tps_in", "topic", topic)] = round((written - before[1]) / seconds, 3)
+
+
+def _groups(snapshot: Snapshot, figures: dict[Key, float]) -> None:
+    # System groups (the brokers' own: tools, transaction checker, ...) are not kept: nobody
+    # charts or alerts on them, and they would crowd the top-N lists.
+    for g in snapshot.groups:
+        if g.error or g.system:
+            continue
+        figures[("lag", "group", g.name)] = float(g.lag)
+        figures[("consume_tps", "group", g.name)] = float(g.consume_tps)
+        figures[("clients", "group", g.name)] = float(g.clients)
+        figures[("dlq_messages", "group", g.name)] = float(snapshot.dlq_messages(g.name))
+
+
+def _vanished(cluster: str, taken_at: datetime, figures: dict[Key, float]) -> None:
+    """Brokers of the previous cycle missing from this one (the name server dropped them, or did
+    not answer at all): stored as down, with the seconds since they last answered, until
+    ``FORGET_AFTER`` without an answer (a broker taken away for good stops being reported)."""
+    cluster_names = sorted(
+        name for metric, scope, name in figures if (metric, scope) == ("brokers_down", "cluster")
+    )
+    for name in query.latest("up", "broker", cluster):
+        if ("up", "broker", name) in figures:
+            continue
+        heard = _last_heard_seconds(cluster, name, taken_at)
+        if heard is None or heard > FORGET_AFTER.total_seconds():
+            continue
+        figures[("up", "broker", name)] = 0.0
+        figures[("last_heard_seconds", "broker", name)] = heard
+        if cluster_names:
+            figures[("brokers_down", "cluster", cluster_names[0])] += 1
+
+
+def _series_ids(cluster: str, keys: list[Key]) -> dict[Key, int]:
+    known = {
+        (metric, scope, name): sid
+        for sid, metric, scope, name in Series.objects.filter(cluster=cluster).values_list(
+            "id", "metric", "scope", "name"
+        )
+    }
+    missing = [k for k in keys if k not in known]
+    if missing:
+        # ignore_conflicts: another worker sampling at the same moment may create them too.
+        Series.objects.bulk_create(
+            [Series(cluster=cluster, metric=m, scope=s, name=n) for m, s, n in missing],
+            batch_size=INSERT_BATCH,
+            ignore_conflicts=True,
+        )
+        names = {n for _, _, n in missing}
+        for sid, metric, scope, name in Series.objects.filter(cluster=cluster, name__in=names).values_list(
+            "id", "metric", "scope", "name"
+        ):
+            known[(metric, scope, name)] = sid
+    return known
+
+
+def store(cycle: Cycle, figures: dict[Key, float]) -> None:
+    """The cycle and its points in one transaction; ``sample_stored`` once it is committed."""
+    with transaction.atomic():
+        ids = _series_ids(cycle.cluster, list(figures))
+        cycle.save()
+        Point.objects.bulk_create(
+            [
+                Point(series_id=ids[key], taken_at=cycle.taken_at, value=value)
+                for key, value in figures.items()
+            ],
+            batch_size=INSERT_BATCH,
+        )
+        transaction.on_commit(lambda: _announce(cycle))
+
+
+def _announce(cycle: Cycle) -> None:
+    for receiver, outcome in sample_stored.send_robust(
+        sender=Cycle, taken_at=cycle.taken_at, cluster=cycle.cluster
+    ):
+        if isinstance(outcome, Exception):
+            log.error(
+                "history: %s failed after the cycle of %s: %s",
+                receiver,
+                cycle.cluster,
+                outcome,
+                exc_info=outcome,
+            )

@@ -1,0 +1,99 @@
+"""Rollups and retention keep the history tables bounded (a fake clock; days of samples are
+inserted directly, then the task's maintenance runs as the clock moves)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from history import query, retention
+from history.models import Cycle, Point, Rollup, Series
+
+pytestmark = pytest.mark.django_db
+
+SERIES = 3
+STEP = timedelta(minutes=1)
+
+
+def _sample_hours(series: list[Series], start, hours: int) -> None:
+    """One point per series per minute; the value is the minute's index in the day."""
+    points, cycles = [], []
+    for i in range(hours * 60):
+        moment = start + STEP * i
+        cycles.append(Cycle(cluster=series[0].cluster, taken_at=moment, points=len(series)))
+        minute = (moment.hour * 60 + moment.minute) * 1.0
+        points.extend(Point(series=s, taken_at=moment, value=minute + k) for k, s in enumerate(series))
+    Cycle.objects.bulk_create(cycles)
+    Point.objects.bulk_create(points, batch_size=2000)
+
+
+@pytest.fixture
+def series(one_cluster):
+    return [
+        Series.objects.create(cluster=one_cluster, metric="lag", scope="group", name=f"g{k}") for k in range(SERIES)
+    ]
+
+
+def test_rollups_summarise_each_five_minutes(fake_clock, series, settings):
+    settings.HISTORY_SAMPLE_SECONDS = 30
+    start = fake_clock.moment
+    _sample_hours(series, start, 1)
+    fake_clock.advance(hours=1)
+    retention.maintain()
+    # A bucket is rolled once its end is the grace (60 s) in the past: not yet the hour's last one.
+    assert Rollup.objects.filter(series=series[0]).count() == 11
+    fake_clock.advance(minutes=1)
+    retention.maintain()
+    first = Rollup.objects.get(series=series[1], start=start)
+    assert (first.count, first.value_min, first.value_max, first.value_last) == (5, 1.0, 5.0, 5.0)
+    assert first.value_avg == pytest.approx(3.0)
+    assert Rollup.objects.filter(series=series[0]).count() == 12
+    # Idempotent: another run (and a forced re-roll of the same bucket) changes nothing.
+    before = list(Rollup.objects.order_by("id").values_list("series_id", "start", "value_avg"))
+    retention.maintain()
+    retention._roll_bucket(start)
+    assert list(Rollup.objects.order_by("id").values_list("series_id", "start", "value_avg")) == before
+
+
+def test_days_of_samples_stay_bounded(fake_clock, series, settings):
+    settings.HISTORY_RAW_DAYS = 2
+    settings.HISTORY_ROLLUP_DAYS = 4
+    start = fake_clock.moment
+    # Six days of samples, maintained every 2 hours as the sampler's task would (bounded work per
+    # run: at most 24 buckets, i.e. 2 hours, so it keeps up).
+    for block in range(6 * 12):
+        _sample_hours(series, start + timedelta(hours=2 * block), 2)
+        fake_clock.moment = start + timedelta(hours=2 * (block + 1))
+        done = retention.maintain()
+        assert done.buckets <= retention.MAX_BUCKETS
+    now = fake_clock.moment
+    oldest_raw = Point.objects.order_by("taken_at").first().taken_at
+    assert oldest_raw >= now - timedelta(days=2) - retention.BUCKET
+    assert Point.objects.count() <= SERIES * (2 * 24 * 60 + 10)
+    assert Rollup.objects.order_by("start").first().start >= now - timedelta(days=4)
+    assert Rollup.objects.count() <= SERIES * 4 * 288
+    assert Cycle.objects.filter(taken_at__lt=now - timedelta(days=2)).count() == 0
+    # The history still reads across both: a 3-day chart from rollups, the last hour raw.
+    assert len(query.series("lag", "group", "g0", since=now - timedelta(days=3))) >= 280
+    assert len(query.series("lag", "group", "g0", since=now - timedelta(hours=1))) == 60
+    # A series whose thing went away is dropped with its last rollup.
+    gone = Series.objects.create(cluster=series[0].cluster, metric="lag", scope="group", name="gone")
+    retention.prune()
+    assert not Series.objects.filter(pk=gone.pk).exists()
+
+
+def test_a_stopped_sampler_catches_up_without_losing_unrolled_points(fake_clock, series, settings):
+    settings.HISTORY_RAW_DAYS = 2
+    start = fake_clock.moment
+    _sample_hours(series, start, 6)
+    # Three days later the maintenance runs again: raw points older than two days stay until rolled.
+    fake_clock.advance(days=3)
+    first = retention.maintain()
+    assert first.buckets == retention.MAX_BUCKETS
+    assert Point.objects.filter(taken_at__lt=start + timedelta(hours=2)).count() == 0
+    assert Point.objects.filter(taken_at__gte=start + timedelta(hours=2)).count() == SERIES * 4 * 60
+    while retention.maintain().buckets:
+        pass
+    assert Point.objects.count() == 0
+    assert Rollup.objects.filter(series=series[0]).count() == 6 * 12
