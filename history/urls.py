@@ -1,5 +1,11 @@
-from django.urls import path  # noqa: F401  (routes are added with the history pages)
+from django.urls import path
+
+from history import views
 
 app_name = "history"
 
-urlpatterns: list = []
+urlpatterns = [
+    path("", views.history_page, name="index"),
+    path("daily.json", views.daily_json, name="daily"),
+    path("charts/<slug:page>/<slug:chart>.json", views.chart_json, name="chart"),
+]
