@@ -1,7 +1,7 @@
 """Downsampling and retention of metric history, run after each sampling (``tasks``).
 
-``rollup`` turns raw points into 5-minute rollups (count, avg, min, max, last per series), bucket
-by bucket in time order from where the last run stopped; a bucket is rolled once it is complete
+``rollup`` turns raw points into 5-minute rollups (count, avg, min, max, last per series), in time
+order from where the last run stopped; a bucket is rolled once it is complete
 (its end is ``grace`` in the past, so a cycle still being stored is not cut in half). ``prune``
 deletes raw points older than ``HISTORY_RAW_DAYS`` (never ones not rolled up yet), rollups older
 than ``HISTORY_ROLLUP_DAYS``, cycles older than the raw points, and series left without data.
@@ -67,50 +67,51 @@ def rolled_until() -> datetime | None:
 
 
 def rollup(max_buckets: int = MAX_BUCKETS) -> tuple[int, int]:
-    """Roll up to ``max_buckets`` complete buckets; (buckets, rollup rows written)."""
+    """Roll the complete buckets of the next ``max_buckets`` times 5 minutes that hold points (one
+    read, one bulk insert); (buckets, rollup rows written)."""
     now = clock.now()
     complete_before = floor_bucket(now - grace())
     cursor = rolled_until()
     oldest_kept = floor_bucket(now - timedelta(days=rollup_days()))
     if cursor is None or cursor < oldest_kept:
         cursor = oldest_kept
-    buckets = rows = 0
-    while buckets < max_buckets:
-        # Jump over gaps (the sampler was stopped): the next bucket is the next one with points.
-        first = (
-            Point.objects.filter(taken_at__gte=cursor, taken_at__lt=complete_before)
-            .order_by("taken_at")
-            .values_list("taken_at", flat=True)
-            .first()
-        )
-        if first is None:
-            break
-        start = floor_bucket(first)
-        rows += _roll_bucket(start)
-        buckets += 1
-        cursor = start + BUCKET
-    return buckets, rows
+    # Jump over gaps (the sampler was stopped): start at the first bucket with points.
+    first = (
+        Point.objects.filter(taken_at__gte=cursor, taken_at__lt=complete_before)
+        .order_by("taken_at")
+        .values_list("taken_at", flat=True)
+        .first()
+    )
+    if first is None:
+        return 0, 0
+    start = floor_bucket(first)
+    end = min(complete_before, start + BUCKET * max_buckets)
+    return _roll_range(start, end)
 
 
-def _roll_bucket(start: datetime) -> int:
-    values: dict[int, list[float]] = defaultdict(list)
-    points = Point.objects.filter(taken_at__gte=start, taken_at__lt=start + BUCKET).order_by("taken_at")
-    for series_id, value in points.values_list("series_id", "value").iterator(chunk_size=5000):
-        values[series_id].append(value)
+def _roll_range(start: datetime, end: datetime) -> tuple[int, int]:
+    """Rollups of every bucket in [start, end) (both on bucket boundaries)."""
+    seconds = BUCKET.total_seconds()
+    values: dict[tuple[float, int], list[float]] = defaultdict(list)
+    points = Point.objects.filter(taken_at__gte=start, taken_at__lt=end).order_by("taken_at")
+    for series_id, taken_at, value in points.values_list("series_id", "taken_at", "value").iterator(
+        chunk_size=5000
+    ):
+        values[(taken_at.timestamp() // seconds * seconds, series_id)].append(value)
     rollups = [
         Rollup(
             series_id=series_id,
-            start=start,
+            start=datetime.fromtimestamp(bucket, UTC),
             count=len(figures),
             value_avg=sum(figures) / len(figures),
             value_min=min(figures),
             value_max=max(figures),
             value_last=figures[-1],
         )
-        for series_id, figures in values.items()
+        for (bucket, series_id), figures in values.items()
     ]
     Rollup.objects.bulk_create(rollups, batch_size=1000, ignore_conflicts=True)
-    return len(rollups)
+    return len({bucket for bucket, _ in values}), len(rollups)
 
 
 def _delete_oldest(model, time_field: str, before: datetime) -> int:

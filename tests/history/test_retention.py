@@ -16,11 +16,11 @@ SERIES = 3
 STEP = timedelta(minutes=1)
 
 
-def _sample_hours(series: list[Series], start, hours: int) -> None:
-    """One point per series per minute; the value is the minute's index in the day."""
+def _sample_hours(series: list[Series], start, hours: int, step: timedelta = STEP) -> None:
+    """One point per series per ``step``; the value is the minute's index in the day."""
     points, cycles = [], []
-    for i in range(hours * 60):
-        moment = start + STEP * i
+    for i in range(int(timedelta(hours=hours) / step)):
+        moment = start + step * i
         cycles.append(Cycle(cluster=series[0].cluster, taken_at=moment, points=len(series)))
         minute = (moment.hour * 60 + moment.minute) * 1.0
         points.extend(Point(series=s, taken_at=moment, value=minute + k) for k, s in enumerate(series))
@@ -31,7 +31,8 @@ def _sample_hours(series: list[Series], start, hours: int) -> None:
 @pytest.fixture
 def series(one_cluster):
     return [
-        Series.objects.create(cluster=one_cluster, metric="lag", scope="group", name=f"g{k}") for k in range(SERIES)
+        Series.objects.create(cluster=one_cluster, metric="lag", scope="group", name=f"g{k}")
+        for k in range(SERIES)
     ]
 
 
@@ -52,7 +53,7 @@ def test_rollups_summarise_each_five_minutes(fake_clock, series, settings):
     # Idempotent: another run (and a forced re-roll of the same bucket) changes nothing.
     before = list(Rollup.objects.order_by("id").values_list("series_id", "start", "value_avg"))
     retention.maintain()
-    retention._roll_bucket(start)
+    retention._roll_range(start, start + retention.BUCKET)
     assert list(Rollup.objects.order_by("id").values_list("series_id", "start", "value_avg")) == before
 
 
@@ -60,23 +61,24 @@ def test_days_of_samples_stay_bounded(fake_clock, series, settings):
     settings.HISTORY_RAW_DAYS = 2
     settings.HISTORY_ROLLUP_DAYS = 4
     start = fake_clock.moment
-    # Six days of samples, maintained every 2 hours as the sampler's task would (bounded work per
-    # run: at most 24 buckets, i.e. 2 hours, so it keeps up).
+    # Six days of samples (one per 5 minutes keeps the test short), maintained every 2 hours as
+    # the sampler's task would (bounded work per run: at most 24 buckets, i.e. 2 hours, so it keeps up).
+    step = timedelta(minutes=5)
     for block in range(6 * 12):
-        _sample_hours(series, start + timedelta(hours=2 * block), 2)
+        _sample_hours(series, start + timedelta(hours=2 * block), 2, step)
         fake_clock.moment = start + timedelta(hours=2 * (block + 1))
         done = retention.maintain()
         assert done.buckets <= retention.MAX_BUCKETS
     now = fake_clock.moment
     oldest_raw = Point.objects.order_by("taken_at").first().taken_at
     assert oldest_raw >= now - timedelta(days=2) - retention.BUCKET
-    assert Point.objects.count() <= SERIES * (2 * 24 * 60 + 10)
+    assert Point.objects.count() <= SERIES * (2 * 24 * 12 + 10)
     assert Rollup.objects.order_by("start").first().start >= now - timedelta(days=4)
     assert Rollup.objects.count() <= SERIES * 4 * 288
     assert Cycle.objects.filter(taken_at__lt=now - timedelta(days=2)).count() == 0
     # The history still reads across both: a 3-day chart from rollups, the last hour raw.
     assert len(query.series("lag", "group", "g0", since=now - timedelta(days=3))) >= 280
-    assert len(query.series("lag", "group", "g0", since=now - timedelta(hours=1))) == 60
+    assert len(query.series("lag", "group", "g0", since=now - timedelta(hours=1))) == 12
     # A series whose thing went away is dropped with its last rollup.
     gone = Series.objects.create(cluster=series[0].cluster, metric="lag", scope="group", name="gone")
     retention.prune()
