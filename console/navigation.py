@@ -1,4 +1,4 @@
-"""The console's navigation bar: one list, each entry a URL name.
+"""The console's navigation (the sidebar): one list of sections, each entry a URL name.
 
 Entries whose URL name does not resolve are left out, so a page another app provides (analytics)
 appears in the bar as soon as its URL module is included, and a missing one never shows up as a
@@ -12,19 +12,25 @@ from django.urls import NoReverseMatch, resolve, reverse
 
 from console.roles import ROLE_ORDER, VIEWER
 
-NAV_ITEMS: list[tuple[str, str]] = [
-    ("Cluster", "console:cluster"),
-    ("Topics", "console:topics"),
-    ("Consumers", "console:groups"),
-    ("Producers", "console:producers"),
-    ("Messages", "console:messages"),
-    ("DLQ", "console:dlq"),
-    ("Delayed", "console:delayed"),
-    ("Transactions", "console:transactions"),
-    ("Live tail", "console:tail"),
-    ("Analytics", "analytics:run_list"),
-    ("Audit", "console:audit"),
-    ("ACL", "console:acl"),
+# (section, label, URL name), in the sidebar's order; the template groups consecutive sections.
+NAV_ITEMS: list[tuple[str, str, str]] = [
+    ("", "Overview", "console:home"),
+    ("Cluster", "Cluster", "console:cluster"),
+    ("Cluster", "Topics", "console:topics"),
+    ("Cluster", "Consumers", "console:groups"),
+    ("Cluster", "Producers", "console:producers"),
+    ("Messages", "Messages", "console:messages"),
+    ("Messages", "Live tail", "console:tail"),
+    ("Messages", "DLQ", "console:dlq"),
+    ("Messages", "Delayed", "console:delayed"),
+    ("Messages", "Transactions", "console:transactions"),
+    ("Messages", "Trace", "console:trace"),
+    ("Monitoring", "Alerts", "alerts:events"),
+    ("Monitoring", "Alert rules", "alerts:rules"),
+    ("Monitoring", "Analytics", "analytics:run_list"),
+    ("Monitoring", "Prometheus & Grafana", "console:export"),
+    ("Admin", "Audit", "console:audit"),
+    ("Admin", "ACL", "console:acl"),
 ]
 
 
@@ -34,9 +40,10 @@ def _may_open(url: str, role: str | None) -> bool:
 
 
 def nav_links(current_path: str, role: str | None = VIEWER) -> list[dict[str, object]]:
-    """The bar for a user of ``role`` (the console role, ``console.roles.user_role``)."""
+    """The sidebar for a user of ``role`` (the console role, ``console.roles.user_role``): each link
+    with its ``section`` (the template's ``regroup``)."""
     links = []
-    for label, url_name in NAV_ITEMS:
+    for section, label, url_name in NAV_ITEMS:
         try:
             url = reverse(url_name)
         except NoReverseMatch:
@@ -44,5 +51,5 @@ def nav_links(current_path: str, role: str | None = VIEWER) -> list[dict[str, ob
         if not _may_open(url, role):
             continue
         active = current_path == url or (url != "/" and current_path.startswith(url))
-        links.append({"label": label, "url": url, "active": active})
+        links.append({"section": section, "label": label, "url": url, "active": active})
     return links

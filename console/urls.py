@@ -15,6 +15,7 @@ from console.views import (
     groups,
     messages,
     metrics,
+    overview,
     producers,
     session,
     tail,
@@ -29,7 +30,7 @@ app_name = "console"
 register_converter(NameConverter, "name")
 
 urlpatterns = [
-    path("", session.home, name="home"),
+    path("", overview.home, name="home"),
     path("namesrv", session.namesrv_switch, name="namesrv_switch"),
     path("cluster/", cluster.cluster_page, name="cluster"),
     path("cluster/tps.json", cluster.broker_tps_sample, name="cluster_tps"),
@@ -64,6 +65,10 @@ urlpatterns = [
     path("acl/accounts/delete", acl.acl_account_delete, name="acl_account_delete"),
     path("acl/white-list", acl.acl_white_list_update, name="acl_white_list"),
     path("metrics", metrics.metrics, name="metrics"),
+    # W17: what teams on Prometheus and Grafana take from the console.
+    path("export/", overview.export_page, name="export"),
+    path("export/grafana-dashboard.json", overview.grafana_dashboard, name="export_grafana"),
+    path("export/prometheus-rules.yml", overview.prometheus_rules, name="export_prometheus_rules"),
     # Operations pages.
     path("ops/dlq/", dlq.dlq_groups, name="dlq"),
     path("ops/dlq/<name:group>/", dlq.dlq_list, name="dlq_list"),

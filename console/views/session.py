@@ -1,11 +1,10 @@
-"""The home page (the cluster, or what to do without a role) and the name-server switch (kept in the
-user's session)."""
+"""The name-server switch (kept in the user's session)."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import BadRequest
-from django.shortcuts import redirect, render
+from django.shortcuts import redirect
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
@@ -13,17 +12,8 @@ from console.audit import audit
 from console.cluster_access import select_namesrv
 from console.forms import NamesrvSwitchForm
 from console.models import AuditRecord
-from console.roles import VIEWER, require_login, require_role, user_role
+from console.roles import VIEWER, require_role
 from console.views.common import invalid_form
-
-
-@require_login
-def home(request):
-    """The cluster for console users; for a user without a role (new accounts start so) the one page
-    they may see, saying whom to ask."""
-    if user_role(request.user) is None:
-        return render(request, "console/no_role.html")
-    return redirect("console:cluster")
 
 
 @require_POST

@@ -1,0 +1,200 @@
+"""The overview page's read model: cluster health at a glance, each section on its own.
+
+Brokers come from one runtime-info request per broker (cheap, and the page must say *now* whether a
+broker is up). The groups with most lag and the dead letters of today come from the metric history
+(``history.query``) once the sampler has stored points, since reading every group's lag live costs a
+consume-stats request per group; until then they are read live and the page says so. Firing alerts
+are the alerts app's events. A section that cannot be read shows its error; the rest of the page
+still answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from broker.client.admin import MQAdmin, MQClientError
+from broker.common.system_names import is_system_group
+from broker.common.topic_config import DLQ_GROUP_TOPIC_PREFIX
+from console.services.cluster_queries import cluster_overview, group_rows
+
+TOP_GROUPS = 10
+# History older than this many sampling intervals no longer stands for "now": the page reads live.
+STALE_CYCLES = 3
+DISK_WARN, DISK_BAD = 0.75, 0.9
+
+
+@dataclass
+class Section:
+    """One part of the page: its figures, or why it has none."""
+
+    data: Any = None
+    error: str = ""
+    source: str = ""  # where the figures come from, shown beside the section's title
+
+
+@dataclass
+class BrokerHealth:
+    rows: list = field(default_factory=list)  # BrokerSummary, one per broker member
+
+    @property
+    def up(self) -> int:
+        return sum(1 for r in self.rows if not r.runtime_error)
+
+    @property
+    def down(self) -> int:
+        return len(self.rows) - self.up
+
+    @property
+    def in_tps(self) -> float:
+        return round(sum(r.in_tps for r in self.rows if not r.runtime_error), 2)
+
+    @property
+    def out_tps(self) -> float:
+        return round(sum(r.out_tps for r in self.rows if not r.runtime_error), 2)
+
+    @property
+    def in_today(self) -> int:
+        return sum(r.in_total_today for r in self.rows if r.broker_id == 0)
+
+    @property
+    def out_today(self) -> int:
+        return sum(r.out_total_today for r in self.rows if r.broker_id == 0)
+
+    @property
+    def max_disk(self) -> float | None:
+        ratios = [r.disk_ratio for r in self.rows if not r.runtime_error]
+        return max(ratios) if ratios else None
+
+    @property
+    def disk_level(self) -> str:
+        worst = self.max_disk or 0.0
+        return "bad" if worst >= DISK_BAD else "warn" if worst >= DISK_WARN else "ok"
+
+
+@dataclass
+class LaggingGroup:
+    group: str
+    lag: float
+    consume_tps: float | None = None
+    clients: int | None = None
+
+
+@dataclass
+class DeadLetters:
+    group: str
+    total: float  # in the dead-letter topic now
+    today: float | None = None  # arrived since midnight (UTC); None without history
+
+
+def _guarded(read: Callable[..., Section], *args: object) -> Section:
+    try:
+        return read(*args)
+    except MQClientError as exc:
+        return Section(error=str(exc))
+
+
+def broker_health(admin: MQAdmin) -> Section:
+    return Section(BrokerHealth(cluster_overview(admin).rows), source="live")
+
+
+def _fresh_history(cluster: str, metric: str) -> dict[str, tuple[datetime, float]] | None:
+    """``history.query.latest`` of the group metric when the sampler stored its newest cycle
+    recently enough to stand for "now" (a few sampling intervals), else None (read live)."""
+    from history import clock, query
+
+    latest = query.latest(metric, "group", cluster)
+    if not latest:
+        return None
+    newest = max(taken_at for taken_at, _ in latest.values())
+    stale_after = timedelta(seconds=STALE_CYCLES * settings.HISTORY_SAMPLE_SECONDS)
+    return latest if clock.now() - newest <= stale_after else None
+
+
+def _sampled(latest: dict[str, tuple[datetime, float]]) -> str:
+    from history import clock
+
+    newest = max(taken_at for taken_at, _ in latest.values())
+    return f"history, sampled {int((clock.now() - newest).total_seconds())} s ago"
+
+
+def lagging_groups(admin: MQAdmin, cluster: str) -> Section:
+    lags = _fresh_history(cluster, "lag")
+    if lags is not None:
+        from history import query
+
+        tps = query.latest("consume_tps", "group", cluster)
+        clients = query.latest("clients", "group", cluster)
+        ranked = sorted(
+            ((v, n) for n, (_, v) in lags.items() if v > 0 and not is_system_group(n)), reverse=True
+        )
+        ranked.sort(key=lambda item: (-item[0], item[1]))
+        rows = [
+            LaggingGroup(name, lag, tps.get(name, (None, None))[1], _int(clients.get(name, (None, None))[1]))
+            for lag, name in ranked[:TOP_GROUPS]
+        ]
+        return Section(rows, source=_sampled(lags))
+    live = [g for g in group_rows(admin) if not g.system and not g.error and g.lag > 0]
+    live.sort(key=lambda g: (-g.lag, g.name))
+    rows = [LaggingGroup(g.name, g.lag, g.consume_tps, g.clients) for g in live[:TOP_GROUPS]]
+    return Section(rows, source="live (no recent history sample)")
+
+
+def _int(value: float | None) -> int | None:
+    return None if value is None else int(value)
+
+
+def dead_letters(admin: MQAdmin, cluster: str) -> Section:
+    stored = _fresh_history(cluster, "dlq_messages")
+    if stored is not None:
+        from history import clock, query
+
+        midnight = timezone.localtime(clock.now()).replace(hour=0, minute=0, second=0, microsecond=0)
+        rows = []
+        for group, (_, total) in stored.items():
+            if total <= 0:
+                continue
+            today = query.series("dlq_messages", "group", group, since=midnight, cluster=cluster)
+            # Growth since the day's first sample (0 when the day has one sample only).
+            grown = max(0.0, total - today[0][1]) if today else 0.0
+            rows.append(DeadLetters(group, total, grown))
+        rows.sort(key=lambda r: (-(r.today or 0), -r.total, r.group))
+        return Section(rows, source=_sampled(stored))
+    rows = []
+    for topic in admin.topic_list():
+        if topic.startswith(DLQ_GROUP_TOPIC_PREFIX):
+            status = admin.topic_status(topic)
+            total = sum(q.max_offset - q.min_offset for q in status.queues)
+            if total:
+                rows.append(DeadLetters(topic[len(DLQ_GROUP_TOPIC_PREFIX) :], total))
+    rows.sort(key=lambda r: (-r.total, r.group))
+    return Section(rows, source="live (growth today needs the history sampler)")
+
+
+def firing_alerts() -> Section:
+    try:
+        from alerts.models import AlertEvent
+    except ImportError:
+        return Section(error="the alerts app is not installed")
+    events = list(
+        AlertEvent.objects.filter(state__in=AlertEvent.OPEN_STATES).order_by(
+            "state", "-started_at"
+        )  # firing before pending[:20]
+    )
+    return Section(events, source="alert rules, evaluated by the beat task")
+
+
+def overview(admin: MQAdmin, cluster: str) -> dict[str, Section]:
+    """Every section of the page for the name server ``cluster`` (a ``BROKER_NAMESRV`` entry, the
+    history's cluster key), each read on its own so one failure leaves the others shown."""
+    return {
+        "brokers": _guarded(broker_health, admin),
+        "lagging": _guarded(lagging_groups, admin, cluster),
+        "dead_letters": _guarded(dead_letters, admin, cluster),
+        "alerts": firing_alerts(),
+    }
