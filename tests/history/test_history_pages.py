@@ -4,6 +4,7 @@ broker sampled by the history sampler gives the group's lag chart its points."""
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -202,3 +203,70 @@ def test_history_page_top_ten_and_days(viewer_client, fake_clock, one_cluster):
     assert [row["in"] for row in days] == [286, 288, 1]
     week = viewer_client.get("/history/", {"window": "week"})
     assert week.status_code == 200 and week.context["window"] == "week"
+
+
+# -- a real broker, sampled by the history sampler ------------------------------------------------
+
+TOPIC, GROUP = "HistoryOrders", "history-orders"
+
+
+@pytest.fixture(scope="module")
+def lagging_cluster(tmp_path_factory):
+    """A real name server and broker; a group whose committed offsets are 0 on a topic of 6 messages."""
+    from console import cluster_access
+    from tests.cluster import CLI_CLUSTER, console_preset, send, start
+
+    cluster = start(console_preset(), tmp_path_factory.mktemp("history-cluster"), brokers=("broker-a",))
+    try:
+        admin = cluster_access.admin_for(cluster.namesrv_addr)
+        (master,) = admin.resolve_masters(None, CLI_CLUSTER)
+        admin.create_or_update_topic(master, TOPIC, 2, 2)
+
+        async def group_at_zero():
+            await admin.core.create_or_update_subscription_group(master, GROUP)
+            for queue_id in range(2):
+                await admin.core.update_consumer_offset(master, GROUP, TOPIC, queue_id, 0)
+
+        admin.run(group_at_zero())
+        send(cluster.namesrv_addr, TOPIC, 6)
+        yield cluster
+    finally:
+        cluster_access.close_all()
+        cluster.stop()
+
+
+def test_real_broker_sampled_lag_shows_on_the_group_page(viewer_client, lagging_cluster, settings):
+    from broker.local_cluster import wait_until
+    from console import cluster_access
+    from history import clock, query, sampler
+
+    namesrv = lagging_cluster.namesrv_addr
+    settings.BROKER_NAMESRV = namesrv
+    admin = cluster_access.admin_for(namesrv)
+    assert wait_until(lambda: admin.consumer_progress(GROUP, TOPIC).diff_total == 6, timeout=20, interval=0.2)
+    sampler.sample(namesrv, admin)
+    time.sleep(0.01)  # two cycles, two distinct timestamps
+    sampler.sample(namesrv, admin)
+    stored = query.series("lag", "group", GROUP, clock.now() - timedelta(minutes=10))
+    assert [value for _, value in stored] == [6.0, 6.0]
+
+    # What a reload of the group page does: the page names the chart, the chart's JSON has the points.
+    page = viewer_client.get(f"/groups/{GROUP}/").content.decode()
+    url = f"/history/charts/group/lag.json?name={GROUP}"
+    assert f'data-history-url="{url}"' in page
+    data = viewer_client.get(url, **JSON).json()
+    assert data["points"] == 2 and [p[1] for p in data["lines"][0]["points"]] == [6.0, 6.0]
+    # The other pages name their charts too, and the broker's answer its member's history.
+    assert (
+        'data-history-url="/history/charts/cluster/broker-tps.json"'
+        in viewer_client.get("/cluster/").content.decode()
+    )
+    assert (
+        f"/history/charts/topic/size.json?name={TOPIC}"
+        in viewer_client.get(f"/topics/{TOPIC}/").content.decode()
+    )
+    master = admin.cluster_info().brokers["broker-a"].broker_addrs[0]
+    broker_page = viewer_client.get(f"/cluster/broker/{master}/").content.decode()
+    assert "/history/charts/broker/tps.json?name=broker-a%3A0" in broker_page
+    tps = viewer_client.get("/history/charts/broker/tps.json", {"name": "broker-a:0"}, **JSON).json()
+    assert tps["points"] >= 2
