@@ -24,6 +24,13 @@ MAX_WINDOW_MINUTES = 24 * 60  # a window is read from raw points, kept at least 
 
 
 class RuleForm(forms.ModelForm):
+    webhook_url = forms.URLField(
+        max_length=500,
+        required=False,
+        assume_scheme="https",
+        validators=[URLValidator(schemes=["http", "https"])],
+    )
+
     class Meta:
         model = AlertRule
         fields = [
@@ -47,7 +54,6 @@ class RuleForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["webhook_url"].validators = [URLValidator(schemes=["http", "https"])]
         self.fields["threshold"].widget.attrs["step"] = "any"
         for name in SCOPE_LABELS:
             self.fields[f"{name}_pattern"].widget.attrs["placeholder"] = "any (glob: * and ?)"

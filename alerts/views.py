@@ -145,6 +145,7 @@ def rule_edit(request, rule_id: int):
 
 
 def _rule_form(request, rule: AlertRule | None) -> HttpResponse:
+    was_enabled = rule.enabled if rule else False  # before validation writes the form into the rule
     form = RuleForm(request.POST or None, instance=rule)
     context = {"form": form, "rule": rule, "kinds": KINDS.values()}
     if request.method != "POST":
@@ -154,7 +155,6 @@ def _rule_form(request, rule: AlertRule | None) -> HttpResponse:
         audit(request, "alerts.rule.save", target, _printable(request.POST), AuditRecord.RESULT_FAILED,
               form.errors.as_text())  # fmt: skip
         return render(request, "alerts/rule_form.html", context, status=400)
-    was_enabled = rule.enabled if rule else False
     with transaction.atomic():
         saved = form.save(commit=False)
         saved.updated_by = request.user.get_username()

@@ -1,0 +1,100 @@
+"""Alert tests: Django on a throw-away var dir (its SQLite test database is a file, so the Celery
+worker the acceptance test starts shares it), a fake clock, a webhook receiver on loopback."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.project.settings")
+_OWN_VAR_DIR = None if "CONSOLE_VAR_DIR" in os.environ else tempfile.mkdtemp(prefix="alerts-var-")
+if _OWN_VAR_DIR:
+    os.environ["CONSOLE_VAR_DIR"] = _OWN_VAR_DIR
+    atexit.register(shutil.rmtree, _OWN_VAR_DIR, ignore_errors=True)
+
+import django  # noqa: E402
+import django.apps  # noqa: E402
+
+if not django.apps.apps.ready:
+    django.setup()
+
+import json  # noqa: E402
+import threading  # noqa: E402
+from datetime import UTC, datetime, timedelta  # noqa: E402
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer  # noqa: E402
+
+import pytest  # noqa: E402
+
+from history import clock  # noqa: E402
+
+CLUSTER = "127.0.0.1:9876"
+
+
+class FakeClock:
+    """``history.clock.now`` under a test's control (alerts read the same clock)."""
+
+    def __init__(self, start: datetime) -> None:
+        self.moment = start
+
+    def __call__(self) -> datetime:
+        return self.moment
+
+    def advance(self, **delta: float) -> datetime:
+        self.moment += timedelta(**delta)
+        return self.moment
+
+
+@pytest.fixture
+def fake_clock(monkeypatch) -> FakeClock:
+    fake = FakeClock(datetime(2026, 11, 20, 0, 0, 0, tzinfo=UTC))
+    monkeypatch.setattr(clock, "now", fake)
+    return fake
+
+
+class WebhookReceiver:
+    """A real HTTP server on 127.0.0.1 (port chosen by the OS) recording each POST's JSON body;
+    ``statuses`` are the answers to give, in order (then 200 for ever)."""
+
+    def __init__(self) -> None:
+        self.received: list[dict] = []
+        self.attempts = 0
+        self.statuses: list[int] = []
+        self.headers: list[dict] = []
+        self._lock = threading.Lock()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = min(int(self.headers.get("Content-Length", "0")), 1 << 20)
+                body = self.rfile.read(length)
+                with receiver._lock:
+                    receiver.attempts += 1
+                    status = receiver.statuses.pop(0) if receiver.statuses else 200
+                    if status < 300:
+                        receiver.received.append(json.loads(body))
+                        receiver.headers.append(dict(self.headers))
+                self.send_response(status)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def webhook():
+    receiver = WebhookReceiver()
+    yield receiver
+    receiver.stop()
