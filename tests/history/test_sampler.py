@@ -1,0 +1,146 @@
+"""One sampling cycle against a real name server and two real brokers with traffic: the stored
+figures are the engine's (checked against the brokers' own answers, not the sampler's snapshot);
+topic TPS from two cycles; a broker that stops answering is stored as down."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from broker.common.message import Message
+from broker.local_cluster import wait_until
+from console import cluster_access
+from history import query, sampler, tasks
+from history.models import Cycle
+from history.signals import sample_stored
+from tests.cluster import CLI, console_preset, make_dead_letters, send, send_pending_transactions, start
+
+pytestmark = pytest.mark.django_db
+
+TOPIC, GROUP, DEAD_GROUP = "HistOrders", "hist-orders", "hist-dead"
+SENT = 12
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    cluster = start(console_preset(), tmp_path_factory.mktemp("history-cluster"))
+    try:
+        admin = cluster_access.admin_for(cluster.namesrv_addr)
+        masters = admin.resolve_masters(None, CLI.cluster_name)
+        for addr in masters:
+            admin.create_or_update_topic(addr, TOPIC, 2, 2)
+            admin.create_or_update_subscription_group(addr, GROUP)
+        cluster.wait_for_route(TOPIC)
+        send(cluster.namesrv_addr, TOPIC, SENT)
+        # The group has consumed one message of every queue: its lag is the rest.
+        for addr in masters:
+            for queue_id in range(2):
+                admin.update_consumer_offset(addr, GROUP, TOPIC, queue_id, 1)
+        make_dead_letters(cluster.namesrv_addr, "HistDeadTopic", DEAD_GROUP, 2, keys="hist-dead")
+        send_pending_transactions(cluster.namesrv_addr, "hist-tx", [Message("HistPayments", b"pending")] * 2)
+        yield cluster, admin, masters
+    finally:
+        cluster_access.close_all()
+        cluster.stop()
+
+
+@pytest.fixture
+def namesrv(live, settings):
+    settings.BROKER_NAMESRV = live[0].namesrv_addr
+    return live[0].namesrv_addr
+
+
+def _engine_lag(admin, masters) -> int:
+    """The brokers' own figures: max offset minus the committed offset, every queue."""
+    return sum(
+        admin.max_offset(addr, TOPIC, q) - admin.query_consumer_offset(addr, GROUP, TOPIC, q)
+        for addr in masters
+        for q in range(2)
+    )
+
+
+def test_one_cycle_stores_the_engines_figures(live, namesrv, django_capture_on_commit_callbacks):
+    _, admin, masters = live
+    heard = []
+
+    def receiver(sender, taken_at, cluster, **kwargs):
+        heard.append((taken_at, cluster))
+
+    sample_stored.connect(receiver)
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            result = sampler.sample(namesrv, admin)
+    finally:
+        sample_stored.disconnect(receiver)
+    cycle = result.cycle
+    assert heard == [(cycle.taken_at, namesrv)]
+    assert cycle.requests > 0 and cycle.points == len(result.figures)
+
+    def stored(metric, scope):
+        return {name: value for name, (_, value) in query.latest(metric, scope, namesrv).items()}
+
+    lag = stored("lag", "group")[GROUP]
+    assert lag == _engine_lag(admin, masters) == SENT - 4
+    assert lag == admin.consumer_progress(GROUP).diff_total
+    written = sum(admin.max_offset(addr, TOPIC, q) for addr in masters for q in range(2))
+    assert stored("messages", "topic")[TOPIC] == written == SENT
+    assert stored("dlq_messages", "group")[DEAD_GROUP] == 2
+    assert set(stored("up", "broker")) == {"broker-a:0", "broker-b:0"}
+    assert set(stored("up", "broker").values()) == {1.0}
+    assert stored("brokers_up", "cluster") == {CLI.cluster_name: 2.0}
+    assert stored("lag", "cluster")[CLI.cluster_name] >= lag
+    # The brokers count the puts themselves: at least this test's messages (dead letters and
+    # half messages are puts too).
+    assert sum(stored("messages_in", "broker").values()) >= SENT + 2
+    assert all(0 < ratio <= 1 for ratio in stored("disk_ratio", "broker").values())
+    assert stored("half_messages", "cluster")[CLI.cluster_name] >= 2
+    assert stored("tps_in", "topic") == {}  # a rate needs a previous cycle
+
+
+def test_topic_tps_from_two_cycles(live, namesrv, monkeypatch):
+    _, admin, _ = live
+    from history import clock
+
+    # Later than any real cycle of the module, so "the previous cycle" is the one below.
+    moment = [datetime.now(UTC) + timedelta(days=1)]
+    monkeypatch.setattr(clock, "now", lambda: moment[0])
+    sampler.sample(namesrv, admin)
+    send(live[0].namesrv_addr, TOPIC, 30)
+    moment[0] += timedelta(seconds=10)
+    result = sampler.sample(namesrv, admin)
+    assert result.figures[("tps_in", "topic", TOPIC)] == pytest.approx(3.0)
+    points = query.series("tps_in", "topic", TOPIC, since=moment[0] - timedelta(minutes=1), cluster=namesrv)
+    assert points == [(moment[0], pytest.approx(3.0))]
+
+
+def test_the_task_samples_every_configured_cluster(live, namesrv, settings):
+    settings.BROKER_NAMESRV = f"{namesrv},127.0.0.1:1"  # a second cluster nobody answers for
+    summary = tasks.sample_clusters()
+    assert summary["clusters"][namesrv]["points"] > 0
+    unreachable = summary["clusters"]["127.0.0.1:1"]
+    assert unreachable["points"] == 0 and unreachable["errors"] == 1
+    assert Cycle.objects.filter(cluster="127.0.0.1:1").exists()
+
+
+def test_a_broker_that_stops_answering_is_stored_as_down(live, namesrv):
+    cluster, admin, _ = live
+    sampler.sample(namesrv, admin)  # heard once (the test may run alone)
+    cluster.brokers["broker-b"].kill()
+    result = sampler.sample(namesrv, admin)
+    assert result.figures[("up", "broker", "broker-b:0")] == 0.0
+    assert result.figures[("up", "broker", "broker-a:0")] == 1.0
+    assert result.figures[("last_heard_seconds", "broker", "broker-b:0")] > 0
+    assert result.figures[("brokers_down", "cluster", CLI.cluster_name)] == 1.0
+    assert query.latest("up", "broker", namesrv)["broker-b:0"][1] == 0.0
+    # Once the name server has dropped it too, it is still reported down (not silently gone).
+    wait_until(
+        lambda: (
+            "broker-b" not in admin.cluster_info().brokers
+            or not admin.cluster_info().brokers["broker-b"].broker_addrs
+        ),
+        timeout=60,
+        what="the name server to drop broker-b",
+    )
+    later = sampler.sample(namesrv, admin)
+    assert later.figures[("up", "broker", "broker-b:0")] == 0.0
