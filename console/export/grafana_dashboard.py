@@ -120,7 +120,7 @@ ROWS: tuple[Row, ...] = (
                         "out " + BROKER_LEGEND,
                     ),
                 ),
-                description="From the brokers' daily counters (reset at midnight, which increase() handles).",
+                description="From the brokers' counters since start (increase() handles a restart).",
             ),
             Panel(
                 "Commit-log disk used",
