@@ -1,11 +1,15 @@
-"""Console page benchmark: server time of the topic list, group list and group detail pages.
+"""Console page benchmark: server time of the topic list, group list and group detail pages, and
+the metric-history sampler's cost per cycle.
 
-    python bench/console_pages.py [--topics 1000] [--groups 300] [--requests 30] [--json]
+    python bench/console_pages.py [--topics 1000] [--groups 300] [--requests 30]
+                                  [--sampler-cycles 5] [--json]
 
 Starts a name server and two brokers (as the tests do), creates the topics on both brokers and the
 groups with a committed offset each (so every group has progress to compute), then times the
 console's views through Django's test client: that is server time, without a browser or network.
-Prints p50 / p95 in milliseconds per page.
+Prints p50 / p95 in milliseconds per page. The sampler part runs history's sampling cycles on the
+same cluster (collection through the admin client plus the bulk insert into the console's
+database) and prints seconds, requests and stored points per cycle.
 """
 
 from __future__ import annotations
@@ -75,11 +79,40 @@ def time_page(client, path: str, requests: int) -> dict[str, float]:
     return {"p50_ms": round(statistics.median(samples), 1), "p95_ms": round(percentile(samples, 0.95), 1)}
 
 
+def sampler_cost(admin, namesrv: str, cycles: int) -> dict[str, float]:
+    """Mean cost of ``cycles`` history sampling cycles of the cluster (after one warm-up cycle):
+    wall seconds (collect + store), the collection's share, requests sent, points stored."""
+    from history import sampler
+
+    sampler.sample(namesrv, admin)
+    walls, collects, requests, points = [], [], [], []
+    for _ in range(cycles):
+        started = time.perf_counter()
+        cycle = sampler.sample(namesrv, admin).cycle
+        walls.append(time.perf_counter() - started)
+        collects.append(cycle.seconds)
+        requests.append(cycle.requests)
+        points.append(cycle.points)
+        if cycle.errors:
+            raise SystemExit(f"sampling cycle failed: {cycle.errors[:3]}")
+    return {
+        "cycles": cycles,
+        "seconds_per_cycle": round(statistics.mean(walls), 3),
+        "max_seconds_per_cycle": round(max(walls), 3),
+        "collect_seconds_per_cycle": round(statistics.mean(collects), 3),
+        "requests_per_cycle": round(statistics.mean(requests), 1),
+        "points_per_cycle": round(statistics.mean(points), 1),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--topics", type=int, default=1000)
     parser.add_argument("--groups", type=int, default=300)
     parser.add_argument("--requests", type=int, default=30, help="timed requests per page")
+    parser.add_argument(
+        "--sampler-cycles", type=int, default=5, help="history sampling cycles timed (0: none)"
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
 
@@ -117,11 +150,17 @@ def main(argv: list[str] | None = None) -> int:
             for path in pages.values():  # warm connections and caches once
                 client.get(path)
             results = {name: time_page(client, path, args.requests) for name, path in pages.items()}
+            sampler = (
+                sampler_cost(admin, cluster.namesrv_addr, args.sampler_cycles)
+                if args.sampler_cycles
+                else None
+            )
             close_all()
         finally:
             cluster.stop()
     if args.json:
-        print(json.dumps({"topics": args.topics, "groups": args.groups, "brokers": 2, "pages": results}))
+        figures = {"topics": args.topics, "groups": args.groups, "brokers": 2, "pages": results}
+        print(json.dumps({**figures, "sampler": sampler}))
     else:
         print(
             f"{args.topics} topics, {args.groups} groups on 2 brokers (set-up {setup_s:.1f} s); "
@@ -129,6 +168,14 @@ def main(argv: list[str] | None = None) -> int:
         )
         for name, figures in results.items():
             print(f"  {name:<13} p50 {figures['p50_ms']:>7.1f} ms   p95 {figures['p95_ms']:>7.1f} ms")
+        if sampler:
+            print(
+                f"  history sampler: {sampler['seconds_per_cycle']:.2f} s per cycle "
+                f"(max {sampler['max_seconds_per_cycle']:.2f} s; collection "
+                f"{sampler['collect_seconds_per_cycle']:.2f} s), "
+                f"{sampler['requests_per_cycle']:.0f} requests and {sampler['points_per_cycle']:.0f} points "
+                f"per cycle, over {sampler['cycles']} cycles"
+            )
     return 0
 
 
