@@ -25,6 +25,7 @@ from console.roles import VIEWER, require_permission, require_role
 from console.services.broker_config_rows import config_rows, updatable_keys
 from console.services.replication import SwitchoverRefused, switchover, switchover_plan
 from console.services.replication import replication_view as build_replication_view
+from console.services.vanished_brokers import down_sets, vanished_brokers
 from console.views.common import audited, invalid_form, run_action
 
 SWITCHOVER = "broker.switchover"
@@ -42,6 +43,8 @@ def cluster_page(request):
     clusters = [
         {"name": name, "brokers": list(members)} for name, members in groupby(rows, key=lambda r: r.cluster)
     ]
+    # Members the name server dropped (a stopped broker) are only known to the metric history.
+    vanished = vanished_brokers(current_namesrv(request), {(r.broker_name, r.broker_id) for r in rows})
     context = {
         "clusters": clusters,
         "namesrv_addrs": admin.namesrv_addrs,
@@ -49,6 +52,8 @@ def cluster_page(request):
         "total_in_tps": round(sum(r.in_tps for r in rows), 2),
         "total_out_tps": round(sum(r.out_tps for r in rows), 2),
         "replication": replication,
+        "vanished": vanished,
+        "down_sets": down_sets(vanished),
     }
     return render(request, "console/cluster.html", context)
 

@@ -14,11 +14,12 @@ from django.views.decorators.http import require_GET, require_POST
 
 from broker.common.message import Message
 from broker.common.topic_kinds import KIND_LABELS, KINDS
-from console.cluster_access import admin_of, producer_of
+from console.cluster_access import admin_of, current_namesrv, producer_of
 from console.forms import PERM_CHOICES, SendMessageForm, TopicForm, check_topic
 from console.roles import VIEWER, require_permission, require_role
 from console.services.cluster_queries import topic_consumers, topic_rows
 from console.services.sending import choose_queue, send_message
+from console.services.vanished_brokers import down_sets, vanished_brokers
 from console.views.common import invalid_form, invalid_target, run_action, save_on_masters
 
 PAGE_SIZE = 100
@@ -78,8 +79,16 @@ def topic_detail(request, topic: str):
         },
         "masters": [(b.broker_name, b.master_addr) for b in route.broker_datas if b.master_addr],
         "clusters": sorted({b.cluster for b in route.broker_datas}),
+        # Sets the name server dropped are missing from the route: say so rather than let a
+        # topic that lost half its queues look whole.
+        "down_sets": down_sets(vanished_brokers(current_namesrv(request), _listed_members(admin))),
     }
     return render(request, "console/topic_detail.html", context)
+
+
+def _listed_members(admin) -> set[tuple[str, int]]:
+    brokers = admin.cluster_info().brokers.values()
+    return {(data.broker_name, broker_id) for data in brokers for broker_id in data.broker_addrs}
 
 
 @require_POST

@@ -1,0 +1,202 @@
+"""Two broker sets (issue 24, item 4): a topic on ``broker-a`` and ``broker-b``; producers spread
+over both, a group's consumers share both sets' queues, the console's cluster, topic and group pages
+show both, and with one set stopped sends go to the other while the console names the set down.
+
+Real name server and brokers on loopback; the console pages through Django's test client in this
+process (its database is the test database, the cluster the one started here).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import Counter
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.project.settings")
+
+import django
+
+django.setup()
+
+import pytest  # noqa: E402
+
+from broker.client import ConsumeConcurrentlyStatus, Producer  # noqa: E402
+from broker.common.message import Message  # noqa: E402
+from broker.local_cluster import wait_until  # noqa: E402
+from console import cluster_access  # noqa: E402
+from tests.cluster import logged_in_client  # noqa: E402
+from tests.scaleout.broker_sets import SETS, start_two_sets, stored_per_set  # noqa: E402
+
+pytestmark = pytest.mark.timeout(180)
+
+TOPIC = "ScaleOutSpread"
+QUEUES = 4  # per set: 8 queues in all
+GROUP = "ScaleOutSpreadGroup"
+PASSWORD = "correct horse battery staple 24"
+
+viewer_client = logged_in_client("sets-viewer", "viewer", PASSWORD)
+
+
+@pytest.fixture(scope="module")
+def sets(tmp_path_factory):
+    cluster = start_two_sets(tmp_path_factory.mktemp("two-sets"), {TOPIC: QUEUES})
+    yield cluster
+    cluster_access.close_all()
+    cluster.stop()
+
+
+@pytest.fixture
+def stopping_sets(tmp_path):
+    """Two sets of the stop test's own: stopping one must not change the other tests' cluster."""
+    cluster = start_two_sets(tmp_path / "two-sets", {TOPIC: QUEUES})
+    yield cluster
+    cluster_access.close_all()
+    cluster.stop()
+
+
+@pytest.fixture
+def console_on(settings):
+    """``console_on(cluster)``: the console's pages read ``cluster``."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+    def point(cluster) -> None:
+        settings.BROKER_NAMESRV = cluster.namesrv_addr
+
+    return point
+
+
+def _send(producer: Producer, count: int, keys: str) -> list:
+    results = []
+    for i in range(count):
+        message = Message(TOPIC, f"{keys} {i}".encode())
+        message.keys = f"{keys}-{i}"
+        results.append(producer.send(message))
+    return results
+
+
+def test_producers_spread_over_both_sets(sets):
+    before = stored_per_set(sets, TOPIC, QUEUES)
+    producers = [Producer(f"ScaleOutProducer{n}", sets.namesrv_addr).start() for n in range(2)]
+    try:
+        results = [r for n, p in enumerate(producers) for r in _send(p, 40, f"spread{n}")]
+    finally:
+        for producer in producers:
+            producer.shutdown()
+    per_set = Counter(r.message_queue.broker_name for r in results)
+    per_queue = Counter((r.message_queue.broker_name, r.message_queue.queue_id) for r in results)
+    print(f"sends per broker set: {dict(per_set)}; queues used: {len(per_queue)} of {2 * QUEUES}")
+    assert {r.send_status for r in results} == {"SEND_OK"}
+    # The producer goes round the topic's 8 queues: each set takes half of every producer's sends.
+    assert per_set == {"broker-a": 40, "broker-b": 40}
+    assert len(per_queue) == 2 * QUEUES
+    # The brokers hold what the send results say they took.
+    stored = stored_per_set(sets, TOPIC, QUEUES)
+    assert {name: stored[name] - before[name] for name in SETS} == dict(per_set)
+
+
+def test_consumers_rebalance_over_both_sets(sets, viewer_client, console_on):
+    console_on(sets)
+    seen: Counter = Counter()
+    lock = threading.Lock()
+
+    def listener(messages, context):
+        with lock:
+            seen.update(key for m in messages for key in m.keys)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumers = [sets.push_consumer(GROUP, TOPIC, listener, f"sets-consumer-{n}") for n in range(2)]
+    try:
+
+        def shared_out():
+            # The topic's queues (each member also holds its share of the group's retry topic).
+            owned = [{mq for mq in c.assigned if mq.topic == TOPIC} for c in consumers]
+            return owned if all(owned) and len(owned[0] | owned[1]) == 2 * QUEUES else None
+
+        owned = wait_until(shared_out, timeout=30, what="both consumers owning the 8 queues between them")
+        assert not owned[0] & owned[1], "a queue is consumed by both members"
+        brokers_of = [{mq.broker_name for mq in queues} for queues in owned]
+        print(f"queues per consumer: {[sorted((q.broker_name, q.queue_id) for q in o) for o in owned]}")
+        # Each member holds half (RocketMQ's averaging strategy over the sorted queues: here one
+        # set's queues each), and between them both sets' queues.
+        assert [len(o) for o in owned] == [QUEUES, QUEUES]
+        assert set().union(*brokers_of) == set(SETS)
+
+        producer = Producer("ScaleOutRebalanceProducer", sets.namesrv_addr).start()
+        try:
+            sent = _send(producer, 40, "rebalance")
+        finally:
+            producer.shutdown()
+        keys = {f"rebalance-{i}" for i in range(40)}
+        wait_until(lambda: keys <= set(seen), timeout=30, what="the 40 messages consumed")
+        assert all(seen[k] == 1 for k in keys), "a message was consumed twice"
+        assert {r.message_queue.broker_name for r in sent} == set(SETS)
+
+        # The group page: every queue of both sets, each with the member that holds it.
+        page = viewer_client.get(f"/groups/{GROUP}/").content.decode()
+        for consumer in consumers:
+            for mq in [mq for mq in consumer.assigned if mq.topic == TOPIC]:
+                row = f'<td>{mq.broker_name}</td><td class="num">{mq.queue_id}</td>'
+                assert row in page, f"the group page lacks {mq.broker_name} queue {mq.queue_id}"
+        client_ids = {c._client().client_id for c in consumers}
+        assert all(cid in page for cid in client_ids)
+    finally:
+        for consumer in consumers:
+            consumer.shutdown()
+
+
+def test_cluster_and_topic_pages_show_both_sets(sets, viewer_client, console_on):
+    console_on(sets)
+    cluster_page = viewer_client.get("/cluster/").content.decode()
+    for name in SETS:
+        assert f"<td>{name}</td>" in cluster_page
+        assert sets.brokers[name].addr in cluster_page
+    assert cluster_page.count('<span class="badge badge-ok">up</span>') == 2
+
+    topic_page = viewer_client.get(f"/topics/{TOPIC}/").content.decode()
+    for name in SETS:
+        assert f"<tr><td>{name}</td>" in topic_page  # its route row
+        assert f"{sets.brokers[name].addr} (master)" in topic_page
+
+
+def test_a_stopped_set_sends_go_to_the_other_and_the_console_says_which(
+    stopping_sets, viewer_client, console_on
+):
+    from history.sampler import sample
+
+    sets = stopping_sets
+    console_on(sets)
+    admin = cluster_access.admin_for(sets.namesrv_addr)
+    sample(sets.namesrv_addr, admin)  # the beat task's cycle: the history knows both sets up
+    producer = Producer("ScaleOutFailoverProducer", sets.namesrv_addr).start()  # fault tolerance on
+    try:
+        warm = _send(producer, 8, "warm")  # the route, with both sets, is cached
+        assert {r.message_queue.broker_name for r in warm} == set(SETS)
+        before = stored_per_set(sets, TOPIC, QUEUES)["broker-a"]
+        sets.brokers["broker-b"].kill()
+        after = _send(producer, 40, "after-kill")
+        # A send that picked a broker-b queue failed, was retried on broker-a, and broker-b is
+        # avoided from then on (the producer's latency fault tolerance).
+        assert not producer.faults.is_available("broker-b")
+    finally:
+        producer.shutdown()
+    assert {r.send_status for r in after} == {"SEND_OK"}
+    assert Counter(r.message_queue.broker_name for r in after) == {"broker-a": 40}
+    assert stored_per_set(sets, TOPIC, QUEUES)["broker-a"] - before == 40
+
+    def dropped() -> bool:
+        return "broker-b" not in {d.broker_name for d in admin.cluster_info().brokers.values()}
+
+    wait_until(dropped, timeout=30, what="the name server dropping broker-b")
+    sample(sets.namesrv_addr, admin)  # the next cycle finds broker-b gone: stored as down
+
+    cluster_page = viewer_client.get("/cluster/").content.decode()
+    vanished = cluster_page.split('id="vanished-brokers"', 1)[1].split("</section>", 1)[0]
+    assert "Broker set <strong>broker-b</strong> takes no messages" in vanished
+    assert "<td>broker-b</td>" in vanished and "badge-bad" in vanished
+    assert "<td>broker-a</td>" not in vanished
+    assert "<td>broker-a</td>" in cluster_page.split('id="vanished-brokers"', 1)[0]  # listed, up
+
+    topic_page = viewer_client.get(f"/topics/{TOPIC}/").content.decode()
+    assert f"{sets.brokers['broker-a'].addr} (master)" in topic_page
+    down_row = topic_page.split('<tr class="route-down">', 1)[1].split("</tr>", 1)[0]
+    assert "<td>broker-b</td>" in down_row and "down" in down_row
