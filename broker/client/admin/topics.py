@@ -133,24 +133,28 @@ class ClusterRequests(AdminCore):
         route = await self.topic_route(topic)
         queues: list[QueueOffsetStatus] = []
         for data in route.broker_datas:
-            addr = data.master_addr
-            if not addr:
-                continue
-            stats = await self._broker_json(
-                addr, RequestCode.GET_TOPIC_STATS_INFO, GetTopicStatsInfoRequestHeader(topic)
-            )
-            for mq, offsets in mq_table(stats.get("offsetTable")):
-                queues.append(
-                    QueueOffsetStatus(
-                        broker_name=mq.get("brokerName", data.broker_name),
-                        queue_id=int(mq.get("queueId", 0)),
-                        min_offset=as_int(offsets.get("minOffset")),
-                        max_offset=as_int(offsets.get("maxOffset")),
-                        last_update_timestamp=as_int(offsets.get("lastUpdateTimestamp")),
-                    )
-                )
+            if data.master_addr:
+                queues.extend(await self.topic_queue_offsets(data.master_addr, data.broker_name, topic))
         queues.sort(key=lambda q: (q.broker_name, q.queue_id))
         return TopicStatus(topic=topic, queues=queues)
+
+    async def topic_queue_offsets(self, addr: str, broker_name: str, topic: str) -> list[QueueOffsetStatus]:
+        """One broker's GET_TOPIC_STATS_INFO of a topic: its queues' min and max offsets. For a
+        caller that knows where the topic lives (from the brokers' topic tables) without asking
+        the name server for its route."""
+        stats = await self._broker_json(
+            addr, RequestCode.GET_TOPIC_STATS_INFO, GetTopicStatsInfoRequestHeader(topic)
+        )
+        return [
+            QueueOffsetStatus(
+                broker_name=mq.get("brokerName", broker_name),
+                queue_id=int(mq.get("queueId", 0)),
+                min_offset=as_int(offsets.get("minOffset")),
+                max_offset=as_int(offsets.get("maxOffset")),
+                last_update_timestamp=as_int(offsets.get("lastUpdateTimestamp")),
+            )
+            for mq, offsets in mq_table(stats.get("offsetTable"))
+        ]
 
     async def topic_consumed_by(self, topic: str) -> list[str]:
         """Groups holding offsets for the topic on any of its brokers."""
