@@ -14,10 +14,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from broker.client.admin import AsyncMQAdmin, runtime_figure
+from broker.client.admin import AsyncMQAdmin, TopicStatus, runtime_figure
 from broker.common.system_names import TRANSACTION_CHECK_GROUP
 from broker.common.topic_config import DLQ_GROUP_TOPIC_PREFIX, TRANS_HALF_TOPIC
-from console.services.cluster_queries import GroupRow, _group_rows, _topic_rows, fan_out
+from console.services.cluster_queries import GroupRow, _group_rows, _masters, _topic_rows, fan_out
 
 
 @dataclass
@@ -116,9 +116,34 @@ async def _brokers(core: AsyncMQAdmin, snapshot: Snapshot) -> None:
 
 
 async def _topics(core: AsyncMQAdmin, snapshot: Snapshot) -> None:
-    topics = [t.name for t in await _topic_rows(core)]
-    statuses = await fan_out([core.topic_status(t) for t in topics])
-    for topic, status in zip(topics, statuses, strict=True):
+    """Each topic's queue offsets, asked of the masters whose topic tables hold it (no route
+    lookup per topic). When a master does not give its table, a topic's figures could miss that
+    broker's share (and a later full count look like a burst of traffic): then each topic is
+    asked by its route instead, and a topic with a silent broker has no figures this cycle."""
+    masters = _masters(await core.cluster_info())
+    tables = await fan_out([core.all_topic_configs(addr) for _, addr in masters])
+    queues_of: dict[str, Any]  # topic → TopicStatus, or the error that voids its figures
+    if any(isinstance(t, BaseException) for t in tables):
+        topics = [t.name for t in await _topic_rows(core)]
+        statuses = await fan_out([core.topic_status(t) for t in topics])
+        queues_of = dict(zip(topics, statuses, strict=True))
+    else:
+        holders: dict[str, list[tuple[str, str]]] = {}
+        for (name, addr), table in zip(masters, tables, strict=True):
+            for topic in table:
+                holders.setdefault(topic, []).append((name, addr))
+        pairs = [(topic, name, addr) for topic, where in sorted(holders.items()) for name, addr in where]
+        answers = await fan_out([core.topic_queue_offsets(addr, name, topic) for topic, name, addr in pairs])
+        queues_of = {}
+        for (topic, _, _), answer in zip(pairs, answers, strict=True):
+            known = queues_of.get(topic)
+            if isinstance(known, BaseException):
+                continue  # one broker's failure already voids the topic's figures
+            if isinstance(answer, BaseException):
+                queues_of[topic] = answer
+            else:
+                queues_of.setdefault(topic, TopicStatus(topic, [])).queues.extend(answer)
+    for topic, status in queues_of.items():
         if isinstance(status, BaseException):
             snapshot.errors.append(str(status))
             continue
