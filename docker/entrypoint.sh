@@ -14,8 +14,9 @@ APP_DIR=${APP_DIR:-/opt/pyrocket/app}
 VAR_DIR=${CONSOLE_VAR_DIR:-/var/lib/pyrocket}
 BIND_HOST=${BIND_HOST:-0.0.0.0}
 export CONSOLE_VAR_DIR="$VAR_DIR"
-# Long-running processes keep their working files (Spark's among them) under the var dir.
-mkdir -p "$VAR_DIR" && cd "$VAR_DIR"
+# Processes keep their working files (Spark's among them) under the var dir, not the read-only
+# source tree.
+if [ -d "$VAR_DIR" ]; then cd "$VAR_DIR"; fi
 
 # A conf file mounted read-only (a template) becomes the process's own file under the var
 # dir on first start; ${NAME} in it is replaced by that environment variable. An existing
