@@ -24,6 +24,7 @@ from broker.common.topic_config import DLQ_GROUP_TOPIC_PREFIX
 from console.services.cluster_queries import cluster_overview, group_rows
 
 TOP_GROUPS = 10
+MAX_EVENTS = 20
 # History older than this many sampling intervals no longer stands for "now": the page reads live.
 STALE_CYCLES = 3
 DISK_WARN, DISK_BAD = 0.75, 0.9
@@ -36,6 +37,7 @@ class Section:
     data: Any = None
     error: str = ""
     source: str = ""  # where the figures come from, shown beside the section's title
+    count: int | None = None  # of the whole, where ``data`` shows only the first rows
 
 
 @dataclass
@@ -176,17 +178,15 @@ def dead_letters(admin: MQAdmin, cluster: str) -> Section:
     return Section(rows, source="live (growth today needs the history sampler)")
 
 
-def firing_alerts() -> Section:
-    try:
-        from alerts.models import AlertEvent
-    except ImportError:
-        return Section(error="the alerts app is not installed")
-    events = list(
-        AlertEvent.objects.filter(state__in=AlertEvent.OPEN_STATES).order_by(
-            "state", "-started_at"
-        )  # firing before pending[:20]
-    )
-    return Section(events, source="alert rules, evaluated by the beat task")
+def firing_alerts(cluster: str) -> Section:
+    """Open events of the name server's rules (the header's badge counts every name server's)."""
+    from alerts.models import AlertEvent
+
+    open_events = AlertEvent.objects.filter(state__in=AlertEvent.OPEN_STATES, cluster=cluster)
+    # "firing" sorts before "pending"; the newest first within each.
+    events = list(open_events.order_by("state", "-started_at")[:MAX_EVENTS])
+    firing = open_events.filter(state=AlertEvent.FIRING).count()
+    return Section(events, source="alert rules, evaluated after each history sample", count=firing)
 
 
 def overview(admin: MQAdmin, cluster: str) -> dict[str, Section]:
@@ -196,5 +196,5 @@ def overview(admin: MQAdmin, cluster: str) -> dict[str, Section]:
         "brokers": _guarded(broker_health, admin),
         "lagging": _guarded(lagging_groups, admin, cluster),
         "dead_letters": _guarded(dead_letters, admin, cluster),
-        "alerts": firing_alerts(),
+        "alerts": firing_alerts(cluster),
     }

@@ -23,8 +23,7 @@ def home(request):
     if user_role(request.user) is None:
         return render(request, "console/no_role.html")
     sections = overview(admin_of(request), current_namesrv(request))
-    firing = sum(1 for event in sections["alerts"].data or [] if event.state == "firing")
-    return render(request, "console/overview.html", {"sections": sections, "firing_count": firing})
+    return render(request, "console/overview.html", {"sections": sections})
 
 
 @require_GET

@@ -66,6 +66,7 @@ def test_firing_and_pending_alerts_are_listed_firing_first(viewer_client, live_c
     rule = AlertRule.objects.create(name="lag of the overview group", kind="group_lag", threshold=5)
     now = datetime.now(UTC)
     common = {"rule": rule, "rule_name": rule.name, "last_evaluated_at": now, "threshold": 5}
+    common["cluster"] = live_cluster.namesrv_addr
     AlertEvent.objects.create(**common, subject="g:pending", group="pending-group", state="pending",
                               value=6, started_at=now)  # fmt: skip
     AlertEvent.objects.create(**common, subject="g:firing", group=GROUP, state="firing", value=9,
@@ -73,9 +74,12 @@ def test_firing_and_pending_alerts_are_listed_firing_first(viewer_client, live_c
     response = viewer_client.get("/")
     events = _sections(response)["alerts"].data
     assert [e.state for e in events] == ["firing", "pending"]
-    assert response.context["firing_count"] == 1
+    assert _sections(response)["alerts"].count == 1
     html = response.content.decode()
-    assert 'data-alert-state="firing"' in html and f'href="/groups/{GROUP}/">group {GROUP}' in html
+    assert 'data-alert-state="firing"' in html and f'group <a href="/groups/{GROUP}/">{GROUP}</a>' in html
+    # Another name server's events are that name server's overview's.
+    AlertEvent.objects.filter(state="pending").update(cluster="10.0.0.1:9876")
+    assert [e.state for e in _sections(viewer_client.get("/"))["alerts"].data] == ["firing"]
 
 
 def test_recent_history_stands_for_now_and_gives_dead_letters_of_today(
