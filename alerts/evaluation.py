@@ -73,53 +73,75 @@ def _evaluate(now: datetime, cluster: str, report: EvaluationReport) -> None:
     }
     silences = list(Silence.objects.filter(starts_at__lte=now, ends_at__gt=now))
     readings = Readings(cluster, now)
-    created: list[AlertEvent] = []
-    changed: list[AlertEvent] = []
-    transitions: list[tuple[AlertEvent, str]] = []
-    seen: set[tuple[int | None, str]] = set()
+    batch = _Batch()
     for rule in rules:
         for obs in observe(rule, readings):
             report.subjects += 1
-            if obs.value <= rule.threshold:
-                continue
-            key = (rule.id, subject_key(obs.subject))
-            seen.add(key)
-            event = open_events.get(key)
-            if event is None:
-                event = _new_event(rule, obs.subject, key[1], obs.value, now)
-                created.append(event)
-                report.opened += 1
-            else:
-                event.value, event.last_evaluated_at = obs.value, now
-                event.summary = summary_of(rule, obs.subject, obs.value)
-                changed.append(event)
-            if event.state == AlertEvent.PENDING and now - event.started_at >= timedelta(
-                minutes=rule.for_minutes
-            ):
-                event.state, event.firing_at = AlertEvent.FIRING, now
-                transitions.append((event, Notification.FIRING))
-                report.fired += 1
-    dropped = []
+            if obs.value > rule.threshold:
+                batch.holds(rule, obs, open_events, now)
     for key, event in open_events.items():
-        if key in seen:
-            continue
-        if event.state == AlertEvent.PENDING:
-            dropped.append(event.id)
-            continue
-        reason = "rule deleted" if event.rule is None else "" if event.rule.enabled else "rule disabled"
-        _resolve(event, now, reason)
-        changed.append(event)
-        transitions.append((event, Notification.RESOLVED))
-    report.dropped, report.resolved = len(dropped), len(transitions) - report.fired
-    AlertEvent.objects.filter(id__in=dropped).delete()
-    AlertEvent.objects.bulk_create(created)
-    AlertEvent.objects.bulk_update(
-        changed, ["state", "value", "summary", "last_evaluated_at", "firing_at", "resolved_at", "resolution"]
-    )
-    report.notifications = notify.for_transitions(transitions, silences, now)
+        if key not in batch.seen:
+            batch.clears(event, now)
+    report.opened, report.dropped = len(batch.created), len(batch.dropped)
+    report.fired = sum(kind == Notification.FIRING for _, kind in batch.transitions)
+    report.resolved = len(batch.transitions) - report.fired
+    batch.write(now)
+    report.notifications = notify.for_transitions(batch.transitions, silences, now)
     report.notifications += notify.release_unsilenced(cluster, silences, now)
     report.history_reads = readings.queries
     _forget_old_resolved(now)
+
+
+class _Batch:
+    """The changes of one evaluation, written at its end with a bounded number of queries."""
+
+    def __init__(self) -> None:
+        self.created: list[AlertEvent] = []
+        self.still: list[AlertEvent] = []  # open events whose condition still holds
+        self.revalued: list[AlertEvent] = []  # ... of them, those whose figure moved
+        self.dropped: list[int] = []  # pending events whose condition went before they fired
+        self.transitions: list[tuple[AlertEvent, str]] = []
+        self.seen: set[tuple[int | None, str]] = set()
+
+    def holds(self, rule: AlertRule, obs, open_events: dict, now: datetime) -> None:
+        key = (rule.id, subject_key(obs.subject))
+        self.seen.add(key)
+        event = open_events.get(key)
+        if event is None:
+            event = _new_event(rule, obs.subject, key[1], obs.value, now)
+            self.created.append(event)
+        else:
+            self.still.append(event)
+            if event.value != obs.value:
+                event.value = obs.value
+                self.revalued.append(event)
+        if event.state == AlertEvent.PENDING and now - event.started_at >= timedelta(
+            minutes=rule.for_minutes
+        ):
+            event.state, event.firing_at = AlertEvent.FIRING, now
+            event.summary = summary_of(rule, obs.subject, obs.value)  # as it was when it fired
+            self.transitions.append((event, Notification.FIRING))
+
+    def clears(self, event: AlertEvent, now: datetime) -> None:
+        if event.state == AlertEvent.PENDING:
+            self.dropped.append(event.id)  # it never fired: nobody was told, nothing to resolve
+            return
+        reason = "rule deleted" if event.rule is None else "" if event.rule.enabled else "rule disabled"
+        _resolve(event, now, reason)
+        self.transitions.append((event, Notification.RESOLVED))
+
+    def write(self, now: datetime) -> None:
+        # Sized by what changed: the evaluation time of every open event in one UPDATE, the figures
+        # that moved in one bulk update of that column, the few transitions with all their columns.
+        AlertEvent.objects.filter(id__in=self.dropped).delete()
+        AlertEvent.objects.bulk_create(self.created)
+        AlertEvent.objects.filter(id__in=[e.id for e in self.still]).update(last_evaluated_at=now)
+        AlertEvent.objects.bulk_update(self.revalued, ["value"])
+        new = {id(e) for e in self.created}
+        moved = [event for event, _ in self.transitions if id(event) not in new]
+        AlertEvent.objects.bulk_update(
+            moved, ["state", "summary", "last_evaluated_at", "firing_at", "resolved_at", "resolution"]
+        )
 
 
 def _new_event(rule: AlertRule, subject: dict[str, str], key: str, value: float, now: datetime) -> AlertEvent:

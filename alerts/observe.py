@@ -12,10 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db.models import Max
+from django.db.models import Max, Min
 
 from history import query
-from history.models import Point, Series
+from history.models import Cycle, Point, Series
 
 from .kinds import BROKER, GROUP, KINDS
 
@@ -47,24 +47,28 @@ class Readings:
         return self._cached(("latest", metric, scope), load)
 
     def change_over(self, metric: str, scope: str, minutes: int) -> dict[str, float]:
-        """Each name's newest value minus its oldest within the last ``minutes`` (raw points)."""
+        """Each name's value in the newest cycle minus its value in the oldest cycle of the last
+        ``minutes`` (raw points of those two cycles only; a name absent from either has none)."""
 
         def load() -> dict[str, float]:
+            since = self.now - timedelta(minutes=minutes)
+            cycles = Cycle.objects.filter(cluster=self.cluster, taken_at__gte=since, taken_at__lte=self.now)
+            bounds = cycles.aggregate(first=Min("taken_at"), last=Max("taken_at"))
+            if bounds["first"] is None or bounds["first"] == bounds["last"]:
+                return {}
             ids = dict(
                 Series.objects.filter(metric=metric, scope=scope, cluster=self.cluster).values_list(
                     "id", "name"
                 )
             )
-            since = self.now - timedelta(minutes=minutes)
+            points = Point.objects.filter(
+                series_id__in=list(ids), taken_at__in=[bounds["first"], bounds["last"]]
+            )
             first: dict[int, float] = {}
             last: dict[int, float] = {}
-            points = Point.objects.filter(
-                series_id__in=list(ids), taken_at__gte=since, taken_at__lte=self.now
-            )
-            for series_id, value in points.order_by("taken_at").values_list("series_id", "value"):
-                first.setdefault(series_id, value)
-                last[series_id] = value
-            return {ids[sid]: last[sid] - first[sid] for sid in last}
+            for series_id, taken_at, value in points.values_list("series_id", "taken_at", "value"):
+                (first if taken_at == bounds["first"] else last)[series_id] = value
+            return {ids[sid]: last[sid] - first[sid] for sid in last if sid in first}
 
         return self._cached(("change", metric, scope, minutes), load)
 
