@@ -19,6 +19,7 @@ from console.forms import PERM_CHOICES, SendMessageForm, TopicForm, check_topic
 from console.roles import VIEWER, require_permission, require_role
 from console.services.cluster_queries import topic_consumers, topic_rows
 from console.services.sending import choose_queue, send_message
+from console.services.topic_by_set import topic_by_set
 from console.services.vanished_brokers import down_sets, vanished_brokers
 from console.views.common import invalid_form, invalid_target, run_action, save_on_masters
 
@@ -61,14 +62,17 @@ def topic_list(request):
 def topic_detail(request, topic: str):
     admin = admin_of(request)
     route = admin.topic_route(topic)
-    status = admin.topic_status(topic)
+    by_set = topic_by_set(admin, topic, route)  # a set that does not answer costs its rows only
+    status = by_set.status
     queue_data = route.queue_datas[0] if route.queue_datas else None
     context = {
         "topic": topic,
         "route": route,
         "status": status,
         "total_messages": sum(q.max_offset - q.min_offset for q in status.queues),
-        "consumers": topic_consumers(admin, topic),
+        "consumers": by_set.consumers,
+        "consumers_error": by_set.consumers_error,
+        "unreachable": by_set.unreachable,
         "send_form": SendMessageForm(),
         "perm_choices": PERM_CHOICES,
         "current": {

@@ -9,6 +9,7 @@ process (its database is the test database, the cluster the one started here).
 from __future__ import annotations
 
 import os
+import signal
 import threading
 from collections import Counter
 
@@ -21,6 +22,7 @@ django.setup()
 import pytest  # noqa: E402
 
 from broker.client import ConsumeConcurrentlyStatus, Producer  # noqa: E402
+from broker.client.admin import MQClientError  # noqa: E402
 from broker.common.message import Message  # noqa: E402
 from broker.local_cluster import wait_until  # noqa: E402
 from console import cluster_access  # noqa: E402
@@ -200,3 +202,41 @@ def test_a_stopped_set_sends_go_to_the_other_and_the_console_says_which(
     assert f"{sets.brokers['broker-a'].addr} (master)" in topic_page
     down_row = topic_page.split('<tr class="route-down">', 1)[1].split("</tr>", 1)[0]
     assert "<td>broker-b</td>" in down_row and "down" in down_row
+
+
+def test_a_hung_set_costs_one_send_and_its_own_rows_only(stopping_sets, viewer_client, console_on):
+    """broker-b frozen (SIGSTOP): still listed by the name server, answering nothing."""
+    sets = stopping_sets
+    console_on(sets)
+    producer = Producer("ScaleOutHungProducer", sets.namesrv_addr).start()
+    hung = sets.brokers["broker-b"].proc
+    try:
+        assert {r.message_queue.broker_name for r in _send(producer, 8, "warm")} == set(SETS)
+        hung.send_signal(signal.SIGSTOP)
+        landed, failed = Counter(), []
+        for i in range(20):
+            try:
+                landed[producer.send(Message(TOPIC, f"hung {i}".encode())).message_queue.broker_name] += 1
+            except MQClientError as exc:
+                failed.append(str(exc))
+        print(f"with broker-b hung: sent to {dict(landed)}, failed {len(failed)}: {failed}")
+        # As RocketMQ's producer: a send that waited out its timeout on the hung set has spent its
+        # time budget and fails; the latency fault tolerance then keeps every later send off it.
+        assert len(failed) <= 1 and landed == {"broker-a": 20 - len(failed)}
+        assert not producer.faults.is_available("broker-b")
+
+        cluster_page = viewer_client.get("/cluster/").content.decode()
+        row_b = cluster_page.split(f"{sets.brokers['broker-b'].addr}</a>", 1)[1].split("</tr>", 1)[0]
+        assert "unreachable" in row_b
+
+        response = viewer_client.get(f"/topics/{TOPIC}/")
+        assert response.status_code == 200  # was 503 for the whole page
+        topic_page = response.content.decode()
+        row_b = topic_page.split("<tr><td>broker-b", 1)[1].split("</tr>", 1)[0]
+        assert "down: not answering" in row_b
+        assert "down: not answering" not in topic_page.split("<tr><td>broker-a", 1)[1].split("</tr>", 1)[0]
+        for queue_id in range(QUEUES):  # broker-a's queue offsets are there
+            assert f'<tr><td>broker-a</td><td class="num">{queue_id}</td>' in topic_page
+    finally:
+        hung.send_signal(signal.SIGCONT)
+        producer.shutdown()
