@@ -76,9 +76,17 @@ def _save_progress(job: ReplayJob, records: list[AuditRecord]) -> None:
 
 @shared_task(name="console.replay_dead_letters")
 def replay_dead_letters(job_id: int) -> dict:
+    # Claim the job: only the delivery that moves it out of pending replays it. A task message
+    # delivered twice (Redis restores unacknowledged messages to the queue, a worker killed between
+    # receiving and acknowledging, a retried publish) would otherwise send every copy again,
+    # possibly on two workers at once.
+    claimed = ReplayJob.objects.filter(pk=job_id, status=ReplayJob.STATUS_PENDING).update(
+        status=ReplayJob.STATUS_RUNNING
+    )
     job = ReplayJob.objects.get(pk=job_id)
-    job.status = ReplayJob.STATUS_RUNNING
-    job.save(update_fields=["status"])
+    if not claimed:
+        log.warning("replay job %s is %s already: this delivery replays nothing", job_id, job.status)
+        return {"sent": job.sent, "failed": job.failed, "status": job.status, "duplicate": True}
     try:
         messages, lookup_errors = _messages_of(job)
         job.total = len(messages) + len(lookup_errors)

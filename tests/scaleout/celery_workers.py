@@ -133,6 +133,11 @@ class CeleryWorker:
     def output(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
+    def received(self, task_id: str) -> bool:
+        """Whether this worker took ``task_id`` off the queue (its own log says so at once; its
+        task-started event waits in the event buffer while a solo pool runs the task)."""
+        return f"[{task_id}] received" in self.output()
+
     def kill(self) -> None:
         """SIGKILL, as the kernel's OOM killer or a lost machine would end it (its Spark JVM too)."""
         self._signal(signal.SIGKILL)
@@ -159,10 +164,10 @@ class CeleryWorker:
 @dataclass
 class TaskEvents:
     """Celery's task events (workers started with ``-E``), received from the broker: which worker
-    (hostname) started and finished each task."""
+    (hostname) finished each task. (A solo pool's worker buffers its task events and sends them
+    once the task is over: ``CeleryWorker.received`` tells which worker has a running task.)"""
 
     broker_url: str
-    started: dict[str, list[str]] = field(default_factory=dict)  # task id → hostnames that started it
     finished: dict[str, tuple[str, str]] = field(default_factory=dict)  # task id → (hostname, event)
     _receiver: object = None
     _ready: threading.Event = field(default_factory=threading.Event)
@@ -179,13 +184,10 @@ class TaskEvents:
 
         app = Celery(broker=self.broker_url)
 
-        def on_started(event):
-            self.started.setdefault(event["uuid"], []).append(event["hostname"])
-
         def on_finished(event):
             self.finished[event["uuid"]] = (event["hostname"], event["type"])
 
-        handlers = {"task-started": on_started, "task-succeeded": on_finished, "task-failed": on_finished}
+        handlers = {"task-succeeded": on_finished, "task-failed": on_finished}
         with app.connection_for_read() as connection:
             self._receiver = receiver = app.events.Receiver(connection, handlers=handlers)
             consuming = receiver.on_consume_ready
