@@ -145,20 +145,15 @@ async def _group_configs(core: AsyncMQAdmin) -> dict[str, dict[str, Any]]:
     return configs
 
 
-async def _connection_or_none(core: AsyncMQAdmin, group: str) -> ConsumerConnection | None:
+async def _connection_or_none(
+    core: AsyncMQAdmin, group: str, broker_addr: str | None = None
+) -> ConsumerConnection | None:
     try:
-        return await core.consumer_connection(group)
+        return await core.consumer_connection(group, broker_addr)
     except MQBrokerError as exc:
         if exc.code in (ResponseCode.CONSUMER_NOT_ONLINE, ResponseCode.SYSTEM_ERROR):
             return None
         raise
-
-
-async def _progress_or_none(core: AsyncMQAdmin, group: str) -> ConsumeProgress | None:
-    try:
-        return await core.consumer_progress(group)
-    except NotFoundError:
-        return None
 
 
 async def _group_row(
@@ -251,6 +246,7 @@ class GroupDetail:
     progress: ConsumeProgress | None
     connection: ConsumerConnection | None
     queue_clients: dict[tuple[str, str, int], str]
+    unreachable: dict[str, str] = field(default_factory=dict)  # broker set → why it did not answer
 
     @property
     def topics(self) -> list[str]:
@@ -287,14 +283,52 @@ async def _queue_clients(core: AsyncMQAdmin, group: str, connection: ConsumerCon
     return holders
 
 
+async def _progress_by_set(
+    core: AsyncMQAdmin, group: str, masters: list[tuple[str, str]], unreachable: dict[str, str]
+) -> ConsumeProgress | None:
+    """The group's progress on every master at once; a set that does not answer is noted in
+    ``unreachable`` and left out (the SDK's consumer_progress asks the sets in turn and fails whole)."""
+    answers = await fan_out([core.broker_consume_stats(addr, group, None, name) for name, addr in masters])
+    queues, tps = [], 0.0
+    for (name, _), answer in zip(masters, answers, strict=True):
+        if isinstance(answer, MQClientError):
+            unreachable[name] = str(answer)
+        elif isinstance(answer, BaseException):
+            raise answer  # a bug, not a broker's state
+        else:
+            tps += answer[0]
+            queues.extend(answer[1])
+    if not queues:
+        return None
+    queues.sort(key=lambda q: (q.topic, q.broker_name, q.queue_id))
+    return ConsumeProgress(group, queues, round(tps, 2), sum(q.diff for q in queues))
+
+
+async def _connection_of_any(core: AsyncMQAdmin, group: str, masters: list[tuple[str, str]]):
+    """The group's online clients from whichever master answers (each is told by every client)."""
+    answers = await fan_out([_connection_or_none(core, group, addr) for _, addr in masters])
+    for answer in answers:
+        if isinstance(answer, ConsumerConnection):
+            return answer
+    for answer in answers:  # a refusal (no permission, say) is shown; a silent set is skipped
+        if isinstance(answer, MQBrokerError) or (
+            isinstance(answer, BaseException) and not isinstance(answer, MQClientError)
+        ):
+            raise answer
+    return None
+
+
 async def _group_detail(core: AsyncMQAdmin, group: str) -> GroupDetail:
     configs = (await _group_configs(core)).get(group, {})
+    masters = _masters(await core.cluster_info())
+    unreachable: dict[str, str] = {}
     progress, connection = await asyncio.gather(
-        _progress_or_none(core, group), _connection_or_none(core, group)
+        _progress_by_set(core, group, masters, unreachable), _connection_of_any(core, group, masters)
     )
-    if not configs and progress is None and connection is None:
+    if not configs and progress is None and connection is None and not unreachable:
         raise NotFoundError(f"consumer group {group!r} is not configured on any broker and has no consumers")
-    return GroupDetail(group, configs, progress, connection, await _queue_clients(core, group, connection))
+    queue_clients = await _queue_clients(core, group, connection)
+    return GroupDetail(group, configs, progress, connection, queue_clients, unreachable)
 
 
 def group_detail(admin: MQAdmin, group: str) -> GroupDetail:

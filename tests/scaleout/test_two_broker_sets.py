@@ -34,6 +34,7 @@ pytestmark = pytest.mark.timeout(180)
 TOPIC = "ScaleOutSpread"
 QUEUES = 4  # per set: 8 queues in all
 GROUP = "ScaleOutSpreadGroup"
+HUNG_GROUP = "ScaleOutHungGroup"
 PASSWORD = "correct horse battery staple 24"
 
 viewer_client = logged_in_client("sets-viewer", "viewer", PASSWORD)
@@ -209,9 +210,13 @@ def test_a_hung_set_costs_one_send_and_its_own_rows_only(stopping_sets, viewer_c
     sets = stopping_sets
     console_on(sets)
     producer = Producer("ScaleOutHungProducer", sets.namesrv_addr).start()
+    consumer = sets.push_consumer(
+        HUNG_GROUP, TOPIC, lambda m, c: ConsumeConcurrentlyStatus.CONSUME_SUCCESS, "hung-c"
+    )
     hung = sets.brokers["broker-b"].proc
     try:
         assert {r.message_queue.broker_name for r in _send(producer, 8, "warm")} == set(SETS)
+        wait_until(lambda: len([q for q in consumer.assigned if q.topic == TOPIC]) == 2 * QUEUES, timeout=30)
         hung.send_signal(signal.SIGSTOP)
         landed, failed = Counter(), []
         for i in range(20):
@@ -237,6 +242,16 @@ def test_a_hung_set_costs_one_send_and_its_own_rows_only(stopping_sets, viewer_c
         assert "down: not answering" not in topic_page.split("<tr><td>broker-a", 1)[1].split("</tr>", 1)[0]
         for queue_id in range(QUEUES):  # broker-a's queue offsets are there
             assert f'<tr><td>broker-a</td><td class="num">{queue_id}</td>' in topic_page
+
+        response = viewer_client.get(f"/groups/{HUNG_GROUP}/")
+        assert response.status_code == 200  # was 503 for the whole page
+        group_page = response.content.decode()
+        assert "Broker set <strong>broker-b</strong> did not answer" in group_page
+        for queue_id in range(QUEUES):  # broker-a's queues, with the member holding each
+            assert f'<td>broker-a</td><td class="num">{queue_id}</td>' in group_page
+        assert "<td>broker-b</td>" not in group_page
+        assert consumer._client().client_id in group_page  # the online client, told by broker-a
     finally:
         hung.send_signal(signal.SIGCONT)
         producer.shutdown()
+        consumer.shutdown()
