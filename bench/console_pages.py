@@ -2,14 +2,18 @@
 the metric-history sampler's cost per cycle.
 
     python bench/console_pages.py [--topics 1000] [--groups 300] [--requests 30]
-                                  [--sampler-cycles 5] [--json]
+                                  [--sampler-cycles 5] [--history-days 30]
+                                  [--history-raw-hours 48] [--json]
 
 Starts a name server and two brokers (as the tests do), creates the topics on both brokers and the
 groups with a committed offset each (so every group has progress to compute), then times the
 console's views through Django's test client: that is server time, without a browser or network.
 Prints p50 / p95 in milliseconds per page. The sampler part runs history's sampling cycles on the
 same cluster (collection through the admin client plus the bulk insert into the console's
-database) and prints seconds, requests and stored points per cycle.
+database) and prints seconds, requests and stored points per cycle. The history part then fills
+the history tables as 30 days of sampling would (5-minute rollups of every series the sampler
+stored, raw points for the last 48 hours) and times the history charts' JSON (hour, day, week),
+the history page (top 10 over each window), the daily totals and the group page with its charts.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import statistics
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,6 +110,111 @@ def sampler_cost(admin, namesrv: str, cycles: int) -> dict[str, float]:
     }
 
 
+def store_history(namesrv: str, days: float, raw_hours: float) -> dict[str, float]:
+    """Fill metric history as ``days`` of the sampler would leave it, for every series the sampler
+    cycles created (every catalogue metric of every broker, topic, group and cluster): a 5-minute
+    rollup per series per bucket over ``days``, and raw points every HISTORY_SAMPLE_SECONDS over the
+    last ``raw_hours`` (raw retention). Written with executemany straight into the tables: the
+    bench measures reading them, not the sampler."""
+    from datetime import timedelta
+
+    from django.conf import settings
+    from django.db import connection
+
+    from history import clock
+    from history.models import Point, Rollup, Series
+
+    now = clock.now()
+    step = timedelta(minutes=5)
+    last_bucket = now - timedelta(seconds=now.timestamp() % 300)
+    buckets = [last_bucket - step * i for i in range(int(days * 288), 0, -1)]
+    every = timedelta(seconds=int(getattr(settings, "HISTORY_SAMPLE_SECONDS", 30)))
+    raw_times = [now - every * i for i in range(int(raw_hours * 3600 / every.total_seconds()), 0, -1)]
+    adapt = connection.ops.adapt_datetimefield_value
+    bucket_values, raw_values = [adapt(b) for b in buckets], [adapt(t) for t in raw_times]
+    ids = list(Series.objects.filter(cluster=namesrv).values_list("id", flat=True))
+    rollup_sql = (
+        f"INSERT INTO {Rollup._meta.db_table} (series_id, start, count, value_avg, value_min, value_max, "
+        "value_last) VALUES (%s, %s, %s, %s, %s, %s, %s)"
+    )
+    point_sql = f"INSERT INTO {Point._meta.db_table} (series_id, taken_at, value) VALUES (%s, %s, %s)"
+    started = time.perf_counter()
+    with _indexes_dropped((Rollup, Point)):
+        _insert(ids, rollup_sql, bucket_values, point_sql, raw_values)
+    return {
+        "series": len(ids),
+        "rollups": len(ids) * len(buckets),
+        "raw_points": len(ids) * len(raw_times),
+        "insert_seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+@contextmanager
+def _indexes_dropped(models):
+    """The tables' secondary indexes off while they are filled and built again after (as fast as
+    the database sorts): inserting into every time index at random places takes many minutes.
+    Unique constraints stay (the rows arrive in their order)."""
+    from django.db import connection
+
+    tables = [model._meta.db_table for model in models]
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            marks = ", ".join(["%s"] * len(tables))
+            cursor.execute(
+                f"SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL "
+                f"AND tbl_name IN ({marks})",
+                tables,
+            )
+        else:  # PostgreSQL: indexes that are no constraint's
+            cursor.execute(
+                "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = ANY(%s) AND indexname NOT IN "
+                "(SELECT conname FROM pg_constraint)",
+                [tables],
+            )
+        indexes = cursor.fetchall()
+        for name, _ in indexes:
+            cursor.execute(f'DROP INDEX "{name}"')
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            for _, definition in indexes:
+                cursor.execute(definition)
+
+
+def _insert(ids, rollup_sql, bucket_values, point_sql, raw_values) -> None:
+    from django.db import connection, transaction
+
+    # A commit per 100 series: one per series spends the time in fsyncs.
+    for first in range(0, len(ids), 100):
+        with transaction.atomic(), connection.cursor() as cursor:
+            for sid in ids[first : first + 100]:
+                level = float(sid % 97)
+                rollups = [
+                    (sid, b, 10, level + i % 7, level, level + 7, level + i % 7)
+                    for i, b in enumerate(bucket_values)
+                ]
+                cursor.executemany(rollup_sql, rollups)
+                cursor.executemany(point_sql, [(sid, t, level + i % 5) for i, t in enumerate(raw_values)])
+
+
+def history_pages(client, topics: list[str], groups: list[str], requests: int) -> dict[str, dict[str, float]]:
+    """Server time of the history charts' JSON (each window), the history page and the daily
+    totals, over the history ``store_history`` wrote."""
+    topic, group = topics[len(topics) // 2], groups[len(groups) // 2]
+    paths = {}
+    for window in ("hour", "day", "week"):
+        paths[f"group lag chart ({window})"] = f"/history/charts/group/lag.json?name={group}&window={window}"
+        paths[f"topic TPS chart ({window})"] = f"/history/charts/topic/tps.json?name={topic}&window={window}"
+        paths[f"cluster TPS chart ({window})"] = f"/history/charts/cluster/broker-tps.json?window={window}"
+        paths[f"history page ({window})"] = f"/history/?window={window}"
+    paths["daily totals (30 days)"] = "/history/daily.json?days=30"
+    paths["group detail page"] = f"/groups/{group}/"
+    for path in paths.values():
+        client.get(path)
+    return {name: time_page(client, path, requests) for name, path in paths.items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--topics", type=int, default=1000)
@@ -112,6 +222,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=30, help="timed requests per page")
     parser.add_argument(
         "--sampler-cycles", type=int, default=5, help="history sampling cycles timed (0: none)"
+    )
+    parser.add_argument(
+        "--history-days", type=float, default=30, help="days of 5-minute rollups to read back (0: skip)"
+    )
+    parser.add_argument(
+        "--history-raw-hours", type=float, default=48, help="hours of raw points (raw retention)"
     )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
@@ -137,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
             call_command("migrate", verbosity=0)
             admin = admin_for(cluster.namesrv_addr)
             started = time.perf_counter()
-            _, groups = populate(admin, CLUSTER, args.topics, args.groups)
+            topics, groups = populate(admin, CLUSTER, args.topics, args.groups)
             setup_s = time.perf_counter() - started
             user = User.objects.create_superuser("bench", password="bench-password-not-secret")
             client = Client(HTTP_HOST="127.0.0.1")
@@ -155,12 +271,16 @@ def main(argv: list[str] | None = None) -> int:
                 if args.sampler_cycles
                 else None
             )
+            history = None
+            if args.history_days:
+                stored = store_history(cluster.namesrv_addr, args.history_days, args.history_raw_hours)
+                history = {"stored": stored, "pages": history_pages(client, topics, groups, args.requests)}
             close_all()
         finally:
             cluster.stop()
     if args.json:
         figures = {"topics": args.topics, "groups": args.groups, "brokers": 2, "pages": results}
-        print(json.dumps({**figures, "sampler": sampler}))
+        print(json.dumps({**figures, "sampler": sampler, "history": history}))
     else:
         print(
             f"{args.topics} topics, {args.groups} groups on 2 brokers (set-up {setup_s:.1f} s); "
@@ -176,6 +296,16 @@ def main(argv: list[str] | None = None) -> int:
                 f"{sampler['requests_per_cycle']:.0f} requests and {sampler['points_per_cycle']:.0f} points "
                 f"per cycle, over {sampler['cycles']} cycles"
             )
+        if history:
+            stored = history["stored"]
+            print(
+                f"  history: {stored['series']} series, {stored['rollups']:,} rollups "
+                f"({args.history_days:g} days) "
+                f"and {stored['raw_points']:,} raw points ({args.history_raw_hours:g} h) "
+                f"(inserted in {stored['insert_seconds']:.0f} s); server time:"
+            )
+            for name, figures in history["pages"].items():
+                print(f"    {name:<28} p50 {figures['p50_ms']:>7.1f} ms   p95 {figures['p95_ms']:>7.1f} ms")
     return 0
 
 
