@@ -158,7 +158,7 @@ def send_email(row: Notification) -> None:
         "",
         f"Rule: {event.rule_name} ({event.severity})",
         f"Subject: {event.subject_text}",
-        f"Value: {event.value:g} (threshold {event.threshold:g})",
+        f"Value: {event.value_text} (threshold {event.threshold_text})",
         f"Started: {_iso(event.started_at)}",
         f"Firing since: {_iso(event.firing_at)}",
     ]

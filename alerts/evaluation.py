@@ -50,7 +50,8 @@ def subject_key(subject: dict[str, str]) -> str:
 def summary_of(rule: AlertRule, subject: dict[str, str], value: float) -> str:
     kind = KINDS[rule.kind]
     what = " ".join(f"{k} {v}" for k, v in subject.items() if k != "cluster")
-    return f"{kind.label} {rule.threshold:g}: {what} at {value:g} ({kind.threshold_label})"[:500]
+    text = f"{kind.label} {kind.format(rule.threshold)}: {what} at {kind.format(value)}"
+    return f"{text} ({kind.threshold_label})"[:500]
 
 
 def evaluate(now: datetime | None = None, cluster: str | None = None) -> EvaluationReport:

@@ -16,6 +16,18 @@ class Kind:
     subject: str  # GROUP or BROKER: what one event is about
     threshold_label: str  # what the number compared against is, with its unit
     uses_window: bool = False  # measured as a change over the rule's window
+    unit: str = ""  # "bytes" and "ratio" are shown as such (256 MiB, 85%); others as plain numbers
+
+    def format(self, value: float) -> str:
+        """A figure of this kind as the pages show it."""
+        if self.unit == "bytes":
+            for unit in ("B", "KiB", "MiB", "GiB"):
+                if abs(value) < 1024 or unit == "GiB":
+                    return f"{value:.3g} {unit}" if unit != "B" else f"{value:.0f} B"
+                value /= 1024
+        if self.unit == "ratio":
+            return f"{value * 100:.3g}%"
+        return f"{value:,.6g}"
 
     @property
     def scope_fields(self) -> tuple[str, ...]:
@@ -31,8 +43,14 @@ KINDS: dict[str, Kind] = {
         Kind("dlq_receiving", "Dead letters arriving", GROUP, "new dead letters over the window", True),
         Kind("consume_stalled", "Not consuming while lagging", GROUP, "messages behind (with 0 consume TPS)"),
         Kind("broker_down", "Broker down or not heard from", BROKER, "seconds since last heard"),
-        Kind("disk_ratio", "Disk usage above", BROKER, "ratio of the store disk used (0 to 1)"),
-        Kind("replication_bytes", "Replication lag above (bytes)", BROKER, "bytes the slave is behind"),
+        Kind("disk_ratio", "Disk usage above", BROKER, "ratio of the store disk used (0 to 1)", unit="ratio"),
+        Kind(
+            "replication_bytes",
+            "Replication lag above (bytes)",
+            BROKER,
+            "bytes the slave is behind",
+            unit="bytes",
+        ),
         Kind("replication_seconds", "Replication lag above (seconds)", BROKER, "seconds the slave is behind"),
         Kind("request_wait", "Requests waiting in queue", BROKER, "milliseconds at the head of the queue"),
         Kind("half_messages", "Transaction half messages piling up", BROKER, "undecided half messages"),

@@ -71,6 +71,10 @@ class AlertRule(ScopedMixin):
     def kind_info(self):
         return KINDS[self.kind]
 
+    @property
+    def threshold_text(self) -> str:
+        return KINDS[self.kind].format(self.threshold)
+
     def email_recipients(self) -> list[str]:
         return [address.strip() for address in self.email_to.split(",") if address.strip()]
 
@@ -133,6 +137,18 @@ class AlertEvent(models.Model):
     @property
     def acknowledged(self) -> bool:
         return self.acknowledged_at is not None
+
+    def _format(self, value: float) -> str:
+        kind = KINDS.get(self.rule.kind) if self.rule else None
+        return kind.format(value) if kind else f"{value:,.6g}"
+
+    @property
+    def value_text(self) -> str:
+        return self._format(self.value)
+
+    @property
+    def threshold_text(self) -> str:
+        return self._format(self.threshold)
 
 
 class Silence(ScopedMixin):

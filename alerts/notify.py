@@ -2,8 +2,9 @@
 
 Each receiver (a webhook URL; the e-mail addresses together) gets one notification when the event
 starts firing and one when it resolves. A notification made while a silence covers the event is kept
-as *suppressed* (the events page says by which silence) and not sent; a resolution is sent only to
-receivers that were told of the firing. If a silence ends while its event still fires, the firing
+as *suppressed* (the events page says by which silence) and not sent; a resolution goes only to
+receivers the firing was sent to (not to one whose firing a silence held back, nor to one added
+to the rule since). If a silence ends while its event still fires, the firing
 notification held back goes out then. Delivery is the worker's (``alerts.tasks``), queued once the
 evaluation's transaction has committed, never done in the evaluator or a request.
 """
