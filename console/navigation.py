@@ -27,6 +27,7 @@ NAV_ITEMS: list[tuple[str, str, str]] = [
     ("Messages", "Trace", "console:trace"),
     ("Monitoring", "Alerts", "alerts:events"),
     ("Monitoring", "Alert rules", "alerts:rules"),
+    ("Monitoring", "History", "history:index"),
     ("Monitoring", "Analytics", "analytics:run_list"),
     ("Monitoring", "Prometheus & Grafana", "console:export"),
     ("Admin", "Audit", "console:audit"),

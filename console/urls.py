@@ -12,6 +12,7 @@ from console.views import (
     cluster,
     delayed,
     dlq,
+    export,
     groups,
     messages,
     metrics,
@@ -66,9 +67,9 @@ urlpatterns = [
     path("acl/white-list", acl.acl_white_list_update, name="acl_white_list"),
     path("metrics", metrics.metrics, name="metrics"),
     # W17: what teams on Prometheus and Grafana take from the console.
-    path("export/", overview.export_page, name="export"),
-    path("export/grafana-dashboard.json", overview.grafana_dashboard, name="export_grafana"),
-    path("export/prometheus-rules.yml", overview.prometheus_rules, name="export_prometheus_rules"),
+    path("export/", export.export_page, name="export"),
+    path("export/grafana-dashboard.json", export.grafana_dashboard, name="export_grafana"),
+    path("export/prometheus-rules.yml", export.prometheus_rules, name="export_prometheus_rules"),
     # Operations pages.
     path("ops/dlq/", dlq.dlq_groups, name="dlq"),
     path("ops/dlq/<name:group>/", dlq.dlq_list, name="dlq_list"),

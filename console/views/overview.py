@@ -1,17 +1,13 @@
 """The console's home page: is everything all right? (brokers, throughput, disk, lag, firing
-alerts, dead letters), and the W17 downloads for teams on Prometheus and Grafana."""
+alerts, dead letters)."""
 
 from __future__ import annotations
 
-import json
-
-from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from console.cluster_access import admin_of, current_namesrv
-from console.export.grafana_dashboard import dashboard
-from console.roles import VIEWER, require_login, require_role, user_role
+from console.roles import require_login, user_role
 from console.services.overview import overview
 
 
@@ -24,28 +20,3 @@ def home(request):
         return render(request, "console/no_role.html")
     sections = overview(admin_of(request), current_namesrv(request))
     return render(request, "console/overview.html", {"sections": sections})
-
-
-@require_GET
-@require_role(VIEWER)
-def export_page(request):
-    """What to point Prometheus and Grafana at: the scrape, the generated rules, the dashboard."""
-    return render(request, "console/export.html", {"metrics_url": request.build_absolute_uri("/metrics")})
-
-
-@require_GET
-@require_role(VIEWER)
-def grafana_dashboard(request):
-    response = HttpResponse(json.dumps(dashboard(), indent=2), content_type="application/json")
-    response["Content-Disposition"] = 'attachment; filename="pyrocket-grafana-dashboard.json"'
-    return response
-
-
-@require_GET
-@require_role(VIEWER)
-def prometheus_rules(request):
-    from alerts.prometheus_rules import rules_yaml
-
-    response = HttpResponse(rules_yaml(), content_type="application/yaml; charset=utf-8")
-    response["Content-Disposition"] = 'attachment; filename="pyrocket-alert-rules.yml"'
-    return response

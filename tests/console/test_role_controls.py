@@ -33,7 +33,7 @@ pytestmark = pytest.mark.django_db
 TOPIC, GROUP = "RolesTopic", "roles-group"
 DEAD_GROUP, WRITE_ONLY_GROUP = "roles-dead", "roles-dead-write-only"
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
-NAV_URL_NAMES = {url_name for _, url_name in NAV_ITEMS}
+NAV_URL_NAMES = {url_name for *_, url_name in NAV_ITEMS}
 
 
 class _Controls(HTMLParser):
@@ -188,7 +188,7 @@ def scene(live_cluster):
 # Each page with controls, and the controls an admin sees on it (each other role: those it may use).
 PAGES = {
     "broker": ("/cluster/broker/{broker}/", {"console:broker_config"}),
-    "topics": ("/topics/", {"console:topic_save"}),
+    "topics": ("/topics/", {"console:topic_save", "console:topic_delete"}),  # delete: a row action
     "topic": (f"/topics/{TOPIC}/", {"console:topic_delete", "console:topic_send", "console:topic_save"}),
     "groups": ("/groups/", {"console:group_save"}),
     "group": (f"/groups/{GROUP}/", {"console:group_skip", "console:group_delete", "console:group_save"}),
