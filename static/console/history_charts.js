@@ -51,12 +51,26 @@
     return out;
   }
 
+  // Ticks on round local times (every 10 min, 3 h, a day) rather than wherever the window starts.
+  const TICK_MS = { hour: 10 * 60 * 1000, day: 3 * 3600 * 1000, week: 24 * 3600 * 1000 };
+
+  function roundTicks(window) {
+    return (axis) => {
+      const step = TICK_MS[window];
+      const offset = new Date(axis.min).getTimezoneOffset() * 60 * 1000;
+      const ticks = [];
+      for (let at = Math.ceil((axis.min - offset) / step) * step + offset; at <= axis.max; at += step) ticks.push({ value: at });
+      axis.ticks = ticks;
+    };
+  }
+
   function axes(data) {
     const units = [...new Set(data.lines.map((line) => line.unit))].slice(0, 2);
     const scales = {
       x: {
         type: "linear", min: data.since, max: data.until,
-        ticks: { callback: tickFormat(data.window), maxTicksLimit: 8 },
+        afterBuildTicks: roundTicks(data.window),
+        ticks: { callback: tickFormat(data.window) },
       },
     };
     units.forEach((unit, i) => {
@@ -75,6 +89,7 @@
       data: withGaps(line.points, expectedMs),
       yAxisID: units.indexOf(line.unit) === 1 ? "y1" : "y",
       tension: 0.2, spanGaps: false,
+      pointRadius: line.points.length <= 60 ? 2 : 0,  // a few samples are dots, not an invisible line
     }));
   }
 
