@@ -202,8 +202,10 @@ def _counter_values(series_id: int, since: datetime) -> list[tuple[datetime, flo
         .order_by("start")
         .values_list("start", "value_last")
     )
-    values = [(start + ROLLUP_STEP, last) for start, last in rollups]
-    tail_from = values[-1][0] if values else since
+    # A bucket's last value is dated by the bucket's start: it was measured inside the bucket, and a
+    # bucket never straddles midnight, so the growth lands on the right day.
+    values = list(rollups)
+    tail_from = values[-1][0] + ROLLUP_STEP if values else since
     raw = Point.objects.filter(series_id=series_id, taken_at__gte=tail_from).order_by("taken_at")
     values.extend(raw.values_list("taken_at", "value"))
     return values

@@ -74,3 +74,64 @@ def test_long_window_uses_rollups_and_raw_tail(fake_clock, one_cluster):
     assert 280 <= len(day) <= 300
     # A 5-minute step inside the day keeps its hour's value.
     assert {v for _, v in day[:-4]} <= {float(h) for h in range(24)}
+
+
+def test_daily_totals_sum_counter_growth_per_day_across_a_restart(fake_clock, one_cluster, settings):
+    settings.TIME_ZONE = "UTC"
+    a = Series.objects.create(cluster=one_cluster, metric="messages_in", scope="broker", name="broker-a:0")
+    b = Series.objects.create(cluster=one_cluster, metric="messages_in", scope="broker", name="broker-b:0")
+    start = fake_clock.moment  # midnight
+    # broker-a puts 10 messages per 5 minutes for two days (older day as rollups, today raw) and
+    # restarts at noon today (its counter starts again from 0); broker-b puts 1 per 5 minutes today.
+    Rollup.objects.bulk_create(
+        Rollup(
+            series=a,
+            start=start + timedelta(minutes=5 * i),
+            count=1,
+            value_avg=10.0 * (i + 1),
+            value_min=10.0 * (i + 1),
+            value_max=10.0 * (i + 1),
+            value_last=10.0 * (i + 1),
+        )
+        for i in range(288)
+    )
+    today = start + timedelta(days=1)
+    value = 10.0 * 288
+    for i in range(1, 289):
+        moment = today + timedelta(minutes=5 * i)
+        value = 10.0 * (i - 144) if i > 144 else value + 10
+        Point.objects.create(series=a, taken_at=moment - timedelta(seconds=1), value=value)
+        Point.objects.create(series=b, taken_at=moment - timedelta(seconds=1), value=1000.0 + i)
+    fake_clock.moment = today + timedelta(hours=23, minutes=59)
+    totals = dict(query.daily_totals("messages_in", "broker", days=3))
+    day0, day1 = start.date(), today.date()
+    # Day 0: 287 increases of 10 (the first bucket has no earlier value to grow from).
+    assert totals[day0] == 2870
+    # Today: a's 288 increases of 10, its restart counting the new value; b's 287 increases of 1
+    # (its first value has nothing before it).
+    assert totals[day1] == 2880 + 287
+    assert totals[day0 - timedelta(days=1)] == 0
+    with pytest.raises(ValueError):
+        query.daily_totals("lag", "group", days=1)
+
+
+def test_top_over_a_long_window_reads_rollups(fake_clock, one_cluster):
+    busy = Series.objects.create(cluster=one_cluster, metric="tps_in", scope="topic", name="busy")
+    quiet = Series.objects.create(cluster=one_cluster, metric="tps_in", scope="topic", name="quiet")
+    start = fake_clock.moment
+    Rollup.objects.bulk_create(
+        Rollup(
+            series=s,
+            start=start + timedelta(minutes=5 * i),
+            count=c,
+            value_avg=v,
+            value_min=v,
+            value_max=v,
+            value_last=v,
+        )
+        for i in range(5 * 288)
+        for s, c, v in ((busy, 10, 100.0 + i % 2), (quiet, 10, 1.0))
+    )
+    fake_clock.moment = start + timedelta(days=5)
+    assert query.top("tps_in", "topic", n=1, window=timedelta(days=4)) == [("busy", pytest.approx(100.5))]
+    assert [name for name, _ in query.top("tps_in", "topic", window=timedelta(days=4))] == ["busy", "quiet"]
