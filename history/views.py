@@ -21,10 +21,12 @@ from django.http import Http404, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from broker.common.system_names import is_system_group
+from broker.common.topic_kinds import NORMAL, topic_kinds
 from console.cluster_access import current_namesrv
 from console.roles import VIEWER, require_role
 from history import charts, query
-from history.models import Cycle
+from history.models import Cycle, Series
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +119,28 @@ def _daily_rows(days: int, cluster: str) -> list[dict]:
     ]
 
 
+def _internal_names(cluster: str) -> frozenset[str]:
+    """Cluster and broker names: every broker registers topics of these names (RocketMQ's own)."""
+    names = Series.objects.filter(cluster=cluster, scope__in=("broker", "cluster"))
+    found = set()
+    for scope, name in names.values_list("scope", "name").distinct():
+        found.add(name.rsplit(":", 1)[0] if scope == "broker" else name)
+    return frozenset(found | {f"{name}_REPLY_TOPIC" for name in found})
+
+
+def _top(metric: str, scope: str, window: timedelta, cluster: str, internal: frozenset[str]):
+    """The top ``TOP_N`` of the operators' own topics and groups, above zero: RocketMQ's system,
+    retry and dead-letter topics and system groups are left out (as the Topics page's default
+    filter does), and an idle name says nothing about what is busiest."""
+    # System names are a dozen or so per cluster: asking for more than enough keeps one query.
+    ranked = query.top(metric, scope, TOP_N + 100, window, cluster=cluster)
+    if scope == "topic":
+        kept = [(n, v) for n, v in ranked if topic_kinds(n, cluster_and_broker_names=internal) == [NORMAL]]
+    else:
+        kept = [(n, v) for n, v in ranked if not is_system_group(n)]
+    return [(name, value) for name, value in kept if value > 0][:TOP_N]
+
+
 @require_GET
 @require_role(VIEWER)
 def history_page(request):
@@ -131,12 +155,13 @@ def history_page(request):
         "cluster": cluster,
     }
     try:
+        internal = _internal_names(cluster)
         context["tables"] = [
             {
                 "title": title,
                 "unit": unit,
                 "scope": scope,
-                "rows": query.top(metric, scope, TOP_N, TOP_WINDOWS[window], cluster=cluster),
+                "rows": _top(metric, scope, TOP_WINDOWS[window], cluster, internal),
             }
             for metric, scope, title, unit in TOP_TABLES
         ]

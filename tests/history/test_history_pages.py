@@ -186,6 +186,15 @@ def test_history_page_top_ten_and_days(viewer_client, fake_clock, one_cluster):
     for i in range(12):
         _raw(one_cluster, "tps_in", "topic", f"Topic{i:02d}", now, 10, value=lambda _, i=i: float(i))
         _raw(one_cluster, "lag", "group", f"group-{i:02d}", now, 10, value=lambda _, i=i: 100.0 * i)
+    # RocketMQ's own topics and groups are not ranked, however busy.
+    for topic in (
+        "RMQ_SYS_TRANS_HALF_TOPIC",
+        "%RETRY%group-01",
+        "DefaultCluster",
+        "DefaultCluster_REPLY_TOPIC",
+    ):
+        _raw(one_cluster, "tps_in", "topic", topic, now, 10, value=lambda _: 1000.0)
+    _raw(one_cluster, "lag", "group", "CID_RMQ_SYS_TRANS", now, 10, value=lambda _: 1e6)
     # Two days of a cluster's put counter: 1 message per 5 minutes = 288 a day.
     _rollups(one_cluster, "messages_in", "cluster", "DefaultCluster", now, 48, last=lambda i: float(i))
     Cycle.objects.create(cluster=one_cluster, taken_at=now, points=24)
@@ -194,13 +203,15 @@ def test_history_page_top_ten_and_days(viewer_client, fake_clock, one_cluster):
     tables = page.context["tables"]
     topics, _, lag = tables
     assert [name for name, _ in topics["rows"]] == [f"Topic{i:02d}" for i in range(11, 1, -1)]
-    assert lag["rows"][0] == ("group-11", 1100.0) and len(lag["rows"]) == 10
-    assert tables[1]["rows"] == []  # no consume TPS stored: the empty note, not an empty table
-    assert b"No history for the last hour yet" in page.content
+    # group-00's lag is 0: an idle group is not among the "top" ones.
+    assert [name for name, _ in lag["rows"]] == [f"group-{i:02d}" for i in range(11, 1, -1)]
+    assert lag["rows"][0] == ("group-11", 1100.0)
+    assert tables[1]["rows"] == []  # no consume TPS stored: a note, not an empty table
+    assert b"None above zero over the last hour" in page.content
     days = viewer_client.get("/history/daily.json", {"days": "3"}).json()["days"]
     assert [row["day"] for row in days] == ["2026-11-18", "2026-11-19", "2026-11-20"]
-    # The first rollup only starts the counter; the last one ends at midnight, so counts for today.
-    assert [row["in"] for row in days] == [286, 288, 1]
+    # The first rollup only starts the counter; a bucket's growth belongs to the day it starts in.
+    assert [row["in"] for row in days] == [287, 288, 0]
     week = viewer_client.get("/history/", {"window": "week"})
     assert week.status_code == 200 and week.context["window"] == "week"
 
