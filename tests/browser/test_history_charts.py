@@ -111,3 +111,23 @@ def test_cluster_page_and_history_page(page, log_in, stack, sampled_group, shot)
     expect(page.locator(".top-table", has_text="Groups by lag")).to_contain_text(sampled_group)
     expect(page.locator("canvas[data-daily-url]")).to_have_attribute("data-state", "drawn")
     shot("history-page")
+
+
+def test_a_failing_history_query_shows_its_reason(page, log_in, sampled_group, browser_problems):
+    """The error state: the chart's JSON answering 503 (the history database down) is said in place
+    of the chart, with the server's reason; the other charts of the page are drawn as usual."""
+    path = "/history/charts/group/dlq.json"
+    browser_problems.expect_status(503, path)
+    body = '{"title": "History unavailable", "error": "the history database did not answer: test"}'
+    page.route(
+        f"**{path}?*", lambda route: route.fulfill(status=503, content_type="application/json", body=body)
+    )
+    log_in(page, "viewer")
+    page.goto(f"/groups/{sampled_group}/")
+    dlq = page.locator("#history-dlq")
+    expect(dlq).to_have_attribute("data-state", "error")
+    expect(dlq.locator(".history-status")).to_contain_text(
+        "History could not be loaded: the history database did not answer: test. Trying again in 30 s."
+    )
+    expect(dlq.locator(".chart")).to_be_hidden()
+    expect(page.locator("#history-lag")).to_have_attribute("data-state", "drawn")
