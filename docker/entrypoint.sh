@@ -40,6 +40,20 @@ PY
     echo "$target"
 }
 
+# The console's processes wait for the bootstrap service's migrations: not every compose engine
+# honours `condition: service_completed_successfully` (podman 4.3 with podman-compose ignores it).
+wait_for_migrations() {
+    deadline=$(( $(date +%s) + ${WAIT_FOR_MIGRATIONS_S:-300} ))
+    until python "$APP_DIR/manage.py" migrate --check >/dev/null 2>&1; do
+        if [ "$(date +%s)" -ge "$deadline" ]; then
+            echo "the database is not migrated after ${WAIT_FOR_MIGRATIONS_S:-300} s (run: bootstrap)" >&2
+            exit 1
+        fi
+        echo "waiting for the database's migrations (the bootstrap service)" >&2
+        sleep 3
+    done
+}
+
 command=${1:-help}
 [ $# -gt 0 ] && shift
 case "$command" in
@@ -52,12 +66,15 @@ case "$command" in
         conf=$(own_conf "${BROKER_CONF_TEMPLATE:-/etc/pyrocket/broker.conf}" broker.conf)
         exec python -m broker.server -c "$conf" "$@" ;;
     web)
+        wait_for_migrations
         exec python -m daphne -b "$BIND_HOST" -p "${CONSOLE_PORT:-8000}" --proxy-headers \
             console.project.asgi:application "$@" ;;
     worker)
+        wait_for_migrations
         exec celery -A console.project worker -l "${LOG_LEVEL:-info}" \
             --concurrency "${CELERY_CONCURRENCY:-2}" -n "${CELERY_WORKER_NAME:-worker@%h}" "$@" ;;
     beat)
+        wait_for_migrations
         # The schedule is in the database (django-celery-beat); the pid file lets the probe
         # see the process.
         exec celery -A console.project beat -l "${LOG_LEVEL:-info}" \

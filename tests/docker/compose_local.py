@@ -4,7 +4,8 @@ and health-check probe as in the containers, with the container world moved onto
 What moves, and nothing else:
 - every ``<service>:<port>`` (and a service's own ``localhost:<port>``) becomes ``127.0.0.1:<free
   port>``, the port also given to the service through the ``*_PORT`` variable that set it;
-  a value naming a service alone (``BROKER_IP1: broker-a-0``) becomes ``127.0.0.1``;
+  a value naming a service alone, or a service's fixed address on the compose network
+  (``BROKER_IP1: 10.89.24.11``), becomes ``127.0.0.1``;
 - ``/var/lib/pyrocket`` becomes a directory per service, except the shared volumes mounted below
   it (``archive``, ``reports``), which become one directory each, as the named volumes are shared;
 - a conf file mounted at ``/etc/pyrocket/<name>.conf`` is read from ``docker/conf/`` instead;
@@ -145,6 +146,12 @@ class LocalStack:
         self.redis_url = redis_url
         self.services_def: dict[str, dict] = compose["services"]
         self.ports = self._allocate_ports()
+        self.fixed_addresses = {
+            network["ipv4_address"]
+            for service in self.services_def.values()
+            for network in (service.get("networks") or {}).values()
+            if isinstance(network, dict) and "ipv4_address" in network
+        }
         self.shared_dirs = self._shared_volume_dirs()
 
     def _allocate_ports(self) -> dict[tuple[str, str], str]:
@@ -208,7 +215,7 @@ class LocalStack:
             return self.redis_url
         if key.endswith("_PORT") and (service, value) in self.ports:
             return self.ports[(service, value)]
-        if value in self.services_def:
+        if value in self.services_def or value in self.fixed_addresses:
             return "127.0.0.1"
         return self._path(service, self._address(service, value))
 
