@@ -1,6 +1,6 @@
 """Real Celery worker processes on Redis with the console's database on PostgreSQL, for the
-scale-out tests: a database made for the module and dropped after, a Redis database flushed
-before and after, worker processes in sessions of their own (SIGKILL reaches their Spark JVMs),
+scale-out tests: a database made for the module and dropped after, an empty Redis database
+claimed and flushed after, worker processes in sessions of their own (SIGKILL reaches their Spark JVMs),
 and Celery's own task events telling which worker ran which task.
 
 The test process reaches the PostgreSQL database through a connection alias of its own, routed to
@@ -25,10 +25,10 @@ import dj_database_url
 import psycopg
 
 from broker.local_cluster import celery_command, wait_until
+from tests.browser.stack import PG_URL, REDIS_URL
 
 REPO = Path(__file__).resolve().parents[2]
-POSTGRES_ADMIN_URL = os.environ.get("SCALEOUT_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
-REDIS_BASE_URL = os.environ.get("SCALEOUT_REDIS_URL", "redis://127.0.0.1:6379")
+POSTGRES_ADMIN_URL = PG_URL.format(name="postgres")
 ALIAS = "scaleout"
 
 
@@ -92,13 +92,16 @@ def routed_to(url: str) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def redis_database(db: int) -> Iterator[str]:
-    """``redis://…/<db>`` flushed before and after (the tests' Celery queues and results)."""
+def redis_database() -> Iterator[str]:
+    """``redis://…/<db>`` of an empty Redis database claimed for the block (as the web-tier stack
+    claims its own, so tests running at once never share one), flushed afterwards: the Celery
+    queues, results and events of the block's workers."""
     import redis
 
-    url = f"{REDIS_BASE_URL}/{db}"
+    from tests.scaleout.web_tier import claim_empty_redis_db
+
+    url = REDIS_URL.format(db=claim_empty_redis_db())
     client = redis.Redis.from_url(url)
-    client.flushdb()
     try:
         yield url
     finally:

@@ -4,7 +4,7 @@ workers (Celery's task events say which worker ran what); a task delivered twice
 twice; a worker killed (SIGKILL) mid-run leaves its run to the heartbeat rule, which marks it
 failed, while the other worker finishes every replay exactly once.
 
-One stack for the module (PostgreSQL database, Redis database 13, a broker, two workers with a
+One stack for the module (PostgreSQL and Redis databases of its own, a broker, two workers with a
 Spark ``local[1]`` session each). Measured on 2 cores shared with other test runs: the default run
 of the module (no slow tests) 37 s, ~19 s of it the stack; the slow sharing test 162-192 s (eight
 tasks, four Spark reports on two local[1] sessions).
@@ -38,7 +38,6 @@ from tests.scaleout.celery_workers import (
 )
 
 REPLAY = "console.replay_dead_letters"
-REDIS_DB = 13  # this module's own Redis database (test_spark_cluster uses 14)
 HOSTS = ("alpha@scaleout", "beta@scaleout")
 DEAD_LETTERS = 8  # per group
 # Consumer group → the topic its dead letters came from; one group per replay job of the module.
@@ -72,7 +71,7 @@ def stack(django_db_blocker, namesrv, tmp_path_factory):
     """PostgreSQL and Redis databases of the module's own, the two workers, the task events."""
     logs = tmp_path_factory.mktemp("celery-workers")
     with django_db_blocker.unblock(), postgres_database("i2_workers") as url, routed_to(url), \
-            redis_database(REDIS_DB) as redis_url:  # fmt: skip
+            redis_database() as redis_url:  # fmt: skip
         env = worker_env(url, redis_url, SPARK_MASTER="local[1]", ANALYTICS_SHUFFLE_PARTITIONS="1",
                          ANALYTICS_HEARTBEAT_SECONDS="0.5", ANALYTICS_REPORTS_DIR=str(logs / "reports"),
                          BROKER_NAMESRV=namesrv)  # fmt: skip

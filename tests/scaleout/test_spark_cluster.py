@@ -33,7 +33,6 @@ from tests.scaleout.celery_workers import (
 from tests.scaleout.spark_cluster import SparkStandaloneCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
-REDIS_DB = 14  # this module's own Redis database (test_celery_workers uses 13)
 RUN_TIMEOUT_S = 420
 
 
@@ -62,7 +61,7 @@ def test_a_report_on_the_standalone_cluster_equals_the_local_run(database, archi
     timings = {}
     started = time.monotonic()
     with (
-        redis_database(REDIS_DB) as redis_url,
+        redis_database() as redis_url,
         SparkStandaloneCluster(tmp_path / "spark", cores=2) as cluster,
     ):
         timings["cluster start"] = time.monotonic() - started
