@@ -15,6 +15,7 @@ import math
 from datetime import timedelta
 
 from django.conf import settings
+from django.core.cache import cache
 from django.core.exceptions import BadRequest
 from django.db import DatabaseError
 from django.http import Http404, JsonResponse
@@ -141,6 +142,32 @@ def _top(metric: str, scope: str, window: timedelta, cluster: str, internal: fro
     return [(name, value) for name, value in kept if value > 0][:TOP_N]
 
 
+def _top_tables(cluster: str, window: str) -> list[dict]:
+    internal = _internal_names(cluster)
+    return [
+        {
+            "title": title,
+            "unit": unit,
+            "scope": scope,
+            "rows": _top(metric, scope, TOP_WINDOWS[window], cluster, internal),
+        }
+        for metric, scope, title, unit in TOP_TABLES
+    ]
+
+
+def _per_cycle(cycle: Cycle | None, what: str, compute):
+    """History changes once a sampling cycle: a ranking over 1,000 topics (seconds over a day of
+    points) is computed once per cycle and kept until the next cycle is stored."""
+    if cycle is None:
+        return compute()
+    key = f"history:{cycle.cluster}:{cycle.pk}:{cycle.taken_at.timestamp()}:{what}"
+    value = cache.get(key)
+    if value is None:
+        value = compute()
+        cache.set(key, value, timeout=max(60, 2 * sample_seconds()))
+    return value
+
+
 @require_GET
 @require_role(VIEWER)
 def history_page(request):
@@ -155,18 +182,10 @@ def history_page(request):
         "cluster": cluster,
     }
     try:
-        internal = _internal_names(cluster)
-        context["tables"] = [
-            {
-                "title": title,
-                "unit": unit,
-                "scope": scope,
-                "rows": _top(metric, scope, TOP_WINDOWS[window], cluster, internal),
-            }
-            for metric, scope, title, unit in TOP_TABLES
-        ]
-        context["daily"] = _daily_rows(max_days(), cluster)
-        context["cycle"] = Cycle.objects.filter(cluster=cluster).order_by("-taken_at").first()
+        cycle = Cycle.objects.filter(cluster=cluster).order_by("-taken_at").first()
+        context["cycle"] = cycle
+        context["tables"] = _per_cycle(cycle, f"top:{window}", lambda: _top_tables(cluster, window))
+        context["daily"] = _per_cycle(cycle, "daily", lambda: _daily_rows(max_days(), cluster))
     except DatabaseError as exc:
         log.warning("history: query failed: %s", exc)
         context["error"] = f"The history database did not answer: {exc}"

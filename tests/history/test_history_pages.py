@@ -22,6 +22,14 @@ roleless_client = logged_in_client("nora", None, PASSWORD)
 JSON = {"HTTP_ACCEPT": "application/json"}
 
 
+@pytest.fixture(autouse=True)
+def _no_cached_rankings():
+    """The history page keeps its rankings per sampling cycle; each test starts without any."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
 def _series(cluster: str, metric: str, scope: str, name: str) -> Series:
     return Series.objects.get_or_create(cluster=cluster, metric=metric, scope=scope, name=name)[0]
 
@@ -281,3 +289,15 @@ def test_real_broker_sampled_lag_shows_on_the_group_page(viewer_client, lagging_
     assert "/history/charts/broker/tps.json?name=broker-a%3A0" in broker_page
     tps = viewer_client.get("/history/charts/broker/tps.json", {"name": "broker-a:0"}, **JSON).json()
     assert tps["points"] >= 2
+
+
+def test_rankings_are_computed_once_per_sampling_cycle(viewer_client, fake_clock, one_cluster):
+    now = fake_clock.moment
+    _raw(one_cluster, "tps_in", "topic", "Steady", now, 10, value=lambda _: 5.0)
+    Cycle.objects.create(cluster=one_cluster, taken_at=now, points=1)
+    assert viewer_client.get("/history/").context["tables"][0]["rows"] == [("Steady", 5.0)]
+    _raw(one_cluster, "tps_in", "topic", "Burst", now, 10, value=lambda _: 50.0)
+    assert viewer_client.get("/history/").context["tables"][0]["rows"] == [("Steady", 5.0)]  # same cycle
+    Cycle.objects.create(cluster=one_cluster, taken_at=fake_clock.advance(seconds=30), points=2)
+    rows = viewer_client.get("/history/").context["tables"][0]["rows"]
+    assert [name for name, _ in rows] == ["Burst", "Steady"]
