@@ -43,6 +43,14 @@ def test_broker_conf_round_trip_and_store_values_reach_the_store_config():
     assert set(config.as_properties()) == set(schema.KEYS)
 
 
+def test_broker_ip1_is_an_address_not_a_host_name():
+    """The store writes brokerIP1 into every message as 4 or 16 bytes: a host name was accepted
+    here and crashed the first put."""
+    assert BrokerConfig.from_properties({"brokerIP1": "::1"}).broker_ip1 == "::1"
+    with pytest.raises(schema.ConfigValueError, match="IPv4 or IPv6 address"):
+        BrokerConfig.from_properties({"brokerIP1": "broker-a.local"})
+
+
 @pytest.mark.parametrize(
     ("key", "value", "reason"),
     [
