@@ -5,8 +5,8 @@ report run with ``local[*]`` on the same archive.
 The archive is written through the real store the way the broker writes it (tests/analytics'
 workload: user topics, delays, retries, dead letters, transactions, a torn tail). Slow: the
 cluster, the worker's driver, its executors and the local run each start a JVM, and the full
-report runs twice; measured 605 s on 2 cores shared with other test runs (load average 12-23:
-cluster start 21 s, cluster run 223 s, local[*] run 329 s).
+report runs twice; measured 159 s on a quiet 2-core machine (cluster start 13 s, cluster run
+64 s, local[*] run 69 s) and 605 s with other test runs on it (load average 12-23).
 """
 
 from __future__ import annotations
