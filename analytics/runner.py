@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from .models import ReportRow, ReportRun
@@ -78,21 +78,29 @@ def _run_job(run: ReportRun, output_dir) -> None:
 def heartbeat(run_id: int, interval_s: float) -> Iterator[None]:
     """While the block runs, touch the run's ``heartbeat_at`` every ``interval_s`` from a thread
     of its own (a Spark stage can run for minutes without reporting progress)."""
+    running = ReportRun.objects.filter(pk=run_id, status=ReportRun.RUNNING)
+    with beating(running, interval_s, f"report-run-{run_id}"):
+        yield
+
+
+@contextlib.contextmanager
+def beating(rows: QuerySet, interval_s: float, name: str) -> Iterator[None]:
+    """The heartbeat of any long job kept in a row (a report run, a DLQ replay job): while the
+    block runs, set ``heartbeat_at`` of ``rows`` (the job's row while it is still running) every
+    ``interval_s`` from a thread of its own."""
     stop = threading.Event()
 
     def beat() -> None:
         try:
             while not stop.wait(interval_s):
                 try:
-                    ReportRun.objects.filter(pk=run_id, status=ReportRun.RUNNING).update(
-                        heartbeat_at=timezone.now()
-                    )
+                    rows.update(heartbeat_at=timezone.now())
                 except Exception:  # the database is away for a moment: the next beat may pass
-                    log.warning("heartbeat of report run %s failed", run_id, exc_info=True)
+                    log.warning("heartbeat of %s failed", name, exc_info=True)
         finally:
             connection.close()  # this thread's own database connection
 
-    thread = threading.Thread(target=beat, name=f"report-run-{run_id}-heartbeat", daemon=True)
+    thread = threading.Thread(target=beat, name=f"{name}-heartbeat", daemon=True)
     thread.start()
     try:
         yield
@@ -101,13 +109,17 @@ def heartbeat(run_id: int, interval_s: float) -> Iterator[None]:
         thread.join()
 
 
+def silent_since() -> datetime:
+    """A running job whose last heartbeat is older than this lost its worker (the abandoned rule)."""
+    return timezone.now() - timedelta(seconds=settings.ANALYTICS_ABANDONED_AFTER)
+
+
 def fail_abandoned_runs() -> int:
     """Mark failed the runs whose worker stopped mid-run (no heartbeat for
     ``ANALYTICS_ABANDONED_AFTER`` seconds); return how many. A worker killed by a signal or by
     the kernel cannot record its own end, so the pages would otherwise show them running forever."""
-    now = timezone.now()
-    silent_since = now - timedelta(seconds=settings.ANALYTICS_ABANDONED_AFTER)
-    silent = Q(heartbeat_at__lt=silent_since) | Q(heartbeat_at__isnull=True, started_at__lt=silent_since)
+    now, cutoff = timezone.now(), silent_since()
+    silent = Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
     failed = 0
     for run in ReportRun.objects.filter(silent, status=ReportRun.RUNNING):
         last_sign = run.heartbeat_at or run.started_at  # (runs started before heartbeats existed)

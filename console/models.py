@@ -52,6 +52,10 @@ class ReplayJob(models.Model):
     failed = models.IntegerField(default=0)
     errors = models.JSONField(default=list, blank=True)  # [{"msgId": ..., "error": ...}], first 100
     detail = models.TextField(blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    # Touched every ANALYTICS_HEARTBEAT_SECONDS (and with each progress save) by the worker
+    # replaying the job, as report runs are: a running job whose heartbeat stopped lost its worker.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -12,9 +12,12 @@ import logging
 import time
 
 from celery import shared_task
+from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
+from analytics.runner import beating, silent_since
 from broker.client.admin import MQClientError
 from broker.common.topic_config import dlq_topic
 from console import cluster_access, replay_audit
@@ -68,8 +71,9 @@ def _replay(job: ReplayJob, messages: list) -> None:
 
 
 def _save_progress(job: ReplayJob, records: list[AuditRecord]) -> None:
+    job.heartbeat_at = timezone.now()
     with transaction.atomic():
-        job.save(update_fields=["sent", "failed", "errors"])
+        job.save(update_fields=["sent", "failed", "errors", "heartbeat_at"])
         AuditRecord.objects.bulk_create(records)
     records.clear()
 
@@ -80,13 +84,23 @@ def replay_dead_letters(job_id: int) -> dict:
     # delivered twice (Redis restores unacknowledged messages to the queue, a worker killed between
     # receiving and acknowledging, a retried publish) would otherwise send every copy again,
     # possibly on two workers at once.
+    # A job failed by the abandoned rule stays failed: its worker may have sent more than it
+    # recorded, so resuming it could send copies twice.
+    now = timezone.now()
     claimed = ReplayJob.objects.filter(pk=job_id, status=ReplayJob.STATUS_PENDING).update(
-        status=ReplayJob.STATUS_RUNNING
+        status=ReplayJob.STATUS_RUNNING, started_at=now, heartbeat_at=now
     )
     job = ReplayJob.objects.get(pk=job_id)
     if not claimed:
         log.warning("replay job %s is %s already: this delivery replays nothing", job_id, job.status)
         return {"sent": job.sent, "failed": job.failed, "status": job.status, "duplicate": True}
+    running = ReplayJob.objects.filter(pk=job_id, status=ReplayJob.STATUS_RUNNING)
+    with beating(running, settings.ANALYTICS_HEARTBEAT_SECONDS, f"replay-job-{job_id}"):
+        return _run_claimed(job)
+
+
+def _run_claimed(job: ReplayJob) -> dict:
+    job_id = job.pk
     try:
         messages, lookup_errors = _messages_of(job)
         job.total = len(messages) + len(lookup_errors)
@@ -113,3 +127,32 @@ def replay_dead_letters(job_id: int) -> dict:
         f"sent {job.sent}, failed {job.failed}" + (f"; {job.detail}" if job.detail else ""),
     ).save()
     return {"sent": job.sent, "failed": job.failed, "status": job.status}
+
+
+def fail_abandoned_jobs() -> int:
+    """Mark failed the running replay jobs whose worker stopped (no heartbeat for
+    ``ANALYTICS_ABANDONED_AFTER`` seconds, the report runs' rule); return how many. The pages call
+    this when they read jobs: a killed worker cannot record its own end."""
+    cutoff = silent_since()
+    silent = Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, created_at__lt=cutoff)
+    failed = 0
+    for job in ReplayJob.objects.filter(silent, status=ReplayJob.STATUS_RUNNING):
+        last_sign = job.heartbeat_at or job.created_at  # (jobs started before heartbeats existed)
+        job.detail = (
+            f"the worker replaying this job stopped; {job.sent} of {job.total} sent, the rest not "
+            f"replayed (no heartbeat since {last_sign.isoformat(timespec='seconds')}, expected every "
+            f"{settings.ANALYTICS_HEARTBEAT_SECONDS:g} s). Copies sent after its last progress save "
+            f"may not be counted; start a new replay for the dead letters still wanted."
+        )
+        job.status, job.finished_at = ReplayJob.STATUS_FAILED, timezone.now()
+        # Only if it is still silent: a worker that beat meanwhile keeps its job.
+        if ReplayJob.objects.filter(pk=job.pk, status=ReplayJob.STATUS_RUNNING,
+                                    heartbeat_at=job.heartbeat_at).update(
+            status=job.status, finished_at=job.finished_at, detail=job.detail
+        ):  # fmt: skip
+            failed += 1
+            audit_record(job.user, replay_audit.REPLAY_FINISHED, dlq_topic(job.group),
+                         {"job": job.pk, "target": job.target, "total": job.total},
+                         AuditRecord.RESULT_FAILED, f"sent {job.sent}, failed {job.failed}; {job.detail}",
+                         ).save()  # fmt: skip
+    return failed

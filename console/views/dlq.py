@@ -19,7 +19,7 @@ from console.message_body import body_views
 from console.models import AuditRecord, ReplayJob
 from console.roles import VIEWER, require_permission, require_role
 from console.services import dlq
-from console.tasks import replay_dead_letters
+from console.tasks import fail_abandoned_jobs, replay_dead_letters
 from console.views.common import (
     audited,
     export_messages,
@@ -270,6 +270,7 @@ def _replay_one(request, group: str, target: str):
 @require_GET
 @require_role(VIEWER)
 def replay_job(request, job_id: int):
+    fail_abandoned_jobs()  # a job whose worker stopped is shown failed, not running forever
     job = ReplayJob.objects.filter(pk=job_id).first()
     if job is None:
         raise Http404(f"replay job {job_id} does not exist")
@@ -280,4 +281,5 @@ def replay_job(request, job_id: int):
 @require_GET
 @require_role(VIEWER)
 def replay_jobs(request):
+    fail_abandoned_jobs()
     return render(request, "console/replay_jobs.html", {"jobs": ReplayJob.objects.all()[:100]})
