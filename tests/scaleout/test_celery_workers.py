@@ -25,6 +25,7 @@ from broker.client.admin import MQAdmin
 from broker.local_cluster import wait_until
 from console.models import ReplayJob
 from console.services import dlq
+from console.tasks import fail_abandoned_jobs
 from tests.analytics.workload import WorkloadWriter
 from tests.cluster import OPS, make_dead_letters, start
 from tests.scaleout.celery_workers import (
@@ -41,7 +42,7 @@ REPLAY = "console.replay_dead_letters"
 HOSTS = ("alpha@scaleout", "beta@scaleout")
 DEAD_LETTERS = 8  # per group
 # Consumer group → the topic its dead letters came from; one group per replay job of the module.
-JOBS = ("split0", "split1", "split2", "split3", "twice", "kill0", "kill1")
+JOBS = ("split0", "split1", "split2", "split3", "twice", "kill0", "kill1", "killreplay")
 GROUPS = {f"scaleout-{name}": f"ScaleOut{name.title()}" for name in JOBS}
 TIMEOUT_S = 240
 
@@ -122,21 +123,25 @@ def assert_replayed_once(namesrv: str, group: str) -> None:
     assert messages_in(namesrv, GROUPS[group]) == DEAD_LETTERS + dead, group
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(600)
 def test_report_runs_and_replays_are_shared_by_both_workers(stack, archive):
     send, events, namesrv = stack["send"], stack["events"], stack["namesrv"]
     groups = [f"scaleout-split{i}" for i in range(4)]
     make_dead_letter_groups(namesrv, groups)
     jobs = [replay_job(namesrv, group, rate=8) for group in groups]
-    runs = [ReportRun.objects.create(report="throughput", input_uri=str(archive)) for _ in range(4)]
-    # Replays first: both workers are idle and each takes one; then the reports, each ~10 s.
-    replay_tasks = {send(REPLAY, args=[job.pk]).id: job for job in jobs}
-    report_tasks = {send(RUN_REPORT, args=[run.pk]).id: run for run in runs}
+    # The smallest report kind (one section besides the inputs); its Spark run is still ~10x a replay.
+    runs = [ReportRun.objects.create(report="throughput", input_uri=str(archive)) for _ in range(2)]
+    # report, replay, report, replay, replay, replay: a solo worker holds only the task it runs, so
+    # the first report takes one worker and the first replay the other, which then takes the second
+    # report; the remaining replays go to whichever is free first.
+    report_tasks = {send(RUN_REPORT, args=[runs[0].pk]).id: runs[0]}
+    replay_tasks = {send(REPLAY, args=[jobs[0].pk]).id: jobs[0]}
+    report_tasks[send(RUN_REPORT, args=[runs[1].pk]).id] = runs[1]
+    replay_tasks.update({send(REPLAY, args=[job.pk]).id: job for job in jobs[1:]})
 
     finished_runs = wait_all_finished(ReportRun, [run.pk for run in runs])
     finished_jobs = wait_all_finished(ReplayJob, [job.pk for job in jobs])
-    assert [run.status for run in finished_runs] == [ReportRun.DONE] * 4, [run.error for run in finished_runs]
+    assert [run.status for run in finished_runs] == [ReportRun.DONE] * 2, [run.error for run in finished_runs]
     assert [(job.status, job.sent, job.failed) for job in finished_jobs] == [("done", DEAD_LETTERS, 0)] * 4
     tasks = {**replay_tasks, **report_tasks}
     wait_until(lambda: set(tasks) <= set(events.finished), 30, 0.2, "every task's end event")
@@ -224,3 +229,45 @@ def test_a_delivery_of_a_job_claimed_already_replays_nothing(db, status):
     assert replay_dead_letters(job.pk) == {"sent": 3, "failed": 0, "status": status, "duplicate": True}
     job.refresh_from_db()
     assert (job.status, job.sent, job.finished_at) == (status, 3, None)
+
+
+@pytest.mark.timeout(600)
+def test_a_worker_killed_mid_replay_leaves_its_job_failed_and_nothing_replayed_twice(stack):
+    """The killed worker is the one replaying: its job stays running until its heartbeat has been
+    silent for ANALYTICS_ABANDONED_AFTER, then is failed with how far it got; the target holds no
+    copy twice, and a redelivery of the job's task does not resume it. The worker is started again
+    afterwards, so the module's other tests keep two workers."""
+    send, events, namesrv, workers = stack["send"], stack["events"], stack["namesrv"], stack["workers"]
+    group = "scaleout-killreplay"
+    make_dead_letter_groups(namesrv, [group])
+    job = replay_job(namesrv, group, rate=2)  # 8 dead letters: ~4 s of sending
+    task = send(REPLAY, args=[job.pk]).id
+    wait_until(lambda: ReplayJob.objects.filter(pk=job.pk, sent__gt=0).exists(), TIMEOUT_S, 0.1,
+               "the replay to be under way")  # fmt: skip
+    doomed = wait_until(lambda: next((h for h, w in workers.items() if w.received(task)), None), 30, 0.1,
+                        "a worker's log to show it took the replay")  # fmt: skip
+    workers[doomed].kill()
+    try:
+        job.refresh_from_db()
+        assert job.status == ReplayJob.STATUS_RUNNING and job.sent < DEAD_LETTERS, "it ended before the kill"
+        with override_settings(ANALYTICS_ABANDONED_AFTER=60):
+            assert fail_abandoned_jobs() == 0
+        with override_settings(ANALYTICS_ABANDONED_AFTER=2):
+            wait_until(fail_abandoned_jobs, 30, 0.5, "the job failed once its heartbeat was silent for 2 s")
+        job.refresh_from_db()
+        assert job.status == ReplayJob.STATUS_FAILED and job.heartbeat_at > job.started_at
+        assert f"the worker replaying this job stopped; {job.sent} of {DEAD_LETTERS} sent" in job.detail
+        copies = messages_in(namesrv, GROUPS[group]) - DEAD_LETTERS
+        # Copies sent after the last progress save are in the topic but not counted; none twice.
+        assert job.sent <= copies <= DEAD_LETTERS, (job.sent, copies)
+
+        workers[doomed].start()  # (the other one may have been killed by another test)
+        redelivery = send(REPLAY, args=[job.pk]).id  # e.g. the task message restored to the queue
+        wait_until(lambda: redelivery in events.finished, TIMEOUT_S, 0.2, "the redelivery to end")
+        job.refresh_from_db()
+        assert job.status == ReplayJob.STATUS_FAILED
+        assert messages_in(namesrv, GROUPS[group]) - DEAD_LETTERS == copies
+        print(f"killed after {job.sent} of {DEAD_LETTERS} recorded sent, {copies} copies in the target")
+    finally:
+        if workers[doomed].proc.poll() is not None:
+            workers[doomed].start()
