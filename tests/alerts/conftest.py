@@ -22,35 +22,14 @@ if not django.apps.apps.ready:
 
 import json  # noqa: E402
 import threading  # noqa: E402
-from datetime import UTC, datetime, timedelta  # noqa: E402
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer  # noqa: E402
 
 import pytest  # noqa: E402
 
-from history import clock  # noqa: E402
-
 CLUSTER = "127.0.0.1:9876"
 
 
-class FakeClock:
-    """``history.clock.now`` under a test's control (alerts read the same clock)."""
-
-    def __init__(self, start: datetime) -> None:
-        self.moment = start
-
-    def __call__(self) -> datetime:
-        return self.moment
-
-    def advance(self, **delta: float) -> datetime:
-        self.moment += timedelta(**delta)
-        return self.moment
-
-
-@pytest.fixture
-def fake_clock(monkeypatch) -> FakeClock:
-    fake = FakeClock(datetime(2026, 11, 20, 0, 0, 0, tzinfo=UTC))
-    monkeypatch.setattr(clock, "now", fake)
-    return fake
+from tests.history_clock import FakeClock, fake_clock  # noqa: E402, F401  (a fixture)
 
 
 class WebhookReceiver:
