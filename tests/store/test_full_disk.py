@@ -88,11 +88,16 @@ def put_until_refused(store: MessageStore, start: int = 0, limit: int = 5000, ke
 
 
 def bodies(store: MessageStore, queue_id: int = 0) -> list[bytes]:
-    """Every body readable from the queue, in queue order."""
+    """Every body readable from the queue, in queue order. Entries whose commit-log segment was
+    just deleted (the queue's minimum not corrected yet) are passed over, as a consumer passes
+    over MESSAGE_WAS_REMOVING."""
     assert store.wait_for_dispatch(timeout=10)
     found, offset = [], store.get_min_offset_in_queue(TOPIC, queue_id)
     while True:
         result = store.get_message("g", TOPIC, queue_id, offset, 32)
+        if result.status is GetMessageStatus.MESSAGE_WAS_REMOVING and result.next_begin_offset > offset:
+            offset = result.next_begin_offset
+            continue
         if result.status is not GetMessageStatus.FOUND:
             return found
         found += [body_of(record) for record in result.messages]
