@@ -21,7 +21,7 @@ from console import cluster_access
 from console.models import AuditRecord
 from history import sampler
 from tests.alerts.conftest import WebhookReceiver
-from tests.analytics.test_console_celery import REPO, CeleryProcess, database_url
+from tests.analytics.test_console_celery import REPO, SOLO_WORKER, CeleryProcess, database_url
 from tests.cluster import ONE_BROKER, send, start
 
 TOPIC, GROUP = "AlertOrders", "alert-orders"
@@ -56,17 +56,7 @@ def worker(django_db_setup, django_db_blocker, tmp_path_factory):
         PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]),
     )
     log = tmp_path_factory.mktemp("alerts-worker") / "worker.log"
-    args = [
-        "worker",
-        "-l",
-        "info",
-        "--pool",
-        "solo",
-        "--without-gossip",
-        "--without-mingle",
-        "--without-heartbeat",
-    ]
-    process = CeleryProcess(args, env, log, "ready.")
+    process = CeleryProcess(SOLO_WORKER, env, log, "ready.")
     yield process
     process.stop()
 

@@ -24,6 +24,11 @@ REPO = Path(__file__).resolve().parents[2]
 RUN_TIMEOUT = 240
 
 
+# A worker of one task at a time that talks to no other worker: what the tests drive.
+SOLO_WORKER = ["worker", "-l", "info", "--pool", "solo", "--without-gossip", "--without-mingle",
+               "--without-heartbeat"]  # fmt: skip
+
+
 class CeleryProcess:
     """``celery -A console.project <args>`` with this test's settings; output kept in a log file."""
 
@@ -89,17 +94,7 @@ def worker_env(django_db_setup, django_db_blocker, tmp_path_factory):
 @pytest.fixture(scope="module")
 def worker(worker_env, tmp_path_factory):
     log = tmp_path_factory.mktemp("celery-worker") / "worker.log"
-    args = [
-        "worker",
-        "-l",
-        "info",
-        "--pool",
-        "solo",
-        "--without-gossip",
-        "--without-mingle",
-        "--without-heartbeat",
-    ]
-    process = CeleryProcess(args, worker_env, log, "ready.")
+    process = CeleryProcess(SOLO_WORKER, worker_env, log, "ready.")
     yield process
     process.stop()
 
