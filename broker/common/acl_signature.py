@@ -10,6 +10,14 @@ The server recomputes the content from what arrived: every ext field except ``Si
 for clients older than RocketMQ 4.3.1, ``_UNIQUE_KEY_QUERY``, which those clients added after
 signing), so any field a client adds before signing (ali-ons' ``OnsChannel``) is covered.
 
+The project's own clients (``RequestSigner``) add three ext fields before signing, so the signature
+covers them too: ``AclRequestCode`` (the request code, which RocketMQ leaves out of the content, so a
+captured request could be replayed under another code), ``AclTimestamp`` (milliseconds since the
+epoch) and ``AclNonce`` (random, never reused). RocketMQ's servers ignore ext fields their headers do
+not name, and sign over every field present, so Apache servers still verify these requests; the
+project's servers check the fields (``broker.server.acl.replay``). Apache's clients cannot send
+them: their requests stay open to replay, which is what ``aclReplayProtection`` refuses.
+
 Names are sorted as Java's ``TreeMap`` sorts strings, by UTF-16 code unit; for the ASCII names
 every header uses that is Python's own order, so the code-unit key is used only when a name is not
 ASCII.
@@ -20,12 +28,21 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import secrets
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 ACCESS_KEY = "AccessKey"
 SIGNATURE = "Signature"
 SECURITY_TOKEN = "SecurityToken"
+# The replay fields (see the module): capitalised like AccessKey and Signature, and prefixed, so that
+# no RocketMQ request header's field (camelCase) can have their names.
+REQUEST_CODE = "AclRequestCode"
+REQUEST_TIMESTAMP = "AclTimestamp"
+REQUEST_NONCE = "AclNonce"
+REPLAY_FIELDS = (REQUEST_CODE, REQUEST_TIMESTAMP, REQUEST_NONCE)
+NONCE_BYTES = 12  # 96 random bits: no two requests of any client share one in practice
 # Added by RocketMQ clients before 4.3.1 to a QUERY_MESSAGE after the signature was computed.
 UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"
 # MQVersion.Version.V4_3_1.ordinal(): requests of this version or older leave the flag unsigned.
@@ -129,4 +146,13 @@ class RequestSigner:
         # ``request`` is a RemotingCommand (duck-typed: broker.common does not import remoting).
         if request.ext_fields is None:
             request.ext_fields = {}
+        stamp_fields(request.ext_fields, request.code)
         sign_fields(request.ext_fields, request.body, self.credentials, self.key)
+
+
+def stamp_fields(fields: dict[str, str], code: int) -> None:
+    """Add the replay fields to a request about to be signed: a fresh timestamp and nonce each
+    time, so a request written again (a retry) is a new request, never a replay of the first."""
+    fields[REQUEST_CODE] = str(code)
+    fields[REQUEST_TIMESTAMP] = str(time.time_ns() // 1_000_000)
+    fields[REQUEST_NONCE] = secrets.token_urlsafe(NONCE_BYTES)

@@ -358,6 +358,10 @@ KEYS: dict[str, ConfigKey] = {
         _key(
             "aclReloadIntervalMillis", BROKER, Int(100, 3_600_000), RESTART, f"ACL file checked every, {_MS}"
         ),
+        # broker.conf only, as TLS: no request can turn them off
+        _key("aclReplayProtection", BROKER, Bool(), FIXED, "refuse signed requests that may be replays"),
+        _key("aclReplayWindowSeconds", BROKER, Int(5, 3600), FIXED, "signed requests' timestamps within, s"),
+        _key("aclRequireTls", BROKER, Bool(), FIXED, "refuse signed requests over plaintext"),
         _key("innerAccessKey", BROKER, _KEY, RESTART, "account signing the broker's name-server requests"),
         _key("innerSecretKey", BROKER, _KEY, RESTART, "its secret key (never shown)"),
         # TLS on the remoting port and to the name servers (broker/remoting/tls.py): RocketMQ's

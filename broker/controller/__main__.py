@@ -9,7 +9,7 @@ import sys
 from broker.common.conf_file import ConfError, load_conf
 from broker.common.service_runner import run, serve_until_signalled
 from broker.server.acl import install_acl
-from broker.server.acl.namesrv import namesrv_acl
+from broker.server.acl.namesrv import namesrv_acl, namesrv_replay_guard
 
 from .access import CONTROLLER_ADMIN_CODES, CONTROLLER_OPEN_READS
 from .config import controller_config
@@ -28,6 +28,7 @@ def main(argv: list[str] | None = None) -> int:
         # aclEnable/aclFilePath as the name server's (broker/controller/access.py says what
         # each request needs); a bad or missing file is a ConfError.
         acl = namesrv_acl(conf)
+        replay = namesrv_replay_guard(conf)
     except ConfError as exc:
         print(f"controller: {exc}", file=sys.stderr)
         return 2
@@ -38,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
             acl,
             admin_codes=CONTROLLER_ADMIN_CODES,
             open_codes=CONTROLLER_OPEN_READS,
+            replay=replay,
         )
 
     async def start() -> str:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from broker.common.conf_file import ConfError, get_bool, get_int, load_conf
 from broker.common.service_runner import run, serve_until_signalled
 from broker.server.acl import install_acl
-from broker.server.acl.namesrv import OPEN_READS, namesrv_acl
+from broker.server.acl.namesrv import OPEN_READS, namesrv_acl, namesrv_replay_guard
 from broker.server.acl.resources import ADMIN_CODES
 
 from .kv_config import KVConfigManager
@@ -49,13 +49,16 @@ class NamesrvController:
         # Plain ACL (broker/server/acl/namesrv.py): a bad or missing file is a ConfError here.
         # Installed after the controller's processors so that they are checked too.
         self.acl = namesrv_acl(conf)
+        replay = namesrv_replay_guard(conf)
         if self.acl is not None:
             admin, open_reads = ADMIN_CODES, OPEN_READS
             if self.embedded_controller is not None:
                 from broker.controller.access import CONTROLLER_ADMIN_CODES, CONTROLLER_OPEN_READS
 
                 admin, open_reads = admin | CONTROLLER_ADMIN_CODES, open_reads | CONTROLLER_OPEN_READS
-            install_acl(self.server.processors, self.acl, admin_codes=admin, open_codes=open_reads)
+            install_acl(
+                self.server.processors, self.acl, admin_codes=admin, open_codes=open_reads, replay=replay
+            )
         self._scanner: asyncio.Task | None = None
 
     async def start(self) -> int:

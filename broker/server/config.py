@@ -20,6 +20,7 @@ from broker.store.ha.roles import role_problem
 from broker.store.store_config import MessageStoreConfig
 
 from . import config_schema as schema
+from .acl.replay import SignedRequestPolicy
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +85,11 @@ class BrokerConfig:
     acl_reload_interval_millis: int = 1000
     inner_access_key: str = ""
     inner_secret_key: str = ""
+    # Signed requests (broker/server/acl/replay.py): replays refused, TLS required; off by default
+    # because Apache's clients can meet neither.
+    acl_replay_protection: bool = False
+    acl_replay_window_seconds: int = 120
+    acl_require_tls: bool = False
     # TLS (broker/remoting/tls.py): the remoting port's (disabled: plaintext only, as without
     # TLS), and the broker's own connections to the name servers.
     tls_server_mode: str = TlsMode.DISABLED.value
@@ -235,6 +241,14 @@ class BrokerConfig:
             name: SECRET_MASK if name in SECRET_KEYS and self.value_of(key) else self.value_of(key)
             for name, key in sorted(schema.KEYS.items())
         }
+
+    def signed_request_policy(self) -> SignedRequestPolicy:
+        """The replay and TLS settings of signed requests; ``AclConfigError`` (a ConfError) when
+        they would protect nothing or refuse every signed request."""
+        policy = SignedRequestPolicy(
+            self.acl_replay_protection, self.acl_replay_window_seconds, self.acl_require_tls
+        )
+        return policy.checked(self.acl_enable, self.tls_server_mode)
 
     def acl_path(self) -> Path:
         """The plain_acl.yml in use: ``aclFilePath``, else the store's config directory's."""

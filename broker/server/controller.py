@@ -18,6 +18,7 @@ from broker.store.message_store import MessageStore
 
 from .acl import AclFile, install_acl, open_acl_file
 from .acl.admin_processor import AclAdminProcessor
+from .acl.replay import ReplayGuard
 from .broker_stats import BrokerStats
 from .client_manager import ConsumerManager, ProducerManager
 from .config import BrokerConfig
@@ -99,6 +100,7 @@ class BrokerController:
         self.config_updater = BrokerConfigUpdater(self)
         # Plain ACL: loaded here, so a missing or bad plain_acl.yml stops the start with its reason.
         self.acl: AclFile | None = None
+        self.acl_replay = ReplayGuard(config.signed_request_policy())  # checked before the file
         if config.acl_enable:
             self.acl = open_acl_file(config.acl_path(), config.acl_reload_interval_millis)
         # Master/slave replication (broker/store/ha): the HA port of a master, or a slave's
@@ -205,7 +207,7 @@ class BrokerController:
         for acl_code, acl_handler in AclAdminProcessor(self).handlers().items():
             self.server.register_processor(acl_code, acl_handler)
         if self.acl is not None:  # after every handler is registered; nothing is wrapped when off
-            install_acl(self.server.processors, self.acl)
+            install_acl(self.server.processors, self.acl, replay=self.acl_replay)
             self.acl.start_watching()
 
     async def _every(self, interval_ms: int, action, on_thread: bool = False) -> None:

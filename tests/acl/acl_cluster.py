@@ -8,6 +8,7 @@ Topics are created with the admin account (an unsigned request is refused).
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -114,7 +115,9 @@ class AclCluster:
         assert namesrv_rc == 0, "".join(self.namesrv.output)
 
 
-def start_acl_cluster(workdir: Path, broker_settings: dict | None = None) -> AclCluster:
+def start_acl_cluster(
+    workdir: Path, broker_settings: dict | None = None, namesrv_settings: dict | None = None
+) -> AclCluster:
     workdir.mkdir(parents=True, exist_ok=True)
     namesrv_acl = workdir / "namesrv_acl.yml"
     write_acl(namesrv_acl, {"accounts": [_account(ADMIN, admin=True), _account(USER)]})
@@ -125,6 +128,7 @@ def start_acl_cluster(workdir: Path, broker_settings: dict | None = None) -> Acl
             "aclEnable": "true",
             "aclFilePath": namesrv_acl,
             "aclReloadIntervalMillis": RELOAD_MS,
+            **(namesrv_settings or {}),
         },
     )
     namesrv = start_namesrv(namesrv_conf)
@@ -165,3 +169,43 @@ def start_acl_cluster(workdir: Path, broker_settings: dict | None = None) -> Acl
         SyncRemotingClient(USER),
         SyncRemotingClient(),
     )
+
+
+def sdk_round_trip(namesrv_addr: str, credentials: SessionCredentials, tls=None, count: int = 3) -> None:
+    """``count`` messages sent to queue 0 of ``TOPIC`` by a signed producer and read back by a signed
+    pull consumer of ``GROUP`` (both with ``tls``, a ``ClientTls``, when given)."""
+    from broker.client import CONSUME_FROM_FIRST_OFFSET, LitePullConsumer, Producer
+    from broker.common.message import Message
+    from broker.common.message_queue import MessageQueue
+
+    tag = uuid.uuid4().hex[:8]
+    queue = MessageQueue(TOPIC, "broker-acl", 0)
+    options = {"credentials": credentials, "tls": tls}
+    producer = Producer(PRODUCER_GROUP, namesrv_addr, instance_name=f"acl-p-{tag}", **options).start()
+    try:
+        bodies = [f"{tag}-{i}".encode() for i in range(count)]
+        start = producer.send(Message(TOPIC, bodies[0]), queue=queue).queue_offset
+        for body in bodies[1:]:
+            assert producer.send(Message(TOPIC, body), queue=queue).send_status == "SEND_OK"
+    finally:
+        producer.shutdown()
+    consumer = LitePullConsumer(
+        GROUP,
+        namesrv_addr,
+        consume_from_where=CONSUME_FROM_FIRST_OFFSET,
+        instance_name=f"acl-c-{tag}",
+        **options,
+    )
+    consumer.assign([queue])
+    consumer.start()
+    try:
+        consumer.seek(queue, start)
+        got: list[bytes] = []
+
+        def received() -> bool:
+            got.extend(m.body for m in consumer.poll(0.5) if m.body.startswith(tag.encode()))
+            return len(got) >= count
+
+        wait_until(received, 30, what=f"{count} signed messages")
+    finally:
+        consumer.shutdown()

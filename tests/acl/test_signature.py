@@ -13,6 +13,9 @@ import pytest
 
 from broker.common.acl_signature import (
     ACCESS_KEY,
+    REQUEST_CODE,
+    REQUEST_NONCE,
+    REQUEST_TIMESTAMP,
     SECURITY_TOKEN,
     SIGNATURE,
     UNIQUE_MSG_QUERY_FLAG,
@@ -91,7 +94,24 @@ def test_signature_is_hmac_sha1_base64():
 def test_request_signer_signs_a_command_in_place():
     cmd = RemotingCommand(code=10, ext_fields={"topic": "T"}, body=b"b")
     RequestSigner(SessionCredentials("ak", "sk"))(cmd)
-    assert cmd.ext_fields[SIGNATURE] == _hmac(b"akTb", "sk")
+    fields = cmd.ext_fields
+    # The replay fields are signed too, in name order: AccessKey, AclNonce, AclRequestCode,
+    # AclTimestamp, then the header's own (lower-case) names.
+    assert fields[REQUEST_CODE] == "10" and fields[REQUEST_TIMESTAMP].isdigit() and fields[REQUEST_NONCE]
+    content = f"ak{fields[REQUEST_NONCE]}10{fields[REQUEST_TIMESTAMP]}Tb".encode()
+    assert fields[SIGNATURE] == _hmac(content, "sk")
+
+
+def test_request_signer_stamps_each_write_afresh():
+    """A request written twice (a retry) carries a new nonce: the server must not take the retry
+    for a replay of the first."""
+    cmd = RemotingCommand(code=10, ext_fields={"topic": "T"}, body=b"b")
+    signer = RequestSigner(SessionCredentials("ak", "sk"))
+    signer(cmd)
+    first = dict(cmd.ext_fields)
+    signer(cmd)
+    assert cmd.ext_fields[REQUEST_NONCE] != first[REQUEST_NONCE]
+    assert cmd.ext_fields[SIGNATURE] != first[SIGNATURE]
 
 
 def test_credentials_need_both_keys_and_hide_the_secret():

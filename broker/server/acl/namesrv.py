@@ -11,6 +11,9 @@ through them (RocketMQ 4.9's name server has no ACL, so unsigned clients read ro
 client signing with an account only its brokers know must still find them), and a route tells only
 topic and broker names and addresses, while each request to a broker is checked there. A global
 white address passes everything, as at the broker.
+
+``aclReplayProtection``, ``aclReplayWindowSeconds`` and ``aclRequireTls`` work as at the broker
+(``replay.py``): a registration resent as UNREGISTER_BROKER, or resent at all, is refused.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from broker.common.conf_file import get_bool, get_int
 from . import open_acl_file
 from .acl_file import AclFile
 from .plain_config import AclConfigError
+from .replay import ReplayGuard, SignedRequestPolicy
 
 OPEN_READS = frozenset(
     {
@@ -51,3 +55,9 @@ def namesrv_acl(conf: Mapping[str, str]) -> AclFile | None:
     if not 100 <= interval <= 3_600_000:
         raise AclConfigError(f"aclReloadIntervalMillis={interval} must be 100 to 3600000")
     return open_acl_file(path, interval)
+
+
+def namesrv_replay_guard(conf: Mapping[str, str]) -> ReplayGuard:
+    """The replay and TLS checks of signed requests that namesrv.conf (or controller.conf) asks
+    for; raises ``AclConfigError`` for settings out of bounds or without ACL."""
+    return ReplayGuard(SignedRequestPolicy.from_conf(conf))

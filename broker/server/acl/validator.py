@@ -7,7 +7,9 @@ In order:
 2. the request must carry an ``AccessKey`` naming an account;
 3. from an address matching the account's ``whiteRemoteAddress`` no signature is needed
    (RocketMQ's meaning); from anywhere else the ``Signature`` must match the content signed with
-   the account's secret key (compared in constant time);
+   the account's secret key (compared in constant time); then the replay checks of ``replay``
+   (the signed request code always; timestamp and nonce with ``aclReplayProtection=true``), and
+   with ``aclRequireTls=true`` no signed request is taken over plaintext;
 4. an admin-only request needs an admin account;
 5. each topic and group the request names needs the permission: the account's own entry for it,
    else its default topic or group permission. An admin account without any entries may use
@@ -25,7 +27,8 @@ from broker.common.acl_rules import SUB, has_permission, permission_name
 from broker.common.acl_signature import ACCESS_KEY, SIGNATURE, SigningKey, server_content, signature_matches
 from broker.remoting.command import RemotingCommand
 
-from .plain_config import AclConfig
+from .plain_config import Account, AclConfig
+from .replay import NO_REPLAY_PROTECTION, REQUIRE_TLS_KEY, ReplayGuard
 from .resources import ADMIN_CODES, ResourceError, describe_resource, needed_resources
 
 
@@ -47,17 +50,21 @@ def check_request(
     *,
     admin_codes: frozenset[int] = ADMIN_CODES,
     open_codes: frozenset[int] = frozenset(),
+    replay: ReplayGuard = NO_REPLAY_PROTECTION,
+    secure: bool = False,
 ) -> None:
     """Raise ``AclRefusal`` when ``request`` from ``host`` may not run. ``open_codes``: requests
     answered to anyone, signed or not (the name server's route reads): checking the signature of
     what an unsigned client gets anyway would only refuse clients whose account the name server
-    does not know."""
+    does not know. ``secure``: the request came over TLS."""
     if request.code in open_codes:
         return
+    fields = request.ext_fields or {}
+    if replay.policy.require_tls and not secure and ACCESS_KEY in fields:
+        raise AclRefusal(f"signed requests are taken over TLS only ({REQUIRE_TLS_KEY}=true): use TLS")
     for pattern in config.global_white:
         if pattern.matches(host):
             return
-    fields = request.ext_fields or {}
     access_key = fields.get(ACCESS_KEY)
     if not access_key:
         raise AclRefusal(f"no AccessKey: request code {request.code} from {host} must be signed (ACL is on)")
@@ -65,13 +72,7 @@ def check_request(
     if account is None:
         raise AclRefusal(f"no ACL account for AccessKey {access_key[:64]!r}")
     if not account.white.matches(host):
-        given = fields.get(SIGNATURE)
-        if not given:
-            raise AclRefusal(f"no Signature for AccessKey {access_key!r}")
-        key = account.signing_key or SigningKey(account.secret_key)
-        expected = key.sign(server_content(fields, request.body, request.version))
-        if not signature_matches(expected, given):
-            raise AclRefusal(f"signature does not match for AccessKey {access_key!r}")
+        _check_signature(account, request, replay)
     if request.code in admin_codes and not account.admin:
         raise AclRefusal(f"request code {request.code} needs an admin account; {access_key!r} is not one")
     if account.admin and not account.resources:
@@ -89,3 +90,20 @@ def check_request(
             raise AclRefusal(
                 f"account {access_key!r} has no {wanted} permission on {describe_resource(resource)}"
             )
+
+
+def _check_signature(account: Account, request: RemotingCommand, replay: ReplayGuard) -> None:
+    """The signature, then (only once it matched, so that no refusal tells a stranger more) the
+    replay checks."""
+    fields = request.ext_fields or {}
+    access_key = account.access_key
+    given = fields.get(SIGNATURE)
+    if not given:
+        raise AclRefusal(f"no Signature for AccessKey {access_key!r}")
+    key = account.signing_key or SigningKey(account.secret_key)
+    expected = key.sign(server_content(fields, request.body, request.version))
+    if not signature_matches(expected, given):
+        raise AclRefusal(f"signature does not match for AccessKey {access_key!r}")
+    problem = replay.problem(fields, request.code)
+    if problem is not None:
+        raise AclRefusal(problem)
