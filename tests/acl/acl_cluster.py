@@ -21,6 +21,7 @@ from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC, TRACE_TOPIC
 from broker.local_cluster import EngineProcess, free_port, start_broker, start_namesrv, wait_until, write_conf
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.command import RemotingCommand, create_request
+from broker.remoting.tls import ClientTls
 
 ADMIN = SessionCredentials("acl-admin-key", "acl-admin-secret")
 USER = SessionCredentials("acl-user-key", "acl-user-secret")
@@ -116,8 +117,12 @@ class AclCluster:
 
 
 def start_acl_cluster(
-    workdir: Path, broker_settings: dict | None = None, namesrv_settings: dict | None = None
+    workdir: Path,
+    broker_settings: dict | None = None,
+    namesrv_settings: dict | None = None,
+    client_tls: ClientTls | None = None,
 ) -> AclCluster:
+    """``client_tls``: how the cluster's own clients (admin, user, anonymous) connect."""
     workdir.mkdir(parents=True, exist_ok=True)
     namesrv_acl = workdir / "namesrv_acl.yml"
     write_acl(namesrv_acl, {"accounts": [_account(ADMIN, admin=True), _account(USER)]})
@@ -165,9 +170,9 @@ def start_acl_cluster(
         namesrv,
         broker,
         acl_path,
-        SyncRemotingClient(ADMIN),
-        SyncRemotingClient(USER),
-        SyncRemotingClient(),
+        SyncRemotingClient(ADMIN, tls=client_tls),
+        SyncRemotingClient(USER, tls=client_tls),
+        SyncRemotingClient(tls=client_tls),
     )
 
 
@@ -209,3 +214,26 @@ def sdk_round_trip(namesrv_addr: str, credentials: SessionCredentials, tls=None,
         wait_until(received, 30, what=f"{count} signed messages")
     finally:
         consumer.shutdown()
+
+
+# Every protection of signed requests (broker/server/acl/replay.py) on.
+SIGNED_REQUEST_CHECKS = {"aclReplayProtection": "true", "aclRequireTls": "true"}
+
+
+def trusting(certs) -> ClientTls:
+    """TLS to the servers of a cluster whose certificates ``certs`` (tests.tls_certs.TlsFiles) made."""
+    return ClientTls(enable=True, trust_cert_path=certs.ca)
+
+
+def start_signed_tls_cluster(workdir: Path, certs) -> AclCluster:
+    """The ACL cluster on permissive TLS ports with ``SIGNED_REQUEST_CHECKS`` on both servers; the
+    broker registers over TLS, and ``TOPIC`` exists and is routed."""
+    server = {**certs.server_conf("permissive"), **SIGNED_REQUEST_CHECKS}
+    broker = {**server, "tls.enable": "true", "tls.client.trustCertPath": certs.ca}
+    running = start_acl_cluster(workdir, broker, server, trusting(certs))
+    try:
+        running.create_topic(TOPIC)
+    except BaseException:
+        running.stop()
+        raise
+    return running

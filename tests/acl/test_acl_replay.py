@@ -12,6 +12,8 @@ SUCCESS (topic deleted, secrets returned, the broker's routes gone) and a verbat
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 import time
 
 import pytest
@@ -33,6 +35,7 @@ from broker.common.request_headers import (
     RegisterBrokerRequestHeader,
 )
 from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC
+from broker.local_cluster import ROOT, free_port, write_conf
 from broker.remoting.command import RemotingCommand, create_request
 
 from .acl_cluster import ADMIN, TOPIC, USER, sdk_round_trip, start_acl_cluster
@@ -184,3 +187,34 @@ def test_the_sdk_and_the_admin_client_work_with_replay_protection(acl):
         assert admin.cluster_list()
     finally:
         admin.close()
+
+
+ACL_ON = {"aclEnable": "true", "aclFilePath": "{acl}"}
+
+
+@pytest.mark.parametrize(
+    ("server", "settings", "reason"),
+    [
+        ("namesrv", {**ACL_ON, "aclRequireTls": "true"}, "aclRequireTls=true needs tls.server.mode"),
+        ("namesrv", {**ACL_ON, "aclReplayWindowSeconds": "1"}, "aclReplayWindowSeconds=1 must be 5 to 3600"),
+        ("namesrv", {"aclReplayProtection": "true"}, "aclReplayProtection=true needs aclEnable=true"),
+        ("controller", {**ACL_ON, "aclReplayWindowSeconds": "86400"}, "must be 5 to 3600"),
+        ("server", {**ACL_ON, "aclRequireTls": "true"}, "aclRequireTls=true needs tls.server.mode"),
+        ("server", {**ACL_ON, "aclReplayWindowSeconds": "4"}, "aclReplayWindowSeconds"),
+    ],
+)
+def test_settings_that_protect_nothing_or_refuse_everything_stop_the_start(
+    tmp_path, server, settings, reason
+):
+    acl_file = tmp_path / "acl.yml"
+    acl_file.write_text("accounts: []\n")
+    values = {k: v.format(acl=acl_file) for k, v in settings.items()}
+    base = {"listenPort": free_port()}
+    if server == "server":
+        base = {"storePathRootDir": tmp_path / "store", "brokerName": "b", "listenPort": free_port()}
+    conf = write_conf(tmp_path / "server.conf", {**base, **values})
+    done = subprocess.run(
+        [sys.executable, "-m", f"broker.{server}", "-c", str(conf)],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+    )  # fmt: skip
+    assert done.returncode != 0 and reason in done.stderr, done.stderr
