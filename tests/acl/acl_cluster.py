@@ -16,6 +16,7 @@ import yaml
 
 from broker.common.acl_signature import SessionCredentials
 from broker.common.codes import RequestCode
+from broker.common.conf_file import load_conf
 from broker.common.request_headers import CreateTopicRequestHeader, GetRouteInfoRequestHeader
 from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC, TRACE_TOPIC
 from broker.local_cluster import EngineProcess, free_port, start_broker, start_namesrv, wait_until, write_conf
@@ -237,3 +238,13 @@ def start_signed_tls_cluster(workdir: Path, certs) -> AclCluster:
         running.stop()
         raise
     return running
+
+
+def start_acl_slave(cluster: AclCluster, settings: dict | None = None) -> EngineProcess:
+    """A slave (brokerId 1) of the cluster's broker: its master's broker.conf with its own store
+    and ``settings`` on top; it signs its calls to the name server and its master with the same
+    inner account."""
+    master = load_conf(cluster.workdir / "broker.conf")
+    slave = {"brokerId": 1, "brokerRole": "SLAVE", "storePathRootDir": cluster.workdir / "slave-store"}
+    conf = write_conf(cluster.workdir / "slave.conf", {**master, **slave, **(settings or {})})
+    return start_broker(conf, cluster.namesrv_addr, free_port())

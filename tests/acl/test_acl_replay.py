@@ -35,10 +35,10 @@ from broker.common.request_headers import (
     RegisterBrokerRequestHeader,
 )
 from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC
-from broker.local_cluster import ROOT, free_port, write_conf
+from broker.local_cluster import ROOT, free_port, wait_until, write_conf
 from broker.remoting.command import RemotingCommand, create_request
 
-from .acl_cluster import ADMIN, TOPIC, USER, sdk_round_trip, start_acl_cluster
+from .acl_cluster import ADMIN, TOPIC, USER, sdk_round_trip, start_acl_cluster, start_acl_slave
 
 PROTECTION = {"aclReplayProtection": "true", "aclReplayWindowSeconds": 60}
 NO_PERMISSION = ResponseCode.NO_PERMISSION
@@ -187,6 +187,23 @@ def test_the_sdk_and_the_admin_client_work_with_replay_protection(acl):
         assert admin.cluster_list()
     finally:
         admin.close()
+
+
+def test_a_slave_syncs_from_its_master_and_registers_with_replay_protection(acl):
+    """The broker's own calls: the slave's registration at the name server and its metadata sync
+    from its master (RocketMQ's SlaveSynchronize, 3 s after start) are signed requests too."""
+    slave = start_acl_slave(acl)
+    try:
+
+        def copied() -> bool:
+            answer = acl.request(acl.admin, RC.GET_ALL_TOPIC_CONFIG, addr=slave.addr)
+            return answer.ok and TOPIC.encode() in answer.body
+
+        wait_until(copied, timeout=20, what="the slave's copy of its master's topics")
+        info = acl.request(acl.anonymous, RC.GET_BROKER_CLUSTER_INFO, addr=acl.namesrv_addr)
+        assert slave.addr.encode() in info.body
+    finally:
+        assert slave.stop() == 0, "".join(slave.output)
 
 
 ACL_ON = {"aclEnable": "true", "aclFilePath": "{acl}"}
