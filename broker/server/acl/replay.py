@@ -98,15 +98,18 @@ class NonceCache:
             del self._seen[heapq.heappop(heap)[1]]
         if nonce in self._seen:
             return f"{REQUEST_NONCE} seen before within the replay window: a signed request is accepted once"
-        if len(self._seen) >= self.capacity:
-            forgotten_ms, forgotten = heapq.heappop(heap)
-            del self._seen[forgotten]
-            self.floor_ms = max(self.floor_ms, forgotten_ms)
-        if timestamp_ms <= self.floor_ms:
+        full = len(self._seen) >= self.capacity
+        # Full, a request older than every remembered one would be the one to forget: refused
+        # without forgetting anything (a refused request must not narrow the window).
+        if timestamp_ms <= self.floor_ms or (full and heap and timestamp_ms <= heap[0][0]):
             return (
                 f"{REQUEST_TIMESTAMP} is older than the oldest request this server still remembers "
                 "(its nonce cache is full): send the request again"
             )
+        if full and heap:
+            forgotten_ms, forgotten = heapq.heappop(heap)
+            del self._seen[forgotten]
+            self.floor_ms = max(self.floor_ms, forgotten_ms)
         self._seen[nonce] = timestamp_ms
         heapq.heappush(heap, (timestamp_ms, nonce))
         return None
