@@ -4,7 +4,8 @@
 
 First the parts alone, on a send request as the SDK writes it (CPU microseconds each, the median
 of 5 runs): building it, signing it (RequestSigner), checking it as the broker does
-(check_request: signature and PUB permission). Then end to end in one process on uvloop: a
+(check_request: signature and PUB permission), and with
+aclReplayProtection (the nonce remembered). Then end to end in one process on uvloop: a
 ``RemotingServer`` with an echo handler for SEND_MESSAGE, without ACL and with ``install_acl``,
 and a ``RemotingClient`` without and with credentials, 32 requests in flight; process CPU
 microseconds per request (both ends in this process), the steadier figure on a shared machine.
@@ -34,6 +35,7 @@ from broker.remoting.client import RemotingClient
 from broker.remoting.command import response_to
 from broker.remoting.server import RemotingServer
 from broker.server.acl import install_acl, open_acl_file
+from broker.server.acl.replay import ReplayGuard, SignedRequestPolicy
 from broker.server.acl.validator import check_request
 
 CREDS = SessionCredentials("bench-access-key", "bench-secret-key")
@@ -62,8 +64,18 @@ def parts(body: bytes, number: int, acl_file) -> None:
     request = send_request(header, body)
     signer(request)
     check = _us(lambda: check_request(acl_file.current, request, "127.0.0.1"), number)
+    # With aclReplayProtection each check needs a fresh request (a new nonce): sign one per check.
+    replay = ReplayGuard(SignedRequestPolicy(replay_protection=True))
+
+    def sign_and_check() -> None:
+        fresh = send_request(header, body)
+        signer(fresh)
+        check_request(acl_file.current, fresh, "127.0.0.1", replay=replay)
+
+    protected = _us(sign_and_check, number) - signed
     print(
-        f"build a send request {build:.2f} us; sign it {signed - build:.2f} us; broker check {check:.2f} us"
+        f"build a send request {build:.2f} us; sign it {signed - build:.2f} us; broker check {check:.2f} us; "
+        f"with aclReplayProtection {protected:.2f} us"
     )
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import secrets
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -155,4 +155,4 @@ def stamp_fields(fields: dict[str, str], code: int) -> None:
     time, so a request written again (a retry) is a new request, never a replay of the first."""
     fields[REQUEST_CODE] = str(code)
     fields[REQUEST_TIMESTAMP] = str(time.time_ns() // 1_000_000)
-    fields[REQUEST_NONCE] = secrets.token_urlsafe(NONCE_BYTES)
+    fields[REQUEST_NONCE] = os.urandom(NONCE_BYTES).hex()  # the system's CSPRNG, as secrets uses

@@ -39,7 +39,7 @@ MIN_WINDOW_S, MAX_WINDOW_S = 5, 3600
 # About 250 bytes a nonce: 100,000 hold ~25 MB. A server taking more signed requests per window
 # than this narrows its window (see the module) rather than growing.
 NONCE_CAPACITY = 100_000
-MAX_NONCE_LENGTH = 64  # ours are 16 characters; longer is not a client of ours
+MAX_NONCE_LENGTH = 64  # ours are 24 characters; longer is not a client of ours
 MAX_TIMESTAMP_DIGITS = 15
 
 
