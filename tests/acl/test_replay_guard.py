@@ -27,9 +27,13 @@ def fields(code: int = 10, stamp_ms: int = NOW_MS, nonce: str = "n1") -> dict[st
     return {REQUEST_CODE: str(code), REQUEST_TIMESTAMP: str(stamp_ms), REQUEST_NONCE: nonce}
 
 
-def guard(capacity: int = 100, window_s: int = 60) -> tuple[ReplayGuard, Clock]:
+def guard(capacity: int = 100, window_s: int = 60, up_s: float = 3600) -> tuple[ReplayGuard, Clock]:
+    """A guard of a server that started ``up_s`` before NOW, and its clock (at NOW)."""
     clock = Clock()
-    return ReplayGuard(SignedRequestPolicy(True, window_s), capacity, clock), clock
+    clock.now -= up_s
+    replay = ReplayGuard(SignedRequestPolicy(True, window_s), capacity, clock)
+    clock.now = NOW_S
+    return replay, clock
 
 
 def test_a_fresh_request_passes_once():
@@ -85,10 +89,10 @@ def test_a_full_cache_narrows_the_window_and_never_lets_a_replay_in():
     # A fourth: the oldest nonce (n0, at NOW-30) is forgotten, so nothing at or before NOW-30 may pass.
     assert cache.admit("n3", NOW_MS, oldest) is None
     assert len(cache) == 3 and cache.floor_ms == NOW_MS - 30
-    assert "nonce cache is full" in (cache.admit("n0", NOW_MS - 30, oldest) or "")  # the replay of n0
-    assert "nonce cache is full" in (cache.admit("fresh-but-old", NOW_MS - 40, oldest) or "")
+    assert "its nonce cache is full" in (cache.admit("n0", NOW_MS - 30, oldest) or "")  # the replay of n0
+    assert "its nonce cache is full" in (cache.admit("fresh-but-old", NOW_MS - 40, oldest) or "")
     # Older than every nonce remembered: refused without forgetting one (n1 is still known).
-    assert "nonce cache is full" in (cache.admit("older", NOW_MS - 25, oldest) or "")
+    assert "its nonce cache is full" in (cache.admit("older", NOW_MS - 25, oldest) or "")
     assert "seen before" in (cache.admit("n1", NOW_MS - 20, oldest) or "")
     assert cache.floor_ms == NOW_MS - 30
     # A flood of valid requests keeps the cache at its capacity.
@@ -121,3 +125,10 @@ def test_good_settings_load():
         "tls.server.mode": "permissive",
     }
     assert SignedRequestPolicy.from_conf(conf) == SignedRequestPolicy(True, 120, True)
+
+
+def test_a_request_signed_before_the_server_started_is_refused():
+    """A restart forgets every nonce: what was signed before it may have been taken already."""
+    replay, _ = guard(up_s=0)
+    assert "it restarted since" in (replay.problem(fields(stamp_ms=NOW_MS - 1), 10) or "")
+    assert replay.problem(fields(stamp_ms=NOW_MS + 1), 10) is None

@@ -14,6 +14,9 @@ timestamp, a nonce), which a server checks once the signature matched:
 The nonces are remembered in a bounded cache. When it is full the oldest nonce is forgotten and
 every request timestamped at or before it is refused from then on: a flood of valid requests
 narrows the window (genuine requests with a lagging clock are refused) but never lets a replay in.
+For the same reason a server refuses requests signed before it started (a restart forgets every
+nonce). Each server process has its own cache: a request captured on its way to one server can be
+sent, once, to another server that knows the same account, within the window.
 
 ``aclRequireTls=true`` refuses signed requests over plaintext (a permissive port takes both): a
 client that would expose its signed requests to a sniffer is told so, at its first request.
@@ -103,8 +106,8 @@ class NonceCache:
         # without forgetting anything (a refused request must not narrow the window).
         if timestamp_ms <= self.floor_ms or (full and heap and timestamp_ms <= heap[0][0]):
             return (
-                f"{REQUEST_TIMESTAMP} is older than the oldest request this server still remembers "
-                "(its nonce cache is full): send the request again"
+                f"{REQUEST_TIMESTAMP} is older than the oldest request this server remembers "
+                "(it restarted since, or its nonce cache is full): send the request again"
             )
         if full and heap:
             forgotten_ms, forgotten = heapq.heappop(heap)
@@ -127,6 +130,9 @@ class ReplayGuard:
     ) -> None:
         self.policy = policy
         self.nonces = NonceCache(capacity)
+        # A new process remembers no nonce: a request signed before it started could be one it
+        # already took before a restart, so it is refused (a client retries with a new one).
+        self.nonces.floor_ms = int(clock() * 1000)
         self._clock = clock
 
     def problem(self, fields: Mapping[str, str], code: int) -> str | None:
