@@ -99,9 +99,13 @@ def post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> None
         raise WebhookFailed(short_error(exc)) from None  # DNS may answer on the next try
     connection_class = http.client.HTTPSConnection if https else http.client.HTTPConnection
     connection = connection_class(host, port, timeout=timeout)  # Host header and TLS name: the host
+
+    def to_checked_address(_address, timeout, _source_address=None) -> socket.socket:
+        return _connect(addresses, port, timeout)
+
     # http.client opens its socket through this attribute: pointed at the checked addresses, the
     # name is not looked up again (TLS still verifies the certificate against the host's name).
-    connection._create_connection = lambda _address, timeout, source=None: _connect(addresses, port, timeout)  # type: ignore[attr-defined]
+    connection._create_connection = to_checked_address  # type: ignore[attr-defined]
     try:
         connection.request("POST", path, body, headers)
         status = connection.getresponse().status
