@@ -19,6 +19,8 @@ import pytest
 
 from broker.cli import main as mqadmin_main
 from broker.common.codes import RequestCode, ResponseCode
+from broker.common.pull_sysflag import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION
+from broker.common.request_headers import PullMessageRequestHeader
 from broker.common.request_headers.pull import (
     QueryConsumerOffsetRequestHeader,
     UpdateConsumerOffsetRequestHeader,
@@ -71,6 +73,16 @@ def commit(cluster: LocalCluster, offset: int):
     return cluster.request(RequestCode.UPDATE_CONSUMER_OFFSET, header)
 
 
+def pull_committing(cluster: LocalCluster, offset: int):
+    """A pull that carries a commit of ``offset`` (as a push consumer's pulls do)."""
+    header = PullMessageRequestHeader(
+        consumer_group=GROUP, topic=TOPIC, queue_id=0, queue_offset=0, max_msg_nums=1,
+        sys_flag=FLAG_COMMIT_OFFSET | FLAG_SUBSCRIPTION, commit_offset=offset, suspend_timeout_millis=0,
+        sub_version=0, subscription="*", expression_type="TAG",
+    )  # fmt: skip
+    return cluster.request(RequestCode.PULL_MESSAGE, header)
+
+
 def committed(cluster: LocalCluster) -> int:
     answer = cluster.request(
         RequestCode.QUERY_CONSUMER_OFFSET, QueryConsumerOffsetRequestHeader(GROUP, TOPIC, 0)
@@ -114,6 +126,7 @@ def test_metadata_writes_on_a_full_disk_are_refused_and_kept_once_space_returns(
     answers = create_topic(cluster, NEW_TOPIC), create_group(cluster, NEW_GROUP), commit(cluster, 9)
     assert [a.code for a in answers] == [ResponseCode.SERVICE_NOT_AVAILABLE] * 3, [a.remark for a in answers]
     assert all(a.remark.startswith(REFUSED) for a in answers)
+    pull_committing(cluster, 7)  # served (nothing to read), its commit not kept
     # Nothing of them is in memory either: no topic that would vanish at the next restart.
     topics, groups = tables(cluster)
     assert NEW_TOPIC not in topics and NEW_GROUP not in groups and committed(cluster) == 5
