@@ -12,6 +12,7 @@ from history import clock
 from .kinds import KINDS
 from .models import AlertRule, Silence
 from .patterns import validate_pattern
+from .webhook_target import WebhookRefused, checked_addresses, split_url
 
 MAX_RECIPIENTS = 10
 MAX_SILENCE = timedelta(days=90)
@@ -47,7 +48,8 @@ class RuleForm(forms.ModelForm):
             "threshold": "The event starts when the figure is above this (see the kind for its unit).",
             "for_minutes": "How long the condition must hold before the event fires; 0 fires at once.",
             "window_minutes": "For lag growing and dead letters arriving: the change over this long.",
-            "webhook_url": "Besides ALERT_WEBHOOK_URLS: a JSON POST (Alertmanager's webhook format).",
+            "webhook_url": "Besides ALERT_WEBHOOK_URLS: a JSON POST (Alertmanager's webhook format), "
+            "to a public address or one ALERT_WEBHOOK_ALLOWED_NETWORKS names.",
             "email_to": f"Besides ALERT_EMAIL_TO: addresses separated by commas (at most {MAX_RECIPIENTS}).",
         }
         widgets = {"description": forms.Textarea(attrs={"rows": 2})}
@@ -63,6 +65,21 @@ class RuleForm(forms.ModelForm):
         if value > MAX_WINDOW_MINUTES:
             raise forms.ValidationError(f"at most {MAX_WINDOW_MINUTES} minutes (one day)")
         return value
+
+    def clean_webhook_url(self) -> str:
+        """Refused when its host resolves to an address webhooks may not go to (see
+        webhook_target); checked again at each send."""
+        url = self.cleaned_data["webhook_url"]
+        if not url:
+            return url
+        _https, host, port, _path = split_url(url)  # the URL validator let only http(s) through
+        try:
+            checked_addresses(host, port)
+        except WebhookRefused as exc:
+            raise forms.ValidationError(str(exc)) from None
+        except OSError:
+            raise forms.ValidationError(f"{host} does not resolve from the console") from None
+        return url
 
     def clean_email_to(self) -> str:
         addresses = [a.strip() for a in self.cleaned_data["email_to"].split(",") if a.strip()]

@@ -8,6 +8,8 @@ import json
 
 from django.http import HttpResponse
 
+from console.csv_cells import safe_row
+
 EXPORT_FORMATS = ("csv", "json")
 COLUMNS = (
     "msg_id",
@@ -42,7 +44,8 @@ def _row(view: dict, columns: tuple[str, ...]) -> list:
 def export_response(
     views: list[dict], fmt: str, basename: str, extra_columns: tuple[str, ...] = ()
 ) -> HttpResponse:
-    """A download of ``views``: CSV with one message per row (properties as JSON), or a JSON array.
+    """A download of ``views``: CSV with one message per row (properties as JSON; cells that would
+    run as a spreadsheet formula neutralised, see console.csv_cells), or a JSON array.
     ``extra_columns`` are what a page adds to each message (a dead letter's origin topic, a delayed
     message's due time), placed after its keys."""
     if fmt not in EXPORT_FORMATS:
@@ -57,7 +60,7 @@ def export_response(
         buffer = io.StringIO()
         writer = csv.writer(buffer)
         writer.writerow(columns)
-        writer.writerows(_row(v, columns) for v in views)
+        writer.writerows(safe_row(_row(v, columns)) for v in views)
         response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{safe}.{fmt}"'
     return response

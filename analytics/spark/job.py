@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from console.csv_cells import safe_dict
+
 from . import reports
 from .catalog import REPORT_SECTIONS
 from .segments import segments_dataframe
@@ -76,13 +78,19 @@ def run_report(spark, request: ReportRequest, progress: Progress = lambda pct, s
     return result
 
 
+def write_csv(path: Path, columns: list[str], rows: list[dict]) -> None:
+    """A section's rows as the CSV the console offers for download (cells that would run as a
+    spreadsheet formula neutralised, see console.csv_cells)."""
+    with open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(safe_dict(row) for row in rows)
+
+
 def write_section(spark, schema, rows: list[dict], output: Path, name: str) -> dict[str, str]:
     """``<name>.csv`` (written here, on the driver) and ``<name>.parquet`` (one file, by Spark)."""
     csv_path = output / f"{name}.csv"
-    with open(csv_path, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=schema.fieldNames())
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(csv_path, schema.fieldNames(), rows)
     parquet_dir = output / f".{name}.parquet.d"
     frame = spark.createDataFrame([tuple(r[f] for f in schema.fieldNames()) for r in rows], schema)
     frame.coalesce(1).write.mode("overwrite").parquet(parquet_dir.resolve().as_uri())

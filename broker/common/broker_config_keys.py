@@ -346,6 +346,13 @@ KEYS: dict[str, ConfigKey] = {
         _key(
             net.MAX_CONNECTIONS_KEY, BROKER, Int(1, net.MAX_MAX_CONNECTIONS), RESTART, "connections at most"
         ),
+        _key(
+            net.MAX_CONNECTIONS_PER_ADDRESS_KEY,
+            BROKER,
+            Int(1, net.MAX_MAX_CONNECTIONS),
+            RESTART,
+            "connections from one client address at most",
+        ),
         # plain ACL (broker/server/acl): RocketMQ's aclEnable; the rest are this broker's keys
         _key("aclEnable", BROKER, Bool(), RESTART, "check every request against plain_acl.yml"),
         _key(

@@ -27,6 +27,8 @@ class JsonConfigFile:
         self.backup = self.path.with_name(self.path.name + ".bak")
         # Periodic persists run on worker threads; the final one at shutdown may overlap them.
         self._write_lock = threading.Lock()
+        # Why the last persist did not write the file (None once one did): a full disk.
+        self.last_error: OSError | None = None
 
     def load(self) -> dict | None:
         for candidate in (self.path, self.backup):
@@ -37,7 +39,9 @@ class JsonConfigFile:
                 return data
         return None
 
-    def persist(self, data: dict) -> None:
+    def persist(self, data: dict) -> bool:
+        """Write ``data``; False when a full disk kept it from being written (``last_error``
+        says why), so a caller that acknowledges a change can undo it and refuse instead."""
         with self._write_lock:
             try:
                 self._write(data)
@@ -48,6 +52,10 @@ class JsonConfigFile:
                 # it), and the next persist writes the table again. Starting and stopping on a
                 # full disk must not fail for it.
                 log.error("%s not written (%s): it keeps its previous content", self.path, exc)
+                self.last_error = exc
+                return False
+            self.last_error = None
+            return True
 
     def _write(self, data: dict) -> None:
         payload = orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
@@ -184,8 +192,8 @@ class VersionedJsonTable:
         self.data_version = DataVersion.from_json(data.get("dataVersion"))
         return dict(data.get(self.table_key) or {})
 
-    def persist(self, entries: dict[str, dict]) -> None:
-        self.file.persist({self.table_key: entries, "dataVersion": self.data_version.to_json()})
+    def persist(self, entries: dict[str, dict]) -> bool:
+        return self.file.persist({self.table_key: entries, "dataVersion": self.data_version.to_json()})
 
 
 def topics_file(config_dir: Path | str) -> VersionedJsonTable:

@@ -67,6 +67,7 @@ class RemotingConnection(asyncio.Protocol):
         serve_only_while_read: bool = False,
         budget: BacklogBudget | None = None,
         partial_frames: PartialFrames | None = None,
+        on_open: Callable[[RemotingConnection], None] | None = None,
     ) -> None:
         self.processors = processors
         self.busy_poll = busy_poll  # shared by a server's connections: see busy_poll.py
@@ -78,6 +79,7 @@ class RemotingConnection(asyncio.Protocol):
         # stopped would wait for each other.
         self.serve_only_while_read = serve_only_while_read
         self.on_close = on_close
+        self.on_open = on_open  # a server's end: admits the peer (see guards.ConnectionCap) or closes
         self.decoder = FrameDecoder(max_frame_length)
         # A server's end: the unfinished frames of all its connections, bounded together.
         self.partial_frames = partial_frames
@@ -89,6 +91,7 @@ class RemotingConnection(asyncio.Protocol):
         self.answers_owed = 0  # requests a handler will answer later (held pulls): not idle
         self.transport: asyncio.Transport | None = None
         self.remote_addr = "?"
+        self.peer_host: str | None = None  # the peer's address without its port
         self.pending: dict[int, _FutureSlot | _CallbackSlot] = {}  # by opaque, until answered
         self._sweeper: asyncio.TimerHandle | None = None
         self._loop = asyncio.get_event_loop()
@@ -114,7 +117,10 @@ class RemotingConnection(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         if peer:
             host, port = peer[0], peer[1]
+            self.peer_host = host
             self.remote_addr = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        if self.on_open is not None:
+            self.on_open(self)
 
     def data_received(self, data: bytes) -> None:
         self.reads += 1

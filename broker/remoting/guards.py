@@ -1,10 +1,11 @@
-"""A server's guards on its connections: the idle sweep and the refusal of connections over the cap
-(the limits themselves are in limits.py)."""
+"""A server's guards on its connections: the idle sweep and the refusal of connections over the caps,
+in all and per client address (the limits themselves are in limits.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from collections.abc import Callable, Iterable
 
 from .connection import RemotingConnection
@@ -65,30 +66,68 @@ class IdleSweep:
 
 
 class ConnectionCap:
-    """Connections beyond ``max_connections`` are closed at once; the log says so (a flood of
-    them is summed up, not logged one line each)."""
+    """Connections beyond ``max_connections``, or beyond ``per_address`` from one client address,
+    are closed at once; the log says so (a flood of them is summed up, not logged one line each)."""
 
-    def __init__(self, max_connections: int) -> None:
+    def __init__(self, max_connections: int, per_address: int | None = None) -> None:
         self.max_connections = max_connections
-        self.refused = 0  # since the server started
-        self._unlogged = 0
-        self._logged_at: float | None = None
+        self.per_address = max_connections if per_address is None else per_address
+        self.by_address: Counter[str] = Counter()  # admitted connections open, by peer address
+        self.refused = 0  # since the server started, over either cap
+        self._unlogged = {"total": 0, "address": 0}
+        self._logged_at: dict[str, float] = {}
 
     def refusal(self, open_connections: int) -> asyncio.Protocol:
         """The protocol of a connection over the cap: it closes its transport as soon as it has one."""
-        self.refused += 1
-        self._unlogged += 1
-        loop = asyncio.get_running_loop()
-        now = loop.time()
-        if self._logged_at is None or now - self._logged_at >= REFUSAL_LOG_INTERVAL_S:
+        if self._count("total"):
             log.warning(
                 "refused %d new connection(s): %d open, the cap is %d (serverMaxConnections)",
-                self._unlogged,
+                self._take_unlogged("total"),
                 open_connections,
                 self.max_connections,
             )
-            self._unlogged, self._logged_at = 0, now
         return _Refused()
+
+    def admit(self, host: str | None, open_connections: int) -> bool:
+        """Whether a connection from ``host`` (accepted, under the total cap) may stay; counted if so."""
+        if host is None:  # no peer address (a test's socket pair): only the total cap applies
+            return True
+        if self.by_address[host] < self.per_address:
+            self.by_address[host] += 1
+            return True
+        if self._count("address"):
+            log.warning(
+                "refused %d new connection(s), the last from %s: %d open, the cap is %d per address "
+                "(serverMaxConnectionsPerAddress)",
+                self._take_unlogged("address"),
+                host,
+                open_connections,
+                self.per_address,
+            )
+        return False
+
+    def release(self, host: str | None) -> None:
+        """An admitted connection from ``host`` closed."""
+        if host is None or host not in self.by_address:
+            return
+        self.by_address[host] -= 1
+        if self.by_address[host] <= 0:
+            del self.by_address[host]  # the table holds only addresses with connections open
+
+    def _count(self, cap: str) -> bool:
+        """Count one refusal over ``cap``; whether it is time to log (at most every 10 s per cap)."""
+        self.refused += 1
+        self._unlogged[cap] += 1
+        now = asyncio.get_running_loop().time()
+        last = self._logged_at.get(cap)
+        if last is not None and now - last < REFUSAL_LOG_INTERVAL_S:
+            return False
+        self._logged_at[cap] = now
+        return True
+
+    def _take_unlogged(self, cap: str) -> int:
+        unlogged, self._unlogged[cap] = self._unlogged[cap], 0
+        return unlogged
 
 
 class _Refused(asyncio.Protocol):

@@ -12,6 +12,9 @@ The same keys, with the same meaning, in ``broker.conf`` and ``namesrv.conf`` (r
 - ``serverChannelMaxIdleTimeSeconds``: a connection that sent nothing for this long and waits for
   nothing from us is closed (RocketMQ's key and default, 120; 0 keeps idle connections).
 - ``serverMaxConnections``: connections beyond this many are closed as soon as they are accepted.
+- ``serverMaxConnectionsPerAddress``: connections from one client address beyond this many are
+  closed as soon as they are accepted, so one host cannot take every place (Kafka's
+  ``max.connections.per.ip``; RocketMQ has none).
 """
 
 from __future__ import annotations
@@ -31,7 +34,14 @@ FRAME_MAX_LENGTH_KEY = "frameMaxLength"
 MAX_PARTIAL_FRAME_BYTES_KEY = "serverMaxPartialFrameBytes"
 CHANNEL_MAX_IDLE_KEY = "serverChannelMaxIdleTimeSeconds"
 MAX_CONNECTIONS_KEY = "serverMaxConnections"
-LIMIT_KEYS = (FRAME_MAX_LENGTH_KEY, MAX_PARTIAL_FRAME_BYTES_KEY, CHANNEL_MAX_IDLE_KEY, MAX_CONNECTIONS_KEY)
+MAX_CONNECTIONS_PER_ADDRESS_KEY = "serverMaxConnectionsPerAddress"
+LIMIT_KEYS = (
+    FRAME_MAX_LENGTH_KEY,
+    MAX_PARTIAL_FRAME_BYTES_KEY,
+    CHANNEL_MAX_IDLE_KEY,
+    MAX_CONNECTIONS_KEY,
+    MAX_CONNECTIONS_PER_ADDRESS_KEY,
+)
 
 # The largest is what the 4-byte length field can say. A limit under the broker's maxMessageSize
 # (4 MiB) plus a header refuses the largest messages: the operator's choice.
@@ -49,6 +59,11 @@ DEFAULT_CHANNEL_MAX_IDLE_S = 120  # RocketMQ's serverChannelMaxIdleTimeSeconds
 # failing with "too many open files" for everyone.
 DEFAULT_MAX_CONNECTIONS = 4096
 MAX_MAX_CONNECTIONS = 1_000_000
+# A quarter of the default cap: one address (an app host, or every process of a one-machine
+# deployment on 127.0.0.1: console, name server and broker links, hundreds of SDK instances at one
+# or two connections each) keeps ~1,000 connections, and three other hosts still get in when one
+# floods. An operator who raises serverMaxConnections for a few big hosts raises this as well.
+DEFAULT_MAX_CONNECTIONS_PER_ADDRESS = 1024
 # Descriptors kept beyond the connections: store files, the name-server and broker-to-broker
 # connections, logs.
 SPARE_DESCRIPTORS = 512
@@ -60,6 +75,7 @@ class ConnectionLimits:
     max_partial_frame_bytes: int = DEFAULT_MAX_PARTIAL_FRAME_BYTES
     channel_max_idle_s: int = DEFAULT_CHANNEL_MAX_IDLE_S  # 0: idle connections are kept
     max_connections: int = DEFAULT_MAX_CONNECTIONS
+    max_connections_per_address: int = DEFAULT_MAX_CONNECTIONS_PER_ADDRESS
 
     def __post_init__(self) -> None:
         if not MIN_FRAME_MAX_LENGTH <= self.frame_max_length <= MAX_FRAME_MAX_LENGTH:
@@ -79,6 +95,11 @@ class ConnectionLimits:
             raise ConfError(
                 f"{MAX_CONNECTIONS_KEY}={self.max_connections} must be between 1 and {MAX_MAX_CONNECTIONS}"
             )
+        if not 1 <= self.max_connections_per_address <= MAX_MAX_CONNECTIONS:
+            raise ConfError(
+                f"{MAX_CONNECTIONS_PER_ADDRESS_KEY}={self.max_connections_per_address} must be "
+                f"between 1 and {MAX_MAX_CONNECTIONS}"
+            )
 
     @classmethod
     def from_conf(cls, conf: Mapping[str, str]) -> ConnectionLimits:
@@ -89,6 +110,7 @@ class ConnectionLimits:
             get_int(values, MAX_PARTIAL_FRAME_BYTES_KEY, DEFAULT_MAX_PARTIAL_FRAME_BYTES),
             get_int(values, CHANNEL_MAX_IDLE_KEY, DEFAULT_CHANNEL_MAX_IDLE_S),
             get_int(values, MAX_CONNECTIONS_KEY, DEFAULT_MAX_CONNECTIONS),
+            get_int(values, MAX_CONNECTIONS_PER_ADDRESS_KEY, DEFAULT_MAX_CONNECTIONS_PER_ADDRESS),
         )
 
 

@@ -41,7 +41,7 @@ class RemotingServer:
         self.busy_poll: BusyPoll | None = None
         self.backlog_budget = BacklogBudget()  # every connection's unserved requests together
         self.partial_frames = PartialFrames(self.limits.max_partial_frame_bytes)  # and unfinished frames
-        self.cap = ConnectionCap(self.limits.max_connections)
+        self.cap = ConnectionCap(self.limits.max_connections, self.limits.max_connections_per_address)
         self.idle_sweep: IdleSweep | None = None
         # TLS (permissive or enforcing): its context is built here, so a certificate that cannot
         # be loaded stops the process at start; None (disabled) leaves every connection as it was.
@@ -79,12 +79,23 @@ class RemotingServer:
             serve_only_while_read=True,
             budget=self.backlog_budget,
             partial_frames=self.partial_frames,
+            on_open=self._connection_opened,
         )
         self.connections.add(connection)
         return connection
 
+    def _connection_opened(self, connection: RemotingConnection) -> None:
+        """The peer's address is known only now: over its address's cap, the connection is closed
+        before it reads anything, and never counted as open."""
+        if self.cap.admit(connection.peer_host, len(self.connections)):
+            return
+        self.connections.discard(connection)
+        connection.on_close = None
+        connection.close()
+
     def _connection_closed(self, connection: RemotingConnection) -> None:
         self.connections.discard(connection)
+        self.cap.release(connection.peer_host)
         for listener in self.close_listeners:
             try:
                 listener(connection)

@@ -77,6 +77,7 @@ class BrokerConfig:
     server_max_partial_frame_bytes: int = net.DEFAULT_MAX_PARTIAL_FRAME_BYTES
     server_channel_max_idle_time_seconds: int = net.DEFAULT_CHANNEL_MAX_IDLE_S
     server_max_connections: int = net.DEFAULT_MAX_CONNECTIONS
+    server_max_connections_per_address: int = net.DEFAULT_MAX_CONNECTIONS_PER_ADDRESS
     # Plain ACL (broker/server/acl): off by default; the file defaults to
     # <storePathRootDir>/config/plain_acl.yml; the inner keys sign the broker's own requests to
     # the name servers (an admin account there when the name servers have ACL on).
@@ -226,6 +227,7 @@ class BrokerConfig:
             self.server_max_partial_frame_bytes,
             self.server_channel_max_idle_time_seconds,
             self.server_max_connections,
+            self.server_max_connections_per_address,
         )
 
     def holder_of(self, key: schema.ConfigKey) -> Any:

@@ -8,11 +8,15 @@ the event loop for seconds; inside ``batch()`` the changes are written once, whe
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Iterator
+from typing import Any
+
+from broker.common.json_config_file import DataVersion
 
 
 class PersistBatching:
-    def __init__(self, persist: Callable[[], None]) -> None:
+    def __init__(self, persist: Callable[[], object]) -> None:
         self._persist = persist
         self._depth = 0  # nested batch() blocks open now
         self._dirty = False  # a change made inside them, not written yet
@@ -34,3 +38,32 @@ class PersistBatching:
             if not self._depth and self._dirty:
                 self._dirty = False
                 self._persist()
+
+
+def put_or_undo(
+    table: dict[str, Any],
+    lock: threading.Lock,
+    key: str,
+    value: Any,
+    version: DataVersion,
+    persist: Callable[[], bool],
+) -> bool:
+    """Put ``value`` under ``key`` and write the table's file now. When the file could not be
+    written (a full disk), the entry and the data version go back to what they were and False is
+    returned: a change the broker refuses must not live on in memory until the next restart (nor
+    be registered with the name servers meanwhile)."""
+    with lock:
+        before = table.get(key)
+        version_before = version.timestamp, version.counter
+        table[key] = value
+        version.next_version()
+    if persist():
+        return True
+    with lock:
+        if table.get(key) is value:  # nothing replaced it meanwhile
+            if before is None:
+                del table[key]
+            else:
+                table[key] = before
+            version.timestamp, version.counter = version_before
+    return False

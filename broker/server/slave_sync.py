@@ -143,7 +143,7 @@ class SlaveSynchronize:
                 del self.client_offsets[(group, topic, queue_id)]
         return body
 
-    def _apply_topics(self, wrapper: dict) -> Callable[[], None] | None:
+    def _apply_topics(self, wrapper: dict) -> Callable[[], object] | None:
         topics = self.broker.topics
         version = DataVersion.from_json(wrapper.get("dataVersion"))
         if version.to_json() == topics.data_version.to_json():
@@ -158,7 +158,7 @@ class SlaveSynchronize:
             topics.file.data_version = version
         return topics.persist
 
-    def _apply_groups(self, wrapper: dict) -> Callable[[], None] | None:
+    def _apply_groups(self, wrapper: dict) -> Callable[[], object] | None:
         groups = self.broker.groups
         version = DataVersion.from_json(wrapper.get("dataVersion"))
         if version.to_json() == groups.file.data_version.to_json():

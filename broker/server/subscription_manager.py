@@ -12,7 +12,7 @@ from pathlib import Path
 from broker.common.json_config_file import subscription_groups_file
 from broker.common.names import group_problem, shown
 
-from .persist_batching import PersistBatching
+from .persist_batching import PersistBatching, put_or_undo
 
 log = logging.getLogger(__name__)
 
@@ -79,10 +79,10 @@ class SubscriptionGroupManager:
                 continue
             self.table[name] = SubscriptionGroupConfig.from_json_dict(data)
 
-    def persist(self) -> None:
+    def persist(self) -> bool:
         with self.lock:
             snapshot = {name: config.to_json_dict() for name, config in self.table.items()}
-        self.file.persist(snapshot)
+        return self.file.persist(snapshot)
 
     def find(self, group: str, create: bool | None = None) -> SubscriptionGroupConfig | None:
         config = self.table.get(group)
@@ -102,6 +102,13 @@ class SubscriptionGroupManager:
             self.table[config.group_name] = config
             self.file.data_version.next_version()
         self._writes.changed()
+
+    def update_durably(self, config: SubscriptionGroupConfig) -> bool:
+        """An operator's create or update: written before it is acknowledged; False (and nothing
+        changed) when the disk could not take it (``file.file.last_error`` says why)."""
+        return put_or_undo(
+            self.table, self.lock, config.group_name, config, self.file.data_version, self.persist
+        )
 
     def deferred_persist(self) -> contextlib.AbstractContextManager[None]:
         """Changes made inside are written to disk once, at the end (see PersistBatching)."""

@@ -13,7 +13,7 @@ from broker.common.json_config_file import topics_file
 from broker.common.names import shown, topic_problem
 from broker.common.topic_config import TopicConfig
 
-from .persist_batching import PersistBatching
+from .persist_batching import PersistBatching, put_or_undo
 
 log = logging.getLogger(__name__)
 
@@ -93,10 +93,10 @@ class TopicConfigManager:
             self.data_version.next_version()
         self.persist()
 
-    def persist(self) -> None:
+    def persist(self) -> bool:
         with self.lock:
             snapshot = {name: config.to_json_dict() for name, config in self.table.items()}
-        self.file.persist(snapshot)
+        return self.file.persist(snapshot)
 
     def get(self, topic: str) -> TopicConfig | None:
         return self.table.get(topic)
@@ -106,6 +106,11 @@ class TopicConfigManager:
             self.table[config.topic_name] = config
             self.data_version.next_version()
         self._writes.changed()
+
+    def update_durably(self, config: TopicConfig) -> bool:
+        """An operator's create or update: written before it is acknowledged; False (and nothing
+        changed) when the disk could not take it (``file.file.last_error`` says why)."""
+        return put_or_undo(self.table, self.lock, config.topic_name, config, self.data_version, self.persist)
 
     def deferred_persist(self) -> contextlib.AbstractContextManager[None]:
         """Changes made inside are written to disk once, at the end (see PersistBatching)."""

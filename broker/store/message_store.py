@@ -246,6 +246,9 @@ class MessageStore:
     def not_writable_reason(self) -> str:
         return self.writability.not_writable_reason()
 
+    def disk_full_refusal(self, cause: str = "") -> str:
+        return self.writability.disk_full_refusal(cause)
+
     # -- replication (store_replication; the HA service is broker/store/ha) -----------------------
     @property
     def replica_wait(self) -> ReplicaWait | None:

@@ -19,7 +19,7 @@ from .disk_guard import DiskGuard
 from .dispatch import ReputService, request_from_record
 from .mapped_file import SegmentAllocationError
 from .results import PutMessageResult, service_not_available
-from .running_flags import WRITE_INDEX_FILE_ERROR, WRITE_LOGICS_QUEUE_ERROR, RunningFlags
+from .running_flags import DISK_FULL, WRITE_INDEX_FILE_ERROR, WRITE_LOGICS_QUEUE_ERROR, RunningFlags
 from .store_config import MessageStoreConfig
 
 log = logging.getLogger(__name__)
@@ -72,6 +72,16 @@ class StoreWritability:
         if not self.running:
             self.disk_guard.measure()  # a rare answer: quote fresh figures
         return service_not_available(self.disk_guard.util_text(), self.not_writable_reason())
+
+    def disk_full_refusal(self, cause: str = "") -> str:
+        """The remark refusing a write of the broker's own files (a topic, a group, an offset
+        commit) as a put is refused: while the disk guard has found the disk full, or with
+        ``cause`` when such a file could not be written; "" when neither holds. Only the disk
+        counts: a slave or a stalled dispatch still keeps its tables."""
+        if not cause and not self.running_flags.is_set(DISK_FULL):
+            return ""
+        self.disk_guard.measure()  # a rare answer: quote fresh figures
+        return service_not_available(self.disk_guard.util_text(), cause or self.running_flags.reason()).remark
 
     def check_disk(self) -> bool:
         """The clean service's check, every second: finish a stalled dispatch if the files it

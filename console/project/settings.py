@@ -5,12 +5,14 @@ Celery transport on the local filesystem. ``DATABASE_URL`` switches to PostgreSQ
 ``REDIS_URL`` moves Channels and Celery to Redis, ``BROKER_NAMESRV`` points at the name servers.
 """
 
+import ipaddress
 import os
 import secrets
 from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 VAR_DIR = Path(os.environ.get("CONSOLE_VAR_DIR", BASE_DIR / "var"))
@@ -159,6 +161,22 @@ ANALYTICS_ABANDONED_AFTER = float(os.environ.get("ANALYTICS_ABANDONED_AFTER", "1
 # through Django's mail settings (EMAIL_HOST, EMAIL_PORT, ... read below). ALERT_CONSOLE_URL (say
 # https://console.example.com) makes notifications link to the event's page.
 ALERT_WEBHOOK_URLS = [u.strip() for u in os.environ.get("ALERT_WEBHOOK_URLS", "").split(",") if u.strip()]
+
+
+# Webhooks may go only to public addresses (alerts/webhook_target.py) but for these networks or
+# addresses (comma separated, e.g. "10.0.5.0/24,127.0.0.1"): a receiver inside the network.
+def _networks(name: str) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    try:
+        return [
+            ipaddress.ip_network(n.strip(), strict=False)
+            for n in os.environ.get(name, "").split(",")
+            if n.strip()
+        ]
+    except ValueError as exc:  # the console does not start on a list it cannot read
+        raise ImproperlyConfigured(f"{name}: {exc}") from None
+
+
+ALERT_WEBHOOK_ALLOWED_NETWORKS = _networks("ALERT_WEBHOOK_ALLOWED_NETWORKS")
 ALERT_EMAIL_TO = [a.strip() for a in os.environ.get("ALERT_EMAIL_TO", "").split(",") if a.strip()]
 ALERT_EMAIL_FROM = os.environ.get("ALERT_EMAIL_FROM", "pyrocket-alerts@localhost")
 ALERT_WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("ALERT_WEBHOOK_TIMEOUT_SECONDS", "5"))

@@ -13,6 +13,10 @@ _OWN_VAR_DIR = None if "CONSOLE_VAR_DIR" in os.environ else tempfile.mkdtemp(pre
 if _OWN_VAR_DIR:
     os.environ["CONSOLE_VAR_DIR"] = _OWN_VAR_DIR
     atexit.register(shutil.rmtree, _OWN_VAR_DIR, ignore_errors=True)
+# The receivers below listen on loopback, where webhooks may go only when allowed (the Celery
+# worker the acceptance test starts reads this from its environment).
+LOOPBACK_ALLOWED = "127.0.0.1/32"
+os.environ.setdefault("ALERT_WEBHOOK_ALLOWED_NETWORKS", LOOPBACK_ALLOWED)
 
 import django  # noqa: E402
 import django.apps  # noqa: E402
@@ -70,6 +74,14 @@ class WebhookReceiver:
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+@pytest.fixture(autouse=True)
+def loopback_webhooks_allowed(settings):
+    """In this process too, whichever test set Django up first."""
+    import ipaddress
+
+    settings.ALERT_WEBHOOK_ALLOWED_NETWORKS = [ipaddress.ip_network(LOOPBACK_ALLOWED)]
 
 
 @pytest.fixture

@@ -40,8 +40,12 @@ IDLE_CONNECTIONS = 2000
 
 flooded = cluster_fixture(ONE_BROKER, topics={TOPIC: 1})
 HELD_TOPIC = "FloodHeldTopic"  # no message ever arrives: a pull on it is held its whole time
+# Every test connection comes from 127.0.0.1: the 2,000 idle ones need more than the default
+# serverMaxConnectionsPerAddress (1,024).
 idle_closing = cluster_fixture(
-    ONE_BROKER, {"serverChannelMaxIdleTimeSeconds": 2}, topics={TOPIC: 1, HELD_TOPIC: 1}
+    ONE_BROKER,
+    {"serverChannelMaxIdleTimeSeconds": 2, "serverMaxConnectionsPerAddress": IDLE_CONNECTIONS + 100},
+    topics={TOPIC: 1, HELD_TOPIC: 1},
 )
 
 

@@ -275,10 +275,13 @@ def test_limits_from_a_namesrv_conf_and_refused_values():
             "serverMaxPartialFrameBytes": "33554432",
             "serverChannelMaxIdleTimeSeconds": "30",
             "serverMaxConnections": "100",
+            "serverMaxConnectionsPerAddress": "20",
         }
     )
-    assert limits == ConnectionLimits(8388608, 33554432, 30, 100)
-    assert ConnectionLimits.from_conf({}) == ConnectionLimits(16777216, 128 * 1024 * 1024, 120, 4096)
+    assert limits == ConnectionLimits(8388608, 33554432, 30, 100, 20)
+    assert ConnectionLimits.from_conf({}) == ConnectionLimits(16777216, 128 * 1024 * 1024, 120, 4096, 1024)
+    with pytest.raises(ConfError, match="serverMaxConnectionsPerAddress=0 must be between 1 and"):
+        ConnectionLimits.from_conf({"serverMaxConnectionsPerAddress": "0"})
     with pytest.raises(ConfError, match="serverMaxPartialFrameBytes=1048576 must be at least frameMaxLength"):
         ConnectionLimits.from_conf({"serverMaxPartialFrameBytes": "1048576"})
     with pytest.raises(ConfError, match="serverMaxConnections=0"):

@@ -30,6 +30,7 @@ from broker.remoting.command import RemotingCommand, create_request, response_to
 
 from ..config_schema import FixedConfigKeyError
 from ..subscription_manager import SubscriptionGroupConfig
+from .disk_refusal import disk_full_refusal, not_written
 from .name_checks import name_refusal
 
 if TYPE_CHECKING:
@@ -88,7 +89,11 @@ class AdminProcessor:
                 f"the topic[{topic}] asks for {max(config.read_queue_nums, config.write_queue_nums)} "
                 f"queues, more than maxTopicQueueNums={most}",
             )
-        self.broker.topics.update(config)
+        full = disk_full_refusal(self.broker.store, request)
+        if full is not None:
+            return full
+        if not self.broker.topics.update_durably(config):
+            return not_written(self.broker.store, request, self.broker.topics.file.file)
         self.broker.register_soon()
         return response_to(request)
 
@@ -161,7 +166,11 @@ class AdminProcessor:
                 f"retryQueueNums={config.retry_queue_nums} of the group[{config.group_name}] is not "
                 f"between 0 and maxTopicQueueNums={self.broker.config.max_topic_queue_nums}",
             )
-        self.broker.groups.update(config)
+        full = disk_full_refusal(self.broker.store, request)
+        if full is not None:
+            return full
+        if not groups.update_durably(config):
+            return not_written(self.broker.store, request, groups.file.file)
         return response_to(request)
 
     async def delete_group(self, conn, request: RemotingCommand) -> RemotingCommand:
@@ -264,6 +273,9 @@ class AdminProcessor:
         config = self.broker.topics.get(topic)
         if config is None:
             return response_to(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
+        full = disk_full_refusal(self.broker.store, request)
+        if full is not None:
+            return full
         store, entries = self.broker.store, []
         for queue_id in range(config.read_queue_nums):
             if timestamp < 0:

@@ -31,6 +31,7 @@ from broker.remoting import fastjson
 from broker.remoting.command import RemotingCommand, create_request, response_to
 
 from ..client_manager import ClientChannel, now_ms
+from .disk_refusal import disk_full_refusal
 from .name_checks import name_problem, name_refusal
 
 if TYPE_CHECKING:
@@ -252,6 +253,9 @@ class OffsetProcessor:
                 f"queueId[{header.queue_id}] is illegal, topic[{header.topic}] has "
                 f"{max(config.read_queue_nums, config.write_queue_nums)} queues",
             )
+        full = disk_full_refusal(self.broker.store, request)
+        if full is not None:
+            return full
         self.broker.offsets.commit(header.consumer_group, header.topic, header.queue_id, header.commit_offset)
         return response_to(request)
 

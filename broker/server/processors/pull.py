@@ -16,6 +16,7 @@ from broker.common.request_headers.base import make_decoder
 from broker.remoting.command import RemotingCommand, response_to
 from broker.remoting.connection import failure_response
 from broker.store.results import GetMessageStatus
+from broker.store.running_flags import DISK_FULL
 
 if TYPE_CHECKING:
     from ..controller import BrokerController
@@ -60,10 +61,12 @@ class PullProcessor:
         if isinstance(message_filter, RemotingCommand):
             return message_filter
         # A slave keeps no offset a pull carries (RocketMQ's storeOffsetEnable): its master's count.
+        # Nor does a full disk (see disk_refusal): the pull is served, its offset is not kept.
         if (
             sys_flag & FLAG_COMMIT_OFFSET
             and header.commit_offset >= 0
             and not self.broker.replication.is_slave
+            and not self.broker.store.running_flags.is_set(DISK_FULL)
         ):
             self.broker.offsets.commit(group, topic, queue_id, header.commit_offset)
         read = functools.partial(self.broker.store.get_message, group, topic, queue_id, offset,
