@@ -24,15 +24,20 @@ log = logging.getLogger(__name__)
 _HOST = "acl_host"  # a connection attribute: the peer's address, worked out once
 
 
+def peer_host(conn: RemotingConnection) -> str:
+    """The peer's address as ACL matches it, worked out once per connection."""
+    host = conn.attributes.get(_HOST)
+    if host is None:
+        host = conn.attributes[_HOST] = host_of(conn.remote_addr)
+    return host
+
+
 def _guarded(
     handler: Handler, acl: AclFile, admin_codes: frozenset[int], open_codes: frozenset[int]
 ) -> Handler:
     def guarded(conn: RemotingConnection, request: RemotingCommand):
-        host = conn.attributes.get(_HOST)
-        if host is None:
-            host = conn.attributes[_HOST] = host_of(conn.remote_addr)
         try:
-            check_request(acl.current, request, host, admin_codes=admin_codes, open_codes=open_codes)
+            check_request(acl.current, request, peer_host(conn), admin_codes=admin_codes, open_codes=open_codes)
         except AclRefusal as exc:
             log.info("ACL refused request code %d from %s: %s", request.code, conn.remote_addr, exc)
             return response_to(request, ResponseCode.NO_PERMISSION, str(exc))

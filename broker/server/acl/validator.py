@@ -21,12 +21,15 @@ signature was wrong.
 
 from __future__ import annotations
 
-from broker.common.acl_rules import SUB, has_permission, permission_name
+from broker.common.acl_rules import ANY, SUB, has_permission, permission_name
 from broker.common.acl_signature import ACCESS_KEY, SIGNATURE, SigningKey, server_content, signature_matches
 from broker.remoting.command import RemotingCommand
 
-from .plain_config import AclConfig
-from .resources import ADMIN_CODES, ResourceError, describe_resource, needed_resources
+from .plain_config import Account, AclConfig
+from .resources import ADMIN_CODES, Needs, ResourceError, describe_resource, needed_resources
+
+
+_NO_ACCOUNT = SigningKey("no-such-account-secret")
 
 
 class AclRefusal(Exception):
@@ -52,40 +55,70 @@ def check_request(
     answered to anyone, signed or not (the name server's route reads): checking the signature of
     what an unsigned client gets anyway would only refuse clients whose account the name server
     does not know."""
-    if request.code in open_codes:
+    if request.code in open_codes or _globally_white(config, host):
         return
-    for pattern in config.global_white:
-        if pattern.matches(host):
-            return
-    fields = request.ext_fields or {}
-    access_key = fields.get(ACCESS_KEY)
-    if not access_key:
-        raise AclRefusal(f"no AccessKey: request code {request.code} from {host} must be signed (ACL is on)")
-    account = config.accounts.get(access_key)
-    if account is None:
-        raise AclRefusal(f"no ACL account for AccessKey {access_key[:64]!r}")
-    if not account.white.matches(host):
-        given = fields.get(SIGNATURE)
-        if not given:
-            raise AclRefusal(f"no Signature for AccessKey {access_key!r}")
-        key = account.signing_key or SigningKey(account.secret_key)
-        expected = key.sign(server_content(fields, request.body, request.version))
-        if not signature_matches(expected, given):
-            raise AclRefusal(f"signature does not match for AccessKey {access_key!r}")
+    account = _authenticated(config, request, host)
     if request.code in admin_codes and not account.admin:
-        raise AclRefusal(f"request code {request.code} needs an admin account; {access_key!r} is not one")
+        raise AclRefusal(
+            f"request code {request.code} needs an admin account; {account.access_key!r} is not one"
+        )
     if account.admin and not account.resources:
         return
     try:
         needs = needed_resources(request)
     except ResourceError as exc:
         raise AclRefusal(str(exc)) from None
+    _check_needs(account, needs)
+
+
+def check_stored_resources(config: AclConfig, request: RemotingCommand, host: str, needs: Needs) -> None:
+    """Step 5 for what only the handler knows: the topic of the stored message a request names
+    by offset. The request already passed ``check_request``; raise ``AclRefusal`` as it does."""
+    if _globally_white(config, host):
+        return
+    access_key = (request.ext_fields or {}).get(ACCESS_KEY) or ""
+    account = config.accounts.get(access_key)
+    if account is None:  # deleted by a reload since the request was let in
+        raise AclRefusal(_unknown_or_unsigned(access_key))
+    _check_needs(account, needs)
+
+
+def _globally_white(config: AclConfig, host: str) -> bool:
+    return any(pattern.matches(host) for pattern in config.global_white)
+
+
+def _unknown_or_unsigned(access_key: str) -> str:
+    # One remark for an unknown key, a missing and a wrong signature: which of them it was would
+    # tell a stranger whether an account exists.
+    return f"signature does not match for AccessKey {access_key[:64]!r}, or no such account"
+
+
+def _authenticated(config: AclConfig, request: RemotingCommand, host: str) -> Account:
+    fields = request.ext_fields or {}
+    access_key = fields.get(ACCESS_KEY)
+    if not access_key:
+        raise AclRefusal(f"no AccessKey: request code {request.code} from {host} must be signed (ACL is on)")
+    account = config.accounts.get(access_key)
+    if account is not None and account.white.matches(host):
+        return account
+    given = fields.get(SIGNATURE)
+    # Signed for an unknown key too, so the time taken does not tell whether the account exists.
+    key = (account.signing_key or SigningKey(account.secret_key)) if account is not None else _NO_ACCOUNT
+    expected = key.sign(server_content(fields, request.body, request.version))
+    if account is None or not given or not signature_matches(expected, given):
+        raise AclRefusal(_unknown_or_unsigned(access_key))
+    return account
+
+
+def _check_needs(account: Account, needs: Needs) -> None:
+    if account.admin and not account.resources:
+        return  # an admin account without entries may use every topic and group
     for resource, perm in needs:
         owned = account.resources.get(resource)
         if owned is None:
             owned = account.default_group if resource.startswith("%RETRY%") else account.default_topic
         if not has_permission(perm, owned):
-            wanted = "SUB" if perm == SUB else permission_name(perm)
+            wanted = {SUB: "SUB", ANY: "PUB or SUB"}.get(perm) or permission_name(perm)
             raise AclRefusal(
-                f"account {access_key!r} has no {wanted} permission on {describe_resource(resource)}"
+                f"account {account.access_key!r} has no {wanted} permission on {describe_resource(resource)}"
             )

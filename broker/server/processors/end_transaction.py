@@ -10,12 +10,14 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from broker.common.acl_rules import PUB
 from broker.common.codes import ResponseCode
 from broker.common.request_headers import EndTransactionRequestHeader, HeaderError
 from broker.common.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE
 from broker.common.topic_config import is_writeable
 from broker.remoting.command import RemotingCommand, response_to
 
+from ..acl.stored import stored_message_refusal
 from .name_checks import name_refusal
 from .send import put_status_code
 
@@ -68,6 +70,9 @@ class EndTransactionProcessor:
                 half,
             )
             return response_to(request, ResponseCode.SYSTEM_ERROR, half)
+        refused = stored_message_refusal(self.broker, conn, request, half, PUB)
+        if refused is not None:
+            return refused
         if state == TRANSACTION_COMMIT_TYPE:
             result = await service.commit(half)
         else:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from broker.common import message_const as const
 from broker.common import topic_config as tc
+from broker.common.acl_rules import PUB, SUB
 from broker.common.codes import ResponseCode
 from broker.common.message import MessageExt
 from broker.common.message_codec import MessageDecodeError
@@ -23,6 +24,7 @@ from broker.common.request_headers import ConsumerSendMsgBackRequestHeader, Head
 from broker.remoting.command import RemotingCommand, response_to
 
 from .. import trace_writer
+from ..acl.stored import stored_message_refusal
 from ..schedule_message import to_schedule_message
 from .name_checks import name_refusal
 from .send import ensure_dlq_topic, ensure_system_topic, put_status_code
@@ -74,6 +76,10 @@ class SendBackProcessor:
             return response_to(
                 request, ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {header.offset}"
             )
+        # The copy becomes the group's to read: the message's own topic needs PUB and SUB.
+        refused = stored_message_refusal(broker, conn, request, original, PUB, SUB)
+        if refused is not None:
+            return refused
         max_times = group_config.max_reconsume_times(header.max_reconsume_times)
         if original.reconsume_times >= max_times or header.delay_level < 0:
             ensure_dlq_topic(broker, header.group)
