@@ -37,7 +37,9 @@ def _guarded(
 ) -> Handler:
     def guarded(conn: RemotingConnection, request: RemotingCommand):
         try:
-            check_request(acl.current, request, peer_host(conn), admin_codes=admin_codes, open_codes=open_codes)
+            check_request(
+                acl.current, request, peer_host(conn), admin_codes=admin_codes, open_codes=open_codes
+            )
         except AclRefusal as exc:
             log.info("ACL refused request code %d from %s: %s", request.code, conn.remote_addr, exc)
             return response_to(request, ResponseCode.NO_PERMISSION, str(exc))

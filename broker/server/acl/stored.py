@@ -19,8 +19,8 @@ import logging
 from typing import TYPE_CHECKING
 
 from broker.common import message_const as const
-from broker.common.acl_rules import SUB
 from broker.common import topic_config as tc
+from broker.common.acl_rules import SUB
 from broker.common.codes import ResponseCode
 from broker.common.message import MessageExt
 from broker.common.message_codec import MessageDecodeError, decode_message
@@ -69,7 +69,9 @@ def stored_message_refusal(
     return None
 
 
-def may_read(broker: BrokerController, conn: RemotingConnection, request: RemotingCommand, msg: MessageExt) -> bool:
+def may_read(
+    broker: BrokerController, conn: RemotingConnection, request: RemotingCommand, msg: MessageExt
+) -> bool:
     """Whether the request's account may read ``msg`` (SUB on its topic)."""
     return stored_message_refusal(broker, conn, request, msg, SUB) is None
 

@@ -28,7 +28,6 @@ from broker.remoting.command import RemotingCommand
 from .plain_config import Account, AclConfig
 from .resources import ADMIN_CODES, Needs, ResourceError, describe_resource, needed_resources
 
-
 _NO_ACCOUNT = SigningKey("no-such-account-secret")
 
 
