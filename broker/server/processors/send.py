@@ -25,6 +25,7 @@ from broker.common.request_headers import (
     SendMessageResponseHeader,
     decode_send_request,
 )
+from broker.common.sysflag import send_flag_problem
 from broker.remoting.command import RemotingCommand, response_to
 from broker.store.results import PutMessageResult, PutMessageStatus
 
@@ -66,14 +67,17 @@ NOT_ALLOWED_SEND_TOPICS = frozenset(
 
 
 def send_refusal(
-    request, topic: str, illegal_code: int, producer_group: str | None = None
+    request, topic: str, illegal_code: int, producer_group: str | None = None, sys_flag: int = 0
 ) -> RemotingCommand | None:
     """The refusal of a send or reply to ``topic`` (from ``producer_group``, when it names one)
-    for the names alone, or None."""
+    for the names and the ``sysFlag`` alone, or None."""
     # Spelled out rather than name_refusal's loops: every send passes here.
     problem = topic_problem(topic) or (group_problem(producer_group) if producer_group else None)
     if problem is not None:
         return response_to(request, illegal_code, problem)
+    flag_problem = send_flag_problem(sys_flag)
+    if flag_problem is not None:
+        return response_to(request, ResponseCode.MESSAGE_ILLEGAL, flag_problem)
     if topic in NOT_ALLOWED_SEND_TOPICS:
         return response_to(
             request, ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden."
@@ -151,7 +155,9 @@ class SendProcessor:
         header = decode_send_request(request.ext_fields)
         topic = header.topic
         # A bad name is SYSTEM_ERROR, as RocketMQ's msgCheck (TopicValidator.validateTopic).
-        refused = send_refusal(request, topic, ResponseCode.SYSTEM_ERROR, header.producer_group)
+        refused = send_refusal(
+            request, topic, ResponseCode.SYSTEM_ERROR, header.producer_group, header.sys_flag
+        )
         if refused is not None:
             return refused
         if not tc.is_writeable(self.broker.config.broker_permission):
