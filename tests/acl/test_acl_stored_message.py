@@ -5,9 +5,10 @@ USER is denied AclDenied. Before this check it could copy an AclDenied message i
 retry topic with CONSUMER_SEND_MSG_BACK (naming an allowed originTopic) and pull it, read every
 message by walking the commit log with VIEW_MESSAGE_BY_ID, and commit another producer's half
 message with END_TRANSACTION; an account with a default SUB could read half messages of a denied
-topic with QUERY_MESSAGE on the half topic. Figures before the fix: 1 denied message pulled after
-a send-back, 3 of 3 denied messages read by walking, 1 half message committed, 1 half message
-found by key; after: 0 each.
+topic with QUERY_MESSAGE on the half topic, and have a denied message handed to its consumer with
+CONSUME_MESSAGE_DIRECTLY. Figures before the fix: 1 denied message pulled after a send-back, 3 of
+3 denied messages read by walking, 1 half message committed, 1 half message found by key, 1
+denied message consumed directly; after: 0 each.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import time
 
 import pytest
 
+from broker.client import CONSUME_FROM_FIRST_OFFSET, PushConsumer
+from broker.client.push_consumer import ConsumeConcurrentlyStatus
 from broker.common import message_const as const
 from broker.common.acl_signature import SessionCredentials
 from broker.common.codes import RequestCode as RC
@@ -28,6 +31,7 @@ from broker.common.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_PREPARED_
 from broker.common.topic_config import TRANS_HALF_TOPIC
 from broker.local_cluster import wait_until
 from broker.remoting.client import SyncRemotingClient
+from broker.remoting.command import create_request
 
 from .acl_cluster import DENIED, GROUP, PRODUCER_GROUP, TOPIC, USER, broker_acl, start_acl_cluster, write_acl
 
@@ -176,3 +180,33 @@ def test_query_by_key_finds_no_message_of_a_denied_topic(acl):
     assert found(TRANS_HALF_TOPIC) == []  # before: [b"denied: queried"]
     assert query(TRANS_HALF_TOPIC).code == ResponseCode.QUERY_NOT_FOUND
     _refused(query(DENIED), f"topic {DENIED}")
+
+
+def test_a_denied_message_is_not_handed_to_a_consumer_directly(acl):
+    received: list[bytes] = []
+
+    def listener(msgs, context):
+        received.extend(m.body for m in msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer = PushConsumer(GROUP, acl.namesrv_addr, credentials=USER, instance_name="acl-direct",
+                            consume_from_where=CONSUME_FROM_FIRST_OFFSET)  # fmt: skip
+    consumer.subscribe(TOPIC, "*")
+    consumer.register_message_listener(listener)
+    consumer.start()
+    try:
+        client_id = consumer.instance.client_id
+        wait_until(
+            lambda: _direct(acl, client_id, TOPIC, b"allowed: direct").ok, timeout=20, what="a direct consume"
+        )
+        assert b"allowed: direct" in received
+        _refused(_direct(acl, client_id, DENIED, b"denied: direct"), f"topic {DENIED}")
+        assert b"denied: direct" not in received  # before: handed to the consumer (1 -> 0)
+    finally:
+        consumer.shutdown()
+
+
+def _direct(acl, client_id, topic, body):
+    sent, _ = _send(acl, acl.admin, topic, body)
+    fields = {"consumerGroup": GROUP, "clientId": client_id, "msgId": sent.ext_fields["msgId"]}
+    return acl.user.invoke(acl.broker_addr, create_request(RC.CONSUME_MESSAGE_DIRECTLY, fields), 15_000)
