@@ -51,6 +51,34 @@ def stored_message_refusal(
 ) -> RemotingCommand | None:
     """NO_PERMISSION when the request's account lacks any of ``perms`` on the topic ``msg``
     belongs to; None when allowed or when ACL is off."""
+    reason = _refusal_reason(broker, conn, request, msg, perms)
+    if reason is None:
+        return None
+    log.info(
+        "ACL refused request code %d from %s (the message at offset %d): %s",
+        request.code,
+        conn.remote_addr,
+        msg.commitlog_offset,
+        reason,
+    )
+    return response_to(request, ResponseCode.NO_PERMISSION, reason)
+
+
+def may_read(
+    broker: BrokerController, conn: RemotingConnection, request: RemotingCommand, msg: MessageExt
+) -> bool:
+    """Whether the request's account may read ``msg`` (SUB on its topic); a query leaves out,
+    without logging each, what it may not."""
+    return _refusal_reason(broker, conn, request, msg, (SUB,)) is None
+
+
+def _refusal_reason(
+    broker: BrokerController,
+    conn: RemotingConnection,
+    request: RemotingCommand,
+    msg: MessageExt,
+    perms: tuple[int, ...],
+) -> str | None:
     if broker.acl is None:
         return None
     topic = owning_topic(msg)
@@ -58,22 +86,8 @@ def stored_message_refusal(
     try:
         check_stored_resources(broker.acl.current, request, peer_host(conn), needs)
     except AclRefusal as exc:
-        log.info(
-            "ACL refused request code %d from %s (the message at offset %d): %s",
-            request.code,
-            conn.remote_addr,
-            msg.commitlog_offset,
-            exc,
-        )
-        return response_to(request, ResponseCode.NO_PERMISSION, str(exc))
+        return str(exc)
     return None
-
-
-def may_read(
-    broker: BrokerController, conn: RemotingConnection, request: RemotingCommand, msg: MessageExt
-) -> bool:
-    """Whether the request's account may read ``msg`` (SUB on its topic)."""
-    return stored_message_refusal(broker, conn, request, msg, SUB) is None
 
 
 def message_at(record: bytes, offset: int) -> MessageExt | None:
