@@ -17,6 +17,7 @@ from broker.common.sysflag import (
     INNER_BATCH_FLAG,
     MULTI_TAGS_FLAG,
     TRANSACTION_COMMIT_TYPE,
+    TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
     send_flag_problem,
 )
@@ -332,3 +333,11 @@ def test_send_with_the_bits_rocketmq_5_clients_set_is_accepted(broker):
     for sys_flag in (MULTI_TAGS_FLAG, INNER_BATCH_FLAG, COMPRESSION_TYPE_MASK, BORNHOST_V6_FLAG):
         assert send_flag_problem(sys_flag) is None
     assert broker.send(TOPIC, sysFlag=MULTI_TAGS_FLAG).ok
+
+
+def test_a_prepared_send_that_is_no_half_message(broker):
+    # Before: stored in the topic with SEND_OK, hidden from consumers for good.
+    refused = broker.send(TOPIC, sysFlag=TRANSACTION_PREPARED_TYPE)
+    assert_refused(refused, ResponseCode.MESSAGE_ILLEGAL, "prepared transaction", "TRAN_MSG=true")
+    half = {const.PROPERTY_TRANSACTION_PREPARED: "true", const.PROPERTY_PRODUCER_GROUP: "refusal-producer"}
+    assert broker.send(TOPIC, properties=half, sysFlag=TRANSACTION_PREPARED_TYPE).ok
