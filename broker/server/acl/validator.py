@@ -16,7 +16,11 @@ In order:
 RocketMQ 4.9 lets a request from an account's white address skip steps 4 and 5 as well; here the
 white address only spares the signature, so an account's permissions hold wherever it connects
 from. A refusal says what was missing: never a secret, the expected signature or which part of a
-signature was wrong.
+signature was wrong. An unknown key and a missing or wrong signature get one remark (and the
+same signing work), so a refusal does not tell whether an account exists.
+
+A request naming a stored message by offset is checked once more by its handler, against the
+topic the message belongs to (``check_stored_resources``, used by ``stored``).
 """
 
 from __future__ import annotations
