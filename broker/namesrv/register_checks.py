@@ -6,7 +6,7 @@ connects to the address it registered and every route answer carries it, so a na
 a broker id of -1 (read by clients as no broker at all). Checked here, as a send's names are:
 
 - the cluster, broker and topic names with the names check every topic passes;
-- ``brokerAddr`` and every filter server as ``host:port`` (``[v6]:port``), ``haServerAddr``
+- ``brokerAddr`` and every filter server as ``host:port`` (IPv6 bare or ``[v6]:port``), ``haServerAddr``
   likewise or empty: a host of at most 253 characters (a DNS name's limit) of the characters an
   address or host name has, and a port of 1 to 65535;
 - ``brokerId`` 0 (the master) or more. A broker started with ``brokerId=-1`` in controller
@@ -38,9 +38,7 @@ def address_problem(addr: object, what: str) -> str | None:
     shown = addr if len(addr) <= 64 else f"{addr[:64]}... ({len(addr)} characters)"
     host, sep, port = addr.rpartition(":")
     if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    elif ":" in host:
-        return f"{what} {shown!r}: an IPv6 address is written in brackets, [v6]:port"
+        host = host[1:-1]  # RocketMQ's brokers write an IPv6 brokerIP1 bare ("::1:10911"): both pass
     if not sep or not _PORT.fullmatch(port) or not 1 <= int(port) <= 65535:
         return f"{what} {shown!r} is not host:port with a port of 1 to 65535"
     if not host or len(host) > HOST_MAX_LENGTH or not _HOST_CHARACTERS.fullmatch(host):

@@ -273,7 +273,6 @@ def register_raw(
         ({"broker_addr": "127.0.0.1"}, "port of 1 to 65535"),
         ({"broker_addr": "127.0.0.1:0"}, "port of 1 to 65535"),
         ({"broker_addr": "127.0.0.1:70000"}, "port of 1 to 65535"),
-        ({"broker_addr": "::1:10911"}, "in brackets"),
         ({"broker_addr": "bad host;x:10911"}, "the host must be"),
         ({"ha": "127.0.0.1:99999"}, "haServerAddr"),
         ({"filter_servers": ["127.0.0.1:1"] * 65}, "more than 64"),
@@ -288,7 +287,13 @@ def test_a_registration_with_an_unusable_address_or_id_is_refused(namesrv, clien
 
 
 def test_registrations_as_brokers_send_them_pass_the_bounds(namesrv, client):
-    for broker_addr, broker_id, ha in (("[::1]:20932", 2, "[::1]:20933"), ("broker-1.example:20934", 0, "")):
+    # IPv6 in brackets, and bare as RocketMQ's brokers write brokerIP1:listenPort.
+    cases = (
+        ("[::1]:20932", 2, "[::1]:20933"),
+        ("::1:20935", 3, "::1:20936"),
+        ("broker-1.example:20934", 0, ""),
+    )
+    for broker_addr, broker_id, ha in cases:
         assert register_raw(client, namesrv.addr, broker_addr, broker_id, ha, ["10.0.0.1:30000"], "fits").ok
     brokers = fastjson_loads(route(client, namesrv.addr, "fits").body)["brokerDatas"][0]["brokerAddrs"]
-    assert brokers == {"0": "broker-1.example:20934", "2": "[::1]:20932"}
+    assert brokers == {"0": "broker-1.example:20934", "2": "[::1]:20932", "3": "::1:20935"}
