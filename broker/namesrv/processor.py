@@ -30,6 +30,7 @@ from broker.remoting.server import RemotingServer
 
 from .kv_config import ORDER_TOPIC_NAMESPACE, KVConfigManager
 from .register_body import RegisterBodyError, decode_register_body
+from .register_checks import registration_problem
 from .route_info import Registration, RouteInfoManager
 
 log = logging.getLogger(__name__)
@@ -74,10 +75,9 @@ class NamesrvProcessor:
             body = decode_register_body(request.body, header.compressed)
         except RegisterBodyError as exc:
             return response_to(request, ResponseCode.SYSTEM_ERROR, str(exc))
-        # A registration names its cluster, its broker and every topic it serves: an illegal name
-        # refuses the whole registration, so no client is ever routed to it.
-        problem = topic_problem(header.cluster_name) or topic_problem(header.broker_name)
-        problem = problem or next(filter(None, map(topic_problem, body.topic_configs)), None)
+        # A registration names its cluster, its broker, its addresses and every topic it serves:
+        # one unusable refuses the whole registration, so no client is ever routed to it.
+        problem = registration_problem(header, body)
         if problem:
             return response_to(request, ResponseCode.SYSTEM_ERROR, f"registration refused: {problem}")
         reg = Registration(

@@ -563,3 +563,18 @@ def test_a_failed_change_of_role_is_tried_again(ctl):
     assert wait_until(lambda: ctl.role("b2") == "SYNC_MASTER", 30), ctl.runtime("b2")
     assert wait_until(lambda: _send_one(ctl, "b2", b"now").code == ResponseCode.SUCCESS, 20)
     assert ctl.runtime("b2")["writeRefusedReason"] == ""
+
+
+def test_a_broker_started_with_broker_id_minus_one_registers_with_the_controllers_id(ctl):
+    """RocketMQ's controller quick-start sets brokerId=-1. The name server refuses a negative
+    id; such a broker registers only once the controller gave it one, so it is still routed to."""
+    ctl.add("q1", brokerId=-1)
+    assert wait_until(lambda: ctl.role("q1") == "SYNC_MASTER", 20), ctl.runtime("q1")
+
+    def registered() -> dict:
+        answer = ctl.cluster.request(RequestCode.GET_BROKER_CLUSTER_INFO, addr=ctl.cluster.namesrv_addr)
+        brokers = fastjson.loads(answer.body)["brokerAddrTable"] if answer.ok else {}
+        return brokers.get(SET, {}).get("brokerAddrs", {})
+
+    assert wait_until(lambda: registered() == {"0": ctl.addr("q1")}, 20), registered()
+    assert "refused the registration" not in "".join(ctl.cluster.brokers["q1"].output)

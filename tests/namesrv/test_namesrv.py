@@ -251,3 +251,49 @@ async def test_the_broker_sends_its_body_crc_and_an_altered_body_is_refused(name
     # Older brokers send no bodyCrc32 (the register() helper above): nothing is checked.
     unchecked = {k: v for k, v in sent.ext_fields.items() if k != "bodyCrc32"}
     assert client.invoke(namesrv.addr, create_request(RequestCode.REGISTER_BROKER, unchecked, altered)).ok
+
+
+def register_raw(
+    client, addr, broker_addr="127.0.0.1:20931", broker_id=0, ha="", filter_servers=(), topic="bounded"
+):
+    config = {"topicName": topic, "readQueueNums": 1, "writeQueueNums": 1, "perm": 6}
+    wrapper = {"topicConfigTable": {topic: config}, "dataVersion": {"timestamp": 1, "counter": 1}}
+    body = {"topicConfigSerializeWrapper": wrapper, "filterServerList": list(filter_servers)}
+    header = {"brokerName": "broker-bounded", "brokerAddr": broker_addr, "clusterName": "c-bounded",
+              "haServerAddr": ha, "brokerId": broker_id, "compressed": False}  # fmt: skip
+    return client.invoke(addr, create_request(RequestCode.REGISTER_BROKER, header, orjson.dumps(body)))
+
+
+@pytest.mark.parametrize(
+    ("fields", "phrase"),
+    [
+        ({"broker_addr": "1" * 5000}, "brokerAddr '1111"),  # before: registered and routed to
+        ({"broker_addr": "a" * 4990 + ":10911"}, "1 to 253"),
+        ({"broker_id": -1}, "brokerId -1 is not 0"),  # before: registered
+        ({"broker_addr": "127.0.0.1"}, "port of 1 to 65535"),
+        ({"broker_addr": "127.0.0.1:0"}, "port of 1 to 65535"),
+        ({"broker_addr": "127.0.0.1:70000"}, "port of 1 to 65535"),
+        ({"broker_addr": "bad host;x:10911"}, "the host must be"),
+        ({"ha": "127.0.0.1:99999"}, "haServerAddr"),
+        ({"filter_servers": ["127.0.0.1:1"] * 65}, "more than 64"),
+        ({"filter_servers": ["nowhere"]}, "a filter server 'nowhere'"),
+    ],
+)
+def test_a_registration_with_an_unusable_address_or_id_is_refused(namesrv, client, fields, phrase):
+    refused = register_raw(client, namesrv.addr, **fields)
+    assert refused.code == ResponseCode.SYSTEM_ERROR and phrase in refused.remark, refused.remark
+    assert "registration refused" in refused.remark and len(refused.remark) < 300
+    assert route(client, namesrv.addr, "bounded").code == ResponseCode.TOPIC_NOT_EXIST
+
+
+def test_registrations_as_brokers_send_them_pass_the_bounds(namesrv, client):
+    # IPv6 in brackets, and bare as RocketMQ's brokers write brokerIP1:listenPort.
+    cases = (
+        ("[::1]:20932", 2, "[::1]:20933"),
+        ("::1:20935", 3, "::1:20936"),
+        ("broker-1.example:20934", 0, ""),
+    )
+    for broker_addr, broker_id, ha in cases:
+        assert register_raw(client, namesrv.addr, broker_addr, broker_id, ha, ["10.0.0.1:30000"], "fits").ok
+    brokers = fastjson_loads(route(client, namesrv.addr, "fits").body)["brokerDatas"][0]["brokerAddrs"]
+    assert brokers == {"0": "broker-1.example:20934", "2": "[::1]:20932", "3": "::1:20935"}

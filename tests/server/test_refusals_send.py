@@ -10,7 +10,17 @@ from broker.common.codes import RequestCode as RC
 from broker.common.codes import ResponseCode
 from broker.common.message import Message
 from broker.common.message_codec import decode_offset_msg_id
-from broker.common.sysflag import TRANSACTION_COMMIT_TYPE
+from broker.common.request_headers.send import SEND_V1_TO_V2
+from broker.common.sysflag import (
+    BORNHOST_V6_FLAG,
+    COMPRESSION_TYPE_MASK,
+    INNER_BATCH_FLAG,
+    MULTI_TAGS_FLAG,
+    TRANSACTION_COMMIT_TYPE,
+    TRANSACTION_PREPARED_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+    send_flag_problem,
+)
 from tests.server.refusals_broker import READ, RefusalBroker, assert_refused
 
 TOPIC = "RefusalTopic"
@@ -207,9 +217,9 @@ def test_end_transaction_of_a_message_that_is_not_a_half_message(broker):
 
 
 # -- SEND_REPLY_MESSAGE ---------------------------------------------------------------------------
-def send_reply(broker, topic, reply_to="10.0.0.1@gone"):
+def send_reply(broker, topic, reply_to="10.0.0.1@gone", **fields):
     props = {const.PROPERTY_MESSAGE_REPLY_TO_CLIENT: reply_to, const.PROPERTY_CORRELATION_ID: "c-1"}
-    return broker.send(topic, b"reply", properties=props, code=RC.SEND_REPLY_MESSAGE)
+    return broker.send(topic, b"reply", properties=props, code=RC.SEND_REPLY_MESSAGE, **fields)
 
 
 def test_reply_to_a_topic_with_an_illegal_name(broker):
@@ -284,3 +294,50 @@ def test_reply_the_store_refuses(broker):
             code=RC.SEND_REPLY_MESSAGE,
         )
         assert_refused(refused, ResponseCode.SYSTEM_ERROR, "the limit is 64")
+
+
+# -- sysFlag --------------------------------------------------------------------------------------
+# Before: each was stored with SEND_OK and never delivered (the prepared and rollback bits hide a
+# record from consumers). -1 and 2**31-1 set them; 1 << 11 names nothing.
+BAD_FLAGS = [-1, 2**31 - 1, 1 << 11, TRANSACTION_ROLLBACK_TYPE]
+
+
+def _v2(fields: dict) -> dict:
+    return {SEND_V1_TO_V2.get(name, name): value for name, value in fields.items()}
+
+
+@pytest.mark.parametrize("sys_flag", BAD_FLAGS)
+def test_send_with_a_sys_flag_rocketmq_does_not_define(broker, sys_flag):
+    before = broker.invoke(RC.GET_MAX_OFFSET, {"topic": TOPIC, "queueId": 0}).field("offset")
+    refused = broker.send(TOPIC, sysFlag=sys_flag)
+    assert_refused(refused, ResponseCode.MESSAGE_ILLEGAL, f"sysFlag {sys_flag}")
+    batch = encode_batch([Message(TOPIC, b"one")])
+    assert_refused(
+        broker.send(TOPIC, batch, code=RC.SEND_BATCH_MESSAGE, sysFlag=sys_flag),
+        ResponseCode.MESSAGE_ILLEGAL,
+        f"sysFlag {sys_flag}",
+    )
+    v2 = _v2({"producerGroup": "refusal-producer", "topic": TOPIC, "defaultTopic": "TBW102",
+              "defaultTopicQueueNums": 4, "queueId": 0, "sysFlag": sys_flag,
+              "bornTimestamp": 0, "flag": 0})  # fmt: skip
+    assert_refused(
+        broker.invoke(RC.SEND_MESSAGE_V2, v2, b"x"), ResponseCode.MESSAGE_ILLEGAL, f"sysFlag {sys_flag}"
+    )
+    reply = send_reply(broker, "SemanticsCluster_REPLY_TOPIC", sysFlag=sys_flag)
+    assert_refused(reply, ResponseCode.MESSAGE_ILLEGAL, f"sysFlag {sys_flag}")
+    assert broker.invoke(RC.GET_MAX_OFFSET, {"topic": TOPIC, "queueId": 0}).field("offset") == before
+
+
+def test_send_with_the_bits_rocketmq_5_clients_set_is_accepted(broker):
+    assert "does not define" in (send_flag_problem(1 << 11) or "")
+    for sys_flag in (MULTI_TAGS_FLAG, INNER_BATCH_FLAG, COMPRESSION_TYPE_MASK, BORNHOST_V6_FLAG):
+        assert send_flag_problem(sys_flag) is None
+    assert broker.send(TOPIC, sysFlag=MULTI_TAGS_FLAG).ok
+
+
+def test_a_prepared_send_that_is_no_half_message(broker):
+    # Before: stored in the topic with SEND_OK, hidden from consumers for good.
+    refused = broker.send(TOPIC, sysFlag=TRANSACTION_PREPARED_TYPE)
+    assert_refused(refused, ResponseCode.MESSAGE_ILLEGAL, "prepared transaction", "TRAN_MSG=true")
+    half = {const.PROPERTY_TRANSACTION_PREPARED: "true", const.PROPERTY_PRODUCER_GROUP: "refusal-producer"}
+    assert broker.send(TOPIC, properties=half, sysFlag=TRANSACTION_PREPARED_TYPE).ok

@@ -38,6 +38,11 @@ def _peer(conn: RemotingConnection) -> tuple[str, bool]:
     return host, conn.attributes[_SECURE]
 
 
+def peer_host(conn: RemotingConnection) -> str:
+    """The peer's address as ACL matches it, worked out once per connection."""
+    return _peer(conn)[0]
+
+
 def _guarded(
     handler: Handler,
     acl: AclFile,

@@ -7,8 +7,12 @@ message queries (topic SUB), heartbeats (each consumer group SUB and each subscr
 unregistering and listing a group's consumers (group SUB) and offset updates (group and topic
 SUB). This adds what 4.9 leaves unchecked although it names a topic or group: batch and reply
 sends (topic PUB, as a send), offset queries (group and topic SUB), queue locks (group SUB and
-each queue's topic SUB). Requests naming no topic or group (route and statistics reads,
-END_TRANSACTION, VIEW_MESSAGE_BY_ID) need only a valid signature.
+each queue's topic SUB), END_TRANSACTION (any permission on the producer group) and
+CONSUME_MESSAGE_DIRECTLY (the group SUB). Requests naming a stored message by offset
+(send-backs, END_TRANSACTION, VIEW_MESSAGE_BY_ID, CONSUME_MESSAGE_DIRECTLY, and the messages a
+QUERY_MESSAGE finds) are checked again by their handler against the topic that message belongs
+to (``stored``). Requests naming nothing (route and statistics reads) need only a valid
+signature.
 
 A group is checked under its retry topic's name (``%RETRY%group``), as RocketMQ keys groups, so
 a retry topic and its group are one resource.
@@ -18,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from broker.common.acl_rules import PUB, SUB
+from broker.common.acl_rules import ANY, PUB, SUB
 from broker.common.codes import RequestCode as RC
 from broker.common.topic_config import RETRY_GROUP_TOPIC_PREFIX
 from broker.remoting import fastjson
@@ -72,6 +76,11 @@ class ResourceError(ValueError):
     """A request whose resources cannot be read (a heartbeat body that is not JSON)."""
 
 
+def topic_needs(topic: str | None, perm: int) -> Needs:
+    """``perm`` on ``topic`` (the group's SUB for a retry topic)."""
+    return _topic_or_retry(topic, perm)
+
+
 def _topic_or_retry(topic: str | None, perm: int) -> Needs:
     if not topic:
         return []
@@ -103,6 +112,13 @@ def _send_back(request: RemotingCommand) -> Needs:
 
 def _query(request: RemotingCommand) -> Needs:
     return _topic_or_retry(request.ext_fields.get("topic"), SUB)
+
+
+def _end_transaction(request: RemotingCommand) -> Needs:
+    # Any permission on the producer group (PUB or SUB, as accounts list groups): not DENY. The
+    # half message's own topic is checked by the handler once the message is found.
+    group = request.ext_fields.get("producerGroup")
+    return [(group_resource(group), ANY)] if group else []
 
 
 def _consumer_group(request: RemotingCommand) -> Needs:
@@ -155,6 +171,8 @@ RESOURCE_READERS: dict[int, Callable[[RemotingCommand], Needs]] = {
     RC.UPDATE_CONSUMER_OFFSET: _pull,
     RC.QUERY_CONSUMER_OFFSET: _pull,
     RC.LOCK_BATCH_MQ: _queue_locks,
+    RC.END_TRANSACTION: _end_transaction,
+    RC.CONSUME_MESSAGE_DIRECTLY: _consumer_group,
     RC.UNLOCK_BATCH_MQ: _queue_locks,
 }
 

@@ -18,18 +18,24 @@ In order:
 RocketMQ 4.9 lets a request from an account's white address skip steps 4 and 5 as well; here the
 white address only spares the signature, so an account's permissions hold wherever it connects
 from. A refusal says what was missing: never a secret, the expected signature or which part of a
-signature was wrong.
+signature was wrong. An unknown key and a missing or wrong signature get one remark (and the
+same signing work), so a refusal does not tell whether an account exists.
+
+A request naming a stored message by offset is checked once more by its handler, against the
+topic the message belongs to (``check_stored_resources``, used by ``stored``).
 """
 
 from __future__ import annotations
 
-from broker.common.acl_rules import SUB, has_permission, permission_name
+from broker.common.acl_rules import ANY, SUB, has_permission, permission_name
 from broker.common.acl_signature import ACCESS_KEY, SIGNATURE, SigningKey, server_content, signature_matches
 from broker.remoting.command import RemotingCommand
 
 from .plain_config import Account, AclConfig
 from .replay import NO_REPLAY_PROTECTION, REQUIRE_TLS_KEY, ReplayGuard
-from .resources import ADMIN_CODES, ResourceError, describe_resource, needed_resources
+from .resources import ADMIN_CODES, Needs, ResourceError, describe_resource, needed_resources
+
+_NO_ACCOUNT = SigningKey("no-such-account-secret")
 
 
 class AclRefusal(Exception):
@@ -59,51 +65,76 @@ def check_request(
     does not know. ``secure``: the request came over TLS."""
     if request.code in open_codes:
         return
-    fields = request.ext_fields or {}
-    if replay.policy.require_tls and not secure and ACCESS_KEY in fields:
+    if replay.policy.require_tls and not secure and ACCESS_KEY in (request.ext_fields or {}):
         raise AclRefusal(f"signed requests are taken over TLS only ({REQUIRE_TLS_KEY}=true): use TLS")
-    for pattern in config.global_white:
-        if pattern.matches(host):
-            return
-    access_key = fields.get(ACCESS_KEY)
-    if not access_key:
-        raise AclRefusal(f"no AccessKey: request code {request.code} from {host} must be signed (ACL is on)")
-    account = config.accounts.get(access_key)
-    if account is None:
-        raise AclRefusal(f"no ACL account for AccessKey {access_key[:64]!r}")
-    if not account.white.matches(host):
-        _check_signature(account, request, replay)
+    if _globally_white(config, host):
+        return
+    account = _authenticated(config, request, host, replay)
     if request.code in admin_codes and not account.admin:
-        raise AclRefusal(f"request code {request.code} needs an admin account; {access_key!r} is not one")
+        raise AclRefusal(
+            f"request code {request.code} needs an admin account; {account.access_key!r} is not one"
+        )
     if account.admin and not account.resources:
         return
     try:
         needs = needed_resources(request)
     except ResourceError as exc:
         raise AclRefusal(str(exc)) from None
+    _check_needs(account, needs)
+
+
+def check_stored_resources(config: AclConfig, request: RemotingCommand, host: str, needs: Needs) -> None:
+    """Step 5 for what only the handler knows: the topic of the stored message a request names
+    by offset. The request already passed ``check_request``; raise ``AclRefusal`` as it does."""
+    if _globally_white(config, host):
+        return
+    access_key = (request.ext_fields or {}).get(ACCESS_KEY) or ""
+    account = config.accounts.get(access_key)
+    if account is None:  # deleted by a reload since the request was let in
+        raise AclRefusal(_unknown_or_unsigned(access_key))
+    _check_needs(account, needs)
+
+
+def _globally_white(config: AclConfig, host: str) -> bool:
+    return any(pattern.matches(host) for pattern in config.global_white)
+
+
+def _unknown_or_unsigned(access_key: str) -> str:
+    # One remark for an unknown key, a missing and a wrong signature: which of them it was would
+    # tell a stranger whether an account exists.
+    return f"signature does not match for AccessKey {access_key[:64]!r}, or no such account"
+
+
+def _authenticated(config: AclConfig, request: RemotingCommand, host: str, replay: ReplayGuard) -> Account:
+    fields = request.ext_fields or {}
+    access_key = fields.get(ACCESS_KEY)
+    if not access_key:
+        raise AclRefusal(f"no AccessKey: request code {request.code} from {host} must be signed (ACL is on)")
+    account = config.accounts.get(access_key)
+    if account is not None and account.white.matches(host):
+        return account
+    given = fields.get(SIGNATURE)
+    # Signed for an unknown key too, so the time taken does not tell whether the account exists.
+    key = (account.signing_key or SigningKey(account.secret_key)) if account is not None else _NO_ACCOUNT
+    expected = key.sign(server_content(fields, request.body, request.version))
+    if account is None or not given or not signature_matches(expected, given):
+        raise AclRefusal(_unknown_or_unsigned(access_key))
+    # Only once the signature matched, so that no refusal tells a stranger more.
+    problem = replay.problem(fields, request.code)
+    if problem is not None:
+        raise AclRefusal(problem)
+    return account
+
+
+def _check_needs(account: Account, needs: Needs) -> None:
+    if account.admin and not account.resources:
+        return  # an admin account without entries may use every topic and group
     for resource, perm in needs:
         owned = account.resources.get(resource)
         if owned is None:
             owned = account.default_group if resource.startswith("%RETRY%") else account.default_topic
         if not has_permission(perm, owned):
-            wanted = "SUB" if perm == SUB else permission_name(perm)
+            wanted = {SUB: "SUB", ANY: "PUB or SUB"}.get(perm) or permission_name(perm)
             raise AclRefusal(
-                f"account {access_key!r} has no {wanted} permission on {describe_resource(resource)}"
+                f"account {account.access_key!r} has no {wanted} permission on {describe_resource(resource)}"
             )
-
-
-def _check_signature(account: Account, request: RemotingCommand, replay: ReplayGuard) -> None:
-    """The signature, then (only once it matched, so that no refusal tells a stranger more) the
-    replay checks."""
-    fields = request.ext_fields or {}
-    access_key = account.access_key
-    given = fields.get(SIGNATURE)
-    if not given:
-        raise AclRefusal(f"no Signature for AccessKey {access_key!r}")
-    key = account.signing_key or SigningKey(account.secret_key)
-    expected = key.sign(server_content(fields, request.body, request.version))
-    if not signature_matches(expected, given):
-        raise AclRefusal(f"signature does not match for AccessKey {access_key!r}")
-    problem = replay.problem(fields, request.code)
-    if problem is not None:
-        raise AclRefusal(problem)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from broker.common import topic_config as tc
+from broker.common.acl_rules import SUB
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.conf_file import ConfError, format_properties, parse_properties
 from broker.common.message_codec import decode_offset_msg_id
@@ -28,6 +29,7 @@ from broker.common.topic_config import TopicConfig
 from broker.remoting import fastjson
 from broker.remoting.command import RemotingCommand, create_request, response_to
 
+from ..acl.stored import message_at, stored_message_refusal
 from ..config_schema import FixedConfigKeyError
 from ..subscription_manager import SubscriptionGroupConfig
 from .disk_refusal import disk_full_refusal, not_written
@@ -351,11 +353,27 @@ class AdminProcessor:
         if channel is None:
             return response_to(request, ResponseCode.SYSTEM_ERROR, f"The Consumer <{client_id}> not online")
         if msg_id:
-            _, offset = decode_offset_msg_id(msg_id)
-            record = self.broker.store.select_one_message_by_offset(offset)
-            if record is None:
-                return response_to(request, ResponseCode.SYSTEM_ERROR, "the message does not exist")
+            record = self._direct_message(conn, request, msg_id)
+            if isinstance(record, RemotingCommand):
+                return record
             request.body = record
         forwarded = create_request(request.code, dict(request.ext_fields), request.body)
         answer = await channel.connection.invoke(forwarded, 10_000)
         return response_to(request, answer.code, answer.remark, answer.ext_fields, answer.body)
+
+    def _direct_message(self, conn, request: RemotingCommand, msg_id: str) -> bytes | RemotingCommand:
+        """The stored record CONSUME_MESSAGE_DIRECTLY hands to a consumer, or the refusal: with ACL
+        on, the account needs SUB on the topic the message belongs to."""
+        _, offset = decode_offset_msg_id(msg_id)
+        record = self.broker.store.select_one_message_by_offset(offset)
+        missing = response_to(request, ResponseCode.SYSTEM_ERROR, "the message does not exist")
+        if record is None:
+            return missing
+        if self.broker.acl is not None:
+            msg = message_at(record, offset)
+            if msg is None:
+                return missing
+            refused = stored_message_refusal(self.broker, conn, request, msg, SUB)
+            if refused is not None:
+                return refused
+        return record

@@ -10,12 +10,14 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from broker.common.acl_rules import PUB
 from broker.common.codes import ResponseCode
 from broker.common.request_headers import EndTransactionRequestHeader, HeaderError
 from broker.common.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE
 from broker.common.topic_config import is_writeable
 from broker.remoting.command import RemotingCommand, response_to
 
+from ..acl.stored import stored_message_refusal
 from .name_checks import name_refusal
 from .send import put_status_code
 
@@ -41,22 +43,9 @@ class EndTransactionProcessor:
             return response_to(request, ResponseCode.NO_PERMISSION, "the broker does not accept writes now")
         state = header.commit_or_rollback
         origin = "check answer" if header.from_transaction_check else "producer"
-        if state == TRANSACTION_NOT_TYPE:
-            log.info(
-                "%s of group %s left transaction %s unknown (msgId %s)",
-                origin,
-                header.producer_group,
-                header.transaction_id,
-                header.msg_id,
-            )
-            return response_to(request, ResponseCode.SUCCESS, "transaction state unknown: nothing done")
-        if state not in (TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE):
-            return response_to(
-                request,
-                ResponseCode.SYSTEM_ERROR,
-                f"commitOrRollback={state} must be {TRANSACTION_COMMIT_TYPE} (commit), "
-                f"{TRANSACTION_ROLLBACK_TYPE} (rollback) or {TRANSACTION_NOT_TYPE} (unknown)",
-            )
+        answered = _state_answer(request, header, origin)
+        if answered is not None:
+            return answered
         service = self.broker.transactions
         half = service.find_half(header)
         if isinstance(half, str):
@@ -68,6 +57,9 @@ class EndTransactionProcessor:
                 half,
             )
             return response_to(request, ResponseCode.SYSTEM_ERROR, half)
+        refused = stored_message_refusal(self.broker, conn, request, half, PUB)
+        if refused is not None:
+            return refused
         if state == TRANSACTION_COMMIT_TYPE:
             result = await service.commit(half)
         else:
@@ -78,3 +70,28 @@ class EndTransactionProcessor:
                 request, code if code != ResponseCode.SUCCESS else ResponseCode.SYSTEM_ERROR, result.remark
             )
         return response_to(request)
+
+
+def _state_answer(
+    request: RemotingCommand, header: EndTransactionRequestHeader, origin: str
+) -> RemotingCommand | None:
+    """The answer to a state that ends nothing (unknown) or is no state; None for commit and
+    rollback."""
+    state = header.commit_or_rollback
+    if state == TRANSACTION_NOT_TYPE:
+        log.info(
+            "%s of group %s left transaction %s unknown (msgId %s)",
+            origin,
+            header.producer_group,
+            header.transaction_id,
+            header.msg_id,
+        )
+        return response_to(request, ResponseCode.SUCCESS, "transaction state unknown: nothing done")
+    if state not in (TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE):
+        return response_to(
+            request,
+            ResponseCode.SYSTEM_ERROR,
+            f"commitOrRollback={state} must be {TRANSACTION_COMMIT_TYPE} (commit), "
+            f"{TRANSACTION_ROLLBACK_TYPE} (rollback) or {TRANSACTION_NOT_TYPE} (unknown)",
+        )
+    return None

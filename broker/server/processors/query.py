@@ -1,9 +1,14 @@
-"""QUERY_MESSAGE (by key in a time range) and VIEW_MESSAGE_BY_ID (by commit-log offset)."""
+"""QUERY_MESSAGE (by key in a time range) and VIEW_MESSAGE_BY_ID (by commit-log offset).
+
+With ACL on, each message is checked against the topic it belongs to (``acl.stored``): a query
+leaves out what the account may not read, a view of it is refused.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from broker.common.acl_rules import SUB
 from broker.common.codes import ResponseCode
 from broker.common.message_codec import encode_message
 from broker.common.request_headers import (
@@ -13,6 +18,7 @@ from broker.common.request_headers import (
 )
 from broker.remoting.command import RemotingCommand, response_to
 
+from ..acl.stored import may_read, message_at, stored_message_refusal
 from .name_checks import name_refusal
 
 if TYPE_CHECKING:
@@ -36,6 +42,8 @@ class QueryProcessor:
         fields = QueryMessageResponseHeader(
             store.index.last_update_timestamp(), store.index.last_commitlog_offset()
         )
+        if self.broker.acl is not None:  # a broker-internal topic holds messages of other topics
+            found = [msg for msg in found if may_read(self.broker, conn, request, msg)]
         if not found:
             return response_to(
                 request,
@@ -49,8 +57,16 @@ class QueryProcessor:
     async def view_message_by_id(self, conn, request: RemotingCommand) -> RemotingCommand:
         offset = ViewMessageRequestHeader.from_ext_fields(request.ext_fields).offset
         record = self.broker.store.select_one_message_by_offset(offset)
+        not_found = response_to(
+            request, ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {offset}"
+        )
         if record is None:
-            return response_to(
-                request, ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {offset}"
-            )
+            return not_found
+        if self.broker.acl is not None:
+            msg = message_at(record, offset)
+            if msg is None:
+                return not_found
+            refused = stored_message_refusal(self.broker, conn, request, msg, SUB)
+            if refused is not None:
+                return refused
         return response_to(request, body=record)

@@ -55,7 +55,7 @@ class ReplyProcessor:
         header = decode_send_request(request.ext_fields)
         topic = header.topic
         # As RocketMQ's msgCheck: a bad name is SYSTEM_ERROR (TopicValidator.validateTopic).
-        refused = send_refusal(request, topic, ResponseCode.SYSTEM_ERROR, header.producer_group)
+        refused = send_refusal(request, header, ResponseCode.SYSTEM_ERROR)
         if refused is not None:
             return refused
         config = self.broker.topics.get(topic)

@@ -25,6 +25,7 @@ from broker.common.request_headers import (
     SendMessageResponseHeader,
     decode_send_request,
 )
+from broker.common.sysflag import TRANSACTION_PREPARED_TYPE, send_flag_problem, transaction_value
 from broker.remoting.command import RemotingCommand, response_to
 from broker.store.results import PutMessageResult, PutMessageStatus
 
@@ -65,15 +66,30 @@ NOT_ALLOWED_SEND_TOPICS = frozenset(
 )
 
 
-def send_refusal(
-    request, topic: str, illegal_code: int, producer_group: str | None = None
-) -> RemotingCommand | None:
-    """The refusal of a send or reply to ``topic`` (from ``producer_group``, when it names one)
-    for the names alone, or None."""
+def _prepared_problem(header: SendMessageRequestHeader) -> str | None:
+    """A prepared transaction type without TRAN_MSG=true is no half message: the record would be
+    stored in the topic and hidden from consumers for good."""
+    if transaction_value(header.sys_flag) != TRANSACTION_PREPARED_TYPE:
+        return None
+    if string_to_properties(header.properties or "").get(const.PROPERTY_TRANSACTION_PREPARED) == "true":
+        return None
+    return (
+        f"sysFlag {header.sys_flag} marks a prepared transaction, but the message has no "
+        f"{const.PROPERTY_TRANSACTION_PREPARED}=true property"
+    )
+
+
+def send_refusal(request, header: SendMessageRequestHeader, illegal_code: int) -> RemotingCommand | None:
+    """The refusal of a send or reply for its header alone (the topic and producer group names,
+    the ``sysFlag``), or None."""
+    topic, producer_group = header.topic, header.producer_group
     # Spelled out rather than name_refusal's loops: every send passes here.
     problem = topic_problem(topic) or (group_problem(producer_group) if producer_group else None)
     if problem is not None:
         return response_to(request, illegal_code, problem)
+    flag_problem = send_flag_problem(header.sys_flag) or _prepared_problem(header)
+    if flag_problem is not None:
+        return response_to(request, ResponseCode.MESSAGE_ILLEGAL, flag_problem)
     if topic in NOT_ALLOWED_SEND_TOPICS:
         return response_to(
             request, ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden."
@@ -151,7 +167,7 @@ class SendProcessor:
         header = decode_send_request(request.ext_fields)
         topic = header.topic
         # A bad name is SYSTEM_ERROR, as RocketMQ's msgCheck (TopicValidator.validateTopic).
-        refused = send_refusal(request, topic, ResponseCode.SYSTEM_ERROR, header.producer_group)
+        refused = send_refusal(request, header, ResponseCode.SYSTEM_ERROR)
         if refused is not None:
             return refused
         if not tc.is_writeable(self.broker.config.broker_permission):

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from broker.common import message_const as const
 from broker.common import topic_config as tc
+from broker.common.acl_rules import PUB, SUB
 from broker.common.codes import ResponseCode
 from broker.common.message import MessageExt
 from broker.common.message_codec import MessageDecodeError
@@ -23,12 +24,14 @@ from broker.common.request_headers import ConsumerSendMsgBackRequestHeader, Head
 from broker.remoting.command import RemotingCommand, response_to
 
 from .. import trace_writer
+from ..acl.stored import stored_message_refusal
 from ..schedule_message import to_schedule_message
 from .name_checks import name_refusal
 from .send import ensure_dlq_topic, ensure_system_topic, put_status_code
 
 if TYPE_CHECKING:
     from ..controller import BrokerController
+    from ..subscription_manager import SubscriptionGroupConfig
 
 log = logging.getLogger(__name__)
 FIRST_RETRY_DELAY_LEVEL = 3  # 10 s with the default levels
@@ -43,30 +46,10 @@ class SendBackProcessor:
             header = ConsumerSendMsgBackRequestHeader.from_ext_fields(request.ext_fields)
         except HeaderError as exc:
             return response_to(request, ResponseCode.SYSTEM_ERROR, str(exc))
-        refused = name_refusal(request, (header.origin_topic,), (header.group,))
-        if refused is not None:
-            return refused
-        too_long = topic_problem(tc.retry_topic(header.group))  # %RETRY% is longer than %DLQ%
-        if too_long:
-            return response_to(
-                request,
-                ResponseCode.SYSTEM_ERROR,
-                f"the group[{header.group}] has no retry or dead-letter topic: {too_long}",
-            )
+        group_config = self._group_or_refusal(request, header)
+        if isinstance(group_config, RemotingCommand):
+            return group_config
         broker = self.broker
-        group_config = broker.groups.find(header.group)
-        if group_config is None:
-            return response_to(
-                request,
-                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                f"subscription group not exist, {header.group}",
-            )
-        if not tc.is_writeable(broker.config.broker_permission):
-            return response_to(
-                request,
-                ResponseCode.NO_PERMISSION,
-                f"the broker[{broker.config.broker_ip1}] sending message is forbidden",
-            )
         if group_config.retry_queue_nums <= 0:
             return response_to(request)  # the group opted out of retries: drop, as RocketMQ
         original = self._look_up(header.offset)
@@ -74,6 +57,10 @@ class SendBackProcessor:
             return response_to(
                 request, ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {header.offset}"
             )
+        # The copy becomes the group's to read: the message's own topic needs PUB and SUB.
+        refused = stored_message_refusal(broker, conn, request, original, PUB, SUB)
+        if refused is not None:
+            return refused
         max_times = group_config.max_reconsume_times(header.max_reconsume_times)
         if original.reconsume_times >= max_times or header.delay_level < 0:
             ensure_dlq_topic(broker, header.group)
@@ -108,6 +95,36 @@ class SendBackProcessor:
             kind = trace_writer.DLQ if tc.is_dlq_topic(target.topic) else trace_writer.RETRY
             await trace_writer.write_trace_record(broker, original, kind, header.group)
         return response_to(request)
+
+    def _group_or_refusal(
+        self, request: RemotingCommand, header: ConsumerSendMsgBackRequestHeader
+    ) -> SubscriptionGroupConfig | RemotingCommand:
+        """The group's config, or the refusal of what the header names (names, the group, the
+        broker's write permission)."""
+        refused = name_refusal(request, (header.origin_topic,), (header.group,))
+        if refused is not None:
+            return refused
+        too_long = topic_problem(tc.retry_topic(header.group))  # %RETRY% is longer than %DLQ%
+        if too_long:
+            return response_to(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                f"the group[{header.group}] has no retry or dead-letter topic: {too_long}",
+            )
+        group_config = self.broker.groups.find(header.group)
+        if group_config is None:
+            return response_to(
+                request,
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                f"subscription group not exist, {header.group}",
+            )
+        if not tc.is_writeable(self.broker.config.broker_permission):
+            return response_to(
+                request,
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{self.broker.config.broker_ip1}] sending message is forbidden",
+            )
+        return group_config
 
     def _look_up(self, commitlog_offset: int) -> MessageExt | None:
         store = self.broker.store
