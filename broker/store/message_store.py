@@ -42,6 +42,7 @@ from .dispatch import DispatchRequest, ReputService, request_from_record
 from .flush import GroupCommitService, PeriodicFlushService
 from .index import IndexService
 from .mapped_file import SegmentAllocationError
+from .quarantine import CommitLogQuarantine, DamagedRange
 from .replica import ReplicaLog
 from .results import GetMessageResult, PutMessageResult
 from .running_flags import DISK_FULL, RunningFlags
@@ -70,6 +71,7 @@ class MessageStore:
             self.root / "index", self.config.max_hash_slot_num, self.config.max_index_num
         )
         self.checkpoint = StoreCheckpoint(self.root / "checkpoint")
+        self.quarantine = CommitLogQuarantine(self.root / "config" / "damagedCommitLog.json", self.commitlog, clock)
         self.reput = ReputService(self.queues.make_readable, self._index_keys)
         self._delay_levels = self.config.delay_levels_ms()
         self._services: list = []
@@ -77,7 +79,7 @@ class MessageStore:
         self.writability = StoreWritability(self.config, self.commitlog, self.reput, self._disk_paths)
         self.replication = StoreReplication(self.commitlog, lambda: ReplicaLog(self), self._note_appended)
         self.writer = StoreWriter(self.config, self.commitlog, self.reput, self.writability, self.replication)
-        self.reader = StoreReader(self.config, self.commitlog, self.queues, self.index)
+        self.reader = StoreReader(self.config, self.commitlog, self.queues, self.index, self.quarantine)
         self.last_exit_ok = True
         self.boot_timestamp = int(clock() * 1000)
 
@@ -107,10 +109,13 @@ class MessageStore:
         """Load and recover; True when not everything could be dispatched (a full disk: the
         clean service's disk check dispatches the rest once space returns)."""
         self.commitlog.files.load()
+        self.quarantine.load()
         self.queues.load()
         self.index.load(self.last_exit_ok, self.checkpoint.index_msg_timestamp)
         min_ts = self.checkpoint.min_timestamp(index_safe=self.config.message_index_enable)
-        end, verified_from = recovery.recover_commitlog(self.commitlog, self.last_exit_ok, min_ts)
+        end, verified_from = recovery.recover_commitlog(
+            self.commitlog, self.last_exit_ok, min_ts, self.checkpoint.physic_flushed_offset, self.quarantine
+        )
         for queue in self.consume_queues.values():
             queue.truncate_dirty(end)
         self.index.truncate_beyond(end)
@@ -125,7 +130,7 @@ class MessageStore:
         self.reput.dispatched_offset = start
         stalled = False
         try:
-            recovery.replay(self.commitlog, start, apply)
+            recovery.replay(self.commitlog, start, apply, quarantine=self.quarantine)
         except SegmentAllocationError as exc:
             stalled = True
             self.writability.dispatch_stalled(exc, stalled_part(exc))
@@ -149,7 +154,7 @@ class MessageStore:
                 key = (request.topic, request.queue_id)
                 queue_offsets[key] = max(queue_offsets.get(key, 0), request.queue_offset + 1)
 
-        recovery.replay(self.commitlog, from_offset, note)
+        recovery.replay(self.commitlog, from_offset, note, quarantine=self.quarantine)
 
     def _start_services(self, dispatch_loop: asyncio.AbstractEventLoop | None, stalled: bool) -> None:
         start = self.reput.dispatched_offset if stalled else self.commitlog.max_offset
@@ -205,7 +210,7 @@ class MessageStore:
     def _flush_logics(self) -> int:
         """Flush queues and index, then record in the checkpoint how far each is durable."""
         physic_ts, logics_ts = self.writer.last_appended_ts, self.queues.last_dispatched_ts
-        self.commitlog.flush()
+        self.checkpoint.physic_flushed_offset = self.commitlog.flush()
         self.queues.flush()
         self.checkpoint.physic_msg_timestamp = physic_ts or self.checkpoint.physic_msg_timestamp
         self.checkpoint.logics_msg_timestamp = logics_ts or self.checkpoint.logics_msg_timestamp
@@ -413,4 +418,11 @@ class MessageStore:
             "diskFull": str(self.running_flags.is_set(DISK_FULL)).lower(),
             "storeWritable": str(self.writability.writable).lower(),
             "storeNotWritableReason": self.not_writable_reason(),
+            # Quarantined damaged data (open ranges): counts, and the first ranges as JSON.
+            **self.quarantine.runtime_info(),
         }
+
+    def purge_damaged_commit_log(self, from_offset: int | None = None) -> list[DamagedRange]:
+        """Overwrite quarantined damaged data (every open range, or the one starting at
+        ``from_offset``) with filler every walker passes, and close the entries."""
+        return self.quarantine.purge(from_offset)
