@@ -20,7 +20,10 @@ from pathlib import Path
 
 import pytest
 
+from broker.common.message_codec import decode_message
+from broker.common.sysflag import visible_to_consumers
 from broker.store.message_store import MessageStore
+from broker.store.quarantine import PURGED_TOPIC
 from tests.store.conftest import small_config
 from tests.store.damage_fixtures import GEOMETRY, TOPIC, consume_all, fill, hit_by, overwrite
 
@@ -132,3 +135,72 @@ def test_crash_damage_mid_active_segment(crash_image, tmp_path):
 
 def test_damage_in_an_old_segment_is_never_delivered(clean_image, tmp_path):
     _run_case(clean_image, tmp_path, lambda end: SEGMENT + SEGMENT // 2)
+
+
+def test_damage_across_two_records_loses_those_two_and_is_kept_across_restarts(clean_image, tmp_path):
+    """The 100 bytes straddle a body's end and the next record's header: both are lost, the walk
+    resynchronises on the record after them, and the quarantine survives a restart."""
+    store_dir, offsets, end = _copy(clean_image, tmp_path)
+    before = _segments(store_dir)
+    victim = len(offsets) // 2
+    at = offsets[victim + 1] - 60
+    overwrite(store_dir, at)
+    (store_dir / "abort").touch()  # a crash: re-dispatch walks the segment
+    store = _reopen(store_dir)
+    try:
+        assert _check_survivors(store, store_dir, offsets, end, at, before) == {victim, victim + 1}
+    finally:
+        store.shutdown()
+    store = _reopen(store_dir)
+    try:
+        ranges = json.loads(store.runtime_info()["commitLogDamagedDetail"])
+        assert [(r["from"], r["to"]) for r in ranges] == [(offsets[victim], offsets[victim + 2])]
+        assert store.runtime_info()["commitLogDamagedBytes"] == str(offsets[victim + 2] - offsets[victim])
+    finally:
+        store.shutdown()
+
+
+def test_purge_leaves_a_range_every_walker_passes(clean_image, tmp_path):
+    from broker.common.segment_scan import BLANK_END, segment_end, segment_records
+    from broker.store import recovery
+
+    store_dir, offsets, end = _copy(clean_image, tmp_path)
+    before = _segments(store_dir)
+    overwrite(store_dir, offsets[100] + 500)  # inside a body: found by a read
+    last_of_third = max(i for i, o in enumerate(offsets) if o < SEGMENT * 3)
+    seal = offsets[last_of_third] + offsets[last_of_third] - offsets[last_of_third - 1]
+    overwrite(store_dir, seal - 150, b"\xab" * 200)  # the third segment's last body end and its seal
+    store = _reopen(store_dir)
+    try:
+        consume_all(store)
+        assert store.runtime_info()["commitLogDamagedRanges"] == "2"
+        assert store.purge_damaged_commit_log(offsets[100] + 1) == []  # no range starts there
+        purged = store.purge_damaged_commit_log()
+        assert [(r.from_offset, r.to_offset) for r in purged] == [
+            (offsets[100], offsets[101]), (offsets[last_of_third], SEGMENT * 3)
+        ]
+        info = store.runtime_info()
+        assert (info["commitLogDamagedRanges"], info["commitLogDamagedBytes"]) == ("0", "0")
+        assert json.loads(info["commitLogDamagedDetail"]) == []
+        for segment in store.commitlog.files.files[:-1]:  # what the Spark decoder and HA walk
+            last = 0
+            for pos, size in segment_records(segment.view, 0, segment.file_size):
+                last = pos + size
+            assert segment_end(segment.view, last, segment.file_size) == BLANK_END
+        walked = []
+        recovery.replay(store.commitlog, 0, lambda _v, _p, offset: walked.append(offset))
+        # The first range is now one filler record (same size), the second the segment's seal.
+        assert set(walked) == set(offsets) - {purged[1].from_offset}
+        filler = decode_message(store.commitlog.read(offsets[100], offsets[101] - offsets[100]), check_crc=True)
+        assert (filler.topic, filler.commitlog_offset) == (PURGED_TOPIC.decode(), offsets[100])
+        assert not visible_to_consumers(filler.sys_flag)
+        intact, damaged = consume_all(store)
+        assert damaged == [] and len(intact) == len(offsets) - 2
+    finally:
+        store.shutdown()
+    assert _segments(store_dir) == before
+    store = _reopen(store_dir)  # the closed entries stay closed
+    try:
+        assert store.runtime_info()["commitLogDamagedRanges"] == "0"
+    finally:
+        store.shutdown()
