@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable
 
 from broker.common.message_codec import MessageDecodeError, decode_message
-from broker.common.segment_scan import BLANK_END, END_OF_DATA, segment_end, segment_records
+from broker.common.segment_scan import BLANK_END, END_OF_DATA, UNWRITTEN, segment_end, segment_records
 
 from .commitlog import CommitLog
 from .consume_queue import ConsumeQueue
@@ -84,9 +84,10 @@ def recover_commitlog(
             mapped.wrote_position = mapped.flushed_position = mapped.file_size
             continue
         valid_end = base + end
-        if not last_exit_ok:
-            log.warning("commit log: verified end at %d (flushed position %d); torn tail cut there",
-                        valid_end, scan_from)  # fmt: skip
+        if segment_end(mapped.view, end, mapped.file_size) != UNWRITTEN:
+            log.warning("commit log: torn tail after the flushed position %d cut at %d", scan_from, valid_end)
+        elif not last_exit_ok:
+            log.info("commit log: verified end at %d (flushed position %d)", valid_end, scan_from)
         commitlog.files.truncate_dirty(valid_end)
         return valid_end, min(dispatch_from, valid_end)
     return commitlog.files.max_offset, dispatch_from
