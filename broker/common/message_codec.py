@@ -232,7 +232,9 @@ def read_record_size(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
 _MALFORMED = (struct.error, IndexError, ValueError, OSError, zlib.error)
 
 
-def record_damage(buf: bytes | bytearray | memoryview, pos: int, offset: int, size: int | None = None) -> str | None:
+def record_damage(
+    buf: bytes | bytearray | memoryview, pos: int, offset: int, size: int | None = None
+) -> str | None:
     """Why the record at ``pos`` (stored at commit-log ``offset``) is not intact, or None.
 
     Cheaper than a decode, for every record a read serves: the header (magic, size — ``size``

@@ -73,7 +73,9 @@ def segment_end(buf: bytes | bytearray | memoryview, pos: int, limit: int | None
     return TORN
 
 
-def next_record_start(buf: bytes | bytearray | memoryview, start: int, limit: int, base_offset: int) -> int | None:
+def next_record_start(
+    buf: bytes | bytearray | memoryview, start: int, limit: int, base_offset: int
+) -> int | None:
     """The first position from ``start`` where a sound record begins again, or None before ``limit``.
 
     Used past damage: a position counts when an intact record starts there (magic code, sizes,
@@ -105,6 +107,6 @@ def _searchable(buf: bytes | bytearray | memoryview):
     if not isinstance(buf, memoryview):
         return buf
     owner = buf.obj
-    if hasattr(owner, "find") and len(owner) == buf.nbytes:
+    if hasattr(owner, "find") and len(owner) == buf.nbytes:  # type: ignore[arg-type]
         return owner
     return bytes(buf)

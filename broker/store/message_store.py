@@ -71,7 +71,9 @@ class MessageStore:
             self.root / "index", self.config.max_hash_slot_num, self.config.max_index_num
         )
         self.checkpoint = StoreCheckpoint(self.root / "checkpoint")
-        self.quarantine = CommitLogQuarantine(self.root / "config" / "damagedCommitLog.json", self.commitlog, clock)
+        self.quarantine = CommitLogQuarantine(
+            self.root / "config" / "damagedCommitLog.json", self.commitlog, clock
+        )
         self.reput = ReputService(self.queues.make_readable, self._index_keys)
         self._delay_levels = self.config.delay_levels_ms()
         self._services: list = []

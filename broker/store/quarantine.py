@@ -84,8 +84,10 @@ class CommitLogQuarantine:
         ranges = [DamagedRange.from_json(item) for item in data.get("ranges", [])]
         self._set(sorted(ranges, key=lambda r: r.from_offset))
         for damaged in self.open_ranges():
-            log.error("commit log: %d damaged bytes at %d-%d in %s (%s) are still quarantined",
-                      damaged.size, damaged.from_offset, damaged.to_offset, damaged.segment, damaged.reason)  # fmt: skip
+            log.error(
+                "commit log: %d damaged bytes at %d-%d in %s (%s) are still quarantined",
+                damaged.size, damaged.from_offset, damaged.to_offset, damaged.segment, damaged.reason,
+            )  # fmt: skip
 
     def _set(self, ranges: list[DamagedRange]) -> None:
         self._table = ([r.from_offset for r in ranges], ranges)
@@ -163,6 +165,7 @@ class CommitLogQuarantine:
         if mapped is None:
             return  # its segment is gone: nothing left to overwrite
         pos = damaged.from_offset - mapped.file_from_offset
+        data: bytes | bytearray
         if damaged.to_offset >= mapped.file_from_offset + mapped.file_size:
             data = encode_blank(mapped.file_size - pos).ljust(mapped.file_size - pos, b"\0")
         else:

@@ -106,7 +106,9 @@ def _scan_start(mapped: MappedFile, scan_from: int) -> int:
     return start
 
 
-def _verify_segment(mapped: MappedFile, start: int, is_last: bool, quarantine: CommitLogQuarantine) -> int | None:
+def _verify_segment(
+    mapped: MappedFile, start: int, is_last: bool, quarantine: CommitLogQuarantine
+) -> int | None:
     """Verify from ``start``; None when the segment ends sealed, else where its data ends.
 
     In a segment the log has rolled past, bad bytes are damage (later segments hold records):

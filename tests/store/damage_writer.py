@@ -11,8 +11,8 @@ import sys
 import time
 
 from broker.store.message_store import MessageStore
-from tests.store.damage_fixtures import GEOMETRY, fill
 from tests.store.conftest import small_config
+from tests.store.damage_fixtures import GEOMETRY, fill
 
 
 def main(store_dir: str, offsets_file: str, segments: int) -> None:

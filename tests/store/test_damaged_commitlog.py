@@ -78,7 +78,9 @@ def _segments(store_dir: Path) -> list[str]:
     return sorted(p.name for p in (store_dir / "commitlog").iterdir())
 
 
-def _check_survivors(store, store_dir: Path, offsets: list[int], end: int, damaged_at: int, before: list[str]):
+def _check_survivors(
+    store, store_dir: Path, offsets: list[int], end: int, damaged_at: int, before: list[str]
+):
     """The acceptance: only the overwritten messages are lost, none damaged is delivered, no
     segment is gone, queues and index point at the survivors, the damage is reported."""
     intact, delivered_damaged = consume_all(store)
@@ -164,7 +166,7 @@ def test_purge_leaves_a_range_every_walker_passes(clean_image, tmp_path):
     from broker.common.segment_scan import BLANK_END, segment_end, segment_records
     from broker.store import recovery
 
-    store_dir, offsets, end = _copy(clean_image, tmp_path)
+    store_dir, offsets, _end = _copy(clean_image, tmp_path)
     before = _segments(store_dir)
     overwrite(store_dir, offsets[100] + 500)  # inside a body: found by a read
     last_of_third = max(i for i, o in enumerate(offsets) if o < SEGMENT * 3)
@@ -177,7 +179,8 @@ def test_purge_leaves_a_range_every_walker_passes(clean_image, tmp_path):
         assert store.purge_damaged_commit_log(offsets[100] + 1) == []  # no range starts there
         purged = store.purge_damaged_commit_log()
         assert [(r.from_offset, r.to_offset) for r in purged] == [
-            (offsets[100], offsets[101]), (offsets[last_of_third], SEGMENT * 3)
+            (offsets[100], offsets[101]),
+            (offsets[last_of_third], SEGMENT * 3),
         ]
         info = store.runtime_info()
         assert (info["commitLogDamagedRanges"], info["commitLogDamagedBytes"]) == ("0", "0")
@@ -191,7 +194,9 @@ def test_purge_leaves_a_range_every_walker_passes(clean_image, tmp_path):
         recovery.replay(store.commitlog, 0, lambda _v, _p, offset: walked.append(offset))
         # The first range is now one filler record (same size), the second the segment's seal.
         assert set(walked) == set(offsets) - {purged[1].from_offset}
-        filler = decode_message(store.commitlog.read(offsets[100], offsets[101] - offsets[100]), check_crc=True)
+        filler = decode_message(
+            store.commitlog.read(offsets[100], offsets[101] - offsets[100]), check_crc=True
+        )
         assert (filler.topic, filler.commitlog_offset) == (PURGED_TOPIC.decode(), offsets[100])
         assert not visible_to_consumers(filler.sys_flag)
         intact, damaged = consume_all(store)
