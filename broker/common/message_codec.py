@@ -389,3 +389,21 @@ def decode_messages(
         raise
     except _MALFORMED as exc:
         raise MessageDecodeError(f"malformed message: {exc}") from exc
+
+
+def decode_intact_messages(
+    buf: bytes | bytearray | memoryview, *, decompress_body: bool = False
+) -> tuple[list[MessageExt], list[str]]:
+    """Decode a pull response body, checking every record's body CRC as a consumer receives it
+    (Kafka's consumers check theirs by default): a record that fails is left out and described
+    in the second list, never handed on as intact. A body whose record sizes do not add up
+    raises ``MessageDecodeError`` (nothing in it can be trusted)."""
+    view = memoryview(buf)
+    messages: list[MessageExt] = []
+    damaged: list[str] = []
+    for pos, _ in iter_records(view):
+        try:
+            messages.append(_decode(view, pos, True, True, decompress_body))
+        except _MALFORMED as exc:  # MessageDecodeError included
+            damaged.append(str(exc))
+    return messages, damaged
