@@ -1,10 +1,11 @@
 """Issue 31 §1: damage in flushed commit-log data is quarantined, never a reason to throw away the
 intact records after it (1 MiB segments, 1 KiB messages, 100 bytes overwritten).
 
-Before the fix (figures from the unfixed tree, this geometry): clean stop + damage mid third-last
-segment lost 1,823 messages and deleted 2 segments; crash + damage in the previous segment lost
-1,338 (and the active segment); damage mid active segment after a crash lost 444; damage in the
-second of seven segments delivered 1 damaged message silently.
+Before the fix (figures from the unfixed tree, this geometry, 6,014 messages in seven segments):
+clean stop + damage mid third-last segment lost 1,851 messages and deleted 2 segments; crash +
+damage mid previous segment lost 926 and deleted 1; crash + damage mid active segment lost 232;
+damage mid second segment (never re-read) delivered 1 damaged message, nothing logged. After: 1
+lost in each (the message the bytes hit), 0 damaged delivered, 7 segments kept.
 """
 
 from __future__ import annotations
