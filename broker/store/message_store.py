@@ -27,6 +27,7 @@ from pathlib import Path
 
 from broker.common import message_const as const
 from broker.common.message import MessageExt
+from broker.common.message_codec import MessageDecodeError, record_damage
 
 from . import recovery
 from .archive import SegmentArchiver
@@ -125,7 +126,12 @@ class MessageStore:
         if not self.last_exit_ok:
             start = min(start, verified_from)
 
-        def apply(view, pos, _offset):
+        def apply(view, pos, offset):
+            # A record whose header or body is damaged is not dispatched (to a wrong queue, or
+            # at all): replay quarantines it and its queue offset gets a blank entry.
+            damage = record_damage(view, pos, offset)
+            if damage is not None:
+                raise MessageDecodeError(damage)
             request = request_from_record(view, pos, self._delay_levels, check_crc=False)
             self.reput.dispatch_now(request)
 

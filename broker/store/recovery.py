@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from broker.common.message_codec import MessageDecodeError, decode_message
+from broker.common.message_codec import MessageDecodeError, decode_message, record_damage
 from broker.common.segment_scan import BLANK_END, END_OF_DATA, UNWRITTEN, segment_end, segment_records
 
 from .commitlog import CommitLog
@@ -94,16 +94,23 @@ def recover_commitlog(
 
 
 def _scan_start(mapped: MappedFile, scan_from: int) -> int:
-    """Where verification starts in ``mapped``. A checkpoint written before a slave cut its log
-    back may name a position past the data: zeros just before it (no record ends with eight
-    zero bytes: its topic comes just before the properties) say so, and the segment is
-    verified whole."""
+    """Where verification starts in ``mapped``: the flushed position, when it is where a record
+    (or the unwritten rest) begins. A checkpoint written before a slave cut its log back may
+    name a position past the data (zeros just before it: no record ends with eight zero bytes,
+    its topic comes just before the properties) or inside records written since: then the
+    segment is verified whole."""
     start = min(max(0, scan_from - mapped.file_from_offset), mapped.file_size)
-    if start >= 8 and not any(mapped.view[start - 8 : start]):
-        log.warning("commit log: checkpoint's flushed position %d is past the data of %s; verified whole",
-                    scan_from, mapped.path.name)  # fmt: skip
-        return 0
-    return start
+    if start == 0 or start >= mapped.file_size:
+        return start
+    view = mapped.view
+    if any(view[start - 8 : start]):
+        if segment_end(view, start, mapped.file_size) in (UNWRITTEN, BLANK_END):
+            return start
+        if record_damage(view, start, mapped.file_from_offset + start) is None:
+            return start
+    log.warning("commit log: checkpoint's flushed position %d is no record boundary of %s; verified whole",
+                scan_from, mapped.path.name)  # fmt: skip
+    return 0
 
 
 def _verify_segment(
