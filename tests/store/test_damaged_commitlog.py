@@ -210,3 +210,24 @@ def test_purge_leaves_a_range_every_walker_passes(clean_image, tmp_path):
         assert store.runtime_info()["commitLogDamagedRanges"] == "0"
     finally:
         store.shutdown()
+
+
+def test_consume_queues_rebuilt_across_damage_point_at_the_survivors(crash_image, tmp_path):
+    """Consume queues lost in the crash: re-dispatch walks the whole log, quarantines the damaged
+    records (their header and a body hit), puts blank entries at their queue offsets and
+    dispatches everything after them (before: the walk stopped at the damage)."""
+    store_dir, offsets, end = _copy(crash_image, tmp_path)
+    before = _segments(store_dir)
+    victim = len(offsets) // 3
+    at = offsets[victim + 1] - 60
+    overwrite(store_dir, at)
+    shutil.rmtree(store_dir / "consumequeue")
+    store = _reopen(store_dir)
+    try:
+        assert _check_survivors(store, store_dir, offsets, end, at, before) == {victim, victim + 1}
+        queue = store.find_consume_queue(TOPIC, victim % 4)
+        assert queue is not None and queue.max_offset == sum(
+            1 for i in range(len(offsets)) if i % 4 == victim % 4
+        )
+    finally:
+        store.shutdown()
