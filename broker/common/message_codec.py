@@ -55,8 +55,8 @@ UBYTE = struct.Struct(">B")
 USHORT = struct.Struct(">H")
 # reconsumeTimes, preparedTransactionOffset, bodyLength
 TAIL_FIELDS = struct.Struct(">iqi")
-# totalSize, magic, bodyCRC: what a read checks first
-_CRC_HEAD = struct.Struct(">iii")
+# totalSize, magic, bodyCRC, physicalOffset, sysFlag: what a read checks first
+_CHECKED_HEAD = struct.Struct(">iii16xqi")
 
 MIN_RECORD_SIZE = FIXED_V4.size + UBYTE.size + SHORT.size
 _V6_HOSTS = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
@@ -243,27 +243,30 @@ def record_damage(
     anywhere but inside its topic or properties text fails one of them.
     """
     try:
-        total, magic, body_crc = _CRC_HEAD.unpack_from(buf, pos)
-        if magic not in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2):
+        total, magic, body_crc, physical_offset, sys_flag = _CHECKED_HEAD.unpack_from(buf, pos)
+        if magic != MESSAGE_MAGIC_CODE and magic != MESSAGE_MAGIC_CODE_V2:
             return "bad magic code"
         if total < MIN_RECORD_SIZE or (size is not None and total != size) or pos + total > len(buf):
             return "bad record size"
-        if LONG.unpack_from(buf, pos + PHYSICAL_OFFSET_POSITION)[0] != offset:
+        if physical_offset != offset:
             return "wrong physical offset"
-        sys_flag = INT.unpack_from(buf, pos + SYS_FLAG_POSITION)[0]
-        cur = store_timestamp_position(sys_flag) + 8 + (20 if sys_flag & STOREHOSTADDRESS_V6_FLAG else 8) + 12
-        body_len = INT.unpack_from(buf, pos + cur)[0]
-        cur += 4
-        if body_len < 0 or cur + body_len + 3 > total:
+        cur = pos + FIXED_V4.size
+        if sys_flag & _V6_HOSTS:
+            cur += (12 if sys_flag & BORNHOST_V6_FLAG else 0) + (
+                12 if sys_flag & STOREHOSTADDRESS_V6_FLAG else 0
+            )
+        body_len = INT.unpack_from(buf, cur - 4)[0]
+        end = pos + total
+        if body_len < 0 or cur + body_len + 3 > end:
             return "bad body length"
-        if zlib.crc32(memoryview(buf)[pos + cur : pos + cur + body_len]) & 0x7FFFFFFF != body_crc:
+        if zlib.crc32(buf[cur : cur + body_len]) & 0x7FFFFFFF != body_crc:
             return "body CRC mismatch"
         cur += body_len
         if magic == MESSAGE_MAGIC_CODE:
-            topic_len, cur = buf[pos + cur], cur + 1
+            cur += 1 + buf[cur]
         else:
-            topic_len, cur = USHORT.unpack_from(buf, pos + cur)[0], cur + 2
-        if cur + topic_len + 2 + SHORT.unpack_from(buf, pos + cur + topic_len)[0] != total:
+            cur += 2 + USHORT.unpack_from(buf, cur)[0]
+        if cur + 2 + SHORT.unpack_from(buf, cur)[0] != end:
             return "bad topic or properties length"
     except _MALFORMED:
         return "truncated record"
