@@ -275,7 +275,8 @@ class MessageStore:
         self.replication.note_replicated(store_timestamp)
 
     def commit_log_data(self, offset: int, max_bytes: int) -> bytes | None:
-        return self.replication.commit_log_data(offset, max_bytes)
+        data = self.replication.commit_log_data(offset, max_bytes)
+        return self.quarantine.transfer_bytes(offset, data) if data else data
 
     # -- consume queues (consume_queue_table) -----------------------------------------------------
     @property

@@ -164,13 +164,35 @@ class CommitLogQuarantine:
         mapped = self._commitlog.files.find_file(damaged.from_offset)
         if mapped is None:
             return  # its segment is gone: nothing left to overwrite
-        pos = damaged.from_offset - mapped.file_from_offset
-        data: bytes | bytearray
-        if damaged.to_offset >= mapped.file_from_offset + mapped.file_size:
-            data = encode_blank(mapped.file_size - pos).ljust(mapped.file_size - pos, b"\0")
-        else:
-            data = filler_record(damaged.from_offset, damaged.size, int(self._clock() * 1000))
-        mapped.rewrite(pos, data)
+        mapped.rewrite(damaged.from_offset - mapped.file_from_offset, self._replacement(damaged))
+
+    def _replacement(self, damaged: DamagedRange) -> bytes | bytearray:
+        """What stands in for a range: one filler record, or the segment's seal when the range
+        reaches the segment's end. Its times are the range's ``found_at``, so a purge and every
+        HA transfer before it produce the same bytes."""
+        size = self._commitlog.file_size
+        if damaged.to_offset % size == 0:
+            rest = damaged.size
+            return encode_blank(rest).ljust(rest, b"\0")
+        return filler_record(damaged.from_offset, damaged.size, damaged.found_at)
+
+    def transfer_bytes(self, offset: int, data: bytes) -> bytes:
+        """``data`` read at ``offset`` for a slave, open damaged ranges in it replaced as a purge
+        would: the slave's walk of what it copies stops for ever at a garbled header otherwise."""
+        if not self._table[0] or not data:
+            return data
+        end = offset + len(data)
+        overlapping = [r for r in self.open_ranges() if r.from_offset < end and r.to_offset > offset]
+        if not overlapping:
+            return data
+        patched = bytearray(data)
+        for damaged in overlapping:
+            low, high = max(offset, damaged.from_offset), min(end, damaged.to_offset)
+            replacement = self._replacement(damaged)
+            patched[low - offset : high - offset] = replacement[
+                low - damaged.from_offset : high - damaged.from_offset
+            ]
+        return bytes(patched)
 
     def _persist(self) -> None:
         self._file.persist({"ranges": [r.to_json() for r in self._ranges]})

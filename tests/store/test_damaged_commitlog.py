@@ -178,6 +178,9 @@ def test_purge_leaves_a_range_every_walker_passes(clean_image, tmp_path):
         consume_all(store)
         assert store.runtime_info()["commitLogDamagedRanges"] == "2"
         assert store.purge_damaged_commit_log(offsets[100] + 1) == []  # no range starts there
+        # A slave copying the segments now gets the ranges as the purge will write them.
+        sent = [store.commit_log_data(base, SEGMENT) for base in (0, 2 * SEGMENT)]
+        assert sent[0] != store.commitlog.read(0, SEGMENT)
         purged = store.purge_damaged_commit_log()
         assert [(r.from_offset, r.to_offset) for r in purged] == [
             (offsets[100], offsets[101]),
@@ -186,6 +189,7 @@ def test_purge_leaves_a_range_every_walker_passes(clean_image, tmp_path):
         info = store.runtime_info()
         assert (info["commitLogDamagedRanges"], info["commitLogDamagedBytes"]) == ("0", "0")
         assert json.loads(info["commitLogDamagedDetail"]) == []
+        assert [store.commit_log_data(base, SEGMENT) for base in (0, 2 * SEGMENT)] == sent
         for segment in store.commitlog.files.files[:-1]:  # what the Spark decoder and HA walk
             last = 0
             for pos, size in segment_records(segment.view, 0, segment.file_size):
