@@ -10,15 +10,16 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import time
 
 import pytest
 
 from broker.cli import main
-from broker.client.admin import MQAdmin
+from broker.client.admin import MQAdmin, MQBrokerError
 from broker.client.producer import Producer
 from broker.common.message import Message
 from broker.common.message_codec import decode_offset_msg_id
-from tests.cluster import ONE_BROKER, cluster_fixture
+from tests.cluster import ONE_BROKER, add_slave, cluster_fixture
 from tests.store.damage_fixtures import body_of, hit_by, overwrite
 
 TOPIC = "DamagedLogTopic"
@@ -95,6 +96,26 @@ def test_sdk_gets_every_intact_message_and_the_damage_is_reported(damaged):
     code, out, _err = _mqadmin("brokerStatus", "-n", admin.namesrv_addrs[0], "-b", addr)
     assert code == 0 and "commitLogDamagedRanges" in out
     assert "ERROR: 1 damaged commit-log range(s)" in out
+
+
+def test_a_new_slave_copies_past_the_quarantined_range(cluster, damaged):
+    """The master sends the range as a purge would write it (before: a slave's copy stopped at
+    the garbled header for ever); the slave serves every surviving message."""
+    admin, addr, _offsets, _at = damaged
+    intact, _wrong = _consume_all(admin, addr)  # the damage is quarantined (by now, or before)
+    slave = add_slave(
+        cluster, next(iter(cluster.brokers)), "damaged-slave", {"mappedFileSizeCommitLog": SEGMENT}
+    )
+    master_end = admin.broker_runtime_info(addr)["commitLogMaxOffset"]
+    deadline = time.monotonic() + 30
+    while True:  # the log copied, and the topic (synced from the master every few seconds)
+        assert time.monotonic() < deadline, "the slave did not copy the whole log"
+        if admin.broker_runtime_info(slave.addr)["commitLogMaxOffset"] == master_end:
+            with contextlib.suppress(MQBrokerError):
+                from_slave, wrong = _consume_all(admin, slave.addr)
+                break
+        time.sleep(0.2)
+    assert wrong == [] and from_slave == intact
 
 
 def test_purge_refuses_an_offset_no_range_starts_at_then_purges(damaged):
