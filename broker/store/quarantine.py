@@ -114,7 +114,9 @@ class CommitLogQuarantine:
         return starts[index] if index < len(starts) else None
 
     def open_ranges(self) -> list[DamagedRange]:
-        return [r for r in self._ranges if not r.purged_at]
+        """Ranges not purged whose segment is still there (retention may have deleted it since)."""
+        min_offset = self._commitlog.min_offset
+        return [r for r in self._ranges if not r.purged_at and r.to_offset > min_offset]
 
     # -- finding damage ---------------------------------------------------------------------
     def report(self, offset: int, reason: str) -> DamagedRange | None:
@@ -150,9 +152,9 @@ class CommitLogQuarantine:
             for damaged in targets:
                 self._overwrite(damaged)
                 damaged.purged_at = now
-            min_offset = self._commitlog.min_offset
             # Ranges in segments retention has deleted say nothing any more.
-            self._set([r for r in self._ranges if not r.purged_at or r.to_offset > min_offset])
+            min_offset = self._commitlog.min_offset
+            self._set([r for r in self._ranges if r.to_offset > min_offset])
             if targets:
                 self._persist()
         for damaged in targets:

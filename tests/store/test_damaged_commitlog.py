@@ -112,20 +112,24 @@ def _reopen(store_dir: Path) -> MessageStore:
     return store
 
 
-def _run_case(image, tmp_path: Path, damage_at) -> None:
+def _run_case(image, tmp_path: Path, damage_at, clean_stop: bool = False) -> None:
     store_dir, offsets, end = _copy(image, tmp_path)
     before = _segments(store_dir)
     at = damage_at(end)
     overwrite(store_dir, at)
     store = _reopen(store_dir)
     try:
+        if clean_stop:  # nothing was rescanned at the start: the damage is found by the reads
+            assert store.runtime_info()["commitLogDamagedRanges"] == "0"
         _check_survivors(store, store_dir, offsets, end, at, before)
     finally:
         store.shutdown()
 
 
 def test_clean_stop_damage_mid_third_last_segment(clean_image, tmp_path):
-    _run_case(clean_image, tmp_path, lambda end: (end // SEGMENT - 2) * SEGMENT + SEGMENT // 2)
+    _run_case(
+        clean_image, tmp_path, lambda end: (end // SEGMENT - 2) * SEGMENT + SEGMENT // 2, clean_stop=True
+    )
 
 
 def test_crash_damage_mid_previous_segment(crash_image, tmp_path):
@@ -137,7 +141,7 @@ def test_crash_damage_mid_active_segment(crash_image, tmp_path):
 
 
 def test_damage_in_an_old_segment_is_never_delivered(clean_image, tmp_path):
-    _run_case(clean_image, tmp_path, lambda end: SEGMENT + SEGMENT // 2)
+    _run_case(clean_image, tmp_path, lambda end: SEGMENT + SEGMENT // 2, clean_stop=True)
 
 
 def test_damage_across_two_records_loses_those_two_and_is_kept_across_restarts(clean_image, tmp_path):
