@@ -17,6 +17,7 @@ import pytest
 from broker.cli import main
 from broker.client.admin import MQAdmin, MQBrokerError
 from broker.client.producer import Producer
+from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message import Message
 from broker.common.message_codec import decode_offset_msg_id
 from tests.cluster import ONE_BROKER, add_slave, cluster_fixture
@@ -118,8 +119,10 @@ def test_a_new_slave_copies_past_the_quarantined_range(cluster, damaged):
     assert wrong == [] and from_slave == intact
 
 
-def test_purge_refuses_an_offset_no_range_starts_at_then_purges(damaged):
+def test_purge_refuses_an_offset_no_range_starts_at_then_purges(cluster, damaged):
     admin, addr, offsets, _at = damaged
+    garbled = cluster.request(RequestCode.PURGE_DAMAGED_COMMIT_LOG, {"fromOffset": "12ab"}, addr=addr)
+    assert garbled.code == ResponseCode.SYSTEM_ERROR and "fromOffset" in (garbled.remark or "")
     _consume_all(admin, addr)  # the damage is found (by the first test, or now)
     (detail,) = json.loads(admin.broker_runtime_info(addr)["commitLogDamagedDetail"])
     n = admin.namesrv_addrs[0]
