@@ -28,8 +28,18 @@ from pathlib import Path
 import orjson
 
 from broker.common.json_config_file import JsonConfigFile
-from broker.common.message_codec import MIN_RECORD_SIZE, encode_blank, encode_host, encode_record
-from broker.common.segment_scan import next_record_start
+from broker.common.message_codec import (
+    BLANK,
+    LONG,
+    MESSAGE_MAGIC_CODE,
+    MESSAGE_MAGIC_CODE_V2,
+    MIN_RECORD_SIZE,
+    PHYSICAL_OFFSET_POSITION,
+    encode_blank,
+    encode_host,
+    encode_record,
+)
+from broker.common.segment_scan import next_record_start, segment_records
 from broker.common.sysflag import TRANSACTION_ROLLBACK_TYPE
 
 from .commitlog import CommitLog
@@ -119,9 +129,12 @@ class CommitLogQuarantine:
         return [r for r in self._ranges if not r.purged_at and r.to_offset > min_offset]
 
     # -- finding damage ---------------------------------------------------------------------
-    def report(self, offset: int, reason: str) -> DamagedRange | None:
-        """Quarantine the record at commit-log ``offset`` up to the next sound record; None when
-        the offset is in no segment (retention deleted it meanwhile)."""
+    def report(self, offset: int, reason: str, at_boundary: bool = False) -> DamagedRange | None:
+        """Quarantine the record at commit-log ``offset`` up to the next sound record (and never
+        into a range already known). None when the offset is in no segment (retention deleted it
+        meanwhile), or when it is no record's start: a consume-queue entry or message id may
+        point anywhere, and a range starting inside a sound record would be purged with it.
+        ``at_boundary``: the caller's walk of the log stopped there, so it is a start."""
         with self._lock:
             known = self.covering(offset)
             if known is not None:
@@ -130,8 +143,14 @@ class CommitLogQuarantine:
             if mapped is None:
                 return None
             base, limit = mapped.file_from_offset, mapped.wrote_position
+            if not at_boundary and not _is_record_start(mapped.view, offset - base, limit, base):
+                log.warning("commit log: a read asked for a record at %d, where none begins", offset)
+                return None
             found = next_record_start(mapped.view, offset - base + 1, limit, base)
             end = base + (found if found is not None else limit)
+            following = self.next_start(offset)
+            if following is not None and following < end:
+                end = following
             damaged = DamagedRange(offset, end, mapped.path.name, reason, int(self._clock() * 1000))
             self._set(sorted([*self._ranges, damaged], key=lambda r: r.from_offset))
             self._persist()
@@ -208,6 +227,32 @@ class CommitLogQuarantine:
             "commitLogDamagedBytes": str(sum(r.size for r in damaged)),
             "commitLogDamagedDetail": orjson.dumps(detail).decode(),
         }
+
+
+def _is_record_start(view: memoryview, pos: int, limit: int, base: int) -> bool:
+    """Whether a record of the segment begins at ``pos``: its header says so (magic code and the
+    physical offset it was stored with, when only its body is damaged), or else a walk of the
+    segment's records from its start, resynchronising past damage, lands there (once per
+    damaged range: a garbled header cannot say where it began)."""
+    size, magic = BLANK.unpack_from(view, pos)
+    sound_magic = magic in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2) and size >= MIN_RECORD_SIZE
+    if sound_magic and LONG.unpack_from(view, pos + PHYSICAL_OFFSET_POSITION)[0] == base + pos:
+        return True
+    cursor = 0
+    while cursor < pos:
+        for record_pos, record_size in segment_records(view, cursor, limit):
+            if record_pos >= pos:
+                return record_pos == pos
+            cursor = record_pos + record_size
+        if cursor >= pos:
+            break
+        found = next_record_start(view, cursor + 1, limit, base)
+        if found is None or found > pos:
+            # Everything from ``cursor`` on is damaged: the record that begins there is the one to
+            # quarantine, and ``pos`` lies after its start.
+            return False
+        cursor = found
+    return cursor == pos
 
 
 def filler_record(offset: int, size: int, now_ms: int) -> bytearray:

@@ -127,7 +127,9 @@ def _verify_segment(
             return None
         if is_last:
             return end
-        damaged = quarantine.report(mapped.file_from_offset + end, "unreadable record found by recovery")
+        damaged = quarantine.report(
+            mapped.file_from_offset + end, "unreadable record found by recovery", at_boundary=True
+        )
         if damaged is None:
             return end
         start = damaged.to_offset - mapped.file_from_offset
@@ -190,7 +192,9 @@ def replay(
         elif not failed and mapped.wrote_position >= mapped.file_size and _is_sealed_at(mapped, last):
             offset = base + mapped.file_size
         elif quarantine is not None and base + last < end:
-            damaged = quarantine.report(base + last, failed or "unreadable record found by re-dispatch")
+            damaged = quarantine.report(
+                base + last, failed or "unreadable record found by re-dispatch", at_boundary=True
+            )
             if damaged is None:
                 return base + last
             offset = damaged.to_offset

@@ -239,3 +239,34 @@ def test_consume_queues_rebuilt_across_damage_point_at_the_survivors(crash_image
         )
     finally:
         store.shutdown()
+
+
+def test_reads_in_any_order_make_ranges_that_never_overlap_or_start_inside_a_record(clean_image, tmp_path):
+    store_dir, offsets, _end = _copy(clean_image, tmp_path)
+    i = 500
+    for index in (i, i + 1):  # two bodies hit, headers intact
+        overwrite(store_dir, offsets[index] + 300, b"\xab" * 10)
+    j = 900
+    overwrite(store_dir, offsets[j], b"\xab" * 10)  # a header: where it began, a walk tells
+    store = _reopen(store_dir)
+    try:
+        # An offset inside a sound record (a stray message id or queue entry) is no damage.
+        assert store.select_one_message_by_offset(offsets[10] + 7) is None
+        assert store.runtime_info()["commitLogDamagedRanges"] == "0"
+        assert store.select_one_message_by_offset(offsets[i + 1]) is None  # the later one first
+        assert store.select_one_message_by_offset(offsets[i]) is None
+        info = store.runtime_info()
+        ranges = [(r["from"], r["to"]) for r in json.loads(info["commitLogDamagedDetail"])]
+        assert ranges == [(offsets[i], offsets[i + 1]), (offsets[i + 1], offsets[i + 2])]
+        assert info["commitLogDamagedBytes"] == str(offsets[i + 2] - offsets[i])
+        assert store.select_one_message_by_offset(offsets[i + 2]) is not None
+        result = store.get_message("g", TOPIC, j % 4, j // 4, 1)
+        assert result.messages == [] and result.next_begin_offset == j // 4 + 1
+        detail = json.loads(store.runtime_info()["commitLogDamagedDetail"])
+        assert (detail[-1]["from"], detail[-1]["to"], detail[-1]["reason"]) == (
+            offsets[j],
+            offsets[j + 1],
+            "bad magic code",
+        )
+    finally:
+        store.shutdown()
