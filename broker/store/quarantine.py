@@ -161,6 +161,18 @@ class CommitLogQuarantine:
         )  # fmt: skip
         return damaged
 
+    def forget_from(self, offset: int) -> None:
+        """The log was cut at ``offset`` (a slave following its master): ranges from there on
+        name bytes that are gone, and new records will take those offsets."""
+        with self._lock:
+            if all(r.to_offset <= offset for r in self._ranges):
+                return
+            kept = [r for r in self._ranges if r.from_offset < offset]
+            for damaged in kept:  # one may straddle the cut: what is left of it stays
+                damaged.to_offset = min(damaged.to_offset, offset)
+            self._set(kept)
+            self._persist()
+
     # -- the operator's purge -----------------------------------------------------------------
     def purge(self, from_offset: int | None = None) -> list[DamagedRange]:
         """Overwrite open ranges (all, or the one starting at ``from_offset``) with filler and

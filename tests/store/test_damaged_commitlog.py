@@ -270,3 +270,21 @@ def test_reads_in_any_order_make_ranges_that_never_overlap_or_start_inside_a_rec
         )
     finally:
         store.shutdown()
+
+
+def test_a_slave_cutting_its_log_forgets_the_ranges_it_cut(clean_image, tmp_path):
+    """A slave following its master cuts a divergent tail: ranges there name bytes that are gone,
+    and the master's records will take their offsets (they must not be skipped then)."""
+    store_dir, offsets, _end = _copy(clean_image, tmp_path)
+    overwrite(store_dir, offsets[-50] + 300, b"\xab" * 10)
+    overwrite(store_dir, offsets[-20] + 300, b"\xab" * 10)
+    store = _reopen(store_dir)
+    try:
+        consume_all(store)
+        assert store.runtime_info()["commitLogDamagedRanges"] == "2"
+        assert store.replica_log().truncate(offsets[-30]) > 0
+        detail = json.loads(store.runtime_info()["commitLogDamagedDetail"])
+        assert [(r["from"], r["to"]) for r in detail] == [(offsets[-50], offsets[-49])]
+        assert store.quarantine.covering(offsets[-20]) is None
+    finally:
+        store.shutdown()
