@@ -9,10 +9,17 @@ in the page cache, so the store on disk is exactly what a crash leaves: an ``abo
 import json
 import sys
 import time
+from pathlib import Path
 
+from broker.store.checkpoint import StoreCheckpoint
 from broker.store.message_store import MessageStore
 from tests.store.conftest import small_config
 from tests.store.damage_fixtures import GEOMETRY, fill
+
+
+def _checkpointed(store_dir: str) -> int:
+    """The flushed position in the checkpoint file (the store sets its own copy before writing)."""
+    return StoreCheckpoint(Path(store_dir) / "checkpoint").physic_flushed_offset
 
 
 def main(store_dir: str, offsets_file: str, segments: int) -> None:
@@ -22,11 +29,11 @@ def main(store_dir: str, offsets_file: str, segments: int) -> None:
     deadline = time.monotonic() + 10
     # The broker's own checkpoint flush (every second) reaches the log's end: the damage the
     # parent makes is then below the recovery point.
-    while store.checkpoint.physic_flushed_offset < store.max_physic_offset and time.monotonic() < deadline:
+    while _checkpointed(store_dir) < store.max_physic_offset and time.monotonic() < deadline:
         time.sleep(0.05)
     with open(offsets_file, "w") as out:
         json.dump(offsets, out)
-    covered = store.checkpoint.physic_flushed_offset >= store.max_physic_offset
+    covered = _checkpointed(store_dir) >= store.max_physic_offset
     print("ready" if covered else "checkpoint behind", flush=True)
     time.sleep(60)
 
