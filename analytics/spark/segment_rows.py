@@ -7,18 +7,21 @@ A segment is a run of records starting at offset ``int(file name)``; it ends at 
 end-of-segment record, at zero bytes (a segment that was still being written) or at a record
 that runs past the end of the data (a torn tail). A torn tail yields one row of kind ``torn``
 that says where the unreadable bytes start and how many there are, so reports can show it.
+Unreadable bytes followed by sound records (damage the broker quarantined and nobody purged yet)
+are one ``torn`` row too, and the rows go on at the next sound record (``next_record_start``, the
+store's own resynchronisation).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from functools import lru_cache
 
 from broker.common import message_const as const
 from broker.common.hosts import format_host
 from broker.common.message_codec import MessageDecodeError, decode_message
-from broker.common.segment_scan import TORN, segment_end, segment_records
+from broker.common.segment_scan import TORN, next_record_start, segment_end, segment_records
 from broker.common.sysflag import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_PREPARED_TYPE,
@@ -136,21 +139,35 @@ def segment_rows(segment: str, buf) -> Iterator[tuple]:
     """Every record of one segment as a row; see the module docstring for where it stops."""
     view = memoryview(buf)
     base = _segment_base_offset(segment)
-    end = 0
-    for pos, size in segment_records(view):
+    start = 0
+    while True:
+        end, clean = yield from _rows_from(segment, view, base, start)
+        if clean:
+            return
+        # Sound records after the bad bytes can only be recognised by their stored offsets.
+        resume = next_record_start(view, end + 1, len(view), base) if base is not None else None
+        yield torn_row(segment, (base or 0) + end, (len(view) if resume is None else resume) - end)
+        if resume is None:
+            return
+        start = resume
+
+
+def _rows_from(
+    segment: str, view: memoryview, base: int | None, start: int
+) -> Generator[tuple, None, tuple[int, bool]]:
+    """Rows from ``start`` on; returns where they stopped and whether that is a clean end (the
+    end of the data, a blank end record or zeros)."""
+    end = start
+    for pos, size in segment_records(view, start):
         try:
             row = record_row(segment, view, pos)
         except MessageDecodeError:
-            break
+            return end, False
         if base is not None and row[1] != base + pos:
-            break  # a record whose own offset disagrees with its place: garbage, not data
+            return end, False  # a record whose own offset disagrees with its place: garbage, not data
         yield row
         end = pos + size
-    else:
-        # The end of the data, a blank end record or zeros (still being written) end it cleanly.
-        if segment_end(view, end) != TORN:
-            return
-    yield torn_row(segment, (base or 0) + end, len(view) - end)
+    return end, segment_end(view, end) != TORN
 
 
 def torn_row(segment: str, offset: int, length: int) -> tuple:

@@ -1,4 +1,4 @@
-"""Broker subcommands: brokerStatus, getBrokerConfig, updateBrokerConfig."""
+"""Broker subcommands: brokerStatus, getBrokerConfig, updateBrokerConfig, purgeDamagedCommitLog."""
 
 from __future__ import annotations
 
@@ -23,7 +23,35 @@ def _run_status(admin: MQAdmin, args: argparse.Namespace) -> CommandOutput:
         # With several brokers each line names its broker, as RocketMQ's -c output does.
         prefix = f"{addr:<24} " if len(tables) > 1 else ""
         lines.extend(f"{prefix}{key:<{width}}: {value}" for key, value in table.items())
+        if table.get("commitLogDamagedRanges", "0") != "0":
+            lines.append(
+                f"{prefix}ERROR: {table['commitLogDamagedRanges']} damaged commit-log range(s), "
+                f"{table.get('commitLogDamagedBytes', '?')} bytes, quarantined (commitLogDamagedDetail); "
+                "remove them with purgeDamagedCommitLog"
+            )
     return CommandOutput({"brokers": tables}, "\n".join(lines))
+
+
+def _configure_purge(parser: argparse.ArgumentParser) -> None:
+    # One broker at a time: overwriting data is never done cluster-wide by one flag.
+    parser.add_argument(
+        "-b", "--brokerAddr", dest="broker_addr", required=True, help="broker address (host:port)"
+    )
+    parser.add_argument(
+        "-f", "--fromOffset", dest="from_offset", type=int, default=None,
+        help="purge only the quarantined range starting at this commit-log offset (default: every open one)",
+    )  # fmt: skip
+
+
+def _run_purge(admin: MQAdmin, args: argparse.Namespace) -> CommandOutput:
+    purged = admin.purge_damaged_commit_log(args.broker_addr, args.from_offset)
+    lines = [
+        f"purged {r.to_offset - r.from_offset} bytes at {r.from_offset}-{r.to_offset} "
+        f"in {r.segment} ({r.reason})"
+        for r in purged
+    ]
+    text = "\n".join(lines) if lines else f"no damaged commit-log data quarantined on {args.broker_addr}"
+    return CommandOutput({"broker": args.broker_addr, "purged": purged}, text)
 
 
 def _configure_get(parser: argparse.ArgumentParser) -> None:
@@ -88,6 +116,12 @@ COMMANDS = [
         "Show the config of a broker or of every broker of a cluster.",
         _configure_get,
         _run_get,
+    ),
+    Command(
+        "purgeDamagedCommitLog",
+        "Overwrite a broker's quarantined damaged commit-log data (all, or the range at -f).",
+        _configure_purge,
+        _run_purge,
     ),
     Command(
         "updateBrokerConfig",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -10,7 +11,7 @@ import orjson
 
 from broker.common.codes import RequestCode as RC
 from broker.common.codes import ResponseCode
-from broker.common.message_codec import decode_messages, properties_to_string, string_to_properties
+from broker.common.message_codec import decode_intact_messages, properties_to_string, string_to_properties
 from broker.common.message_const import PROPERTY_MESSAGE_TYPE
 from broker.common.message_queue import MessageQueue
 from broker.common.request_headers import (
@@ -45,6 +46,8 @@ from .errors import MQBrokerError, MQClientError
 
 H = TypeVar("H", bound=CommandHeader)
 
+log = logging.getLogger(__name__)
+
 _PULL_ANSWERS = (
     ResponseCode.SUCCESS,
     ResponseCode.PULL_NOT_FOUND,
@@ -59,6 +62,15 @@ def _checked(response: RemotingCommand, addr: str, allowed: tuple[int, ...] = (R
     if response.code not in allowed:
         raise MQBrokerError(response.code, response.remark, addr)
     return response
+
+
+def _intact_messages(body: bytes | None, addr: str) -> list:
+    """A pull answer's messages, each checked against its body CRC on receipt: damaged ones
+    (on the broker's disk or on the way) are reported and left out, never consumed as intact."""
+    messages, damaged = decode_intact_messages(body or b"", decompress_body=True)
+    for problem in damaged:
+        log.error("a message pulled from %s is damaged and was not delivered: %s", addr, problem)
+    return messages
 
 
 def answer_header(cls: type[H], response: RemotingCommand, server: str) -> H:
@@ -213,7 +225,7 @@ class ClientAPI:
                 _checked(response, addr, _PULL_ANSWERS)
                 fields = PullMessageResponseHeader.from_ext_fields(response.ext_fields)
                 if response.code == ResponseCode.SUCCESS:
-                    on_found(decode_messages(response.body, decompress_body=True))
+                    on_found(_intact_messages(response.body, addr))
             except Exception as exc:
                 answered.set_exception(exc)
             else:

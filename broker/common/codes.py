@@ -98,6 +98,8 @@ class RequestCode(IntEnum):
     SEND_REPLY_MESSAGE_V2 = 325
     PUSH_REPLY_MESSAGE_TO_CLIENT = 326
     ADD_WRITE_PERM_OF_BROKER = 327
+    # This project's own: overwrite quarantined damaged commit-log data (admin only)
+    PURGE_DAMAGED_COMMIT_LOG = 3101
     # RocketMQ 5's controller mode (broker/controller/)
     BROKER_HEARTBEAT = 904
     CONTROLLER_ALTER_SYNC_STATE_SET = 1001

@@ -15,7 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .message_codec import BLANK, BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, MIN_RECORD_SIZE
+from .message_codec import (
+    BLANK,
+    BLANK_MAGIC_CODE,
+    INT,
+    MESSAGE_MAGIC_CODE,
+    MESSAGE_MAGIC_CODE_V2,
+    MIN_RECORD_SIZE,
+    record_damage,
+)
 
 # What ``segment_end`` finds where a walk stopped.
 END_OF_DATA = "end_of_data"  # exactly at the limit: nothing more to read
@@ -25,6 +33,8 @@ UNWRITTEN = "unwritten"  # a zero header: the segment was still being written
 TORN = "torn"  # anything else: a few stray bytes, a garbled header, a record running past the limit
 
 _unpack_header = BLANK.unpack_from
+# The magic codes as stored, searched for byte by byte when a walk resynchronises after damage.
+_MAGICS = tuple(INT.pack(code) for code in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, BLANK_MAGIC_CODE))
 
 
 def segment_records(buf: bytes | bytearray | memoryview, start: int = 0, limit: int | None = None
@@ -61,3 +71,42 @@ def segment_end(buf: bytes | bytearray | memoryview, pos: int, limit: int | None
     if size == 0 and magic == 0:
         return UNWRITTEN
     return TORN
+
+
+def next_record_start(
+    buf: bytes | bytearray | memoryview, start: int, limit: int, base_offset: int
+) -> int | None:
+    """The first position from ``start`` where a sound record begins again, or None before ``limit``.
+
+    Used past damage: a position counts when an intact record starts there (magic code, sizes,
+    body CRC, and the physical offset it was stored with, ``base_offset`` + position, which
+    stray bytes inside a body cannot fake by chance) or the segment's blank seal that reaches
+    ``limit`` exactly.
+    """
+    haystack = _searchable(buf)
+    pos = start
+    while True:
+        hits = [hit for hit in (haystack.find(magic, pos + 4, limit) for magic in _MAGICS) if hit >= 0]
+        if not hits:
+            return None
+        candidate = min(hits) - 4
+        if _starts_here(buf, candidate, limit, base_offset):
+            return candidate
+        pos = candidate + 1
+
+
+def _starts_here(buf: bytes | bytearray | memoryview, pos: int, limit: int, base_offset: int) -> bool:
+    size, magic = _unpack_header(buf, pos)
+    if magic == BLANK_MAGIC_CODE:
+        return size == limit - pos
+    return pos + size <= limit and record_damage(buf, pos, base_offset + pos) is None
+
+
+def _searchable(buf: bytes | bytearray | memoryview):
+    """Something with ``find`` over the same bytes: a mapped segment's mmap itself, not a copy."""
+    if not isinstance(buf, memoryview):
+        return buf
+    owner = buf.obj
+    if hasattr(owner, "find") and len(owner) == buf.nbytes:  # type: ignore[arg-type]
+        return owner
+    return bytes(buf)

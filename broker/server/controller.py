@@ -184,6 +184,7 @@ class BrokerController:
             RC.GET_PRODUCER_CONNECTION_LIST: admin.producer_connections,
             RC.INVOKE_BROKER_TO_RESET_OFFSET: admin.reset_offset,
             RC.GET_BROKER_RUNTIME_INFO: admin.runtime_info,
+            RC.PURGE_DAMAGED_COMMIT_LOG: admin.purge_damaged_commit_log,
             RC.GET_BROKER_CONFIG: admin.get_config,
             RC.UPDATE_BROKER_CONFIG: admin.update_config,
             RC.GET_CONSUMER_RUNNING_INFO: admin.forward_to_client,

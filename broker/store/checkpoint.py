@@ -1,7 +1,10 @@
 """The ``checkpoint`` file: how far commit log, consume queues and index were flushed.
 
 Three big-endian longs (store timestamps in ms) at the start of a 4 KiB file, as RocketMQ's
-StoreCheckpoint. Recovery after a crash restarts from the oldest of them.
+StoreCheckpoint, then a fourth: the commit-log offset flushed when the checkpoint was written
+(Kafka's recovery point). Recovery verifies the log from that offset only; re-dispatch after a
+crash restarts from the oldest of the timestamps. A file written before the fourth long existed
+reads it as 0: recovery then verifies as it did before.
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ import struct
 from pathlib import Path
 
 FILE_SIZE = 4096
-LAYOUT = struct.Struct(">qqq")
+LAYOUT = struct.Struct(">qqqq")
+OLD_LAYOUT = struct.Struct(">qqq")
 # Records stored in the same millisecond as the checkpoint may not be flushed yet.
 SAFETY_MARGIN_MS = 3000
 
@@ -22,14 +26,20 @@ class StoreCheckpoint:
         self.physic_msg_timestamp = 0
         self.logics_msg_timestamp = 0
         self.index_msg_timestamp = 0
-        if self.path.exists() and self.path.stat().st_size >= LAYOUT.size:
-            raw = self.path.read_bytes()[: LAYOUT.size]
-            self.physic_msg_timestamp, self.logics_msg_timestamp, self.index_msg_timestamp = LAYOUT.unpack(
-                raw
+        # Everything below it is on disk: written only after the commit log's fsync reached it.
+        self.physic_flushed_offset = 0
+        raw = self.path.read_bytes() if self.path.exists() else b""
+        if len(raw) >= LAYOUT.size:
+            (self.physic_msg_timestamp, self.logics_msg_timestamp, self.index_msg_timestamp,
+             self.physic_flushed_offset) = LAYOUT.unpack_from(raw)  # fmt: skip
+        elif len(raw) >= OLD_LAYOUT.size:
+            self.physic_msg_timestamp, self.logics_msg_timestamp, self.index_msg_timestamp = (
+                OLD_LAYOUT.unpack_from(raw)
             )
 
     def flush(self) -> None:
-        data = LAYOUT.pack(self.physic_msg_timestamp, self.logics_msg_timestamp, self.index_msg_timestamp)
+        data = LAYOUT.pack(self.physic_msg_timestamp, self.logics_msg_timestamp, self.index_msg_timestamp,
+                           self.physic_flushed_offset)  # fmt: skip
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:

@@ -6,6 +6,7 @@ messages by logical offset; the entry tells where the record lives.
 
 from __future__ import annotations
 
+import logging
 import struct
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +17,12 @@ from .mapped_file import MappedFileQueue
 
 ENTRY = struct.Struct(">qiq")
 ENTRY_SIZE = ENTRY.size  # 20
+# A blank entry's size (RocketMQ's Integer.MAX_VALUE): no record is ever that long.
+BLANK_ENTRY_SIZE = 0x7FFFFFFF
+# More missing offsets than this is no damage but a fault: the put is refused as before.
+MAX_GAP_ENTRIES = 10_000
+
+log = logging.getLogger(__name__)
 
 
 class ConsumeQueue:
@@ -123,11 +130,25 @@ class ConsumeQueue:
         if expected < current:
             return None
         if expected > current:
+            self._fill_gap(current, expected)
+            mapped = self.files.last_file_for_write()
+        return mapped
+
+    def _fill_gap(self, current: int, expected: int) -> None:
+        """Blank entries for queue offsets whose records cannot be dispatched (quarantined as
+        damaged), as RocketMQ's fillPreBlank: a read finds nothing there and moves on."""
+        missing = (expected - current) // ENTRY_SIZE
+        if missing > MAX_GAP_ENTRIES:
             raise ValueError(
                 f"consume queue {self.topic}/{self.queue_id} expects offset "
-                f"{current // ENTRY_SIZE}, got {queue_offset}"
+                f"{current // ENTRY_SIZE}, got {expected // ENTRY_SIZE}"
             )
-        return mapped
+        log.warning("consume queue %s/%d: %d offsets from %d have no readable record; blank entries put",
+                    self.topic, self.queue_id, missing, current // ENTRY_SIZE)  # fmt: skip
+        for _ in range(missing):
+            mapped = self.files.last_file_for_write()
+            ENTRY.pack_into(mapped.view, mapped.wrote_position, 0, BLANK_ENTRY_SIZE, 0)
+            mapped.wrote_position += ENTRY_SIZE
 
     # -- reading ------------------------------------------------------------------------------
     @property

@@ -178,6 +178,13 @@ class MappedFile:
             self.flushed_position = end
         return self.flushed_position
 
+    def rewrite(self, pos: int, data: bytes | bytearray) -> None:
+        """Overwrite bytes already written and make them durable (purging damaged data only)."""
+        if pos + len(data) > self.wrote_position:
+            raise ValueError(f"rewrite of {len(data)} bytes at {pos} passes the write position")
+        self._mmap[pos : pos + len(data)] = data
+        os.fdatasync(self._fd)
+
     def zero_from(self, pos: int) -> None:
         """Clear stale bytes from ``pos`` until the first all-zero megabyte (recovery only).
 

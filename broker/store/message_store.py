@@ -27,6 +27,7 @@ from pathlib import Path
 
 from broker.common import message_const as const
 from broker.common.message import MessageExt
+from broker.common.message_codec import MessageDecodeError, record_damage
 
 from . import recovery
 from .archive import SegmentArchiver
@@ -42,6 +43,7 @@ from .dispatch import DispatchRequest, ReputService, request_from_record
 from .flush import GroupCommitService, PeriodicFlushService
 from .index import IndexService
 from .mapped_file import SegmentAllocationError
+from .quarantine import CommitLogQuarantine, DamagedRange
 from .replica import ReplicaLog
 from .results import GetMessageResult, PutMessageResult
 from .running_flags import DISK_FULL, RunningFlags
@@ -70,6 +72,9 @@ class MessageStore:
             self.root / "index", self.config.max_hash_slot_num, self.config.max_index_num
         )
         self.checkpoint = StoreCheckpoint(self.root / "checkpoint")
+        self.quarantine = CommitLogQuarantine(
+            self.root / "config" / "damagedCommitLog.json", self.commitlog, clock
+        )
         self.reput = ReputService(self.queues.make_readable, self._index_keys)
         self._delay_levels = self.config.delay_levels_ms()
         self._services: list = []
@@ -77,7 +82,7 @@ class MessageStore:
         self.writability = StoreWritability(self.config, self.commitlog, self.reput, self._disk_paths)
         self.replication = StoreReplication(self.commitlog, lambda: ReplicaLog(self), self._note_appended)
         self.writer = StoreWriter(self.config, self.commitlog, self.reput, self.writability, self.replication)
-        self.reader = StoreReader(self.config, self.commitlog, self.queues, self.index)
+        self.reader = StoreReader(self.config, self.commitlog, self.queues, self.index, self.quarantine)
         self.last_exit_ok = True
         self.boot_timestamp = int(clock() * 1000)
 
@@ -107,10 +112,13 @@ class MessageStore:
         """Load and recover; True when not everything could be dispatched (a full disk: the
         clean service's disk check dispatches the rest once space returns)."""
         self.commitlog.files.load()
+        self.quarantine.load()
         self.queues.load()
         self.index.load(self.last_exit_ok, self.checkpoint.index_msg_timestamp)
         min_ts = self.checkpoint.min_timestamp(index_safe=self.config.message_index_enable)
-        end, verified_from = recovery.recover_commitlog(self.commitlog, self.last_exit_ok, min_ts)
+        end, verified_from = recovery.recover_commitlog(
+            self.commitlog, self.last_exit_ok, min_ts, self.checkpoint.physic_flushed_offset, self.quarantine
+        )
         for queue in self.consume_queues.values():
             queue.truncate_dirty(end)
         self.index.truncate_beyond(end)
@@ -118,14 +126,19 @@ class MessageStore:
         if not self.last_exit_ok:
             start = min(start, verified_from)
 
-        def apply(view, pos, _offset):
+        def apply(view, pos, offset):
+            # A record whose header or body is damaged is not dispatched (to a wrong queue, or
+            # at all): replay quarantines it and its queue offset gets a blank entry.
+            damage = record_damage(view, pos, offset)
+            if damage is not None:
+                raise MessageDecodeError(damage)
             request = request_from_record(view, pos, self._delay_levels, check_crc=False)
             self.reput.dispatch_now(request)
 
         self.reput.dispatched_offset = start
         stalled = False
         try:
-            recovery.replay(self.commitlog, start, apply)
+            recovery.replay(self.commitlog, start, apply, quarantine=self.quarantine)
         except SegmentAllocationError as exc:
             stalled = True
             self.writability.dispatch_stalled(exc, stalled_part(exc))
@@ -149,7 +162,7 @@ class MessageStore:
                 key = (request.topic, request.queue_id)
                 queue_offsets[key] = max(queue_offsets.get(key, 0), request.queue_offset + 1)
 
-        recovery.replay(self.commitlog, from_offset, note)
+        recovery.replay(self.commitlog, from_offset, note, quarantine=self.quarantine)
 
     def _start_services(self, dispatch_loop: asyncio.AbstractEventLoop | None, stalled: bool) -> None:
         start = self.reput.dispatched_offset if stalled else self.commitlog.max_offset
@@ -205,7 +218,7 @@ class MessageStore:
     def _flush_logics(self) -> int:
         """Flush queues and index, then record in the checkpoint how far each is durable."""
         physic_ts, logics_ts = self.writer.last_appended_ts, self.queues.last_dispatched_ts
-        self.commitlog.flush()
+        self.checkpoint.physic_flushed_offset = self.commitlog.flush()
         self.queues.flush()
         self.checkpoint.physic_msg_timestamp = physic_ts or self.checkpoint.physic_msg_timestamp
         self.checkpoint.logics_msg_timestamp = logics_ts or self.checkpoint.logics_msg_timestamp
@@ -265,7 +278,8 @@ class MessageStore:
         self.replication.note_replicated(store_timestamp)
 
     def commit_log_data(self, offset: int, max_bytes: int) -> bytes | None:
-        return self.replication.commit_log_data(offset, max_bytes)
+        data = self.replication.commit_log_data(offset, max_bytes)
+        return self.quarantine.transfer_bytes(offset, data) if data else data
 
     # -- consume queues (consume_queue_table) -----------------------------------------------------
     @property
@@ -416,4 +430,11 @@ class MessageStore:
             "diskFull": str(self.running_flags.is_set(DISK_FULL)).lower(),
             "storeWritable": str(self.writability.writable).lower(),
             "storeNotWritableReason": self.not_writable_reason(),
+            # Quarantined damaged data (open ranges): counts, and the first ranges as JSON.
+            **self.quarantine.runtime_info(),
         }
+
+    def purge_damaged_commit_log(self, from_offset: int | None = None) -> list[DamagedRange]:
+        """Overwrite quarantined damaged data (every open range, or the one starting at
+        ``from_offset``) with filler every walker passes, and close the entries."""
+        return self.quarantine.purge(from_offset)

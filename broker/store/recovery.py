@@ -1,10 +1,15 @@
 """Start-up recovery: find the true end of the commit log and bring the queues in line.
 
-After a clean stop the last three segments are verified. After a crash (the ``abort`` file is
-still there) verification starts at the segment holding the checkpoint's oldest timestamp.
-Every record is checked (sizes, magic, body CRC); the first bad one marks a torn tail, which is
-cut off. Consume queues are then trimmed to the log's end and everything the queues and index
-may have missed is dispatched again.
+Verification starts at the checkpoint's flushed commit-log position (Kafka's recovery point):
+everything below it was made durable and acknowledged, so it is neither rescanned nor ever cut —
+a clean stop rescans nothing. From there on every record is checked (sizes, magic, body CRC);
+the first bad one in the last segment marks a torn tail, which is cut off. Bad bytes followed by
+a later segment that holds records are damage, not a tail: they are quarantined (``quarantine``)
+and no segment is deleted. A checkpoint written before it recorded the flushed position falls
+back to verifying the last three segments (clean stop) or from the checkpoint's time (crash).
+
+Re-dispatch then walks the log from where the queues stopped; a record it cannot read there is
+quarantined and the walk resumes at the next sound record, so every later record is dispatched.
 """
 
 from __future__ import annotations
@@ -12,12 +17,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from broker.common.message_codec import MessageDecodeError, decode_message
-from broker.common.segment_scan import BLANK_END, END_OF_DATA, segment_end, segment_records
+from broker.common.message_codec import MessageDecodeError, decode_message, record_damage
+from broker.common.segment_scan import BLANK_END, END_OF_DATA, UNWRITTEN, segment_end, segment_records
 
 from .commitlog import CommitLog
 from .consume_queue import ConsumeQueue
 from .mapped_file import MappedFile
+from .quarantine import CommitLogQuarantine
 
 log = logging.getLogger(__name__)
 
@@ -25,11 +31,11 @@ log = logging.getLogger(__name__)
 _SEALED_ENDS = (END_OF_DATA, BLANK_END)
 
 
-def _verified_end(mapped: MappedFile) -> int:
-    """Position after the last record of the segment that decodes with a correct body CRC."""
+def _verified_end(mapped: MappedFile, start: int) -> int:
+    """Position after the last record from ``start`` that decodes with a correct body CRC."""
     view = mapped.view
-    end = 0
-    for pos, size in segment_records(view, 0, mapped.file_size):
+    end = start
+    for pos, size in segment_records(view, start, mapped.file_size):
         try:
             decode_message(view, pos, read_body=False, check_crc=True)
         except MessageDecodeError:
@@ -48,30 +54,87 @@ def _first_store_timestamp(mapped: MappedFile) -> int:
     return 0
 
 
-def recover_commitlog(commitlog: CommitLog, last_exit_ok: bool, checkpoint_min_ts: int) -> tuple[int, int]:
-    """Set write positions to the verified end of the log and cut what lies beyond.
+def recover_commitlog(
+    commitlog: CommitLog,
+    last_exit_ok: bool,
+    checkpoint_min_ts: int,
+    flushed_offset: int,
+    quarantine: CommitLogQuarantine,
+) -> tuple[int, int]:
+    """Set write positions to the verified end of the log and cut a torn tail beyond it.
 
-    Returns ``(end, verified_from)``: the log's end and where verification began (after a
-    crash, everything from there is dispatched again, as RocketMQ does).
+    Returns ``(end, dispatch_from)``: the log's end and, after a crash, where re-dispatch must
+    begin at the latest (the segment of the checkpoint's oldest time, as RocketMQ does).
     """
     files = commitlog.files.files
     if not files:
         return 0, 0
-    start = max(0, len(files) - 3) if last_exit_ok else _abnormal_start(files, checkpoint_min_ts)
-    verified_from = files[start].file_from_offset
-    for mapped in files[:start]:
-        mapped.wrote_position = mapped.flushed_position = mapped.file_size
-    for mapped in files[start:]:
-        end = _verified_end(mapped)
-        if _is_sealed_at(mapped, end):
+    first = max(0, len(files) - 3) if last_exit_ok else _abnormal_start(files, checkpoint_min_ts)
+    dispatch_from = files[first].file_from_offset
+    scan_from = flushed_offset if flushed_offset > 0 else dispatch_from
+    scan_from = max(scan_from, files[0].file_from_offset)
+    last_index = len(files) - 1
+    for index, mapped in enumerate(files):
+        base = mapped.file_from_offset
+        if base + mapped.file_size <= scan_from and index < last_index:
             mapped.wrote_position = mapped.flushed_position = mapped.file_size
             continue
-        valid_end = mapped.file_from_offset + end
-        if not last_exit_ok:
-            log.warning("commit log: verified end at %d after an unclean stop; tail cut there", valid_end)
+        end = _verify_segment(mapped, _scan_start(mapped, scan_from), index == last_index, quarantine)
+        if end is None:  # sealed
+            mapped.wrote_position = mapped.flushed_position = mapped.file_size
+            continue
+        valid_end = base + end
+        if segment_end(mapped.view, end, mapped.file_size) != UNWRITTEN:
+            log.warning("commit log: torn tail after the flushed position %d cut at %d", scan_from, valid_end)
+        elif not last_exit_ok:
+            log.info("commit log: verified end at %d (flushed position %d)", valid_end, scan_from)
         commitlog.files.truncate_dirty(valid_end)
-        return valid_end, verified_from
-    return commitlog.files.max_offset, verified_from
+        return valid_end, min(dispatch_from, valid_end)
+    return commitlog.files.max_offset, dispatch_from
+
+
+def _scan_start(mapped: MappedFile, scan_from: int) -> int:
+    """Where verification starts in ``mapped``: the flushed position, when it is where a record
+    (or the unwritten rest) begins. A checkpoint written before a slave cut its log back may
+    name a position past the data (zeros just before it: no record ends with eight zero bytes,
+    its topic comes just before the properties) or inside records written since: then the
+    segment is verified whole."""
+    start = min(max(0, scan_from - mapped.file_from_offset), mapped.file_size)
+    if start == 0 or start >= mapped.file_size:
+        return start
+    view = mapped.view
+    if any(view[start - 8 : start]):
+        if segment_end(view, start, mapped.file_size) in (UNWRITTEN, BLANK_END):
+            return start
+        if record_damage(view, start, mapped.file_from_offset + start) is None:
+            return start
+    log.warning("commit log: checkpoint's flushed position %d is no record boundary of %s; verified whole",
+                scan_from, mapped.path.name)  # fmt: skip
+    return 0
+
+
+def _verify_segment(
+    mapped: MappedFile, start: int, is_last: bool, quarantine: CommitLogQuarantine
+) -> int | None:
+    """Verify from ``start``; None when the segment ends sealed, else where its data ends.
+
+    In a segment the log has rolled past, bad bytes are damage (later segments hold records):
+    they are quarantined and verification resumes after them.
+    """
+    while True:
+        end = _verified_end(mapped, start)
+        if _is_sealed_at(mapped, end):
+            return None
+        if is_last:
+            return end
+        damaged = quarantine.report(
+            mapped.file_from_offset + end, "unreadable record found by recovery", at_boundary=True
+        )
+        if damaged is None:
+            return end
+        start = damaged.to_offset - mapped.file_from_offset
+        if start >= mapped.file_size:
+            return None
 
 
 def _abnormal_start(files: list[MappedFile], checkpoint_min_ts: int) -> int:
@@ -100,9 +163,15 @@ def replay(
     from_offset: int,
     apply: Callable[[memoryview, int, int], None],
     end: int | None = None,
+    quarantine: CommitLogQuarantine | None = None,
 ) -> int:
     """Call ``apply(view, pos, absolute_offset)`` for every record from ``from_offset`` up to
-    ``end`` (the log's end by default, as it stands when the walk begins)."""
+    ``end`` (the log's end by default, as it stands when the walk begins).
+
+    With a ``quarantine``, quarantined ranges are passed over, and a record that cannot be read
+    (a garbled header, or ``apply`` raising ``MessageDecodeError``) in a segment the log has
+    rolled past or below ``end`` is quarantined and the walk goes on after it.
+    """
     offset = from_offset
     if end is None:
         end = commitlog.max_offset
@@ -110,14 +179,39 @@ def replay(
         mapped = commitlog.files.find_file(offset)
         if mapped is None:
             break
-        view, base = mapped.view, mapped.file_from_offset
-        last = offset - base
-        for pos, size in segment_records(view, last, min(mapped.file_size, end - base)):
-            apply(view, pos, base + pos)
-            last = pos + size
-        if mapped.wrote_position >= mapped.file_size and _is_sealed_at(mapped, last):
+        base = mapped.file_from_offset
+        if quarantine is not None and (damaged := quarantine.covering(offset)) is not None:
+            offset = damaged.to_offset
+            continue
+        limit = min(mapped.file_size, end - base)
+        if quarantine is not None and (next_damage := quarantine.next_start(offset)) is not None:
+            limit = min(limit, next_damage - base)
+        last, failed = _apply_records(mapped, offset - base, limit, apply)
+        if last == limit and limit < min(mapped.file_size, end - base):
+            offset = base + last  # stopped before a quarantined range
+        elif not failed and mapped.wrote_position >= mapped.file_size and _is_sealed_at(mapped, last):
             offset = base + mapped.file_size
+        elif quarantine is not None and base + last < end:
+            damaged = quarantine.report(
+                base + last, failed or "unreadable record found by re-dispatch", at_boundary=True
+            )
+            if damaged is None:
+                return base + last
+            offset = damaged.to_offset
         else:
-            offset = base + last
-            break
+            return base + last
     return offset
+
+
+def _apply_records(mapped: MappedFile, start: int, limit: int, apply) -> tuple[int, str]:
+    """Apply the records of one segment from ``start``; returns where the walk stopped and, when
+    a record failed to decode, why."""
+    view, base = mapped.view, mapped.file_from_offset
+    last = start
+    for pos, size in segment_records(view, start, limit):
+        try:
+            apply(view, pos, base + pos)
+        except MessageDecodeError as exc:
+            return pos, f"undecodable record: {exc}"
+        last = pos + size
+    return last, ""

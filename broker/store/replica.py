@@ -160,6 +160,7 @@ class ReplicaLog:
             if offset >= end:
                 return 0
             commitlog.files.truncate_dirty(offset)
+            store.quarantine.forget_from(offset)
             for key, queue in list(store.consume_queues.items()):
                 queue.truncate_dirty(offset)
                 if queue.max_offset == 0:  # only the tail wrote to it: as if never made

@@ -1,25 +1,36 @@
 """Reading the store: messages by (topic, queue, logical offset) as raw stored records ready for a
 pull response, queue bounds, store times, offsets by time, and lookups by commit-log offset or by
-key (the index)."""
+key (the index).
+
+Every record served is checked first (``record_damage``: header, stored physical offset, body
+CRC): one that fails is quarantined and passed over like a removed message, never served as
+intact; entries pointing into a quarantined range are passed over without reading."""
 
 from __future__ import annotations
 
 from broker.common.message import MessageExt
-from broker.common.message_codec import LONG, decode_message, store_timestamp_position
+from broker.common.message_codec import LONG, decode_message, record_damage, store_timestamp_position
 
 from .commitlog import CommitLog
 from .consume_queue import ConsumeQueue
 from .consume_queue_table import ConsumeQueueTable
 from .index import IndexService
+from .quarantine import CommitLogQuarantine
 from .results import GetMessageResult, GetMessageStatus
 from .store_config import MessageStoreConfig
 
 
 class StoreReader:
     def __init__(
-        self, config: MessageStoreConfig, commitlog: CommitLog, queues: ConsumeQueueTable, index: IndexService
+        self,
+        config: MessageStoreConfig,
+        commitlog: CommitLog,
+        queues: ConsumeQueueTable,
+        index: IndexService,
+        quarantine: CommitLogQuarantine,
     ) -> None:
         self.config = config
+        self.quarantine = quarantine
         self.commitlog = commitlog
         self.queues = queues
         self.index = index
@@ -59,7 +70,7 @@ class StoreReader:
         max_bytes = self.config.max_transfer_bytes_on_message_in_memory
         scan_limit = max(max_count, min(self.config.max_filter_message_count, max_count * 20))
         entries = queue.read_entries(offset, scan_limit if message_filter else max_count)
-        read = self.commitlog.read
+        read = self._read_checked
         messages, offsets = result.messages, result.queue_offsets
         size_total = 0
         next_offset = offset
@@ -88,6 +99,21 @@ class StoreReader:
             result.status = GetMessageStatus.NO_MATCHED_MESSAGE
         else:
             result.status, result.next_begin_offset = GetMessageStatus.OFFSET_FOUND_NULL, offset
+
+    def _read_checked(self, offset: int, size: int) -> bytes | None:
+        """The record at ``offset`` if it is intact; None when it is gone or damaged (then it is
+        quarantined: reported, and passed over by every later read)."""
+        quarantine = self.quarantine
+        if quarantine.covering(offset) is not None:
+            return None
+        record = self.commitlog.read(offset, size)
+        if record is None:
+            return None
+        damage = record_damage(record, 0, offset, size)
+        if damage is not None:
+            quarantine.report(offset, damage)
+            return None
+        return record
 
     def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
         queue = self.queues.find(topic, queue_id)
@@ -139,8 +165,10 @@ class StoreReader:
         return self._store_time_of(offset, size) if size else -1
 
     def select_one_message_by_offset(self, commitlog_offset: int, size: int | None = None) -> bytes | None:
+        if self.quarantine.covering(commitlog_offset) is not None:
+            return None
         size = size or self.commitlog.record_size_at(commitlog_offset)
-        return self.commitlog.read(commitlog_offset, size) if size else None
+        return self._read_checked(commitlog_offset, size) if size else None
 
     def look_message_by_offset(self, commitlog_offset: int) -> MessageExt | None:
         record = self.select_one_message_by_offset(commitlog_offset)

@@ -232,6 +232,7 @@ def test_admin_only_codes_from_a_normal_account(acl):
         ),
         (RC.DELETE_SUBSCRIPTIONGROUP, {"groupName": GROUP}, b""),
         (RC.GET_BROKER_CLUSTER_ACL_CONFIG, None, b""),
+        (RC.PURGE_DAMAGED_COMMIT_LOG, None, b""),
     ]
     for code, fields, body in cases:
         _refused(acl.request(acl.user, code, fields, body), f"request code {code} needs an admin account")

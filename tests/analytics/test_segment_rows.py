@@ -71,6 +71,18 @@ def test_garbage_after_a_record_is_a_torn_tail_not_an_error():
     assert [r["kind"] for r in rows] == ["normal", "torn"]
 
 
+def test_damaged_bytes_between_records_are_one_torn_row_and_the_rows_go_on():
+    """Damage the broker quarantined (not purged) mid-segment: before, the rows stopped there."""
+    data = bytearray(records(message(), message(body=b"x" * 300), message(body=b"after")))
+    first_size = len(records(message()))
+    second_size = len(encode_message(message(body=b"x" * 300)))
+    data[first_size + 2 : first_size + 60] = b"\xab" * 58  # the second record's header
+    rows = rows_of(bytes(data) + encode_blank(64))
+    assert [r["kind"] for r in rows] == ["normal", "torn", "normal"]
+    assert (rows[1]["commitlog_offset"], rows[1]["body_size"]) == (BASE + first_size, second_size)
+    assert rows[2]["commitlog_offset"] == BASE + first_size + second_size and rows[2]["body_size"] == 5
+
+
 def test_transaction_records_and_their_columns():
     commit = message("orders", UNIQ_KEY="U1")
     commit.sys_flag = TRANSACTION_COMMIT_TYPE

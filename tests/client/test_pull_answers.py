@@ -125,3 +125,21 @@ def test_a_refused_pull_raises_and_delivers_nothing():
 
     asyncio.run(with_broker(scenario))
     assert found == []
+
+
+def test_a_damaged_message_is_checked_on_receipt_and_never_delivered(caplog):
+    """A broker (or the path to it) sending a record whose body no longer matches its CRC: the
+    SDK reports it and delivers only the intact ones (before: delivered with the wrong bytes)."""
+    found = []
+    damaged = bytearray(record(1))
+    damaged[damaged.index(b"body-1")] ^= 0x20  # "Body-1", same length: only the CRC tells
+
+    async def scenario(broker, api, addr):
+        task = asyncio.create_task(api.pull(addr, HEADER, 3000, found.append))
+        await broker.release(ResponseCode.SUCCESS, record(0) + bytes(damaged) + record(2))
+        assert (await asyncio.wait_for(task, 5))[0] == ResponseCode.SUCCESS
+
+    asyncio.run(with_broker(scenario))
+    assert [m.body for m in found[0]] == [b"body-0", b"body-2"]
+    errors = [r.message for r in caplog.records if r.levelname == "ERROR"]
+    assert any("damaged and was not delivered" in message for message in errors)

@@ -4,13 +4,14 @@ what ``segment_end`` says lies there."""
 import pytest
 
 from broker.common.message import MessageExt
-from broker.common.message_codec import MIN_RECORD_SIZE, encode_blank, encode_message
+from broker.common.message_codec import MIN_RECORD_SIZE, encode_blank, encode_message, record_damage
 from broker.common.segment_scan import (
     BLANK_END,
     BLANK_SHORT,
     END_OF_DATA,
     TORN,
     UNWRITTEN,
+    next_record_start,
     segment_end,
     segment_records,
 )
@@ -66,3 +67,37 @@ def test_a_record_running_past_the_limit_or_too_small_is_not_yielded():
 def test_a_walk_starts_where_asked():
     data, expected = two_records()
     assert walk(data, start=expected[1][0]) == (expected[1:], END_OF_DATA)
+
+
+def stored(offset: int, body: bytes, v6: bool = False) -> bytes:
+    msg = MessageExt(topic="t", body=body, properties={"KEYS": "k"})
+    if v6:
+        msg.born_host, msg.store_host = ("::1", 1), ("::1", 2)
+    msg.commitlog_offset = offset
+    return bytes(encode_message(msg))
+
+
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_record_damage_names_what_a_read_finds_wrong(v6):
+    record = stored(4096, b"payload" * 20, v6)
+    assert record_damage(record, 0, 4096, len(record)) is None
+    assert record_damage(record, 0, 4097) == "wrong physical offset"  # bytes copied from elsewhere
+    assert record_damage(record, 0, 4096, len(record) + 1) == "bad record size"
+    body_at = record.index(b"payload")
+    flipped = bytearray(record)
+    flipped[body_at + 3] ^= 0x01
+    assert record_damage(flipped, 0, 4096) == "body CRC mismatch"
+    assert record_damage(record[:-5], 0, 4096) == "bad record size"
+    assert record_damage(b"\xab" * len(record), 0, 4096) == "bad magic code"
+
+
+def test_next_record_start_finds_the_record_after_damage():
+    first = stored(0, b"a" * 200)
+    second = stored(len(first), b"b" * 50)
+    data = bytearray(first + second + encode_blank(64).ljust(64, b"\0"))  # the seal fills the rest
+    data[10:60] = b"\xab" * 50
+    # A copy of the magic code inside the damage is no record: its stored offset cannot match.
+    data[100:104] = data[len(first) + 4 : len(first) + 8]
+    assert next_record_start(data, 1, len(data), 0) == len(first)
+    assert next_record_start(data, len(first) + 1, len(data), 0) == len(first) + len(second)  # the seal
+    assert next_record_start(data, len(first) + 1, len(data) - 1, 0) is None

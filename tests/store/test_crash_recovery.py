@@ -9,6 +9,7 @@ from pathlib import Path
 
 from broker.common.message import MessageExt
 from broker.common.message_codec import decode_message
+from broker.store.checkpoint import StoreCheckpoint
 from broker.store.results import GetMessageStatus
 
 WRITER = Path(__file__).with_name("crash_writer.py")
@@ -93,11 +94,20 @@ def _write(store, count, topic="t"):
     return results
 
 
+def _rewind_checkpoint(store_dir: Path, flushed_offset: int) -> None:
+    """As if the process died before the checkpoint caught up with the log's flushed end: what
+    lies past ``flushed_offset`` is an unflushed tail, cut where it is torn."""
+    checkpoint = StoreCheckpoint(store_dir / "checkpoint")
+    checkpoint.physic_flushed_offset = flushed_offset
+    checkpoint.flush()
+
+
 def test_garbled_tail_is_cut_and_writing_resumes(open_store, tmp_path):
     store = open_store(tmp_path / "s1")
     results = _write(store, 200)
     last = results[-1].append
     store.shutdown()
+    _rewind_checkpoint(tmp_path / "s1", results[-5].append.wrote_offset)
     segment = store.commitlog.files.files[-1].path
     # Garble the last record's body and leave the abort file: recovery must verify the CRC.
     data = bytearray(segment.read_bytes())
@@ -118,6 +128,7 @@ def test_truncated_file_tail_is_recovered(open_store, tmp_path):
     store = open_store(tmp_path / "s2")
     results = _write(store, 120)
     store.shutdown()
+    _rewind_checkpoint(tmp_path / "s2", results[-5].append.wrote_offset)
     segment = store.commitlog.files.files[-1].path
     cut_at = results[-1].append.wrote_offset - int(segment.name) + 10  # mid-record
     data = bytearray(segment.read_bytes())

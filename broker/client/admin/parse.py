@@ -4,17 +4,20 @@ messages, offsetMsgIds, runtime figures; and the operator's timestamps."""
 from __future__ import annotations
 
 import datetime
+import logging
 import time
 from typing import Any
 
 from broker.client.errors import MQClientError
 from broker.common.hosts import HostPort
 from broker.common.message import MessageExt
-from broker.common.message_codec import MessageDecodeError, decode_messages, decode_offset_msg_id
+from broker.common.message_codec import MessageDecodeError, decode_intact_messages, decode_offset_msg_id
 from broker.remoting import fastjson
 from broker.remoting.command import RemotingCommand
 
 from .results import ClientConnection, ConsumerConnection, QueueConsumeProgress, Subscription
+
+log = logging.getLogger(__name__)
 
 _HUMAN_TIME_FORMAT = "%Y-%m-%d#%H:%M:%S:%f"
 
@@ -67,10 +70,15 @@ def json_body(response: RemotingCommand, source: str) -> dict[str, Any]:
 
 
 def messages_of(body: bytes | None) -> list[MessageExt]:
+    """The messages of a broker's answer, each checked against its body CRC: a damaged one is
+    logged and left out, never shown as intact."""
     try:
-        return decode_messages(body or b"", decompress_body=True)
+        messages, damaged = decode_intact_messages(body or b"", decompress_body=True)
     except MessageDecodeError as exc:
         raise MQClientError(f"a broker sent messages that cannot be decoded ({exc})") from None
+    for problem in damaged:
+        log.error("a message a broker sent is damaged and was left out: %s", problem)
+    return messages
 
 
 def looks_like_offset_msg_id(msg_id: str) -> bool:

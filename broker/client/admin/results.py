@@ -133,3 +133,23 @@ class BrokerConfigState:
 
     values: dict[str, str]  # what the broker runs with
     pending: dict[str, str]  # accepted, used after the broker's restart
+
+
+@dataclass(frozen=True)
+class DamagedCommitLogRange:
+    """A quarantined range of a broker's commit log (runtime info's ``commitLogDamagedDetail``
+    lists the open ones; ``purge_damaged_commit_log`` returns those it purged)."""
+
+    from_offset: int  # absolute commit-log offset where the damaged record began
+    to_offset: int  # exclusive: where the next sound record (or the next segment) begins
+    segment: str  # the segment file's name
+    reason: str
+    found_at: int  # ms
+    purged_at: int = 0  # ms; 0 while open
+
+    @classmethod
+    def from_json(cls, data: dict) -> DamagedCommitLogRange:
+        return cls(
+            int(data["from"]), int(data["to"]), str(data.get("segment", "")), str(data.get("reason", "")),
+            int(data.get("foundAt", 0)), int(data.get("purgedAt", 0)),
+        )  # fmt: skip

@@ -107,6 +107,7 @@ class MQAdmin:
     broker_runtime_info = _blocking(AsyncMQAdmin.broker_runtime_info)
     broker_config = _blocking(AsyncMQAdmin.broker_config)
     update_broker_config = _blocking(AsyncMQAdmin.update_broker_config)
+    purge_damaged_commit_log = _blocking(AsyncMQAdmin.purge_damaged_commit_log)
     broker_config_state = _blocking(AsyncMQAdmin.broker_config_state)
     delay_offsets = _blocking(AsyncMQAdmin.delay_offsets)
     end_transaction = _blocking(AsyncMQAdmin.end_transaction)

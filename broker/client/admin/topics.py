@@ -17,13 +17,14 @@ from broker.common.request_headers import (
     DeleteTopicRequestHeader,
     GetBrokerConfigResponseHeader,
     GetTopicStatsInfoRequestHeader,
+    PurgeDamagedCommitLogRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
 )
 from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC, validate_topic
 
 from .core import BROKER, NAME_SERVER, AdminCore, known_cluster
 from .parse import as_int, mq_table, runtime_figure
-from .results import BrokerConfigState, BrokerSummary, QueueOffsetStatus, TopicStatus
+from .results import BrokerConfigState, BrokerSummary, DamagedCommitLogRange, QueueOffsetStatus, TopicStatus
 
 
 class ClusterRequests(AdminCore):
@@ -55,6 +56,18 @@ class ClusterRequests(AdminCore):
     async def broker_runtime_info(self, addr: str) -> dict[str, str]:
         table = (await self._broker_json(addr, RequestCode.GET_BROKER_RUNTIME_INFO)).get("table") or {}
         return {str(k): str(v) for k, v in sorted(table.items())}
+
+    async def purge_damaged_commit_log(
+        self, addr: str, from_offset: int | None = None
+    ) -> list[DamagedCommitLogRange]:
+        """Overwrite the broker's quarantined damaged commit-log data and close those entries:
+        the range starting at ``from_offset``, or every open one. Returns the ranges purged
+        (empty when none was open). An offset where no open range starts is refused
+        (``MQBrokerError``, SYSTEM_ERROR, the remark lists the open ranges' starts); so is a
+        caller without admin rights when the broker enforces ACL (NO_PERMISSION)."""
+        header = PurgeDamagedCommitLogRequestHeader(from_offset=from_offset)
+        data = await self._broker_json(addr, RequestCode.PURGE_DAMAGED_COMMIT_LOG, header)
+        return [DamagedCommitLogRange.from_json(item) for item in data.get("purged") or []]
 
     async def broker_config(self, addr: str) -> dict[str, str]:
         return (await self.broker_config_state(addr)).values

@@ -20,6 +20,7 @@ from broker.common.request_headers.admin import (
     GetConsumeStatsRequestHeader,
     GetProducerConnectionListRequestHeader,
     GetTopicStatsInfoRequestHeader,
+    PurgeDamagedCommitLogRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
 )
 from broker.common.request_headers.base import (
@@ -133,6 +134,7 @@ __all__ = [
     "NotifyConsumerIdsChangedRequestHeader",
     "PullMessageRequestHeader",
     "PullMessageResponseHeader",
+    "PurgeDamagedCommitLogRequestHeader",
     "PutKVConfigRequestHeader",
     "QueryConsumerOffsetRequestHeader",
     "QueryConsumerOffsetResponseHeader",

@@ -72,6 +72,14 @@ class QueryTopicConsumeByWhoRequestHeader(CommandHeader):
 
 
 @header
+class PurgeDamagedCommitLogRequestHeader(CommandHeader):
+    """PURGE_DAMAGED_COMMIT_LOG (3101, this project's own): the quarantined range starting at
+    ``from_offset``, or every open one when it is left out."""
+
+    from_offset: int | None = None
+
+
+@header
 class GetBrokerConfigResponseHeader(CommandHeader):
     """GET_BROKER_CONFIG (26): ``version`` is the DataVersion JSON; ``pending_restart`` (a JSON
     object of the values accepted that wait for a restart) is this broker's own addition, which

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import TYPE_CHECKING
 
 import orjson
@@ -22,6 +24,8 @@ from broker.common.request_headers import (
     GetConsumeStatsRequestHeader,
     GetProducerConnectionListRequestHeader,
     GetTopicStatsInfoRequestHeader,
+    HeaderError,
+    PurgeDamagedCommitLogRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
     ResetOffsetRequestHeader,
 )
@@ -42,6 +46,8 @@ if TYPE_CHECKING:
 # Most queues one GET_CONSUME_STATS answer lists (~100 bytes each): a group consuming every topic
 # of a full broker would otherwise make one request build hundreds of megabytes on the loop.
 MAX_STATS_QUEUES = 16 * 1024
+
+log = logging.getLogger(__name__)
 
 
 def _mq(topic: str, broker_name: str, queue_id: int) -> dict:
@@ -308,6 +314,33 @@ class AdminProcessor:
     # -- broker -------------------------------------------------------------------------------
     async def runtime_info(self, conn, request: RemotingCommand) -> RemotingCommand:
         return response_to(request, body=fastjson.dumps({"table": self.broker.runtime_info()}))
+
+    async def purge_damaged_commit_log(self, conn, request: RemotingCommand) -> RemotingCommand:
+        """Overwrite quarantined damaged commit-log data (``store.quarantine``): the operator's
+        explicit, logged decision that those bytes are gone. The answer's body lists the ranges
+        purged, as runtime info's ``commitLogDamagedDetail`` lists them."""
+        try:
+            from_offset = PurgeDamagedCommitLogRequestHeader.from_ext_fields(request.ext_fields).from_offset
+        except HeaderError as exc:
+            return response_to(request, ResponseCode.SYSTEM_ERROR, str(exc))
+        store = self.broker.store
+        starts = [r.from_offset for r in store.quarantine.open_ranges()]
+        if from_offset is not None and from_offset not in starts:
+            return response_to(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                f"no quarantined damaged range starts at commit-log offset {from_offset} "
+                f"(open ranges start at {starts})",
+            )
+        # Writes and fsyncs a segment and the quarantine file: off the loop.
+        purged = await asyncio.to_thread(store.purge_damaged_commit_log, from_offset)
+        who = getattr(conn, "remote_addr", "?")
+        account = request.ext_fields.get("AccessKey")
+        by = f"{who} (AccessKey {account[:64]})" if account else who
+        done = ", ".join(f"{r.from_offset}-{r.to_offset}" for r in purged) or "nothing open"
+        log.warning("damaged commit-log data purged at the request of %s: %s", by, done)
+        body = orjson.dumps({"purged": [r.to_json() for r in purged]})
+        return response_to(request, body=body)
 
     async def get_config(self, conn, request: RemotingCommand) -> RemotingCommand:
         """The values the running broker uses; values accepted but waiting for a restart are in

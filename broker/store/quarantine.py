@@ -1,0 +1,280 @@
+"""Damaged commit-log data: recorded, skipped by every reader, reported, purged only on request.
+
+A record below the flushed position that fails its checks (a read's CRC check, or a walk that
+meets a garbled header) was acknowledged and then damaged on disk: cutting the log there would
+throw away every intact record after it (what RocketMQ 4.9 does). Instead the byte range from
+the damaged record to the next sound one (found by magic code, CRC and stored physical offset)
+is quarantined: kept in ``config/damagedCommitLog.json`` (so it survives a restart), logged at
+ERROR, shown in runtime info, and passed over by reads and by re-dispatch.
+
+Purging (an operator's ``purgeDamagedCommitLog``) does not delete files or shift offsets: it
+overwrites the range with one well-formed filler record (a rolled-back transaction type, so no
+consume queue takes it, stored with its own physical offset and CRC) — or with the segment's
+blank seal when the range reaches the segment's end. Every walker of the log (recovery,
+re-dispatch, the Spark decoder, HA transfer to a slave that has not copied it yet, Apache's own
+tools) then passes the range as ordinary records, and the quarantine entry is closed.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from broker.common.json_config_file import JsonConfigFile
+from broker.common.message_codec import (
+    BLANK,
+    LONG,
+    MESSAGE_MAGIC_CODE,
+    MESSAGE_MAGIC_CODE_V2,
+    MIN_RECORD_SIZE,
+    PHYSICAL_OFFSET_POSITION,
+    encode_blank,
+    encode_host,
+    encode_record,
+)
+from broker.common.segment_scan import next_record_start, segment_records
+from broker.common.sysflag import TRANSACTION_ROLLBACK_TYPE
+
+from .commitlog import CommitLog
+
+log = logging.getLogger(__name__)
+
+# Where purged data's filler records say they come from (a topic no consume queue ever holds).
+PURGED_TOPIC = b"RMQ_SYS_PURGED_DAMAGED_DATA"
+# Runtime info lists at most this many ranges (the counts cover them all).
+DETAIL_LIMIT = 20
+_FILLER_HOST = encode_host(("127.0.0.1", 0))
+
+
+@dataclass(slots=True)
+class DamagedRange:
+    from_offset: int  # absolute commit-log offset of the first damaged byte range's record
+    to_offset: int  # exclusive: where the next sound record (or the next segment) begins
+    segment: str
+    reason: str
+    found_at: int  # ms
+    purged_at: int = 0  # ms; 0 while the range is open
+
+    def to_json(self) -> dict:
+        data = {"from": self.from_offset, "to": self.to_offset, "segment": self.segment,
+                "reason": self.reason, "foundAt": self.found_at}  # fmt: skip
+        if self.purged_at:
+            data["purgedAt"] = self.purged_at
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict) -> DamagedRange:
+        return cls(int(data["from"]), int(data["to"]), str(data["segment"]), str(data["reason"]),
+                   int(data["foundAt"]), int(data.get("purgedAt", 0)))  # fmt: skip
+
+    @property
+    def size(self) -> int:
+        return self.to_offset - self.from_offset
+
+
+class CommitLogQuarantine:
+    def __init__(self, path: Path, commitlog: CommitLog, clock: Callable[[], float] = time.time) -> None:
+        self._file = JsonConfigFile(path)
+        self._commitlog = commitlog
+        self._clock = clock
+        self._lock = threading.Lock()
+        # (starts, ranges) sorted by from_offset, never overlapping; replaced whole, so readers
+        # on other threads never see one list updated without the other.
+        self._table: tuple[list[int], list[DamagedRange]] = ([], [])
+
+    def load(self) -> None:
+        data = self._file.load() or {}
+        ranges = [DamagedRange.from_json(item) for item in data.get("ranges", [])]
+        self._set(sorted(ranges, key=lambda r: r.from_offset))
+        for damaged in self.open_ranges():
+            log.error(
+                "commit log: %d damaged bytes at %d-%d in %s (%s) are still quarantined",
+                damaged.size, damaged.from_offset, damaged.to_offset, damaged.segment, damaged.reason,
+            )  # fmt: skip
+
+    def _set(self, ranges: list[DamagedRange]) -> None:
+        self._table = ([r.from_offset for r in ranges], ranges)
+
+    @property
+    def _ranges(self) -> list[DamagedRange]:
+        return self._table[1]
+
+    # -- lookups (every read asks; the common answer, no range at all, costs one check) ----------
+    def covering(self, offset: int) -> DamagedRange | None:
+        """The range (open or purged) holding ``offset``: readers pass over it."""
+        starts, ranges = self._table
+        if not starts:
+            return None
+        index = bisect.bisect_right(starts, offset) - 1
+        if index >= 0 and offset < ranges[index].to_offset:
+            return ranges[index]
+        return None
+
+    def next_start(self, offset: int) -> int | None:
+        """Where the first range at or after ``offset`` begins (a walk stops before it)."""
+        starts = self._table[0]
+        index = bisect.bisect_left(starts, offset)
+        return starts[index] if index < len(starts) else None
+
+    def open_ranges(self) -> list[DamagedRange]:
+        """Ranges not purged whose segment is still there (retention may have deleted it since)."""
+        min_offset = self._commitlog.min_offset
+        return [r for r in self._ranges if not r.purged_at and r.to_offset > min_offset]
+
+    # -- finding damage ---------------------------------------------------------------------
+    def report(self, offset: int, reason: str, at_boundary: bool = False) -> DamagedRange | None:
+        """Quarantine the record at commit-log ``offset`` up to the next sound record (and never
+        into a range already known). None when the offset is in no segment (retention deleted it
+        meanwhile), or when it is no record's start: a consume-queue entry or message id may
+        point anywhere, and a range starting inside a sound record would be purged with it.
+        ``at_boundary``: the caller's walk of the log stopped there, so it is a start."""
+        with self._lock:
+            known = self.covering(offset)
+            if known is not None:
+                return known
+            mapped = self._commitlog.files.find_file(offset)
+            if mapped is None:
+                return None
+            base, limit = mapped.file_from_offset, mapped.wrote_position
+            if not at_boundary and not _is_record_start(mapped.view, offset - base, limit, base):
+                log.warning("commit log: a read asked for a record at %d, where none begins", offset)
+                return None
+            found = next_record_start(mapped.view, offset - base + 1, limit, base)
+            end = base + (found if found is not None else limit)
+            following = self.next_start(offset)
+            if following is not None and following < end:
+                end = following
+            damaged = DamagedRange(offset, end, mapped.path.name, reason, int(self._clock() * 1000))
+            self._set(sorted([*self._ranges, damaged], key=lambda r: r.from_offset))
+            self._persist()
+        log.error(
+            "commit log: %d damaged bytes at %d-%d in segment %s (%s): quarantined; reads skip them and "
+            "every later record stays readable (mqadmin purgeDamagedCommitLog removes them)",
+            damaged.size, damaged.from_offset, damaged.to_offset, damaged.segment, reason,
+        )  # fmt: skip
+        return damaged
+
+    def forget_from(self, offset: int) -> None:
+        """The log was cut at ``offset`` (a slave following its master): ranges from there on
+        name bytes that are gone, and new records will take those offsets."""
+        with self._lock:
+            if all(r.to_offset <= offset for r in self._ranges):
+                return
+            kept = [r for r in self._ranges if r.from_offset < offset]
+            for damaged in kept:  # one may straddle the cut: what is left of it stays
+                damaged.to_offset = min(damaged.to_offset, offset)
+            self._set(kept)
+            self._persist()
+
+    # -- the operator's purge -----------------------------------------------------------------
+    def purge(self, from_offset: int | None = None) -> list[DamagedRange]:
+        """Overwrite open ranges (all, or the one starting at ``from_offset``) with filler and
+        close them; returns the ranges purged."""
+        with self._lock:
+            targets = [r for r in self.open_ranges() if from_offset is None or r.from_offset == from_offset]
+            now = int(self._clock() * 1000)
+            for damaged in targets:
+                self._overwrite(damaged)
+                damaged.purged_at = now
+            # Ranges in segments retention has deleted say nothing any more.
+            min_offset = self._commitlog.min_offset
+            self._set([r for r in self._ranges if r.to_offset > min_offset])
+            if targets:
+                self._persist()
+        for damaged in targets:
+            log.warning("commit log: damaged bytes %d-%d in %s purged (overwritten with filler)",
+                        damaged.from_offset, damaged.to_offset, damaged.segment)  # fmt: skip
+        return targets
+
+    def _overwrite(self, damaged: DamagedRange) -> None:
+        mapped = self._commitlog.files.find_file(damaged.from_offset)
+        if mapped is None:
+            return  # its segment is gone: nothing left to overwrite
+        mapped.rewrite(damaged.from_offset - mapped.file_from_offset, self._replacement(damaged))
+
+    def _replacement(self, damaged: DamagedRange) -> bytes | bytearray:
+        """What stands in for a range: one filler record, or the segment's seal when the range
+        reaches the segment's end. Its times are the range's ``found_at``, so a purge and every
+        HA transfer before it produce the same bytes."""
+        size = self._commitlog.file_size
+        if damaged.to_offset % size == 0:
+            rest = damaged.size
+            return encode_blank(rest).ljust(rest, b"\0")
+        return filler_record(damaged.from_offset, damaged.size, damaged.found_at)
+
+    def transfer_bytes(self, offset: int, data: bytes) -> bytes:
+        """``data`` read at ``offset`` for a slave, open damaged ranges in it replaced as a purge
+        would: the slave's walk of what it copies stops for ever at a garbled header otherwise."""
+        if not self._table[0] or not data:
+            return data
+        end = offset + len(data)
+        overlapping = [r for r in self.open_ranges() if r.from_offset < end and r.to_offset > offset]
+        if not overlapping:
+            return data
+        patched = bytearray(data)
+        for damaged in overlapping:
+            low, high = max(offset, damaged.from_offset), min(end, damaged.to_offset)
+            replacement = self._replacement(damaged)
+            patched[low - offset : high - offset] = replacement[
+                low - damaged.from_offset : high - damaged.from_offset
+            ]
+        return bytes(patched)
+
+    def _persist(self) -> None:
+        self._file.persist({"ranges": [r.to_json() for r in self._ranges]})
+
+    # -- reporting ----------------------------------------------------------------------------
+    def runtime_info(self) -> dict[str, str]:
+        damaged = self.open_ranges()
+        detail = [r.to_json() for r in damaged[:DETAIL_LIMIT]]
+        return {
+            "commitLogDamagedRanges": str(len(damaged)),
+            "commitLogDamagedBytes": str(sum(r.size for r in damaged)),
+            "commitLogDamagedDetail": orjson.dumps(detail).decode(),
+        }
+
+
+def _is_record_start(view: memoryview, pos: int, limit: int, base: int) -> bool:
+    """Whether a record of the segment begins at ``pos``: its header says so (magic code and the
+    physical offset it was stored with, when only its body is damaged), or else a walk of the
+    segment's records from its start, resynchronising past damage, lands there (once per
+    damaged range: a garbled header cannot say where it began)."""
+    size, magic = BLANK.unpack_from(view, pos)
+    sound_magic = magic in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2) and size >= MIN_RECORD_SIZE
+    if sound_magic and LONG.unpack_from(view, pos + PHYSICAL_OFFSET_POSITION)[0] == base + pos:
+        return True
+    cursor = 0
+    while cursor < pos:
+        for record_pos, record_size in segment_records(view, cursor, limit):
+            if record_pos >= pos:
+                return record_pos == pos
+            cursor = record_pos + record_size
+        if cursor >= pos:
+            break
+        found = next_record_start(view, cursor + 1, limit, base)
+        if found is None or found > pos:
+            # Everything from ``cursor`` on is damaged: the record that begins there is the one to
+            # quarantine, and ``pos`` lies after its start.
+            return False
+        cursor = found
+    return cursor == pos
+
+
+def filler_record(offset: int, size: int, now_ms: int) -> bytearray:
+    """A well-formed record of exactly ``size`` bytes stored at ``offset``, taking no queue slot."""
+    fixed = MIN_RECORD_SIZE  # every part but body, topic and properties text
+    topic = PURGED_TOPIC if size >= fixed + len(PURGED_TOPIC) else b""
+    if size < fixed:
+        raise ValueError(f"{size} bytes cannot hold a record")
+    return encode_record(
+        queue_id=0, flag=0, sys_flag=TRANSACTION_ROLLBACK_TYPE, born_timestamp=now_ms,
+        born_host=_FILLER_HOST, store_host=_FILLER_HOST, body=bytes(size - fixed - len(topic)),
+        topic=topic, properties=b"", physical_offset=offset, store_timestamp=now_ms,
+    )  # fmt: skip
