@@ -8,7 +8,11 @@ from console.services.damaged_data import MAX_SHOWN_RANGES, damaged_data
 
 def _runtime(ranges: int, size: int, detail) -> dict[str, str]:
     text = detail if isinstance(detail, str) else json.dumps(detail)
-    return {"commitLogDamagedRanges": str(ranges), "commitLogDamagedBytes": str(size), "commitLogDamagedDetail": text}
+    return {
+        "commitLogDamagedRanges": str(ranges),
+        "commitLogDamagedBytes": str(size),
+        "commitLogDamagedDetail": text,
+    }
 
 
 def test_a_broker_without_the_figures_has_no_damage():
@@ -17,10 +21,8 @@ def test_a_broker_without_the_figures_has_no_damage():
 
 
 def test_ranges_are_read_with_their_sizes_and_times():
-    data = damaged_data(
-        _runtime(1, 1100, [{"from": 2048, "to": 3148, "segment": "00000000000001048576", "reason": "body CRC",
-                            "foundAt": 1_700_000_000_000}])  # fmt: skip
-    )
+    entry = {"from": 2048, "to": 3148, "segment": "00000000000001048576", "reason": "body CRC"}
+    data = damaged_data(_runtime(1, 1100, [entry | {"foundAt": 1_700_000_000_000}]))
     assert data.any and data.range_count == 1 and data.byte_count == 1100
     (only,) = data.ranges
     assert (only.start, only.end, only.size, only.reason) == (2048, 3148, 1100, "body CRC")
