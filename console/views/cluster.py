@@ -122,7 +122,7 @@ def broker_damaged_purge(request, addr: str):
         PURGE_DAMAGED,
         addr,
         {"from": start},
-        lambda: admin.purge_damaged_commitlog(addr, start),
+        lambda: admin.purge_damaged_commit_log(addr, start),
         lambda remark: f"Broker {addr}: damaged range from offset {start} purged. {remark or ''}".strip(),
     )
     return redirect("console:broker", addr=addr)
