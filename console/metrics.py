@@ -91,6 +91,17 @@ class ClusterCollector:
             "How long a request arriving now waits before the broker serves it (its loop's lag), ms",
             labels=labels,
         )
+        # Damaged commit-log data the broker set aside (quarantined) rather than cut or deliver.
+        damaged_ranges = GaugeMetricFamily(
+            "rocketmq_broker_commitlog_damaged_ranges",
+            "Quarantined (damaged, skipped on reads) commit-log ranges not yet purged by an operator",
+            labels=labels,
+        )
+        damaged_bytes = GaugeMetricFamily(
+            "rocketmq_broker_commitlog_damaged_bytes",
+            "Bytes of the commit log in quarantined (damaged) ranges",
+            labels=labels,
+        )
         for b in snap.brokers:
             values = [b["cluster"], b["broker"], b["broker_id"], b["addr"]]
             up.add_metric(values, 1.0 if b["up"] else 0.0)
@@ -108,11 +119,13 @@ class ClusterCollector:
                 (writable, "store_writable"),
                 (replication_lag, "replication_lag_bytes"),
                 (replication_lag_seconds, "replication_lag_seconds"),
+                (damaged_ranges, "damaged_ranges"),
+                (damaged_bytes, "damaged_bytes"),
             ):
                 if figures[key] is not None:
                     family.add_metric(values, figures[key])
         yield from (up, put_tps, get_tps, put_total, get_total, disk, writable)
-        yield from (replication_lag, replication_lag_seconds, request_wait)
+        yield from (replication_lag, replication_lag_seconds, request_wait, damaged_ranges, damaged_bytes)
 
         stored = CounterMetricFamily(
             "rocketmq_topic_messages",

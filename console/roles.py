@@ -31,6 +31,7 @@ ACTIONS: dict[str, str] = {
     "message.resend": OPERATOR,
     "broker.config.update": ADMIN,
     "broker.switchover": ADMIN,
+    "broker.damaged.purge": ADMIN,
     "acl.account.save": ADMIN,
     "acl.account.delete": ADMIN,
     "acl.white_list.update": ADMIN,

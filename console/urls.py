@@ -38,6 +38,9 @@ urlpatterns = [
     path("cluster/broker/<name:addr>/", cluster.broker_page, name="broker"),
     path("cluster/broker/<name:addr>/config", cluster.broker_config_update, name="broker_config"),
     path(
+        "cluster/broker/<name:addr>/damaged/purge", cluster.broker_damaged_purge, name="broker_damaged_purge"
+    ),
+    path(
         "cluster/switchover/<name:broker_name>/<int:broker_id>/",
         cluster.switchover_confirm,
         name="switchover_confirm",

@@ -23,12 +23,14 @@ from console.forms import BrokerConfigForm
 from console.models import AuditRecord
 from console.roles import VIEWER, require_permission, require_role
 from console.services.broker_config_rows import config_rows, updatable_keys
+from console.services.damaged_data import damaged_data
 from console.services.replication import SwitchoverRefused, switchover, switchover_plan
 from console.services.replication import replication_view as build_replication_view
 from console.services.vanished_brokers import down_sets, vanished_brokers
 from console.views.common import audited, invalid_form, run_action
 
 SWITCHOVER = "broker.switchover"
+PURGE_DAMAGED = "broker.damaged.purge"
 
 
 @require_GET
@@ -72,10 +74,12 @@ def broker_page(request, addr: str):
     admin = admin_of(request)
     broker_name = _broker_name_of(admin, addr)
     state = admin.broker_config_state(addr)
+    runtime = admin.broker_runtime_info(addr)
     context = {
         "addr": addr,
         "broker_name": broker_name,
-        "runtime": admin.broker_runtime_info(addr),
+        "runtime": runtime,
+        "damaged": damaged_data(runtime),
         "config_rows": config_rows(state.values, state.pending),
         "updatable_keys": updatable_keys(),
         "form": BrokerConfigForm(),
@@ -101,6 +105,34 @@ def broker_config_update(request, addr: str):
         lambda remark: f"Broker {addr}: {remark or f'{key} set to {value}'}",
     )
     return redirect("console:broker", addr=addr)
+
+
+@require_POST
+@require_permission(PURGE_DAMAGED)
+@audited(PURGE_DAMAGED)
+def broker_damaged_purge(request, addr: str):
+    """Delete one quarantined range of damaged commit-log data (the broker's purge request), after
+    the banner's confirmation. The messages whose bytes lay there are gone for good."""
+    start = _posted_offset(request, "from")
+    if request.POST.get("confirm") != "yes":
+        raise BadRequest("purging damaged data must be confirmed (confirm=yes)")
+    admin = admin_of(request)
+    run_action(
+        request,
+        PURGE_DAMAGED,
+        addr,
+        {"from": start},
+        lambda: admin.purge_damaged_commit_log(addr, start),
+        lambda remark: f"Broker {addr}: damaged range from offset {start} purged. {remark or ''}".strip(),
+    )
+    return redirect("console:broker", addr=addr)
+
+
+def _posted_offset(request, name: str) -> int:
+    text = (request.POST.get(name) or "").strip()
+    if not text.isdigit() or len(text) > 19:
+        raise BadRequest(f"{name} must be a commit-log offset (a whole number), not {text[:32]!r}")
+    return int(text)
 
 
 @require_GET
