@@ -123,9 +123,16 @@ def broker_damaged_purge(request, addr: str):
         addr,
         {"from": start},
         lambda: admin.purge_damaged_commit_log(addr, start),
-        lambda remark: f"Broker {addr}: damaged range from offset {start} purged. {remark or ''}".strip(),
+        lambda purged: f"Broker {addr}: {_purged_text(purged)}",
     )
     return redirect("console:broker", addr=addr)
+
+
+def _purged_text(purged) -> str:
+    done = "; ".join(
+        f"{r.to_offset - r.from_offset} bytes from offset {r.from_offset} to {r.to_offset}" for r in purged
+    )
+    return f"purged {done}; the messages stored there are gone" if done else "nothing was left to purge"
 
 
 def _posted_offset(request, name: str) -> int:
