@@ -22,6 +22,7 @@ from .broker_stats import BrokerStats
 from .client_manager import ConsumerManager, ProducerManager
 from .config import BrokerConfig
 from .config_update import BrokerConfigUpdater
+from .epoch_cache import epoch_cache_handler
 from .long_polling import PullRequestHoldService
 from .loop_lag import LoopLagMonitor
 from .processors.admin import AdminProcessor
@@ -35,7 +36,7 @@ from .processors.send import SendProcessor
 from .processors.send_back import SendBackProcessor
 from .queue_locks import RebalanceLockManager
 from .registration import NamesrvRegistration
-from .replicas_manager import ReplicasManager, epoch_cache_handler
+from .replicas_manager import ReplicasManager
 from .replication import BrokerReplication
 from .request_queues import queue_figures
 from .schedule_message import ScheduleMessageService
@@ -196,7 +197,7 @@ class BrokerController:
         table.update(self.replication.slave_handlers(table))  # type: ignore[arg-type]
         if self.replicas is not None:  # a master whose lease ended unnoticed writes nothing
             for code in WRITE_CODES:
-                table[code] = self.replicas.lease_guarded(table[code])
+                table[code] = self.replicas.lease.guarded(table[code], self.replicas.fence_if_silent)
         for code, handler in table.items():
             self.server.register_processor(code, handler)
         self.server.register_processor(RC.GET_BROKER_EPOCH_CACHE, epoch_cache_handler(self))

@@ -259,7 +259,7 @@ async def test_epoch_cache_answers_the_logs_epochs_or_none(tmp_path):
     from broker.common.codes import RequestCode
     from broker.common.epoch_entries import EpochEntryCache
     from broker.remoting.command import create_request
-    from broker.server.replicas_manager import epoch_cache_handler
+    from broker.server.epoch_cache import epoch_cache_handler
     from broker.store.ha.epochs import EpochFile
 
     config = BrokerConfig.from_properties({"brokerClusterName": "C", "brokerName": "b", "brokerId": "0"})
