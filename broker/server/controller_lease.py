@@ -70,6 +70,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 LEASE_SHARE = 2 / 3
+PULSE_S = 0.1  # how often the lease notes that the process runs
+STALL_S = 0.5  # no pulse for this long: the process itself did not run
+REPORTS_SETTLE_S = 0.2  # after a stall: time to read what waited in the sockets
 LEASE_ENDED = "controller mode: this master has heard nothing from the controller leader within its lease"
 
 
@@ -93,7 +96,10 @@ class ControllerLease:
         self.expired = True
         # Ended, and no replica info has named this broker master since (``confirm``).
         self.silent = False
+        self.reports_from = 0.0  # slaves' reports received before this (monotonic) prove nothing
         self._timer: asyncio.TimerHandle | None = None
+        self._pulse_at = 0.0
+        self._pulse: asyncio.TimerHandle | None = None
 
     @property
     def seconds(self) -> float:
@@ -111,6 +117,8 @@ class ControllerLease:
         if self._timer is not None:
             self._timer.cancel()
         self._timer = asyncio.get_running_loop().call_later(until - now, self._check)
+        if self._pulse is None:
+            self._beat_pulse()
         if self.expired:
             self.expired = False
             self._on_renewed()
@@ -127,12 +135,27 @@ class ControllerLease:
         """End the lease now if its time is up. Called before a write is served: a process that
         was frozen (SIGSTOP, a long pause) serves requests that waited in its sockets before the
         loop runs the expiry timer, which is due as well."""
+        self._noticed_stall()
         if not self.expired and time.monotonic() >= self.valid_until:
             self._end()
 
     def _end(self) -> None:
+        self._noticed_stall()
         self.expired = self.silent = True
         self._on_expired()
+
+    def _beat_pulse(self) -> None:
+        self._noticed_stall()
+        self._pulse_at = time.monotonic()
+        self._pulse = asyncio.get_running_loop().call_later(PULSE_S, self._beat_pulse)
+
+    def _noticed_stall(self) -> None:
+        """After the process did not run (SIGSTOP, a long pause), what waited in its sockets
+        meanwhile, slaves' reports among them, is read as if it were new: such reports prove
+        nothing (``silence_refusal``)."""
+        now = time.monotonic()
+        if self._pulse is not None and now - self._pulse_at > STALL_S and now >= self.reports_from:
+            self.reports_from = now + REPORTS_SETTLE_S
 
     def confirm(self) -> bool:
         """The leader named this broker master at its epoch: no longer silent if the lease runs."""
@@ -157,17 +180,20 @@ class ControllerLease:
         return max(0, int((time.monotonic() - self.valid_until) * 1000)) if self.expired else 0
 
     def cancel(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        for timer in (self._timer, self._pulse):
+            if timer is not None:
+                timer.cancel()
+        self._timer = self._pulse = None
 
 
 def silence_refusal(
-    members: frozenset[int], slaves: Iterable[SlaveProgress], lease_s: float, report_interval_ms: int
+    members: frozenset[int], slaves: Iterable[SlaveProgress], lease: ControllerLease, report_interval_ms: int
 ) -> str:
     """Why a silent master refuses a write now ("" when it may take it): ``members``, the in-sync
     slaves that could have been elected; ``slaves``, the connected ones. Each member must have
-    reported within the lease (or two report intervals, haSendHeartbeatInterval, if longer)."""
+    reported within the lease (or two report intervals, haSendHeartbeatInterval, if longer), and
+    since this broker last stalled, if it did (``reports_from``)."""
+    lease_s = lease.seconds
     why = f"{LEASE_ENDED} ({int(lease_s * 1000)} ms, 2/3 of controllerHeartBeatTimeoutMills)"
     if not members:
         return (
@@ -175,11 +201,13 @@ def silence_refusal(
             "writes until the controller answers again"
         )
     window, now = max(lease_s, 2 * report_interval_ms / 1000), time.monotonic()
-    fresh = {s.broker_id for s in slaves if s.ack_offset >= 0 and now - s.last_report_monotonic <= window}
+    since = max(now - window, lease.reports_from)
+    fresh = {s.broker_id for s in slaves if s.ack_offset >= 0 and s.last_report_monotonic >= since}
     silent = sorted(members - fresh)
     if silent:
         return (
-            f"{why}, and in-sync slave(s) {silent} have not reported within {int(window * 1000)} ms: "
+            f"{why}, and in-sync slave(s) {silent} have not reported within {int(window * 1000)} ms"
+            f"{' (since this broker stalled)' if since > now - window else ''}: "
             "one may have been elected master, so it takes no writes until they report (each write "
             "then waits for every in-sync slave) or the controller answers again"
         )

@@ -332,7 +332,7 @@ class ReplicasManager:
         server = self.broker.replication.server
         slaves = server.slaves() if server else ()
         interval = self.broker.config.store.ha_send_heartbeat_interval
-        reason = silence_refusal(self._electable_slaves(), slaves, self.lease.seconds, interval)
+        reason = silence_refusal(self._electable_slaves(), slaves, self.lease, interval)
         current = [r for r in self._reasons if r.startswith(LEASE_ENDED)]
         if current != ([reason] if reason else []):
             for stale in current:
