@@ -475,3 +475,39 @@ async def test_a_silent_master_waits_for_every_in_sync_slave_whatever_in_sync_re
     assert server.waits[-1] == (150, "any")
     manager.lease.cancel()
     await manager.client.close()
+
+
+async def test_an_elected_slave_stops_following_before_it_takes_writes():
+    """The safety of a silent master rests on it: once elected, a slave acknowledges nothing more
+    to its old master before its store takes a write of its own."""
+    from broker.server.replication import BrokerReplication
+    from broker.store.store_config import SLAVE, SYNC_MASTER
+
+    order: list = []
+    store_config = SimpleNamespace(broker_role=SLAVE)
+
+    class FollowingClient:
+        async def stop(self):
+            await asyncio.sleep(0.01)  # its reports stop only once this returns
+            order.append(("stopped following", store_config.broker_role))
+
+    store = SimpleNamespace(
+        replica_log=lambda: SimpleNamespace(cut_incomplete_tail=lambda: order.append("tail cut")),
+        max_physic_offset=0,
+        replica_wait=None,
+        writability=SimpleNamespace(update=lambda: order.append(("writable as", store_config.broker_role))),
+    )
+    replication = BrokerReplication.__new__(BrokerReplication)
+    replication.__dict__.update(
+        broker=SimpleNamespace(
+            store=store, config=SimpleNamespace(store=store_config, broker_id=2, broker_name="b")
+        ),
+        client=FollowingClient(),
+        metadata=None,
+        _finding_master=None,
+        epochs=SimpleNamespace(last_epoch=lambda: 1, append=lambda e, _o: order.append(("epoch", e))),
+        server=object(),  # its HA port already open
+    )
+    await replication.become_master(2, lambda _end: PutMessageStatus.PUT_OK)
+    assert order == [("stopped following", SLAVE), "tail cut", ("epoch", 2), ("writable as", SYNC_MASTER)]
+    assert replication.client is None
