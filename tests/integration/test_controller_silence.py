@@ -219,6 +219,34 @@ def test_an_in_sync_slave_gone_silent_while_the_controller_is_down_stops_writes(
     _ready(stack)
 
 
+@pytest.mark.slow
+def test_ten_second_controller_outages_under_load(stack):
+    """The figure for the issue: writes during a 10 s controller outage (SIGKILL then restart,
+    SIGSTOP then SIGCONT), each SEND_OK on the slave too."""
+    _ready(stack)
+    load = Load(stack, "b1", "ten").start()
+    figures = []
+    for outage in ("SIGKILL", "SIGSTOP"):
+        time.sleep(0.5)
+        if outage == "SIGKILL":
+            stack.controller.kill()
+        else:
+            stack.controller.proc.send_signal(signal.SIGSTOP)
+        down = time.monotonic()
+        time.sleep(10)
+        figures.append((outage, len(load.ok(down, time.monotonic())), len(load.refused(down))))
+        if outage == "SIGKILL":
+            stack.start_controller()
+        else:
+            stack.controller.proc.send_signal(signal.SIGCONT)
+        assert wait_until(lambda: _lease_running(stack), 30), stack.runtime("b1")
+    load.stop()
+    print("10 s controller outages (SEND_OK, not):", figures)
+    assert all(ok > 100 for _, ok, _ in figures), figures
+    on_slave = set(_bodies(stack, "b2"))
+    assert not [body for body in load.ok() if body not in on_slave]
+
+
 def test_no_epoch_has_two_masters_with_acknowledged_writes(stack):
     """The master frozen (SIGSTOP) under allAck load, the controller elects its slave; woken, the
     old master is sent to as the new one is: every SEND_OK from either is on the new master's
