@@ -221,8 +221,9 @@ def test_an_in_sync_slave_gone_silent_while_the_controller_is_down_stops_writes(
 
 @pytest.mark.slow
 def test_ten_second_controller_outages_under_load(stack):
-    """The figure for the issue: writes during a 10 s controller outage (SIGKILL then restart,
-    SIGSTOP then SIGCONT), each SEND_OK on the slave too."""
+    """The figure for the issue: writes answered during a 10 s controller outage, after the
+    master's lease ended (SIGKILL then restart, SIGSTOP then SIGCONT), each SEND_OK on the slave
+    too. Before: 0 of about 420 tries in each."""
     _ready(stack)
     load = Load(stack, "b1", "ten").start()
     figures = []
@@ -234,7 +235,8 @@ def test_ten_second_controller_outages_under_load(stack):
             stack.controller.proc.send_signal(signal.SIGSTOP)
         down = time.monotonic()
         time.sleep(10)
-        figures.append((outage, len(load.ok(down, time.monotonic())), len(load.refused(down))))
+        lease_ended = down + LEASE_S + 0.2
+        figures.append((outage, len(load.ok(lease_ended, time.monotonic())), len(load.refused(down))))
         if outage == "SIGKILL":
             stack.start_controller()
         else:
