@@ -86,8 +86,8 @@ class Liveness:
 
     def stalled(self, seconds: float, now: float | None = None) -> None:
         """The controller did not run for ``seconds``: every heartbeat is aged as if they had not
-        passed (up to now), so a master is judged by heartbeats it could have had heard. It only
-        delays elections; the master's lease counts from heartbeats sent, and ends sooner."""
+        passed (up to now), so a broker is judged only by the time it could have been heard. It
+        only delays elections; a master's lease counts from heartbeats sent, and ends sooner."""
         now = time.monotonic() if now is None else now
         for beat in self.beats.values():
             beat.at = min(beat.at + seconds, now)

@@ -195,7 +195,8 @@ class BrokerController:
         table[RC.LOCK_BATCH_MQ], table[RC.UNLOCK_BATCH_MQ] = locks.lock_batch, locks.unlock_batch
         table[RC.SEND_REPLY_MESSAGE] = table[RC.SEND_REPLY_MESSAGE_V2] = reply.send_reply
         table.update(self.replication.slave_handlers(table))  # type: ignore[arg-type]
-        if self.replicas is not None:  # a master whose lease ended unnoticed writes nothing
+        # A master whose lease ended unnoticed, or silent with an in-sync slave unheard, writes nothing.
+        if self.replicas is not None:
             for code in WRITE_CODES:
                 table[code] = self.replicas.lease.guarded(table[code], self.replicas.fence_if_silent)
         for code, handler in table.items():

@@ -314,8 +314,13 @@ class ReplicasManager:
 
     def _lease_ended(self) -> None:
         if self.is_master:
-            log.error("controller mode: lease ended; writes go on only while every in-sync slave %s "
-                      "acknowledges each", sorted(self._electable_slaves()))  # fmt: skip
+            slaves = sorted(self._electable_slaves())
+            if slaves:
+                log.error("controller mode: lease ended; writes go on only while every in-sync slave %s "
+                          "acknowledges each", slaves)  # fmt: skip
+            else:
+                log.error("controller mode: lease ended, alone in the in-sync set: writes refused until the "
+                          "controller leader answers")  # fmt: skip
             self.fence_if_silent()
 
     def _electable_slaves(self) -> frozenset[int]:
