@@ -51,7 +51,8 @@ Every member, not a quorum: the controller may elect any alive member (the fresh
 last heartbeats, which may be old), so with inSyncReplicas below the set's size only the whole
 set intersects every possible choice. While the lease runs nothing can be elected, and sends
 wait as inSyncReplicas or allAckInSyncStateSet say (RocketMQ's rule, which a failover with
-inSyncReplicas below the set's size may lose writes under, controller up or not).
+inSyncReplicas below the set's size may lose writes under, controller up or not); such a send
+confirmed only after the lease ended waits for every member as well (``unless_silenced``).
 A master alone in its set has nobody to vouch for it: it refuses writes until the controller
 answers, as before.
 """
@@ -61,8 +62,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING
+
+from broker.store.results import PutMessageStatus
 
 if TYPE_CHECKING:
     from broker.store.ha.master import SlaveProgress
@@ -212,3 +215,19 @@ def silence_refusal(
             "then waits for every in-sync slave) or the controller answers again"
         )
     return ""
+
+
+async def unless_silenced(
+    waiting: Awaitable[PutMessageStatus],
+    lease: ControllerLease,
+    every_member: Callable[[], PutMessageStatus | Awaitable[PutMessageStatus]],
+) -> PutMessageStatus:
+    """A send that waits for fewer than every in-sync slave (inSyncReplicas) and was stored while
+    the lease ran: answered as they confirm only if the lease still runs then. Ended meanwhile (an
+    election may follow, of a slave that lacks it), it waits for ``every_member`` as well."""
+    status = await waiting
+    lease.check_now()
+    if status is PutMessageStatus.PUT_OK and lease.silent:
+        again = every_member()
+        status = again if isinstance(again, PutMessageStatus) else await again
+    return status

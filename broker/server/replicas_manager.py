@@ -31,6 +31,7 @@ import json
 import logging
 import random
 import time
+from functools import partial
 from typing import TYPE_CHECKING
 
 from broker.common.codes import RequestCode, ResponseCode
@@ -47,7 +48,7 @@ from broker.store.running_flags import NOT_WRITEABLE
 
 from .acl import inner_credentials
 from .broker_identity import IdentityFiles
-from .controller_lease import LEASE_ENDED, ControllerLease, silence_refusal
+from .controller_lease import LEASE_ENDED, ControllerLease, silence_refusal, unless_silenced
 from .in_sync_set import InSyncTracker, SlaveAck
 
 if TYPE_CHECKING:
@@ -278,11 +279,8 @@ class ReplicasManager:
         store_config = self.broker.config.store
         if server is None:
             return PutMessageStatus.SLAVE_NOT_AVAILABLE
-        if self.lease.silent:  # every slave that could have been elected must hold it
-            members = self._electable_slaves()
-            if not members:
-                return PutMessageStatus.SLAVE_NOT_AVAILABLE
-            return server.wait_for_in_sync(end_offset, members)
+        if self.lease.silent:
+            return self._every_member(end_offset)
         slaves = self.sync_state_set - {self.broker_id}
         if store_config.all_ack_in_sync_state_set:
             if self._tracker is not None:  # slaves joining the set are waited for already
@@ -293,7 +291,19 @@ class ReplicasManager:
             return PutMessageStatus.PUT_OK
         if len(slaves) < need:
             return PutMessageStatus.SLAVE_NOT_AVAILABLE
-        return server.wait_for_slave(end_offset) if need == 1 else server.wait_for_in_sync(end_offset, slaves)
+        wait = server.wait_for_slave if need == 1 else partial(server.wait_for_in_sync, broker_ids=slaves)
+        waiting = wait(end_offset)
+        if isinstance(waiting, PutMessageStatus):
+            return waiting
+        every_member = partial(self._every_member, end_offset)
+        return asyncio.ensure_future(unless_silenced(waiting, self.lease, every_member))
+
+    def _every_member(self, end_offset: int) -> PutMessageStatus | asyncio.Future[PutMessageStatus]:
+        """A silent master's send: every slave that could have been elected must hold it."""
+        server, members = self.broker.replication.server, self._electable_slaves()
+        if server is None or not members:
+            return PutMessageStatus.SLAVE_NOT_AVAILABLE
+        return server.wait_for_in_sync(end_offset, members)
 
     # -- writes refused for controller-mode reasons ------------------------------------------------
     def _refuse(self, reason: str) -> None:
@@ -314,13 +324,8 @@ class ReplicasManager:
 
     def _lease_ended(self) -> None:
         if self.is_master:
-            slaves = sorted(self._electable_slaves())
-            if slaves:
-                log.error("controller mode: lease ended; writes go on only while every in-sync slave %s "
-                          "acknowledges each", slaves)  # fmt: skip
-            else:
-                log.error("controller mode: lease ended, alone in the in-sync set: writes refused until the "
-                          "controller leader answers")  # fmt: skip
+            log.error("controller mode: lease ended; every write needs the in-sync slaves %s (none: refused)",
+                      sorted(self._electable_slaves()))  # fmt: skip
             self.fence_if_silent()
 
     def _electable_slaves(self) -> frozenset[int]:
@@ -334,8 +339,7 @@ class ReplicasManager:
         lately, and takes them again once all have."""
         if not (self.lease.silent and self.is_master):
             return
-        server = self.broker.replication.server
-        slaves = server.slaves() if server else ()
+        slaves = server.slaves() if (server := self.broker.replication.server) else ()
         interval = self.broker.config.store.ha_send_heartbeat_interval
         reason = silence_refusal(self._electable_slaves(), slaves, self.lease, interval)
         current = [r for r in self._reasons if r.startswith(LEASE_ENDED)]
@@ -346,9 +350,8 @@ class ReplicasManager:
                 self._refuse(reason)
 
     def _lease_renewed(self) -> None:
-        """Heard again, but still silent: a heartbeat's acknowledgement does not say who is
-        master, and another may have been elected meanwhile. The replica info is read now; the
-        usual rule is back once it names this broker master at its epoch (``apply``)."""
+        """Heard again, but still silent (another may have been elected meanwhile) until the
+        replica info, read now, names this broker master at its epoch (``apply``)."""
         if self.lease.silent:
             self._poll_now.set()
 

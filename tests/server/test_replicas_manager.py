@@ -16,7 +16,7 @@ from broker.controller.service import ControllerService
 from broker.local_cluster import free_port
 from broker.server.broker_identity import IdentityFileError, IdentityFiles
 from broker.server.config import BrokerConfig
-from broker.server.controller_lease import ControllerLease, lease_seconds, silence_refusal
+from broker.server.controller_lease import ControllerLease, lease_seconds, silence_refusal, unless_silenced
 from broker.server.in_sync_set import InSyncTracker, SlaveAck
 from broker.server.replicas_manager import NO_ROLE_YET, ReplicasManager
 from broker.store.ha.master import SlaveProgress
@@ -247,6 +247,33 @@ async def test_reports_read_after_the_broker_stalled_prove_nothing():
     assert not lease.confirm()  # still expired: silent until renewed and named master again
     lease.renew(time.monotonic())
     assert lease.confirm() and not lease.silent
+    lease.cancel()
+
+
+async def test_a_send_confirmed_by_one_slave_after_the_lease_ended_waits_for_every_member():
+    """inSyncReplicas below the set's size: a send stored while the lease ran, whose slave
+    confirms only after it ended (a frozen master reading the confirmation on waking), is not
+    answered on that one slave's word: an election may follow, of a slave that lacks it."""
+    lease = ControllerLease(lambda: 600, lambda: None, lambda: None)
+    lease.renew(time.monotonic())
+    loop = asyncio.get_running_loop()
+    asked = []
+
+    def every_member():
+        asked.append("every member")
+        return PutMessageStatus.FLUSH_SLAVE_TIMEOUT  # the elected slave no longer confirms
+
+    one_slave = loop.create_future()
+    answer = asyncio.ensure_future(unless_silenced(one_slave, lease, every_member))
+    lease.valid_until = time.monotonic()  # the lease ends while the send waits
+    one_slave.set_result(PutMessageStatus.PUT_OK)
+    assert await answer is PutMessageStatus.FLUSH_SLAVE_TIMEOUT and asked == ["every member"]
+    lease.renew(time.monotonic())
+    assert lease.confirm()  # named master again: one slave's word is enough, as inSyncReplicas says
+    confirmed = loop.create_future()
+    confirmed.set_result(PutMessageStatus.PUT_OK)
+    assert await unless_silenced(confirmed, lease, every_member) is PutMessageStatus.PUT_OK
+    assert asked == ["every member"]
     lease.cancel()
 
 
