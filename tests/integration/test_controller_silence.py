@@ -6,7 +6,9 @@ no epoch has two masters with acknowledged writes: a master frozen while its sla
 acknowledges nothing when it wakes, and every SEND_OK is on the new master's log.
 
 Before this change, every write was refused from the end of the master's lease (1 s here) until
-the controller answered again: 0 SEND_OK during the outages below.
+the controller answered again: 0 SEND_OK during the outages below (0 of about 430 tries in each
+10 s outage). After: about 2,000-2,900 SEND_OK in each 3 s outage, 10,000-15,000 in each 10 s
+one (one sender, allAck), every one on the slave.
 
 Real processes: a standalone controller, a name server, a master and a slave with
 allAckInSyncStateSet, one stack for the module (the last test deposes the first master)."""
