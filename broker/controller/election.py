@@ -16,6 +16,7 @@ from .state import ReplicaView
 
 DEFAULT_HEARTBEAT_TIMEOUT_MS = 10_000  # RocketMQ's controllerHeartBeatTimeoutMills
 MAX_LIVENESS = 65_536  # brokers whose heartbeats are kept at once
+STALL_S = 0.5  # a scan this late: the controller itself did not run (see Liveness.stalled)
 
 
 @dataclass(slots=True)
@@ -82,6 +83,14 @@ class Liveness:
     def alive_ids(self, broker_name: str, now: float | None = None) -> dict[int, Heartbeat]:
         now = time.monotonic() if now is None else now
         return {bid: b for (name, bid), b in self.beats.items() if name == broker_name and b.alive(now)}
+
+    def stalled(self, seconds: float, now: float | None = None) -> None:
+        """The controller did not run for ``seconds``: every heartbeat is aged as if they had not
+        passed (up to now), so a broker is judged only by the time it could have been heard. It
+        only delays elections; a master's lease counts from heartbeats sent, and ends sooner."""
+        now = time.monotonic() if now is None else now
+        for beat in self.beats.values():
+            beat.at = min(beat.at + seconds, now)
 
     def expire(self, now: float | None = None) -> None:
         """Forget brokers silent for ten of their timeouts (dead ones count as not alive anyway)."""

@@ -40,7 +40,7 @@ from broker.remoting.connection import RemotingConnection
 from broker.remoting.server import RemotingServer
 
 from .config import ControllerConfig, FixedKeyError, config_properties, updated_config
-from .election import DEFAULT_HEARTBEAT_TIMEOUT_MS, Liveness, choose_master
+from .election import DEFAULT_HEARTBEAT_TIMEOUT_MS, STALL_S, Liveness, choose_master
 from .raft import Peer, RaftNode
 from .replicas_info import encode_table
 from .state import (
@@ -465,7 +465,15 @@ class ControllerService:
     async def _scan_forever(self) -> None:
         while True:
             # Read each round: updateControllerConfig may change it while running.
-            await asyncio.sleep(self.config.scan_interval_ms / 1000)
+            interval = self.config.scan_interval_ms / 1000
+            slept_from = time.monotonic()
+            await asyncio.sleep(interval)
+            stalled = time.monotonic() - slept_from - interval
+            if stalled > STALL_S:
+                # This process did not run (SIGSTOP, a stalled host): nobody could be heard meanwhile,
+                # and judging brokers by it would depose a master that heartbeats all along.
+                log.warning("controller stalled for %.1f s: heartbeat ages taken from before it", stalled)
+                self.liveness.stalled(stalled)
             try:
                 await self.scan_once()
             except Exception:

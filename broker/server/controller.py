@@ -23,6 +23,7 @@ from .broker_stats import BrokerStats
 from .client_manager import ConsumerManager, ProducerManager
 from .config import BrokerConfig
 from .config_update import BrokerConfigUpdater
+from .epoch_cache import epoch_cache_handler
 from .long_polling import PullRequestHoldService
 from .loop_lag import LoopLagMonitor
 from .processors.admin import AdminProcessor
@@ -36,7 +37,7 @@ from .processors.send import SendProcessor
 from .processors.send_back import SendBackProcessor
 from .queue_locks import RebalanceLockManager
 from .registration import NamesrvRegistration
-from .replicas_manager import ReplicasManager, epoch_cache_handler
+from .replicas_manager import ReplicasManager
 from .replication import BrokerReplication
 from .request_queues import queue_figures
 from .schedule_message import ScheduleMessageService
@@ -197,9 +198,10 @@ class BrokerController:
         table[RC.LOCK_BATCH_MQ], table[RC.UNLOCK_BATCH_MQ] = locks.lock_batch, locks.unlock_batch
         table[RC.SEND_REPLY_MESSAGE] = table[RC.SEND_REPLY_MESSAGE_V2] = reply.send_reply
         table.update(self.replication.slave_handlers(table))  # type: ignore[arg-type]
-        if self.replicas is not None:  # a master whose lease ended unnoticed writes nothing
+        # A master whose lease ended unnoticed, or silent with an in-sync slave unheard, writes nothing.
+        if self.replicas is not None:
             for code in WRITE_CODES:
-                table[code] = self.replicas.lease_guarded(table[code])
+                table[code] = self.replicas.lease.guarded(table[code], self.replicas.fence_if_silent)
         for code, handler in table.items():
             self.server.register_processor(code, handler)
         self.server.register_processor(RC.GET_BROKER_EPOCH_CACHE, epoch_cache_handler(self))

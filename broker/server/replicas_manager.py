@@ -31,10 +31,10 @@ import json
 import logging
 import random
 import time
+from functools import partial
 from typing import TYPE_CHECKING
 
 from broker.common.codes import RequestCode, ResponseCode
-from broker.common.epoch_entries import EpochEntryCache
 from broker.common.request_headers.controller import (
     BrokerHeartbeatRequestHeader,
     NotifyBrokerRoleChangedRequestHeader,
@@ -48,7 +48,7 @@ from broker.store.running_flags import NOT_WRITEABLE
 
 from .acl import inner_credentials
 from .broker_identity import IdentityFiles
-from .controller_lease import ControllerLease
+from .controller_lease import LEASE_ENDED, ControllerLease, silence_refusal, unless_silenced
 from .in_sync_set import InSyncTracker, SlaveAck
 
 if TYPE_CHECKING:
@@ -65,16 +65,6 @@ NO_ROLE_YET = "controller mode: waiting for the controllers to name this broker'
 FENCED = "controller mode: this broker was replaced as master (CONTROLLER_FENCED_MASTER_EPOCH)"
 NO_MASTER = "controller mode: the controllers name no master for this broker set now"
 ROLE_CHANGE_FAILED = "controller mode: the last change of role failed (see the log); it is tried again"
-
-
-LEASE_ENDED = "controller mode: this master has heard nothing from the controller leader within its lease"
-
-
-def lease_ended(lease_ms: int) -> str:
-    return (
-        f"{LEASE_ENDED} ({lease_ms} ms, 2/3 of controllerHeartBeatTimeoutMills): it may have been "
-        "replaced, so it takes no writes until the controller answers again"
-    )
 
 
 class ReplicasManager:
@@ -105,6 +95,7 @@ class ReplicasManager:
             lambda: config.controller_heart_beat_timeout_mills, self._lease_ended, self._lease_renewed
         )
         self._tracker: InSyncTracker | None = None
+        self._unsettled: frozenset[int] = frozenset()  # proposed members whose answer never came
         self._role_lock = asyncio.Lock()
         self._poll_now = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
@@ -232,7 +223,9 @@ class ReplicasManager:
         self.master_id = info.master_id
         self.master_address = info.master_address
         self.role_changes += 1
-        self._allow(NO_ROLE_YET)
+        self._unsettled, self.lease.silent = frozenset(), False  # a new master is silent only unheard
+        for reason in [NO_ROLE_YET, *(r for r in self._reasons if r.startswith(LEASE_ENDED))]:
+            self._allow(reason)
         self._allow(FENCED)
         self._allow(ROLE_CHANGE_FAILED)
         if info.master_id is None:
@@ -250,9 +243,9 @@ class ReplicasManager:
             self._tracker = InSyncTracker(
                 self.broker_id, self.broker.store.max_physic_offset, time.monotonic()
             )
-            if time.monotonic() >= self.lease.valid_until:  # not heard lately: no writes before it is
-                self.lease.expired = True
-                self._refuse(lease_ended(int(self.lease.seconds * 1000)))
+            if time.monotonic() >= self.lease.valid_until:  # not heard lately: silent from the start
+                self.lease.expired = self.lease.silent = True
+                self.fence_if_silent()
             await replication.become_master(info.master_epoch, self._replica_wait)
             await self.broker.start_master_services()  # (each step is a no-op when done already)
         else:
@@ -273,6 +266,7 @@ class ReplicasManager:
                 log.info("controller mode: in-sync set %s (epoch %d), was %s", sorted(members), epoch,
                          sorted(self.sync_state_set))  # fmt: skip
             self.sync_state_set, self.sync_state_set_epoch = members, epoch
+            self._unsettled = frozenset()  # the controller's set now, whatever became of proposals
 
     # -- what a master's send waits for ------------------------------------------------------------
     def _replica_wait(self, end_offset: int) -> PutMessageStatus | asyncio.Future[PutMessageStatus]:
@@ -285,6 +279,8 @@ class ReplicasManager:
         store_config = self.broker.config.store
         if server is None:
             return PutMessageStatus.SLAVE_NOT_AVAILABLE
+        if self.lease.silent:
+            return self._every_member(end_offset)
         slaves = self.sync_state_set - {self.broker_id}
         if store_config.all_ack_in_sync_state_set:
             if self._tracker is not None:  # slaves joining the set are waited for already
@@ -295,7 +291,19 @@ class ReplicasManager:
             return PutMessageStatus.PUT_OK
         if len(slaves) < need:
             return PutMessageStatus.SLAVE_NOT_AVAILABLE
-        return server.wait_for_slave(end_offset) if need == 1 else server.wait_for_in_sync(end_offset, slaves)
+        wait = server.wait_for_slave if need == 1 else partial(server.wait_for_in_sync, broker_ids=slaves)
+        waiting = wait(end_offset)
+        if isinstance(waiting, PutMessageStatus):
+            return waiting
+        every_member = partial(self._every_member, end_offset)
+        return asyncio.ensure_future(unless_silenced(waiting, self.lease, every_member))
+
+    def _every_member(self, end_offset: int) -> PutMessageStatus | asyncio.Future[PutMessageStatus]:
+        """A silent master's send: every slave that could have been elected must hold it."""
+        server, members = self.broker.replication.server, self._electable_slaves()
+        if server is None or not members:
+            return PutMessageStatus.SLAVE_NOT_AVAILABLE
+        return server.wait_for_in_sync(end_offset, members)
 
     # -- writes refused for controller-mode reasons ------------------------------------------------
     def _refuse(self, reason: str) -> None:
@@ -316,31 +324,40 @@ class ReplicasManager:
 
     def _lease_ended(self) -> None:
         if self.is_master:
-            log.error("controller mode: lease ended, writes refused until the controller leader answers")
-            self._refuse(lease_ended(int(self.lease.seconds * 1000)))
+            log.error("controller mode: lease ended; every write needs the in-sync slaves %s (none: refused)",
+                      sorted(self._electable_slaves()))  # fmt: skip
+            self.fence_if_silent()
 
-    def lease_guarded(self, handler):
-        """``handler`` (a request that writes to the log) served only after the lease was
-        checked: the store then refuses it if the lease ended unnoticed. Synchronous, as the
-        handler may be."""
-        check = self.lease.check_now
+    def _electable_slaves(self) -> frozenset[int]:
+        """The slaves the controller may have elected (with those joining: waited for already)."""
+        tracker, members = self._tracker, self.sync_state_set
+        waited = tracker.waited_for(members) if tracker is not None else members
+        return (waited | self._unsettled) - {self.broker_id}
 
-        def guarded(conn, request: RemotingCommand):
-            check()
-            return handler(conn, request)
-
-        return guarded
+    def fence_if_silent(self) -> None:
+        """A silent master refuses writes (saying why) unless every in-sync slave reported
+        lately, and takes them again once all have."""
+        if not (self.lease.silent and self.is_master):
+            return
+        slaves = server.slaves() if (server := self.broker.replication.server) else ()
+        interval = self.broker.config.store.ha_send_heartbeat_interval
+        reason = silence_refusal(self._electable_slaves(), slaves, self.lease, interval)
+        current = [r for r in self._reasons if r.startswith(LEASE_ENDED)]
+        if current != ([reason] if reason else []):
+            for stale in current:
+                self._allow(stale)
+            if reason:
+                self._refuse(reason)
 
     def _lease_renewed(self) -> None:
-        """Heard again, but not yet taking writes: a heartbeat's acknowledgement does not say
-        who is master, and another may have been elected meanwhile. The replica info is read
-        now; writes resume once it names this broker master at its epoch (``apply``)."""
-        if any(r.startswith(LEASE_ENDED) for r in self._reasons):
+        """Heard again, but still silent (another may have been elected meanwhile) until the
+        replica info, read now, names this broker master at its epoch (``apply``)."""
+        if self.lease.silent:
             self._poll_now.set()
 
     def _lease_confirmed(self) -> None:
         """The leader named this broker master at its epoch after the lease was renewed."""
-        if not self.lease.expired:
+        if self.lease.confirm():
             for reason in [r for r in self._reasons if r.startswith(LEASE_ENDED)]:
                 self._allow(reason)
 
@@ -546,7 +563,8 @@ class ReplicasManager:
                 self._poll_now.set()
             elif exc.code == ResponseCode.CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH:
                 self._poll_now.set()
-            else:
+            else:  # a timeout among them: the controller may have taken it all the same
+                self._unsettled |= wanted
                 log.warning("controller mode: in-sync set %s not taken: %s", sorted(wanted), exc)
             return
         async with self._role_lock:
@@ -573,26 +591,8 @@ class ReplicasManager:
             "syncStateSetEpoch": str(self.sync_state_set_epoch) if self.is_master else "",
             "controllerLeaseMillis": str(lease_ms),
             "controllerLeaseExpired": str(self.is_master and self.lease.expired).lower(),
+            "controllerSilent": str(self.is_master and self.lease.silent).lower(),
             "controllerRoleChanges": str(self.role_changes),
             "controllerLastError": self.last_error,
             "writeRefusedReason": self._reasons[0] if self._reasons else "",
         }
-
-
-def epoch_cache_handler(broker: BrokerController):
-    """GET_BROKER_EPOCH_CACHE (1007): the log's epochs (none outside controller mode) and its max
-    offset, under the controller's brokerId for this broker where it has one."""
-
-    async def epoch_cache(_conn, request: RemotingCommand) -> RemotingCommand:
-        config, epochs, replicas = broker.config, broker.replication.epochs, broker.replicas
-        broker_id = replicas.broker_id if replicas is not None and replicas.broker_id is not None else None
-        body = EpochEntryCache(
-            config.broker_cluster_name,
-            config.broker_name,
-            config.broker_id if broker_id is None else broker_id,
-            epochs.entries() if epochs is not None else (),
-            broker.store.max_physic_offset,
-        ).encode()
-        return response_to(request, body=body)
-
-    return epoch_cache

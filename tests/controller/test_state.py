@@ -172,6 +172,19 @@ def test_liveness_expires_by_each_brokers_own_timeout():
     assert not live.alive(NAME, 1, now=0.6)
 
 
+def test_a_stalled_controller_ages_heartbeats_from_before_its_stall():
+    """A controller that did not run (SIGSTOP) for 3 s must not take a master that heartbeats
+    every 0.2 s for dead: it heard nobody meanwhile. A beat heard after the stall stays as it is."""
+    live = Liveness()
+    live.beat(NAME, 1, "a:1", timeout_ms=1500, now=10.0)
+    live.beat(NAME, 2, "a:2", timeout_ms=1500, now=13.0)
+    assert not live.alive(NAME, 1, now=13.0)
+    live.stalled(3.0, now=13.0)
+    assert set(live.alive_ids(NAME, now=13.0)) == {1, 2}
+    assert live.get(NAME, 2).at == 13.0  # capped at now: not alive any longer than it was heard
+    assert not live.alive(NAME, 1, now=14.6)  # and dead a timeout after, as before the stall
+
+
 def test_replaying_the_same_events_gives_the_same_state_and_it_survives_pickling():
     events = [
         ApplyBrokerIdEvent("c", NAME, 1, "a:1;1", "a:1"),

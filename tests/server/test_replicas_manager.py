@@ -16,9 +16,11 @@ from broker.controller.service import ControllerService
 from broker.local_cluster import free_port
 from broker.server.broker_identity import IdentityFileError, IdentityFiles
 from broker.server.config import BrokerConfig
-from broker.server.controller_lease import ControllerLease, lease_seconds
+from broker.server.controller_lease import ControllerLease, lease_seconds, silence_refusal, unless_silenced
 from broker.server.in_sync_set import InSyncTracker, SlaveAck
 from broker.server.replicas_manager import NO_ROLE_YET, ReplicasManager
+from broker.store.ha.master import SlaveProgress
+from broker.store.results import PutMessageStatus
 from broker.store.running_flags import RunningFlags
 
 # -- broker.conf ------------------------------------------------------------------------------------
@@ -212,6 +214,69 @@ async def test_lease_expires_unrenewed_and_comes_back_when_renewed():
     lease.cancel()
 
 
+def _report(broker_id: int, seconds_ago: float, acked: int = 100) -> SlaveProgress:
+    return SlaveProgress(broker_id, f"127.0.0.1:{broker_id}", acked, time.monotonic() - seconds_ago)
+
+
+async def test_a_silent_master_needs_every_in_sync_slave_to_have_reported_lately():
+    lease = ControllerLease(lambda: 1500, lambda: None, lambda: None)  # a 1 s lease
+    alone = silence_refusal(frozenset(), [_report(2, 0)], lease, 300)
+    assert "alone in its in-sync set" in alone and "heard nothing from the controller leader" in alone
+    assert silence_refusal(frozenset({2, 3}), [_report(2, 0.1), _report(3, 0.5)], lease, 300) == ""
+    stale = silence_refusal(frozenset({2, 3}), [_report(2, 0.1), _report(3, 1.5)], lease, 300)
+    assert "in-sync slave(s) [3] have not reported within 1000 ms" in stale
+    missing = silence_refusal(frozenset({2, 3}), [_report(2, 0.1), _report(3, 0, acked=-1)], lease, 300)
+    assert "[3]" in missing  # connected, but no report since its handshake
+    # Idle slaves report every haSendHeartbeatInterval: the window is two of them when longer.
+    assert silence_refusal(frozenset({2}), [_report(2, 1.5)], lease, 1000) == ""
+
+
+async def test_reports_read_after_the_broker_stalled_prove_nothing():
+    """A SIGSTOPped master reads, on waking, the reports its slave sent before it was elected:
+    they count only once received after the stall was noticed and settled."""
+    lease = ControllerLease(lambda: 600, lambda: None, lambda: None)  # a 0.4 s lease
+    lease.renew(time.monotonic())
+    time.sleep(0.7)  # the loop (and the lease's pulse) does not run: a stall
+    buffered = _report(2, 0)  # read just now, sent long ago
+    lease.check_now()
+    assert lease.expired and lease.silent and lease.reports_from > time.monotonic()
+    refused = silence_refusal(frozenset({2}), [buffered], lease, 300)
+    assert "[2]" in refused and "since this broker stalled" in refused
+    await asyncio.sleep(0.25)
+    assert silence_refusal(frozenset({2}), [_report(2, 0)], lease, 300) == ""  # a live slave reports
+    assert not lease.confirm()  # still expired: silent until renewed and named master again
+    lease.renew(time.monotonic())
+    assert lease.confirm() and not lease.silent
+    lease.cancel()
+
+
+async def test_a_send_confirmed_by_one_slave_after_the_lease_ended_waits_for_every_member():
+    """inSyncReplicas below the set's size: a send stored while the lease ran, whose slave
+    confirms only after it ended (a frozen master reading the confirmation on waking), is not
+    answered on that one slave's word: an election may follow, of a slave that lacks it."""
+    lease = ControllerLease(lambda: 600, lambda: None, lambda: None)
+    lease.renew(time.monotonic())
+    loop = asyncio.get_running_loop()
+    asked = []
+
+    def every_member():
+        asked.append("every member")
+        return PutMessageStatus.FLUSH_SLAVE_TIMEOUT  # the elected slave no longer confirms
+
+    one_slave = loop.create_future()
+    answer = asyncio.ensure_future(unless_silenced(one_slave, lease, every_member))
+    lease.valid_until = time.monotonic()  # the lease ends while the send waits
+    one_slave.set_result(PutMessageStatus.PUT_OK)
+    assert await answer is PutMessageStatus.FLUSH_SLAVE_TIMEOUT and asked == ["every member"]
+    lease.renew(time.monotonic())
+    assert lease.confirm()  # named master again: one slave's word is enough, as inSyncReplicas says
+    confirmed = loop.create_future()
+    confirmed.set_result(PutMessageStatus.PUT_OK)
+    assert await unless_silenced(confirmed, lease, every_member) is PutMessageStatus.PUT_OK
+    assert asked == ["every member"]
+    lease.cancel()
+
+
 # -- the in-sync set ------------------------------------------------------------------------------------
 
 
@@ -259,7 +324,7 @@ async def test_epoch_cache_answers_the_logs_epochs_or_none(tmp_path):
     from broker.common.codes import RequestCode
     from broker.common.epoch_entries import EpochEntryCache
     from broker.remoting.command import create_request
-    from broker.server.replicas_manager import epoch_cache_handler
+    from broker.server.epoch_cache import epoch_cache_handler
     from broker.store.ha.epochs import EpochFile
 
     config = BrokerConfig.from_properties({"brokerClusterName": "C", "brokerName": "b", "brokerId": "0"})
@@ -373,3 +438,103 @@ async def test_role_follows_newer_epochs_only(tmp_path):
     assert replication.calls[-1] == ("slave", 2, 5) and flags.writeable
     manager.lease.cancel()
     await manager.client.close()
+
+
+class _FakeServer:
+    """The HA server as a silent master's send sees it: who is connected, what a send waits for."""
+
+    def __init__(self, *reports: SlaveProgress) -> None:
+        self.reports, self.waits = list(reports), []
+
+    def slaves(self):
+        return self.reports
+
+    def wait_for_in_sync(self, end_offset, broker_ids):
+        self.waits.append((end_offset, frozenset(broker_ids)))
+        return PutMessageStatus.PUT_OK
+
+    def wait_for_slave(self, end_offset):
+        self.waits.append((end_offset, "any"))
+        return PutMessageStatus.PUT_OK
+
+
+async def test_a_silent_master_waits_for_every_in_sync_slave_whatever_in_sync_replicas_says(tmp_path):
+    """inSyncReplicas=2 of a set of three: while the lease runs a send waits for one slave; once
+    silent, for both (either may have been elected), and for a member proposed to the controller
+    whose answer never came; alone, it is refused before the store."""
+    from broker.controller.client import ControllerError
+
+    manager, replication, _ = _role_manager(tmp_path)
+    manager.broker.config.store.in_sync_replicas = 2
+    await manager.apply(_info(1, 1, {1, 2, 3}, 2))
+    replication.server = server = _FakeServer(_report(2, 0), _report(3, 0))
+    flags = manager.broker.store.running_flags
+    assert manager._replica_wait(100) is PutMessageStatus.PUT_OK
+    assert server.waits[-1] == (100, "any")  # the lease runs: one slave, whichever
+    manager.sync_state_set = frozenset({1, 2, 3, 4})  # 4: a member not connected
+    manager.lease.valid_until = time.monotonic()
+    manager.lease.check_now()  # the lease ends: silent
+    assert manager.lease.silent and "in-sync slave(s) [4]" in flags.reason()  # refused up front
+    assert manager._replica_wait(120) is PutMessageStatus.PUT_OK
+    assert server.waits[-1] == (120, frozenset({2, 3, 4}))  # every member (a send already stored)
+    manager.sync_state_set = frozenset({1, 2, 3})
+    manager.fence_if_silent()
+    assert flags.writeable  # both members report: writes go on
+
+    async def alter_times_out(*_args):
+        raise ControllerError(None, "timed out")
+
+    manager.sync_state_set = frozenset({1, 2, 3})
+    manager.client.alter_sync_state_set = alter_times_out  # type: ignore[method-assign]
+    await manager._alter_sync_state_set(frozenset({1, 2, 3, 5}))
+    manager._replica_wait(130)
+    assert server.waits[-1] == (130, frozenset({2, 3, 5}))  # 5 may be in the controller's set
+    manager.sync_state_set, manager._unsettled = frozenset({1}), frozenset()
+    manager.fence_if_silent()
+    assert "alone in its in-sync set" in flags.reason()
+    assert manager._replica_wait(140) is PutMessageStatus.SLAVE_NOT_AVAILABLE
+    # Heard again and named master at its epoch: writes as inSyncReplicas says, no refusal.
+    manager.lease.renew(time.monotonic())
+    assert manager.lease.silent and not flags.writeable  # an acknowledgement alone is not enough
+    await manager.apply(_info(1, 1, {1, 2, 3}, 3))
+    assert not manager.lease.silent and flags.writeable
+    manager._replica_wait(150)
+    assert server.waits[-1] == (150, "any")
+    manager.lease.cancel()
+    await manager.client.close()
+
+
+async def test_an_elected_slave_stops_following_before_it_takes_writes():
+    """The safety of a silent master rests on it: once elected, a slave acknowledges nothing more
+    to its old master before its store takes a write of its own."""
+    from broker.server.replication import BrokerReplication
+    from broker.store.store_config import SLAVE, SYNC_MASTER
+
+    order: list = []
+    store_config = SimpleNamespace(broker_role=SLAVE)
+
+    class FollowingClient:
+        async def stop(self):
+            await asyncio.sleep(0.01)  # its reports stop only once this returns
+            order.append(("stopped following", store_config.broker_role))
+
+    store = SimpleNamespace(
+        replica_log=lambda: SimpleNamespace(cut_incomplete_tail=lambda: order.append("tail cut")),
+        max_physic_offset=0,
+        replica_wait=None,
+        writability=SimpleNamespace(update=lambda: order.append(("writable as", store_config.broker_role))),
+    )
+    replication = BrokerReplication.__new__(BrokerReplication)
+    replication.__dict__.update(
+        broker=SimpleNamespace(
+            store=store, config=SimpleNamespace(store=store_config, broker_id=2, broker_name="b")
+        ),
+        client=FollowingClient(),
+        metadata=None,
+        _finding_master=None,
+        epochs=SimpleNamespace(last_epoch=lambda: 1, append=lambda e, _o: order.append(("epoch", e))),
+        server=object(),  # its HA port already open
+    )
+    await replication.become_master(2, lambda _end: PutMessageStatus.PUT_OK)
+    assert order == [("stopped following", SLAVE), "tail cut", ("epoch", 2), ("writable as", SYNC_MASTER)]
+    assert replication.client is None
