@@ -84,6 +84,8 @@ class BrokerConfig:
     acl_reload_interval_millis: int = 1000
     inner_access_key: str = ""
     inner_secret_key: str = ""
+    # The HA port's sign-in without ACL (broker/store/ha/auth.py): slaves sign with this secret.
+    ha_auth_secret: str = field(default="", repr=False)
     # TLS (broker/remoting/tls.py): the remoting port's (disabled: plaintext only, as without
     # TLS), and the broker's own connections to the name servers.
     tls_server_mode: str = TlsMode.DISABLED.value

@@ -111,7 +111,7 @@ class ReplicasManager:
         self._beating: dict[str, asyncio.Task] = {}  # controller address -> its heartbeat in flight
         self._leader_lookup: asyncio.Task | None = None
         self._reasons: list[str] = []  # why writes are refused besides the role (NOT_WRITEABLE)
-        self._refuse(NO_ROLE_YET)
+        self.refuse_writes(NO_ROLE_YET)
 
     @property
     def is_master(self) -> bool:
@@ -221,7 +221,7 @@ class ReplicasManager:
             # that the next replica info tries the change again.
             log.exception("controller mode: the change of role at epoch %d failed", info.master_epoch)
             self.master_epoch = previous_epoch
-            self._refuse(ROLE_CHANGE_FAILED)
+            self.refuse_writes(ROLE_CHANGE_FAILED)
             await self.broker.replication.fence()
             raise
 
@@ -232,17 +232,17 @@ class ReplicasManager:
         self.master_id = info.master_id
         self.master_address = info.master_address
         self.role_changes += 1
-        self._allow(NO_ROLE_YET)
-        self._allow(FENCED)
-        self._allow(ROLE_CHANGE_FAILED)
+        self.allow_writes(NO_ROLE_YET)
+        self.allow_writes(FENCED)
+        self.allow_writes(ROLE_CHANGE_FAILED)
         if info.master_id is None:
-            self._refuse(NO_MASTER)
+            self.refuse_writes(NO_MASTER)
             await self._step_down()
             log.warning(
                 "controller mode: %s has no master at epoch %d", config.broker_name, info.master_epoch
             )
             return
-        self._allow(NO_MASTER)
+        self.allow_writes(NO_MASTER)
         if info.master_id == self.broker_id:
             self.sync_state_set = frozenset({self.broker_id})
             self.sync_state_set_epoch = 0
@@ -252,7 +252,7 @@ class ReplicasManager:
             )
             if time.monotonic() >= self.lease.valid_until:  # not heard lately: no writes before it is
                 self.lease.expired = True
-                self._refuse(lease_ended(int(self.lease.seconds * 1000)))
+                self.refuse_writes(lease_ended(int(self.lease.seconds * 1000)))
             await replication.become_master(info.master_epoch, self._replica_wait)
             await self.broker.start_master_services()  # (each step is a no-op when done already)
         else:
@@ -298,14 +298,14 @@ class ReplicasManager:
         return server.wait_for_slave(end_offset) if need == 1 else server.wait_for_in_sync(end_offset, slaves)
 
     # -- writes refused for controller-mode reasons ------------------------------------------------
-    def _refuse(self, reason: str) -> None:
+    def refuse_writes(self, reason: str) -> None:
         if reason not in self._reasons:
             self._reasons.append(reason)
         # Waiting for a role is every start's first state: not an error.
         level = logging.INFO if self._reasons[0] == NO_ROLE_YET else logging.WARNING
         self.broker.store.running_flags.set(NOT_WRITEABLE, self._reasons[0], level)
 
-    def _allow(self, reason: str) -> None:
+    def allow_writes(self, reason: str) -> None:
         if reason in self._reasons:
             self._reasons.remove(reason)
         flags = self.broker.store.running_flags
@@ -317,7 +317,7 @@ class ReplicasManager:
     def _lease_ended(self) -> None:
         if self.is_master:
             log.error("controller mode: lease ended, writes refused until the controller leader answers")
-            self._refuse(lease_ended(int(self.lease.seconds * 1000)))
+            self.refuse_writes(lease_ended(int(self.lease.seconds * 1000)))
 
     def lease_guarded(self, handler):
         """``handler`` (a request that writes to the log) served only after the lease was
@@ -342,7 +342,7 @@ class ReplicasManager:
         """The leader named this broker master at its epoch after the lease was renewed."""
         if not self.lease.expired:
             for reason in [r for r in self._reasons if r.startswith(LEASE_ENDED)]:
-                self._allow(reason)
+                self.allow_writes(reason)
 
     # -- heartbeats ------------------------------------------------------------------------------
     def _heartbeat_header(self) -> BrokerHeartbeatRequestHeader:
@@ -541,7 +541,7 @@ class ReplicasManager:
             self.last_error = str(exc)
             if exc.code == ResponseCode.CONTROLLER_FENCED_MASTER_EPOCH:
                 log.error("controller mode: this master was replaced (%s): writes refused now", exc.remark)
-                self._refuse(FENCED)
+                self.refuse_writes(FENCED)
                 await self._step_down_if_master(master_epoch)
                 self._poll_now.set()
             elif exc.code == ResponseCode.CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH:

@@ -18,7 +18,8 @@ from collections import Counter
 import pytest
 
 from broker.client import Producer
-from broker.common.codes import RequestCode
+from broker.client.errors import MQBrokerError
+from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message import Message
 from broker.local_cluster import wait_until
 from broker.store.ha.auth import HELLO, HELLO_MAGIC, PROTOCOL_VERSION
@@ -31,6 +32,15 @@ SENDS = 200
 FAKE_OFFSET = 2**62
 
 
+def _status(producer: Producer, body: bytes) -> str:
+    """A send's status: SEND_OK, or the code the broker answered (SLAVE_NOT_AVAILABLE and
+    FLUSH_SLAVE_TIMEOUT come back as the SDK's errors; the message is stored either way)."""
+    try:
+        return producer.send(Message(TOPIC, body)).send_status
+    except MQBrokerError as exc:
+        return ResponseCode(exc.response_code).name
+
+
 def _runtime(cluster, addr: str) -> dict[str, str]:
     response = cluster.request(RequestCode.GET_BROKER_RUNTIME_INFO, addr=addr)
     assert response.ok, response.remark
@@ -40,7 +50,9 @@ def _runtime(cluster, addr: str) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory):
     settings = {"brokerRole": "SYNC_MASTER", "slaveTimeout": 1000, "haAuthSecret": SECRET}
-    cluster = start_master_slave(tmp_path_factory.mktemp("ha-auth"), with_slave=False, master_settings=settings)
+    cluster = start_master_slave(
+        tmp_path_factory.mktemp("ha-auth"), with_slave=False, master_settings=settings
+    )
     try:
         cluster.create_topic(TOPIC, 1)  # on the master (a slave refuses topic changes)
         add_slave(cluster, "broker-ha", "broker-ha-s", {"haAuthSecret": SECRET})
@@ -114,7 +126,7 @@ def test_a_fake_slave_cannot_acknowledge_sends(pair):
         producer = Producer("HA_AUTH_FAKE", pair.namesrv_addr).start()
         try:
             time.sleep(0.5)  # the fake's reports have arrived (or it was closed) before the sends
-            statuses = Counter(producer.send(Message(TOPIC, f"m{i}".encode())).send_status for i in range(SENDS))
+            statuses = Counter(_status(producer, f"m{i}".encode()) for i in range(SENDS))
         finally:
             producer.shutdown()
             fake.close()
@@ -129,9 +141,10 @@ def test_a_fake_slave_cannot_acknowledge_sends(pair):
 def test_an_unauthenticated_connection_reads_nothing(pair):
     """Reporting offset 0 (the whole log, please) without signing: closed, not one byte sent.
     Asking to sign in and then sending no signature: the master's challenge, nothing else."""
+    wait_until(lambda: _slave_count(pair) == 1, timeout=30, what="the slave signed in")
     producer = Producer("HA_AUTH_READ", pair.namesrv_addr).start()
     try:
-        producer.send(Message(TOPIC, b"a secret message"))
+        assert _status(producer, b"a secret message") == "SEND_OK"
     finally:
         producer.shutdown()
     for first in (b"", HELLO.pack(HELLO_MAGIC, PROTOCOL_VERSION, 0)):
@@ -149,7 +162,7 @@ def test_the_real_slave_signs_in_and_acknowledges(pair):
     wait_until(lambda: _slave_count(pair) == 1, timeout=30, what="the slave signed in")
     producer = Producer("HA_AUTH_REAL", pair.namesrv_addr).start()
     try:
-        statuses = Counter(producer.send(Message(TOPIC, f"r{i}".encode())).send_status for i in range(20))
+        statuses = Counter(_status(producer, f"r{i}".encode()) for i in range(20))
     finally:
         producer.shutdown()
     assert statuses == Counter({"SEND_OK": 20})
@@ -158,7 +171,9 @@ def test_the_real_slave_signs_in_and_acknowledges(pair):
 
 
 def test_a_slave_with_the_wrong_secret_is_refused_and_says_why(pair):
-    wrong = add_slave(pair, "broker-ha", "broker-ha-wrong", {"haAuthSecret": "not it", "brokerId": 2})
+    wrong = add_slave(
+        pair, "broker-ha", "broker-ha-wrong", {"haAuthSecret": "not the right secret at all", "brokerId": 2}
+    )
     try:
 
         def refused() -> str:

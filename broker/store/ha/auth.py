@@ -68,12 +68,18 @@ class HACredentials:
 
 @dataclass(frozen=True)
 class HAAuthPolicy:
-    """A master's rules: ``secret_of(access_key)`` (None: no such account may replicate) and
-    ``expects(broker_name, broker_id)`` (None, or why that is not one of its slaves)."""
+    """A master's rules: ``secret_of(access_key)`` (None: no such account may replicate; itself
+    None: the port is open, no sign-in asked) and ``expects(broker_name, broker_id)`` (None, or
+    why that is not one of its slaves; brokerName None: not said — a controller-mode handshake's
+    brokerId is asked about on an open port too)."""
 
-    secret_of: Callable[[str], str | None]
-    expects: Callable[[str, int], str | None]
-    describe: str  # for the log: what signs ("the ACL account ...", "haAuthSecret")
+    secret_of: Callable[[str], str | None] | None
+    expects: Callable[[str | None, int], str | None]
+    describe: str  # for the log: what signs ("the ACL account ...", "haAuthSecret", "nothing")
+
+    @property
+    def required(self) -> bool:
+        return self.secret_of is not None
 
 
 def new_challenge(required: bool) -> tuple[bytes, bytes]:
@@ -84,7 +90,9 @@ def new_challenge(required: bool) -> tuple[bytes, bytes]:
 
 def sign_in_frame(credentials: HACredentials, nonce: bytes) -> bytes:
     key, name = credentials.access_key.encode(), credentials.broker_name.encode()
-    head = SIGN_IN.pack(HELLO_MAGIC, PROTOCOL_VERSION, len(key), len(name), credentials.broker_id) + key + name
+    head = (
+        SIGN_IN.pack(HELLO_MAGIC, PROTOCOL_VERSION, len(key), len(name), credentials.broker_id) + key + name
+    )
     return head + _mac(credentials.secret_key, nonce, head)
 
 
@@ -107,7 +115,9 @@ def parse_sign_in_head(data: bytes) -> tuple[int, int, int]:
     if magic != HELLO_MAGIC or version != PROTOCOL_VERSION:
         raise HAAuthError(f"no sign-in (magic {magic:#x}, version {version})")
     if not (0 < key_len <= MAX_FIELD and 0 < name_len <= MAX_FIELD and broker_id >= 0):
-        raise HAAuthError(f"sign-in out of range: key {key_len} bytes, name {name_len} bytes, brokerId {broker_id}")
+        raise HAAuthError(
+            f"sign-in out of range: key {key_len} bytes, name {name_len} bytes, brokerId {broker_id}"
+        )
     return key_len, name_len, broker_id
 
 
@@ -123,7 +133,7 @@ def parse_sign_in(head: bytes, rest: bytes, key_len: int) -> SignIn:
 
 def verify(policy: HAAuthPolicy, sign_in: SignIn, nonce: bytes) -> int:
     """The ANSWER status for ``sign_in`` under ``policy``."""
-    secret = policy.secret_of(sign_in.access_key)
+    secret = policy.secret_of(sign_in.access_key) if policy.secret_of is not None else None
     # The MAC is computed even for an unknown key, so both refusals take the same time.
     expected = _mac(secret if secret is not None else secrets.token_hex(16), nonce, sign_in.head)
     if secret is None or not hmac.compare_digest(expected, sign_in.mac):
