@@ -150,9 +150,13 @@ def test_an_unauthenticated_connection_reads_nothing(pair):
     for first in (b"", HELLO.pack(HELLO_MAGIC, PROTOCOL_VERSION, 0)):
         fake = FakeSlave(_ha_address(pair), 0, first)
         try:
-            assert fake.closed_by_master.wait(10), "the master kept the connection open"
+            closed = fake.closed_by_master.wait(10)
         finally:
             fake.close()
+        print(
+            f"unauthenticated reader ({'sign-in asked' if first else 'report 0'}): {len(fake.received)} bytes"
+        )
+        assert closed, "the master kept the connection open"
         assert b"a secret message" not in fake.received
         assert len(fake.received) < 64, bytes(fake.received)  # no transfer: at most the challenge
 
