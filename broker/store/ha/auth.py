@@ -27,7 +27,7 @@ import hashlib
 import hmac
 import secrets
 import struct
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 HELLO_MAGIC = 0xE9A7A017
@@ -129,6 +129,22 @@ def parse_sign_in(head: bytes, rest: bytes, key_len: int) -> SignIn:
         raise HAAuthError("sign-in with an access key or brokerName that is not UTF-8") from None
     _, _, _, _, broker_id = SIGN_IN.unpack(head)
     return SignIn(key, name, broker_id, head + rest[:-MAC_SIZE], rest[-MAC_SIZE:])
+
+
+async def read_sign_in(read: Callable[[int, str], Awaitable[bytes]]) -> SignIn:
+    """A SIGN_IN read with ``read(size, what)``; HAAuthError when it is none."""
+    head = await read(SIGN_IN.size, "sign-in")
+    key_len, name_len, _ = parse_sign_in_head(head)
+    return parse_sign_in(head, await read(key_len + name_len + MAC_SIZE, "sign-in"), key_len)
+
+
+def refused_why(policy: HAAuthPolicy, sign_in: SignIn, status: int) -> str:
+    """The master's log line for a refused sign-in."""
+    why = policy.expects(sign_in.broker_name, sign_in.broker_id) if status == REFUSED_NOT_MEMBER else None
+    return (
+        f"HA sign-in refused for account {sign_in.access_key!r}, brokerName {sign_in.broker_name!r}, "
+        f"brokerId {sign_in.broker_id}: {why or 'unknown account or wrong signature'}"
+    )
 
 
 def verify(policy: HAAuthPolicy, sign_in: SignIn, nonce: bytes) -> int:

@@ -23,6 +23,12 @@ newer master's log follow its own. Otherwise the answer carries this master's ep
 and oldest offsets: the slave cuts its log where the two histories part (``slave.py``), reports,
 and is streamed as above, each transfer tagged with its bytes' epoch and cut at epoch ends.
 
+Signing in (``auth``, when the broker gives a policy): a connection that opens with a HELLO is
+challenged; where the policy asks for a sign-in, a connection that does not sign in, or signs
+wrongly, or as no slave this master expects, is closed before a byte of the log is sent. A
+connection's reports count as acknowledgements only up to what it held on connecting (at most
+this master's end) and what it was sent since: nobody confirms bytes this master never wrote.
+
 For the in-sync set of controller mode (``broker/server``): ``slaves()`` says which brokerId is
 connected, how far it confirmed and when it last reported; ``wait_for_in_sync`` /
 ``wait_for_slaves`` wait until every given slave has confirmed an offset (RocketMQ's
@@ -44,16 +50,13 @@ from broker.store.results import PutMessageStatus
 from .auth import (
     HELLO,
     HELLO_MAGIC,
-    MAC_SIZE,
     PROTOCOL_VERSION,
-    REFUSED_NOT_MEMBER,
-    SIGN_IN,
     HAAuthError,
     HAAuthPolicy,
     answer_frame,
     new_challenge,
-    parse_sign_in,
-    parse_sign_in_head,
+    read_sign_in,
+    refused_why,
     verify,
 )
 from .auth import OK as AUTH_OK
@@ -216,26 +219,15 @@ class HAConnection:
         await self.writer.drain()
         if policy is None or not required:
             return
-        head = await self._read_exactly(SIGN_IN.size, "sign-in")
         try:
-            key_len, name_len, _ = parse_sign_in_head(head)
-            rest = await self._read_exactly(key_len + name_len + MAC_SIZE, "sign-in")
-            sign_in = parse_sign_in(head, rest, key_len)
+            sign_in = await read_sign_in(self._read_exactly)
         except HAAuthError as exc:
             raise HAProtocolError(f"HA sign-in refused: {exc}") from None
         status = verify(policy, sign_in, nonce)
         self.writer.write(answer_frame(status))
         await self.writer.drain()
         if status != AUTH_OK:
-            why = (
-                policy.expects(sign_in.broker_name, sign_in.broker_id)
-                if status == REFUSED_NOT_MEMBER
-                else None
-            )
-            raise HAProtocolError(
-                f"HA sign-in refused for account {sign_in.access_key!r}, brokerName {sign_in.broker_name!r}, "
-                f"brokerId {sign_in.broker_id}: {why or 'unknown account or wrong signature'}"
-            )
+            raise HAProtocolError(refused_why(policy, sign_in, status))
         self.authenticated, self.broker_id = True, sign_in.broker_id
         log.info("slave %s signed in as brokerId %d of %s (%s)", self.address, sign_in.broker_id,
                  sign_in.broker_name, policy.describe)  # fmt: skip
