@@ -215,18 +215,19 @@ class BrokerReplication:
             return False
 
     async def _keep_binding(self, server: HAServer, reason: str) -> None:
-        while self.server is server and not server.listening:
-            await asyncio.sleep(BIND_RETRY_S)
-            try:
-                await self._listen(server)
-            except OSError as exc:
-                log.debug("HA port still not bound: %s", exc)
-        if server.listening:
-            log.warning(
-                "the HA port %s is bound at last: slaves can replicate", self.broker.config.ha_server_addr
-            )
-        if self.broker.replicas is not None:
-            self.broker.replicas.allow_writes(reason)
+        try:
+            while self.server is server and not server.listening:
+                await asyncio.sleep(BIND_RETRY_S)
+                try:
+                    await self._listen(server)
+                except OSError as exc:
+                    log.debug("HA port still not bound: %s", exc)
+            if server.listening:
+                log.warning("the HA port %s is bound at last: slaves can replicate",
+                            self.broker.config.ha_server_addr)  # fmt: skip
+        finally:  # bound, or no longer master (cancelled): the reason goes either way
+            if self.broker.replicas is not None:
+                self.broker.replicas.allow_writes(reason)
 
     def _stop_binding(self) -> None:
         if self._binding is not None:
