@@ -57,17 +57,12 @@ RESET_OFFSET_ON_SLAVE = "Can not reset offset in slave broker"
 BIND_RETRY_S = 1.0
 
 
-def ha_port_unbound(address: str, exc: OSError, refuses: bool) -> str:
-    """Why a new master's writes are refused (or only why it has no slave) while its HA port is
-    not bound."""
-    effect = (
-        "sends that wait for a slave are refused until it is"
-        if refuses
-        else "no slave can replicate until it is"
-    )
+def ha_port_unbound(address: str, exc: OSError) -> str:
+    """Why a new master refuses writes while its HA port is not bound: a SYNC_MASTER that no
+    slave can reach would take writes no slave can copy."""
     return (
-        f"this master's HA port {address} cannot be bound ({exc.strerror or exc}): {effect} "
-        f"(tried again every {BIND_RETRY_S:g} s)"
+        f"this master's HA port {address} cannot be bound ({exc.strerror or exc}): no slave can "
+        f"replicate, so writes are refused until it is (tried again every {BIND_RETRY_S:g} s)"
     )
 
 
@@ -200,16 +195,16 @@ class BrokerReplication:
     async def _bind_or_keep_trying(self, server: HAServer) -> bool:
         """Listen on the HA port now, or keep trying every BIND_RETRY_S while this broker is
         master (a port still held by a process that has not quite let go of it, say). Meanwhile
-        no slave can replicate: writes that wait for one are refused, saying why."""
+        no slave can replicate, so this SYNC_MASTER refuses writes, saying why."""
         if server.listening or (self._binding is not None and not self._binding.done()):
             return server.listening
         try:
             await self._listen(server)
             return True
         except OSError as exc:
-            reason = ha_port_unbound(self.broker.config.ha_server_addr, exc, self._writes_need_slave())
+            reason = ha_port_unbound(self.broker.config.ha_server_addr, exc)
             log.error("%s", reason)
-            if self.broker.replicas is not None and self._writes_need_slave():
+            if self.broker.replicas is not None:
                 self.broker.replicas.refuse_writes(reason)
             self._binding = asyncio.create_task(self._keep_binding(server, reason))
             return False
@@ -233,12 +228,6 @@ class BrokerReplication:
         if self._binding is not None:
             self._binding.cancel()
             self._binding = None
-
-    def _writes_need_slave(self) -> bool:
-        """Whether this master's sends wait for a slave (controller mode: allAckInSyncStateSet,
-        or inSyncReplicas above 1)."""
-        store_config = self.broker.config.store
-        return store_config.all_ack_in_sync_state_set or store_config.in_sync_replicas > 1
 
     async def become_slave(self, own_id: int, master_id: int, master_addr: str, epoch: int) -> None:
         """Slave of ``master_id`` at ``master_addr`` in epoch ``epoch``: refuse writes first, stop
