@@ -15,18 +15,19 @@ master that asks for nothing answers that it is open, and the slave goes on.
 The member a master expects: a slave of its own brokerName, with a slave's brokerId (above 0,
 and in controller mode not this broker's own controller id). The port takes the broker's
 ``tls.server.*`` settings (plaintext, permissive or enforcing, as the remoting port); a slave
-connects with TLS when the broker's client settings say so (``tls.enable``, by default when its
-own port is enforcing).
+connects with TLS when the broker's client settings say so (``tls.enable``) or its own port is
+TLS-only.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import ssl
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from broker.remoting.tls import TlsAcceptor
+from broker.remoting.tls import TlsAcceptor, TlsMode
 from broker.store.ha.auth import SHARED_SECRET_KEY, HAAuthPolicy, HACredentials
 from broker.store.ha.roles import MASTER_ID
 
@@ -88,8 +89,14 @@ def server_tls(config: BrokerConfig) -> TlsAcceptor | None:
 
 
 def client_ssl(config: BrokerConfig) -> ssl.SSLContext | None:
-    """A slave's TLS to its master's HA port: the broker's client settings."""
-    return config.client_tls().context()
+    """A slave's TLS to its master's HA port: the broker's client settings (``tls.client.*``),
+    and TLS also when its own port is TLS-only even if ``tls.enable=false`` keeps its name-server
+    connections plaintext: the brokers of a set share their TLS mode, so its master's HA port is
+    TLS-only too."""
+    tls = config.client_tls()
+    if not tls.enable and config.server_tls().mode is TlsMode.ENFORCING:
+        tls = dataclasses.replace(tls, enable=True)
+    return tls.context()
 
 
 def warn_if_open(policy: HAAuthPolicy, address: str) -> None:

@@ -3,10 +3,11 @@ brokers sharing ``haAuthSecret``):
 
 - the replicas sign in on the HA port and stay in sync; a stranger's controller-mode handshake
   claiming the slave's brokerId is closed unanswered;
-- a broker elected master while its HA port is taken refuses the sends that must reach a slave
-  (allAckInSyncStateSet) and says why, then serves once the port is free. Before: the change of
-  role failed, its retry skipped listening and logged "now the master", and the broker took
-  writes with no HA listener.
+- a broker elected master while its HA port is taken refuses writes and says why, then serves
+  once the port is free. Before: no refusal came within 30 s (the change of role failed, its
+  retry skipped listening, logged "now the master" and took writes with no HA listener);
+- with ACL on the brokers and no shared secret, the replicas sign in with their inner account
+  (an admin account of plain_acl.yml) and stay in sync.
 """
 
 from __future__ import annotations
@@ -15,12 +16,14 @@ import socket
 
 import pytest
 
+from broker.common.acl_signature import SessionCredentials
 from broker.common.codes import RequestCode, ResponseCode
 from broker.local_cluster import wait_until
 from broker.store.ha.protocol import HANDSHAKE, HANDSHAKE_MAGIC, HANDSHAKE_VERSION
 from tests.integration.failover_harness import TOPIC, ControllerModeSet
 
 SECRET = "the set's HA sign-in secret"
+ADMIN = SessionCredentials("ha-ctl-admin", "ha-ctl-admin-secret")
 SEND = {"producerGroup": "ha-ctl", "topic": TOPIC, "defaultTopic": "TBW102", "defaultTopicQueueNums": 4,
         "queueId": 0, "sysFlag": 0, "bornTimestamp": 0, "flag": 0, "properties": ""}  # fmt: skip
 
@@ -28,6 +31,27 @@ SEND = {"producerGroup": "ha-ctl", "topic": TOPIC, "defaultTopic": "TBW102", "de
 @pytest.fixture(scope="module")
 def replicas(tmp_path_factory):
     harness = ControllerModeSet(tmp_path_factory.mktemp("ha-auth-ctl"), {"haAuthSecret": SECRET}).start()
+    try:
+        yield harness
+    finally:
+        harness.stop()
+
+
+@pytest.fixture(scope="module")
+def acl_replicas(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("ha-acl-ctl")
+    acl_file = workdir / "plain_acl.yml"
+    acl_file.write_text(
+        f"accounts:\n  - {{accessKey: {ADMIN.access_key}, secretKey: {ADMIN.secret_key}, admin: true,"
+        " defaultTopicPerm: PUB|SUB, defaultGroupPerm: PUB|SUB}\n"
+    )
+    settings = {
+        "aclEnable": "true",
+        "aclFilePath": acl_file,
+        "innerAccessKey": ADMIN.access_key,
+        "innerSecretKey": ADMIN.secret_key,
+    }
+    harness = ControllerModeSet(workdir, settings, credentials=ADMIN).start()
     try:
         yield harness
     finally:
@@ -82,3 +106,12 @@ def test_a_taken_ha_port_on_promotion_refuses_writes_until_bound(replicas):
         squatter.close()
     wait_until(lambda: _send(replicas, successor).code == ResponseCode.SUCCESS, timeout=30, what="serving")
     socket.create_connection(("127.0.0.1", _ha_port(replicas, successor)), timeout=5).close()  # served
+
+
+def test_with_acl_the_replicas_sign_in_with_their_inner_account(acl_replicas):
+    master, _ = acl_replicas.wait_in_sync()
+    slave = acl_replicas.slave_of(master)
+    assert _send(acl_replicas, master).code == ResponseCode.SUCCESS  # the in-sync slave confirmed it
+    acl_replicas.wait_caught_up(master)
+    assert acl_replicas.runtime(slave)["haLastError"] == ""
+    assert "signed in as brokerId" in acl_replicas.logs()
