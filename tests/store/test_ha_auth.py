@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
+from broker.remoting.tls import ClientTls, ServerTls, TlsAcceptor, TlsMode
 from broker.store.ha.auth import (
     ANSWER,
     CHALLENGE,
@@ -22,10 +23,12 @@ from broker.store.ha.auth import (
     HACredentials,
     sign_in_frame,
 )
+from broker.store.ha.epochs import EpochFile
 from broker.store.ha.master import HAServer
 from broker.store.ha.protocol import REPORT
 from broker.store.ha.slave import HAClient
 from broker.store.results import PutMessageStatus
+from tests.tls_certs import make_tls_files
 
 from .test_ha_wire import _message, _stores, _until
 
@@ -143,6 +146,45 @@ async def test_a_slave_signs_in_and_replicates_or_says_why_not(tmp_path):
     finally:
         await wrong.stop()
         await right.stop()
+        await server.stop()
+        slave.shutdown()
+        master.shutdown()
+
+
+async def test_controller_mode_over_tls_enforcing_signs_in_then_handshakes(tmp_path):
+    """The HA port with the broker's TLS settings (enforcing): a controller-mode slave signs in
+    and handshakes over TLS and follows; a plaintext reader gets nothing."""
+    certs = make_tls_files(tmp_path / "certs")
+    master, slave = _stores(tmp_path)
+    loop = asyncio.get_running_loop()
+    master.start(dispatch_loop=loop)
+    slave.start(dispatch_loop=loop)
+    master_epochs, slave_epochs = EpochFile(tmp_path / "m-epochs"), EpochFile(tmp_path / "s-epochs")
+    master_epochs.append(1, 0)
+    tls = TlsAcceptor(ServerTls(TlsMode.ENFORCING, certs.server_cert, certs.server_key))
+    server = HAServer(master, "127.0.0.1", 0, epochs=master_epochs, auth=_policy(), tls=tls)
+    port = await server.start()
+    client = HAClient(
+        slave,
+        epochs=slave_epochs,
+        broker_id=2,
+        credentials=HACredentials(SHARED_SECRET_KEY, SECRET, "set-a", 2),
+        ssl_context=ClientTls(enable=True, trust_cert_path=certs.ca).context(),
+    )
+    try:
+        for i in range(50):
+            assert master.put_message(_message(i)).ok
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(REPORT.pack(0))
+        assert await asyncio.wait_for(reader.read(), 20) == b""  # plaintext: closed unanswered
+        writer.close()
+        client.update_master_address(f"127.0.0.1:{port}")
+        client.start()
+        await _until(lambda: slave.max_physic_offset == master.max_physic_offset)
+        assert client.signed_in == 1 and client.handshakes == 1
+        await _until(lambda: server.acked_offsets() == {2: master.max_physic_offset})
+    finally:
+        await client.stop()
         await server.stop()
         slave.shutdown()
         master.shutdown()
