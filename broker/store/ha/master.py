@@ -150,28 +150,34 @@ class HAConnection:
         except TimeoutError:
             raise HAProtocolError(f"sent no {what} within {timeout:g} s (haHousekeepingInterval)") from None
 
-    async def _read_reports(self) -> None:
-        first: bytes | None = await self._read_exactly(REPORT.size, "report or handshake")
-        assert first is not None
+    async def _open(self) -> bytes | None:
+        """The connection's opening: the sign-in (when the slave sends one; required where the
+        policy asks for it), then controller mode's handshake. The first report when it was read
+        already (else b""); None when the handshake was refused."""
+        first = await self._read_exactly(REPORT.size, "report or handshake")
         if HELLO.unpack(first)[0] == HELLO_MAGIC:
             await self._sign_in(first)
-            first = None
+            first = b""
         elif self.server.auth is not None and self.server.auth.required:
             raise HAProtocolError(
                 f"sent no HA sign-in, and this master requires one ({self.server.auth.describe}): "
                 "nothing streamed"
             )
-        if self.server.epochs is not None:
-            # The handshake's first 8 bytes may have been read already (no sign-in before it).
-            hello = first or b""
-            if not await self._handshake(
-                hello + await self._read_exactly(HANDSHAKE.size - len(hello), "handshake")
-            ):
-                return
-            first = None
+        if self.server.epochs is None:
+            return first
+        # Without a sign-in, the handshake's first 8 bytes were read already.
+        handshake = first + await self._read_exactly(HANDSHAKE.size - len(first), "handshake")
+        return b"" if await self._handshake(handshake) else None
+
+    async def _read_reports(self) -> None:
+        pending = await self._open()
+        if pending is None:
+            return
         config = self.server.store.config
         while True:
-            if first is None:
+            if pending:
+                data, pending = pending, b""
+            else:
                 try:
                     data = await asyncio.wait_for(
                         self.reader.readexactly(REPORT.size), config.ha_housekeeping_interval / 1000
@@ -180,8 +186,6 @@ class HAConnection:
                     log.warning("slave %s silent for %d ms: connection closed (haHousekeepingInterval)",
                                 self.address, config.ha_housekeeping_interval)  # fmt: skip
                     return
-            else:
-                data, first = first, None
             (offset,) = REPORT.unpack(data)
             if offset < 0:
                 log.warning("slave %s reported offset %d: connection closed", self.address, offset)
