@@ -28,6 +28,10 @@ drops the whole log, which is then copied from the master's oldest offset. A mas
 this broker (its epoch is older than this broker's: it has been replaced) is logged and retried.
 ``update_master_address`` ends the current connection, so the next one handshakes with the new
 master.
+
+Given ``credentials``, each connection opens with the sign-in (``auth``) before anything else; a
+refusal is logged and kept as the figure (``haLastError``), and retried. Given ``ssl_context``,
+the connection is TLS, the master's certificate checked against the HA address's host.
 """
 
 from __future__ import annotations
