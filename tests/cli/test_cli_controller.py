@@ -492,7 +492,8 @@ def test_a_controller_mode_broker_signs_its_controller_requests(tmp_path):
 
         def elected(name: str) -> subprocess.CompletedProcess | None:
             done = mqadmin("getSyncStateSet", "-a", cluster.namesrv_addr, "-b", name, keys=ADMIN)
-            return done if done.returncode == 0 and "#MasterBrokerId\t" in done.stdout else None
+            has_master = "#MasterBrokerId\t" in done.stdout and "#MasterBrokerId\t-" not in done.stdout
+            return done if done.returncode == 0 and has_master else None
 
         done = wait_until(lambda: elected("broker-signed"), timeout=30, what="the signed broker's election")
         assert f"#MasterAddr\t{signed.addr}" in done.stdout
