@@ -172,6 +172,7 @@ def test_the_real_slave_signs_in_and_acknowledges(pair):
     assert statuses == Counter({"SEND_OK": 20})
     slave = _runtime(pair, pair.brokers["broker-ha-s"].addr)
     assert slave["haMasterConnected"] == "true" and slave["haLastError"] == ""
+    assert _runtime(pair, _master(pair))["haSignIn"] == "haAuthSecret"
 
 
 def test_a_slave_with_the_wrong_secret_is_refused_and_says_why(pair):

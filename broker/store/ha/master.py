@@ -554,6 +554,8 @@ class HAServer:
         furthest = max(confirmed.values()) if confirmed else -1
         return {
             "haListenPort": str(self.port),
+            # What a slave must sign in with ("nothing": the port is open).
+            "haSignIn": self.auth.describe if self.auth is not None and self.auth.required else "nothing",
             "haSlaveCount": str(len(confirmed)),
             "haPushToSlaveMaxOffset": str(self.push_to_slave_max_offset),
             # Bytes the furthest slave lacks, and the age of the oldest message it lacks (-1 when
