@@ -276,7 +276,11 @@ LIVE, RESTART, FIXED = Apply.LIVE, Apply.RESTART, Apply.FIXED
 BROKER_ROLES = ("ASYNC_MASTER", "SYNC_MASTER", "SLAVE")
 _OPTIONAL_HOST_PORT = Text(r"([A-Za-z0-9.\[\]_:-]{1,255}:[0-9]{1,5})?", "host:port, or empty for none")
 # Keys whose value is a secret: GET_BROKER_CONFIG (and so the console) shows a mask instead.
-SECRET_KEYS = frozenset({"innerSecretKey", "tls.server.keyPassword", "tls.client.keyPassword"})
+SECRET_KEYS = frozenset(
+    {"innerSecretKey", "haAuthSecret", "tls.server.keyPassword", "tls.client.keyPassword"}
+)
+# A shared secret guessed in fewer tries than a 16-character one is no secret.
+_SHARED_SECRET = Text(r"([^\x00-\x1f]{16,1024})?", "at least 16 characters on one line, or empty for none")
 SECRET_MASK = "******"
 _MS = "milliseconds"
 
@@ -371,6 +375,8 @@ KEYS: dict[str, ConfigKey] = {
         _key("aclRequireTls", BROKER, Bool(), FIXED, "refuse signed requests over plaintext"),
         _key("innerAccessKey", BROKER, _KEY, RESTART, "account signing the broker's name-server requests"),
         _key("innerSecretKey", BROKER, _KEY, RESTART, "its secret key (never shown)"),
+        # the HA port's sign-in without ACL (broker/store/ha/auth.py): the same on master and slaves
+        _key("haAuthSecret", BROKER, _SHARED_SECRET, RESTART, "secret slaves sign in with (never shown)"),
         # TLS on the remoting port and to the name servers (broker/remoting/tls.py): RocketMQ's
         # names; broker.conf only, so no request can turn TLS off or point it at other files
         _key("tls.server.mode", BROKER, OneOf(TLS_MODES), FIXED, "plaintext, TLS or both on the port"),

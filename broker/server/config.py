@@ -91,6 +91,8 @@ class BrokerConfig:
     acl_replay_protection: bool = False
     acl_replay_window_seconds: int = 120
     acl_require_tls: bool = False
+    # The HA port's sign-in without ACL (broker/store/ha/auth.py): slaves sign with this secret.
+    ha_auth_secret: str = field(default="", repr=False)
     # TLS (broker/remoting/tls.py): the remoting port's (disabled: plaintext only, as without
     # TLS), and the broker's own connections to the name servers.
     tls_server_mode: str = TlsMode.DISABLED.value

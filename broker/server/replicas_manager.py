@@ -102,7 +102,7 @@ class ReplicasManager:
         self._beating: dict[str, asyncio.Task] = {}  # controller address -> its heartbeat in flight
         self._leader_lookup: asyncio.Task | None = None
         self._reasons: list[str] = []  # why writes are refused besides the role (NOT_WRITEABLE)
-        self._refuse(NO_ROLE_YET)
+        self.refuse_writes(NO_ROLE_YET)
 
     @property
     def is_master(self) -> bool:
@@ -212,7 +212,7 @@ class ReplicasManager:
             # that the next replica info tries the change again.
             log.exception("controller mode: the change of role at epoch %d failed", info.master_epoch)
             self.master_epoch = previous_epoch
-            self._refuse(ROLE_CHANGE_FAILED)
+            self.refuse_writes(ROLE_CHANGE_FAILED)
             await self.broker.replication.fence()
             raise
 
@@ -225,17 +225,17 @@ class ReplicasManager:
         self.role_changes += 1
         self._unsettled, self.lease.silent = frozenset(), False  # a new master is silent only unheard
         for reason in [NO_ROLE_YET, *(r for r in self._reasons if r.startswith(LEASE_ENDED))]:
-            self._allow(reason)
-        self._allow(FENCED)
-        self._allow(ROLE_CHANGE_FAILED)
+            self.allow_writes(reason)
+        self.allow_writes(FENCED)
+        self.allow_writes(ROLE_CHANGE_FAILED)
         if info.master_id is None:
-            self._refuse(NO_MASTER)
+            self.refuse_writes(NO_MASTER)
             await self._step_down()
             log.warning(
                 "controller mode: %s has no master at epoch %d", config.broker_name, info.master_epoch
             )
             return
-        self._allow(NO_MASTER)
+        self.allow_writes(NO_MASTER)
         if info.master_id == self.broker_id:
             self.sync_state_set = frozenset({self.broker_id})
             self.sync_state_set_epoch = 0
@@ -306,14 +306,14 @@ class ReplicasManager:
         return server.wait_for_in_sync(end_offset, members)
 
     # -- writes refused for controller-mode reasons ------------------------------------------------
-    def _refuse(self, reason: str) -> None:
+    def refuse_writes(self, reason: str) -> None:
         if reason not in self._reasons:
             self._reasons.append(reason)
         # Waiting for a role is every start's first state: not an error.
         level = logging.INFO if self._reasons[0] == NO_ROLE_YET else logging.WARNING
         self.broker.store.running_flags.set(NOT_WRITEABLE, self._reasons[0], level)
 
-    def _allow(self, reason: str) -> None:
+    def allow_writes(self, reason: str) -> None:
         if reason in self._reasons:
             self._reasons.remove(reason)
         flags = self.broker.store.running_flags
@@ -345,9 +345,9 @@ class ReplicasManager:
         current = [r for r in self._reasons if r.startswith(LEASE_ENDED)]
         if current != ([reason] if reason else []):
             for stale in current:
-                self._allow(stale)
+                self.allow_writes(stale)
             if reason:
-                self._refuse(reason)
+                self.refuse_writes(reason)
 
     def _lease_renewed(self) -> None:
         """Heard again, but still silent (another may have been elected meanwhile) until the
@@ -359,7 +359,7 @@ class ReplicasManager:
         """The leader named this broker master at its epoch after the lease was renewed."""
         if self.lease.confirm():
             for reason in [r for r in self._reasons if r.startswith(LEASE_ENDED)]:
-                self._allow(reason)
+                self.allow_writes(reason)
 
     # -- heartbeats ------------------------------------------------------------------------------
     def _heartbeat_header(self) -> BrokerHeartbeatRequestHeader:
@@ -558,7 +558,7 @@ class ReplicasManager:
             self.last_error = str(exc)
             if exc.code == ResponseCode.CONTROLLER_FENCED_MASTER_EPOCH:
                 log.error("controller mode: this master was replaced (%s): writes refused now", exc.remark)
-                self._refuse(FENCED)
+                self.refuse_writes(FENCED)
                 await self._step_down_if_master(master_epoch)
                 self._poll_now.set()
             elif exc.code == ResponseCode.CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH:

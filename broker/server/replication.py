@@ -38,6 +38,7 @@ from broker.store.ha.roles import MASTER_ID
 from broker.store.ha.slave import HAClient
 from broker.store.store_config import SLAVE, SYNC_MASTER
 
+from . import ha_security
 from .processors.clients import total_physical_memory
 from .slave_sync import SlaveSynchronize
 
@@ -53,6 +54,16 @@ METADATA_ON_SLAVE = (
     "Can't modify topic or subscription group from slave broker, please execute it from master broker."
 )
 RESET_OFFSET_ON_SLAVE = "Can not reset offset in slave broker"
+BIND_RETRY_S = 1.0
+
+
+def ha_port_unbound(address: str, exc: OSError) -> str:
+    """Why a new master refuses writes while its HA port is not bound: a SYNC_MASTER that no
+    slave can reach would take writes no slave can copy."""
+    return (
+        f"this master's HA port {address} cannot be bound ({exc.strerror or exc}): no slave can "
+        f"replicate, so writes are refused until it is (tried again every {BIND_RETRY_S:g} s)"
+    )
 
 
 def _refusal(code: int, remark: str):
@@ -100,17 +111,23 @@ class BrokerReplication:
         self.metadata: SlaveSynchronize | None = None
         self.epochs: EpochFile | None = None
         self._finding_master: asyncio.Task | None = None
+        self._binding: asyncio.Task | None = None  # the HA port's bind, retried (controller mode)
+        self._policy = ha_security.master_policy(broker.config, broker.acl, self._own_controller_id)
         if self.controller_mode:
             # Nothing is decided before the controllers answer: no writes, nobody to follow.
             store_config.broker_role = SLAVE
             self.epochs = EpochFile(broker.config.epoch_file_path)
         elif store_config.is_slave:
-            self.client = HAClient(broker.store, store_config.ha_master_address)
+            self.client = self._new_ha_client(broker.config.broker_id, store_config.ha_master_address)
             self.metadata = SlaveSynchronize(broker)
         else:
-            self.server = HAServer(broker.store, broker.config.broker_ip1, broker.config.ha_listen_port)
+            self.server = self._new_ha_server()
             if store_config.broker_role == SYNC_MASTER:  # sends wait for a slave's confirmation
                 broker.store.replica_wait = self.server.wait_for_slave
+
+    def _own_controller_id(self) -> int | None:
+        replicas = self.broker.replicas
+        return replicas.broker_id if replicas is not None else None
 
     @property
     def is_slave(self) -> bool:
@@ -119,6 +136,8 @@ class BrokerReplication:
     async def start(self) -> None:
         """A master listens on its HA port (a port in use stops the start, as the remoting port
         does); a slave starts following its master. In controller mode, neither yet."""
+        if self.server is not None or self.controller_mode:  # one that is or may become master
+            ha_security.warn_if_open(self._policy, self.broker.config.ha_server_addr)
         if self.server is not None:
             await self._listen(self.server)
         if self.client is not None:
@@ -134,6 +153,7 @@ class BrokerReplication:
     async def stop(self) -> None:
         if self._finding_master is not None:
             self._finding_master.cancel()
+        self._stop_binding()
         if self.server is not None:
             await self.server.stop()
         if self.client is not None:
@@ -163,14 +183,51 @@ class BrokerReplication:
         # (equal: a master registering again within its own epoch keeps its entry)
         if self.server is None:
             self.server = self._new_ha_server()
-            await self._listen(self.server)
+        bound = await self._bind_or_keep_trying(self.server)
         self.master_addr = ""
         config.broker_id = MASTER_ID
         store.replica_wait = replica_wait
         config.store.broker_role = SYNC_MASTER
         store.writability.update()  # the store re-reads its role
-        log.info("now the master of %s at epoch %d (log end %d)", config.broker_name, epoch,
-                 store.max_physic_offset)  # fmt: skip
+        log.info("now the master of %s at epoch %d (log end %d)%s", config.broker_name, epoch,
+                 store.max_physic_offset, "" if bound else "; its HA port is not bound yet")  # fmt: skip
+
+    async def _bind_or_keep_trying(self, server: HAServer) -> bool:
+        """Listen on the HA port now, or keep trying every BIND_RETRY_S while this broker is
+        master (a port still held by a process that has not quite let go of it, say). Meanwhile
+        no slave can replicate, so this SYNC_MASTER refuses writes, saying why."""
+        if server.listening or (self._binding is not None and not self._binding.done()):
+            return server.listening
+        try:
+            await self._listen(server)
+            return True
+        except OSError as exc:
+            reason = ha_port_unbound(self.broker.config.ha_server_addr, exc)
+            log.error("%s", reason)
+            if self.broker.replicas is not None:
+                self.broker.replicas.refuse_writes(reason)
+            self._binding = asyncio.create_task(self._keep_binding(server, reason))
+            return False
+
+    async def _keep_binding(self, server: HAServer, reason: str) -> None:
+        try:
+            while self.server is server and not server.listening:
+                await asyncio.sleep(BIND_RETRY_S)
+                try:
+                    await self._listen(server)
+                except OSError as exc:
+                    log.debug("HA port still not bound: %s", exc)
+            if server.listening:
+                log.warning("the HA port %s is bound at last: slaves can replicate",
+                            self.broker.config.ha_server_addr)  # fmt: skip
+        finally:  # bound, or no longer master (cancelled): the reason goes either way
+            if self.broker.replicas is not None:
+                self.broker.replicas.allow_writes(reason)
+
+    def _stop_binding(self) -> None:
+        if self._binding is not None:
+            self._binding.cancel()
+            self._binding = None
 
     async def become_slave(self, own_id: int, master_id: int, master_addr: str, epoch: int) -> None:
         """Slave of ``master_id`` at ``master_addr`` in epoch ``epoch``: refuse writes first, stop
@@ -181,6 +238,7 @@ class BrokerReplication:
         store.writability.update()  # the store re-reads its role
         store.replica_wait = None
         config.broker_id = own_id
+        self._stop_binding()
         if self.server is not None:
             await self.server.stop()
             self.server = None
@@ -213,13 +271,29 @@ class BrokerReplication:
             self.metadata = None
 
     def _new_ha_server(self) -> HAServer:
+        """The HA port (controller mode: with epochs), its sign-in and TLS (``ha_security``)."""
         config = self.broker.config
-        return HAServer(self.broker.store, config.broker_ip1, config.ha_listen_port, epochs=self.epochs)
+        return HAServer(
+            self.broker.store,
+            config.broker_ip1,
+            config.ha_listen_port,
+            epochs=self.epochs,
+            auth=self._policy,
+            tls=ha_security.server_tls(config),
+        )
 
-    def _new_ha_client(self, own_id: int) -> HAClient:
-        """Controller mode's client: it handshakes with brokerId and epochs, and cuts a tail the
-        new master does not share before following it."""
-        return HAClient(self.broker.store, "", epochs=self.epochs, broker_id=own_id)
+    def _new_ha_client(self, own_id: int, static_master: str = "") -> HAClient:
+        """A slave's client, signing in as ``own_id`` when it has a secret; in controller mode it
+        handshakes with brokerId and epochs, and cuts a tail the new master does not share."""
+        config = self.broker.config
+        return HAClient(
+            self.broker.store,
+            static_master,
+            epochs=self.epochs,
+            broker_id=own_id,
+            credentials=ha_security.slave_credentials(config, own_id),
+            ssl_context=ha_security.client_ssl(config),
+        )
 
     async def _find_master_ha_address(self, master_addr: str) -> None:
         """Ask the master for its HA port until the HA client has an address (the name server's

@@ -28,6 +28,7 @@ from pathlib import Path
 from broker.client import Producer
 from broker.client.admin import MQAdmin
 from broker.client.instance import MQClientInstance
+from broker.common.acl_signature import SessionCredentials
 from broker.common.message import Message
 from broker.controller.client import ControllerClient, ControllerError, ReplicaInfo
 from broker.local_cluster import (
@@ -40,7 +41,7 @@ from broker.local_cluster import (
     wait_until,
     write_conf,
 )
-from broker.remoting.client import EventLoopThread
+from broker.remoting.client import EventLoopThread, SyncRemotingClient
 
 BROKER_NAME = "broker-fo"
 CLUSTER_NAME = "FailoverCluster"
@@ -81,10 +82,15 @@ class ControllerModeSet:
     keeps its conf, port and store, so a killed one restarts in place."""
 
     def __init__(
-        self, workdir: Path, broker_settings: Mapping[str, object] | None = None, embedded: bool = False
+        self,
+        workdir: Path,
+        broker_settings: Mapping[str, object] | None = None,
+        embedded: bool = False,
+        credentials: SessionCredentials | None = None,
     ) -> None:
         self.workdir = workdir
         self.embedded = embedded
+        self.credentials = credentials  # the admin account of brokers with aclEnable
         self.broker_settings = {**BROKER_SETTINGS, **(broker_settings or {})}
         self.controller: EngineProcess | None = None
         self.cluster: LocalCluster | None = None
@@ -113,7 +119,10 @@ class ControllerModeSet:
                 self.controller = start_controller(conf, free_port())
                 self.cluster = LocalCluster(self.workdir, CLUSTER_NAME)
             self._controller_client = self._loop.run(_make_client(self.controller_addr))
-            self.admin = MQAdmin(self.cluster.namesrv_addr)
+            self.admin = MQAdmin(self.cluster.namesrv_addr, credentials=self.credentials)
+            if self.credentials is not None:  # the cluster's own requests signed too
+                self.cluster.admin.close()
+                self.cluster.admin = SyncRemotingClient(self.credentials)
             for name in REPLICAS:
                 settings = {**self.broker_settings, "controllerAddr": self.controller_addr}
                 self.cluster.add_broker(name, settings)

@@ -542,7 +542,8 @@ def test_a_frozen_master_replaced_meanwhile_writes_nothing_when_it_wakes(ctl_qui
 
 def test_a_failed_change_of_role_is_tried_again(ctl):
     """The elected slave cannot open its HA port (taken by another process): it refuses writes,
-    says why, and becomes master at the next replica info once the port is free."""
+    says why, keeps trying, and serves once the port is free (issue 31: it used to take writes
+    with no HA listener after its first retry)."""
     import re
     import socket
 
@@ -556,13 +557,15 @@ def test_a_failed_change_of_role_is_tried_again(ctl):
     squatter.listen()
     try:
         ctl.cluster.brokers["b1"].kill()
-        assert wait_until(lambda: "change of role failed" in ctl.runtime("b2")["writeRefusedReason"], 30)
-        assert _send_one(ctl, "b2", b"not yet").code == ResponseCode.SERVICE_NOT_AVAILABLE
+        assert wait_until(lambda: "cannot be bound" in ctl.runtime("b2")["writeRefusedReason"], 30)
+        refused = _send_one(ctl, "b2", b"not yet")
+        assert refused.code == ResponseCode.SERVICE_NOT_AVAILABLE and f":{ha_port}" in refused.remark
     finally:
         squatter.close()
     assert wait_until(lambda: ctl.role("b2") == "SYNC_MASTER", 30), ctl.runtime("b2")
     assert wait_until(lambda: _send_one(ctl, "b2", b"now").code == ResponseCode.SUCCESS, 20)
     assert ctl.runtime("b2")["writeRefusedReason"] == ""
+    socket.create_connection(("127.0.0.1", ha_port), timeout=5).close()  # the HA port is served
 
 
 def test_a_broker_started_with_broker_id_minus_one_registers_with_the_controllers_id(ctl):

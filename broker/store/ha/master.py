@@ -23,6 +23,12 @@ newer master's log follow its own. Otherwise the answer carries this master's ep
 and oldest offsets: the slave cuts its log where the two histories part (``slave.py``), reports,
 and is streamed as above, each transfer tagged with its bytes' epoch and cut at epoch ends.
 
+Signing in (``auth``, when the broker gives a policy): a connection that opens with a HELLO is
+challenged; where the policy asks for a sign-in, a connection that does not sign in, or signs
+wrongly, or as no slave this master expects, is closed before a byte of the log is sent. A
+connection's reports count as acknowledgements only up to what it held on connecting (at most
+this master's end) and what it was sent since: nobody confirms bytes this master never wrote.
+
 For the in-sync set of controller mode (``broker/server``): ``slaves()`` says which brokerId is
 connected, how far it confirmed and when it last reported; ``wait_for_in_sync`` /
 ``wait_for_slaves`` wait until every given slave has confirmed an offset (RocketMQ's
@@ -41,6 +47,19 @@ from typing import TYPE_CHECKING
 from broker.common.epoch_entries import OPEN_END
 from broker.store.results import PutMessageStatus
 
+from .auth import (
+    HELLO,
+    HELLO_MAGIC,
+    PROTOCOL_VERSION,
+    HAAuthError,
+    HAAuthPolicy,
+    answer_frame,
+    new_challenge,
+    read_sign_in,
+    refused_why,
+    verify,
+)
+from .auth import OK as AUTH_OK
 from .protocol import (
     EPOCH_ITEM,
     EPOCH_TRANSFER_HEADER,
@@ -56,6 +75,7 @@ from .protocol import (
 )
 
 if TYPE_CHECKING:
+    from broker.remoting.tls import TlsAcceptor
     from broker.store.message_store import MessageStore
 
     from .epochs import EpochFile
@@ -88,7 +108,9 @@ class HAConnection:
         self.address = f"{peer[0]}:{peer[1]}" if peer else "?"
         self.request_offset = -1  # the first report: where the stream starts
         self.ack_offset = -1  # the latest report: everything below it is on the slave
-        self.broker_id = UNKNOWN_BROKER_ID  # from the handshake (controller mode)
+        self.broker_id = UNKNOWN_BROKER_ID  # signed in as, or from the handshake (controller mode)
+        self.authenticated = False  # signed in (``auth``)
+        self._warned_beyond = False
         self.last_report = time.monotonic()
         self.next_transfer = -1
         self._reported = asyncio.Event()
@@ -121,39 +143,103 @@ class HAConnection:
                 task.cancel()
             self.writer.close()
 
+    async def _read_exactly(self, size: int, what: str) -> bytes:
+        timeout = self.server.store.config.ha_housekeeping_interval / 1000
+        try:
+            return await asyncio.wait_for(self.reader.readexactly(size), timeout)
+        except TimeoutError:
+            raise HAProtocolError(f"sent no {what} within {timeout:g} s (haHousekeepingInterval)") from None
+
+    async def _open(self) -> bytes | None:
+        """The connection's opening: the sign-in (when the slave sends one; required where the
+        policy asks for it), then controller mode's handshake. The first report when it was read
+        already (else b""); None when the handshake was refused."""
+        first = await self._read_exactly(REPORT.size, "report or handshake")
+        if HELLO.unpack(first)[0] == HELLO_MAGIC:
+            await self._sign_in(first)
+            first = b""
+        elif self.server.auth is not None and self.server.auth.required:
+            raise HAProtocolError(
+                f"sent no HA sign-in, and this master requires one ({self.server.auth.describe}): "
+                "nothing streamed"
+            )
+        if self.server.epochs is None:
+            return first
+        # Without a sign-in, the handshake's first 8 bytes were read already.
+        handshake = first + await self._read_exactly(HANDSHAKE.size - len(first), "handshake")
+        return b"" if await self._handshake(handshake) else None
+
     async def _read_reports(self) -> None:
-        config = self.server.store.config
-        if self.server.epochs is not None and not await self._handshake():
+        pending = await self._open()
+        if pending is None:
             return
+        config = self.server.store.config
         while True:
-            try:
-                data = await asyncio.wait_for(
-                    self.reader.readexactly(REPORT.size), config.ha_housekeeping_interval / 1000
-                )
-            except TimeoutError:
-                log.warning("slave %s silent for %d ms: connection closed (haHousekeepingInterval)",
-                            self.address, config.ha_housekeeping_interval)  # fmt: skip
-                return
+            if pending:
+                data, pending = pending, b""
+            else:
+                try:
+                    data = await asyncio.wait_for(
+                        self.reader.readexactly(REPORT.size), config.ha_housekeeping_interval / 1000
+                    )
+                except TimeoutError:
+                    log.warning("slave %s silent for %d ms: connection closed (haHousekeepingInterval)",
+                                self.address, config.ha_housekeeping_interval)  # fmt: skip
+                    return
             (offset,) = REPORT.unpack(data)
             if offset < 0:
                 log.warning("slave %s reported offset %d: connection closed", self.address, offset)
                 return
-            self.ack_offset, self.last_report = offset, time.monotonic()
-            if self.request_offset < 0:
-                self.request_offset = offset
-                self._reported.set()
-            self.server.slave_acked(self, offset)
+            self._take_report(offset)
 
-    async def _handshake(self) -> bool:
-        """Controller mode: read the slave's handshake and answer it; False when refused."""
+    def _take_report(self, offset: int) -> None:
+        """A report: where to stream from (the first), and what the slave confirms — never more
+        than it can hold: what it said it had on connecting, up to this master's end, and what
+        this connection sent it since. Anything beyond is not counted (a slave ahead of this
+        master cuts its tail first; anyone else is lying)."""
+        self.last_report = time.monotonic()
+        if self.request_offset < 0:
+            self.request_offset = offset
+            self._reported.set()
+        confirmable = max(min(self.request_offset, self.server.store.max_physic_offset), self.next_transfer)
+        if offset > confirmable:
+            if not self._warned_beyond:
+                self._warned_beyond = True
+                log.warning("slave %s confirmed offset %d, beyond what it can hold (%d): not counted",
+                            self.address, offset, confirmable)  # fmt: skip
+            return
+        self.ack_offset = offset
+        self.server.slave_acked(self, offset)
+
+    async def _sign_in(self, hello: bytes) -> None:
+        """The slave's sign-in (``auth``): challenged, checked, answered; HAProtocolError when
+        refused (the connection is closed, nothing streamed)."""
+        policy = self.server.auth
+        if HELLO.unpack(hello)[1] != PROTOCOL_VERSION:
+            raise HAProtocolError(f"HA sign-in of version {HELLO.unpack(hello)[1]}, not {PROTOCOL_VERSION}")
+        required = policy is not None and policy.required
+        challenge, nonce = new_challenge(required)
+        self.writer.write(challenge)
+        await self.writer.drain()
+        if policy is None or not required:
+            return
+        try:
+            sign_in = await read_sign_in(self._read_exactly)
+        except HAAuthError as exc:
+            raise HAProtocolError(f"HA sign-in refused: {exc}") from None
+        status = verify(policy, sign_in, nonce)
+        self.writer.write(answer_frame(status))
+        await self.writer.drain()
+        if status != AUTH_OK:
+            raise HAProtocolError(refused_why(policy, sign_in, status))
+        self.authenticated, self.broker_id = True, sign_in.broker_id
+        log.info("slave %s signed in as brokerId %d of %s (%s)", self.address, sign_in.broker_id,
+                 sign_in.broker_name, policy.describe)  # fmt: skip
+
+    async def _handshake(self, data: bytes) -> bool:
+        """Controller mode: the slave's handshake answered; False when refused."""
         epochs = self.server.epochs
         assert epochs is not None
-        timeout = self.server.store.config.ha_housekeeping_interval / 1000
-        try:
-            data = await asyncio.wait_for(self.reader.readexactly(HANDSHAKE.size), timeout)
-        except TimeoutError:
-            log.warning("slave %s sent no handshake within %g s: connection closed", self.address, timeout)
-            return False
         magic, version, _flags, broker_id, max_offset, last_epoch = HANDSHAKE.unpack(data)
         if magic != HANDSHAKE_MAGIC or version != HANDSHAKE_VERSION:
             raise HAProtocolError(
@@ -165,6 +251,7 @@ class HAConnection:
                 f"slave {self.address} handshake out of range: brokerId {broker_id}, offset "
                 f"{max_offset}, epoch {last_epoch}"
             )
+        self._check_claimed_id(broker_id)
         store, own_epoch = self.server.store, epochs.last_epoch()
         self.broker_id = broker_id
         if last_epoch > own_epoch:
@@ -190,6 +277,15 @@ class HAConnection:
             self.address, broker_id, max_offset, last_epoch, len(entries), store.max_physic_offset,
         )  # fmt: skip
         return True
+
+    def _check_claimed_id(self, broker_id: int) -> None:
+        """A handshake's brokerId must be the one signed in with, and one this master expects."""
+        if self.authenticated and broker_id != self.broker_id:
+            raise HAProtocolError(f"signed in as brokerId {self.broker_id}, handshake says {broker_id}")
+        policy = self.server.auth
+        why = policy.expects(None, broker_id) if policy is not None else None
+        if why is not None:
+            raise HAProtocolError(f"handshake as brokerId {broker_id} refused: {why}")
 
     def _start_offset(self) -> int:
         store = self.server.store
@@ -269,9 +365,22 @@ class _AckWaiter:
 class HAServer:
     """The HA port of a master: every connected slave, and how far each has confirmed."""
 
-    def __init__(self, store: MessageStore, host: str, port: int, *, epochs: EpochFile | None = None) -> None:
+    def __init__(
+        self,
+        store: MessageStore,
+        host: str,
+        port: int,
+        *,
+        epochs: EpochFile | None = None,
+        auth: HAAuthPolicy | None = None,
+        tls: TlsAcceptor | None = None,
+    ) -> None:
         self.store = store
         self.host, self.port = host, port
+        # Who may replicate (None: anyone, as RocketMQ's HA port), and the port's TLS (the
+        # broker's tls.server.* settings; None: plaintext).
+        self.auth = auth
+        self.tls = tls
         # Controller mode: this broker's epoch list (None: RocketMQ's classic HA protocol).
         self.epochs = epochs
         self._ack_waiters: list[_AckWaiter] = []
@@ -283,8 +392,18 @@ class HAServer:
         # SYNC_MASTER: sends waiting for a slave, by end offset (appends come in offset order).
         self._waiting: deque[tuple[int, asyncio.Future[PutMessageStatus]]] = deque()
 
+    @property
+    def listening(self) -> bool:
+        return self._server is not None
+
     async def start(self) -> int:
-        self._server = await asyncio.start_server(self._accept, self.host, self.port)
+        loop = asyncio.get_running_loop()
+
+        def plain() -> asyncio.Protocol:
+            return asyncio.StreamReaderProtocol(asyncio.StreamReader(), self._accept)
+
+        factory = plain if self.tls is None else self.tls.wrap(plain)
+        self._server = await loop.create_server(factory, self.host, self.port)
         self.port = self._server.sockets[0].getsockname()[1]
         log.info("HA port %s:%d accepts slaves", self.host, self.port)
         return self.port
@@ -435,6 +554,8 @@ class HAServer:
         furthest = max(confirmed.values()) if confirmed else -1
         return {
             "haListenPort": str(self.port),
+            # What a slave must sign in with ("nothing": the port is open).
+            "haSignIn": self.auth.describe if self.auth is not None and self.auth.required else "nothing",
             "haSlaveCount": str(len(confirmed)),
             "haPushToSlaveMaxOffset": str(self.push_to_slave_max_offset),
             # Bytes the furthest slave lacks, and the age of the oldest message it lacks (-1 when
@@ -453,6 +574,8 @@ class HAServer:
         self._ack_waiters = []
         if self._server is not None:
             self._server.close()
+        if self.tls is not None:
+            self.tls.close()
         for connection in list(self.connections):
             connection.close()
         # Until every connection has stopped reading the store, which is shut down next.

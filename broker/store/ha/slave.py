@@ -28,12 +28,17 @@ drops the whole log, which is then copied from the master's oldest offset. A mas
 this broker (its epoch is older than this broker's: it has been replaced) is logged and retried.
 ``update_master_address`` ends the current connection, so the next one handshakes with the new
 master.
+
+Given ``credentials``, each connection opens with the sign-in (``auth``) before anything else; a
+refusal is logged and kept as the figure (``haLastError``), and retried. Given ``ssl_context``,
+the connection is TLS, the master's certificate checked against the HA address's host.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import time
 from typing import TYPE_CHECKING
 
@@ -41,6 +46,18 @@ from broker.common.epoch_entries import MAX_ENTRIES
 from broker.store.mapped_file import SegmentAllocationError
 from broker.store.replica import ReplicationError
 
+from .auth import (
+    ANSWER,
+    CHALLENGE,
+    HELLO,
+    HELLO_MAGIC,
+    PROTOCOL_VERSION,
+    HACredentials,
+    refusal_text,
+    sign_in_frame,
+)
+from .auth import OK as SIGNED_IN
+from .auth import OPEN as CHALLENGE_OPEN
 from .epochs import MAX_EPOCH, EpochFileError, as_entries, validated
 from .protocol import (
     EPOCH_ITEM,
@@ -66,6 +83,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+NO_SIGN_IN_HINT = (
+    "; if the master asks for an HA sign-in, give this slave its haAuthSecret (or, with ACL on "
+    "the master, innerAccessKey/innerSecretKey)"
+)
 RETRY_INTERVAL_S = 5.0  # RocketMQ's HAClient waits 5 s after a failed connection or transfer
 CONNECT_TIMEOUT_S = 3.0
 
@@ -78,8 +99,13 @@ class HAClient:
         *,
         epochs: EpochFile | None = None,
         broker_id: int = 0,
+        credentials: HACredentials | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.store = store
+        # What this slave signs in with (``auth``; None: it does not), and TLS to the master.
+        self.credentials = credentials
+        self.ssl_context = ssl_context
         # Controller mode: this broker's epoch list and brokerId (None: RocketMQ's classic HA).
         self.epochs = epochs
         self.broker_id = broker_id
@@ -98,6 +124,7 @@ class HAClient:
         self._last_logged = 0.0
         self._writer: asyncio.StreamWriter | None = None  # the current connection's
         self.handshakes = 0  # controller mode: handshakes completed
+        self.signed_in = 0  # sign-ins the master accepted
         self.last_cut = -1  # where the latest handshake cut this log (-1: it cut nothing)
 
     # -- where the master is -------------------------------------------------------------------
@@ -163,7 +190,9 @@ class HAClient:
     async def _follow(self, address: str) -> None:
         try:
             host, port = parse_host_port(address)
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), CONNECT_TIMEOUT_S)
+            tls = self.ssl_context
+            connecting = asyncio.open_connection(host, port, ssl=tls, server_hostname=host if tls else None)
+            reader, writer = await asyncio.wait_for(connecting, CONNECT_TIMEOUT_S)
         except (OSError, TimeoutError, ValueError) as exc:
             self.connect_failures += 1
             self._failed(f"cannot connect to the master's HA port {address}: {exc or type(exc).__name__}")
@@ -176,6 +205,8 @@ class HAClient:
         self._writer = writer
         reporter = None
         try:
+            if self.credentials is not None:
+                await self._sign_in(reader, writer)
             if self.epochs is not None:
                 await self._handshake(reader, writer)
             self.connected, self.last_error = True, ""
@@ -186,7 +217,10 @@ class HAClient:
             if address != self.master_address:
                 log.info("left the master %s for %s", address, self.master_address)
             else:
-                self._failed(f"the master {address} closed the connection ({exc or type(exc).__name__})")
+                hint = "" if self.credentials else NO_SIGN_IN_HINT
+                self._failed(
+                    f"the master {address} closed the connection ({exc or type(exc).__name__}){hint}"
+                )
         except (HAProtocolError, ReplicationError, SegmentAllocationError, EpochFileError) as exc:
             self._failed(f"from {address}: {exc}")
         except OSError as exc:  # the epoch file could not be written (a full disk, say)
@@ -200,6 +234,30 @@ class HAClient:
             if reporter is not None:
                 reporter.cancel()
             writer.close()
+
+    # -- signing in (``auth``) ---------------------------------------------------------------------
+    async def _sign_in(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """HELLO, the master's challenge, the signed answer; HAProtocolError when refused."""
+        assert self.credentials is not None
+        writer.write(HELLO.pack(HELLO_MAGIC, PROTOCOL_VERSION, 0))
+        timeout = self.store.config.ha_housekeeping_interval / 1000
+        try:
+            magic, version, status, nonce = CHALLENGE.unpack(
+                await asyncio.wait_for(reader.readexactly(CHALLENGE.size), timeout)
+            )
+            if magic != HELLO_MAGIC or version != PROTOCOL_VERSION:
+                raise HAProtocolError("the master does not answer an HA sign-in (magic, version)")
+            if status == CHALLENGE_OPEN:
+                return  # an open port: nothing to prove
+            writer.write(sign_in_frame(self.credentials, nonce))
+            magic, version, status = ANSWER.unpack(
+                await asyncio.wait_for(reader.readexactly(ANSWER.size), timeout)
+            )
+        except TimeoutError:
+            raise HAProtocolError(f"no answer to the HA sign-in within {timeout:g} s") from None
+        if magic != HELLO_MAGIC or status != SIGNED_IN:
+            raise HAProtocolError(refusal_text(status))
+        self.signed_in += 1
 
     # -- controller mode: where this log and the master's agree -----------------------------------
     async def _handshake(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
