@@ -533,7 +533,8 @@ async def test_an_elected_slave_stops_following_before_it_takes_writes():
         metadata=None,
         _finding_master=None,
         epochs=SimpleNamespace(last_epoch=lambda: 1, append=lambda e, _o: order.append(("epoch", e))),
-        server=object(),  # its HA port already open
+        server=SimpleNamespace(listening=True),  # its HA port already open
+        _binding=None,
     )
     await replication.become_master(2, lambda _end: PutMessageStatus.PUT_OK)
     assert order == [("stopped following", SLAVE), "tail cut", ("epoch", 2), ("writable as", SYNC_MASTER)]
