@@ -85,6 +85,10 @@ def test_make_run_ha_files_are_accepted_by_the_controller_and_the_brokers(tmp_pa
         assert (broker.broker_cluster_name, broker.broker_name) == ("DefaultCluster", "broker-a")
         assert broker.namesrv_addrs == ["127.0.0.1:19876"]
     one, two = brokers
+    # Their HA ports take sign-ins with one random secret, kept in the var dir for its owner only.
+    secret_file = tmp_path / "ha-auth-secret"
+    assert one.ha_auth_secret == two.ha_auth_secret == secret_file.read_text().strip()
+    assert len(one.ha_auth_secret) >= 32 and secret_file.stat().st_mode & 0o077 == 0
     assert (one.listen_port, two.listen_port) == (10911, 10921)
     assert one.store_path_root_dir != two.store_path_root_dir
     assert not (tmp_path / "broker.conf").exists()  # make run's file is not make run-ha's

@@ -17,6 +17,8 @@ which is master), each with its own port and store; ``--controller`` writes the 
 """
 
 import os
+import secrets
+import tempfile
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -109,6 +111,29 @@ def controller_addr(var_dir: Path) -> str:
     return f"127.0.0.1:{port if port.isdigit() else CONTROLLER_LISTEN_PORT}"
 
 
+HA_SECRET_FILE = "ha-auth-secret"
+
+
+def shared_ha_secret(var_dir: Path) -> str:
+    """The ``haAuthSecret`` both of make run-ha's brokers sign in to each other's HA port with:
+    made once (random, readable by its owner only) in the var dir and read by both, which
+    Procfile.ha starts at the same moment — so it is created by a link, which only one can make."""
+    path = var_dir / HA_SECRET_FILE
+    if not path.exists():
+        var_dir.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(dir=var_dir, prefix=".ha-secret-")
+        try:
+            with os.fdopen(fd, "w") as file:
+                file.write(secrets.token_urlsafe(32) + "\n")
+            try:
+                os.link(temp, path)  # fails if the other broker's command made it first: use that
+            except FileExistsError:
+                pass
+        finally:
+            os.unlink(temp)
+    return path.read_text().strip()
+
+
 def replica_conf(var_dir: Path, namesrv_addr: str, replica: int) -> str:
     store_dir = (var_dir / f"store-ha-{replica}").resolve()
     segment = existing_segment_size(store_dir) or MAKE_RUN_SEGMENT_BYTES
@@ -130,6 +155,8 @@ def replica_conf(var_dir: Path, namesrv_addr: str, replica: int) -> str:
         "# The controller calls a broker dead after this long without a heartbeat (RocketMQ: 10000);\n"
         "# shorter here so a failover is seen in seconds.\n"
         "controllerHeartBeatTimeoutMills=3000\n"
+        f"# Slaves sign in to the master's HA port with this (the same in both files; {HA_SECRET_FILE}).\n"
+        f"haAuthSecret={shared_ha_secret(var_dir)}\n"
         f"listenPort={REPLICA_LISTEN_PORTS[replica]}\n"
         f"namesrvAddr={namesrv_addr}\n"
         f"storePathRootDir={store_dir}\n"
