@@ -171,13 +171,21 @@ class ReplayGuard:
         self.started_ms = int(clock() * 1000)
         self._clock = clock
 
-    def problem(self, fields: Mapping[str, str], code: int, access_key: str = "") -> str | None:
+    def problem(
+        self,
+        fields: Mapping[str, str],
+        code: int,
+        access_key: str = "",
+        signature_v2: Callable[[], str | None] = lambda: None,
+    ) -> str | None:
+        """``signature_v2``: the validator's check of ``AclSignatureV2`` (None: it matched), run
+        after the cheaper checks whose remarks say more (a re-coded request, missing fields)."""
         signed_code = fields.get(REQUEST_CODE)
         if signed_code is not None and signed_code != str(code):
             signed = signed_code[:16]
             return f"the request was signed for request code {signed!r}, not {code} ({REQUEST_CODE})"
         if not self.policy.replay_protection:
-            return None
+            return signature_v2()
         missing = [name for name in REPLAY_FIELDS if not fields.get(name)]
         if missing:
             return (
@@ -185,7 +193,7 @@ class ReplayGuard:
                 f"that could be replays ({REPLAY_PROTECTION_KEY}=true), and RocketMQ's own clients "
                 "cannot send these fields"
             )
-        return self._fresh(fields[REQUEST_TIMESTAMP], fields[REQUEST_NONCE], access_key)
+        return signature_v2() or self._fresh(fields[REQUEST_TIMESTAMP], fields[REQUEST_NONCE], access_key)
 
     def _fresh(self, stamp: str, nonce: str, access_key: str) -> str | None:
         if TIMESTAMP_FORMAT.fullmatch(stamp) is None:

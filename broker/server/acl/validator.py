@@ -160,7 +160,7 @@ def _authenticated(config: AclConfig, request: RemotingCommand, host: str, repla
     if account is None or not given or not signature_matches(expected, given):
         raise AclRefusal(_unknown_or_unsigned(access_key))
     # Only once the signature matched, so that no refusal tells a stranger more.
-    problem = _v2_problem(key, request, replay) or replay.problem(fields, request.code, access_key)
+    problem = replay.problem(fields, request.code, access_key, lambda: _v2_problem(key, request, replay))
     if problem is not None:
         raise AclRefusal(problem)
     return account
