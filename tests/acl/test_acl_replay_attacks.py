@@ -186,3 +186,44 @@ def test_one_accounts_flood_leaves_the_other_accounts_alone(acl):
     assert genuine.ok, genuine.remark
     # The flooding account's own genuine requests wait out the skew it bought (at most that long).
     _refused(acl.request(acl.user, RC.GET_BROKER_CONFIG), "older than the oldest request")
+
+
+@pytest.fixture(scope="module")
+def unprotected(tmp_path_factory):
+    """ACL on, ``aclReplayProtection`` off (the default): Apache clients welcome."""
+    running = start_acl_cluster(tmp_path_factory.mktemp("acl-unprotected"))
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def _stripped_and_folded(request: RemotingCommand) -> dict[str, str]:
+    """#4: our fields removed, their text moved into an added field whose name sorts where theirs
+    did (after AccessKey, before AclNonce), so the classic content is unchanged: an Apache-style
+    request under the same signature."""
+    fields = dict(request.ext_fields or {})
+    v2 = fields.pop("AclSignatureV2")
+    fields["AccessKeyZ"] = (
+        fields.pop(REQUEST_NONCE) + fields.pop(REQUEST_CODE) + v2 + fields.pop("AclTimestamp")
+    )
+    return fields
+
+
+def test_with_protection_off_our_requests_are_checked_while_they_keep_our_fields(unprotected):
+    """Before (#3/#5 with protection off): a code carved from the signed fields was taken."""
+    request, j = _code_carvable()
+    region = (request.ext_fields or {})[REQUEST_NONCE] + (request.ext_fields or {})[REQUEST_CODE]
+    fields = {REQUEST_NONCE: region[:j], REQUEST_NONCE + "Z": "", REQUEST_CODE: "54"}
+    fields[REQUEST_CODE + "Z"] = region[j + 2 :]
+    recoded = resent(request, RC.GET_BROKER_CLUSTER_ACL_CONFIG, **fields)
+    _refused(unprotected.anonymous.invoke(unprotected.broker_addr, recoded), "AclSignatureV2")
+
+
+def test_stripping_our_fields_is_refused_only_with_protection_on(acl, unprotected):
+    """What the README says of #4: stripped of our fields a request is an Apache-style one, whose
+    signature does not cover the code. Protection on refuses it; off, it is taken (the limit)."""
+    request = captured(RC.GET_BROKER_CONFIG)
+    stripped = dataclasses.replace(request, ext_fields=_stripped_and_folded(request))
+    _refused(acl.anonymous.invoke(acl.broker_addr, stripped), "lacks")
+    assert unprotected.anonymous.invoke(unprotected.broker_addr, stripped).ok
