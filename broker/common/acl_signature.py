@@ -18,6 +18,15 @@ not name, and sign over every field present, so Apache servers still verify thes
 project's servers check the fields (``broker.server.acl.replay``). Apache's clients cannot send
 them: their requests stay open to replay, which is what ``aclReplayProtection`` refuses.
 
+The classic content is ambiguous: values joined without names or lengths can be re-split into
+other fields (a nonce's tail moved into an added field ``AclNonceZ`` is a new nonce under the same
+signature; so is a code or a body carved from a neighbouring value). So the project's clients sign
+a second time, ``AclSignatureV2``: HMAC-SHA256 over an encoding that cannot be re-split (``v2_content``:
+every ext field's name and value, length-prefixed and sorted by name, the request code and version,
+the body's length and bytes). It is added before the classic signature is computed, so an Apache
+server, which signs over every field present, still verifies the request; the project's servers
+require it of every request carrying the replay fields, and of all with ``aclReplayProtection``.
+
 Names are sorted as Java's ``TreeMap`` sorts strings, by UTF-16 code unit; for the ASCII names
 every header uses that is Python's own order, so the code-unit key is used only when a name is not
 ASCII.
@@ -29,6 +38,7 @@ import base64
 import hashlib
 import hmac
 import os
+import struct
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -36,12 +46,15 @@ from dataclasses import dataclass
 ACCESS_KEY = "AccessKey"
 SIGNATURE = "Signature"
 SECURITY_TOKEN = "SecurityToken"
+SIGNATURE_V2 = "AclSignatureV2"
 # The replay fields (see the module): capitalised like AccessKey and Signature, and prefixed, so that
 # no RocketMQ request header's field (camelCase) can have their names.
 REQUEST_CODE = "AclRequestCode"
 REQUEST_TIMESTAMP = "AclTimestamp"
 REQUEST_NONCE = "AclNonce"
 REPLAY_FIELDS = (REQUEST_CODE, REQUEST_TIMESTAMP, REQUEST_NONCE)
+# Any of these marks a request of the project's clients, whose AclSignatureV2 is then required.
+OUR_FIELDS = (*REPLAY_FIELDS, SIGNATURE_V2)
 NONCE_BYTES = 12  # 96 random bits: no two requests of any client share one in practice
 # Added by RocketMQ clients before 4.3.1 to a QUERY_MESSAGE after the signature was computed.
 UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"
@@ -88,18 +101,49 @@ def server_content(fields: Mapping[str, str], body: bytes | None, version: int) 
     return signed_content(fields, body)
 
 
+_V2_TAG = b"pyrocket-acl-v2\0"  # so that no other content of this key can equal a V2 content
+
+
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")  # a field from a socket may hold a lone surrogate
+
+
+def v2_content(fields: Mapping[str, str], code: int, version: int, body: bytes | None) -> bytes:
+    """The bytes ``AclSignatureV2`` covers: every ext field but the two signatures, each name and
+    value prefixed by its length (sorted by name), the request code and version, the body's
+    length and bytes. No two different requests share an encoding."""
+    names = sorted(name for name in fields if name not in (SIGNATURE, SIGNATURE_V2))
+    # Decimal text ended by NUL: a code or version from a socket may be any integer.
+    parts = [_V2_TAG, b"%d\0%d\0" % (code, version), struct.pack(">I", len(names))]
+    for name in names:
+        for text in (_utf8(name), _utf8(fields[name])):
+            parts.append(struct.pack(">I", len(text)))
+            parts.append(text)
+    body = body or b""
+    parts.append(struct.pack(">Q", len(body)))
+    parts.append(body)
+    return b"".join(parts)
+
+
 class SigningKey:
-    """A secret key made ready to sign: the keyed HMAC state is computed once and copied per
+    """A secret key made ready to sign: the keyed HMAC states are computed once and copied per
     signature (setting a key up costs 4-5 times what signing a short request does)."""
 
-    __slots__ = ("_keyed",)
+    __slots__ = ("_keyed", "_keyed_v2")
 
     def __init__(self, secret_key: str) -> None:
         self._keyed = hmac.new(secret_key.encode("utf-8"), digestmod=hashlib.sha1)
+        self._keyed_v2 = hmac.new(secret_key.encode("utf-8"), digestmod=hashlib.sha256)
 
     def sign(self, content: bytes) -> str:
         """HMAC-SHA1 of ``content``, standard Base64 (AclUtils.calSignature)."""
         mac = self._keyed.copy()
+        mac.update(content)
+        return base64.b64encode(mac.digest()).decode("ascii")
+
+    def sign_v2(self, content: bytes) -> str:
+        """HMAC-SHA256 of a ``v2_content``, standard Base64."""
+        mac = self._keyed_v2.copy()
         mac.update(content)
         return base64.b64encode(mac.digest()).decode("ascii")
 
@@ -128,7 +172,7 @@ def sign_fields(
 
 def signature_matches(expected: str, given: str) -> bool:
     """Constant-time comparison, so the time of a refusal tells nothing of the right signature."""
-    return hmac.compare_digest(expected.encode("utf-8"), given.encode("utf-8"))
+    return hmac.compare_digest(_utf8(expected), _utf8(given))
 
 
 class RequestSigner:
@@ -147,12 +191,26 @@ class RequestSigner:
         if request.ext_fields is None:
             request.ext_fields = {}
         stamp_fields(request.ext_fields, request.code)
-        sign_fields(request.ext_fields, request.body, self.credentials, self.key)
+        self.sign_stamped(request)
+
+    def sign_stamped(self, request) -> None:
+        """Sign a request whose replay fields are in place: ``AclSignatureV2`` first, so that the
+        classic signature (which an Apache server checks over every field) covers it too."""
+        fields = request.ext_fields
+        fields[ACCESS_KEY] = self.credentials.access_key
+        if self.credentials.security_token is not None:
+            fields[SECURITY_TOKEN] = self.credentials.security_token
+        fields.pop(SIGNATURE, None)
+        fields.pop(SIGNATURE_V2, None)
+        fields[SIGNATURE_V2] = self.key.sign_v2(
+            v2_content(fields, request.code, request.version, request.body)
+        )
+        sign_fields(fields, request.body, self.credentials, self.key)
 
 
-def stamp_fields(fields: dict[str, str], code: int) -> None:
+def stamp_fields(fields: dict[str, str], code: int, now_ms: int | None = None) -> None:
     """Add the replay fields to a request about to be signed: a fresh timestamp and nonce each
     time, so a request written again (a retry) is a new request, never a replay of the first."""
     fields[REQUEST_CODE] = str(code)
-    fields[REQUEST_TIMESTAMP] = str(time.time_ns() // 1_000_000)
+    fields[REQUEST_TIMESTAMP] = str(time.time_ns() // 1_000_000 if now_ms is None else now_ms)
     fields[REQUEST_NONCE] = os.urandom(NONCE_BYTES).hex()  # the system's CSPRNG, as secrets uses

@@ -373,6 +373,8 @@ KEYS: dict[str, ConfigKey] = {
         _key("aclReplayProtection", BROKER, Bool(), FIXED, "refuse signed requests that may be replays"),
         _key("aclReplayWindowSeconds", BROKER, Int(5, 3600), FIXED, "signed requests' timestamps within, s"),
         _key("aclRequireTls", BROKER, Bool(), FIXED, "refuse signed requests over plaintext"),
+        _key("aclReplayFutureSkewSeconds", BROKER, Int(1, 3600), FIXED, "signed timestamps ahead at most, s"),
+        _key("aclReplayNoncesPerAccount", BROKER, Int(1000, 10_000_000), FIXED, "nonces kept per account"),
         _key("innerAccessKey", BROKER, _KEY, RESTART, "account signing the broker's name-server requests"),
         _key("innerSecretKey", BROKER, _KEY, RESTART, "its secret key (never shown)"),
         # the HA port's sign-in without ACL (broker/store/ha/auth.py): the same on master and slaves

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import ipaddress
 import re
+import secrets
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -27,16 +27,27 @@ class ControllerConfig:
     scan_interval_ms: int  # scanNotActiveBrokerInterval
     elect_unclean: bool  # enableElectUncleanMaster
     write_timeout_ms: int  # controllerWriteTimeoutMillis (ours): how long a write waits for a commit
-    raft_password: str | None  # controllerRaftPassword (ours): pysyncobj's encryption of the Raft port
+    raft_password: str  # controllerRaftPassword (ours): pysyncobj's encryption of the Raft port
+    raft_password_set: bool = True  # False: a single controller's own random one
     notify_role_changed: bool = True  # notifyBrokerRoleChanged
     process_read_event: bool = False  # isProcessReadEvent: replica reads go through the Raft log
 
 
-def _loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
+def _raft_password(conf: dict[str, str], peers: list[Peer]) -> str:
+    """pysyncobj unpickles what its Raft port receives unless the port is encrypted with a
+    password: without one, anyone reaching the port (loopback included: any local user, any
+    process a browser or a proxy can make connect) runs code as the controller's user. A group
+    needs the password every peer shares; a single controller talks to no peer, so it gets a
+    random one of its own and its port takes nothing from anyone."""
+    password = conf.get("controllerRaftPassword") or None
+    if password is not None:
+        return password
+    if len(peers) > 1:
+        raise ConfError(
+            f"controllerDLegerPeers names {len(peers)} controllers: set controllerRaftPassword, the "
+            "same on each (their Raft port runs code sent by anyone who can reach it otherwise)"
+        )
+    return secrets.token_urlsafe(32)
 
 
 def _parse_peers(key: str, raw: list[str]) -> dict[str, str]:
@@ -68,15 +79,7 @@ def controller_config(conf: dict[str, str]) -> ControllerConfig:
     if missing:
         raise ConfError(f"controllerPeerListenAddrs lacks {missing}: each peer's remoting address is needed")
     peers = [Peer(pid, raft[pid], listen[pid]) for pid in raft]
-    password = conf.get("controllerRaftPassword") or None
-    exposed = sorted(p.raft_address for p in peers if not _loopback(p.raft_address.rsplit(":", 1)[0]))
-    if exposed and password is None:
-        # pysyncobj unpickles what its port receives: without its encryption (the password),
-        # anyone reaching a Raft port could run code in the controller.
-        raise ConfError(
-            f"controllerDLegerPeers {exposed} are not loopback addresses: set controllerRaftPassword "
-            "(the Raft port runs unauthenticated otherwise)"
-        )
+    password = _raft_password(conf, peers)
     scan = get_int(conf, "scanNotActiveBrokerInterval", 5000)
     write_timeout = get_int(conf, "controllerWriteTimeoutMillis", 3000)
     if scan <= 0 or write_timeout <= 0:
@@ -93,6 +96,7 @@ def controller_config(conf: dict[str, str]) -> ControllerConfig:
         elect_unclean=get_bool(conf, "enableElectUncleanMaster", False),
         write_timeout_ms=write_timeout,
         raft_password=password,
+        raft_password_set=bool(conf.get("controllerRaftPassword")),
         notify_role_changed=get_bool(conf, "notifyBrokerRoleChanged", True),
         process_read_event=get_bool(conf, "isProcessReadEvent", False),
     )
@@ -136,7 +140,7 @@ def config_properties(config: ControllerConfig) -> dict[str, str]:
         "controllerWriteTimeoutMillis": str(config.write_timeout_ms),
         "notifyBrokerRoleChanged": str(config.notify_role_changed).lower(),
         "isProcessReadEvent": str(config.process_read_event).lower(),
-        "controllerRaftPassword": MASKED if config.raft_password else "",
+        "controllerRaftPassword": MASKED if config.raft_password_set else "",
     }
 
 

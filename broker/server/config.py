@@ -91,6 +91,8 @@ class BrokerConfig:
     acl_replay_protection: bool = False
     acl_replay_window_seconds: int = 120
     acl_require_tls: bool = False
+    acl_replay_future_skew_seconds: int = 15
+    acl_replay_nonces_per_account: int = 100_000
     # The HA port's sign-in without ACL (broker/store/ha/auth.py): slaves sign with this secret.
     ha_auth_secret: str = field(default="", repr=False)
     # TLS (broker/remoting/tls.py): the remoting port's (disabled: plaintext only, as without
@@ -250,7 +252,11 @@ class BrokerConfig:
         """The replay and TLS settings of signed requests; ``AclConfigError`` (a ConfError) when
         they would protect nothing or refuse every signed request."""
         policy = SignedRequestPolicy(
-            self.acl_replay_protection, self.acl_replay_window_seconds, self.acl_require_tls
+            self.acl_replay_protection,
+            self.acl_replay_window_seconds,
+            self.acl_require_tls,
+            self.acl_replay_future_skew_seconds,
+            self.acl_replay_nonces_per_account,
         )
         return policy.checked(self.acl_enable, self.tls_server_mode)
 

@@ -80,3 +80,18 @@ def test_mqadmin_works_over_tls(acl, certs, capsys):
     # Without TLS its signed requests are refused, with the reason.
     assert mqadmin(["brokerStatus", "-n", acl.namesrv_addr, *keys, "-b", acl.broker_addr]) != 0
     assert "aclRequireTls=true" in capsys.readouterr().err
+
+
+def test_a_plaintext_request_refused_cannot_be_resent_over_tls(acl):
+    """Before (#7): the victim's plaintext request was refused, but its nonce was not recorded, so
+    the sniffer resent the same frame over TLS and it answered SUCCESS."""
+    request = create_request(RC.GET_BROKER_CONFIG)
+    RequestSigner(ADMIN)(request)
+    plaintext = SyncRemotingClient()  # writes the frame as it is, over plaintext
+    try:
+        refused = plaintext.invoke(acl.broker_addr, request)
+    finally:
+        plaintext.close()
+    assert refused.code == ResponseCode.NO_PERMISSION and "aclRequireTls=true" in (refused.remark or "")
+    again = acl.anonymous.invoke(acl.broker_addr, request)  # over TLS
+    assert again.code == ResponseCode.NO_PERMISSION and "seen before" in (again.remark or ""), again.remark

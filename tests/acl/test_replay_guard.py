@@ -23,8 +23,13 @@ class Clock:
         return self.now
 
 
+def n(name: str) -> str:
+    """A nonce in the one form taken (24 lowercase hex digits), distinct per ``name``."""
+    return name.encode().hex()[:24].rjust(24, "0")
+
+
 def fields(code: int = 10, stamp_ms: int = NOW_MS, nonce: str = "n1") -> dict[str, str]:
-    return {REQUEST_CODE: str(code), REQUEST_TIMESTAMP: str(stamp_ms), REQUEST_NONCE: nonce}
+    return {REQUEST_CODE: str(code), REQUEST_TIMESTAMP: str(stamp_ms), REQUEST_NONCE: n(nonce)}
 
 
 def guard(capacity: int = 100, window_s: int = 60, up_s: float = 3600) -> tuple[ReplayGuard, Clock]:
@@ -49,12 +54,13 @@ def test_the_signed_code_must_be_the_requests_even_without_protection():
     assert NO_REPLAY_PROTECTION.problem({}, 215) is None  # Apache's clients: nothing to check
 
 
-@pytest.mark.parametrize("offset_ms", [-60_001, 60_001])
-def test_outside_the_window_either_way_is_refused(offset_ms):
+@pytest.mark.parametrize(
+    ("offset_ms", "reason"),
+    [(-60_001, "outside the replay window of 60 s"), (15_001, "ahead of this server's clock")],
+)
+def test_outside_the_window_or_the_future_skew_is_refused(offset_ms, reason):
     replay, _ = guard()
-    assert "outside the replay window of 60 s" in (
-        replay.problem(fields(stamp_ms=NOW_MS + offset_ms), 10) or ""
-    )
+    assert reason in (replay.problem(fields(stamp_ms=NOW_MS + offset_ms), 10) or "")
     assert replay.problem(fields(stamp_ms=NOW_MS + offset_ms // 2), 10) is None
 
 
@@ -63,7 +69,11 @@ def test_outside_the_window_either_way_is_refused(offset_ms):
     [
         ({REQUEST_TIMESTAMP: "soon"}, "not milliseconds since the epoch"),
         ({REQUEST_TIMESTAMP: "1" * 16}, "not milliseconds since the epoch"),
-        ({REQUEST_NONCE: "x" * 65}, "longer than 64"),
+        ({REQUEST_TIMESTAMP: "\u0661" * 13}, "not milliseconds since the epoch"),  # Arabic-Indic digits
+        ({REQUEST_NONCE: "a" * 23}, "not 24 lowercase hex digits"),
+        ({REQUEST_NONCE: "a" * 25}, "not 24 lowercase hex digits"),
+        ({REQUEST_NONCE: "A" * 24}, "not 24 lowercase hex digits"),
+        ({REQUEST_NONCE: "x" * 65}, "not 24 lowercase hex digits"),
         ({REQUEST_NONCE: ""}, "lacks AclNonce"),
     ],
 )
@@ -78,7 +88,7 @@ def test_nonces_outside_the_window_are_forgotten():
         assert replay.problem(fields(nonce=f"n{i}"), 10) is None
     clock.now += 61
     assert replay.problem(fields(stamp_ms=int(clock.now * 1000), nonce="late"), 10) is None
-    assert len(replay.nonces) == 1  # the 50 old ones went: their timestamps are refused anyway
+    assert len(replay.nonces[""]) == 1  # the 50 old ones went: their timestamps are refused anyway
 
 
 def test_a_full_cache_narrows_the_window_and_never_lets_a_replay_in():
@@ -110,6 +120,9 @@ def test_a_full_cache_narrows_the_window_and_never_lets_a_replay_in():
         ({"aclReplayProtection": "true"}, "needs aclEnable=true"),
         ({"aclEnable": "true", "aclRequireTls": "true"}, "needs tls.server.mode permissive or enforcing"),
         ({"aclEnable": "true", "aclRequireTls": "yes"}, "must be true or false"),
+        ({"aclEnable": "true", "aclReplayFutureSkewSeconds": "0"}, "must be 1 to aclReplayWindowSeconds"),
+        ({"aclEnable": "true", "aclReplayFutureSkewSeconds": "121"}, "must be 1 to aclReplayWindowSeconds"),
+        ({"aclEnable": "true", "aclReplayNoncesPerAccount": "999"}, "must be 1000 to 10000000"),
     ],
 )
 def test_bad_settings_are_refused_at_load(conf, reason):
@@ -132,3 +145,14 @@ def test_a_request_signed_before_the_server_started_is_refused():
     replay, _ = guard(up_s=0)
     assert "it restarted since" in (replay.problem(fields(stamp_ms=NOW_MS - 1), 10) or "")
     assert replay.problem(fields(stamp_ms=NOW_MS + 1), 10) is None
+
+
+def test_each_account_has_its_own_nonce_room():
+    """One account's flood narrows its own window, never another account's (before: one cache
+    for all, and a flood stamped ahead refused every account's genuine requests)."""
+    replay, _ = guard(capacity=10)
+    for i in range(50):
+        assert replay.problem(fields(stamp_ms=NOW_MS + 14_000 + i, nonce=f"f{i}"), 10, "flooder") is None
+    assert "its nonce cache is full" in (replay.problem(fields(nonce="g"), 10, "flooder") or "")
+    assert replay.problem(fields(nonce="g"), 10, "other") is None
+    assert len(replay.nonces["flooder"]) == 10

@@ -18,6 +18,7 @@ from broker.common.acl_signature import (
     REQUEST_TIMESTAMP,
     SECURITY_TOKEN,
     SIGNATURE,
+    SIGNATURE_V2,
     UNIQUE_MSG_QUERY_FLAG,
     RequestSigner,
     SessionCredentials,
@@ -26,6 +27,7 @@ from broker.common.acl_signature import (
     signature,
     signature_matches,
     signed_content,
+    v2_content,
 )
 from broker.remoting.command import RemotingCommand
 
@@ -95,11 +97,31 @@ def test_request_signer_signs_a_command_in_place():
     cmd = RemotingCommand(code=10, ext_fields={"topic": "T"}, body=b"b")
     RequestSigner(SessionCredentials("ak", "sk"))(cmd)
     fields = cmd.ext_fields
-    # The replay fields are signed too, in name order: AccessKey, AclNonce, AclRequestCode,
-    # AclTimestamp, then the header's own (lower-case) names.
+    # The replay fields and AclSignatureV2 are signed too, in name order: AccessKey, AclNonce,
+    # AclRequestCode, AclSignatureV2, AclTimestamp, then the header's own (lower-case) names.
     assert fields[REQUEST_CODE] == "10" and fields[REQUEST_TIMESTAMP].isdigit() and fields[REQUEST_NONCE]
-    content = f"ak{fields[REQUEST_NONCE]}10{fields[REQUEST_TIMESTAMP]}Tb".encode()
+    v2 = fields[SIGNATURE_V2]
+    content = f"ak{fields[REQUEST_NONCE]}10{v2}{fields[REQUEST_TIMESTAMP]}Tb".encode()
     assert fields[SIGNATURE] == _hmac(content, "sk")
+    # V2: HMAC-SHA256 over the length-prefixed encoding, which names every field but the two signatures.
+    expected = hmac.new(b"sk", v2_content(fields, 10, cmd.version, b"b"), hashlib.sha256).digest()
+    assert v2 == base64.b64encode(expected).decode()
+
+
+def test_the_v2_content_cannot_be_re_split():
+    """The classic content of {AclNonce: "ab", topic: "T"} equals that of {AclNonce: "a",
+    AclNonceZ: "b", topic: "T"}; the V2 contents differ, as do those of another code or body split."""
+    one = v2_content({"AclNonce": "ab", "topic": "T"}, 10, 1, b"xy")
+    assert signed_content({"AclNonce": "ab", "topic": "T"}, b"xy") == signed_content(
+        {"AclNonce": "a", "AclNonceZ": "b", "topic": "T"}, b"xy"
+    )
+    for other in (
+        v2_content({"AclNonce": "a", "AclNonceZ": "b", "topic": "T"}, 10, 1, b"xy"),
+        v2_content({"AclNonce": "ab", "topic": "Tx"}, 10, 1, b"y"),
+        v2_content({"AclNonce": "ab", "topic": "T"}, 11, 1, b"xy"),
+        v2_content({"AclNonce": "ab", "topic": "T"}, 10, 0, b"xy"),
+    ):
+        assert other != one
 
 
 def test_request_signer_stamps_each_write_afresh():

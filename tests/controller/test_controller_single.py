@@ -291,7 +291,13 @@ async def test_reads_through_the_log_and_unknown_sets(tmp_path):
             },
             "controllerPeerListenAddrs lacks",
         ),
-        ({"controllerDLegerPeers": "n0-10.1.2.3:9877"}, "controllerRaftPassword"),
+        (  # a group without a password, loopback or not: its Raft port would run anyone's pickle
+            {
+                "controllerDLegerPeers": "n0-127.0.0.1:1;n1-127.0.0.1:2;n2-127.0.0.1:3",
+                "controllerPeerListenAddrs": "n0-127.0.0.1:4;n1-127.0.0.1:5;n2-127.0.0.1:6",
+            },
+            "set controllerRaftPassword",
+        ),
         ({"scanNotActiveBrokerInterval": "0"}, "positive"),
         ({"enableElectUncleanMaster": "maybe"}, "true or false"),
     ],
@@ -303,7 +309,10 @@ def test_bad_controller_conf_is_refused(conf, wanted):
 
 def test_the_process_exits_2_on_a_bad_conf(tmp_path):
     conf = tmp_path / "controller.conf"
-    conf.write_text("controllerDLegerPeers=n0-10.1.2.3:9877\n")
+    conf.write_text(
+        "controllerDLegerPeers=n0-10.1.2.3:9877;n1-10.1.2.4:9877;n2-10.1.2.5:9877\n"
+        "controllerPeerListenAddrs=n0-10.1.2.3:9878;n1-10.1.2.4:9878;n2-10.1.2.5:9878\n"
+    )
     done = subprocess.run(
         [sys.executable, "-m", "broker.controller", "-c", str(conf)],
         cwd=ROOT,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import secrets
 import signal
 import threading
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ class ControllerGroup:
     listen: dict[str, str] = field(default_factory=dict)
     confs: dict[str, Path] = field(default_factory=dict)
     paused: set[str] = field(default_factory=set)  # SIGSTOPped: left out of running()
+    raft_password: str = field(default_factory=lambda: secrets.token_urlsafe(16))
 
     def __post_init__(self) -> None:
         ids = [f"n{i}" for i in range(self.size)]
@@ -53,6 +55,7 @@ class ControllerGroup:
                 "controllerStorePath": self.root / pid,
                 "scanNotActiveBrokerInterval": 100,
                 "controllerWriteTimeoutMillis": 2000,
+                "controllerRaftPassword": self.raft_password,  # a group needs one
                 **self.extra,
             }
             self.confs[pid] = write_conf(self.root / f"{pid}.conf", settings)

@@ -114,7 +114,7 @@ def test_broker_sets_as_make_run_ha_configures_them(services):
     assert a1["archiveUri"] == ""
     assert b0["brokerName"] == "broker-b" and b0["brokerId"] == "0" and b0["brokerRole"] == "ASYNC_MASTER"
     assert b0["archiveUri"] != a0["archiveUri"]  # segment names restart at 0 in every broker set
-    # A single controller keeps its Raft port on loopback (no controllerRaftPassword needed).
+    # A single controller keeps its Raft port on loopback (encrypted with a random password).
     assert controller["controllerDLegerPeers"].startswith("n0-127.0.0.1:")
 
 

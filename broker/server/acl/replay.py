@@ -1,35 +1,52 @@
 """Replayed and altered signed requests: what a server checks beyond RocketMQ's signature.
 
-RocketMQ's signature covers a request's ext fields and body, not its code nor any time: a captured
-request can be sent again, as it is or under another code (a create-topic resent as DELETE_TOPIC).
-The project's clients sign three more fields (``broker.common.acl_signature``: the request code, a
-timestamp, a nonce), which a server checks once the signature matched:
+RocketMQ's signature covers a request's ext fields' values (joined without names or lengths, so
+they can be re-split) and body, not its code nor any time: a captured request can be sent again,
+as it is, under another code, or with values carved into other fields. The project's clients sign
+three more fields (``broker.common.acl_signature``: the request code, a timestamp, a nonce) and a
+second, unambiguous signature, ``AclSignatureV2``, which the validator checks first. Then, here:
 
 - always: a request carrying ``AclRequestCode`` must have that code (an Apache client never sends
-  the field, so this costs it nothing; one of ours cannot be re-coded even with protection off);
-- with ``aclReplayProtection=true``: the three fields are required, the timestamp must lie within
-  ``aclReplayWindowSeconds`` of the server's clock (either way: clocks differ) and the nonce must not
-  have been seen within the window. Apache's clients cannot send the fields, so they are refused.
+  the field, so this costs it nothing). With protection off an attacker can strip the project's
+  fields, and the request is then an Apache-style one, whose signature does not cover the code;
+- with ``aclReplayProtection=true``: the three fields are required, in exactly the form the
+  project's clients write them (24 lowercase hex digits of nonce, 1 to 15 decimal digits of
+  milliseconds), the timestamp must be at most ``aclReplayWindowSeconds`` behind the server's
+  clock and at most ``aclReplayFutureSkewSeconds`` ahead of it, and the nonce must not have been
+  seen within the window. Apache's clients cannot send the fields, so they are refused.
 
-The nonces are remembered in a bounded cache. When it is full the oldest nonce is forgotten and
-every request timestamped at or before it is refused from then on: a flood of valid requests
-narrows the window (genuine requests with a lagging clock are refused) but never lets a replay in.
-For the same reason a server refuses requests signed before it started (a restart forgets every
-nonce). Each server process has its own cache: a request captured on its way to one server can be
-sent, once, to another server that knows the same account, within the window.
+The nonces are remembered per account (an account's requests are the only ones that can replay
+its signature), in a bounded cache each: ``aclReplayNoncesPerAccount``; the accounts are the
+admin's plain_acl.yml's, so the total is bounded too. When an account's cache is full its oldest
+nonce is forgotten and every request of that account timestamped at or before it is refused from
+then on: a flood narrows that account's window (its genuine requests with a lagging clock are
+refused), never another account's, and never lets a replay in. A flood stamped ahead of the clock
+pushes the account's floor ahead by at most the future skew. A server refuses requests signed
+before it started (a restart forgets every nonce). Each server process has its own caches: a
+request captured on its way to one server can be sent, once, to another server that knows the same
+account, within the window.
 
 ``aclRequireTls=true`` refuses signed requests over plaintext (a permissive port takes both): a
-client that would expose its signed requests to a sniffer is told so, at its first request.
+client that would expose its signed requests to a sniffer is told so, at its first request. The
+request's nonce is recorded first (the validator checks it before refusing), so the same frame
+cannot then be resent over TLS.
 """
 
 from __future__ import annotations
 
 import heapq
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from broker.common.acl_signature import REPLAY_FIELDS, REQUEST_CODE, REQUEST_NONCE, REQUEST_TIMESTAMP
+from broker.common.acl_signature import (
+    NONCE_BYTES,
+    REPLAY_FIELDS,
+    REQUEST_CODE,
+    REQUEST_NONCE,
+    REQUEST_TIMESTAMP,
+)
 from broker.common.conf_file import get_bool, get_int
 
 from .plain_config import AclConfigError
@@ -37,13 +54,21 @@ from .plain_config import AclConfigError
 REPLAY_PROTECTION_KEY = "aclReplayProtection"
 REPLAY_WINDOW_KEY = "aclReplayWindowSeconds"
 REQUIRE_TLS_KEY = "aclRequireTls"
+FUTURE_SKEW_KEY = "aclReplayFutureSkewSeconds"
+NONCES_PER_ACCOUNT_KEY = "aclReplayNoncesPerAccount"
 DEFAULT_WINDOW_S = 120
 MIN_WINDOW_S, MAX_WINDOW_S = 5, 3600
-# About 250 bytes a nonce: 100,000 hold ~25 MB. A server taking more signed requests per window
-# than this narrows its window (see the module) rather than growing.
+# How far ahead of the server's clock a request may be stamped: NTP keeps clocks within
+# milliseconds; more skew lets a flood push its account's floor further ahead (see the module).
+DEFAULT_FUTURE_SKEW_S = 15
+MIN_FUTURE_SKEW_S = 1
+# About 250 bytes a nonce: 100,000 hold ~25 MB per account that sends that many. An account sending
+# more signed requests per window than this narrows its own window (see the module) rather than
+# growing: at 5,000 requests a second, 20 s remain, far more than a request spends on the wire.
 NONCE_CAPACITY = 100_000
-MAX_NONCE_LENGTH = 64  # ours are 24 characters; longer is not a client of ours
-MAX_TIMESTAMP_DIGITS = 15
+MIN_NONCES, MAX_NONCES = 1_000, 10_000_000
+NONCE_FORMAT = re.compile(f"[0-9a-f]{{{NONCE_BYTES * 2}}}")  # what RequestSigner writes, exactly
+TIMESTAMP_FORMAT = re.compile("[0-9]{1,15}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +78,8 @@ class SignedRequestPolicy:
     replay_protection: bool = False
     window_s: int = DEFAULT_WINDOW_S
     require_tls: bool = False
+    future_skew_s: int = DEFAULT_FUTURE_SKEW_S
+    nonces_per_account: int = NONCE_CAPACITY
 
     @classmethod
     def from_conf(cls, conf: Mapping[str, str]) -> SignedRequestPolicy:
@@ -62,6 +89,8 @@ class SignedRequestPolicy:
             get_bool(values, REPLAY_PROTECTION_KEY, False),
             get_int(values, REPLAY_WINDOW_KEY, DEFAULT_WINDOW_S),
             get_bool(values, REQUIRE_TLS_KEY, False),
+            get_int(values, FUTURE_SKEW_KEY, DEFAULT_FUTURE_SKEW_S),
+            get_int(values, NONCES_PER_ACCOUNT_KEY, NONCE_CAPACITY),
         ).checked(get_bool(values, "aclEnable", False), values.get("tls.server.mode", "disabled"))
 
     def checked(self, acl_enable: bool, tls_server_mode: str) -> SignedRequestPolicy:
@@ -69,6 +98,12 @@ class SignedRequestPolicy:
         if not MIN_WINDOW_S <= self.window_s <= MAX_WINDOW_S:
             bounds = f"{MIN_WINDOW_S} to {MAX_WINDOW_S}"
             raise AclConfigError(f"{REPLAY_WINDOW_KEY}={self.window_s} must be {bounds}")
+        if not MIN_FUTURE_SKEW_S <= self.future_skew_s <= self.window_s:
+            bounds = f"{MIN_FUTURE_SKEW_S} to {REPLAY_WINDOW_KEY} ({self.window_s})"
+            raise AclConfigError(f"{FUTURE_SKEW_KEY}={self.future_skew_s} must be {bounds}")
+        if not MIN_NONCES <= self.nonces_per_account <= MAX_NONCES:
+            bounds = f"{MIN_NONCES} to {MAX_NONCES}"
+            raise AclConfigError(f"{NONCES_PER_ACCOUNT_KEY}={self.nonces_per_account} must be {bounds}")
         for key, on in ((REPLAY_PROTECTION_KEY, self.replay_protection), (REQUIRE_TLS_KEY, self.require_tls)):
             if on and not acl_enable:
                 raise AclConfigError(f"{key}=true needs aclEnable=true (it checks signed requests)")
@@ -83,12 +118,12 @@ class SignedRequestPolicy:
 class NonceCache:
     """The nonces of the accepted requests of the last window, at most ``capacity`` of them."""
 
-    def __init__(self, capacity: int = NONCE_CAPACITY) -> None:
+    def __init__(self, capacity: int = NONCE_CAPACITY, floor_ms: int = -1) -> None:
         self.capacity = capacity
         self._seen: dict[str, int] = {}
         self._by_time: list[tuple[int, str]] = []  # a heap: the oldest timestamp first
         # Requests timestamped at or before this are refused: their nonce may have been forgotten.
-        self.floor_ms = -1
+        self.floor_ms = floor_ms
 
     def __len__(self) -> int:
         return len(self._seen)
@@ -120,28 +155,37 @@ class NonceCache:
 
 class ReplayGuard:
     """The checks of the module for one server: ``problem`` says why a signed request whose
-    signature matched may still not run, or None."""
+    signatures matched may still not run, or None."""
 
     def __init__(
         self,
         policy: SignedRequestPolicy,
-        capacity: int = NONCE_CAPACITY,
+        capacity: int | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.policy = policy
-        self.nonces = NonceCache(capacity)
+        self.capacity = policy.nonces_per_account if capacity is None else capacity
+        self.nonces: dict[str, NonceCache] = {}  # by access key
         # A new process remembers no nonce: a request signed before it started could be one it
         # already took before a restart, so it is refused (a client retries with a new one).
-        self.nonces.floor_ms = int(clock() * 1000)
+        self.started_ms = int(clock() * 1000)
         self._clock = clock
 
-    def problem(self, fields: Mapping[str, str], code: int) -> str | None:
+    def problem(
+        self,
+        fields: Mapping[str, str],
+        code: int,
+        access_key: str = "",
+        signature_v2: Callable[[], str | None] = lambda: None,
+    ) -> str | None:
+        """``signature_v2``: the validator's check of ``AclSignatureV2`` (None: it matched), run
+        after the cheaper checks whose remarks say more (a re-coded request, missing fields)."""
         signed_code = fields.get(REQUEST_CODE)
         if signed_code is not None and signed_code != str(code):
             signed = signed_code[:16]
             return f"the request was signed for request code {signed!r}, not {code} ({REQUEST_CODE})"
         if not self.policy.replay_protection:
-            return None
+            return signature_v2()
         missing = [name for name in REPLAY_FIELDS if not fields.get(name)]
         if missing:
             return (
@@ -149,23 +193,31 @@ class ReplayGuard:
                 f"that could be replays ({REPLAY_PROTECTION_KEY}=true), and RocketMQ's own clients "
                 "cannot send these fields"
             )
-        return self._fresh(fields[REQUEST_TIMESTAMP], fields[REQUEST_NONCE])
+        return signature_v2() or self._fresh(fields[REQUEST_TIMESTAMP], fields[REQUEST_NONCE], access_key)
 
-    def _fresh(self, stamp: str, nonce: str) -> str | None:
-        if not stamp.isascii() or not stamp.isdigit() or len(stamp) > MAX_TIMESTAMP_DIGITS:
+    def _fresh(self, stamp: str, nonce: str, access_key: str) -> str | None:
+        if TIMESTAMP_FORMAT.fullmatch(stamp) is None:
             return f"{REQUEST_TIMESTAMP}={stamp[:20]!r} is not milliseconds since the epoch"
-        if len(nonce) > MAX_NONCE_LENGTH:
-            return f"{REQUEST_NONCE} is longer than {MAX_NONCE_LENGTH} characters"
+        if NONCE_FORMAT.fullmatch(nonce) is None:
+            return f"{REQUEST_NONCE} is not {NONCE_BYTES * 2} lowercase hex digits, as our clients write it"
         now_ms = int(self._clock() * 1000)
         window_ms = self.policy.window_s * 1000
-        timestamp_ms = int(stamp)
-        if abs(now_ms - timestamp_ms) > window_ms:
+        behind_ms = now_ms - int(stamp)
+        if behind_ms > window_ms:
             return (
-                f"{REQUEST_TIMESTAMP} is {abs(now_ms - timestamp_ms) // 1000} s from this server's clock, "
+                f"{REQUEST_TIMESTAMP} is {behind_ms // 1000} s behind this server's clock, "
                 f"outside the replay window of {self.policy.window_s} s ({REPLAY_WINDOW_KEY}): "
                 "a replay, or a client whose clock is wrong"
             )
-        return self.nonces.admit(nonce, timestamp_ms, now_ms - window_ms)
+        if -behind_ms > self.policy.future_skew_s * 1000:
+            return (
+                f"{REQUEST_TIMESTAMP} is {-behind_ms // 1000} s ahead of this server's clock, more than "
+                f"{self.policy.future_skew_s} s ({FUTURE_SKEW_KEY}): a client whose clock is wrong"
+            )
+        cache = self.nonces.get(access_key)
+        if cache is None:
+            cache = self.nonces[access_key] = NonceCache(self.capacity, self.started_ms)
+        return cache.admit(nonce, int(stamp), now_ms - window_ms)
 
 
 NO_REPLAY_PROTECTION = ReplayGuard(SignedRequestPolicy(), capacity=0)

@@ -7,9 +7,14 @@ In order:
 2. the request must carry an ``AccessKey`` naming an account;
 3. from an address matching the account's ``whiteRemoteAddress`` no signature is needed
    (RocketMQ's meaning); from anywhere else the ``Signature`` must match the content signed with
-   the account's secret key (compared in constant time); then the replay checks of ``replay``
-   (the signed request code always; timestamp and nonce with ``aclReplayProtection=true``), and
-   with ``aclRequireTls=true`` no signed request is taken over plaintext;
+   the account's secret key (compared in constant time); a request carrying any of the project's
+   fields (``AclRequestCode``, ``AclTimestamp``, ``AclNonce``, ``AclSignatureV2``), and every
+   request with ``aclReplayProtection=true``, must also carry a matching ``AclSignatureV2`` (the
+   classic content is ambiguous, see ``broker.common.acl_signature``); then the replay checks of
+   ``replay`` (the signed request code always; timestamp and nonce with
+   ``aclReplayProtection=true``), and with ``aclRequireTls=true`` no signed request is taken over
+   plaintext: its nonce is recorded by these checks before it is refused, so the same frame
+   cannot be sent again over TLS;
 4. an admin-only request needs an admin account;
 5. each topic and group the request names needs the permission: the account's own entry for it,
    else its default topic or group permission. An admin account without any entries may use
@@ -28,7 +33,16 @@ topic the message belongs to (``check_stored_resources``, used by ``stored``).
 from __future__ import annotations
 
 from broker.common.acl_rules import ANY, SUB, has_permission, permission_name
-from broker.common.acl_signature import ACCESS_KEY, SIGNATURE, SigningKey, server_content, signature_matches
+from broker.common.acl_signature import (
+    ACCESS_KEY,
+    OUR_FIELDS,
+    SIGNATURE,
+    SIGNATURE_V2,
+    SigningKey,
+    server_content,
+    signature_matches,
+    v2_content,
+)
 from broker.remoting.command import RemotingCommand
 
 from .plain_config import Account, AclConfig
@@ -66,6 +80,7 @@ def check_request(
     if request.code in open_codes:
         return
     if replay.policy.require_tls and not secure and ACCESS_KEY in (request.ext_fields or {}):
+        _burn(config, request, host, replay)
         raise AclRefusal(f"signed requests are taken over TLS only ({REQUIRE_TLS_KEY}=true): use TLS")
     if _globally_white(config, host):
         return
@@ -105,6 +120,31 @@ def _unknown_or_unsigned(access_key: str) -> str:
     return f"signature does not match for AccessKey {access_key[:64]!r}, or no such account"
 
 
+def _burn(config: AclConfig, request: RemotingCommand, host: str, replay: ReplayGuard) -> None:
+    """Run a plaintext signed request's checks for their one effect, recording its nonce: a
+    sniffer must not be able to resend the refused frame over TLS. Their verdict is not told."""
+    try:
+        _authenticated(config, request, host, replay)
+    except AclRefusal:
+        pass
+
+
+def _v2_problem(key: SigningKey, request: RemotingCommand, replay: ReplayGuard) -> str | None:
+    fields = request.ext_fields or {}
+    if not replay.policy.replay_protection and not any(name in fields for name in OUR_FIELDS):
+        return None  # an Apache-style request, taken on its classic signature alone
+    given = fields.get(SIGNATURE_V2)
+    if not given:
+        return (
+            f"no {SIGNATURE_V2}: a request carrying the replay fields, or any request to this server "
+            "when aclReplayProtection=true, needs the second signature the project's clients send"
+        )
+    expected = key.sign_v2(v2_content(fields, request.code, request.version, request.body))
+    if not signature_matches(expected, given):
+        return f"{SIGNATURE_V2} does not match: the request was altered after it was signed"
+    return None
+
+
 def _authenticated(config: AclConfig, request: RemotingCommand, host: str, replay: ReplayGuard) -> Account:
     fields = request.ext_fields or {}
     access_key = fields.get(ACCESS_KEY)
@@ -120,7 +160,7 @@ def _authenticated(config: AclConfig, request: RemotingCommand, host: str, repla
     if account is None or not given or not signature_matches(expected, given):
         raise AclRefusal(_unknown_or_unsigned(access_key))
     # Only once the signature matched, so that no refusal tells a stranger more.
-    problem = replay.problem(fields, request.code)
+    problem = replay.problem(fields, request.code, access_key, lambda: _v2_problem(key, request, replay))
     if problem is not None:
         raise AclRefusal(problem)
     return account
