@@ -9,7 +9,13 @@ intact; entries pointing into a quarantined range are passed over without readin
 from __future__ import annotations
 
 from broker.common.message import MessageExt
-from broker.common.message_codec import LONG, decode_message, record_damage, store_timestamp_position
+from broker.common.message_codec import (
+    LONG,
+    MessageDecodeError,
+    decode_message,
+    record_damage,
+    store_timestamp_position,
+)
 
 from .commitlog import CommitLog
 from .consume_queue import ConsumeQueue
@@ -172,6 +178,29 @@ class StoreReader:
 
     def look_message_by_offset(self, commitlog_offset: int) -> MessageExt | None:
         record = self.select_one_message_by_offset(commitlog_offset)
+        return decode_message(record) if record else None
+
+    def record_starting_at(self, commitlog_offset: int) -> bytes | None:
+        """The record that starts at ``commitlog_offset``, an offset a client sent; None when no
+        record starts there. A record's body may hold bytes laid out as a record, whose declared
+        length then runs over the records written after it: read at an offset inside a body,
+        they would pass another topic's messages off as one message of the sender's. The broker
+        wrote each record's own offset into it, and the body CRC covers bytes written after the
+        forged header, which its sender cannot know."""
+        if not self.commitlog.min_offset <= commitlog_offset < self.commitlog.max_offset:
+            return None
+        record = self.select_one_message_by_offset(commitlog_offset)
+        if not record:
+            return None
+        try:
+            msg = decode_message(record, read_body=False, check_crc=True)
+        except MessageDecodeError:
+            return None
+        return record if msg.commitlog_offset == commitlog_offset else None
+
+    def message_starting_at(self, commitlog_offset: int) -> MessageExt | None:
+        """``record_starting_at`` decoded: the message a client names by offset, or None."""
+        record = self.record_starting_at(commitlog_offset)
         return decode_message(record) if record else None
 
     def query_message(

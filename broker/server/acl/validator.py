@@ -10,7 +10,8 @@ In order:
    the account's secret key (compared in constant time); then the replay checks of ``replay``
    (the signed request code always; timestamp and nonce with ``aclReplayProtection=true``), and
    with ``aclRequireTls=true`` no signed request is taken over plaintext;
-4. an admin-only request needs an admin account;
+4. an admin-only request, and a pull of a topic the broker keeps for itself (half, op-half,
+   schedule and timer topics), needs an admin account;
 5. each topic and group the request names needs the permission: the account's own entry for it,
    else its default topic or group permission. An admin account without any entries may use
    every topic and group.
@@ -33,7 +34,14 @@ from broker.remoting.command import RemotingCommand
 
 from .plain_config import Account, AclConfig
 from .replay import NO_REPLAY_PROTECTION, REQUIRE_TLS_KEY, ReplayGuard
-from .resources import ADMIN_CODES, Needs, ResourceError, describe_resource, needed_resources
+from .resources import (
+    ADMIN_CODES,
+    Needs,
+    ResourceError,
+    broker_only_topic,
+    describe_resource,
+    needed_resources,
+)
 
 _NO_ACCOUNT = SigningKey("no-such-account-secret")
 
@@ -73,6 +81,11 @@ def check_request(
     if request.code in admin_codes and not account.admin:
         raise AclRefusal(
             f"request code {request.code} needs an admin account; {account.access_key!r} is not one"
+        )
+    broker_only = broker_only_topic(request)
+    if broker_only is not None and not account.admin:
+        raise AclRefusal(
+            f"topic {broker_only[:128]} holds the broker's own records: only an admin account may pull it"
         )
     if account.admin and not account.resources:
         return
