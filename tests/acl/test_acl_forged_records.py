@@ -153,7 +153,7 @@ def _pulled_bodies_from(acl, client, header) -> list[bytes]:
 
 def _pull(acl, client, topic, group, offset=0, queue=0) -> list[bytes]:
     fields = {"consumerGroup": group, "topic": topic, "queueId": queue, "queueOffset": offset, "maxMsgNums": 32,
-              "sysFlag": 2, "commitOffset": 0, "suspendTimeoutMillis": 0, "subscription": "*", "subVersion": 0}  # fmt: skip
+              "sysFlag": 4, "commitOffset": 0, "suspendTimeoutMillis": 0, "subscription": "*", "subVersion": 0}  # fmt: skip
     pulled = acl.request(client, RC.PULL_MESSAGE, fields)
     return [m.body for m in decode_messages(pulled.body)] if pulled.ok else []
 
@@ -195,7 +195,7 @@ def test_an_ordinary_account_pulls_no_half_or_schedule_topic(acl):
     for topic, queue, body in reads:
         wait_until(lambda: body in _pull(acl, acl.admin, topic, "AclAdminReads", queue=queue), timeout=10)
         fields = {"consumerGroup": "AclLaxReads", "topic": topic, "queueId": queue, "queueOffset": 0,
-                  "maxMsgNums": 32, "sysFlag": 2, "commitOffset": 0, "suspendTimeoutMillis": 0,
+                  "maxMsgNums": 32, "sysFlag": 4, "commitOffset": 0, "suspendTimeoutMillis": 0,
                   "subscription": "*", "subVersion": 0}  # fmt: skip
         refused = acl.request(acl.lax, RC.PULL_MESSAGE, fields)
         assert refused.code == NO_PERMISSION, (topic, refused.code)  # before: 0 with the body
