@@ -63,7 +63,7 @@ def acl(tmp_path_factory):
         for topic in (TOPIC, DENIED):
             running.create_topic(topic, queues=1)
         probe = {"topic": TOPIC, "queueId": 0}
-        wait_until(lambda: running.request(lax, RC.GET_MAX_OFFSET, probe).ok, timeout=10, what="the lax account")
+        wait_until(lambda: running.request(lax, RC.GET_MAX_OFFSET, probe).ok, timeout=10, what="lax account")
         running.lax = lax
         yield running
     finally:
@@ -83,7 +83,8 @@ def _forge(acl, secret: bytes, topic: str, properties: dict) -> int:
     for _ in range(3):  # another writer (the schedule service) between the probes spoils the layout
         _, first = _send(acl, acl.user, TOPIC, b"p")
         _, second = _send(acl, acl.user, TOPIC, b"p")
-        forged = 2 * second - first + FIXED_V4.size  # the next message's body: its own offset, as a broker writes
+        # The next message's body, with its own offset in it as a broker writes a record's.
+        forged = 2 * second - first + FIXED_V4.size
         fields = (total, MESSAGE_MAGIC_CODE, 0, 0, 0, 123456, forged, 0, 0, host, 0, host, 0, 0, FORGED_BODY)
         header = FIXED_V4.pack(*fields)
         _, carrier = _send(acl, acl.user, TOPIC, header)
@@ -111,7 +112,8 @@ def _damaged_ranges(acl) -> int:
 def test_a_send_back_at_an_offset_inside_a_body_copies_nothing(acl):
     secret = b"SECRET of AclDenied: sent back through a forged record"
     forged = _forge(acl, secret, TOPIC, {})
-    fields = {"offset": forged, "group": GROUP, "delayLevel": 1, "originTopic": TOPIC, "maxReconsumeTimes": 16}
+    fields = {"offset": forged, "group": GROUP, "delayLevel": 1, "originTopic": TOPIC,
+              "maxReconsumeTimes": 16}  # fmt: skip
     answer = acl.request(acl.user, RC.CONSUMER_SEND_MSG_BACK, fields)
     assert answer.code == ResponseCode.SYSTEM_ERROR, (answer.code, answer.remark)  # before: 0
     assert "look message by offset failed" in answer.remark
@@ -129,7 +131,8 @@ def test_a_send_back_at_an_offset_inside_a_body_copies_nothing(acl):
 def test_a_forged_half_message_cannot_be_committed(acl):
     secret = b"SECRET of AclDenied: committed through a forged half"
     half = {const.PROPERTY_REAL_TOPIC: TOPIC, const.PROPERTY_REAL_QUEUE_ID: "0",
-            const.PROPERTY_PRODUCER_GROUP: PRODUCER_GROUP, const.PROPERTY_TRANSACTION_PREPARED: "true"}  # fmt: skip
+            const.PROPERTY_PRODUCER_GROUP: PRODUCER_GROUP,
+            const.PROPERTY_TRANSACTION_PREPARED: "true"}  # fmt: skip
     forged = _forge(acl, secret, TRANS_HALF_TOPIC, half)
     fields = {"producerGroup": PRODUCER_GROUP, "tranStateTableOffset": 123456, "commitLogOffset": forged,
               "commitOrRollback": 8, "msgId": "X", "fromTransactionCheck": "false"}  # fmt: skip
@@ -151,10 +154,14 @@ def _pulled_bodies_from(acl, client, header) -> list[bytes]:
             return bodies
 
 
+def _pull_fields(topic, group, offset=0, queue=0) -> dict:
+    return {"consumerGroup": group, "topic": topic, "queueId": queue, "queueOffset": offset,
+            "maxMsgNums": 32, "sysFlag": 4, "commitOffset": 0, "suspendTimeoutMillis": 0,
+            "subscription": "*", "subVersion": 0}  # fmt: skip
+
+
 def _pull(acl, client, topic, group, offset=0, queue=0) -> list[bytes]:
-    fields = {"consumerGroup": group, "topic": topic, "queueId": queue, "queueOffset": offset, "maxMsgNums": 32,
-              "sysFlag": 4, "commitOffset": 0, "suspendTimeoutMillis": 0, "subscription": "*", "subVersion": 0}  # fmt: skip
-    pulled = acl.request(client, RC.PULL_MESSAGE, fields)
+    pulled = acl.request(client, RC.PULL_MESSAGE, _pull_fields(topic, group, offset, queue))
     return [m.body for m in decode_messages(pulled.body)] if pulled.ok else []
 
 
@@ -179,7 +186,8 @@ def test_producers_register_and_unregister_only_in_their_own_groups(acl):
     # Its own group, and the group every client registers for its own send-backs, still pass.
     assert _heartbeat(acl, acl.user, "127.0.0.1@own-producer", [PRODUCER_GROUP, "CLIENT_INNER_PRODUCER"]).ok
     assert _heartbeat(acl, acl.admin, "127.0.0.1@victim-producer", [other]).ok
-    gone = acl.request(acl.user, RC.UNREGISTER_CLIENT, {"clientID": "127.0.0.1@victim-producer", "producerGroup": other})
+    victim = {"clientID": "127.0.0.1@victim-producer", "producerGroup": other}
+    gone = acl.request(acl.user, RC.UNREGISTER_CLIENT, victim)
     assert gone.code == NO_PERMISSION and f"group {other}" in gone.remark  # before: 0, and removed
     assert b"victim-producer" in _producers(acl, other)
     refused = acl.request(acl.user, RC.GET_PRODUCER_CONNECTION_LIST, {"producerGroup": other})
@@ -193,14 +201,13 @@ def test_an_ordinary_account_pulls_no_half_or_schedule_topic(acl):
     _send(acl, acl.admin, DENIED, delayed_body, {const.PROPERTY_DELAY_TIME_LEVEL: "8"})
     reads = ((TRANS_HALF_TOPIC, 0, half_body), (SCHEDULE_TOPIC, 7, delayed_body))
     for topic, queue, body in reads:
-        wait_until(lambda: body in _pull(acl, acl.admin, topic, "AclAdminReads", queue=queue), timeout=10)
-        fields = {"consumerGroup": "AclLaxReads", "topic": topic, "queueId": queue, "queueOffset": 0,
-                  "maxMsgNums": 32, "sysFlag": 4, "commitOffset": 0, "suspendTimeoutMillis": 0,
-                  "subscription": "*", "subVersion": 0}  # fmt: skip
+        admin_pull = (acl, acl.admin, topic, "AclAdminReads", 0, queue)
+        wait_until(lambda b=body, a=admin_pull: b in _pull(*a), timeout=10, what=f"{topic} for the admin")
+        fields = _pull_fields(topic, "AclLaxReads", queue=queue)
         refused = acl.request(acl.lax, RC.PULL_MESSAGE, fields)
         assert refused.code == NO_PERMISSION, (topic, refused.code)  # before: 0 with the body
         assert f"topic {topic}" in refused.remark and "admin account" in refused.remark
-    fields = {**fields, "topic": TOPIC, "queueId": 0}
+    fields = _pull_fields(TOPIC, "AclLaxReads")
     read = acl.request(acl.lax, RC.PULL_MESSAGE, fields)
     assert read.code != NO_PERMISSION, read.remark  # its ordinary topics still read
 
@@ -232,14 +239,18 @@ def test_a_direct_consume_hands_over_only_a_stored_message(acl, victim):
     client_id = victim.instance.client_id
     forged = bytes(encode_message(MessageExt(DENIED, b"FORGED by the lax account")))
     fields = {"consumerGroup": VICTIM_GROUP, "clientId": client_id}
-    answer = acl.lax.invoke(acl.broker_addr, create_request(RC.CONSUME_MESSAGE_DIRECTLY, fields, forged), 15_000)
+    answer = _direct(acl, fields, forged)
     assert answer.code == ResponseCode.SYSTEM_ERROR and "msgId" in answer.remark, (answer.code, answer.remark)
     assert (DENIED, b"FORGED by the lax account") not in victim.received  # before: consumed
     sent, _ = _send(acl, acl.admin, TOPIC, b"directly, by id")
     by_id = {**fields, "msgId": sent.ext_fields["msgId"]}
-    answer = acl.lax.invoke(acl.broker_addr, create_request(RC.CONSUME_MESSAGE_DIRECTLY, by_id, forged), 15_000)
+    answer = _direct(acl, by_id, forged)
     assert answer.ok, answer.remark
     assert (TOPIC, b"directly, by id") in victim.received
+
+
+def _direct(acl, fields, body):
+    return acl.lax.invoke(acl.broker_addr, create_request(RC.CONSUME_MESSAGE_DIRECTLY, fields, body), 15_000)
 
 
 def test_a_groups_clients_and_offsets_need_permission_on_the_group(acl, victim):
