@@ -265,3 +265,26 @@ def test_a_groups_clients_and_offsets_need_permission_on_the_group(acl, victim):
     assert answered == []  # before: all 4 answered 0
     for code, fields in reads:
         assert acl.request(acl.admin, code, fields).ok, code  # the console's admin account still reads
+
+
+def test_the_consoles_delayed_and_transactions_pages_read_with_an_admin_account(acl):
+    """The console (ROCKETMQ_ACCESS_KEY) reads the schedule and half topics with its admin account;
+    signed as an ordinary account the same reads are refused, not answered empty."""
+    from broker.client.admin import MQAdmin, MQClientError
+    from console.services.delayed import pending_of_level
+    from console.services.transactions import pending_half_messages
+
+    _half(acl, DENIED, b"half for the console")
+    _send(acl, acl.admin, DENIED, b"delayed for the console", {const.PROPERTY_DELAY_TIME_LEVEL: "8"})
+    admin = MQAdmin(acl.namesrv_addr, credentials=ADMIN)
+    lax = MQAdmin(acl.namesrv_addr, credentials=LAX)
+    try:
+        halves = [h.message.body for h in pending_half_messages(admin)]
+        assert b"half for the console" in halves
+        status, _pending = pending_of_level(admin, "broker-acl", acl.broker_addr, 8)
+        assert status.max_offset >= 1
+        with pytest.raises(MQClientError, match="only an admin account may pull"):
+            pending_half_messages(lax)
+    finally:
+        admin.close()
+        lax.close()
