@@ -7,8 +7,12 @@ message queries (topic SUB), heartbeats (each consumer group SUB and each subscr
 unregistering and listing a group's consumers (group SUB) and offset updates (group and topic
 SUB). This adds what 4.9 leaves unchecked although it names a topic or group: batch and reply
 sends (topic PUB, as a send), offset queries (group and topic SUB), queue locks (group SUB and
-each queue's topic SUB), END_TRANSACTION (any permission on the producer group) and
-CONSUME_MESSAGE_DIRECTLY (the group SUB). Requests naming a stored message by offset
+each queue's topic SUB), producer groups (any permission: in heartbeats, UNREGISTER_CLIENT,
+END_TRANSACTION and the producer connection list, since a group's producer receives the
+transaction checks of its half messages), and what reveals a group's clients, subscriptions or
+offsets (CONSUME_MESSAGE_DIRECTLY, the consumer connection list, running info and consume stats:
+the group SUB). Pulls of the broker's own topics need an admin account (``broker_only_topic``).
+Requests naming a stored message by offset
 (send-backs, END_TRANSACTION, VIEW_MESSAGE_BY_ID, CONSUME_MESSAGE_DIRECTLY, and the messages a
 QUERY_MESSAGE finds) are checked again by their handler against the topic that message belongs
 to (``stored``). Requests naming nothing (route and statistics reads) need only a valid
