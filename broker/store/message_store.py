@@ -374,6 +374,12 @@ class MessageStore:
     def look_message_by_offset(self, commitlog_offset: int) -> MessageExt | None:
         return self.reader.look_message_by_offset(commitlog_offset)
 
+    def record_starting_at(self, commitlog_offset: int) -> bytes | None:
+        return self.reader.record_starting_at(commitlog_offset)
+
+    def message_starting_at(self, commitlog_offset: int) -> MessageExt | None:
+        return self.reader.message_starting_at(commitlog_offset)
+
     def query_message(
         self, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int
     ) -> list[MessageExt]:

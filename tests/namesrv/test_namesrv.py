@@ -254,9 +254,11 @@ async def test_the_broker_sends_its_body_crc_and_an_altered_body_is_refused(name
 
 
 def register_raw(
-    client, addr, broker_addr="127.0.0.1:20931", broker_id=0, ha="", filter_servers=(), topic="bounded"
-):
-    config = {"topicName": topic, "readQueueNums": 1, "writeQueueNums": 1, "perm": 6}
+    client, addr, broker_addr="127.0.0.1:20931", broker_id=0, ha="", filter_servers=(), topic="bounded",
+    perm=6, sys_flag=0,
+):  # fmt: skip
+    config = {"topicName": topic, "readQueueNums": 1, "writeQueueNums": 1, "perm": perm,
+              "topicSysFlag": sys_flag}  # fmt: skip
     wrapper = {"topicConfigTable": {topic: config}, "dataVersion": {"timestamp": 1, "counter": 1}}
     body = {"topicConfigSerializeWrapper": wrapper, "filterServerList": list(filter_servers)}
     header = {"brokerName": "broker-bounded", "brokerAddr": broker_addr, "clusterName": "c-bounded",
@@ -268,7 +270,7 @@ def register_raw(
     ("fields", "phrase"),
     [
         ({"broker_addr": "1" * 5000}, "brokerAddr '1111"),  # before: registered and routed to
-        ({"broker_addr": "a" * 4990 + ":10911"}, "1 to 253"),
+        ({"broker_addr": "a" * 4990 + ":10911"}, "at most 253"),
         ({"broker_id": -1}, "brokerId -1 is not 0"),  # before: registered
         ({"broker_addr": "127.0.0.1"}, "port of 1 to 65535"),
         ({"broker_addr": "127.0.0.1:0"}, "port of 1 to 65535"),
@@ -277,6 +279,19 @@ def register_raw(
         ({"ha": "127.0.0.1:99999"}, "haServerAddr"),
         ({"filter_servers": ["127.0.0.1:1"] * 65}, "more than 64"),
         ({"filter_servers": ["nowhere"]}, "a filter server 'nowhere'"),
+        # Hosts no client can connect to; before: each registered and routed to.
+        ({"broker_addr": "-:1"}, "the host must be"),
+        ({"broker_addr": ".:1"}, "the host must be"),
+        ({"broker_addr": "%%:1"}, "the host must be"),
+        ({"broker_addr": ":::1"}, "the host must be"),
+        ({"broker_addr": "a:b:c:d:1"}, "the host must be"),
+        ({"broker_addr": "999.999.999.999:1"}, "the host must be"),
+        ({"broker_addr": "-broker.example:1"}, "the host must be"),
+        ({"broker_addr": "127.0.0.1:00080"}, "no leading zero"),
+        # Topic configs served in routes as sent; before: registered and routed.
+        ({"perm": -1}, "perm=-1 of the topic 'bounded' sets bits"),
+        ({"perm": 1 << 40}, "perm=1099511627776"),
+        ({"sys_flag": 1 << 62}, "topicSysFlag=4611686018427387904"),
     ],
 )
 def test_a_registration_with_an_unusable_address_or_id_is_refused(namesrv, client, fields, phrase):
@@ -292,8 +307,10 @@ def test_registrations_as_brokers_send_them_pass_the_bounds(namesrv, client):
         ("[::1]:20932", 2, "[::1]:20933"),
         ("::1:20935", 3, "::1:20936"),
         ("broker-1.example:20934", 0, ""),
+        ("10.0.0.7:20937", 4, "fe80::1%eth0:20938"),
     )
     for broker_addr, broker_id, ha in cases:
         assert register_raw(client, namesrv.addr, broker_addr, broker_id, ha, ["10.0.0.1:30000"], "fits").ok
     brokers = fastjson_loads(route(client, namesrv.addr, "fits").body)["brokerDatas"][0]["brokerAddrs"]
-    assert brokers == {"0": "broker-1.example:20934", "2": "[::1]:20932", "3": "::1:20935"}
+    expected = {"0": "broker-1.example:20934", "2": "[::1]:20932", "3": "::1:20935", "4": "10.0.0.7:20937"}
+    assert brokers == expected

@@ -2,6 +2,8 @@
 SEND_REPLY_MESSAGE) through a real broker: the response code is RocketMQ 4.9's for the same case
 and the remark says what was wrong."""
 
+import zlib
+
 import pytest
 
 from broker.common import message_const as const
@@ -13,9 +15,11 @@ from broker.common.message_codec import decode_offset_msg_id
 from broker.common.request_headers.send import SEND_V1_TO_V2
 from broker.common.sysflag import (
     BORNHOST_V6_FLAG,
+    COMPRESSED_FLAG,
     COMPRESSION_TYPE_MASK,
     INNER_BATCH_FLAG,
     MULTI_TAGS_FLAG,
+    NEED_UNWRAP_FLAG,
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
@@ -330,9 +334,40 @@ def test_send_with_a_sys_flag_rocketmq_does_not_define(broker, sys_flag):
 
 def test_send_with_the_bits_rocketmq_5_clients_set_is_accepted(broker):
     assert "does not define" in (send_flag_problem(1 << 11) or "")
-    for sys_flag in (MULTI_TAGS_FLAG, INNER_BATCH_FLAG, COMPRESSION_TYPE_MASK, BORNHOST_V6_FLAG):
+    for sys_flag in (MULTI_TAGS_FLAG, COMPRESSION_TYPE_MASK, BORNHOST_V6_FLAG):
         assert send_flag_problem(sys_flag) is None
     assert broker.send(TOPIC, sysFlag=MULTI_TAGS_FLAG).ok
+    # Compressed bodies as RocketMQ 4.9 (zlib, type 0) and 5 (zlib 3, LZ4 1, Zstandard 2) send them.
+    zlib_body = zlib.compress(b"compressed " * 100)
+    for sys_flag, body in (
+        (COMPRESSED_FLAG, zlib_body),
+        (COMPRESSED_FLAG | 3 << 8, zlib_body),
+        (COMPRESSED_FLAG | 1 << 8, b"\x04\x22\x4d\x18" + b"lz4 frame"),
+        (COMPRESSED_FLAG | 2 << 8, b"\x28\xb5\x2f\xfd" + b"zstd frame"),
+    ):
+        assert broker.send(TOPIC, body, sysFlag=sys_flag).ok, sys_flag
+
+
+@pytest.mark.parametrize(
+    ("sys_flag", "body", "phrase"),
+    [
+        (0x7F3, b"plain body", "inner batch"),  # the attack's flags: compressed, inner batch and more
+        (INNER_BATCH_FLAG, b"plain body", "inner batch"),
+        (NEED_UNWRAP_FLAG, b"plain body", "inner batch"),
+        (COMPRESSED_FLAG, b"plain body, not zlib", "is no zlib stream"),
+        (COMPRESSED_FLAG | 3 << 8, b"", "is no zlib stream"),
+        (COMPRESSED_FLAG | 1 << 8, zlib.compress(b"zlib, flagged LZ4"), "is no LZ4 stream"),
+        (COMPRESSED_FLAG | 2 << 8, b"plain body", "is no Zstandard stream"),
+        (COMPRESSED_FLAG | 5 << 8, zlib.compress(b"x"), "compression type 5"),
+    ],
+)
+def test_a_send_whose_flags_do_not_match_its_body_is_refused(broker, sys_flag, body, phrase):
+    # Before: stored with SEND_OK, a message no consumer can decode (a poison message).
+    before = broker.invoke(RC.GET_MAX_OFFSET, {"topic": TOPIC, "queueId": 3}).field("offset")
+    assert_refused(
+        broker.send(TOPIC, body, queue_id=3, sysFlag=sys_flag), ResponseCode.MESSAGE_ILLEGAL, phrase
+    )
+    assert broker.invoke(RC.GET_MAX_OFFSET, {"topic": TOPIC, "queueId": 3}).field("offset") == before
 
 
 def test_a_prepared_send_that_is_no_half_message(broker):

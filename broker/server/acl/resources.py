@@ -7,8 +7,12 @@ message queries (topic SUB), heartbeats (each consumer group SUB and each subscr
 unregistering and listing a group's consumers (group SUB) and offset updates (group and topic
 SUB). This adds what 4.9 leaves unchecked although it names a topic or group: batch and reply
 sends (topic PUB, as a send), offset queries (group and topic SUB), queue locks (group SUB and
-each queue's topic SUB), END_TRANSACTION (any permission on the producer group) and
-CONSUME_MESSAGE_DIRECTLY (the group SUB). Requests naming a stored message by offset
+each queue's topic SUB), producer groups (any permission: in heartbeats, UNREGISTER_CLIENT,
+END_TRANSACTION and the producer connection list, since a group's producer receives the
+transaction checks of its half messages), and what reveals a group's clients, subscriptions or
+offsets (CONSUME_MESSAGE_DIRECTLY, the consumer connection list, running info and consume stats:
+the group SUB). Pulls of the broker's own topics need an admin account (``broker_only_topic``).
+Requests naming a stored message by offset
 (send-backs, END_TRANSACTION, VIEW_MESSAGE_BY_ID, CONSUME_MESSAGE_DIRECTLY, and the messages a
 QUERY_MESSAGE finds) are checked again by their handler against the topic that message belongs
 to (``stored``). Requests naming nothing (route and statistics reads) need only a valid
@@ -24,7 +28,13 @@ from collections.abc import Callable
 
 from broker.common.acl_rules import ANY, PUB, SUB
 from broker.common.codes import RequestCode as RC
-from broker.common.topic_config import RETRY_GROUP_TOPIC_PREFIX
+from broker.common.system_names import CLIENT_INNER_PRODUCER_GROUP
+from broker.common.topic_config import (
+    RETRY_GROUP_TOPIC_PREFIX,
+    SCHEDULE_TOPIC,
+    TRACE_TOPIC,
+    TRANS_CHECK_MAX_TIME_TOPIC,
+)
 from broker.remoting import fastjson
 from broker.remoting.command import RemotingCommand
 
@@ -72,6 +82,14 @@ ADMIN_CODES = ROCKETMQ_ADMIN_CODES | frozenset(
 
 Needs = list[tuple[str, int]]  # (resource, permission bits)
 
+# Topics the broker keeps for itself: half and op records of transactions, delayed and timer
+# messages waiting to be due. Their messages belong to other topics (REAL_TOPIC), so a pull of
+# them is for admin accounts only (the console's Delayed and Transactions pages), as RocketMQ
+# 5's ACL keeps system topics from ordinary accounts. The trace topic is read with SUB as any
+# topic: tracing clients write and read it.
+_BROKER_ONLY_TOPICS = frozenset({SCHEDULE_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC})
+_BROKER_ONLY_PREFIXES = ("RMQ_SYS_", "rmq_sys_")
+
 
 class ResourceError(ValueError):
     """A request whose resources cannot be read (a heartbeat body that is not JSON)."""
@@ -115,15 +133,36 @@ def _query(request: RemotingCommand) -> Needs:
     return _topic_or_retry(request.ext_fields.get("topic"), SUB)
 
 
+def _producer_group(group: object) -> Needs:
+    # Any permission on the group (PUB or SUB, as accounts list groups), as END_TRANSACTION's: a
+    # producer registered under a group receives the transaction checks of its half messages.
+    # Every client registers CLIENT_INNER_PRODUCER (its own send-backs); no half message names it.
+    if not group or not isinstance(group, str) or group == CLIENT_INNER_PRODUCER_GROUP:
+        return []
+    return [(group_resource(group), ANY)]
+
+
 def _end_transaction(request: RemotingCommand) -> Needs:
-    # Any permission on the producer group (PUB or SUB, as accounts list groups): not DENY. The
-    # half message's own topic is checked by the handler once the message is found.
-    group = request.ext_fields.get("producerGroup")
-    return [(group_resource(group), ANY)] if group else []
+    # The half message's own topic is checked by the handler once the message is found.
+    return _producer_group(request.ext_fields.get("producerGroup"))
 
 
 def _consumer_group(request: RemotingCommand) -> Needs:
     return _group(request.ext_fields.get("consumerGroup"))
+
+
+def _consume_stats(request: RemotingCommand) -> Needs:
+    fields = request.ext_fields
+    return _group(fields.get("consumerGroup")) + _topic_or_retry(fields.get("topic"), SUB)
+
+
+def _unregister(request: RemotingCommand) -> Needs:
+    fields = request.ext_fields
+    return _group(fields.get("consumerGroup")) + _producer_group(fields.get("producerGroup"))
+
+
+def _producer_connections(request: RemotingCommand) -> Needs:
+    return _producer_group(request.ext_fields.get("producerGroup"))
 
 
 def _json_body(request: RemotingCommand) -> dict:
@@ -138,7 +177,11 @@ def _json_body(request: RemotingCommand) -> dict:
 
 def _heartbeat(request: RemotingCommand) -> Needs:
     needs: Needs = []
-    for consumer in _json_body(request).get("consumerDataSet") or ():
+    body = _json_body(request)
+    for producer in body.get("producerDataSet") or ():
+        if isinstance(producer, dict):
+            needs += _producer_group(producer.get("groupName"))
+    for consumer in body.get("consumerDataSet") or ():
         if not isinstance(consumer, dict):
             continue
         needs += _group(consumer.get("groupName"))
@@ -167,8 +210,13 @@ RESOURCE_READERS: dict[int, Callable[[RemotingCommand], Needs]] = {
     RC.CONSUMER_SEND_MSG_BACK: _send_back,
     RC.QUERY_MESSAGE: _query,
     RC.HEART_BEAT: _heartbeat,
-    RC.UNREGISTER_CLIENT: _consumer_group,
+    RC.UNREGISTER_CLIENT: _unregister,
     RC.GET_CONSUMER_LIST_BY_GROUP: _consumer_group,
+    RC.GET_CONSUMER_CONNECTION_LIST: _consumer_group,
+    RC.GET_CONSUMER_RUNNING_INFO: _consumer_group,
+    RC.GET_CONSUME_STATS: _consume_stats,
+    RC.GET_PRODUCER_CONNECTION_LIST: _producer_connections,
+    RC.QUERY_TOPIC_CONSUME_BY_WHO: _query,
     RC.UPDATE_CONSUMER_OFFSET: _pull,
     RC.QUERY_CONSUMER_OFFSET: _pull,
     RC.LOCK_BATCH_MQ: _queue_locks,
@@ -176,6 +224,16 @@ RESOURCE_READERS: dict[int, Callable[[RemotingCommand], Needs]] = {
     RC.CONSUME_MESSAGE_DIRECTLY: _consumer_group,
     RC.UNLOCK_BATCH_MQ: _queue_locks,
 }
+
+
+def broker_only_topic(request: RemotingCommand) -> str | None:
+    """The broker's own topic ``request`` pulls from, which needs an admin account, or None."""
+    if request.code != RC.PULL_MESSAGE:
+        return None
+    topic = request.ext_fields.get("topic") or ""
+    if topic in _BROKER_ONLY_TOPICS or (topic.startswith(_BROKER_ONLY_PREFIXES) and topic != TRACE_TOPIC):
+        return topic
+    return None
 
 
 def needed_resources(request: RemotingCommand) -> Needs:

@@ -23,7 +23,6 @@ from broker.common import topic_config as tc
 from broker.common.acl_rules import SUB
 from broker.common.codes import ResponseCode
 from broker.common.message import MessageExt
-from broker.common.message_codec import MessageDecodeError, decode_message
 from broker.remoting.command import RemotingCommand, response_to
 from broker.remoting.connection import RemotingConnection
 
@@ -88,15 +87,3 @@ def _refusal_reason(
     except AclRefusal as exc:
         return str(exc)
     return None
-
-
-def message_at(record: bytes, offset: int) -> MessageExt | None:
-    """The message whose record starts at ``offset``, or None when ``record`` (read there) is not
-    one: an offset inside another record could otherwise pass bytes of that record off as a
-    message of an allowed topic. The broker wrote each record's own offset into it, and the body
-    CRC covers bytes a sender cannot know in advance."""
-    try:
-        msg = decode_message(record, read_body=False, check_crc=True)
-    except MessageDecodeError:
-        return None
-    return msg if msg.commitlog_offset == offset else None

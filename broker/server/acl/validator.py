@@ -15,7 +15,8 @@ In order:
    ``aclReplayProtection=true``), and with ``aclRequireTls=true`` no signed request is taken over
    plaintext: its nonce is recorded by these checks before it is refused, so the same frame
    cannot be sent again over TLS;
-4. an admin-only request needs an admin account;
+4. an admin-only request, and a pull of a topic the broker keeps for itself (half, op-half,
+   schedule and timer topics), needs an admin account;
 5. each topic and group the request names needs the permission: the account's own entry for it,
    else its default topic or group permission. An admin account without any entries may use
    every topic and group.
@@ -47,7 +48,14 @@ from broker.remoting.command import RemotingCommand
 
 from .plain_config import Account, AclConfig
 from .replay import NO_REPLAY_PROTECTION, REQUIRE_TLS_KEY, ReplayGuard
-from .resources import ADMIN_CODES, Needs, ResourceError, describe_resource, needed_resources
+from .resources import (
+    ADMIN_CODES,
+    Needs,
+    ResourceError,
+    broker_only_topic,
+    describe_resource,
+    needed_resources,
+)
 
 _NO_ACCOUNT = SigningKey("no-such-account-secret")
 
@@ -88,6 +96,11 @@ def check_request(
     if request.code in admin_codes and not account.admin:
         raise AclRefusal(
             f"request code {request.code} needs an admin account; {account.access_key!r} is not one"
+        )
+    broker_only = broker_only_topic(request)
+    if broker_only is not None and not account.admin:
+        raise AclRefusal(
+            f"topic {broker_only[:128]} holds the broker's own records: only an admin account may pull it"
         )
     if account.admin and not account.resources:
         return

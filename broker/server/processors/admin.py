@@ -12,7 +12,7 @@ from broker.common import topic_config as tc
 from broker.common.acl_rules import SUB
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.conf_file import ConfError, format_properties, parse_properties
-from broker.common.message_codec import decode_offset_msg_id
+from broker.common.message_codec import decode_message, decode_offset_msg_id
 from broker.common.request_headers import (
     ConsumeMessageDirectlyResultRequestHeader,
     CreateTopicRequestHeader,
@@ -33,7 +33,7 @@ from broker.common.topic_config import TopicConfig
 from broker.remoting import fastjson
 from broker.remoting.command import RemotingCommand, create_request, response_to
 
-from ..acl.stored import message_at, stored_message_refusal
+from ..acl.stored import stored_message_refusal
 from ..config_schema import FixedConfigKeyError
 from ..subscription_manager import SubscriptionGroupConfig
 from .disk_refusal import disk_full_refusal, not_written
@@ -385,7 +385,9 @@ class AdminProcessor:
         channel = info.channels.get(client_id) if info else None
         if channel is None:
             return response_to(request, ResponseCode.SYSTEM_ERROR, f"The Consumer <{client_id}> not online")
-        if msg_id:
+        if request.code == RequestCode.CONSUME_MESSAGE_DIRECTLY:
+            # Only a stored message is handed over, never a body the caller sent: that would
+            # deliver a message of any topic to another group's consumer.
             record = self._direct_message(conn, request, msg_id)
             if isinstance(record, RemotingCommand):
                 return record
@@ -394,19 +396,21 @@ class AdminProcessor:
         answer = await channel.connection.invoke(forwarded, 10_000)
         return response_to(request, answer.code, answer.remark, answer.ext_fields, answer.body)
 
-    def _direct_message(self, conn, request: RemotingCommand, msg_id: str) -> bytes | RemotingCommand:
+    def _direct_message(self, conn, request: RemotingCommand, msg_id: str | None) -> bytes | RemotingCommand:
         """The stored record CONSUME_MESSAGE_DIRECTLY hands to a consumer, or the refusal: with ACL
         on, the account needs SUB on the topic the message belongs to."""
-        _, offset = decode_offset_msg_id(msg_id)
-        record = self.broker.store.select_one_message_by_offset(offset)
-        missing = response_to(request, ResponseCode.SYSTEM_ERROR, "the message does not exist")
+        try:
+            _, offset = decode_offset_msg_id(msg_id or "")
+        except ValueError:
+            return response_to(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                f"msgId {(msg_id or '')[:64]!r} is not a broker message id: CONSUME_MESSAGE_DIRECTLY "
+                "hands the consumer the stored message it names",
+            )
+        record = self.broker.store.record_starting_at(offset)
         if record is None:
-            return missing
-        if self.broker.acl is not None:
-            msg = message_at(record, offset)
-            if msg is None:
-                return missing
-            refused = stored_message_refusal(self.broker, conn, request, msg, SUB)
-            if refused is not None:
-                return refused
-        return record
+            return response_to(request, ResponseCode.SYSTEM_ERROR, "the message does not exist")
+        msg = decode_message(record, read_body=False)
+        refused = stored_message_refusal(self.broker, conn, request, msg, SUB)
+        return record if refused is None else refused

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from broker.common.acl_rules import SUB
 from broker.common.codes import ResponseCode
-from broker.common.message_codec import encode_message
+from broker.common.message_codec import decode_message, encode_message
 from broker.common.request_headers import (
     QueryMessageRequestHeader,
     QueryMessageResponseHeader,
@@ -18,7 +18,7 @@ from broker.common.request_headers import (
 )
 from broker.remoting.command import RemotingCommand, response_to
 
-from ..acl.stored import may_read, message_at, stored_message_refusal
+from ..acl.stored import may_read, stored_message_refusal
 from .name_checks import name_refusal
 
 if TYPE_CHECKING:
@@ -56,17 +56,11 @@ class QueryProcessor:
 
     async def view_message_by_id(self, conn, request: RemotingCommand) -> RemotingCommand:
         offset = ViewMessageRequestHeader.from_ext_fields(request.ext_fields).offset
-        record = self.broker.store.select_one_message_by_offset(offset)
-        not_found = response_to(
-            request, ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {offset}"
-        )
+        record = self.broker.store.record_starting_at(offset)
         if record is None:
-            return not_found
-        if self.broker.acl is not None:
-            msg = message_at(record, offset)
-            if msg is None:
-                return not_found
-            refused = stored_message_refusal(self.broker, conn, request, msg, SUB)
-            if refused is not None:
-                return refused
-        return response_to(request, body=record)
+            return response_to(
+                request, ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {offset}"
+            )
+        msg = decode_message(record, read_body=False)
+        refused = stored_message_refusal(self.broker, conn, request, msg, SUB)
+        return response_to(request, body=record) if refused is None else refused

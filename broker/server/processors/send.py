@@ -25,7 +25,12 @@ from broker.common.request_headers import (
     SendMessageResponseHeader,
     decode_send_request,
 )
-from broker.common.sysflag import TRANSACTION_PREPARED_TYPE, send_flag_problem, transaction_value
+from broker.common.sysflag import (
+    TRANSACTION_PREPARED_TYPE,
+    compressed_body_problem,
+    send_flag_problem,
+    transaction_value,
+)
 from broker.remoting.command import RemotingCommand, response_to
 from broker.store.results import PutMessageResult, PutMessageStatus
 
@@ -88,6 +93,8 @@ def send_refusal(request, header: SendMessageRequestHeader, illegal_code: int) -
     if problem is not None:
         return response_to(request, illegal_code, problem)
     flag_problem = send_flag_problem(header.sys_flag) or _prepared_problem(header)
+    if flag_problem is None and not (request.code == RequestCode.SEND_BATCH_MESSAGE or header.batch):
+        flag_problem = compressed_body_problem(header.sys_flag, request.body)
     if flag_problem is not None:
         return response_to(request, ResponseCode.MESSAGE_ILLEGAL, flag_problem)
     if topic in NOT_ALLOWED_SEND_TOPICS:

@@ -18,7 +18,6 @@ from broker.common import topic_config as tc
 from broker.common.acl_rules import PUB, SUB
 from broker.common.codes import ResponseCode
 from broker.common.message import MessageExt
-from broker.common.message_codec import MessageDecodeError
 from broker.common.names import topic_problem
 from broker.common.request_headers import ConsumerSendMsgBackRequestHeader, HeaderError
 from broker.remoting.command import RemotingCommand, response_to
@@ -52,7 +51,7 @@ class SendBackProcessor:
         broker = self.broker
         if group_config.retry_queue_nums <= 0:
             return response_to(request)  # the group opted out of retries: drop, as RocketMQ
-        original = self._look_up(header.offset)
+        original = broker.store.message_starting_at(header.offset)
         if original is None:
             return response_to(
                 request, ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {header.offset}"
@@ -125,15 +124,6 @@ class SendBackProcessor:
                 f"the broker[{self.broker.config.broker_ip1}] sending message is forbidden",
             )
         return group_config
-
-    def _look_up(self, commitlog_offset: int) -> MessageExt | None:
-        store = self.broker.store
-        if not store.min_physic_offset <= commitlog_offset < store.max_physic_offset:
-            return None
-        try:
-            return store.look_message_by_offset(commitlog_offset)
-        except MessageDecodeError:
-            return None
 
     @staticmethod
     def _copy(original: MessageExt, topic: str, queue_id: int) -> MessageExt:

@@ -101,17 +101,16 @@ class TransactionalMessageService:
     def find_half(self, header: EndTransactionRequestHeader) -> MessageExt | str:
         """The half message the request names, or why it cannot be resolved."""
         store = self.store
-        if not store.min_physic_offset <= header.commit_log_offset < store.max_physic_offset:
-            return "Find prepared transaction message failed"
-        try:
-            half = store.look_message_by_offset(header.commit_log_offset)
-        except MessageDecodeError:
-            half = None
+        half = store.message_starting_at(header.commit_log_offset)
         if half is None or half.topic != tc.TRANS_HALF_TOPIC:
             return "Find prepared transaction message failed"
         if half.properties.get(const.PROPERTY_PRODUCER_GROUP) != header.producer_group:
             return "The producer group wrong"
-        if half.queue_offset != header.tran_state_table_offset:
+        # The half topic's consume queue, which only the broker writes, must list this record at
+        # that queue offset: a record's own queue offset is what its writer claimed.
+        queue_offset = header.tran_state_table_offset
+        listed = store.get_commit_log_offset_in_queue(half.topic, half.queue_id, queue_offset)
+        if half.queue_offset != queue_offset or listed != header.commit_log_offset:
             return "The transaction state table offset wrong"
         if self.is_resolved(half.queue_offset):
             return (
