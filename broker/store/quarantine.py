@@ -53,6 +53,10 @@ DETAIL_LIMIT = 20
 _FILLER_HOST = encode_host(("127.0.0.1", 0))
 
 
+class PurgeRefused(ValueError):
+    """A purge that would overwrite something other than damaged bytes: nothing was written."""
+
+
 @dataclass(slots=True)
 class DamagedRange:
     from_offset: int  # absolute commit-log offset of the first damaged byte range's record
