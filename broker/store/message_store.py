@@ -117,8 +117,10 @@ class MessageStore:
         self.index.load(self.last_exit_ok, self.checkpoint.index_msg_timestamp)
         min_ts = self.checkpoint.min_timestamp(index_safe=self.config.message_index_enable)
         end, verified_from = recovery.recover_commitlog(
-            self.commitlog, self.last_exit_ok, min_ts, self.checkpoint.physic_flushed_offset, self.quarantine
-        )
+            self.commitlog, self.last_exit_ok, min_ts, self.checkpoint.physic_flushed_offset, self.quarantine,
+            str(self.checkpoint.path),
+        )  # fmt: skip
+        self.quarantine.drop_beyond(end)
         for queue in self.consume_queues.values():
             queue.truncate_dirty(end)
         self.index.truncate_beyond(end)
