@@ -73,9 +73,7 @@ def segment_end(buf: bytes | bytearray | memoryview, pos: int, limit: int | None
     return TORN
 
 
-def resume_after(
-    buf: bytes | bytearray | memoryview, pos: int, limit: int, base_offset: int
-) -> int | None:
+def resume_after(buf: bytes | bytearray | memoryview, pos: int, limit: int, base_offset: int) -> int | None:
     """Where sound records begin again after a walk that stopped at ``pos``, or None when what
     is there truly ends the data: the limit, the blank seal, or bytes (zeros included) with no
     sound record after them (a torn tail, the unwritten rest of a segment).

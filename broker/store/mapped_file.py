@@ -222,9 +222,12 @@ class MappedFile:
 class MappedFileQueue:
     """The segments of one log (commit log or a consume queue), oldest first."""
 
-    def __init__(self, directory: Path | str, file_size: int) -> None:
+    def __init__(self, directory: Path | str, file_size: int, restore_short: bool = False) -> None:
         self.directory = Path(directory)
         self.file_size = file_size
+        # The commit log's: a short segment before the last is extended (recovery quarantines its
+        # missing end) instead of refusing to start, as later segments hold acknowledged records.
+        self.restore_short = restore_short
         self.files: list[MappedFile] = []
         self._lock = threading.RLock()
 
@@ -244,7 +247,7 @@ class MappedFileQueue:
                 # nothing acknowledged can be in it, as a segment is mapped only once it has its
                 # full size. It is given its blocks now, or removed when the disk has no room
                 # for them. A short or long segment anywhere else is a real mismatch.
-                if size > self.file_size:
+                if size > self.file_size or (path != paths[-1] and not self.restore_short):
                     raise ValueError(f"{path} is {size} bytes but segments here are {self.file_size}")
                 if path != paths[-1]:
                     self._restore_size(path, size)

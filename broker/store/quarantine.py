@@ -85,7 +85,9 @@ class DamagedRange:
         start, stop, found_at, purged_at = numbers
         if not 0 <= start < stop:
             raise ValueError("from must be at least 0 and below to")
-        return cls(start, stop, str(data.get("segment", "")), str(data.get("reason", "")), found_at, purged_at)
+        return cls(
+            start, stop, str(data.get("segment", "")), str(data.get("reason", "")), found_at, purged_at
+        )
 
     @property
     def size(self) -> int:
@@ -154,7 +156,8 @@ class CommitLogQuarantine:
         """Why ``damaged`` names no damaged bytes of this log ('' when it does)."""
         mapped = self._commitlog.files.find_file(damaged.from_offset)
         if mapped is None or damaged.from_offset < self._commitlog.min_offset:
-            return f"it starts outside the commit log ({self._commitlog.min_offset}-{self._commitlog.max_offset})"
+            low, high = self._commitlog.min_offset, self._commitlog.max_offset
+            return f"it starts outside the commit log ({low}-{high})"
         base = mapped.file_from_offset
         if damaged.to_offset > min(base + mapped.file_size, self._commitlog.max_offset):
             return f"it runs past the end of segment {mapped.path.name} or of the log"

@@ -3,10 +3,13 @@
 Verification starts at the checkpoint's flushed commit-log position (Kafka's recovery point):
 everything below it was made durable and acknowledged, so it is neither rescanned nor ever cut —
 a clean stop rescans nothing. From there on every record is checked (sizes, magic, body CRC);
-the first bad one in the last segment marks a torn tail, which is cut off. Bad bytes followed by
-a later segment that holds records are damage, not a tail: they are quarantined (``quarantine``)
-and no segment is deleted. A checkpoint written before it recorded the flushed position falls
-back to verifying the last three segments (clean stop) or from the checkpoint's time (crash).
+the first bad one in the last segment marks a torn tail, which is cut off — when nothing sound
+follows it. Bad bytes (zeros included) followed by a sound record in the segment, or by a later
+segment, are damage, not a tail: they are quarantined (``quarantine``) and no segment is
+deleted. A flushed position beyond the log is a garbled checkpoint and is ignored. The seal of
+every sealed segment not re-read is checked (a slave copying it stops at anything else). A
+checkpoint written before it recorded the flushed position falls back to verifying the last
+three segments (clean stop) or from the checkpoint's time (crash).
 
 Re-dispatch then walks the log from where the queues stopped; a record it cannot read there is
 quarantined and the walk resumes at the next sound record, so every later record is dispatched.
@@ -98,7 +101,10 @@ def recover_commitlog(
             mapped.wrote_position = mapped.flushed_position = mapped.file_size
             _check_seal(mapped, quarantine)
             continue
-        end = _verify_segment(mapped, _scan_start(mapped, scan_from), index == last_index, quarantine)
+        clean_end = flushed_offset if last_exit_ok and flushed_offset > 0 else -1
+        end = _verify_segment(
+            mapped, _scan_start(mapped, scan_from), index == last_index, quarantine, clean_end
+        )
         if end is None:  # sealed
             mapped.wrote_position = mapped.flushed_position = mapped.file_size
             continue
@@ -133,19 +139,23 @@ def _scan_start(mapped: MappedFile, scan_from: int) -> int:
 
 
 def _verify_segment(
-    mapped: MappedFile, start: int, is_last: bool, quarantine: CommitLogQuarantine
+    mapped: MappedFile, start: int, is_last: bool, quarantine: CommitLogQuarantine, clean_end: int = -1
 ) -> int | None:
     """Verify from ``start``; None when the segment ends sealed, else where its data ends.
 
     In a segment the log has rolled past, bad bytes are damage (later segments hold records):
-    they are quarantined and verification resumes after them.
+    they are quarantined and verification resumes after them. In the last segment too when a
+    sound record follows them (a crash cuts only the last write); ``clean_end``, where a clean
+    stop flushed the log to, spares the search of the unwritten rest after it.
     """
     base = mapped.file_from_offset
     while True:
         end = _verified_end(mapped, start)
         if _is_sealed_at(mapped, end):
             return None
-        if is_last and resume_after(mapped.view, end, mapped.file_size, base) is None:
+        if is_last and (
+            base + end == clean_end or resume_after(mapped.view, end, mapped.file_size, base) is None
+        ):
             return end  # a torn tail, or the unwritten rest: nothing sound after it
         damaged = quarantine.report(base + end, "unreadable record found by recovery", at_boundary=True)
         if damaged is None:

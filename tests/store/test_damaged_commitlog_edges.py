@@ -142,7 +142,7 @@ def test_a_damaged_seal_is_found_at_start_and_sent_to_a_slave_well_formed(image,
     """Break 3: the blank end record of a sealed segment overwritten. Before: no range, and the
     bytes a slave copies ended in garbage (its walk stopped there for ever). After: one range
     from the seal to the segment's end, and the copied segment ends with a blank record."""
-    store_dir, offsets, end = _copy(image, tmp_path)
+    store_dir, offsets, _end = _copy(image, tmp_path)
     seal = _seal_of(offsets, 0)
     overwrite(store_dir, seal, b"\xab" * 8)
     store = _open(store_dir)
@@ -160,7 +160,7 @@ def test_a_short_sealed_segment_is_damage_not_a_refusal_to_start(image, tmp_path
     """Break 7: the second segment cut to half. Before: ValueError, the broker did not start.
     After: the file is given back its size (zeros), the missing half is one range, nothing after
     it is lost."""
-    store_dir, offsets, end = _copy(image, tmp_path)
+    store_dir, offsets, _end = _copy(image, tmp_path)
     path = store_dir / "commitlog" / f"{SEGMENT:020d}"
     os.truncate(path, SEGMENT // 2)
     with caplog.at_level(logging.ERROR):
@@ -220,7 +220,7 @@ def test_overlapping_ranges_keep_the_first_only_and_purge_destroys_no_intact_rec
     """Break 5: [a, b) of real damage and an overlapping forged one. Before: the purge overwrote
     586 intact messages. After: the forged one is dropped at load; the purge overwrites the
     damaged record only."""
-    store_dir, offsets, end = _copy(image, tmp_path)
+    store_dir, offsets, _end = _copy(image, tmp_path)
     overwrite(store_dir, offsets[100] + 300, b"\xab" * 10)
     forged = [_entry(offsets[100], offsets[101]), _entry(offsets[100] + 500, offsets[600])]
     _write_ranges(store_dir, forged)
@@ -238,7 +238,7 @@ def test_overlapping_ranges_keep_the_first_only_and_purge_destroys_no_intact_rec
 def test_purge_re_verifies_the_bytes_and_refuses_touching_nothing(image, tmp_path):
     """Break 5: the bytes changed since the range was recorded (restored from a backup): a sound
     record starts in it now. The purge refuses with a remark and writes nothing."""
-    store_dir, offsets, end = _copy(image, tmp_path)
+    store_dir, offsets, _end = _copy(image, tmp_path)
     segment = store_dir / "commitlog" / f"{0:020d}"
     original = segment.read_bytes()[offsets[100] : offsets[101]]
     overwrite(store_dir, offsets[100] + 300, b"\xab" * 10)
