@@ -2,13 +2,14 @@
 checkpointed flushed position, a bad checkpoint, a damaged seal, a short sealed segment and an
 untrusted ``damagedCommitLog.json`` (1 MiB segments, 1 KiB messages, five segments).
 
-Figures before the fix (unfixed tree, this geometry): damage past the flushed position in the
-last segment cut 226 intact messages (100 bytes) / 226 (2 KiB of zeros), nothing reported; a
-flushed position of 1<<60 reported the active segment's unwritten tail as 1 damaged range; a
-damaged seal left no range (a slave stopped there for ever); a short sealed segment refused to
-start (ValueError); a range to 2**50 in the JSON hid every message after it and the purge failed
-on "'i' format"; overlapping ranges purged 586 intact messages; "from": "abc" crashed the start.
-After: see each test.
+Figures before the fix (unfixed tree, this geometry, 4,168 messages): damage past the flushed
+position in the last segment cut 374 intact messages (100 bytes, and 2 KiB of zeros alike),
+nothing reported; a flushed position of 1<<60 or past the log made the active segment's
+unwritten tail (523,997 bytes) a damaged range and the log's end jumped to the segment's end; a
+damaged seal left no range; a short sealed segment refused to start (ValueError); a range to
+2**50, across segments, negative, reversed or over sound records in the JSON was accepted as is,
+"from": "abc" crashed the start, garbage JSON was ignored without a word; an overlapping forged
+range was purged: 500 intact messages destroyed. After: see each test.
 """
 
 from __future__ import annotations
@@ -79,8 +80,8 @@ def _ranges(store) -> list[tuple[int, int]]:
 @pytest.mark.parametrize("damage", ["bytes", "zeros"])
 def test_damage_past_the_flushed_position_followed_by_sound_records_is_quarantined(image, tmp_path, damage):
     """Break 1/2: the checkpoint lagged behind the last segment (SYNC_FLUSH acknowledged it all);
-    100 bytes (or 2 KiB of zeros) hit a record there. Before: 226 lost, 0 ranges. After: the hit
-    messages only, one range, the log's end unchanged."""
+    100 bytes (or 2 KiB of zeros) hit a record there. Before: 374 lost, 0 ranges. After: the hit
+    messages only (1, or 2 for the zeros), one range, the log's end unchanged."""
     store_dir, offsets, end = _copy(image, tmp_path)
     last_base = end // SEGMENT * SEGMENT
     _set_flushed(store_dir, last_base)
@@ -118,7 +119,7 @@ def test_a_real_torn_tail_is_still_cut(image, tmp_path):
 @pytest.mark.parametrize("flushed", [1 << 60, 10 * SEGMENT + 12345])
 @pytest.mark.parametrize("crash", [False, True])
 def test_a_flushed_position_beyond_the_log_is_unknown_not_damage(image, tmp_path, caplog, flushed, crash):
-    """Break 6: before, the unwritten tail of the active segment was 1 damaged range (551,040
+    """Break 6: before, the unwritten tail of the active segment was 1 damaged range (523,997
     bytes) and the log's end jumped to the segment's end. After: no range, same end, a WARNING
     naming the checkpoint file."""
     store_dir, offsets, end = _copy(image, tmp_path)
@@ -200,9 +201,9 @@ def _entry(start, stop) -> dict:
     ],
 )
 def test_untrusted_ranges_are_dropped_with_an_error(image, tmp_path, caplog, entries):
-    """Break 4 and the JSON notes. Before: a range to 2**50 hid 511 of 512 messages, one to 4 MiB
-    all of them, "abc" crashed the start, garbage JSON was ignored silently. After: each dropped
-    with an ERROR naming the file, nothing hidden."""
+    """Break 4 and the JSON notes. Before: each range was kept as written (in the attack one to
+    2**50 hid 511 of 512 messages and every later send), "abc" crashed the start, garbage JSON
+    was ignored silently. After: each dropped with an ERROR naming the file, nothing hidden."""
     store_dir, offsets, _end = _copy(image, tmp_path)
     path = _write_ranges(store_dir, entries)
     with caplog.at_level(logging.ERROR):
@@ -218,7 +219,7 @@ def test_untrusted_ranges_are_dropped_with_an_error(image, tmp_path, caplog, ent
 
 def test_overlapping_ranges_keep_the_first_only_and_purge_destroys_no_intact_record(image, tmp_path):
     """Break 5: [a, b) of real damage and an overlapping forged one. Before: the purge overwrote
-    586 intact messages. After: the forged one is dropped at load; the purge overwrites the
+    500 intact messages. After: the forged one is dropped at load; the purge overwrites the
     damaged record only."""
     store_dir, offsets, _end = _copy(image, tmp_path)
     overwrite(store_dir, offsets[100] + 300, b"\xab" * 10)
