@@ -23,6 +23,7 @@ from broker.client.producer import Producer
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message import Message
 from broker.common.message_codec import decode_offset_msg_id
+from broker.store.quarantine import filler_record
 from tests.cluster import ONE_BROKER, add_slave, cluster_fixture
 from tests.store.damage_fixtures import body_of, hit_by, overwrite
 
@@ -126,6 +127,28 @@ def test_a_new_slave_copies_past_the_quarantined_range(cluster, damaged):
                 break
         time.sleep(0.2)
     assert wrong == [] and from_slave == intact
+
+
+def test_purge_refuses_a_range_whose_bytes_are_sound_now_and_writes_nothing(cluster, damaged):
+    """The bytes changed since the range was found (restored from a backup): a sound record starts
+    there now. Before: the purge overwrote it, trusting the recorded range (the attack destroyed
+    586 intact messages with forged ranges). After: SYSTEM_ERROR saying why, nothing written."""
+    admin, addr, _offsets, _at = damaged
+    _consume_all(admin, addr)
+    detail = json.loads(admin.broker_runtime_info(addr)["commitLogDamagedDetail"])[0]
+    segment = cluster.workdir / "store" / "commitlog" / detail["segment"]
+    start, size = detail["from"] % SEGMENT, detail["to"] - detail["from"]
+    damaged_bytes = segment.read_bytes()[start : start + size]
+    overwrite(cluster.workdir / "store", detail["from"], bytes(filler_record(detail["from"], size, 1)))
+    try:
+        refused = cluster.request(RequestCode.PURGE_DAMAGED_COMMIT_LOG, {}, addr=addr)
+        assert refused.code == ResponseCode.SYSTEM_ERROR
+        assert "a sound record starts at its first byte" in (refused.remark or "")
+        assert "nothing was overwritten" in (refused.remark or "")
+        assert admin.broker_runtime_info(addr)["commitLogDamagedRanges"] == "2"
+        assert segment.read_bytes()[start : start + size] == bytes(filler_record(detail["from"], size, 1))
+    finally:
+        overwrite(cluster.workdir / "store", detail["from"], damaged_bytes)
 
 
 def test_purge_refuses_an_offset_no_range_starts_at_then_purges(cluster, damaged):

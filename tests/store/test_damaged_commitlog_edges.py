@@ -196,7 +196,8 @@ def _entry(start, stop) -> dict:
         [_entry(-5000, 2000)],
         [_entry("abc", 2000)],
         [_entry(2000, 1000)],
-        [_entry(0, 600_000)],  # sound records start inside
+        [_entry(0, 600_000)],  # a sound record starts at its first byte
+        [_entry(500, 600_000)],  # sound records start inside
         '{"ranges": [',  # garbage
     ],
 )
