@@ -281,6 +281,12 @@ class MessageStore:
 
     def commit_log_data(self, offset: int, max_bytes: int) -> bytes | None:
         data = self.replication.commit_log_data(offset, max_bytes)
+        if data and (offset + len(data)) % self.commitlog.file_size == 0:
+            # A sealed segment's end goes to a slave: its seal may have gone bad since start-up
+            # (cheap: its last non-zero bytes are read), and it is sent well-formed if so.
+            mapped = self.commitlog.files.find_file(offset)
+            if mapped is not None:
+                recovery.check_seal(mapped, self.quarantine)
         return self.quarantine.transfer_bytes(offset, data) if data else data
 
     # -- consume queues (consume_queue_table) -----------------------------------------------------

@@ -99,7 +99,7 @@ def recover_commitlog(
         base = mapped.file_from_offset
         if base + mapped.file_size <= scan_from and index < last_index:
             mapped.wrote_position = mapped.flushed_position = mapped.file_size
-            _check_seal(mapped, quarantine)
+            check_seal(mapped, quarantine)
             continue
         clean_end = flushed_offset if last_exit_ok and flushed_offset > 0 else -1
         end = _verify_segment(
@@ -165,10 +165,11 @@ def _verify_segment(
             return None
 
 
-def _check_seal(mapped: MappedFile, quarantine: CommitLogQuarantine) -> None:
-    """A sealed segment recovery does not re-read must still end in its blank record: a slave
-    copying it walks to that record and stops for ever at anything else, and no read ever finds
-    it (no message points there). The last non-zero bytes are read first (cheap); only when they
+def check_seal(mapped: MappedFile, quarantine: CommitLogQuarantine) -> None:
+    """A sealed segment must end in its blank record: a slave copying it walks to that record and
+    stops for ever at anything else, and no read ever finds it (no message points there). Checked
+    at start-up for the segments recovery does not re-read, and when a slave is sent a
+    segment's end. The last non-zero bytes are read first (cheap); only when they
     are no blank record reaching the end is the segment walked, quarantining what it meets."""
     last = _last_written(mapped)
     if last >= 8 and segment_end(mapped.view, last - 8, mapped.file_size) == BLANK_END:

@@ -157,6 +157,25 @@ def test_a_damaged_seal_is_found_at_start_and_sent_to_a_slave_well_formed(image,
         store.shutdown()
 
 
+def test_a_seal_damaged_while_running_is_found_when_a_slave_is_sent_it(image, tmp_path):
+    """Break 3, after start-up: the second segment's seal goes bad under a running master. Before:
+    the segment's end went to a slave as garbage. After: found when the end is sent, quarantined,
+    sent as a blank end record."""
+    store_dir, offsets, _end = _copy(image, tmp_path)
+    store = _open(store_dir)
+    try:
+        seal = _seal_of(offsets, 1)
+        overwrite(store_dir, seal, b"\xab" * 8)  # the running store's mapping sees it
+        sent = b"".join(
+            store.commit_log_data(SEGMENT + at, 256 * 1024) for at in range(0, SEGMENT, 256 * 1024)
+        )
+        last = max(p + s for p, s in segment_records(sent, 0))
+        assert (SEGMENT + last, segment_end(sent, last)) == (seal, BLANK_END)
+        assert _ranges(store) == [(seal, 2 * SEGMENT)]
+    finally:
+        store.shutdown()
+
+
 def test_a_short_sealed_segment_is_damage_not_a_refusal_to_start(image, tmp_path, caplog):
     """Break 7: the second segment cut to half. Before: ValueError, the broker did not start.
     After: the file is given back its size (zeros), the missing half is one range, nothing after
