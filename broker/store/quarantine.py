@@ -110,7 +110,7 @@ class CommitLogQuarantine:
         path = self._file.path
         data = self._file.load()
         if data is None and path.exists() and path.stat().st_size:
-            log.error("commit log: %s is not readable JSON: no damaged range loaded from it", path)
+            log.error("commit log: %s is no readable JSON object: no damaged range loaded from it", path)
         entries = (data or {}).get("ranges", [])
         parsed: list[DamagedRange] = []
         for item in entries if isinstance(entries, list) else [entries]:
