@@ -7,7 +7,7 @@ A segment is a run of records starting at offset ``int(file name)``; it ends at 
 end-of-segment record, at zero bytes (a segment that was still being written) or at a record
 that runs past the end of the data (a torn tail). A torn tail yields one row of kind ``torn``
 that says where the unreadable bytes start and how many there are, so reports can show it.
-Unreadable bytes followed by sound records (damage the broker quarantined and nobody purged yet)
+Unreadable bytes or zeros followed by sound records (damage the broker quarantined and nobody purged yet)
 are one ``torn`` row too, and the rows go on at the next sound record (``next_record_start``, the
 store's own resynchronisation).
 """
@@ -21,7 +21,7 @@ from functools import lru_cache
 from broker.common import message_const as const
 from broker.common.hosts import format_host
 from broker.common.message_codec import MessageDecodeError, decode_message
-from broker.common.segment_scan import TORN, next_record_start, segment_end, segment_records
+from broker.common.segment_scan import TORN, resume_after, segment_end, segment_records
 from broker.common.sysflag import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_PREPARED_TYPE,
@@ -142,10 +142,11 @@ def segment_rows(segment: str, buf) -> Iterator[tuple]:
     start = 0
     while True:
         end, clean = yield from _rows_from(segment, view, base, start)
-        if clean:
+        # Sound records after the bad bytes (or after zeros: a lost block, not the unwritten
+        # rest) can only be recognised by their stored offsets.
+        resume = resume_after(view, end, len(view), base) if base is not None else None
+        if clean and resume is None:
             return
-        # Sound records after the bad bytes can only be recognised by their stored offsets.
-        resume = next_record_start(view, end + 1, len(view), base) if base is not None else None
         yield torn_row(segment, (base or 0) + end, (len(view) if resume is None else resume) - end)
         if resume is None:
             return
@@ -155,8 +156,8 @@ def segment_rows(segment: str, buf) -> Iterator[tuple]:
 def _rows_from(
     segment: str, view: memoryview, base: int | None, start: int
 ) -> Generator[tuple, None, tuple[int, bool]]:
-    """Rows from ``start`` on; returns where they stopped and whether that is a clean end (the
-    end of the data, a blank end record or zeros)."""
+    """Rows from ``start`` on; returns where they stopped and whether that may be a clean end
+    (the end of the data, a blank end record or zeros with nothing sound after them)."""
     end = start
     for pos, size in segment_records(view, start):
         try:

@@ -73,6 +73,19 @@ def segment_end(buf: bytes | bytearray | memoryview, pos: int, limit: int | None
     return TORN
 
 
+def resume_after(buf: bytes | bytearray | memoryview, pos: int, limit: int, base_offset: int) -> int | None:
+    """Where sound records begin again after a walk that stopped at ``pos``, or None when what
+    is there truly ends the data: the limit, the blank seal, or bytes (zeros included) with no
+    sound record after them (a torn tail, the unwritten rest of a segment).
+
+    Zeros or garbage followed by a sound record are damage, not an end: a crash cuts only the
+    last write, and a stale record left from earlier data cannot carry its own position.
+    """
+    if segment_end(buf, pos, limit) in (END_OF_DATA, BLANK_END):
+        return None
+    return next_record_start(buf, pos + 1, limit, base_offset)
+
+
 def next_record_start(
     buf: bytes | bytearray | memoryview, start: int, limit: int, base_offset: int
 ) -> int | None:

@@ -49,7 +49,7 @@ class PendingRecord:
 
 class CommitLog:
     def __init__(self, directory: Path, file_size: int, clock: Callable[[], float] = time.time) -> None:
-        self.files = MappedFileQueue(directory, file_size)
+        self.files = MappedFileQueue(directory, file_size, restore_short=True)
         self.file_size = file_size
         self.lock = threading.Lock()
         # Next logical offset of every (topic, queue id): assigned here, in commit order.

@@ -222,9 +222,12 @@ class MappedFile:
 class MappedFileQueue:
     """The segments of one log (commit log or a consume queue), oldest first."""
 
-    def __init__(self, directory: Path | str, file_size: int) -> None:
+    def __init__(self, directory: Path | str, file_size: int, restore_short: bool = False) -> None:
         self.directory = Path(directory)
         self.file_size = file_size
+        # The commit log's: a short segment before the last is extended (recovery quarantines its
+        # missing end) instead of refusing to start, as later segments hold acknowledged records.
+        self.restore_short = restore_short
         self.files: list[MappedFile] = []
         self._lock = threading.RLock()
 
@@ -244,13 +247,28 @@ class MappedFileQueue:
                 # nothing acknowledged can be in it, as a segment is mapped only once it has its
                 # full size. It is given its blocks now, or removed when the disk has no room
                 # for them. A short or long segment anywhere else is a real mismatch.
-                if path != paths[-1] or size > self.file_size:
+                if size > self.file_size or (path != paths[-1] and not self.restore_short):
                     raise ValueError(f"{path} is {size} bytes but segments here are {self.file_size}")
-                if not self._complete_interrupted(path, size):
+                if path != paths[-1]:
+                    self._restore_size(path, size)
+                elif not self._complete_interrupted(path, size):
                     continue
             mapped = MappedFile.open(path, int(path.name), self.file_size)
             mapped.wrote_position = mapped.flushed_position = self.file_size
             self.files.append(mapped)
+
+    def _restore_size(self, path: Path, size: int) -> None:
+        """A sealed segment lost its end (a file system repair, a bad copy): later segments hold
+        acknowledged records, so it is not a reason to stop. It is given back its size with
+        zeros, so every offset stays where it was; recovery finds the missing end where the
+        segment's seal should be and quarantines it."""
+        log.error("%s is %d of %d bytes: its end is missing; extended with zeros (the missing bytes "
+                  "are quarantined as damage)", path, size, self.file_size)  # fmt: skip
+        fd = os.open(path, os.O_RDWR)
+        try:
+            reserve_blocks(fd, self.file_size)
+        finally:
+            os.close(fd)
 
     def _complete_interrupted(self, path: Path, size: int) -> bool:
         """Extend a segment whose creation was interrupted; False when it was removed instead."""

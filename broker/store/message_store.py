@@ -117,8 +117,10 @@ class MessageStore:
         self.index.load(self.last_exit_ok, self.checkpoint.index_msg_timestamp)
         min_ts = self.checkpoint.min_timestamp(index_safe=self.config.message_index_enable)
         end, verified_from = recovery.recover_commitlog(
-            self.commitlog, self.last_exit_ok, min_ts, self.checkpoint.physic_flushed_offset, self.quarantine
-        )
+            self.commitlog, self.last_exit_ok, min_ts, self.checkpoint.physic_flushed_offset, self.quarantine,
+            str(self.checkpoint.path),
+        )  # fmt: skip
+        self.quarantine.drop_beyond(end)
         for queue in self.consume_queues.values():
             queue.truncate_dirty(end)
         self.index.truncate_beyond(end)
@@ -279,6 +281,12 @@ class MessageStore:
 
     def commit_log_data(self, offset: int, max_bytes: int) -> bytes | None:
         data = self.replication.commit_log_data(offset, max_bytes)
+        if data and (offset + len(data)) % self.commitlog.file_size == 0:
+            # A sealed segment's end goes to a slave: its seal may have gone bad since start-up
+            # (cheap: its last non-zero bytes are read), and it is sent well-formed if so.
+            mapped = self.commitlog.files.find_file(offset)
+            if mapped is not None:
+                recovery.check_seal(mapped, self.quarantine)
         return self.quarantine.transfer_bytes(offset, data) if data else data
 
     # -- consume queues (consume_queue_table) -----------------------------------------------------

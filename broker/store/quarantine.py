@@ -38,6 +38,7 @@ from broker.common.message_codec import (
     encode_blank,
     encode_host,
     encode_record,
+    record_damage,
 )
 from broker.common.segment_scan import next_record_start, segment_records
 from broker.common.sysflag import TRANSACTION_ROLLBACK_TYPE
@@ -51,6 +52,10 @@ PURGED_TOPIC = b"RMQ_SYS_PURGED_DAMAGED_DATA"
 # Runtime info lists at most this many ranges (the counts cover them all).
 DETAIL_LIMIT = 20
 _FILLER_HOST = encode_host(("127.0.0.1", 0))
+
+
+class PurgeRefused(ValueError):
+    """A purge that would overwrite something other than damaged bytes: nothing was written."""
 
 
 @dataclass(slots=True)
@@ -70,9 +75,19 @@ class DamagedRange:
         return data
 
     @classmethod
-    def from_json(cls, data: dict) -> DamagedRange:
-        return cls(int(data["from"]), int(data["to"]), str(data["segment"]), str(data["reason"]),
-                   int(data["foundAt"]), int(data.get("purgedAt", 0)))  # fmt: skip
+    def from_json(cls, data: object) -> DamagedRange:
+        """Raises ValueError saying what is wrong: the file is edited by hand and never trusted."""
+        if not isinstance(data, dict):
+            raise ValueError("not an object")
+        numbers = [data.get(key, 0) for key in ("from", "to", "foundAt", "purgedAt")]
+        if any(type(number) is not int for number in numbers):  # bool is no offset either
+            raise ValueError("from, to, foundAt and purgedAt must be integers")
+        start, stop, found_at, purged_at = numbers
+        if not 0 <= start < stop:
+            raise ValueError("from must be at least 0 and below to")
+        return cls(
+            start, stop, str(data.get("segment", "")), str(data.get("reason", "")), found_at, purged_at
+        )
 
     @property
     def size(self) -> int:
@@ -90,9 +105,29 @@ class CommitLogQuarantine:
         self._table: tuple[list[int], list[DamagedRange]] = ([], [])
 
     def load(self) -> None:
-        data = self._file.load() or {}
-        ranges = [DamagedRange.from_json(item) for item in data.get("ranges", [])]
-        self._set(sorted(ranges, key=lambda r: r.from_offset))
+        """Load the ranges; each is checked against the log's bytes first, as the file may have
+        been edited by hand: a range that hid or purged sound records would lose them."""
+        path = self._file.path
+        data = self._file.load()
+        if data is None and path.exists() and path.stat().st_size:
+            log.error("commit log: %s is no readable JSON object: no damaged range loaded from it", path)
+        entries = (data or {}).get("ranges", [])
+        parsed: list[DamagedRange] = []
+        for item in entries if isinstance(entries, list) else [entries]:
+            try:
+                parsed.append(DamagedRange.from_json(item))
+            except ValueError as exc:
+                log.error("commit log: entry %r of %s dropped: %s", item, path, exc)
+        kept: list[DamagedRange] = []
+        for damaged in sorted(parsed, key=lambda r: r.from_offset):
+            if damaged.to_offset <= self._commitlog.min_offset:
+                continue  # its segment was deleted by retention: nothing left to say
+            problem = self._problem(damaged, kept[-1] if kept else None)
+            if problem:
+                log.error("commit log: entry %s of %s dropped: %s", damaged.to_json(), path, problem)
+            else:
+                kept.append(damaged)
+        self._set(kept)
         for damaged in self.open_ranges():
             log.error(
                 "commit log: %d damaged bytes at %d-%d in %s (%s) are still quarantined",
@@ -105,6 +140,38 @@ class CommitLogQuarantine:
     @property
     def _ranges(self) -> list[DamagedRange]:
         return self._table[1]
+
+    def drop_beyond(self, end: int) -> None:
+        """Recovery found the log's end at ``end``: a range past it names no stored bytes."""
+        beyond = [r for r in self._ranges if r.to_offset > end]
+        if not beyond:
+            return
+        for damaged in beyond:
+            log.error("commit log: entry %s of %s dropped: it lies past the log's end %d",
+                      damaged.to_json(), self._file.path, end)  # fmt: skip
+        self._set([r for r in self._ranges if r.to_offset <= end])
+        self._persist()
+
+    def _problem(self, damaged: DamagedRange, previous: DamagedRange | None) -> str:
+        """Why ``damaged`` names no damaged bytes of this log ('' when it does)."""
+        mapped = self._commitlog.files.find_file(damaged.from_offset)
+        if mapped is None or damaged.from_offset < self._commitlog.min_offset:
+            low, high = self._commitlog.min_offset, self._commitlog.max_offset
+            return f"it starts outside the commit log ({low}-{high})"
+        base = mapped.file_from_offset
+        if damaged.to_offset > min(base + mapped.file_size, self._commitlog.max_offset):
+            return f"it runs past the end of segment {mapped.path.name} or of the log"
+        if previous is not None and damaged.from_offset < previous.to_offset:
+            return f"it overlaps the range {previous.from_offset}-{previous.to_offset}"
+        if damaged.purged_at:
+            return ""  # filler now: sound by design
+        pos, view = damaged.from_offset - base, mapped.view
+        if record_damage(view, pos, damaged.from_offset) is None:
+            return "a sound record starts at its first byte"
+        found = next_record_start(view, pos + 1, mapped.file_size, base)
+        if found is not None and base + found < damaged.to_offset:
+            return f"a sound record starts inside it, at {base + found}"
+        return ""
 
     # -- lookups (every read asks; the common answer, no range at all, costs one check) ----------
     def covering(self, offset: int) -> DamagedRange | None:
@@ -179,6 +246,7 @@ class CommitLogQuarantine:
         close them; returns the ranges purged."""
         with self._lock:
             targets = [r for r in self.open_ranges() if from_offset is None or r.from_offset == from_offset]
+            self._check_purgeable(targets)
             now = int(self._clock() * 1000)
             for damaged in targets:
                 self._overwrite(damaged)
@@ -192,6 +260,21 @@ class CommitLogQuarantine:
             log.warning("commit log: damaged bytes %d-%d in %s purged (overwritten with filler)",
                         damaged.from_offset, damaged.to_offset, damaged.segment)  # fmt: skip
         return targets
+
+    def _check_purgeable(self, targets: list[DamagedRange]) -> None:
+        """The bytes are checked again before anything is overwritten (they may have changed since
+        the range was recorded: a restore from a backup); one doubtful range refuses them all."""
+        for damaged in targets:
+            others = [r for r in self._ranges if r is not damaged and r.from_offset < damaged.from_offset]
+            problem = self._problem(damaged, others[-1] if others else None)
+            reaches_end = damaged.to_offset % self._commitlog.file_size == 0
+            if not problem and damaged.size < (BLANK.size if reaches_end else MIN_RECORD_SIZE):
+                problem = f"{damaged.size} bytes cannot hold a filler record"
+            if problem:
+                raise PurgeRefused(
+                    f"damaged range {damaged.from_offset}-{damaged.to_offset} not purged: {problem}; "
+                    "nothing was overwritten"
+                )
 
     def _overwrite(self, damaged: DamagedRange) -> None:
         mapped = self._commitlog.files.find_file(damaged.from_offset)

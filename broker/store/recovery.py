@@ -3,10 +3,13 @@
 Verification starts at the checkpoint's flushed commit-log position (Kafka's recovery point):
 everything below it was made durable and acknowledged, so it is neither rescanned nor ever cut —
 a clean stop rescans nothing. From there on every record is checked (sizes, magic, body CRC);
-the first bad one in the last segment marks a torn tail, which is cut off. Bad bytes followed by
-a later segment that holds records are damage, not a tail: they are quarantined (``quarantine``)
-and no segment is deleted. A checkpoint written before it recorded the flushed position falls
-back to verifying the last three segments (clean stop) or from the checkpoint's time (crash).
+the first bad one in the last segment marks a torn tail, which is cut off — when nothing sound
+follows it. Bad bytes (zeros included) followed by a sound record in the segment, or by a later
+segment, are damage, not a tail: they are quarantined (``quarantine``) and no segment is
+deleted. A flushed position beyond the log is a garbled checkpoint and is ignored. The seal of
+every sealed segment not re-read is checked (a slave copying it stops at anything else). A
+checkpoint written before it recorded the flushed position falls back to verifying the last
+three segments (clean stop) or from the checkpoint's time (crash).
 
 Re-dispatch then walks the log from where the queues stopped; a record it cannot read there is
 quarantined and the walk resumes at the next sound record, so every later record is dispatched.
@@ -18,7 +21,14 @@ import logging
 from collections.abc import Callable
 
 from broker.common.message_codec import MessageDecodeError, decode_message, record_damage
-from broker.common.segment_scan import BLANK_END, END_OF_DATA, UNWRITTEN, segment_end, segment_records
+from broker.common.segment_scan import (
+    BLANK_END,
+    END_OF_DATA,
+    UNWRITTEN,
+    resume_after,
+    segment_end,
+    segment_records,
+)
 
 from .commitlog import CommitLog
 from .consume_queue import ConsumeQueue
@@ -29,6 +39,9 @@ log = logging.getLogger(__name__)
 
 # Where a walk may stop in a segment the log has rolled past: its very end, or its blank record.
 _SEALED_ENDS = (END_OF_DATA, BLANK_END)
+# How much of a sealed segment's end is read at a time looking for its seal (the zeros after
+# the blank record are shorter than the largest message).
+_SEAL_PROBE = 64 * 1024
 
 
 def _verified_end(mapped: MappedFile, start: int) -> int:
@@ -60,6 +73,7 @@ def recover_commitlog(
     checkpoint_min_ts: int,
     flushed_offset: int,
     quarantine: CommitLogQuarantine,
+    checkpoint_name: str = "checkpoint",
 ) -> tuple[int, int]:
     """Set write positions to the verified end of the log and cut a torn tail beyond it.
 
@@ -69,6 +83,13 @@ def recover_commitlog(
     files = commitlog.files.files
     if not files:
         return 0, 0
+    extent = files[-1].file_from_offset + files[-1].file_size
+    if not 0 <= flushed_offset <= extent:
+        # A garbled checkpoint: trusting it would take the unwritten rest of the active segment
+        # for data (and then for damage). Verified as with a checkpoint from before the position.
+        log.warning("commit log: the flushed position %d in %s is beyond the log's end %d; ignored",
+                    flushed_offset, checkpoint_name, extent)  # fmt: skip
+        flushed_offset = 0
     first = max(0, len(files) - 3) if last_exit_ok else _abnormal_start(files, checkpoint_min_ts)
     dispatch_from = files[first].file_from_offset
     scan_from = flushed_offset if flushed_offset > 0 else dispatch_from
@@ -78,8 +99,12 @@ def recover_commitlog(
         base = mapped.file_from_offset
         if base + mapped.file_size <= scan_from and index < last_index:
             mapped.wrote_position = mapped.flushed_position = mapped.file_size
+            check_seal(mapped, quarantine)
             continue
-        end = _verify_segment(mapped, _scan_start(mapped, scan_from), index == last_index, quarantine)
+        clean_end = flushed_offset if last_exit_ok and flushed_offset > 0 else -1
+        end = _verify_segment(
+            mapped, _scan_start(mapped, scan_from), index == last_index, quarantine, clean_end
+        )
         if end is None:  # sealed
             mapped.wrote_position = mapped.flushed_position = mapped.file_size
             continue
@@ -114,27 +139,56 @@ def _scan_start(mapped: MappedFile, scan_from: int) -> int:
 
 
 def _verify_segment(
-    mapped: MappedFile, start: int, is_last: bool, quarantine: CommitLogQuarantine
+    mapped: MappedFile, start: int, is_last: bool, quarantine: CommitLogQuarantine, clean_end: int = -1
 ) -> int | None:
     """Verify from ``start``; None when the segment ends sealed, else where its data ends.
 
     In a segment the log has rolled past, bad bytes are damage (later segments hold records):
-    they are quarantined and verification resumes after them.
+    they are quarantined and verification resumes after them. In the last segment too when a
+    sound record follows them (a crash cuts only the last write); ``clean_end``, where a clean
+    stop flushed the log to, spares the search of the unwritten rest after it.
     """
+    base = mapped.file_from_offset
     while True:
         end = _verified_end(mapped, start)
         if _is_sealed_at(mapped, end):
             return None
-        if is_last:
-            return end
-        damaged = quarantine.report(
-            mapped.file_from_offset + end, "unreadable record found by recovery", at_boundary=True
-        )
+        if is_last and (
+            base + end == clean_end or resume_after(mapped.view, end, mapped.file_size, base) is None
+        ):
+            return end  # a torn tail, or the unwritten rest: nothing sound after it
+        damaged = quarantine.report(base + end, "unreadable record found by recovery", at_boundary=True)
         if damaged is None:
             return end
-        start = damaged.to_offset - mapped.file_from_offset
+        start = damaged.to_offset - base
         if start >= mapped.file_size:
             return None
+
+
+def check_seal(mapped: MappedFile, quarantine: CommitLogQuarantine) -> None:
+    """A sealed segment must end in its blank record: a slave copying it walks to that record and
+    stops for ever at anything else, and no read ever finds it (no message points there). Checked
+    at start-up for the segments recovery does not re-read, and when a slave is sent a
+    segment's end. The last non-zero bytes are read first (cheap); only when they
+    are no blank record reaching the end is the segment walked, quarantining what it meets."""
+    last = _last_written(mapped)
+    if last >= 8 and segment_end(mapped.view, last - 8, mapped.file_size) == BLANK_END:
+        return
+    if last and quarantine.covering(mapped.file_from_offset + last - 1) is not None:
+        return  # already quarantined up to the end
+    _verify_segment(mapped, 0, False, quarantine)
+
+
+def _last_written(mapped: MappedFile) -> int:
+    """Position after the last non-zero byte of the segment (0 when it is all zeros)."""
+    view, stop = mapped.view, mapped.file_size
+    while stop > 0:
+        low = max(0, stop - _SEAL_PROBE)
+        kept = len(bytes(view[low:stop]).rstrip(b"\0"))
+        if kept:
+            return low + kept
+        stop = low
+    return 0
 
 
 def _abnormal_start(files: list[MappedFile], checkpoint_min_ts: int) -> int:

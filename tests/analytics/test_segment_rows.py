@@ -83,6 +83,23 @@ def test_damaged_bytes_between_records_are_one_torn_row_and_the_rows_go_on():
     assert rows[2]["commitlog_offset"] == BASE + first_size + second_size and rows[2]["body_size"] == 5
 
 
+def test_zeros_followed_by_sound_records_are_one_torn_row_and_the_rows_go_on():
+    """Attack break 8: zeros where records were (a lost block) read as the unwritten rest of the
+    segment. Before: the rows stopped there, no torn row (400 rows of 864 in the attack). After:
+    one torn row over the zeros, then every record after them."""
+    messages = [message(body=bytes([65 + i % 26]) * 200) for i in range(10)]
+    data = bytearray(records(*messages))
+    size = len(data) // 10
+    data[3 * size : 5 * size + 17] = bytes(2 * size + 17)  # two records and the next one's header
+    rows = rows_of(bytes(data) + bytes(300))
+    assert [r["kind"] for r in rows] == ["normal"] * 3 + ["torn"] + ["normal"] * 4
+    assert (rows[3]["commitlog_offset"], rows[3]["body_size"]) == (BASE + 3 * size, 3 * size)
+    assert [r["commitlog_offset"] for r in rows[4:]] == [BASE + i * size for i in range(6, 10)]
+    # The same zeros at the very start of a segment.
+    data[: 5 * size + 17] = bytes(5 * size + 17)
+    assert [r["kind"] for r in rows_of(bytes(data))] == ["torn"] + ["normal"] * 4
+
+
 def test_transaction_records_and_their_columns():
     commit = message("orders", UNIQ_KEY="U1")
     commit.sys_flag = TRANSACTION_COMMIT_TYPE

@@ -32,6 +32,7 @@ from broker.common.request_headers import (
 from broker.common.topic_config import TopicConfig
 from broker.remoting import fastjson
 from broker.remoting.command import RemotingCommand, create_request, response_to
+from broker.store.quarantine import PurgeRefused
 
 from ..acl.stored import stored_message_refusal
 from ..config_schema import FixedConfigKeyError
@@ -333,7 +334,10 @@ class AdminProcessor:
                 f"(open ranges start at {starts})",
             )
         # Writes and fsyncs a segment and the quarantine file: off the loop.
-        purged = await asyncio.to_thread(store.purge_damaged_commit_log, from_offset)
+        try:
+            purged = await asyncio.to_thread(store.purge_damaged_commit_log, from_offset)
+        except PurgeRefused as exc:  # the bytes no longer look damaged: nothing was written
+            return response_to(request, ResponseCode.SYSTEM_ERROR, str(exc))
         who = getattr(conn, "remote_addr", "?")
         account = request.ext_fields.get("AccessKey")
         by = f"{who} (AccessKey {account[:64]})" if account else who
