@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from broker.common.acl_signature import SessionCredentials
+from broker.common.acl_signature import RequestSigner, SessionCredentials
 from broker.common.codes import RequestCode
 from broker.common.conf_file import load_conf
 from broker.common.request_headers import CreateTopicRequestHeader, GetRouteInfoRequestHeader
@@ -248,3 +248,28 @@ def start_acl_slave(cluster: AclCluster, settings: dict | None = None) -> Engine
     slave = {"brokerId": 1, "brokerRole": "SLAVE", "storePathRootDir": cluster.workdir / "slave-store"}
     conf = write_conf(cluster.workdir / "slave.conf", {**master, **slave, **(settings or {})})
     return start_broker(conf, cluster.namesrv_addr, free_port())
+
+
+def signed_request(
+    code: int, fields=None, body: bytes = b"", credentials: SessionCredentials = ADMIN
+) -> RemotingCommand:
+    """``code`` signed as the project's clients sign it, as it crosses the wire (to be captured)."""
+    request = create_request(code, fields, body)
+    RequestSigner(credentials)(request)
+    return request
+
+
+def protected_cluster_fixture(name: str, settings: dict):
+    """A module's ACL cluster whose broker and name server both run with ``settings``, and a topic."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def acl(tmp_path_factory):
+        running = start_acl_cluster(tmp_path_factory.mktemp(name), settings, settings)
+        try:
+            running.create_topic(TOPIC)
+            yield running
+        finally:
+            running.stop()
+
+    return acl

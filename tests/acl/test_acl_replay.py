@@ -39,29 +39,24 @@ from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC
 from broker.local_cluster import ROOT, free_port, wait_until, write_conf
 from broker.remoting.command import RemotingCommand, create_request
 
-from .acl_cluster import ADMIN, TOPIC, USER, sdk_round_trip, start_acl_cluster, start_acl_slave
+from .acl_cluster import (
+    ADMIN,
+    TOPIC,
+    USER,
+    protected_cluster_fixture,
+    sdk_round_trip,
+    signed_request,
+    start_acl_slave,
+)
 
 PROTECTION = {"aclReplayProtection": "true", "aclReplayWindowSeconds": 60}
 NO_PERMISSION = ResponseCode.NO_PERMISSION
 
 
-@pytest.fixture(scope="module")
-def acl(tmp_path_factory):
-    running = start_acl_cluster(tmp_path_factory.mktemp("acl-replay"), PROTECTION, PROTECTION)
-    try:
-        running.create_topic(TOPIC)
-        yield running
-    finally:
-        running.stop()
+acl = protected_cluster_fixture("acl-replay", PROTECTION)
 
 
-def captured(
-    code: int, fields, body: bytes = b"", credentials: SessionCredentials = ADMIN
-) -> RemotingCommand:
-    """``code`` signed as the project's clients sign it, as it crosses the wire."""
-    request = create_request(code, fields, body)
-    RequestSigner(credentials)(request)
-    return request
+captured = signed_request
 
 
 def replayed(request: RemotingCommand, code: int | None = None, **changed: str) -> RemotingCommand:

@@ -33,7 +33,15 @@ from broker.common.request_headers.send import SendMessageRequestHeader
 from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC
 from broker.remoting.command import RemotingCommand, create_request
 
-from .acl_cluster import ADMIN, PRODUCER_GROUP, TOPIC, USER, start_acl_cluster
+from .acl_cluster import (
+    ADMIN,
+    PRODUCER_GROUP,
+    TOPIC,
+    USER,
+    protected_cluster_fixture,
+    signed_request,
+    start_acl_cluster,
+)
 
 NONCE_ROOM = 1000
 FUTURE_SKEW_S = 5
@@ -46,22 +54,10 @@ PROTECTION = {
 NO_PERMISSION = ResponseCode.NO_PERMISSION
 
 
-@pytest.fixture(scope="module")
-def acl(tmp_path_factory):
-    running = start_acl_cluster(tmp_path_factory.mktemp("acl-attacks"), PROTECTION, PROTECTION)
-    try:
-        running.create_topic(TOPIC)
-        yield running
-    finally:
-        running.stop()
+acl = protected_cluster_fixture("acl-attacks", PROTECTION)
 
 
-def captured(
-    code: int, fields=None, body: bytes = b"", credentials: SessionCredentials = ADMIN
-) -> RemotingCommand:
-    request = create_request(code, fields, body)
-    RequestSigner(credentials)(request)
-    return request
+captured = signed_request
 
 
 def resent(request: RemotingCommand, code: int | None = None, body: bytes | None = None, **fields: str):

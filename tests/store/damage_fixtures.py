@@ -40,6 +40,20 @@ def fill(store, segments: int) -> list[int]:
     return offsets
 
 
+def stopped_store(store_dir: Path, segments: int) -> tuple[Path, list[int], int]:
+    """A store of ``segments`` segments of messages (``fill``), stopped cleanly: its directory,
+    its messages' offsets and the log's end."""
+    from broker.store.message_store import MessageStore
+    from tests.store.conftest import small_config
+
+    store = MessageStore(store_dir, small_config(**GEOMETRY))
+    store.start()
+    offsets = fill(store, segments)
+    end = store.max_physic_offset
+    store.shutdown()
+    return store_dir, offsets, end
+
+
 def overwrite(store_dir: Path, offset: int, data: bytes = DAMAGE) -> None:
     """Overwrite bytes at commit-log ``offset`` in the segment file, as a bad disk block would."""
     size = GEOMETRY["mapped_file_size_commit_log"]

@@ -26,7 +26,7 @@ from broker.common.sysflag import visible_to_consumers
 from broker.store.message_store import MessageStore
 from broker.store.quarantine import PURGED_TOPIC
 from tests.store.conftest import small_config
-from tests.store.damage_fixtures import GEOMETRY, TOPIC, consume_all, fill, hit_by, overwrite
+from tests.store.damage_fixtures import GEOMETRY, TOPIC, consume_all, hit_by, overwrite, stopped_store
 
 SEGMENTS = 7
 SEGMENT = GEOMETRY["mapped_file_size_commit_log"]
@@ -36,13 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def clean_image(tmp_path_factory):
     """A store of seven segments stopped cleanly, and its messages' offsets."""
-    store_dir = tmp_path_factory.mktemp("clean") / "store"
-    store = MessageStore(store_dir, small_config(**GEOMETRY))
-    store.start()
-    offsets = fill(store, SEGMENTS)
-    end = store.max_physic_offset
-    store.shutdown()
-    return store_dir, offsets, end
+    return stopped_store(tmp_path_factory.mktemp("clean") / "store", SEGMENTS)
 
 
 @pytest.fixture(scope="module")

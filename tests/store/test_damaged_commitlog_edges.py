@@ -27,7 +27,7 @@ from broker.common.segment_scan import BLANK_END, segment_end, segment_records
 from broker.store.message_store import MessageStore
 from broker.store.quarantine import PurgeRefused
 from tests.store.conftest import small_config
-from tests.store.damage_fixtures import GEOMETRY, consume_all, fill, hit_by, overwrite
+from tests.store.damage_fixtures import GEOMETRY, consume_all, hit_by, overwrite, stopped_store
 
 SEGMENT = GEOMETRY["mapped_file_size_commit_log"]
 SEGMENTS = 5
@@ -36,13 +36,7 @@ SEGMENTS = 5
 @pytest.fixture(scope="module")
 def image(tmp_path_factory):
     """A store of five segments stopped cleanly, its messages' offsets and its end."""
-    store_dir = tmp_path_factory.mktemp("edges") / "store"
-    store = MessageStore(store_dir, small_config(**GEOMETRY))
-    store.start()
-    offsets = fill(store, SEGMENTS)
-    end = store.max_physic_offset
-    store.shutdown()
-    return store_dir, offsets, end
+    return stopped_store(tmp_path_factory.mktemp("edges") / "store", SEGMENTS)
 
 
 def _copy(image, tmp_path: Path) -> tuple[Path, list[int], int]:
