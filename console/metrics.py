@@ -16,6 +16,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from broker.client.admin import MQAdmin, MQClientError
 from console.services.cluster_snapshot import Snapshot, broker_figures, collect
+from console.services.damaged_data import damaged_data
 
 __all__ = ["ClusterCollector", "Snapshot", "collector_for"]
 
@@ -119,11 +120,13 @@ class ClusterCollector:
                 (writable, "store_writable"),
                 (replication_lag, "replication_lag_bytes"),
                 (replication_lag_seconds, "replication_lag_seconds"),
-                (damaged_ranges, "damaged_ranges"),
-                (damaged_bytes, "damaged_bytes"),
             ):
                 if figures[key] is not None:
                     family.add_metric(values, figures[key])
+            if "commitLogDamagedRanges" in b["runtime"]:  # an older broker reports no such figure
+                damaged = damaged_data(b["runtime"])
+                damaged_ranges.add_metric(values, damaged.range_count)
+                damaged_bytes.add_metric(values, damaged.byte_count)
         yield from (up, put_tps, get_tps, put_total, get_total, disk, writable)
         yield from (replication_lag, replication_lag_seconds, request_wait, damaged_ranges, damaged_bytes)
 

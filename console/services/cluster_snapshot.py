@@ -48,8 +48,6 @@ def broker_figures(runtime: dict[str, str]) -> dict[str, float | None]:
     behind = runtime.get("haSlaveBehindBytes") or runtime.get("haBehindMasterBytes")
     behind_ms = runtime.get("haSlaveBehindMillis")
     writable = runtime.get("storeWritable")
-    damaged_ranges = runtime.get("commitLogDamagedRanges")
-    damaged_bytes = runtime.get("commitLogDamagedBytes")
     return {
         "tps_in": runtime_figure(runtime.get("putTps")),
         "tps_out": runtime_figure(runtime.get("getTransferredTps") or runtime.get("getTransferedTps")),
@@ -60,9 +58,6 @@ def broker_figures(runtime: dict[str, str]) -> dict[str, float | None]:
         "request_wait_ms": runtime_figure(runtime.get("sendThreadPoolQueueHeadWaitTimeMills")),
         "replication_lag_bytes": None if behind in (None, "-1") else runtime_figure(behind),
         "replication_lag_seconds": None if behind_ms in (None, "-1") else runtime_figure(behind_ms) / 1000,
-        # Quarantined commit-log ranges (recovery and reads set damaged records aside).
-        "damaged_ranges": None if damaged_ranges is None else runtime_figure(damaged_ranges),
-        "damaged_bytes": None if damaged_bytes is None else runtime_figure(damaged_bytes),
     }
 
 

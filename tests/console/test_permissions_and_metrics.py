@@ -38,6 +38,7 @@ MUTATING = [
     ("/groups/g/skip-backlog", {}, "operator"),
     (f"/messages/{MSG_ID}/resend", {"group": "g", "client_id": "c"}, "operator"),
     ("/cluster/broker/127.0.0.1:1/config", {"key": "deleteWhen", "value": "04"}, "admin"),
+    ("/cluster/broker/127.0.0.1:1/damaged/purge", {"from": "0", "confirm": "yes"}, "admin"),
     ("/cluster/switchover/broker-a/", {"broker_id": 1, "master_epoch": 1, "confirm": "yes"}, "admin"),
     ("/acl/accounts/save", {"access_key": "denied-key", "secret_key": "denied-secret-1"}, "admin"),
     ("/acl/accounts/delete", {"access_key": "denied-key"}, "admin"),
