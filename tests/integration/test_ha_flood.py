@@ -21,6 +21,19 @@ import pytest
 
 from broker.client import Producer
 from broker.local_cluster import wait_until
+from broker.store.ha.auth import (
+    ANSWER,
+    CHALLENGE,
+    HELLO,
+    HELLO_MAGIC,
+    OK,
+    PROTOCOL_VERSION,
+    SHARED_SECRET_KEY,
+    HACredentials,
+    sign_in_frame,
+)
+from broker.store.ha.master import MAX_CONNECTIONS
+from broker.store.ha.protocol import REPORT
 from tests.cluster import add_slave, start_master_slave
 from tests.integration.test_ha_auth import SECRET, TOPIC, _ha_address, _runtime, _slave_count, _status
 
@@ -116,3 +129,62 @@ def test_a_connection_that_never_opens_is_closed_within_seconds(guarded):
         assert sock.recv(64) == b""  # closed by the master, without a byte sent
     finally:
         sock.close()
+
+
+class SignedIn:
+    """A client holding the secret, signed in as the set's slave, reading and reporting 0."""
+
+    def __init__(self, address: tuple[str, int]) -> None:
+        self.sock = socket.create_connection(address, timeout=5)
+        self.sock.sendall(HELLO.pack(HELLO_MAGIC, PROTOCOL_VERSION, 0))
+        nonce = CHALLENGE.unpack(self._read(CHALLENGE.size))[3]
+        credentials = HACredentials(SHARED_SECRET_KEY, SECRET, "broker-ha", 1)
+        self.sock.sendall(sign_in_frame(credentials, nonce))
+        self.status = ANSWER.unpack(self._read(ANSWER.size))[2]
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _read(self, size: int) -> bytes:
+        data = b""
+        while len(data) < size:
+            chunk = self.sock.recv(size - len(data))
+            assert chunk, "closed by the master"
+            data += chunk
+        return data
+
+    def _run(self) -> None:
+        self.sock.settimeout(0.2)
+        while not self._stop.is_set():
+            try:
+                self.sock.sendall(REPORT.pack(0))
+                while self.sock.recv(1 << 16):
+                    pass
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self.sock.close()
+
+
+def test_a_slave_refused_for_a_full_house_says_why(guarded):
+    cluster = guarded
+    assert wait_until(lambda: _slave_count(cluster) == 1, 30)
+    cluster.brokers["broker-ha-s"].stop()
+    assert wait_until(lambda: _slave_count(cluster) == 0, 30)
+    holders = [SignedIn(_ha_address(cluster)) for _ in range(MAX_CONNECTIONS)]
+    try:
+        assert [h.status for h in holders] == [OK] * MAX_CONNECTIONS
+        cluster.start_broker("broker-ha-s")
+        slave = cluster.brokers["broker-ha-s"].addr
+        assert wait_until(lambda: "MAX_CONNECTIONS" in _runtime(cluster, slave).get("haLastError", ""), 20), (
+            _runtime(cluster, slave).get("haLastError")
+        )
+    finally:
+        for holder in holders:
+            holder.close()
+    assert wait_until(lambda: _slave_count(cluster) == 1, 30)  # a place freed: it gets in
