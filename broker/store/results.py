@@ -36,6 +36,14 @@ def service_not_available(disk_util: str, cause: str) -> PutMessageResult:
     return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, remark=f"{remark} ({cause})")
 
 
+def refused_for_role(cause: str) -> PutMessageResult:
+    """A put refused for a controller-mode reason only (no role yet, a silent master, an unbound
+    HA port): that reason, without RocketMQ's list of disk-full and slave guesses, which would
+    point the reader away from it."""
+    remark = f"service not available now: {cause}"
+    return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, remark=remark)
+
+
 def create_mapped_file_failed(cause: str) -> PutMessageResult:
     """A put whose commit-log segment could not be allocated: nothing was written."""
     return PutMessageResult(

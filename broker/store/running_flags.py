@@ -68,6 +68,10 @@ class RunningFlags:
             log.log(level, "the store no longer refuses writes for %s", _NAMES[bit])
             self._changed()
 
+    def only(self, bit: int) -> bool:
+        """Whether ``bit`` is the one write bit set."""
+        return self.bits & _WRITE_BITS == bit
+
     def reason(self) -> str:
         """Why writes are refused ("" when they are not), causes in bit order."""
         reasons = self._reasons.copy()

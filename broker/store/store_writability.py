@@ -18,8 +18,14 @@ from .commitlog import CommitLog
 from .disk_guard import DiskGuard
 from .dispatch import ReputService, request_from_record
 from .mapped_file import SegmentAllocationError
-from .results import PutMessageResult, service_not_available
-from .running_flags import DISK_FULL, WRITE_INDEX_FILE_ERROR, WRITE_LOGICS_QUEUE_ERROR, RunningFlags
+from .results import PutMessageResult, refused_for_role, service_not_available
+from .running_flags import (
+    DISK_FULL,
+    NOT_WRITEABLE,
+    WRITE_INDEX_FILE_ERROR,
+    WRITE_LOGICS_QUEUE_ERROR,
+    RunningFlags,
+)
 from .store_config import MessageStoreConfig
 
 log = logging.getLogger(__name__)
@@ -71,6 +77,8 @@ class StoreWritability:
     def refused(self) -> PutMessageResult:
         if not self.running:
             self.disk_guard.measure()  # a rare answer: quote fresh figures
+        elif not self.config.is_slave and self.running_flags.only(NOT_WRITEABLE):
+            return refused_for_role(self.running_flags.reason())  # set by controller mode alone
         return service_not_available(self.disk_guard.util_text(), self.not_writable_reason())
 
     def disk_full_refusal(self, cause: str = "") -> str:

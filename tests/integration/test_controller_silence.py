@@ -183,6 +183,8 @@ def test_a_master_alone_in_its_in_sync_set_refuses_writes_while_the_controller_i
             refused = _send(stack, "b1", b"alone, refused")
             assert refused.code == ResponseCode.SERVICE_NOT_AVAILABLE, refused.remark
             assert "alone in its in-sync set" in refused.remark, refused.remark
+            # The reason first and only (before: RocketMQ's "disk is full ..." list, then it).
+            assert refused.remark.startswith("service not available now: controller mode: "), refused.remark
             assert _store_max(stack, "b1") == stored  # refused before the store: nothing written
         finally:
             stack.controller.proc.send_signal(signal.SIGCONT)

@@ -47,6 +47,7 @@ REQUIRED = 1
 OK = 0
 REFUSED_SIGNATURE = 1  # unknown access key or wrong MAC (not told apart)
 REFUSED_NOT_MEMBER = 2  # signed, but not a slave of this master's broker set
+REFUSED_FULL = 3  # signed, but the master serves as many slaves as it takes (MAX_CONNECTIONS)
 
 # The account a broker signs with when the secret is ``haAuthSecret`` (no ACL).
 SHARED_SECRET_KEY = "haAuthSecret"
@@ -175,5 +176,10 @@ def refusal_text(status: int) -> str:
         return (
             "the master refused this slave's HA sign-in: it is not a slave of the master's broker set "
             "(brokerName and brokerId)"
+        )
+    if status == REFUSED_FULL:
+        return (
+            "the master refused this slave's HA sign-in: it already serves as many HA connections as "
+            "it takes (MAX_CONNECTIONS); it takes this slave when one of them leaves"
         )
     return f"the master answered the HA sign-in with status {status}"

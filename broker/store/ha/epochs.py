@@ -53,6 +53,17 @@ class EpochFile:
         self._items: list[tuple[int, int]] = self._load()  # (epoch, start_offset), epochs ascending
 
     # -- reading ---------------------------------------------------------------------------------
+    def span_of(self, offset: int) -> tuple[int, int, int]:
+        """(epoch, its start, its end) of the bytes at ``offset``; epoch 0 up to the first entry
+        (bytes written before this broker kept epochs)."""
+        end = OPEN_END
+        for entry in reversed(self.entries()):
+            if entry.start_offset <= offset and entry.start_offset < entry.end_offset:
+                return entry.epoch, entry.start_offset, entry.end_offset
+            if entry.start_offset > offset:
+                end = entry.start_offset
+        return 0, 0, end
+
     def entries(self) -> tuple[EpochEntry, ...]:
         with self._lock:
             return as_entries(self._items)

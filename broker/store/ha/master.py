@@ -9,8 +9,7 @@ while a slave is connected, so a master without slaves pays nothing per message.
 
 Where a stream starts:
 - a slave reporting 0 (an empty store) gets the whole retained log, from the master's oldest
-  segment. RocketMQ starts it at the master's newest segment instead; here a slave must be able
-  to serve every message the master holds when it is the one left to read from;
+  segment (RocketMQ: its newest), so that a slave can serve every message the master holds;
 - a slave reporting an offset the master has gets everything after it;
 - a slave reporting an offset beyond the master's end (it holds a tail the master does not have,
   e.g. written while it was master) is sent a heartbeat at the master's end, and cuts its tail
@@ -24,10 +23,10 @@ and oldest offsets: the slave cuts its log where the two histories part (``slave
 and is streamed as above, each transfer tagged with its bytes' epoch and cut at epoch ends.
 
 Signing in (``auth``, when the broker gives a policy): a connection that opens with a HELLO is
-challenged; where the policy asks for a sign-in, a connection that does not sign in, or signs
-wrongly, or as no slave this master expects, is closed before a byte of the log is sent. A
-connection's reports count as acknowledgements only up to what it held on connecting (at most
-this master's end) and what it was sent since: nobody confirms bytes this master never wrote.
+challenged; where the policy asks for a sign-in, one that does not sign in, or signs wrongly or as
+no expected slave, is closed before a byte of the log is sent. Until it has opened it waits in a
+bounded pool of its own, not in the slaves' places (``admission``). Its reports count only up to
+what it held on connecting and the bytes handed to its socket since (``acks``).
 
 For the in-sync set of controller mode (``broker/server``): ``slaves()`` says which brokerId is
 connected, how far it confirmed and when it last reported; ``wait_for_in_sync`` /
@@ -41,16 +40,17 @@ import asyncio
 import logging
 import time
 from collections import deque
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from broker.common.epoch_entries import OPEN_END
 from broker.store.results import PutMessageStatus
 
+from .acks import AckWaiter, Delivery, SlaveProgress, time_out
+from .admission import OPENING_DEADLINE, PendingPool
 from .auth import (
     HELLO,
     HELLO_MAGIC,
     PROTOCOL_VERSION,
+    REFUSED_FULL,
     HAAuthError,
     HAAuthPolicy,
     answer_frame,
@@ -82,19 +82,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# Slaves one master serves at most (RocketMQ sets no limit; a broker set has a handful).
+# Slaves one master serves at most (RocketMQ sets no limit; a broker set has a handful); the
+# connections still opening have a pool of their own (``admission``).
 MAX_CONNECTIONS = 16
 UNKNOWN_BROKER_ID = -1  # a classic (non-controller) slave does not say its brokerId
-
-
-@dataclass(frozen=True, slots=True)
-class SlaveProgress:
-    """One connected slave as the in-sync set logic sees it."""
-
-    broker_id: int  # UNKNOWN_BROKER_ID without controller mode
-    address: str
-    ack_offset: int  # -1 before its first report after the handshake
-    last_report_monotonic: float  # time.monotonic() of its latest report (or of connecting)
 
 
 class HAConnection:
@@ -112,6 +103,8 @@ class HAConnection:
         self.authenticated = False  # signed in (``auth``)
         self._warned_beyond = False
         self.last_report = time.monotonic()
+        self.held = -1  # what it held on connecting (its first report, at most this master's end)
+        self.delivery = Delivery(writer.transport.get_write_buffer_size)
         self.next_transfer = -1
         self._reported = asyncio.Event()
         self.new_data = asyncio.Event()  # set by the server on each dispatched record
@@ -123,11 +116,14 @@ class HAConnection:
         self.writer.close()
 
     async def serve(self) -> None:
-        tasks = self._tasks = [
-            asyncio.create_task(self._read_reports()),
-            asyncio.create_task(self._transfer()),
-        ]
         try:
+            pending = await self._opening()
+            if pending is None or not self.server.admit(self):
+                return
+            tasks = self._tasks = [
+                asyncio.create_task(self._read_reports(pending)),
+                asyncio.create_task(self._transfer()),
+            ]
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
                 if not task.cancelled() and task.exception() is not None:
@@ -139,7 +135,7 @@ class HAConnection:
         except Exception:
             log.exception("replication to slave %s failed", self.address)
         finally:
-            for task in tasks:
+            for task in self._tasks:
                 task.cancel()
             self.writer.close()
 
@@ -169,10 +165,16 @@ class HAConnection:
         handshake = first + await self._read_exactly(HANDSHAKE.size - len(first), "handshake")
         return b"" if await self._handshake(handshake) else None
 
-    async def _read_reports(self) -> None:
-        pending = await self._open()
-        if pending is None:
-            return
+    async def _opening(self) -> bytes | None:
+        """``_open`` within ``OPENING_DEADLINE`` of accept (``admission``); None: refused, or late."""
+        try:
+            return await asyncio.wait_for(self._open(), OPENING_DEADLINE)
+        except TimeoutError:
+            log.info("HA connection %s did not open within %g s of connecting: closed",
+                     self.address, OPENING_DEADLINE)  # fmt: skip
+            return None
+
+    async def _read_reports(self, pending: bytes) -> None:
         config = self.server.store.config
         while True:
             if pending:
@@ -194,14 +196,16 @@ class HAConnection:
 
     def _take_report(self, offset: int) -> None:
         """A report: where to stream from (the first), and what the slave confirms — never more
-        than it can hold: what it said it had on connecting, up to this master's end, and what
-        this connection sent it since. Anything beyond is not counted (a slave ahead of this
-        master cuts its tail first; anyone else is lying)."""
+        than it can hold: what it said it had on connecting, up to this master's end at that time,
+        and the bytes this connection handed to its socket since (not those still in the
+        transport's buffer). Anything beyond is not counted (a slave ahead of this master cuts its
+        tail first; anyone else is lying)."""
         self.last_report = time.monotonic()
         if self.request_offset < 0:
             self.request_offset = offset
+            self.held = min(offset, self.server.store.max_physic_offset)
             self._reported.set()
-        confirmable = max(min(self.request_offset, self.server.store.max_physic_offset), self.next_transfer)
+        confirmable = max(self.held, self.delivery.delivered())
         if offset > confirmable:
             if not self._warned_beyond:
                 self._warned_beyond = True
@@ -228,6 +232,8 @@ class HAConnection:
         except HAAuthError as exc:
             raise HAProtocolError(f"HA sign-in refused: {exc}") from None
         status = verify(policy, sign_in, nonce)
+        if status == AUTH_OK and self.server.full:
+            status = REFUSED_FULL  # said, so that the slave's haLastError tells why
         self.writer.write(answer_frame(status))
         await self.writer.drain()
         if status != AUTH_OK:
@@ -317,15 +323,19 @@ class HAConnection:
             self.new_data.clear()  # before reading: a record dispatched after this wakes us
             batch, tag = config.ha_transfer_batch_size, None
             if self.server.epochs is not None:
-                tag = self._epoch_of(self.next_transfer)
+                tag = self.server.epochs.span_of(self.next_transfer)
                 batch = min(batch, tag[2] - self.next_transfer)
             data = store.commit_log_data(self.next_transfer, batch)
             now = time.monotonic()
             if data:
-                writer.write(self._header(len(data), tag) + data)
+                frame = self._header(len(data), tag) + data
+                writer.write(frame)
                 self.next_transfer += len(data)
+                self.delivery.wrote(len(frame), self.next_transfer)
             elif now - last_write >= config.ha_send_heartbeat_interval / 1000:
-                writer.write(self._header(0, tag))
+                frame = self._header(0, tag)
+                writer.write(frame)
+                self.delivery.wrote(len(frame))
             else:
                 try:
                     await asyncio.wait_for(self.new_data.wait(), config.ha_send_heartbeat_interval / 1000)
@@ -339,27 +349,6 @@ class HAConnection:
         if tag is None:
             return TRANSFER_HEADER.pack(self.next_transfer, size)
         return EPOCH_TRANSFER_HEADER.pack(self.next_transfer, size, tag[0], tag[1])
-
-    def _epoch_of(self, offset: int) -> tuple[int, int, int]:
-        """(epoch, its start, its end) of the bytes at ``offset``; epoch 0 up to the first entry
-        (bytes written before this broker kept epochs)."""
-        assert self.server.epochs is not None
-        end = OPEN_END
-        for entry in reversed(self.server.epochs.entries()):
-            if entry.start_offset <= offset and entry.start_offset < entry.end_offset:
-                return entry.epoch, entry.start_offset, entry.end_offset
-            if entry.start_offset > offset:
-                end = entry.start_offset
-        return 0, 0, end
-
-
-class _AckWaiter:
-    """A SYNC_MASTER send (or a caller) waiting for every given slave to confirm ``offset``."""
-
-    __slots__ = ("broker_ids", "future", "offset")
-
-    def __init__(self, offset: int, broker_ids: frozenset[int], future: asyncio.Future) -> None:
-        self.offset, self.broker_ids, self.future = offset, broker_ids, future
 
 
 class HAServer:
@@ -383,8 +372,9 @@ class HAServer:
         self.tls = tls
         # Controller mode: this broker's epoch list (None: RocketMQ's classic HA protocol).
         self.epochs = epochs
-        self._ack_waiters: list[_AckWaiter] = []
-        self.connections: list[HAConnection] = []
+        self._ack_waiters: list[AckWaiter] = []
+        self.connections: list[HAConnection] = []  # opened: the slaves
+        self.pending = PendingPool()  # accepted, not opened yet
         self._server: asyncio.Server | None = None
         self._listening = False
         # The furthest offset any slave has confirmed (RocketMQ's push2SlaveMaxOffset).
@@ -408,25 +398,40 @@ class HAServer:
         log.info("HA port %s:%d accepts slaves", self.host, self.port)
         return self.port
 
+    @property
+    def full(self) -> bool:
+        return len(self.connections) >= MAX_CONNECTIONS
+
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if len(self.connections) >= MAX_CONNECTIONS:
-            # Each connection streams the whole log: a flood of them must not take the broker down.
-            log.warning("HA port: %d connections already, one more refused", len(self.connections))
-            writer.close()
-            return
         connection = HAConnection(self, reader, writer)
-        log.info("slave connected from %s", connection.address)
-        self.connections.append(connection)
-        self._listen_for_data()
+        log.info("HA connection from %s", connection.address)
+        self.pending.add(connection)  # may close the oldest pending one
         try:
             await connection.serve()
         finally:
-            self.connections.remove(connection)
-            self._listen_for_data()
-            while not self.connections and self._waiting:  # nobody left to confirm them
-                _time_out(self._waiting.popleft()[1])
-            if connection.broker_id != UNKNOWN_BROKER_ID:
-                log.info("slave brokerId %d (%s) disconnected", connection.broker_id, connection.address)
+            self.pending.discard(connection)
+            if connection in self.connections:
+                self._left(connection)
+
+    def _left(self, connection: HAConnection) -> None:
+        self.connections.remove(connection)
+        self._listen_for_data()
+        while not self.connections and self._waiting:  # nobody left to confirm them
+            time_out(self._waiting.popleft()[1])
+        if connection.broker_id != UNKNOWN_BROKER_ID:
+            log.info("slave brokerId %d (%s) disconnected", connection.broker_id, connection.address)
+
+    def admit(self, connection: HAConnection) -> bool:
+        """An opened connection takes a slave's place; False (refused) when all are taken: each
+        streams the whole log, and a flood of them must not take the broker down."""
+        self.pending.discard(connection)
+        if self.full:
+            log.warning("HA port: %d slaves connected already, %s refused", len(self.connections),
+                        connection.address)  # fmt: skip
+            return False
+        self.connections.append(connection)
+        self._listen_for_data()
+        return True
 
     def _listen_for_data(self) -> None:
         """Wake writers on each dispatched record while (and only while) a slave is connected."""
@@ -495,8 +500,8 @@ class HAServer:
             return PutMessageStatus.PUT_OK
         loop = asyncio.get_running_loop()
         future: asyncio.Future[PutMessageStatus] = loop.create_future()
-        self._ack_waiters.append(_AckWaiter(end_offset, ids, future))
-        loop.call_later(self.store.config.slave_timeout / 1000, _time_out, future)
+        self._ack_waiters.append(AckWaiter(end_offset, ids, future))
+        loop.call_later(self.store.config.slave_timeout / 1000, time_out, future)
         for connection in self.connections:  # stream it now rather than at the next wake-up
             connection.new_data.set()
         return future
@@ -534,7 +539,7 @@ class HAServer:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[PutMessageStatus] = loop.create_future()
         waiting.append((end_offset, future))
-        loop.call_later(config.slave_timeout / 1000, _time_out, future)
+        loop.call_later(config.slave_timeout / 1000, time_out, future)
         for connection in self.connections:  # stream it now rather than at the next wake-up
             connection.new_data.set()
         return future
@@ -568,15 +573,15 @@ class HAServer:
     async def stop(self) -> None:
         """Close the port and every connection; ``start`` may open it again (a role switch)."""
         while self._waiting:
-            _time_out(self._waiting.popleft()[1])
+            time_out(self._waiting.popleft()[1])
         for waiter in self._ack_waiters:
-            _time_out(waiter.future)
+            time_out(waiter.future)
         self._ack_waiters = []
         if self._server is not None:
             self._server.close()
         if self.tls is not None:
             self.tls.close()
-        for connection in list(self.connections):
+        for connection in [*self.connections, *self.pending.all()]:
             connection.close()
         # Until every connection has stopped reading the store, which is shut down next.
         deadline = time.monotonic() + 5
@@ -585,8 +590,3 @@ class HAServer:
         if self._server is not None:
             await self._server.wait_closed()
             self._server = None
-
-
-def _time_out(future: asyncio.Future[PutMessageStatus]) -> None:
-    if not future.done():
-        future.set_result(PutMessageStatus.FLUSH_SLAVE_TIMEOUT)
