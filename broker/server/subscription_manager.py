@@ -69,6 +69,7 @@ class SubscriptionGroupManager:
         # How many groups may be created on first use (maxSubscriptionGroupCount), read at each
         # creation so a live change applies; the controller points it at the broker's config.
         self.limit: Callable[[], int] = lambda: 1 << 62
+        self.disk_full: Callable[[], bool] = lambda: False  # see TopicConfigManager.disk_full
         self._writes = PersistBatching(self.persist)  # see deferred_persist()
 
     def load(self) -> None:
@@ -89,6 +90,8 @@ class SubscriptionGroupManager:
         if config is None and (self.auto_create if create is None else create):
             if self.is_full():
                 log.warning("group %s not created on first use: %d groups, the limit", group, len(self.table))
+                return None
+            if self.disk_full():  # it could not be written: no group that a restart would lose
                 return None
             config = SubscriptionGroupConfig(group)
             self.update(config)
