@@ -97,6 +97,15 @@ class SubscriptionGroupManager:
             self.update(config)
         return config
 
+    def for_reading(self, group: str) -> SubscriptionGroupConfig | None:
+        """The group a pull reads as: ``find``'s, or on a full disk, where a group made on first
+        use could not be written, its default settings, not kept (a read is served on a full
+        disk, and nothing is made that a restart would lose)."""
+        config = self.find(group)
+        if config is None and self.auto_create and self.disk_full() and not self.is_full():
+            return SubscriptionGroupConfig(group)
+        return config
+
     def is_full(self) -> bool:
         return len(self.table) >= self.limit()
 

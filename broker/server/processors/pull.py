@@ -18,8 +18,6 @@ from broker.remoting.connection import failure_response
 from broker.store.results import GetMessageStatus
 from broker.store.running_flags import DISK_FULL
 
-from .disk_refusal import disk_full_refusal
-
 if TYPE_CHECKING:
     from ..controller import BrokerController
 
@@ -118,9 +116,9 @@ class PullProcessor:
                 ResponseCode.NO_PERMISSION,
                 f"the broker[{broker.config.broker_ip1}] pulling message is forbidden",
             )
-        group_config = broker.groups.find(group)
-        if group_config is None:  # not created on first use while the disk is full, or unknown
-            return disk_full_refusal(broker.store, request) or response_to(
+        group_config = broker.groups.for_reading(group)
+        if group_config is None:
+            return response_to(
                 request,
                 ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
                 f"subscription group [{group}] does not exist",
