@@ -72,7 +72,10 @@ class RuleForm(forms.ModelForm):
         url = self.cleaned_data["webhook_url"]
         if not url:
             return url
-        _https, host, port, _path = split_url(url)  # the URL validator let only http(s) through
+        try:  # the URL validator let only http(s) through, but not every port
+            _https, host, port, _path = split_url(url)
+        except ValueError as exc:
+            raise forms.ValidationError(f"not a usable http(s) URL: {exc}") from None
         try:
             checked_addresses(host, port)
         except WebhookRefused as exc:

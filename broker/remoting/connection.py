@@ -92,6 +92,7 @@ class RemotingConnection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.remote_addr = "?"
         self.peer_host: str | None = None  # the peer's address without its port
+        self.counted_host: str | None = None  # the address whose place (per-address cap) it holds
         self.pending: dict[int, _FutureSlot | _CallbackSlot] = {}  # by opaque, until answered
         self._sweeper: asyncio.TimerHandle | None = None
         self._loop = asyncio.get_event_loop()

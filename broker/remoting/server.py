@@ -61,15 +61,18 @@ class RemotingServer:
         ensure_descriptors(self.limits.max_connections)
         if self.limits.channel_max_idle_s > 0:
             self.idle_sweep = IdleSweep(loop, self.limits.channel_max_idle_s, lambda: self.connections)
-        factory = self._new_connection if self.tls is None else self.tls.wrap(self._new_connection)
+        factory = self._new_connection if self.tls is None else self.tls.wrap(self._new_connection, self.cap)
         self._server = await loop.create_server(
             factory, self.host, self.port, reuse_address=True, backlog=SOCKET_BACKLOG
         )
         self.port = self._server.sockets[0].getsockname()[1]
         return self.port
 
-    def _new_connection(self) -> asyncio.Protocol:
+    def _new_connection(self, admitted_host: str | None = None) -> asyncio.Protocol:
+        """``admitted_host``: the address whose place the TLS acceptor took at accept (see
+        tls.AddressGate); the connection holds it until it closes."""
         if len(self.connections) >= self.limits.max_connections:
+            self.cap.release(admitted_host)
             return self.cap.refusal(len(self.connections))
         connection = RemotingConnection(
             self.processors,
@@ -81,13 +84,18 @@ class RemotingServer:
             partial_frames=self.partial_frames,
             on_open=self._connection_opened,
         )
+        connection.counted_host = admitted_host
         self.connections.add(connection)
         return connection
 
     def _connection_opened(self, connection: RemotingConnection) -> None:
-        """The peer's address is known only now: over its address's cap, the connection is closed
-        before it reads anything, and never counted as open."""
+        """A plaintext port knows the peer's address only now (a TLS port took its place at
+        accept): over its address's cap, the connection is closed before it reads anything, and
+        never counted as open."""
+        if connection.counted_host is not None:
+            return
         if self.cap.admit(connection.peer_host, len(self.connections)):
+            connection.counted_host = connection.peer_host
             return
         self.connections.discard(connection)
         connection.on_close = None
@@ -95,7 +103,9 @@ class RemotingServer:
 
     def _connection_closed(self, connection: RemotingConnection) -> None:
         self.connections.discard(connection)
-        self.cap.release(connection.peer_host)
+        # Once: a connection whose handshake failed hears connection_lost without connection_made.
+        self.cap.release(connection.counted_host)
+        connection.counted_host = None
         for listener in self.close_listeners:
             try:
                 listener(connection)

@@ -25,6 +25,7 @@ import socket
 import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from broker.common.codes import ResponseCode
 from broker.common.conf_file import ConfError
@@ -258,6 +259,18 @@ def describe_connect_failure(exc: BaseException, tls: ClientTls) -> str:
 
 # -- the server side: one listening port, three modes ----------------------------------------------
 ProtocolFactory = Callable[[], asyncio.Protocol]
+# A server's protocol for a connection whose place for its peer's address was taken at accept:
+# the protocol gives the place back when the connection ends (see RemotingServer).
+AdmittedFactory = Callable[[str | None], asyncio.Protocol]
+
+
+class AddressGate(Protocol):
+    """A server's per-address count (guards.ConnectionCap): a place is taken at accept, before
+    the first byte or the handshake, so connections stalled in either count for their address."""
+
+    def admit(self, host: str | None, open_connections: int) -> bool: ...
+
+    def release(self, host: str | None) -> None: ...
 
 
 class TlsAcceptor:
@@ -276,8 +289,8 @@ class TlsAcceptor:
         self._undecided: set[_FirstByte] = set()  # connections whose first byte has not come
         self._starting: set[asyncio.Task] = set()  # transports being made (TLS: the handshake)
 
-    def wrap(self, factory: ProtocolFactory) -> ProtocolFactory:
-        return lambda: _FirstByte(self, factory)
+    def wrap(self, factory: AdmittedFactory, gate: AddressGate) -> ProtocolFactory:
+        return lambda: _FirstByte(self, factory, gate)
 
     def close(self) -> None:
         """Drop the connections still undecided or in their handshake (the server stops)."""
@@ -336,9 +349,10 @@ class _FirstByte(asyncio.Protocol):
     (Pausing the plaintext transport instead would not do: uvloop starts reading right after
     ``connection_made``, paused or not, and bytes it read could not be handed to TLS.)"""
 
-    def __init__(self, acceptor: TlsAcceptor, factory: ProtocolFactory) -> None:
-        self.acceptor, self.factory = acceptor, factory
+    def __init__(self, acceptor: TlsAcceptor, factory: AdmittedFactory, gate: AddressGate) -> None:
+        self.acceptor, self.factory, self.gate = acceptor, factory, gate
         self.peer = "?"
+        self.host: str | None = None  # the peer's address, whose place this connection holds
         self._sock: socket.socket | None = None
         self._timer: asyncio.TimerHandle | None = None
 
@@ -348,12 +362,17 @@ class _FirstByte(asyncio.Protocol):
             return
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        if not self.gate.admit(peer[0] if peer else None, len(self.acceptor._undecided)):
+            transport.abort()
+            return
+        self.host = peer[0] if peer else None
         loop = asyncio.get_running_loop()
         try:
             self._sock = socket.socket(fileno=os.dup(transport.get_extra_info("socket").fileno()))
         except OSError as exc:
             log.warning("cannot take over the connection from %s: %s", self.peer, exc)
             transport.abort()
+            self.gate.release(self.host)
             return
         transport.abort()  # from connection_made: it never starts reading
         self._sock.setblocking(False)
@@ -373,12 +392,14 @@ class _FirstByte(asyncio.Protocol):
             self.drop()
             return
         sock = self._settle()
+        # The address's place goes with the socket: the protocol gives it back when it ends.
         if first[0] == TLS_HANDSHAKE_RECORD:
-            self.acceptor._serve(sock, self.factory(), True, self.peer)
+            self.acceptor._serve(sock, self.factory(self.host), True, self.peer)
         elif self.acceptor.mode is TlsMode.ENFORCING:
-            self.acceptor._serve(sock, _PlaintextRefusal(self.peer), False, self.peer)
+            refusal = _PlaintextRefusal(self.peer, lambda: self.gate.release(self.host))
+            self.acceptor._serve(sock, refusal, False, self.peer)
         else:
-            self.acceptor._serve(sock, self.factory(), False, self.peer)
+            self.acceptor._serve(sock, self.factory(self.host), False, self.peer)
 
     def _settle(self) -> socket.socket:
         """Stop watching; the socket goes on to its transport (or is closed by ``drop``)."""
@@ -397,14 +418,15 @@ class _FirstByte(asyncio.Protocol):
     def drop(self) -> None:
         if self._sock is not None:
             self._settle().close()
+            self.gate.release(self.host)
 
 
 class _PlaintextRefusal(asyncio.Protocol):
     """Enforcing mode, a plaintext client: its first request is answered with SYSTEM_ERROR saying
     TLS is required (a RocketMQ server just closes, leaving the client to guess), then closed."""
 
-    def __init__(self, peer: str) -> None:
-        self.peer = peer
+    def __init__(self, peer: str, on_lost: Callable[[], None]) -> None:
+        self.peer, self.on_lost = peer, on_lost
         self.decoder = FrameDecoder(REFUSED_FRAME_MAX)
         self.transport: asyncio.Transport | None = None
         self._timer: asyncio.TimerHandle | None = None
@@ -431,6 +453,7 @@ class _PlaintextRefusal(asyncio.Protocol):
     def connection_lost(self, exc) -> None:
         if self._timer is not None:
             self._timer.cancel()
+        self.on_lost()
 
 
 def refusal_response(request: RemotingCommand) -> RemotingCommand:

@@ -76,6 +76,7 @@ class BrokerController:
         self.groups = SubscriptionGroupManager(config_dir, config.auto_create_subscription_group)
         self.topics.limit = lambda: self.config.max_topic_count
         self.groups.limit = lambda: self.config.max_subscription_group_count
+        self.topics.disk_full = self.groups.disk_full = self.store.disk_full
         self.offsets = ConsumerOffsetTable(config_dir)
         self.consumers = ConsumerManager()
         self.producers = ProducerManager()

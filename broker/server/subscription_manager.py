@@ -69,6 +69,7 @@ class SubscriptionGroupManager:
         # How many groups may be created on first use (maxSubscriptionGroupCount), read at each
         # creation so a live change applies; the controller points it at the broker's config.
         self.limit: Callable[[], int] = lambda: 1 << 62
+        self.disk_full: Callable[[], bool] = lambda: False  # see TopicConfigManager.disk_full
         self._writes = PersistBatching(self.persist)  # see deferred_persist()
 
     def load(self) -> None:
@@ -90,8 +91,19 @@ class SubscriptionGroupManager:
             if self.is_full():
                 log.warning("group %s not created on first use: %d groups, the limit", group, len(self.table))
                 return None
+            if self.disk_full():  # it could not be written: no group that a restart would lose
+                return None
             config = SubscriptionGroupConfig(group)
             self.update(config)
+        return config
+
+    def for_reading(self, group: str) -> SubscriptionGroupConfig | None:
+        """The group a pull reads as: ``find``'s, or on a full disk, where a group made on first
+        use could not be written, its default settings, not kept (a read is served on a full
+        disk, and nothing is made that a restart would lose)."""
+        config = self.find(group)
+        if config is None and self.auto_create and self.disk_full() and not self.is_full():
+            return SubscriptionGroupConfig(group)
         return config
 
     def is_full(self) -> bool:

@@ -40,6 +40,10 @@ class TopicConfigManager:
         # How many topics clients may create (maxTopicCount): by send (auto-create) or by request.
         # The broker's own retry and DLQ topics are not counted against it: groups are limited.
         self.limit: Callable[[], int] = lambda: 1 << 62
+        # Whether the disk is full (the controller points it at the store): a topic created on
+        # first use could not be written, so it is not created in memory either, where it would
+        # be served (and registered with the name servers) until a restart lost it.
+        self.disk_full: Callable[[], bool] = lambda: False
         self._writes = PersistBatching(self.persist)  # see deferred_persist()
 
     @property
@@ -133,7 +137,7 @@ class TopicConfigManager:
         if existing is not None:
             return existing
         default = self.table.get(default_topic)
-        if default is None or not tc.is_inherited(default.perm) or self.is_full():
+        if default is None or not tc.is_inherited(default.perm) or self.is_full() or self.disk_full():
             return None
         queues = max(1, min(queue_nums, default.write_queue_nums))
         config = TopicConfig(topic, queues, queues, default.perm & ~tc.PERM_INHERIT, topic_sys_flag=sys_flag)
@@ -143,11 +147,14 @@ class TopicConfigManager:
     def is_full(self) -> bool:
         return len(self.table) >= self.limit()
 
-    def ensure(self, topic: str, queues: int, perm: int) -> TopicConfig:
-        """A topic the broker itself needs (retry/DLQ): created on first use."""
+    def ensure(self, topic: str, queues: int, perm: int) -> TopicConfig | None:
+        """A topic the broker itself needs (retry/DLQ): created on first use; None while the disk
+        is full (the write that needs it is refused anyway)."""
         existing = self.table.get(topic)
         if existing is not None:
             return existing
+        if self.disk_full():
+            return None
         config = TopicConfig(topic, queues, queues, perm)
         self.update(config)
         return config

@@ -261,6 +261,9 @@ class MessageStore:
     def not_writable_reason(self) -> str:
         return self.writability.not_writable_reason()
 
+    def disk_full(self) -> bool:
+        return self.writability.disk_full()
+
     def disk_full_refusal(self, cause: str = "") -> str:
         return self.writability.disk_full_refusal(cause)
 

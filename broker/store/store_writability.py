@@ -81,12 +81,16 @@ class StoreWritability:
             return refused_for_role(self.running_flags.reason())  # set by controller mode alone
         return service_not_available(self.disk_guard.util_text(), self.not_writable_reason())
 
+    def disk_full(self) -> bool:
+        """Whether the disk guard has found the disk full (a flag read: cheap on every request)."""
+        return self.running_flags.is_set(DISK_FULL)
+
     def disk_full_refusal(self, cause: str = "") -> str:
         """The remark refusing a write of the broker's own files (a topic, a group, an offset
         commit) as a put is refused: while the disk guard has found the disk full, or with
         ``cause`` when such a file could not be written; "" when neither holds. Only the disk
         counts: a slave or a stalled dispatch still keeps its tables."""
-        if not cause and not self.running_flags.is_set(DISK_FULL):
+        if not cause and not self.disk_full():
             return ""
         self.disk_guard.measure()  # a rare answer: quote fresh figures
         return service_not_available(self.disk_guard.util_text(), cause or self.running_flags.reason()).remark

@@ -144,3 +144,60 @@ def test_metadata_writes_on_a_full_disk_are_refused_and_kept_once_space_returns(
     cluster.start_broker()
     topics, groups = tables(cluster)
     assert NEW_TOPIC in topics and NEW_GROUP in groups and committed(cluster) == 9
+
+
+HEARTBEAT_GROUP, SENT_TOPIC = "MetaDiskHeartbeatGroup", "MetaDiskSentTopic"
+
+
+def heartbeat(cluster: LocalCluster, *groups: str):
+    subscription = {"topic": TOPIC, "subString": "*", "expressionType": "TAG", "subVersion": 1}
+    consumers = [{"groupName": group, "subscriptionDataSet": [subscription]} for group in groups]
+    body = fastjson.dumps({"clientID": "127.0.0.1@disk", "consumerDataSet": consumers})
+    return cluster.request(RequestCode.HEART_BEAT, body=body)
+
+
+def send_creating(cluster: LocalCluster, topic: str):
+    """A send to a topic the broker does not have, created from TBW102 (autoCreateTopicEnable)."""
+    fields = {
+        "producerGroup": "p", "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": 4,
+        "queueId": 0, "sysFlag": 0, "bornTimestamp": 0, "flag": 0, "properties": "",
+    }  # fmt: skip
+    return cluster.request(RequestCode.SEND_MESSAGE, fields, b"body")
+
+
+def consumer_ids(cluster: LocalCluster, group: str) -> list[str]:
+    answer = cluster.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": group})
+    return json.loads(answer.body)["consumerIdList"] if answer.ok else []
+
+
+def test_clients_create_no_topic_or_group_on_a_full_disk(cluster):
+    """A heartbeat naming a new group, and a send to a new topic (auto-created from TBW102).
+    Before: on the full disk the heartbeat answered SUCCESS and the group and its %RETRY% topic
+    appeared in the broker's tables; the send was refused (14) but its topic stayed in the table
+    and the name server served its route; a restart lost all three. After: the heartbeat still
+    answers SUCCESS (it keeps the client registered in every group, the existing one too) but
+    makes neither the group nor its retry topic; the send is refused with 14 and makes nothing;
+    once space returns the next heartbeat and send make them, written."""
+    assert create_group(cluster, GROUP).ok
+    filler = fill(cluster.disk)
+    wait_until(lambda: disk_full(cluster), timeout=10, what="the broker seeing its disk full")
+
+    assert heartbeat(cluster, GROUP, HEARTBEAT_GROUP).ok
+    assert consumer_ids(cluster, GROUP) == ["127.0.0.1@disk"]  # the existing group's heartbeat kept
+    sent = send_creating(cluster, SENT_TOPIC)
+    assert sent.code == ResponseCode.SERVICE_NOT_AVAILABLE and sent.remark.startswith(REFUSED), sent.remark
+    topics, groups = tables(cluster)
+    assert HEARTBEAT_GROUP not in groups
+    assert {f"%RETRY%{HEARTBEAT_GROUP}", SENT_TOPIC} & topics == set()
+    namesrv = cluster.namesrv_addr
+    route = cluster.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": SENT_TOPIC}, addr=namesrv)
+    assert route.code == ResponseCode.TOPIC_NOT_EXIST
+
+    filler.unlink()
+    wait_until(lambda: not disk_full(cluster), timeout=10, what="the disk seen with space again")
+    assert heartbeat(cluster, GROUP, HEARTBEAT_GROUP).ok and send_creating(cluster, SENT_TOPIC).ok
+    cluster.broker.proc.send_signal(signal.SIGKILL)
+    cluster.broker.proc.wait(10)
+    cluster.start_broker()
+    topics, groups = tables(cluster)
+    assert HEARTBEAT_GROUP in groups and {f"%RETRY%{HEARTBEAT_GROUP}", SENT_TOPIC} <= topics

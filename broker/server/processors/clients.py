@@ -136,8 +136,9 @@ class ClientProcessor:
             and topic_problem(tc.retry_topic(group)) is None
         ):
             perm = tc.PERM_READ | tc.PERM_WRITE
-            if self.broker.topics.get(tc.retry_topic(group)) is None:
-                self.broker.topics.ensure(tc.retry_topic(group), config.retry_queue_nums, perm)
+            if self.broker.topics.get(tc.retry_topic(group)) is None and self.broker.topics.ensure(
+                tc.retry_topic(group), config.retry_queue_nums, perm
+            ):
                 self.broker.register_soon()
         if self.broker.consumers.register(group, channel, consumer) and (
             config is None or config.notify_consumer_ids_changed_enable

@@ -27,6 +27,13 @@ def disk_full_refusal(store: MessageStore, request: RemotingCommand) -> Remoting
     return response_to(request, ResponseCode.SERVICE_NOT_AVAILABLE, remark) if remark else None
 
 
+def not_created(store: MessageStore, request: RemotingCommand, what: str) -> RemotingCommand:
+    """The refusal of a write that needs ``what`` (a topic or group made on first use), not created
+    because it could not be written (see TopicConfigManager.disk_full)."""
+    cause = "" if store.disk_full() else f"{what} could not be created"
+    return response_to(request, ResponseCode.SERVICE_NOT_AVAILABLE, store.disk_full_refusal(cause))
+
+
 def not_written(store: MessageStore, request: RemotingCommand, file: JsonConfigFile) -> RemotingCommand:
     """The refusal of a change whose table ``file`` could not be written (the change was undone)."""
     cause = f"{file.path.name} could not be written: {file.last_error}"

@@ -116,7 +116,7 @@ class PullProcessor:
                 ResponseCode.NO_PERMISSION,
                 f"the broker[{broker.config.broker_ip1}] pulling message is forbidden",
             )
-        group_config = broker.groups.find(group)
+        group_config = broker.groups.for_reading(group)
         if group_config is None:
             return response_to(
                 request,

@@ -36,6 +36,7 @@ from broker.store.results import PutMessageResult, PutMessageStatus
 
 from ..schedule_message import to_schedule_message
 from ..transaction.half_message import is_half_request, to_half_message
+from .disk_refusal import disk_full_refusal, not_created
 
 if TYPE_CHECKING:
     from ..controller import BrokerController
@@ -105,11 +106,13 @@ def send_refusal(request, header: SendMessageRequestHeader, illegal_code: int) -
 
 
 def ensure_system_topic(broker: BrokerController, topic: str, queues: int, perm: int):
-    """Create a topic the broker needs (retry/DLQ) once, and tell the name servers."""
+    """Create a topic the broker needs (retry/DLQ) once, and tell the name servers; None while
+    the disk is full (see TopicConfigManager.ensure)."""
     config = broker.topics.get(topic)
     if config is None:
         config = broker.topics.ensure(topic, queues, perm)
-        broker.register_soon()
+        if config is not None:
+            broker.register_soon()
     return config
 
 
@@ -234,6 +237,10 @@ class SendProcessor:
                 else None
             )
         if config is None:
+            # A topic (or a group's retry topic) not created because it could not be written.
+            not_kept = disk_full_refusal(self.broker.store, request)
+            if not_kept is not None:
+                return not_kept
             full = " (not created: the broker holds maxTopicCount topics)" if topics.is_full() else ""
             return response_to(
                 request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!{full}"
@@ -294,7 +301,8 @@ class SendProcessor:
             )
         max_times = group_config.max_reconsume_times(header.max_reconsume_times)
         if msg.reconsume_times >= max_times:
-            ensure_dlq_topic(self.broker, group)
+            if ensure_dlq_topic(self.broker, group) is None:
+                return not_created(self.broker.store, request, tc.dlq_topic(group))
             msg.topic, msg.queue_id = tc.dlq_topic(group), 0
             msg.delay_time_level = 0
         return None

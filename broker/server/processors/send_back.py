@@ -25,6 +25,7 @@ from broker.remoting.command import RemotingCommand, response_to
 from .. import trace_writer
 from ..acl.stored import stored_message_refusal
 from ..schedule_message import to_schedule_message
+from .disk_refusal import disk_full_refusal, not_created
 from .name_checks import name_refusal
 from .send import ensure_dlq_topic, ensure_system_topic, put_status_code
 
@@ -60,6 +61,11 @@ class SendBackProcessor:
         refused = stored_message_refusal(broker, conn, request, original, PUB, SUB)
         if refused is not None:
             return refused
+        # A write: refused on a full disk before its retry or DLQ topic is made (it could not be
+        # written either).
+        full = disk_full_refusal(broker.store, request)
+        if full is not None:
+            return full
         max_times = group_config.max_reconsume_times(header.max_reconsume_times)
         if original.reconsume_times >= max_times or header.delay_level < 0:
             ensure_dlq_topic(broker, header.group)
@@ -71,6 +77,8 @@ class SendBackProcessor:
                 group_config.retry_queue_nums,
                 tc.PERM_READ | tc.PERM_WRITE,
             )
+            if retry is None:  # the disk filled since the check above
+                return not_created(broker.store, request, tc.retry_topic(header.group))
             if not tc.is_writeable(retry.perm):
                 return response_to(
                     request,
@@ -112,7 +120,7 @@ class SendBackProcessor:
             )
         group_config = self.broker.groups.find(header.group)
         if group_config is None:
-            return response_to(
+            return disk_full_refusal(self.broker.store, request) or response_to(
                 request,
                 ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
                 f"subscription group not exist, {header.group}",
