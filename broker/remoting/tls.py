@@ -273,6 +273,20 @@ class AddressGate(Protocol):
     def release(self, host: str | None) -> None: ...
 
 
+class _Ungated:
+    """For a port that counts its connections itself (the HA port's pending pool): every
+    connection is let through to the handshake."""
+
+    def admit(self, host: str | None, open_connections: int) -> bool:
+        return True
+
+    def release(self, host: str | None) -> None:
+        pass
+
+
+UNGATED: AddressGate = _Ungated()
+
+
 class TlsAcceptor:
     """A server port's TLS: wraps the server's protocol factory so each new connection's first
     byte picks plaintext or TLS (permissive) or refuses plaintext (enforcing). Not used at all

@@ -392,7 +392,12 @@ class HAServer:
         def plain() -> asyncio.Protocol:
             return asyncio.StreamReaderProtocol(asyncio.StreamReader(), self._accept)
 
-        factory = plain if self.tls is None else self.tls.wrap(plain)
+        if self.tls is None:
+            factory = plain
+        else:  # the pending pool (admission.py) bounds connections here, not a per-address gate
+            from broker.remoting.tls import UNGATED
+
+            factory = self.tls.wrap(lambda _host: plain(), UNGATED)
         self._server = await loop.create_server(factory, self.host, self.port)
         self.port = self._server.sockets[0].getsockname()[1]
         log.info("HA port %s:%d accepts slaves", self.host, self.port)
