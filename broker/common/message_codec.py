@@ -273,6 +273,25 @@ def record_damage(
     return None
 
 
+def record_queue(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple[bytes, int, int]:
+    """``(topic, queueId, queueOffset)`` of a record ``record_damage`` found sound: the header
+    fields that say which consume-queue entry may point at it (the body is not read)."""
+    magic, queue_id = struct.unpack_from(">4xi4xi", buf, pos)
+    queue_offset, sys_flag = (
+        LONG.unpack_from(buf, pos + QUEUE_OFFSET_POSITION)[0],
+        INT.unpack_from(buf, pos + SYS_FLAG_POSITION)[0],
+    )
+    cur = pos + FIXED_V4.size
+    if sys_flag & _V6_HOSTS:
+        cur += (12 if sys_flag & BORNHOST_V6_FLAG else 0) + (12 if sys_flag & STOREHOSTADDRESS_V6_FLAG else 0)
+    cur += INT.unpack_from(buf, cur - 4)[0]
+    if magic == MESSAGE_MAGIC_CODE:
+        length, cur = buf[cur], cur + 1
+    else:
+        length, cur = USHORT.unpack_from(buf, cur)[0], cur + 2
+    return bytes(buf[cur : cur + length]), queue_id, queue_offset
+
+
 def decode_message(
     buf: bytes | bytearray | memoryview,
     pos: int = 0,

@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 class ConsumeQueue:
     def __init__(self, root: Path, topic: str, queue_id: int, file_size: int) -> None:
         self.topic = topic
+        self.topic_bytes = topic.encode()  # what a read compares with the record's stored topic
         self.queue_id = queue_id
         # Segments must hold a whole number of entries.
         self.file_size = file_size - file_size % ENTRY_SIZE

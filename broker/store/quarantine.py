@@ -128,11 +128,27 @@ class CommitLogQuarantine:
             else:
                 kept.append(damaged)
         self._set(kept)
+        if self._close_filled(kept):
+            self._persist()
         for damaged in self.open_ranges():
             log.error(
                 "commit log: %d damaged bytes at %d-%d in %s (%s) are still quarantined",
                 damaged.size, damaged.from_offset, damaged.to_offset, damaged.segment, damaged.reason,
             )  # fmt: skip
+
+    def _close_filled(self, ranges: list[DamagedRange]) -> bool:
+        """Mark purged the open ranges whose bytes hold their filler; whether there were any."""
+        closed = False
+        for damaged in ranges:
+            mapped = self._commitlog.files.find_file(damaged.from_offset)
+            if damaged.purged_at or mapped is None:
+                continue
+            if self._holds_filler(damaged, mapped.view, damaged.from_offset - mapped.file_from_offset):
+                damaged.purged_at, closed = int(self._clock() * 1000), True
+                log.warning("commit log: damaged bytes %d-%d in %s hold their filler (a purge stopped "
+                            "before it was recorded): purged", damaged.from_offset, damaged.to_offset,
+                            damaged.segment)  # fmt: skip
+        return closed
 
     def _set(self, ranges: list[DamagedRange]) -> None:
         self._table = ([r.from_offset for r in ranges], ranges)
@@ -166,12 +182,22 @@ class CommitLogQuarantine:
         if damaged.purged_at:
             return ""  # filler now: sound by design
         pos, view = damaged.from_offset - base, mapped.view
+        if self._holds_filler(damaged, view, pos):
+            return ""  # a purge overwrote it, then stopped before saying so: purged
         if record_damage(view, pos, damaged.from_offset) is None:
             return "a sound record starts at its first byte"
         found = next_record_start(view, pos + 1, mapped.file_size, base)
         if found is not None and base + found < damaged.to_offset:
             return f"a sound record starts inside it, at {base + found}"
         return ""
+
+    def _holds_filler(self, damaged: DamagedRange, view: memoryview, pos: int) -> bool:
+        """Whether the range's bytes are already what a purge writes (its filler, or the header
+        of its seal): a purge killed before it recorded the ranges it had overwritten."""
+        replacement = self._replacement(damaged)
+        if damaged.to_offset % self._commitlog.file_size == 0:
+            return view[pos : pos + BLANK.size] == replacement[: BLANK.size]
+        return view[pos : pos + damaged.size] == replacement
 
     # -- lookups (every read asks; the common answer, no range at all, costs one check) ----------
     def covering(self, offset: int) -> DamagedRange | None:

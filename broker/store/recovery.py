@@ -57,6 +57,14 @@ def _verified_end(mapped: MappedFile, start: int) -> int:
     return end
 
 
+def _sealed(mapped: MappedFile) -> bool:
+    """Whether the walk of ``mapped``'s records ends at its seal (rare: read once at start)."""
+    end = 0
+    for pos, size in segment_records(mapped.view, 0, mapped.file_size):
+        end = pos + size
+    return _is_sealed_at(mapped, end)
+
+
 def _is_sealed_at(mapped: MappedFile, pos: int) -> bool:
     return segment_end(mapped.view, pos, mapped.file_size) in _SEALED_ENDS
 
@@ -84,9 +92,10 @@ def recover_commitlog(
     if not files:
         return 0, 0
     extent = files[-1].file_from_offset + files[-1].file_size
-    if not 0 <= flushed_offset <= extent:
+    if not 0 <= flushed_offset < extent or (flushed_offset == extent and not _sealed(files[-1])):
         # A garbled checkpoint: trusting it would take the unwritten rest of the active segment
         # for data (and then for damage). Verified as with a checkpoint from before the position.
+        # The very end of the last file is a place the log was flushed to only when it is sealed.
         log.warning("commit log: the flushed position %d in %s is beyond the log's end %d; ignored",
                     flushed_offset, checkpoint_name, extent)  # fmt: skip
         flushed_offset = 0

@@ -8,11 +8,14 @@ intact; entries pointing into a quarantined range are passed over without readin
 
 from __future__ import annotations
 
+import logging
+
 from broker.common.message import MessageExt
 from broker.common.message_codec import (
     LONG,
     decode_message,
     record_damage,
+    record_queue,
     store_timestamp_position,
 )
 
@@ -20,9 +23,11 @@ from .commitlog import CommitLog
 from .consume_queue import ConsumeQueue
 from .consume_queue_table import ConsumeQueueTable
 from .index import IndexService
-from .quarantine import CommitLogQuarantine
+from .quarantine import PURGED_TOPIC, CommitLogQuarantine
 from .results import GetMessageResult, GetMessageStatus
 from .store_config import MessageStoreConfig
+
+log = logging.getLogger(__name__)
 
 
 class StoreReader:
@@ -75,7 +80,7 @@ class StoreReader:
         max_bytes = self.config.max_transfer_bytes_on_message_in_memory
         scan_limit = max(max_count, min(self.config.max_filter_message_count, max_count * 20))
         entries = queue.read_entries(offset, scan_limit if message_filter else max_count)
-        read = self._read_checked
+        read = self._read_entry
         messages, offsets = result.messages, result.queue_offsets
         size_total = 0
         next_offset = offset
@@ -86,7 +91,7 @@ class StoreReader:
             next_offset += 1
             if message_filter is not None and not message_filter.is_matched_by_consume_queue(tags_code):
                 continue
-            record = read(phy, size)
+            record = read(queue, next_offset - 1, phy, size)
             if record is None:
                 removed = True
                 continue
@@ -94,7 +99,7 @@ class StoreReader:
                 continue
             messages.append(record)
             offsets.append(next_offset - 1)
-            size_total += size
+            size_total += len(record)
         result.next_begin_offset = next_offset
         if messages:
             result.status = GetMessageStatus.FOUND
@@ -104,6 +109,38 @@ class StoreReader:
             result.status = GetMessageStatus.NO_MATCHED_MESSAGE
         else:
             result.status, result.next_begin_offset = GetMessageStatus.OFFSET_FOUND_NULL, offset
+
+    def _read_entry(self, queue: ConsumeQueue, queue_offset: int, offset: int, size: int) -> bytes | None:
+        """The record a consume-queue entry points at, if it is intact and is that entry's
+        message. A damaged entry (a stray write in the queue file) may point at a sound record of
+        another queue, or give a wrong size: the record is then neither served nor quarantined,
+        the log being sound; read by its own header, a record of this queue is served."""
+        if self.quarantine.covering(offset) is not None:
+            return None
+        record = self.commitlog.read(offset, size) if size > 0 else None
+        if record is None or record_damage(record, 0, offset, size) is not None:
+            record = self._read_by_own_size(offset, size)
+            if record is None:
+                return None
+        topic, queue_id, stored_offset = record_queue(record)
+        if (queue_id, stored_offset) == (queue.queue_id, queue_offset) and topic == queue.topic_bytes:
+            return record
+        if topic != PURGED_TOPIC:  # a filler stands for a purged range: removed, nothing wrong
+            log.error(
+                "consume queue %s/%d: entry %d is damaged (it points at %d, %d bytes, a record of "
+                "%s/%d offset %d): passed over; the commit log is sound there",
+                queue.topic, queue.queue_id, queue_offset, offset, size,
+                topic.decode(errors="replace"), queue_id, stored_offset,
+            )  # fmt: skip
+        return None
+
+    def _read_by_own_size(self, offset: int, size: int) -> bytes | None:
+        """The record at ``offset`` read by its header's size, when an entry's size is not its:
+        the entry is wrong, not the log, if the record so read is sound."""
+        own = self.commitlog.record_size_at(offset)
+        if own is None or own == size:  # the entry agrees with the header: the record is damaged
+            return self._read_checked(offset, size) if size > 0 else None
+        return self._read_checked(offset, own)
 
     def _read_checked(self, offset: int, size: int) -> bytes | None:
         """The record at ``offset`` if it is intact; None when it is gone or damaged (then it is
