@@ -117,8 +117,12 @@ def test_a_damaged_consume_queue_entry_is_neither_delivered_nor_blamed_on_the_lo
     size still serves A's own message (its header is sound and it is A's)."""
     shutil.copytree(two_topics[0], tmp_path / "store")
     store_dir, offsets = tmp_path / "store", two_topics[1]
-    stored = {"other_topic": struct.pack(">qiq", offsets[41], offsets[42] - offsets[41], 0), "zeros": bytes(20),
-              "wrong_size": struct.pack(">qiq", offsets[20], 1130, 0), "garbage": b"\xab" * 20}  # fmt: skip
+    stored = {
+        "other_topic": struct.pack(">qiq", offsets[41], offsets[42] - offsets[41], 0),
+        "zeros": bytes(20),
+        "wrong_size": struct.pack(">qiq", offsets[20], 1130, 0),
+        "garbage": b"\xab" * 20,
+    }
     cq = sorted((store_dir / "consumequeue" / "A" / "0").iterdir())[0]
     with open(cq, "r+b") as file:
         file.seek(10 * 20)
@@ -128,7 +132,8 @@ def test_a_damaged_consume_queue_entry_is_neither_delivered_nor_blamed_on_the_lo
         with caplog.at_level(logging.ERROR):
             result = store.get_message("g", "A", 0, 0, 32)
         got = {
-            qo: decode_message(raw, check_crc=True) for raw, qo in zip(result.messages, result.queue_offsets)
+            qo: decode_message(raw, check_crc=True)
+            for raw, qo in zip(result.messages, result.queue_offsets, strict=True)
         }
         assert {m.topic for m in got.values()} == {"A"}
         assert store.quarantine.open_ranges() == []
