@@ -20,7 +20,7 @@ from broker.common.message_codec import (
 )
 
 from .commitlog import CommitLog
-from .consume_queue import ConsumeQueue
+from .consume_queue import BLANK_ENTRY_SIZE, ConsumeQueue
 from .consume_queue_table import ConsumeQueueTable
 from .index import IndexService
 from .quarantine import PURGED_TOPIC, CommitLogQuarantine
@@ -86,7 +86,9 @@ class StoreReader:
         next_offset = offset
         removed = False
         for phy, size, tags_code in entries:
-            if len(messages) >= max_count or (messages and size_total + size > max_bytes):
+            # A blank entry's size says nothing about bytes: it never ends a batch.
+            full = messages and size != BLANK_ENTRY_SIZE and size_total + size > max_bytes
+            if len(messages) >= max_count or full:
                 break
             next_offset += 1
             if message_filter is not None and not message_filter.is_matched_by_consume_queue(tags_code):
@@ -115,9 +117,14 @@ class StoreReader:
         message. A damaged entry (a stray write in the queue file) may point at a sound record of
         another queue, or give a wrong size: the record is then neither served nor quarantined,
         the log being sound; read by its own header, a record of this queue is served."""
+        if size == BLANK_ENTRY_SIZE:  # a queue offset whose record was never dispatched (damage)
+            return None
+        if offset < 0 or size <= 0:  # no record is there: garbage in the queue file
+            _entry_damaged(queue, queue_offset, offset, size, "no record's place")
+            return None
         if self.quarantine.covering(offset) is not None:
             return None
-        record = self.commitlog.read(offset, size) if size > 0 else None
+        record = self.commitlog.read(offset, size)
         if record is None or record_damage(record, 0, offset, size) is not None:
             record = self._read_by_own_size(offset, size)
             if record is None:
@@ -126,12 +133,8 @@ class StoreReader:
         if (queue_id, stored_offset) == (queue.queue_id, queue_offset) and topic == queue.topic_bytes:
             return record
         if topic != PURGED_TOPIC:  # a filler stands for a purged range: removed, nothing wrong
-            log.error(
-                "consume queue %s/%d: entry %d is damaged (it points at %d, %d bytes, a record of "
-                "%s/%d offset %d): passed over; the commit log is sound there",
-                queue.topic, queue.queue_id, queue_offset, offset, size,
-                topic.decode(errors="replace"), queue_id, stored_offset,
-            )  # fmt: skip
+            found = f"a record of {topic.decode(errors='replace')}/{queue_id} offset {stored_offset}"
+            _entry_damaged(queue, queue_offset, offset, size, found)
         return None
 
     def _read_by_own_size(self, offset: int, size: int) -> bytes | None:
@@ -139,7 +142,7 @@ class StoreReader:
         the entry is wrong, not the log, if the record so read is sound."""
         own = self.commitlog.record_size_at(offset)
         if own is None or own == size:  # the entry agrees with the header: the record is damaged
-            return self._read_checked(offset, size) if size > 0 else None
+            return self._read_checked(offset, size)
         return self._read_checked(offset, own)
 
     def _read_checked(self, offset: int, size: int) -> bytes | None:
@@ -256,3 +259,11 @@ class StoreReader:
             if len(found) >= max_num:
                 break
         return found
+
+
+def _entry_damaged(queue: ConsumeQueue, queue_offset: int, offset: int, size: int, found: str) -> None:
+    log.error(
+        "consume queue %s/%d: entry %d is damaged (it points at %d, %d bytes: %s): passed over; "
+        "the commit log is not blamed",
+        queue.topic, queue.queue_id, queue_offset, offset, size, found,
+    )  # fmt: skip
