@@ -88,7 +88,10 @@ CROSSED_SENDS = [
 ]
 
 
-@pytest.mark.parametrize(("code", "fields"), CROSSED_SENDS, ids=[f"{c}-{f.__name__}" for c, f in CROSSED_SENDS])
+_CROSSED_IDS = [f"{code}-{fields.__name__}" for code, fields in CROSSED_SENDS]
+
+
+@pytest.mark.parametrize(("code", "fields"), CROSSED_SENDS, ids=_CROSSED_IDS)
 def test_send_in_the_other_codes_field_names_is_checked_on_the_topic_it_stores_in(acl, code, fields):
     before = _stored_in_denied(acl)
     response = acl.request(acl.user, code, fields(DENIED), b"not-yours")
