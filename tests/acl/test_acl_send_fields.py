@@ -48,7 +48,7 @@ def acl(tmp_path_factory):
         write_acl(running.acl_path, config)
         running.create_topic(TOPIC)
         running.create_topic(DENIED)
-        running.wide = wide  # type: ignore[attr-defined]
+        running.wide = wide
         wait_until(lambda: running.request(wide, RC.GET_MAX_OFFSET, {"topic": TOPIC, "queueId": 0}).ok,
                    timeout=10, what="the wide account loaded")  # fmt: skip
         yield running
@@ -135,3 +135,33 @@ def test_the_brokers_own_topics_and_groups_need_an_admin_account(acl, code, fiel
 def test_the_admin_account_still_reads_the_checkers_offset(acl):
     response = acl.request(acl.admin, RC.QUERY_CONSUMER_OFFSET, _CHECKER)
     assert response.code != NO_PERMISSION, response.remark
+
+
+# Reads of every record at once, or of the broker's settings (innerAccessKey among them): before,
+# any signed account had them (6 of 6 answered 0), GET_ALL_CONSUMER_OFFSET with denied groups.
+WHOLE_READS = [
+    RC.GET_ALL_TOPIC_CONFIG,
+    RC.GET_ALL_CONSUMER_OFFSET,
+    RC.GET_ALL_DELAY_OFFSET,
+    RC.GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+    RC.GET_BROKER_CONFIG,
+    RC.GET_BROKER_EPOCH_CACHE,
+]
+
+
+@pytest.mark.parametrize("code", WHOLE_READS)
+def test_whole_broker_reads_need_an_admin_account(acl, code):
+    response = acl.request(acl.user, code)
+    assert response.code == NO_PERMISSION, (response.code, response.remark)
+    assert "needs an admin account" in (response.remark or "")
+    assert acl.request(acl.admin, code).code != NO_PERMISSION
+
+
+def test_query_data_version_at_the_name_server_needs_an_admin_account(acl):
+    """QUERY_DATA_VERSION keeps a broker's routes alive (routes.touch): before, anyone's answered
+    0 unsigned, and a hung broker stayed in the routes; now it needs what REGISTER_BROKER does."""
+    fields = {"brokerAddr": acl.broker_addr, "brokerName": "broker-acl", "clusterName": "AclCluster", "brokerId": 0}
+    for client in (acl.anonymous, acl.user):
+        response = acl.request(client, RC.QUERY_DATA_VERSION, fields, b"", addr=acl.namesrv_addr)
+        assert response.code == NO_PERMISSION, (response.code, response.remark)
+    assert acl.request(acl.admin, RC.QUERY_DATA_VERSION, fields, b"", addr=acl.namesrv_addr).ok

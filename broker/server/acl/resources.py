@@ -44,8 +44,11 @@ from .plain_config import group_resource
 
 # RocketMQ 4.9's admin codes (Permission.ADMIN_CODE) and, beyond them, every request that
 # changes what the broker or name server serves or who may use it: resetting offsets, the
-# broker's write permission, the ACL itself, broker registration and the name server's KV
-# config, deleting topics anywhere, clean-up triggers and offset cloning.
+# broker's write permission, the ACL itself, broker registration (and QUERY_DATA_VERSION, which
+# keeps a broker's routes alive) and the name server's KV config, deleting topics anywhere,
+# clean-up triggers and offset cloning. Also the reads of every topic's, group's or offset's
+# record at once and of the broker's settings, which name no one resource to check and which
+# only admin tools and brokers (their inner account, an admin) send.
 ROCKETMQ_ADMIN_CODES = frozenset(
     {
         RC.UPDATE_AND_CREATE_TOPIC,
@@ -79,6 +82,13 @@ ADMIN_CODES = ROCKETMQ_ADMIN_CODES | frozenset(
         RC.CLEAN_UNUSED_TOPIC,
         RC.RESUME_CHECK_HALF_MESSAGE,
         RC.PURGE_DAMAGED_COMMIT_LOG,
+        RC.QUERY_DATA_VERSION,
+        RC.GET_ALL_TOPIC_CONFIG,
+        RC.GET_ALL_CONSUMER_OFFSET,
+        RC.GET_ALL_DELAY_OFFSET,
+        RC.GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+        RC.GET_BROKER_CONFIG,
+        RC.GET_BROKER_EPOCH_CACHE,
     }
 )
 
