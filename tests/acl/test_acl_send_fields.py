@@ -160,7 +160,7 @@ def test_whole_broker_reads_need_an_admin_account(acl, code):
 def test_query_data_version_at_the_name_server_needs_an_admin_account(acl):
     """QUERY_DATA_VERSION keeps a broker's routes alive (routes.touch): before, anyone's answered
     0 unsigned, and a hung broker stayed in the routes; now it needs what REGISTER_BROKER does."""
-    fields = {"brokerAddr": acl.broker_addr, "brokerName": "broker-acl", "clusterName": "AclCluster", "brokerId": 0}
+    fields = {"brokerAddr": acl.broker_addr, "brokerName": "broker-acl", "clusterName": "AclCluster"}
     for client in (acl.anonymous, acl.user):
         response = acl.request(client, RC.QUERY_DATA_VERSION, fields, b"", addr=acl.namesrv_addr)
         assert response.code == NO_PERMISSION, (response.code, response.remark)
