@@ -237,7 +237,7 @@ def test_admin_only_codes_from_a_normal_account(acl):
     for code, fields, body in cases:
         _refused(acl.request(acl.user, code, fields, body), f"request code {code} needs an admin account")
     # Nothing changed: the broker still writes and the topic is there.
-    config = acl.request(acl.user, RC.GET_BROKER_CONFIG).body.decode()
+    config = acl.request(acl.admin, RC.GET_BROKER_CONFIG).body.decode()
     assert "brokerPermission=6" in config
     assert _max_offset(acl, acl.user).ok
 

@@ -283,7 +283,7 @@ def test_the_consoles_delayed_and_transactions_pages_read_with_an_admin_account(
         assert b"half for the console" in halves
         status, _pending = pending_of_level(admin, "broker-acl", acl.broker_addr, 8)
         assert status.max_offset >= 1
-        with pytest.raises(MQClientError, match="only an admin account may pull"):
+        with pytest.raises(MQClientError, match="only an admin account may use it"):
             pending_half_messages(lax)
     finally:
         admin.close()

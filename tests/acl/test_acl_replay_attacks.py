@@ -154,8 +154,9 @@ def test_an_unsigned_unique_key_flag_is_refused(acl):
 
 
 def stamped(credentials: SessionCredentials, ahead_s: float, nonce: str | None = None) -> RemotingCommand:
-    """A request signed by a holder of ``credentials`` whose clock is ``ahead_s`` ahead."""
-    request = create_request(RC.GET_BROKER_CONFIG)
+    """A request signed by a holder of ``credentials`` whose clock is ``ahead_s`` ahead (a read
+    any signed account may make)."""
+    request = create_request(RC.GET_BROKER_RUNTIME_INFO)
     request.ext_fields = {}
     stamp_fields(request.ext_fields, request.code, int((time.time() + ahead_s) * 1000))
     if nonce is not None:

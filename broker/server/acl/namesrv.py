@@ -37,7 +37,6 @@ OPEN_READS = frozenset(
         RC.GET_SYSTEM_TOPIC_LIST_FROM_NS,
         RC.GET_KV_CONFIG,
         RC.GET_KVLIST_BY_NAMESPACE,
-        RC.QUERY_DATA_VERSION,
     }
 )
 

@@ -11,7 +11,8 @@ each queue's topic SUB), producer groups (any permission: in heartbeats, UNREGIS
 END_TRANSACTION and the producer connection list, since a group's producer receives the
 transaction checks of its half messages), and what reveals a group's clients, subscriptions or
 offsets (CONSUME_MESSAGE_DIRECTLY, the consumer connection list, running info and consume stats:
-the group SUB). Pulls of the broker's own topics need an admin account (``broker_only_topic``).
+the group SUB). Any request naming the broker's own topics or groups needs an admin account
+(``broker_only_resource``).
 Requests naming a stored message by offset
 (send-backs, END_TRANSACTION, VIEW_MESSAGE_BY_ID, CONSUME_MESSAGE_DIRECTLY, and the messages a
 QUERY_MESSAGE finds) are checked again by their handler against the topic that message belongs
@@ -28,7 +29,8 @@ from collections.abc import Callable
 
 from broker.common.acl_rules import ANY, PUB, SUB
 from broker.common.codes import RequestCode as RC
-from broker.common.system_names import CLIENT_INNER_PRODUCER_GROUP
+from broker.common.request_headers import HeaderError, decode_send_request
+from broker.common.system_names import CLIENT_INNER_PRODUCER_GROUP, SYSTEM_GROUP_PREFIX
 from broker.common.topic_config import (
     RETRY_GROUP_TOPIC_PREFIX,
     SCHEDULE_TOPIC,
@@ -42,8 +44,11 @@ from .plain_config import group_resource
 
 # RocketMQ 4.9's admin codes (Permission.ADMIN_CODE) and, beyond them, every request that
 # changes what the broker or name server serves or who may use it: resetting offsets, the
-# broker's write permission, the ACL itself, broker registration and the name server's KV
-# config, deleting topics anywhere, clean-up triggers and offset cloning.
+# broker's write permission, the ACL itself, broker registration (and QUERY_DATA_VERSION, which
+# keeps a broker's routes alive) and the name server's KV config, deleting topics anywhere,
+# clean-up triggers and offset cloning. Also the reads of every topic's, group's or offset's
+# record at once and of the broker's settings, which name no one resource to check and which
+# only admin tools and brokers (their inner account, an admin) send.
 ROCKETMQ_ADMIN_CODES = frozenset(
     {
         RC.UPDATE_AND_CREATE_TOPIC,
@@ -77,6 +82,13 @@ ADMIN_CODES = ROCKETMQ_ADMIN_CODES | frozenset(
         RC.CLEAN_UNUSED_TOPIC,
         RC.RESUME_CHECK_HALF_MESSAGE,
         RC.PURGE_DAMAGED_COMMIT_LOG,
+        RC.QUERY_DATA_VERSION,
+        RC.GET_ALL_TOPIC_CONFIG,
+        RC.GET_ALL_CONSUMER_OFFSET,
+        RC.GET_ALL_DELAY_OFFSET,
+        RC.GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+        RC.GET_BROKER_CONFIG,
+        RC.GET_BROKER_EPOCH_CACHE,
     }
 )
 
@@ -112,11 +124,19 @@ def _group(group: str | None) -> Needs:
 
 
 def _send(request: RemotingCommand) -> Needs:
-    return _topic_or_retry(request.ext_fields.get("topic"), PUB)
+    # The topic as the send handlers read it (V1 or one-letter V2 names, whatever the code): a
+    # second reading here could name another topic than the one the message is stored in.
+    try:
+        header = decode_send_request(request.ext_fields or {})
+    except HeaderError as exc:
+        raise ResourceError(f"the header of send request {request.code} is not valid: {exc}") from None
+    return _topic_or_retry(header.topic, PUB) + _system_producer_group(header.producer_group)
 
 
-def _send_v2(request: RemotingCommand) -> Needs:
-    return _topic_or_retry(request.ext_fields.get("b"), PUB)
+def _system_producer_group(group: str | None) -> Needs:
+    # Only the broker's own groups are checked on a send (RocketMQ checks no producer group
+    # there), so that a send naming one needs an admin account as every other request does.
+    return [(group_resource(group), PUB)] if group and _is_broker_group(group) else []
 
 
 def _pull(request: RemotingCommand) -> Needs:
@@ -204,8 +224,8 @@ RESOURCE_READERS: dict[int, Callable[[RemotingCommand], Needs]] = {
     RC.SEND_MESSAGE: _send,
     RC.SEND_BATCH_MESSAGE: _send,
     RC.SEND_REPLY_MESSAGE: _send,
-    RC.SEND_MESSAGE_V2: _send_v2,
-    RC.SEND_REPLY_MESSAGE_V2: _send_v2,
+    RC.SEND_MESSAGE_V2: _send,
+    RC.SEND_REPLY_MESSAGE_V2: _send,
     RC.PULL_MESSAGE: _pull,
     RC.CONSUMER_SEND_MSG_BACK: _send_back,
     RC.QUERY_MESSAGE: _query,
@@ -226,13 +246,25 @@ RESOURCE_READERS: dict[int, Callable[[RemotingCommand], Needs]] = {
 }
 
 
-def broker_only_topic(request: RemotingCommand) -> str | None:
-    """The broker's own topic ``request`` pulls from, which needs an admin account, or None."""
-    if request.code != RC.PULL_MESSAGE:
-        return None
-    topic = request.ext_fields.get("topic") or ""
-    if topic in _BROKER_ONLY_TOPICS or (topic.startswith(_BROKER_ONLY_PREFIXES) and topic != TRACE_TOPIC):
-        return topic
+def _is_broker_group(group: str) -> bool:
+    return group.startswith(SYSTEM_GROUP_PREFIX)
+
+
+def _is_broker_topic(topic: str) -> bool:
+    return topic in _BROKER_ONLY_TOPICS or (topic.startswith(_BROKER_ONLY_PREFIXES) and topic != TRACE_TOPIC)
+
+
+def broker_only_resource(needs: Needs) -> str | None:
+    """The first of ``needs`` the broker keeps for itself (a system topic, or a ``CID_RMQ_SYS_``
+    group such as the transaction checker's), which any request naming needs an admin account
+    for, or None: an offset committed, a queue locked or a subscription made there by another
+    account would stop the broker's own work (the checks of every producer's half messages)."""
+    for resource, _perm in needs:
+        if resource.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            if _is_broker_group(resource[len(RETRY_GROUP_TOPIC_PREFIX) :]):
+                return resource
+        elif _is_broker_topic(resource):
+            return resource
     return None
 
 

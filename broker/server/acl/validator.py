@@ -52,7 +52,7 @@ from .resources import (
     ADMIN_CODES,
     Needs,
     ResourceError,
-    broker_only_topic,
+    broker_only_resource,
     describe_resource,
     needed_resources,
 )
@@ -97,17 +97,17 @@ def check_request(
         raise AclRefusal(
             f"request code {request.code} needs an admin account; {account.access_key!r} is not one"
         )
-    broker_only = broker_only_topic(request)
-    if broker_only is not None and not account.admin:
-        raise AclRefusal(
-            f"topic {broker_only[:128]} holds the broker's own records: only an admin account may pull it"
-        )
     if account.admin and not account.resources:
         return
     try:
         needs = needed_resources(request)
     except ResourceError as exc:
         raise AclRefusal(str(exc)) from None
+    broker_only = broker_only_resource(needs)
+    if broker_only is not None and not account.admin:
+        raise AclRefusal(
+            f"{describe_resource(broker_only)[:140]} is the broker's own: only an admin account may use it"
+        )
     _check_needs(account, needs)
 
 
