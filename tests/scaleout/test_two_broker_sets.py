@@ -89,8 +89,11 @@ def test_producers_spread_over_both_sets(sets):
     per_queue = Counter((r.message_queue.broker_name, r.message_queue.queue_id) for r in results)
     print(f"sends per broker set: {dict(per_set)}; queues used: {len(per_queue)} of {2 * QUEUES}")
     assert {r.send_status for r in results} == {"SEND_OK"}
-    # The producer goes round the topic's 8 queues: each set takes half of every producer's sends.
-    assert per_set == {"broker-a": 40, "broker-b": 40}
+    # The producer goes round the topic's 8 queues: each set takes half of every producer's sends,
+    # but for a send that failed on one set and was retried on the next queue, which is the other
+    # set's (seen once in a fresh clone's full run: 41 and 39).
+    assert set(per_set) == set(SETS) and sum(per_set.values()) == 80
+    assert all(abs(count - 40) <= 2 for count in per_set.values()), per_set
     assert len(per_queue) == 2 * QUEUES
     # The brokers hold what the send results say they took.
     stored = stored_per_set(sets, TOPIC, QUEUES)
