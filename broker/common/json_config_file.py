@@ -126,13 +126,17 @@ class ConsumerOffsetTable:
             snapshot = {key: dict(queues) for key, queues in self.table.items()}
         self.file.persist({"offsetTable": snapshot})
 
-    def commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+    def commit(self, group: str, topic: str, queue_id: int, offset: int) -> int:
+        """Keep ``offset``; returns the offset it replaced (-1: none)."""
         # A request's number can be any size; one no Java long holds would be kept and then fail
         # every write of the whole table (and every GET_ALL_CONSUMER_OFFSET) from then on.
         if not JAVA_LONG_MIN <= offset <= JAVA_LONG_MAX:
             raise ValueError(f"the offset {offset} of {topic}@{group} queue {queue_id} is no Java long")
         with self._lock:
-            self.table.setdefault(f"{topic}@{group}", {})[queue_id] = offset
+            queues = self.table.setdefault(f"{topic}@{group}", {})
+            previous = queues.get(queue_id, -1)
+            queues[queue_id] = offset
+        return previous
 
     def query(self, group: str, topic: str, queue_id: int) -> int:
         """The committed offset, or -1 when the group never committed one."""

@@ -5,8 +5,10 @@ consumer group's consume TPS in its consume stats.
 Counters only grow; they are sampled once a second, and a rate is the growth between the newest
 sample and one taken a number of samples earlier, as RocketMQ's store statistics do: the
 runtime-info figures are over the last 10 s, minute and 10 minutes, empty while the broker is
-younger than the window. A group's consume TPS counts the messages its pulls carried over the
-last minute, sampled every 10 s. The put and get totals are also noted at each local midnight
+younger than the window. A group's consume TPS is its committed offsets' progress over the last
+minute (what it consumed, as its consumers report it), sampled every 10 s: pulls say what a
+consumer fetched, not what it finished, and a slow consumer fetches a thousand messages once and
+then works through them for minutes. The put and get totals are also noted at each local midnight
 (RocketMQ's BrokerStats: ``msgPutTotalTodayMorning``…), so a day's in and out counts can be told
 (``clusterList -m``).
 """
@@ -50,22 +52,32 @@ def _rate(begin: tuple[float, int], end: tuple[float, int]) -> float:
 
 
 class BrokerStats:
-    """Fed by the pull path (``on_pulled``) and sampled once a second (``sample``); the store's
-    own counters (puts, transferred messages, found and missed reads) are read at each sample."""
+    """Fed by consumers' offset commits (``on_committed``) and sampled once a second (``sample``);
+    the store's own counters (puts, transferred messages, found and missed reads) are read at each
+    sample."""
 
     def __init__(self, store) -> None:
         self.store = store
         keep = max(RUNTIME_WINDOWS_S) + 1
         self._put, self._found = CounterSamples(keep), CounterSamples(keep)
         self._miss, self._transferred = CounterSamples(keep), CounterSamples(keep)
-        self.group_gets: dict[tuple[str, str], int] = defaultdict(int)  # (topic, group) → messages
+        # (topic, group) → messages its committed offsets advanced by, all queues, since it was seen
+        self.group_consumed: dict[tuple[str, str], int] = defaultdict(int)
         self._group_samples: dict[tuple[str, str], CounterSamples] = {}
+        self._unsampled: set[tuple[str, str]] = set()  # progress since the last sample, first time
         self._samples_taken = 0
         self.daily = DailyTotals(datetime.date.today())
 
-    def on_pulled(self, topic: str, group: str, count: int) -> None:
-        """A pull answered ``count`` messages of ``topic`` to ``group``."""
-        self.group_gets[(topic, group)] += count
+    def on_committed(self, topic: str, group: str, previous: int, offset: int) -> None:
+        """A consumer of ``group`` committed ``offset`` on a queue of ``topic`` that held
+        ``previous`` (-1: none). Only a move forward from a known offset is consumption: a group's
+        first offset says where it starts (the queue's end, for a new group), and one moved back
+        is a reset."""
+        if 0 <= previous < offset:
+            key = (topic, group)
+            if key not in self.group_consumed:
+                self._unsampled.add(key)
+            self.group_consumed[key] += offset - previous
 
     def sample(self, now_s: float, today: datetime.date | None = None) -> None:
         store = self.store
@@ -74,22 +86,26 @@ class BrokerStats:
         self._found.add(now_s, store.get_found_count)
         self._miss.add(now_s, store.get_miss_count)
         self._transferred.add(now_s, store.get_count)
-        if self._samples_taken % GROUP_SAMPLE_EVERY == 0:
-            for key, total in list(self.group_gets.items()):
-                samples = self._group_samples.get(key)
-                if samples is None:
-                    samples = self._group_samples[key] = CounterSamples(GROUP_SAMPLES_KEPT)
-                samples.add(now_s, total)
+        # A group's first progress is sampled at once, so its first rate comes 10 s later.
+        every_group = self._samples_taken % GROUP_SAMPLE_EVERY == 0
+        keys, self._unsampled = list(self.group_consumed) if every_group else self._unsampled, set()
+        for key in keys:
+            samples = self._group_samples.get(key)
+            if samples is None:
+                samples = self._group_samples[key] = CounterSamples(GROUP_SAMPLES_KEPT)
+            samples.add(now_s, self.group_consumed[key])
         self._samples_taken += 1
 
     def consume_tps(self, group: str, topic: str) -> float:
-        """Messages a second ``group`` pulled from ``topic`` over about the last minute."""
+        """Messages a second ``group`` consumed of ``topic`` (its committed offsets' progress) over
+        about the last minute."""
         samples = self._group_samples.get((topic, group))
         return samples.rate_over_all() if samples else 0.0
 
     def forget_group(self, group: str) -> None:
-        for key in [key for key in self.group_gets if key[1] == group]:
-            del self.group_gets[key]
+        for key in [key for key in self.group_consumed if key[1] == group]:
+            del self.group_consumed[key]
+            self._unsampled.discard(key)
             self._group_samples.pop(key, None)
 
     def runtime_info(self) -> dict[str, str]:

@@ -227,6 +227,12 @@ class BrokerController:
             except Exception:
                 log.exception("periodic task %s failed", getattr(action, "__name__", action))
 
+    def commit_consumer_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        """A consumer's commit (with a pull or on its own): kept, and its progress counted in the
+        group's consume TPS. Offsets an operator sets, or a slave copies, are not consumption."""
+        previous = self.offsets.commit(group, topic, queue_id, offset)
+        self.stats.on_committed(topic, group, previous, offset)
+
     def _sample_stats(self) -> None:
         self.stats.sample(time.monotonic())
 

@@ -7,6 +7,7 @@ import pytest
 
 from broker.common.codes import RequestCode
 from broker.common.message_codec import decode_messages
+from broker.common.request_headers.pull import UpdateConsumerOffsetRequestHeader
 from broker.remoting import fastjson
 from broker.remoting.command import create_request
 from broker.remoting.frame import encode_frame
@@ -76,43 +77,58 @@ def test_runtime_info_gives_10s_1min_10min_figures_once_the_broker_ran_that_long
     assert info["getTotalTps"] == "7.0 7.0 0.0"
 
 
-def test_a_groups_consume_tps_counts_what_its_pulls_carried_over_the_last_minute():
+def test_a_groups_consume_tps_counts_its_committed_progress_over_the_last_minute():
     stats = BrokerStats(CountingStore())
     assert stats.consume_tps("g", "T") == 0.0
+    stats.on_committed("T", "g", -1, 500)  # a first commit (from nothing) is no progress
+    stats.on_committed("Other", "g", -1, 0)
     for second in range(121):
-        stats.on_pulled("T", "g", 30)  # 30 messages a second
+        stats.on_committed("T", "g", 500 + 30 * second, 530 + 30 * second)  # 30 a second
+        stats.on_committed("T", "g", 530 + 30 * second, 530 + 30 * second)  # the same again
         if second >= 90:
-            stats.on_pulled("Other", "g", 1000)
+            stats.on_committed("Other", "g", 1000 * (second - 90), 1000 * (second - 89))
         stats.sample(float(second))
     assert stats.consume_tps("g", "T") == pytest.approx(30.0)
-    # Sampled every 10 s, from its first pull: 90 s, 100 s, 110 s and 120 s.
+    # A group's first progress is sampled at once (90 s), then every 10 s: 100 s, 110 s, 120 s.
     assert stats.consume_tps("g", "Other") == pytest.approx(1000.0)
     assert stats.consume_tps("other-group", "T") == 0.0
+    stats.on_committed("T", "g", 5000, 0)  # an offset moved back (a reset) is no progress
+    stats.sample(121.0)
+    assert stats.consume_tps("g", "T") == pytest.approx(30.0)
     stats.forget_group("g")
     assert stats.consume_tps("g", "T") == 0.0
-    assert not stats.group_gets
+    assert not stats.group_consumed
 
 
-# -- a broker in this process: its pulls feed the figures that CONSUME_STATS and the runtime info report
+# -- a broker in this process: its commits feed CONSUME_STATS' consumeTps; its store counters the
+# runtime info's rates
 async def test_consume_stats_and_runtime_info_report_the_sampled_rates(tmp_path):
     log: list = []
     broker = await start_broker(tmp_path)
     broker.stats_sampler.cancel()  # sampled by hand below, on a fake clock
     try:
-        producer, consumer, admin = (connect(broker, name, log) for name in ("producer", "consumer", "admin"))
+        producer, consumer, committer, admin = (
+            connect(broker, name, log) for name in ("producer", "consumer", "committer", "admin")
+        )
         for i in range(5):
             producer.data_received(send_frame(b"m%d" % i))
         await asyncio.sleep(0)  # dispatched on the loop's next turn
         consumer.data_received(pull_frame(0))
+        committer.data_received(commit_frame(1))  # the group's first offset: no progress yet
+        committer.data_received(commit_frame(2))
+        await committed(broker, 2)
         broker.stats.sample(100.0)
-        for i in range(10):
+        for i in range(30):
             producer.data_received(send_frame(b"n%d" % i))
         await asyncio.sleep(0)
         consumer.data_received(pull_frame(5))
-        for second in range(1, 11):  # ten more samples: the group's second one at 110 s
-            broker.stats.sample(100.0 + second)
+        for second in range(1, 11):  # a slow consumer: two messages a second, whatever it pulled
+            committer.data_received(commit_frame(2 + 2 * second))
+            await committed(broker, 2 + 2 * second)
+            broker.stats.sample(100.0 + second)  # ten more samples: the group's second one at 110 s
         pulled = [cmd for name, cmd in log if name == "consumer"]
-        assert [len(decode_messages(cmd.body)) for cmd in pulled] == [5, 10]
+        assert [len(decode_messages(cmd.body)) for cmd in pulled] == [5, 30]
+        assert broker.offsets.query(GROUP, TOPIC, 0) == 22
 
         stats_of_group = {"consumerGroup": GROUP, "topic": TOPIC}
         admin.data_received(admin_frame(RequestCode.GET_CONSUME_STATS, stats_of_group))
@@ -120,13 +136,27 @@ async def test_consume_stats_and_runtime_info_report_the_sampled_rates(tmp_path)
         while len([name for name, _ in log if name == "admin"]) < 2:
             await asyncio.sleep(0)
         consume_stats, runtime = (fastjson.loads(cmd.body) for name, cmd in log if name == "admin")
-        assert consume_stats["consumeTps"] == pytest.approx(1.0)  # 10 messages in 10 s
+        assert consume_stats["consumeTps"] == pytest.approx(2.0)  # 20 committed in 10 s
         table = runtime["table"]
-        assert table["putTps"] == "1.0  "  # 10 puts in the last 10 s; no minute figure yet
-        assert table["getTransferedTps"] == "1.0  "
+        assert table["putTps"] == "3.0  "  # 30 puts in the last 10 s; no minute figure yet
+        assert table["getTransferedTps"] == "3.0  "
         assert float(table["getFoundTps"].split()[0]) == pytest.approx(0.1)  # one pull found
     finally:
         await broker.stop()
+
+
+async def committed(broker, offset: int) -> None:
+    """Until the broker holds ``offset`` (a request is served on a later turn of the loop)."""
+    for _ in range(1000):
+        if broker.offsets.query(GROUP, TOPIC, 0) == offset:
+            return
+        await asyncio.sleep(0.001)
+    raise AssertionError(f"offset {offset} never committed")
+
+
+def commit_frame(offset: int) -> bytes:
+    header = UpdateConsumerOffsetRequestHeader(GROUP, TOPIC, 0, offset)
+    return encode_frame(create_request(RequestCode.UPDATE_CONSUMER_OFFSET, header))
 
 
 def admin_frame(code: int, fields: dict | None = None) -> bytes:

@@ -257,7 +257,9 @@ class OffsetProcessor:
         full = disk_full_refusal(self.broker.store, request)
         if full is not None:
             return full
-        self.broker.offsets.commit(header.consumer_group, header.topic, header.queue_id, header.commit_offset)
+        self.broker.commit_consumer_offset(
+            header.consumer_group, header.topic, header.queue_id, header.commit_offset
+        )
         return response_to(request)
 
     async def search_offset(self, conn, request: RemotingCommand) -> RemotingCommand:

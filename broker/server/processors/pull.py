@@ -68,7 +68,7 @@ class PullProcessor:
             and not self.broker.replication.is_slave
             and not self.broker.store.running_flags.is_set(DISK_FULL)
         ):
-            self.broker.offsets.commit(group, topic, queue_id, header.commit_offset)
+            self.broker.commit_consumer_offset(group, topic, queue_id, header.commit_offset)
         read = functools.partial(self.broker.store.get_message, group, topic, queue_id, offset,
                                  header.max_msg_nums, message_filter)  # fmt: skip
         result = read()
@@ -95,7 +95,6 @@ class PullProcessor:
             result.next_begin_offset, result.min_offset, result.max_offset, suggest
         )
         if code == ResponseCode.SUCCESS:
-            self.broker.stats.on_pulled(header.topic, header.consumer_group, result.message_count)
             return response_to(request, code, None, fields, result.body())
         return response_to(request, code, result.status.value, fields)
 
