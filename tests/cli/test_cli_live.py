@@ -19,10 +19,12 @@ from typing import Any
 import pytest
 
 from broker.cli import main
+from broker.client import CONSUME_FROM_FIRST_OFFSET, PushConsumer
 from broker.client.admin import MQAdmin
 from broker.client.producer import Producer
 from broker.client.pull_consumer import LitePullConsumer
-from tests.cluster import CLI, cluster_fixture
+from broker.client.push_consumer import ConsumeConcurrentlyStatus
+from tests.cluster import CLI, cluster_fixture, send
 from tests.cluster import CLI_CLUSTER as CLUSTER
 
 TOPIC = "CliLiveTopic"
@@ -205,6 +207,47 @@ def test_sub_group_progress_and_reset(cluster, capsys, sent):
     assert after["diff_total"] == MESSAGES
     groups = ok_json(capsys, "topicList", "-n", n, "-c")["topics"]
     assert GROUP in next(t["consumer_groups"] for t in groups if t["topic"] == TOPIC)
+
+
+def test_a_slow_consumers_progress_shows_the_tps_of_its_committed_offsets(cluster, capsys):
+    """A consumer that fetched its whole backlog at once and works through it one message per
+    100 ms: the consume TPS is what its committed offsets advance by, not 0 for want of pulls."""
+    n, topic, group = cluster.namesrv_addr, "CliSlowTopic", "CliSlowGroup"
+    quiet("updateTopic", "-n", n, "-c", CLUSTER, "-t", topic, "-r", "1", "-w", "1")
+    eventually(lambda: len(quiet_json("topicRoute", "-n", n, "-t", topic)["queue_datas"]) == 2)
+    send(n, topic, 400)
+    consumer = PushConsumer(
+        group, n, consume_threads=1, consume_from_where=CONSUME_FROM_FIRST_OFFSET, persist_interval_ms=200
+    )
+    consumer.subscribe(topic, "*")
+
+    def slow_listener(messages, context):
+        time.sleep(0.1 * len(messages))
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer.register_message_listener(slow_listener)
+    with MQAdmin(n) as admin:
+
+        def committed() -> int:
+            return sum(
+                max(0, admin.query_consumer_offset(broker.addr, group, topic, 0))
+                for broker in cluster.brokers.values()
+            )
+
+        consumer.start()
+        try:
+            eventually(committed)  # past the first offsets (where it starts: not progress)
+            began, first = time.monotonic(), committed()
+
+            def tps() -> float:
+                return ok_json(capsys, "consumerProgress", "-n", n, "-g", group, "-t", topic)["consume_tps"]
+
+            reported = eventually(tps)
+            true_rate = (committed() - first) / (time.monotonic() - began)
+        finally:
+            consumer.shutdown()
+    assert 0 < true_rate <= 10  # one message per 100 ms at most, on one thread
+    assert reported == pytest.approx(true_rate, rel=0.5)
 
 
 def test_connections_of_offline_groups_fail_clearly(cluster, capsys):
