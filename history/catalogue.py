@@ -73,7 +73,19 @@ CATALOGUE: tuple[Metric, ...] = (
     Metric("stored", "topic", "msg", "Messages the topic holds now (max minus min offset, all queues)"),
     # -- consumer groups -------------------------------------------------------------------------
     Metric("lag", "group", "msg", "Messages not yet consumed (the brokers' consume stats)"),
-    Metric("consume_tps", "group", "msg/s", "Messages consumed per second (the brokers' consume stats)"),
+    Metric(
+        "consume_tps",
+        "group",
+        "msg/s",
+        "Messages consumed per second: its committed offsets' progress between the last two samples",
+    ),
+    Metric(
+        "consumed",
+        "group",
+        "msg",
+        "The group's committed offsets summed over every queue (it grows as the group consumes)",
+        "counter",
+    ),
     Metric("clients", "group", "count", "Online consumers of the group"),
     Metric("dlq_messages", "group", "msg", "Messages in the group's dead-letter topic (%DLQ%group) now"),
     # -- clusters (RocketMQ cluster name) --------------------------------------------------------

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from django.db import transaction
 
 from broker.client.admin import MQAdmin, MQClientError
+from console.services.cluster_queries import GroupRow
 from console.services.cluster_snapshot import Snapshot, broker_figures, collect
 from history import catalogue, clock, query
 from history.models import Cycle, Point, Series
@@ -71,7 +72,7 @@ def figures_of(
     figures: dict[Key, float] = {}
     _brokers(snapshot, taken_at, cluster, figures)
     _topics(snapshot, taken_at, previous_topics, figures)
-    _groups(snapshot, figures)
+    _groups(snapshot, taken_at, cluster, figures)
     for key in figures:
         catalogue.get(key[0], key[1])  # only catalogue metrics are stored
     return figures
@@ -153,16 +154,30 @@ def _topics(
             figures[("tps_in", "topic", topic)] = round((written - before[1]) / seconds, 3)
 
 
-def _groups(snapshot: Snapshot, figures: dict[Key, float]) -> None:
+def _groups(snapshot: Snapshot, taken_at: datetime, cluster: str, figures: dict[Key, float]) -> None:
     # System groups (the brokers' own: tools, transaction checker, ...) are not kept: nobody
     # charts or alerts on them, and they would crowd the top-N lists.
+    previous = query.latest("consumed", "group", cluster)
     for g in snapshot.groups:
         if g.error or g.system:
             continue
         figures[("lag", "group", g.name)] = float(g.lag)
-        figures[("consume_tps", "group", g.name)] = float(g.consume_tps)
+        figures[("consumed", "group", g.name)] = float(g.consumed)
+        figures[("consume_tps", "group", g.name)] = _consume_tps(g, taken_at, previous.get(g.name))
         figures[("clients", "group", g.name)] = float(g.clients)
         figures[("dlq_messages", "group", g.name)] = float(snapshot.dlq_messages(g.name))
+
+
+def _consume_tps(group: GroupRow, taken_at: datetime, before: tuple[datetime, float] | None) -> float:
+    """What the group's committed offsets advanced by since the previous cycle, per second (as a
+    topic's TPS from its written counts): a slow consumer that commits is never at 0, however
+    seldom it pulls. Without a previous figure, or with offsets moved back (a reset), the
+    brokers' own consume TPS (their last minute of the same progress) stands in."""
+    if before is not None:
+        seconds = (taken_at - before[0]).total_seconds()
+        if seconds > 0 and group.consumed >= before[1]:
+            return round((group.consumed - before[1]) / seconds, 3)
+    return float(group.consume_tps)
 
 
 def _vanished(cluster: str, taken_at: datetime, figures: dict[Key, float]) -> None:

@@ -49,6 +49,7 @@ class GroupRow:
     message_model: str = ""
     consume_tps: float = 0.0
     lag: int = 0
+    consumed: int = 0  # its committed offsets summed over every queue: grows as it consumes
     brokers: list[str] = field(default_factory=list)
     retry_max_times: int | None = None
     consume_enable: bool | None = None
@@ -176,6 +177,7 @@ async def _group_row(
     *per_broker, connection = results
     row.consume_tps = round(sum(tps for tps, _ in per_broker), 2)
     row.lag = sum(q.diff for _, rows in per_broker for q in rows)
+    row.consumed = sum(q.consumer_offset for _, rows in per_broker for q in rows)
     if connection is not None:
         row.clients = len(connection.connections)
         row.consume_type, row.message_model = connection.consume_type, connection.message_model

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from alerts.models import AlertEvent
 from broker.common.message import Message
 from broker.local_cluster import wait_until
 from console import cluster_access
@@ -121,6 +122,48 @@ def test_the_task_samples_every_configured_cluster(live, namesrv, settings):
     unreachable = summary["clusters"]["127.0.0.1:1"]
     assert unreachable["points"] == 0 and unreachable["errors"] == 1
     assert Cycle.objects.filter(cluster="127.0.0.1:1").exists()
+
+
+def test_consume_tps_is_committed_progress_and_only_a_stopped_group_is_stalled(
+    live, namesrv, fake_clock, django_capture_on_commit_callbacks
+):
+    """Two lagging groups, sampled every 30 s for 6 minutes: one commits a message a cycle (a slow
+    consumer: the brokers' pulls see nothing of it), one stopped. The stored consume TPS is what
+    the committed offsets advanced by between cycles; "Consumer not consuming" fires for the
+    stopped group after its 5 minutes, never for the slow one."""
+    _, admin, masters = live
+    topic, slow, stopped = "HistSlow", "hist-slow", "hist-stopped"
+    for addr in masters:
+        admin.create_or_update_topic(addr, topic, 2, 2)
+        for group in (slow, stopped):
+            admin.create_or_update_subscription_group(addr, group)
+            for queue_id in range(2):
+                admin.update_consumer_offset(addr, group, topic, queue_id, 0)
+    live[0].wait_for_route(topic)
+    send(namesrv, topic, 60)
+    fake_clock.moment = started = datetime.now(UTC) + timedelta(days=2)  # after any other cycle
+    results = []
+    for cycle in range(13):
+        if cycle:
+            fake_clock.advance(seconds=30)
+            admin.update_consumer_offset(masters[0], slow, topic, 0, cycle)
+        with django_capture_on_commit_callbacks(execute=True):
+            results.append(sampler.sample(namesrv, admin))
+    engine = sum(admin.query_consumer_offset(addr, slow, topic, q) for addr in masters for q in range(2))
+    assert results[-1].figures[("consumed", "group", slow)] == engine == 12
+    for result in results[1:]:
+        assert result.figures[("consume_tps", "group", slow)] == pytest.approx(1 / 30, abs=1e-3)
+        assert result.figures[("consume_tps", "group", stopped)] == 0.0
+        assert result.figures[("lag", "group", slow)] > 0
+    stalled = AlertEvent.objects.filter(rule__kind="consume_stalled", cluster=namesrv)
+    assert not stalled.filter(group=slow, state__in=[AlertEvent.FIRING, AlertEvent.RESOLVED]).exists()
+    assert not stalled.filter(group=slow, state=AlertEvent.PENDING).exists()
+    [fired] = stalled.filter(group=stopped)
+    assert (fired.state, fired.started_at, fired.firing_at) == (
+        AlertEvent.FIRING,
+        started,
+        started + timedelta(minutes=5),
+    )
 
 
 def test_a_broker_that_stops_answering_is_stored_as_down(live, namesrv):
