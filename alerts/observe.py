@@ -72,6 +72,36 @@ class Readings:
 
         return self._cached(("change", metric, scope, minutes), load)
 
+    def arrivals_over(self, metric: str, scope: str, minutes: int) -> dict[str, float]:
+        """Each name's growth seen by the cycles of the last ``minutes`` (``now`` back to, not
+        including, ``now - minutes``): a point in the window adds what it grew by since the
+        name's point before it, which may be older than the window or several cycles back when
+        cycles in between lack the name. So growth counts from the first cycle that sees it until
+        that cycle leaves the window, whatever the cycles missing around it. A fall (messages
+        removed) adds nothing. A point whose predecessor is more than a window older has none."""
+
+        def load() -> dict[str, float]:
+            window = timedelta(minutes=minutes)
+            since = self.now - window
+            ids = dict(
+                Series.objects.filter(metric=metric, scope=scope, cluster=self.cluster).values_list(
+                    "id", "name"
+                )
+            )
+            points = Point.objects.filter(
+                series_id__in=list(ids), taken_at__gt=since - window, taken_at__lte=self.now
+            ).order_by("series_id", "taken_at")
+            grown: dict[str, float] = {}
+            before: tuple[int, float] | None = None  # (series, value) of the previous point
+            for series_id, taken_at, value in points.values_list("series_id", "taken_at", "value"):
+                if taken_at > since:
+                    rise = value - before[1] if before and before[0] == series_id else 0.0
+                    grown[ids[series_id]] = grown.get(ids[series_id], 0.0) + max(0.0, rise)
+                before = (series_id, value)
+            return grown
+
+        return self._cached(("arrivals", metric, scope, minutes), load)
+
     def seconds_since_up(self, horizon: timedelta) -> dict[str, float]:
         """Each broker member seen within ``horizon``: seconds since a cycle last found it up. A
         member that no cycle lists any more (the name server dropped it) still counts, as down."""
@@ -117,7 +147,7 @@ BROKER_MEMORY = timedelta(hours=24)
 MEASURES: dict[str, Callable[[object, Readings], dict[str, float]]] = {
     "group_lag": _latest_above("lag", "group"),
     "lag_growing": lambda rule, r: r.change_over("lag", "group", rule.window_minutes),
-    "dlq_receiving": lambda rule, r: r.change_over("dlq_messages", "group", rule.window_minutes),
+    "dlq_receiving": lambda rule, r: r.arrivals_over("dlq_messages", "group", rule.window_minutes),
     "consume_stalled": _stalled,
     "broker_down": lambda rule, r: r.seconds_since_up(BROKER_MEMORY),
     "disk_ratio": _latest_above("disk_ratio", "broker"),
