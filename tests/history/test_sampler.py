@@ -166,6 +166,32 @@ def test_consume_tps_is_committed_progress_and_only_a_stopped_group_is_stalled(
     )
 
 
+def test_dead_letters_alert_from_the_cycle_that_sees_them_for_its_window(
+    live, namesrv, fake_clock, django_capture_on_commit_callbacks
+):
+    """Real dead letters between two cycles 30 s apart: "Dead letters arriving" fires at the cycle
+    that first counts them and resolves at the first cycle 5 minutes later (its window then holds
+    no new ones)."""
+    _, admin, masters = live
+    topic, group = "HistDeadLater", "hist-dead-later"
+    for addr in masters:
+        admin.create_or_update_subscription_group(addr, group)  # known (no dead letters) before
+    fake_clock.moment = start = datetime.now(UTC) + timedelta(days=3)  # after any other cycle
+    seen = {}
+    for cycle in range(16):
+        fake_clock.moment = start + cycle * timedelta(seconds=30)
+        if cycle == 4:
+            make_dead_letters(namesrv, topic, group, 2, keys="hist-dead-later")
+        with django_capture_on_commit_callbacks(execute=True):
+            seen[cycle] = sampler.sample(namesrv, admin).figures[("dlq_messages", "group", group)]
+    assert [seen[c] for c in (0, 3, 4, 15)] == [0, 0, 2, 2]
+    arrived = start + 4 * timedelta(seconds=30)
+    events = AlertEvent.objects.filter(rule__kind="dlq_receiving", group=group)
+    assert list(events.values_list("state", "started_at", "firing_at", "resolved_at")) == [
+        (AlertEvent.RESOLVED, arrived, arrived, arrived + timedelta(minutes=5))
+    ]
+
+
 def test_a_broker_that_stops_answering_is_stored_as_down(live, namesrv):
     cluster, admin, _ = live
     sampler.sample(namesrv, admin)  # heard once (the test may run alone)
