@@ -143,7 +143,9 @@ class ClusterCollector:
             "rocketmq_group_lag", "Messages not yet consumed by the group, all its topics", labels=["group"]
         )
         tps = GaugeMetricFamily(
-            "rocketmq_group_consume_tps", "Messages the group consumes per second", labels=["group"]
+            "rocketmq_group_consume_tps",
+            "Messages the group consumes per second: its committed offsets' progress, last minute",
+            labels=["group"],
         )
         clients = GaugeMetricFamily(
             "rocketmq_group_clients", "Online consumers of the group", labels=["group"]
