@@ -67,7 +67,9 @@ class SendBackProcessor:
         if full is not None:
             return full
         max_times = group_config.max_reconsume_times(header.max_reconsume_times)
-        if original.reconsume_times >= max_times or header.delay_level < 0:
+        dead = original.reconsume_times >= max_times or header.delay_level < 0
+        new_topic = broker.topics.get((tc.dlq_topic if dead else tc.retry_topic)(header.group)) is None
+        if dead:
             ensure_dlq_topic(broker, header.group)
             target = self._copy(original, tc.dlq_topic(header.group), 0)
         else:
@@ -101,6 +103,8 @@ class SendBackProcessor:
         if broker.topics.get(tc.TRACE_TOPIC) is not None:
             kind = trace_writer.DLQ if tc.is_dlq_topic(target.topic) else trace_writer.RETRY
             await trace_writer.write_trace_record(broker, original, kind, header.group)
+        if new_topic:  # as RocketMQ: registered before the answer, so its route is known at once
+            await broker.registered()
         return response_to(request)
 
     def _group_or_refusal(
