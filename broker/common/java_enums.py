@@ -50,6 +50,14 @@ class JavaEnum:
         shown = shown if len(shown) <= 60 else shown[:57] + "..."
         raise EnumValueError(f"{what} {shown} is not a {self.name} (a name or an ordinal)")
 
+    def name_problem(self, value: str, what: str) -> str | None:
+        """Why ``value`` is no member's name, as Java's ``Enum.valueOf`` reads a header's text
+        (exactly, no ordinals); None when it is one."""
+        if value in self.members:
+            return None
+        shown = value if len(value) <= 60 else value[:57] + "..."
+        return f"{what} {shown!r} is not a {self.name} ({', '.join(self.members)})"
+
 
 CONSUME_TYPE = JavaEnum("ConsumeType", ("CONSUME_ACTIVELY", "CONSUME_PASSIVELY", "CONSUME_POP"))
 MESSAGE_MODEL = JavaEnum("MessageModel", ("BROADCASTING", "CLUSTERING", "LITE_SELECTIVE"))
