@@ -126,6 +126,7 @@ class NamesrvRegistration:
     async def stop(self) -> None:
         if self._task:
             self._task.cancel()
+        self._release(self._begun + 1)  # no registration is coming: nobody waits for one
         config = self.broker.config
         header = UnRegisterBrokerRequestHeader(
             broker_name=config.broker_name,
