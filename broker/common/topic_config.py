@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from broker.common.java_enums import TOPIC_FILTER_TYPE
 from broker.common.names import topic_problem
 
 PERM_PRIORITY = 0x1 << 3
@@ -118,7 +119,9 @@ class TopicConfig:
             read_queue_nums=int(data.get("readQueueNums", 16)),
             write_queue_nums=int(data.get("writeQueueNums", 16)),
             perm=int(data.get("perm", PERM_READ | PERM_WRITE)),
-            topic_filter_type=str(data.get("topicFilterType", "SINGLE_TAG")),
+            # As fastjson reads the enum (a name or an ordinal); unknown or absent: the default.
+            topic_filter_type=TOPIC_FILTER_TYPE.read(data.get("topicFilterType"), "topicFilterType")
+            or "SINGLE_TAG",
             topic_sys_flag=int(data.get("topicSysFlag", 0)),
             order=bool(data.get("order", False)),
         )

@@ -13,6 +13,7 @@ import struct
 import zlib
 from dataclasses import dataclass, field
 
+from broker.common.java_enums import TOPIC_CONFIG, EnumValueError, read_enum_fields
 from broker.remoting import fastjson
 
 _LENGTH = struct.Struct(">i")
@@ -98,6 +99,10 @@ def _checked_table(table: object) -> dict[str, dict]:
             if isinstance(value, bool) or not isinstance(value, int):
                 raise RegisterBodyError(f"{field_name} of the topic {topic!r} is not a whole number")
         _check_queue_counts(topic, config)
+        try:  # as fastjson reads TopicConfig: a name or an ordinal
+            read_enum_fields(config, TOPIC_CONFIG)
+        except EnumValueError as exc:
+            raise RegisterBodyError(f"the topic {topic!r}: {exc}") from None
     return table
 
 

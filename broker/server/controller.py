@@ -260,6 +260,12 @@ class BrokerController:
         if self.registration is not None:
             self.registration.soon()
 
+    async def registered(self) -> None:
+        """Register now and wait (bounded) until the name servers have the broker's topics: see
+        NamesrvRegistration.registered."""
+        if self.registration is not None:
+            await self.registration.registered()
+
     async def start_master_services(self) -> None:
         """What only a master runs: delivering delay messages, checking half messages (a slave's
         are its master's, copied)."""

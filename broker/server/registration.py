@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     from .controller import BrokerController
 
 log = logging.getLogger(__name__)
+# How long a request that created a topic waits for the name servers to hear of it before it is
+# answered anyway (the registration goes on): clients give a heartbeat or a send 3 s.
+REGISTERED_WAIT_S = 2.0
 
 
 class NamesrvRegistration:
@@ -32,6 +35,8 @@ class NamesrvRegistration:
         )
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
+        self._begun = 0  # registrations the loop has begun
+        self._waiting: list[tuple[int, asyncio.Future]] = []  # (registration awaited, its waiter)
 
     def _header(self, body: bytes) -> RegisterBrokerRequestHeader:
         """As RocketMQ's broker fills it: the body's CRC32 in ``bodyCrc32``, which the name
@@ -79,11 +84,38 @@ class NamesrvRegistration:
     def soon(self) -> None:
         self._wake.set()
 
+    async def registered(self) -> None:
+        """Register now and return once a registration begun after this call has ended (reached
+        or not), or after REGISTERED_WAIT_S: as RocketMQ's broker, which registers a topic a
+        heartbeat, send or send-back creates before answering, so clients find its route at once."""
+        waiter = asyncio.get_running_loop().create_future()
+        # The one running now may have read the topics before the caller's change: the next one.
+        self._waiting.append((self._begun + 1, waiter))
+        self._wake.set()
+        try:
+            await asyncio.wait_for(waiter, REGISTERED_WAIT_S)
+        except TimeoutError:
+            log.warning("the name servers have not confirmed a new topic in %.0f s", REGISTERED_WAIT_S)
+
+    def _release(self, ended: int) -> None:
+        """Wake whoever waits for registration ``ended`` or an earlier one."""
+        still = []
+        for number, waiter in self._waiting:
+            if number > ended:
+                still.append((number, waiter))
+            elif not waiter.done():
+                waiter.set_result(None)
+        self._waiting = still
+
     async def _loop(self) -> None:
         while True:
             # Read each turn: registerBrokerIntervalMillis may change at run time.
             interval = self.broker.config.register_broker_interval_millis / 1000
-            reached = await self.register_all()
+            self._begun += 1
+            try:
+                reached = await self.register_all()
+            finally:
+                self._release(self._begun)
             try:
                 # A name server that was down (started after us) is retried within a second.
                 await asyncio.wait_for(self._wake.wait(), interval if reached else min(interval, 1.0))
@@ -94,6 +126,7 @@ class NamesrvRegistration:
     async def stop(self) -> None:
         if self._task:
             self._task.cancel()
+        self._release(self._begun + 1)  # no registration is coming: nobody waits for one
         config = self.broker.config
         header = UnRegisterBrokerRequestHeader(
             broker_name=config.broker_name,

@@ -255,10 +255,10 @@ async def test_the_broker_sends_its_body_crc_and_an_altered_body_is_refused(name
 
 def register_raw(
     client, addr, broker_addr="127.0.0.1:20931", broker_id=0, ha="", filter_servers=(), topic="bounded",
-    perm=6, sys_flag=0,
+    perm=6, sys_flag=0, filter_type="SINGLE_TAG",
 ):  # fmt: skip
     config = {"topicName": topic, "readQueueNums": 1, "writeQueueNums": 1, "perm": perm,
-              "topicSysFlag": sys_flag}  # fmt: skip
+              "topicSysFlag": sys_flag, "topicFilterType": filter_type}  # fmt: skip
     wrapper = {"topicConfigTable": {topic: config}, "dataVersion": {"timestamp": 1, "counter": 1}}
     body = {"topicConfigSerializeWrapper": wrapper, "filterServerList": list(filter_servers)}
     header = {"brokerName": "broker-bounded", "brokerAddr": broker_addr, "clusterName": "c-bounded",
@@ -298,6 +298,27 @@ def test_a_registration_with_an_unusable_address_or_id_is_refused(namesrv, clien
     refused = register_raw(client, namesrv.addr, **fields)
     assert refused.code == ResponseCode.SYSTEM_ERROR and phrase in refused.remark, refused.remark
     assert "registration refused" in refused.remark and len(refused.remark) < 300
+    assert route(client, namesrv.addr, "bounded").code == ResponseCode.TOPIC_NOT_EXIST
+
+
+def test_a_registration_with_a_filter_type_ordinal_is_read_as_fastjson_reads_it(namesrv, client):
+    for filter_type in (1, 0, "multi_tag", "UNDECLARED"):  # an undeclared name is Java's null
+        answer = register_raw(client, namesrv.addr, filter_type=filter_type)
+        assert answer.ok, answer.remark
+        assert route(client, namesrv.addr, "bounded").ok
+
+
+@pytest.mark.parametrize(
+    ("filter_type", "phrase"),
+    [(2, "topicFilterType 2 is not a TopicFilterType ordinal (0-1"), (0.5, "topicFilterType 0.5 is not")],
+)
+def test_a_registration_with_a_filter_type_fastjson_cannot_read_is_refused(
+    namesrv, client, filter_type, phrase
+):
+    """As RocketMQ's name server, which cannot decode such a body: nothing of it is registered."""
+    refused = register_raw(client, namesrv.addr, filter_type=filter_type)
+    assert refused.code == ResponseCode.SYSTEM_ERROR and phrase in refused.remark, refused.remark
+    assert "the topic 'bounded'" in refused.remark
     assert route(client, namesrv.addr, "bounded").code == ResponseCode.TOPIC_NOT_EXIST
 
 

@@ -10,9 +10,12 @@ import threading
 import orjson
 import pytest
 
+from broker.cli import main as mqadmin
 from broker.client import CONSUME_FROM_FIRST_OFFSET, ConsumeConcurrentlyStatus, Producer, PushConsumer
 from broker.common.codes import RequestCode as RC
+from broker.common.codes import ResponseCode
 from broker.common.message import Message
+from broker.common.message_codec import decode_offset_msg_id
 from broker.local_cluster import wait_until
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.command import create_request
@@ -247,3 +250,140 @@ def test_consumer_running_info_and_direct_consumption_relayed_from_the_sdk(clust
     shape = java.with_optional(java.CONSUME_MESSAGE_DIRECTLY_RESULT, "remark")
     result = java.assert_fastjson_body(raw, shape)
     assert result["consumeResult"] == "CR_SUCCESS" and "remark" not in result
+
+
+# -- enum fields: names or ordinals, as fastjson reads them (issue 32 items 9, 10) ----------------
+
+
+def _consumer_heartbeat(group: str, **enums) -> bytes:
+    """A heartbeat of one consumer of TOPIC in ``group``, its enum fields as given."""
+    subscription = {"topic": TOPIC, "subString": "*", "expressionType": "TAG", "tagsSet": [],
+                    "codeSet": [], "subVersion": 1700000000000, "classFilterMode": False}  # fmt: skip
+    consumer = {"groupName": group, **enums, "unitMode": False, "subscriptionDataSet": [subscription]}
+    return orjson.dumps(
+        {"clientID": f"127.0.0.1@{group}", "producerDataSet": [], "consumerDataSet": [consumer]}
+    )
+
+
+def _route_now(cluster, topic: str):
+    """GET_ROUTEINFO_BY_TOPIC asked once (no waiting for a registration to come)."""
+    return cluster.admin.invoke(
+        cluster.namesrv_addr, create_request(RC.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+    )
+
+
+def _broker_topics(cluster) -> dict:
+    return fastjson_loads(_ask(cluster, RC.GET_ALL_TOPIC_CONFIG))["topicConfigTable"]
+
+
+@pytest.mark.parametrize(
+    "group, sent, names",
+    [
+        # What Apache's C++ client (and every binding of it) sends.
+        ("ordinal-cpp", (1, 1, 0), ("CONSUME_PASSIVELY", "CLUSTERING", "CONSUME_FROM_LAST_OFFSET")),
+        ("ordinal-pull", (0, 0, 4), ("CONSUME_ACTIVELY", "BROADCASTING", "CONSUME_FROM_FIRST_OFFSET")),
+        # ConsumeFromWhere's deprecated members keep their places in the declaration.
+        (
+            "ordinal-old",
+            (2, 1, 1),
+            ("CONSUME_POP", "CLUSTERING", "CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST"),
+        ),
+        ("ordinal-time", (1, 1, 5), ("CONSUME_PASSIVELY", "CLUSTERING", "CONSUME_FROM_TIMESTAMP")),
+        # fastjson matches a name case-insensitively too.
+        (
+            "ordinal-case",
+            ("consume_passively", "clustering", "consume_from_first_offset"),
+            ("CONSUME_PASSIVELY", "CLUSTERING", "CONSUME_FROM_FIRST_OFFSET"),
+        ),
+    ],
+)
+def test_a_heartbeat_with_enum_ordinals_is_read_as_fastjson_reads_it(cluster, capsys, group, sent, names):
+    enums = dict(zip(("consumeType", "messageModel", "consumeFromWhere"), sent, strict=True))
+    client = SyncRemotingClient()
+    try:
+        answer = client.invoke(
+            cluster.broker_addr, create_request(RC.HEART_BEAT, body=_consumer_heartbeat(group, **enums))
+        )
+        assert answer.ok, answer.remark
+        # A CLUSTERING group has its retry topic from its first heartbeat on, as RocketMQ.
+        assert ("%RETRY%" + group in _broker_topics(cluster)) == (names[1] == "CLUSTERING")
+        raw = _ask(cluster, RC.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": group})
+        connection = java.assert_fastjson_body(raw, java.CONSUMER_CONNECTION)
+        assert (
+            connection["consumeType"],
+            connection["messageModel"],
+            connection["consumeFromWhere"],
+        ) == names
+        assert mqadmin(["consumerConnection", "-n", cluster.namesrv_addr, "-g", group]) == 0
+        printed = capsys.readouterr().out
+        assert f"ConsumeType: {names[0]}\nMessageModel: {names[1]}\nConsumeFromWhere: {names[2]}" in printed
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize(
+    "field, value, said",
+    [
+        ("messageModel", 3, "3"),
+        ("consumeType", -1, "-1"),
+        ("consumeFromWhere", 6, "6"),
+        ("messageModel", True, "True"),
+        ("consumeType", 1.0, "1.0"),
+        ("consumeFromWhere", ["CONSUME_FROM_LAST_OFFSET"], "CONSUME_FROM_LAST_OFFSET"),
+    ],
+)
+def test_an_enum_value_fastjson_cannot_read_refuses_the_heartbeat(cluster, field, value, said):
+    group = "ordinal-refused"
+    enums = {"consumeType": 1, "messageModel": 1, "consumeFromWhere": 0, field: value}
+    client = SyncRemotingClient()
+    try:
+        answer = client.invoke(
+            cluster.broker_addr, create_request(RC.HEART_BEAT, body=_consumer_heartbeat(group, **enums))
+        )
+        assert answer.code == ResponseCode.SYSTEM_ERROR, (answer.code, answer.remark)
+        assert field in answer.remark and said in answer.remark, answer.remark
+        # Nothing of the heartbeat was taken: no member, no retry topic.
+        request = create_request(RC.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": group})
+        assert cluster.admin.invoke(cluster.broker_addr, request).code == ResponseCode.CONSUMER_NOT_ONLINE
+        assert "%RETRY%" + group not in _broker_topics(cluster)
+    finally:
+        client.close()
+
+
+def test_a_new_groups_retry_topic_is_routed_once_its_heartbeat_is_answered(cluster):
+    """As RocketMQ: the broker registers the retry topic a heartbeat creates before it answers,
+    so the group's clients find its route at once (not after the next periodic registration)."""
+    group = "route-at-heartbeat"
+    client = SyncRemotingClient()
+    try:
+        names = {"consumeType": "CONSUME_PASSIVELY", "messageModel": "CLUSTERING"}
+        heartbeat = _consumer_heartbeat(group, **names, consumeFromWhere="CONSUME_FROM_LAST_OFFSET")
+        answer = client.invoke(cluster.broker_addr, create_request(RC.HEART_BEAT, body=heartbeat))
+        assert answer.ok, answer.remark
+        route = _route_now(cluster, "%RETRY%" + group)
+        assert route.ok, f"{route.code} {route.remark}"
+        assert fastjson_loads(route.body)["queueDatas"][0]["brokerName"] == "broker-a"
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("delay_level, prefix", [(0, "%RETRY%"), (-1, "%DLQ%")])
+def test_a_topic_a_send_back_creates_is_routed_once_it_is_answered(cluster, traffic, delay_level, prefix):
+    group = f"route-at-send-back{delay_level}"
+    _, offset = decode_offset_msg_id(traffic.sent[1].offset_msg_id)
+    back = {"offset": offset, "group": group, "delayLevel": delay_level, "originTopic": TOPIC}
+    _ask(cluster, RC.CONSUMER_SEND_MSG_BACK, back)
+    route = _route_now(cluster, prefix + group)
+    assert route.ok, f"{route.code} {route.remark}"
+
+
+def test_a_retry_topic_a_send_creates_is_routed_once_it_is_answered(cluster):
+    """A client whose send-back failed sends the message to the retry topic itself (as Apache's
+    DefaultMQPushConsumerImpl.sendMessageBack): the topic that send creates is registered at once."""
+    group = "route-at-retry-send"  # created on first use (autoCreateSubscriptionGroup)
+    fields = {"producerGroup": "CLIENT_INNER_PRODUCER", "topic": "%RETRY%" + group, "defaultTopic": "TBW102",
+              "defaultTopicQueueNums": 4, "queueId": 0, "sysFlag": 0, "bornTimestamp": 1, "flag": 0,
+              "properties": "", "reconsumeTimes": 1}  # fmt: skip
+    _ask(cluster, RC.SEND_MESSAGE, fields, b"retried by the client")
+    route = _route_now(cluster, "%RETRY%" + group)
+    assert route.ok, f"{route.code} {route.remark}"

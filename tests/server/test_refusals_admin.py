@@ -44,6 +44,25 @@ def test_create_topic_without_queues(broker):
     )
 
 
+@pytest.mark.parametrize("filter_type", ["ALL_TAGS", "multi_tag", "1"])
+def test_create_topic_with_a_filter_type_rocketmq_does_not_declare(broker, filter_type):
+    """A header's topicFilterType is read as Java's TopicFilterType.valueOf reads it: a member's
+    exact name (a JSON body's ordinal is fastjson's, not the header's)."""
+    fields = {"topic": "FilterTyped", "readQueueNums": 1, "writeQueueNums": 1, "perm": 6,
+              "topicFilterType": filter_type}  # fmt: skip
+    refused = broker.invoke(RC.UPDATE_AND_CREATE_TOPIC, fields)
+    assert_refused(
+        refused, ResponseCode.SYSTEM_ERROR, f"topicFilterType '{filter_type}'", "SINGLE_TAG, MULTI_TAG"
+    )
+    topics = fastjson.loads(broker.invoke(RC.GET_ALL_TOPIC_CONFIG).body)["topicConfigTable"]
+    assert "FilterTyped" not in topics
+
+    assert broker.invoke(RC.UPDATE_AND_CREATE_TOPIC, {**fields, "topicFilterType": "MULTI_TAG"}).ok
+    topics = fastjson.loads(broker.invoke(RC.GET_ALL_TOPIC_CONFIG).body)["topicConfigTable"]
+    assert topics["FilterTyped"]["topicFilterType"] == "MULTI_TAG"
+    assert broker.invoke(RC.DELETE_TOPIC_IN_BROKER, {"topic": "FilterTyped"}).ok
+
+
 def test_delete_a_system_topic(broker):
     refused = broker.invoke(RC.DELETE_TOPIC_IN_BROKER, {"topic": "SCHEDULE_TOPIC_XXXX"})
     assert_refused(refused, ResponseCode.SYSTEM_ERROR, "the topic[SCHEDULE_TOPIC_XXXX] is a system topic")

@@ -12,6 +12,7 @@ from broker.common import topic_config as tc
 from broker.common.acl_rules import SUB
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.conf_file import ConfError, format_properties, parse_properties
+from broker.common.java_enums import TOPIC_FILTER_TYPE
 from broker.common.message_codec import decode_message, decode_offset_msg_id
 from broker.common.request_headers import (
     ConsumeMessageDirectlyResultRequestHeader,
@@ -81,23 +82,9 @@ class AdminProcessor:
             header.topic_sys_flag or 0,
             header.order,
         )
-        if config.read_queue_nums < 1 or config.write_queue_nums < 1:
-            return response_to(request, ResponseCode.SYSTEM_ERROR, "queue numbers must be at least 1")
-        if topic not in self.broker.topics.table and self.broker.topics.is_full():
-            return response_to(
-                request,
-                ResponseCode.SYSTEM_ERROR,
-                f"the topic[{topic}] is not created: the broker holds {len(self.broker.topics.table)} "
-                f"topics, maxTopicCount={self.broker.config.max_topic_count}",
-            )
-        most = self.broker.config.max_topic_queue_nums
-        if max(config.read_queue_nums, config.write_queue_nums) > most:
-            return response_to(
-                request,
-                ResponseCode.SYSTEM_ERROR,
-                f"the topic[{topic}] asks for {max(config.read_queue_nums, config.write_queue_nums)} "
-                f"queues, more than maxTopicQueueNums={most}",
-            )
+        problem = self._new_topic_problem(config)
+        if problem is not None:
+            return response_to(request, ResponseCode.SYSTEM_ERROR, problem)
         full = disk_full_refusal(self.broker.store, request)
         if full is not None:
             return full
@@ -105,6 +92,28 @@ class AdminProcessor:
             return not_written(self.broker.store, request, self.broker.topics.file.file)
         self.broker.register_soon()
         return response_to(request)
+
+    def _new_topic_problem(self, config: TopicConfig) -> str | None:
+        """Why UPDATE_AND_CREATE_TOPIC may not store ``config``, or None."""
+        topic = config.topic_name
+        if config.read_queue_nums < 1 or config.write_queue_nums < 1:
+            return "queue numbers must be at least 1"
+        # As RocketMQ's TopicFilterType.valueOf: never stored with a type it would not read back.
+        bad_type = TOPIC_FILTER_TYPE.name_problem(config.topic_filter_type, "topicFilterType")
+        if bad_type:
+            return bad_type
+        if topic not in self.broker.topics.table and self.broker.topics.is_full():
+            return (
+                f"the topic[{topic}] is not created: the broker holds {len(self.broker.topics.table)} "
+                f"topics, maxTopicCount={self.broker.config.max_topic_count}"
+            )
+        most = self.broker.config.max_topic_queue_nums
+        if max(config.read_queue_nums, config.write_queue_nums) > most:
+            return (
+                f"the topic[{topic}] asks for {max(config.read_queue_nums, config.write_queue_nums)} "
+                f"queues, more than maxTopicQueueNums={most}"
+            )
+        return None
 
     async def delete_topic(self, conn, request: RemotingCommand) -> RemotingCommand:
         topic = DeleteTopicRequestHeader.from_ext_fields(request.ext_fields).topic

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from broker.common import topic_config as tc
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.filter import check_subscription, is_tag_type
+from broker.common.java_enums import CONSUMER_DATA, EnumValueError, read_enum_fields
 from broker.common.names import topic_problem
 from broker.common.request_headers import (
     GetConsumerListByGroupRequestHeader,
@@ -66,6 +67,10 @@ def _heartbeat_parts(data: object) -> tuple[str, list[dict], list[dict]] | str:
             f"more than {MAX_HEARTBEAT_GROUPS} of either"
         )
     for consumer in consumers:
+        try:  # the C++ client sends ordinals: the group's model decides its retry topic
+            read_enum_fields(consumer, CONSUMER_DATA)
+        except EnumValueError as exc:
+            return str(exc)
         subscriptions = consumer.setdefault("subscriptionDataSet", []) or []
         if not isinstance(subscriptions, list) or not all(isinstance(s, dict) for s in subscriptions):
             return "a consumer's subscriptionDataSet is not a list of objects"
@@ -90,11 +95,12 @@ class ClientProcessor:
         conn.attributes["client_id"] = client_id
         broker = self.broker
         with broker.groups.deferred_persist(), broker.topics.deferred_persist():
-            for consumer in consumers:
-                self._consumer_heartbeat(consumer, channel)
+            created = [self._consumer_heartbeat(consumer, channel) for consumer in consumers]
         for producer in producers:
             if producer.get("groupName"):
                 self.broker.producers.register(producer["groupName"], channel)
+        if any(created):  # as RocketMQ: the group's clients find its new retry route at once
+            await broker.registered()
         return response_to(request)
 
     def _heartbeat_refusal(self, consumers: list[dict], producers: list[dict]) -> tuple[int, str] | None:
@@ -123,10 +129,12 @@ class ClientProcessor:
         problem = name_problem(groups=(p.get("groupName") or None for p in producers))
         return None if problem is None else (ResponseCode.SYSTEM_ERROR, problem)
 
-    def _consumer_heartbeat(self, consumer: dict, channel: ClientChannel) -> None:
+    def _consumer_heartbeat(self, consumer: dict, channel: ClientChannel) -> bool:
+        """Register one consumer of the heartbeat; True when its group's retry topic was created."""
         group = consumer.get("groupName")
         if not group:
-            return
+            return False
+        created = False
         config = self.broker.groups.find(group)
         # A group of 121-127 characters is legal, but its retry topic would pass the topic limit
         # (and the stored record's 127-byte topic field): it consumes without one.
@@ -136,14 +144,14 @@ class ClientProcessor:
             and topic_problem(tc.retry_topic(group)) is None
         ):
             perm = tc.PERM_READ | tc.PERM_WRITE
-            if self.broker.topics.get(tc.retry_topic(group)) is None and self.broker.topics.ensure(
-                tc.retry_topic(group), config.retry_queue_nums, perm
-            ):
-                self.broker.register_soon()
+            created = self.broker.topics.get(tc.retry_topic(group)) is None and bool(
+                self.broker.topics.ensure(tc.retry_topic(group), config.retry_queue_nums, perm)
+            )
         if self.broker.consumers.register(group, channel, consumer) and (
             config is None or config.notify_consumer_ids_changed_enable
         ):
             self.broker.notify_consumer_ids_changed(group)
+        return created
 
     async def unregister(self, conn, request: RemotingCommand) -> RemotingCommand:
         header = UnregisterClientRequestHeader.from_ext_fields(request.ext_fields)

@@ -186,7 +186,9 @@ class SendProcessor:
                 ResponseCode.NO_PERMISSION,
                 f"the broker[{self.broker.config.broker_ip1}] sending message is forbidden",
             )
-        config = self._topic_config(request, header, topic)
+        config = self.broker.topics.get(topic)
+        created = config is None  # by this send: auto-created, or a group's retry topic
+        config = self._topic_config(request, header, topic, config)
         if isinstance(config, RemotingCommand):
             return config
         queue_id = header.queue_id
@@ -213,6 +215,8 @@ class SendProcessor:
             # A consumer waits (long polling): dispatch now, so its answer is written in this
             # turn, before the producer's.
             self.broker.store.dispatch_pending()
+        if created:  # as RocketMQ: registered before the answer, so its route is known at once
+            return self._response_when_registered(request, outcome, queue_id)
         if type(outcome) is PutMessageResult:
             return self._response(request, outcome, queue_id)
         return self._response_when_flushed(request, outcome, queue_id)
@@ -220,22 +224,25 @@ class SendProcessor:
     async def _response_when_flushed(self, request, pending_result, queue_id: int) -> RemotingCommand:
         return self._response(request, await pending_result, queue_id)
 
-    def _topic_config(self, request, header: SendMessageRequestHeader, topic: str):
+    async def _response_when_registered(self, request, outcome, queue_id: int) -> RemotingCommand:
+        result = outcome if type(outcome) is PutMessageResult else await outcome
+        await self.broker.registered()
+        return self._response(request, result, queue_id)
+
+    def _topic_config(self, request, header: SendMessageRequestHeader, topic: str, config):
+        """The config the send writes to: ``config`` (the topic's, None for a topic the broker
+        does not have, then created by the send and registered by ``send`` before the answer),
+        or the refusal."""
         topics = self.broker.topics
-        config = topics.get(topic)
-        if config is None and not tc.is_retry_topic(topic):
-            config = topics.create_in_send(
-                topic, header.default_topic, header.default_topic_queue_nums, header.topic_sys_flag or 0
-            )
-            if config is not None:
+        if config is None:
+            if not tc.is_retry_topic(topic):
+                config = topics.create_in_send(
+                    topic, header.default_topic, header.default_topic_queue_nums, header.topic_sys_flag or 0
+                )
+            elif self.broker.groups.find(topic[len(tc.RETRY_GROUP_TOPIC_PREFIX) :]):
+                config = topics.ensure(topic, 1, tc.PERM_READ | tc.PERM_WRITE)
+            if config is not None:  # registered even when this send is refused further on
                 self.broker.register_soon()
-        elif config is None:
-            group = topic[len(tc.RETRY_GROUP_TOPIC_PREFIX) :]
-            config = (
-                topics.ensure(topic, 1, tc.PERM_READ | tc.PERM_WRITE)
-                if self.broker.groups.find(group)
-                else None
-            )
         if config is None:
             # A topic (or a group's retry topic) not created because it could not be written.
             not_kept = disk_full_refusal(self.broker.store, request)

@@ -67,28 +67,16 @@ class SendBackProcessor:
         if full is not None:
             return full
         max_times = group_config.max_reconsume_times(header.max_reconsume_times)
-        if original.reconsume_times >= max_times or header.delay_level < 0:
+        dead = original.reconsume_times >= max_times or header.delay_level < 0
+        new_topic = broker.topics.get((tc.dlq_topic if dead else tc.retry_topic)(header.group)) is None
+        if dead:
             ensure_dlq_topic(broker, header.group)
             target = self._copy(original, tc.dlq_topic(header.group), 0)
         else:
-            retry = ensure_system_topic(
-                broker,
-                tc.retry_topic(header.group),
-                group_config.retry_queue_nums,
-                tc.PERM_READ | tc.PERM_WRITE,
-            )
-            if retry is None:  # the disk filled since the check above
-                return not_created(broker.store, request, tc.retry_topic(header.group))
-            if not tc.is_writeable(retry.perm):
-                return response_to(
-                    request,
-                    ResponseCode.NO_PERMISSION,
-                    f"the topic[{retry.topic_name}] sending message is forbidden",
-                )
-            target = self._copy(original, retry.topic_name, random.randrange(max(1, retry.write_queue_nums)))
-            level = header.delay_level or FIRST_RETRY_DELAY_LEVEL + original.reconsume_times
-            target.delay_time_level = level
-            to_schedule_message(target, broker.schedule.max_level)
+            retry = self._retry_copy(request, header, group_config, original)
+            if isinstance(retry, RemotingCommand):
+                return retry
+            target = retry
         result = await broker.store.put_messages_async([target])
         if not result.ok:
             return response_to(
@@ -101,7 +89,35 @@ class SendBackProcessor:
         if broker.topics.get(tc.TRACE_TOPIC) is not None:
             kind = trace_writer.DLQ if tc.is_dlq_topic(target.topic) else trace_writer.RETRY
             await trace_writer.write_trace_record(broker, original, kind, header.group)
+        if new_topic:  # as RocketMQ: registered before the answer, so its route is known at once
+            await broker.registered()
         return response_to(request)
+
+    def _retry_copy(
+        self,
+        request: RemotingCommand,
+        header: ConsumerSendMsgBackRequestHeader,
+        group_config: SubscriptionGroupConfig,
+        original: MessageExt,
+    ) -> MessageExt | RemotingCommand:
+        """The copy to write to the group's retry topic (made now if need be), due after its
+        delay level; or the refusal."""
+        broker = self.broker
+        retry = ensure_system_topic(
+            broker, tc.retry_topic(header.group), group_config.retry_queue_nums, tc.PERM_READ | tc.PERM_WRITE
+        )
+        if retry is None:  # the disk filled since the check above
+            return not_created(broker.store, request, tc.retry_topic(header.group))
+        if not tc.is_writeable(retry.perm):
+            return response_to(
+                request,
+                ResponseCode.NO_PERMISSION,
+                f"the topic[{retry.topic_name}] sending message is forbidden",
+            )
+        target = self._copy(original, retry.topic_name, random.randrange(max(1, retry.write_queue_nums)))
+        target.delay_time_level = header.delay_level or FIRST_RETRY_DELAY_LEVEL + original.reconsume_times
+        to_schedule_message(target, broker.schedule.max_level)
+        return target
 
     def _group_or_refusal(
         self, request: RemotingCommand, header: ConsumerSendMsgBackRequestHeader
