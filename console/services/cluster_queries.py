@@ -262,10 +262,12 @@ class GroupDetail:
 
     @property
     def topics(self) -> list[str]:
-        topics = {q.topic for q in self.progress.queues} if self.progress else set()
-        if self.connection:
-            topics.update(s.topic for s in self.connection.subscriptions)
-        return sorted(topics)
+        """Every topic of the group, the one to reset by default first: a topic its live consumers
+        subscribe to, then one it has offsets on; retry topics (which every clustering consumer
+        subscribes to as well) last."""
+        subscribed = {s.topic for s in self.connection.subscriptions} if self.connection else set()
+        topics = subscribed | ({q.topic for q in self.progress.queues} if self.progress else set())
+        return sorted(topics, key=lambda t: (t.startswith(RETRY_GROUP_TOPIC_PREFIX), t not in subscribed, t))
 
 
 def _queue_of(key: Any) -> tuple[str, str, int] | None:
