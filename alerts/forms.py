@@ -43,6 +43,7 @@ class RuleForm(forms.ModelForm):
             "window_minutes": "Window (minutes)",
             **{f"{name}_pattern": label for name, label in SCOPE_LABELS.items()},
             "email_to": "E-mail to",
+            "description": "Note",
         }
         help_texts = {
             "threshold": "The event starts when the figure is above this (see the kind for its unit).",
@@ -51,6 +52,8 @@ class RuleForm(forms.ModelForm):
             "webhook_url": "Besides ALERT_WEBHOOK_URLS: a JSON POST (Alertmanager's webhook format), "
             "to a public address or one ALERT_WEBHOOK_ALLOWED_NETWORKS names.",
             "email_to": f"Besides ALERT_EMAIL_TO: addresses separated by commas (at most {MAX_RECIPIENTS}).",
+            "description": "Why the rule matters or what to do. The condition is said from the fields above "
+            "(on the rules page and in the Prometheus export), so leave its figures out.",
         }
         widgets = {"description": forms.Textarea(attrs={"rows": 2})}
 

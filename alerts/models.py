@@ -55,6 +55,8 @@ class AlertRule(ScopedMixin):
     # Where notifications go besides the defaults of the settings (ALERT_WEBHOOK_URLS, ALERT_EMAIL_TO).
     webhook_url = models.URLField(max_length=500, blank=True)
     email_to = models.CharField(max_length=500, blank=True)  # comma-separated addresses
+    # The operator's note (why the rule matters, what to do). The condition itself is said from the
+    # fields (condition_text), so an edited threshold never leaves an old figure in a stored copy.
     description = models.TextField(max_length=1000, blank=True)
     builtin = models.BooleanField(default=False)  # one of the rules made on first start
     created_at = models.DateTimeField(auto_now_add=True)
@@ -74,6 +76,19 @@ class AlertRule(ScopedMixin):
     @property
     def threshold_text(self) -> str:
         return KINDS[self.kind].format(self.threshold)
+
+    @property
+    def condition_text(self) -> str:
+        """The rule's condition in words, from its current kind, threshold, window and duration."""
+        kind = KINDS[self.kind]
+        window = f"; window {self.window_minutes} min" if kind.uses_window else ""
+        duration = f"for {self.for_minutes} min" if self.for_minutes else "firing at once"
+        return f"{kind.label} {self.threshold_text} ({kind.threshold_label}{window}), {duration}."
+
+    @property
+    def description_text(self) -> str:
+        """The condition, then the operator's note."""
+        return f"{self.condition_text} {self.description}".strip()
 
     def email_recipients(self) -> list[str]:
         return [address.strip() for address in self.email_to.split(",") if address.strip()]

@@ -192,8 +192,6 @@ def prometheus_rules(rules: Iterable[AlertRule]) -> Outcome:
         while name in names:  # two names that differ only in punctuation
             name += "_"
         names.add(name)
-        kind = KINDS[rule.kind]
-        description = rule.description or f"{kind.label} {_number(rule.threshold)} ({kind.threshold_label})."
         out.append(
             {
                 "alert": name,
@@ -202,7 +200,7 @@ def prometheus_rules(rules: Iterable[AlertRule]) -> Outcome:
                 "labels": {"severity": rule.severity, "console_rule": rule.name, "kind": rule.kind},
                 "annotations": {
                     "summary": f"{rule.name}: {_subject_label(rule)} at {{{{ $value }}}}",
-                    "description": description,
+                    "description": rule.description_text,
                     "scope": rule.scope_text,
                 },
             }

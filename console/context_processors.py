@@ -14,7 +14,7 @@ def console(request) -> dict[str, object]:
     role = user_role(user) if authenticated else None
     return {
         # A user without a role may open no page, so none is offered.
-        "nav_links": nav_links(request.path, role) if role else [],
+        "nav_links": nav_links(request.path, role, bool(getattr(user, "is_staff", False))) if role else [],
         "namesrv_current": current_namesrv(request) if hasattr(request, "session") else "",
         "namesrv_choices": namesrv_choices(),
         "user_role": role,

@@ -3,7 +3,9 @@
 Entries whose URL name does not resolve are left out, so a page another app provides (analytics)
 appears in the bar as soon as its URL module is included, and a missing one never shows up as a
 dead link. So is a page the user's role may not open (the role its view asks for, as
-``console.roles.require_role`` marks it): a viewer is not offered the admins' ACL page.
+``console.roles.require_role`` marks it): a viewer is not offered the admins' ACL page. Django's
+admin site lets in staff users only (``is_staff``, whatever their console role), so only they are
+offered it.
 """
 
 from __future__ import annotations
@@ -32,7 +34,9 @@ NAV_ITEMS: list[tuple[str, str, str]] = [
     ("Monitoring", "Prometheus & Grafana", "console:export"),
     ("Admin", "Audit", "console:audit"),
     ("Admin", "ACL", "console:acl"),
+    ("Admin", "Django admin", "admin:index"),
 ]
+STAFF_ONLY = {"admin:index"}
 
 
 def _may_open(url: str, role: str | None) -> bool:
@@ -40,16 +44,17 @@ def _may_open(url: str, role: str | None) -> bool:
     return role in ROLE_ORDER and ROLE_ORDER.index(role) >= ROLE_ORDER.index(needed)
 
 
-def nav_links(current_path: str, role: str | None = VIEWER) -> list[dict[str, object]]:
-    """The sidebar for a user of ``role`` (the console role, ``console.roles.user_role``): each link
-    with its ``section`` (the template's ``regroup``)."""
+def nav_links(current_path: str, role: str | None = VIEWER, staff: bool = False) -> list[dict[str, object]]:
+    """The sidebar for a user of ``role`` (the console role, ``console.roles.user_role``), ``staff``
+    when Django's admin site lets them in: each link with its ``section`` (the template's
+    ``regroup``)."""
     links = []
     for section, label, url_name in NAV_ITEMS:
         try:
             url = reverse(url_name)
         except NoReverseMatch:
             continue
-        if not _may_open(url, role):
+        if not (staff if url_name in STAFF_ONLY else _may_open(url, role)):
             continue
         active = current_path == url or (url != "/" and current_path.startswith(url))
         links.append({"section": section, "label": label, "url": url, "active": active})

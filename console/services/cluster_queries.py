@@ -22,7 +22,7 @@ from broker.client.admin.topics import broker_summary
 from broker.common.codes import ResponseCode
 from broker.common.system_names import is_system_group
 from broker.common.topic_config import RETRY_GROUP_TOPIC_PREFIX, perm_to_string
-from broker.common.topic_kinds import topic_kinds
+from broker.common.topic_kinds import SYSTEM, topic_kinds
 from console.services.reading import readable_master_queues
 
 # Enough parallel requests to hide round trips, few enough not to flood a broker's executor.
@@ -38,6 +38,11 @@ class TopicRow:
     write_queue_nums: int = 0
     perm: str = ""
     order: bool = False
+
+    @property
+    def system(self) -> bool:
+        """The console offers no Send or Delete for it (and its views refuse both)."""
+        return SYSTEM in self.kinds
 
 
 @dataclass
@@ -100,6 +105,13 @@ async def _topic_rows(core: AsyncMQAdmin) -> list[TopicRow]:
 
 def topic_rows(admin: MQAdmin) -> list[TopicRow]:
     return admin.run(_topic_rows(admin.core))
+
+
+def is_system_topic_of(admin: MQAdmin, topic: str) -> bool:
+    """A topic of the brokers' own (TopicValidator's list, ``rmq_sys_``) or one named after a cluster
+    or broker of this name server, as the topic list's "system" kind says."""
+    info = admin.cluster_info()
+    return SYSTEM in topic_kinds(topic, False, frozenset(info.clusters) | frozenset(info.brokers))
 
 
 @dataclass
@@ -252,10 +264,12 @@ class GroupDetail:
 
     @property
     def topics(self) -> list[str]:
-        topics = {q.topic for q in self.progress.queues} if self.progress else set()
-        if self.connection:
-            topics.update(s.topic for s in self.connection.subscriptions)
-        return sorted(topics)
+        """Every topic of the group, the one to reset by default first: a topic its live consumers
+        subscribe to, then one it has offsets on; retry topics (which every clustering consumer
+        subscribes to as well) last."""
+        subscribed = {s.topic for s in self.connection.subscriptions} if self.connection else set()
+        topics = subscribed | ({q.topic for q in self.progress.queues} if self.progress else set())
+        return sorted(topics, key=lambda t: (t.startswith(RETRY_GROUP_TOPIC_PREFIX), t not in subscribed, t))
 
 
 def _queue_of(key: Any) -> tuple[str, str, int] | None:

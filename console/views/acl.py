@@ -3,8 +3,9 @@ list and ACL config version; create or update an account, delete one, replace th
 on one broker or every broker of a cluster, as ``mqadmin updateAclConfig -b/-c`` does.
 
 Every change is audited once, with each broker's outcome; a secret key never reaches the audit log,
-a flash message or a page. A broker running without ACL refuses the requests, and its own answer
-(which says so) is what the page shows for it.
+a flash message or a page. A broker running without ACL (its config says ``aclEnable=false``) is
+said to have ACL off, not shown as an error; when every broker has it off the page says how to turn
+it on and offers no form the brokers would refuse.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ class BrokerAcl:
     version: AclVersion | None = None
     config: AclConfig | None = None
     error: str | None = None
+    acl_off: bool = False  # the broker runs with aclEnable=false
 
     @property
     def role(self) -> str:
@@ -65,19 +67,26 @@ def _brokers(admin: MQAdmin) -> list[BrokerAcl]:
     ]
     addrs = [row.addr for row in rows]
 
-    async def ask_all() -> tuple[list[BrokerOutcome], list[BrokerOutcome]]:
-        # Both questions to every broker at once: a broker that does not answer costs one timeout.
+    async def ask_all() -> tuple[list[BrokerOutcome], list[BrokerOutcome], list[BrokerOutcome]]:
+        # Every question to every broker at once: a broker that does not answer costs one timeout.
         return await asyncio.gather(
             admin.core.each_broker(addrs, AsyncMQAdmin.acl_version),
             admin.core.each_broker(addrs, AsyncMQAdmin.acl_config),
+            admin.core.each_broker(addrs, AsyncMQAdmin.broker_config),
         )
 
-    versions, configs = admin.run(ask_all())
-    for row, version, config in zip(rows, versions, configs, strict=True):
+    versions, configs, settings = admin.run(ask_all())
+    for row, version, config, setting in zip(rows, versions, configs, settings, strict=True):
         row.version, row.config = version.result, config.result
-        # The config's refusal says most (e.g. that the broker runs without ACL); one of the two.
-        row.error = config.error or version.error
+        row.acl_off = config.result is None and _acl_disabled(setting.result)
+        # The config's refusal says most; one of the two. ACL off is no error: the broker was set so.
+        row.error = None if row.acl_off else (config.error or version.error)
     return rows
+
+
+def _acl_disabled(broker_config: dict[str, str] | None) -> bool:
+    """The broker's own config says it runs without ACL (RocketMQ's default is off)."""
+    return broker_config is not None and broker_config.get("aclEnable", "false").strip().lower() != "true"
 
 
 def _editing(request, brokers: list[BrokerAcl]) -> dict[str, Any]:
@@ -111,6 +120,8 @@ def acl_page(request):
     white_list_of = next((b for b in brokers if b.config is not None), None)
     context = {
         "brokers": brokers,
+        # Forms only where a broker could take them: with ACL off everywhere each would be refused.
+        "acl_on": not brokers or not all(b.acl_off for b in brokers),
         "clusters": sorted({b.cluster for b in brokers}),
         "editing": editing,
         "account_form": AclAccountForm(initial=editing),

@@ -17,7 +17,7 @@ from broker.common.topic_kinds import KIND_LABELS, KINDS
 from console.cluster_access import admin_of, current_namesrv, producer_of
 from console.forms import PERM_CHOICES, SendMessageForm, TopicForm, check_topic
 from console.roles import VIEWER, require_permission, require_role
-from console.services.cluster_queries import topic_consumers, topic_rows
+from console.services.cluster_queries import is_system_topic_of, topic_consumers, topic_rows
 from console.services.sending import choose_queue, send_message
 from console.services.topic_by_set import topic_by_set
 from console.services.vanished_brokers import down_sets, vanished_brokers
@@ -74,6 +74,7 @@ def topic_detail(request, topic: str):
         "consumers_error": by_set.consumers_error,
         "unreachable": by_set.unreachable,
         "send_form": SendMessageForm(),
+        "system": is_system_topic_of(admin, topic),
         "perm_choices": PERM_CHOICES,
         "current": {
             "read_queue_nums": queue_data.read_queue_nums if queue_data else 8,
@@ -136,6 +137,7 @@ def topic_delete(request, topic: str):
     except ValidationError as exc:
         invalid_target(request, "topic.delete", topic, f"Invalid topic: {' '.join(exc.messages)}")
     admin = admin_of(request)
+    _refuse_system_topic(request, admin, "topic.delete", topic)
     run_action(
         request,
         "topic.delete",
@@ -148,6 +150,15 @@ def topic_delete(request, topic: str):
     return redirect("console:topics")
 
 
+def _refuse_system_topic(request, admin, action: str, topic: str) -> None:
+    """The brokers' own topics are theirs to write and keep (schedule, transaction, trace...), as are
+    the cluster- and broker-named ones every broker registers: never from the console."""
+    if is_system_topic_of(admin, topic):
+        invalid_target(
+            request, action, topic, f"{topic} is a system topic: the console neither sends to nor deletes it"
+        )
+
+
 @require_POST
 @require_permission("topic.send")
 def topic_send(request, topic: str):
@@ -157,6 +168,7 @@ def topic_send(request, topic: str):
         invalid_form(request, "topic.send", topic, form)
     data = form.cleaned_data
     admin = admin_of(request)
+    _refuse_system_topic(request, admin, "topic.send", topic)
     params = {
         "tags": data["tags"],
         "keys": data["keys"],

@@ -9,6 +9,25 @@
   "use strict";
   const MAX_POINTS = 60;
 
+  // Chart times as the tables print them: 24-hour UTC (the console's TIME_ZONE), whatever the
+  // browser's zone and locale (en-US would say 2:05 PM in its own zone). history_charts.js uses it too.
+  const pad = (n) => String(n).padStart(2, "0");
+  const WEEKDAYS = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
+  const consoleTime = {
+    clock(ms, seconds) {
+      const d = new Date(ms);
+      return `${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}` + (seconds ? `:${pad(d.getUTCSeconds())}` : "");
+    },
+    weekdayClock(ms) {
+      return `${WEEKDAYS[new Date(ms).getUTCDay()]} ${consoleTime.clock(ms)}`;
+    },
+    stamp(ms) {
+      const d = new Date(ms);
+      return `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())} ${consoleTime.clock(ms, true)} UTC`;
+    },
+  };
+  window.consoleTime = consoleTime;
+
   function startChart(canvas) {
     if (canvas.dataset.started || typeof Chart === "undefined") return;
     canvas.dataset.started = "1";
@@ -55,7 +74,7 @@
           previous = data;
         }
         if (rates) {
-          chart.data.labels.push(new Date(data.at).toLocaleTimeString());
+          chart.data.labels.push(consoleTime.clock(data.at, true));
           for (const [label, value] of Object.entries(rates)) series(label).data.push(Math.round(value * 100) / 100);
           for (const set of chart.data.datasets) {
             while (set.data.length < chart.data.labels.length) set.data.push(null);

@@ -32,11 +32,9 @@
     return chartLoading;
   }
 
+  // 24-hour UTC, as the tables (console.js's consoleTime).
   function tickFormat(window) {
-    const options = window === "week"
-      ? { weekday: "short", hour: "2-digit", minute: "2-digit" }
-      : { hour: "2-digit", minute: "2-digit" };
-    return (value) => new Date(value).toLocaleString([], options);
+    return window === "week" ? (value) => consoleTime.weekdayClock(value) : (value) => consoleTime.clock(value);
   }
 
   // A gap in the samples (sampler stopped, broker down) is drawn as a gap, not a straight line.
@@ -51,15 +49,14 @@
     return out;
   }
 
-  // Ticks on round local times (every 10 min, 3 h, a day) rather than wherever the window starts.
+  // Ticks on round UTC times (every 10 min, 3 h, a day) rather than wherever the window starts.
   const TICK_MS = { hour: 10 * 60 * 1000, day: 3 * 3600 * 1000, week: 24 * 3600 * 1000 };
 
   function roundTicks(window) {
     return (axis) => {
       const step = TICK_MS[window];
-      const offset = new Date(axis.min).getTimezoneOffset() * 60 * 1000;
       const ticks = [];
-      for (let at = Math.ceil((axis.min - offset) / step) * step + offset; at <= axis.max; at += step) ticks.push({ value: at });
+      for (let at = Math.ceil(axis.min / step) * step; at <= axis.max; at += step) ticks.push({ value: at });
       axis.ticks = ticks;
     };
   }
@@ -111,7 +108,7 @@
         elements: { point: { radius: 0 } },
         scales: scales,
         plugins: {
-          tooltip: { callbacks: { title: (items) => items.length ? new Date(items[0].parsed.x).toLocaleString() : "" } },
+          tooltip: { callbacks: { title: (items) => items.length ? consoleTime.stamp(items[0].parsed.x) : "" } },
         },
       },
     });

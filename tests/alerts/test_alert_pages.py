@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+import yaml
 from django.template.loader import render_to_string
 from django.test import RequestFactory
 from django.urls import reverse
@@ -216,3 +217,41 @@ def test_missing_objects_are_404_and_audited(operator):
     assert operator.post(reverse("alerts:silence_expire", args=[999])).status_code == 404
     assert operator.get(reverse("alerts:event_detail", args=[999])).status_code == 404
     assert AuditRecord.objects.filter(result="failed").count() == 2
+
+
+def test_an_edited_threshold_and_window_change_the_description_and_the_prometheus_rule(operator):
+    """The rule's description is said from its fields: the rules page and the exported Prometheus
+    rule follow an edit, never an older copy of the numbers."""
+    rule = AlertRule.objects.get(name="Consumer group lag growing")
+    edited = {**RULE, "name": rule.name, "kind": rule.kind, "threshold": "2500", "for_minutes": "3"}
+    edited.update(window_minutes="20", group_pattern="", description=rule.description)
+    assert operator.post(reverse("alerts:rule_edit", args=[rule.pk]), edited).status_code == 302
+
+    page = operator.get(reverse("alerts:rules")).content.decode()
+    row = page.split(f"<td>{rule.name}", 1)[1].split("</tr>")[0]
+    assert "2,500" in row and "20 min" in row and "3 min" in row
+    assert "1,000" not in row and "10 min" not in row and "5 min" not in row
+    exported = yaml.safe_load(operator.get(reverse("console:export_prometheus_rules")).content)
+    [prometheus] = [r for r in exported["groups"][0]["rules"] if r["labels"]["console_rule"] == rule.name]
+    assert prometheus["expr"] == "delta(rocketmq_group_lag[20m]) > 2500" and prometheus["for"] == "3m"
+    description = prometheus["annotations"]["description"]
+    assert "2,500" in description and "20 min" in description and "3 min" in description
+    assert "1,000" not in description and "10 min" not in description
+
+
+def test_a_default_rule_keeping_its_first_description_gets_the_note_instead(db):
+    """Migration 0004: the default rules' first descriptions said their figures; each becomes the
+    figure-free note of alerts.defaults, and a description an operator wrote stays."""
+    from importlib import import_module
+
+    from django.apps import apps
+
+    migration = import_module("alerts.migrations.0004_descriptions_are_notes")
+    stale = migration.STALE["Disk almost full"]
+    AlertRule.objects.filter(name="Disk almost full").update(description=stale)
+    AlertRule.objects.filter(name="Broker down").update(description="Page the on-call at 60 s.")
+    migration.to_notes(apps, None)
+    assert AlertRule.objects.get(name="Disk almost full").description == (
+        "The broker refuses writes above diskSpaceWarningLevelRatio (90% by default)."
+    )
+    assert AlertRule.objects.get(name="Broker down").description == "Page the on-call at 60 s."

@@ -17,7 +17,7 @@ from broker.client.admin import MQAdmin
 from broker.common.message import Message
 from broker.local_cluster import wait_until
 from tests.browser.stack import ADMIN_USER
-from tests.cluster import make_dead_letters, send, send_pending_transactions
+from tests.cluster import OPS, make_dead_letters, send, send_pending_transactions
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -243,14 +243,66 @@ def test_07_delayed_and_trace_pages(page, stack, shot):
 
 
 def test_08_acl_page_of_a_broker_without_acl(page, stack, shot):
-    """The admins' ACL page loads cleanly (no console error, CSP) and says the broker runs without
-    ACL in the broker's own words; its Refresh (htmx) swaps the brokers' section in place."""
+    """The admins' ACL page loads cleanly (no console error, CSP) and says ACL is off and how to turn
+    it on, with no account form; its Refresh (htmx) swaps the brokers' section in place."""
     page.goto("/acl/")
     expect(page.locator("h1")).to_contain_text("ACL")
-    expect(page.locator("#acl-brokers")).to_contain_text("ACL is not enabled on this broker (aclEnable")
-    expect(page.locator("#account-form")).to_be_visible()
+    expect(page.locator("#acl-brokers")).to_contain_text("ACL is off on this broker (aclEnable=false)")
+    expect(page.locator(".acl-off")).to_contain_text("set aclEnable=true in each broker's broker.conf")
+    expect(page.locator("#account-form")).to_have_count(0)
+    expect(page.locator(".alert-error")).to_have_count(0)
     shot("24-acl")
     with page.expect_response(lambda r: r.url.endswith("/acl/") and r.status == 200):
         page.get_by_role("button", name="Refresh").click()
     expect(page.locator("#acl-brokers h2")).to_have_count(1)
     expect(page.locator("#acl-brokers")).to_contain_text("aclEnable=false")
+
+
+_LONG_NAMESRVS = ";".join(
+    f"rocketmq-namesrv-{i}.rocketmq-namesrv-headless.messaging-production.svc.cluster.local:9876"
+    for i in range(3)
+)
+_OVERFLOW = """() => {
+    const cards = [...document.querySelectorAll("section.card")];
+    const runtime = cards.find((c) => c.querySelector("h2")?.textContent === "Runtime");
+    const box = runtime.getBoundingClientRect();
+    const table = runtime.querySelector("table.kv").getBoundingClientRect();
+    const rows = [...runtime.querySelectorAll("table.kv tr")];
+    const cells = rows.slice(0, 3).map((tr) => {
+        const r = tr.getBoundingClientRect();
+        return { left: r.left, right: r.right, height: r.height };
+    });
+    const wraps = [...document.querySelectorAll(".broker-grid .tablewrap")];
+    return {
+        wide: document.documentElement.scrollWidth,
+        clipped: wraps.filter((w) => w.scrollWidth > w.clientWidth + 1).length,
+        blank: box.bottom - table.bottom,
+        rows: rows.length,
+        cells: cells,
+    };
+}"""
+
+
+def test_09_the_broker_page_fits_a_1440_px_window(page, stack, shot):
+    """The broker page in a 1440 px window, with what real brokers have: a long config value (three
+    name servers by their cluster DNS names, pending a restart) and every runtime key. No sideways
+    scrolling, and the runtime card shows its figures."""
+    with MQAdmin(stack.namesrv_addr) as admin:
+        (addr,) = admin.resolve_masters(None, OPS.cluster_name)
+        current = admin.broker_config(addr)["namesrvAddr"]
+        runtime_keys = len(admin.broker_runtime_info(addr))
+        admin.update_broker_config(addr, {"namesrvAddr": _LONG_NAMESRVS})
+        try:
+            page.set_viewport_size({"width": 1440, "height": 900})
+            page.goto(f"/cluster/broker/{addr}/")
+            expect(page.locator(".broker-config")).to_contain_text(_LONG_NAMESRVS.split(";")[2])
+            shot("25-broker-1440")
+            figures = page.evaluate(_OVERFLOW)
+            assert figures["wide"] <= 1440, figures
+            assert figures["blank"] < 100, figures  # the card ends with its table, no blank under it
+            assert figures["clipped"] == 0, figures  # nor a table scrolling sideways in its card
+            assert figures["rows"] == runtime_keys
+            for row in figures["cells"]:
+                assert row["height"] > 0 and row["left"] >= 0 and row["right"] <= 1440, figures
+        finally:
+            admin.update_broker_config(addr, {"namesrvAddr": current})

@@ -6,8 +6,10 @@ requests (the fixtures fail the test on any)."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from datetime import UTC, datetime
 
 import pytest
 from playwright.sync_api import expect
@@ -131,3 +133,52 @@ def test_a_failing_history_query_shows_its_reason(page, log_in, sampled_group, b
     )
     expect(dlq.locator(".chart")).to_be_hidden()
     expect(page.locator("#history-lag")).to_have_attribute("data-state", "drawn")
+
+
+_CHART_TIMES = """(selector) => {
+    const chart = Chart.getChart(document.querySelector(selector + " canvas"));
+    const ticks = chart.scales.x.ticks;
+    const title = chart.options.plugins.tooltip.callbacks.title([{ parsed: { x: ticks[0].value } }]);
+    return { ticks: ticks.map((t) => [t.value, t.label]), title: title, first: ticks[0].value };
+}"""
+
+
+def test_chart_times_are_24_hour_utc_like_the_tables(browser, stack, sessions, sampled_group):
+    """A browser in New York with an en-US locale (whose own times read "9:10 AM"): the history
+    chart's ticks and tooltip and the live TPS chart's labels are 24-hour UTC, as every table."""
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 900},
+        base_url=stack.web_url,
+        timezone_id="America/New_York",
+        locale="en-US",
+    )
+    try:
+        context.add_cookies(sessions("viewer"))
+        page = context.new_page()
+        page.goto(f"/topics/{TOPIC}/")
+        size = page.locator("#history-size")
+        expect(size).to_have_attribute("data-state", "drawn")
+        drawn = page.evaluate(_CHART_TIMES, "#history-size")
+        assert drawn["ticks"]
+        for value, label in drawn["ticks"]:
+            assert label == datetime.fromtimestamp(value / 1000, UTC).strftime("%H:%M"), drawn["ticks"]
+        first = datetime.fromtimestamp(drawn["first"] / 1000, UTC)
+        assert drawn["title"] == first.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+        # The live chart: its first rate needs two samples of the topic's running totals.
+        page.wait_for_function(
+            "() => { const c = Chart.getChart(document.querySelector('canvas[data-sample-url]'));"
+            " return c && c.data.labels.length > 0; }"
+        )
+        label = page.evaluate(
+            "Chart.getChart(document.querySelector('canvas[data-sample-url]')).data.labels[0]"
+        )
+        assert re.fullmatch(r"\d\d:\d\d:\d\d", label), label
+        at = datetime.strptime(label, "%H:%M:%S").replace(tzinfo=UTC)
+        now = datetime.now(UTC)
+        seconds_of_day = (now.hour * 3600 + now.minute * 60 + now.second) - (
+            at.hour * 3600 + at.minute * 60 + at.second
+        )
+        assert seconds_of_day % 86400 < 600, (label, now)  # UTC, not New York's clock five hours off
+    finally:
+        context.close()

@@ -88,12 +88,17 @@ def test_a_change_needs_a_cluster_or_a_broker(admin_client_, live_cluster):
 # -- a broker running without ACL -----------------------------------------------------------------
 
 
-def test_a_broker_without_acl_says_so_on_the_page(admin_client_, live_cluster):
+def test_brokers_without_acl_say_acl_is_off_and_how_to_turn_it_on_with_no_forms(admin_client_, live_cluster):
+    """The console cluster's brokers run without ACL (aclEnable=false): no red error, no account
+    or white-list form the brokers would refuse, and what turns ACL on."""
     response = admin_client_.get("/acl/")
     assert response.status_code == 200
     page = response.content.decode()
-    assert page.count("No ACL answer from this broker") == 2  # the two brokers of the console cluster
+    assert "ACL is off" in page and "aclEnable=true" in page and "plain_acl.yml" in page
+    assert page.count("ACL is off on this broker") == 2  # the two brokers of the console cluster
     assert live_cluster.broker_addr in page
+    assert "alert-error" not in page and "No ACL answer" not in page
+    assert "/acl/accounts/save" not in page and "/acl/white-list" not in page
 
 
 # -- on an ACL-enabled cluster ------------------------------------------------------------------

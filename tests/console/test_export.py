@@ -146,7 +146,8 @@ def test_the_default_rules_become_a_valid_prometheus_rule_file(viewer_client, li
         "labels": {"severity": "warning", "console_rule": "Consumer group lag", "kind": "group_lag"},
         "annotations": {
             "summary": "Consumer group lag: group {{ $labels.group }} at {{ $value }}",
-            "description": "A group is more than 10,000 messages behind for 5 minutes.",
+            "description": "Consumer group lag above 10,000 (messages behind), for 5 min. "
+            "Consumers do not keep up with the producers.",
             "scope": "everything",
         },
     }

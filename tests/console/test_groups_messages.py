@@ -274,3 +274,17 @@ def test_group_list_pages_ask_only_for_their_groups(viewer_client, flow, monkeyp
             break
         page += 1
     assert page >= 2 and set(names_on_pages) == {1}
+
+
+def test_reset_offset_defaults_to_the_subscribed_topic_and_still_offers_the_retry_topic(viewer_client, flow):
+    """The group's live subscription (its consumer connection) names the topic to reset, not the
+    retry topic every clustering consumer also subscribes to."""
+    subscribed = {s.topic for s in flow["admin"].consumer_connection(GROUP).subscriptions}
+    assert subscribed == {TOPIC, f"%RETRY%{GROUP}"}
+    html = viewer_client.get(f"/groups/{GROUP}/").content.decode()
+    select = (
+        html.split('id="reset-offset"', 1)[1].split('<select name="topic"', 1)[1].split("</select>", 1)[0]
+    )
+    options = re.findall(r"<option( selected)?>([^<]*)</option>", select)
+    assert options[0] == (" selected", TOPIC)
+    assert ("", f"%RETRY%{GROUP}") in options

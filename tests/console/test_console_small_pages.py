@@ -1,0 +1,78 @@
+"""Issue 32 item 7, the console's small pages: /admin/ in the staff users' navigation, the ACL page
+of brokers running without ACL, system topics offered no Send or Delete (and refused by the server),
+the reset-offset form's default topic."""
+
+from __future__ import annotations
+
+import pytest
+
+from broker.local_cluster import wait_until
+from console.models import AuditRecord
+from tests.cluster import CLI_CLUSTER, create_user
+from tests.console.conftest import PASSWORD
+
+pytestmark = pytest.mark.django_db
+
+
+def _nav(html: str) -> str:
+    return html.split('class="mainnav"')[1].split("</nav>")[0]
+
+
+def test_django_admin_is_in_the_navigation_of_staff_users_only(client, admin_client_, live_cluster):
+    assert 'href="/admin/"' not in _nav(admin_client_.get("/audit/").content.decode())
+    staff = create_user("stella", "admin", PASSWORD)
+    staff.is_staff = True
+    staff.save()
+    client.force_login(staff)
+    assert 'href="/admin/"' in _nav(client.get("/audit/").content.decode())
+
+
+# -- system topics: no Send or Delete offered, and the server refuses them --------------------------
+
+
+def _stored(admin, topic: str) -> int:
+    return sum(q.max_offset for q in admin.topic_status(topic).queues)
+
+
+def _row(page: str, topic: str) -> str:
+    return page.split(f'<a href="/topics/{topic}/">{topic}</a>', 1)[1].split("</tr>", 1)[0]
+
+
+def test_system_topics_offer_no_send_or_delete_and_the_server_refuses_both(operator_client, admin):
+    plain = "SmallPagesPlainTopic"
+    made = operator_client.post(
+        "/topics/save",
+        {"topic": plain, "cluster": CLI_CLUSTER, "read_queue_nums": 2, "write_queue_nums": 2, "perm": 6},
+    )
+    assert made.status_code == 302
+    wait_until(lambda: _routed(admin, plain), timeout=10)
+    page = operator_client.get("/topics/").content.decode()
+    assert "#send-message" in _row(page, plain) and f"/topics/{plain}/delete" in _row(page, plain)
+    for topic in ("TBW102", CLI_CLUSTER, "broker-a"):  # the auto-create key, cluster and broker names
+        row = _row(page, topic)
+        assert "#send-message" not in row and f"/topics/{topic}/delete" not in row, topic
+        detail = operator_client.get(f"/topics/{topic}/").content.decode()
+        assert "Delete topic" not in detail and "Send a test message" not in detail, topic
+        assert "system topic" in detail
+
+    before = _stored(admin, "TBW102")
+    sent = operator_client.post("/topics/TBW102/send", {"body": "not for a system topic"})
+    assert sent.status_code == 400 and "TBW102 is a system topic" in sent.content.decode()
+    assert _stored(admin, "TBW102") == before
+    for topic in ("TBW102", CLI_CLUSTER):
+        deleted = operator_client.post(f"/topics/{topic}/delete")
+        assert deleted.status_code == 400 and f"{topic} is a system topic" in deleted.content.decode()
+        assert admin.topic_route(topic).queue_datas  # still routed
+    refusals = AuditRecord.objects.filter(result=AuditRecord.RESULT_FAILED).values_list("action", "target")
+    assert set(refusals) == {
+        ("topic.send", "TBW102"),
+        ("topic.delete", "TBW102"),
+        ("topic.delete", CLI_CLUSTER),
+    }
+
+
+def _routed(admin, topic: str) -> bool:
+    try:
+        return bool(admin.topic_route(topic).queue_datas)
+    except Exception:  # no route yet
+        return False
