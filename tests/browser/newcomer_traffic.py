@@ -89,6 +89,7 @@ class Journey:
     consumed: Counter = field(default_factory=Counter)  # group -> messages its listener took
     delayed_ids: list[str] = field(default_factory=list)
     half_ids: list[str] = field(default_factory=list)
+    poisoned: list = field(default_factory=list)  # SendResults of the messages that end in the DLQ
     consumers: list = field(default_factory=list)
     stall: threading.Event = field(default_factory=threading.Event)  # set: the slow group goes on
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -160,8 +161,11 @@ class Journey:
                     msg = Message(topic, f'{{"n": {i}, "topic": "{topic}"}}'.encode())
                     poison = topic == AUDIT and i % POISON_EVERY == 0
                     msg.keys, msg.tags = f"{'poison' if poison else 'order'}-{i}", "newcomer"
-                    if producer.send(msg).send_status == "SEND_OK":
+                    result = producer.send(msg)
+                    if result.send_status == "SEND_OK":
                         self.sent[topic] += 1
+                    if poison:
+                        self.poisoned.append(result)
             for i in range(DELAYED):
                 msg = Message(ORDERS, f"later-{i}".encode())
                 msg.keys, msg.delay_time_level = f"later-{i}", DELAY_LEVEL
@@ -173,7 +177,7 @@ class Journey:
 
     # -- the engine's figures ---------------------------------------------------------------
     def poison_count(self) -> int:
-        return sum(1 for i in range(SENT[AUDIT]) if i % POISON_EVERY == 0)
+        return len(self.poisoned)
 
     def lag(self, group: str) -> int:
         try:

@@ -157,10 +157,16 @@ def _every_page_opens(page, journey) -> None:
     page.goto("/")
     sidebar = page.locator("nav.mainnav a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
     assert len(sidebar) >= 15, sidebar
+    dead = journey.poisoned[0]
     details = [f"/topics/{t}/" for t in traffic.SENT] + [f"/groups/{g}/" for g in traffic.GROUPS]
-    details += [f"/ops/dlq/{traffic.RETRIES}/", "/ops/delayed/", f"/messages/{journey.delayed_ids[0]}/",
-                f"/ops/trace/?msgId={journey.half_ids[0]}", f"/cluster/broker/{journey.broker_addr}/",
-                f"/messages/?topic={traffic.ORDERS}"]  # fmt: skip
+    details += [
+        f"/ops/dlq/{traffic.RETRIES}/",
+        "/ops/delayed/",
+        f"/messages/{dead.offset_msg_id}/",
+        f"/ops/trace/?msgId={dead.msg_id}&topic={traffic.AUDIT}",
+        f"/cluster/broker/{journey.broker_addr}/",
+        f"/messages/?topic={traffic.ORDERS}",
+    ]
     for path in [*sidebar, *details]:
         page.goto(path)
         expect(page.locator("main")).to_be_visible()
