@@ -364,7 +364,7 @@ KEYS: dict[str, ConfigKey] = {
             BROKER,
             _OPTIONAL_PATH,
             FIXED,
-            "plain_acl.yml (default: <storePathRootDir>/config/)",
+            "plain_acl.yml (default: $ROCKETMQ_HOME/conf/, else <storePathRootDir>/config/)",
         ),
         _key(
             "aclReloadIntervalMillis", BROKER, Int(100, 3_600_000), RESTART, f"ACL file checked every, {_MS}"

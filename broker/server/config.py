@@ -7,6 +7,7 @@ defaults are the dataclass defaults here and in ``MessageStoreConfig``.
 from __future__ import annotations
 
 import logging
+import os
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,7 +80,8 @@ class BrokerConfig:
     server_max_connections: int = net.DEFAULT_MAX_CONNECTIONS
     server_max_connections_per_address: int = net.DEFAULT_MAX_CONNECTIONS_PER_ADDRESS
     # Plain ACL (broker/server/acl): off by default; the file defaults to
-    # <storePathRootDir>/config/plain_acl.yml; the inner keys sign the broker's own requests to
+    # $ROCKETMQ_HOME/conf/plain_acl.yml (Apache's), else <storePathRootDir>/config/plain_acl.yml
+    # (acl_path); the inner keys sign the broker's own requests to
     # the name servers (an admin account there when the name servers have ACL on).
     acl_enable: bool = False
     acl_file_path: str = ""
@@ -261,7 +263,13 @@ class BrokerConfig:
         return policy.checked(self.acl_enable, self.tls_server_mode)
 
     def acl_path(self) -> Path:
-        """The plain_acl.yml in use: ``aclFilePath``, else the store's config directory's."""
+        """The plain_acl.yml in use: ``aclFilePath``; else Apache's default place,
+        ``$ROCKETMQ_HOME/conf/plain_acl.yml``, so an Apache broker.conf moves as it is; else, with
+        no ROCKETMQ_HOME either, the store's config directory's."""
         if self.acl_file_path:
             return Path(self.acl_file_path)
+        # Apache's rocketmq.acl.plain.file (a JVM system property) has no counterpart here.
+        home = os.environ.get("ROCKETMQ_HOME")
+        if home:
+            return Path(home) / "conf" / "plain_acl.yml"
         return Path(self.store_path_root_dir) / "config" / "plain_acl.yml"

@@ -24,7 +24,7 @@ from .client_manager import ConsumerManager, ProducerManager
 from .config import BrokerConfig
 from .config_update import BrokerConfigUpdater
 from .epoch_cache import epoch_cache_handler
-from .long_polling import PullRequestHoldService
+from .long_polling import CHECK_INTERVAL_MS, PullRequestHoldService
 from .loop_lag import LoopLagMonitor
 from .processors.admin import AdminProcessor
 from .processors.clients import ClientProcessor, OffsetProcessor, notify_request
@@ -140,10 +140,17 @@ class BrokerController:
                 self._every(self.config.flush_consumer_offset_interval, self.offsets.persist, on_thread=True)
             ),
             asyncio.create_task(self._every(10_000, self._scan_idle_clients)),
+            asyncio.create_task(
+                self.hold.keep_checking(self._hold_check_interval_ms, self.store.get_max_offset_in_queue)
+            ),
         ]
         self.stats_sampler = asyncio.create_task(self._every(1000, self._sample_stats))
         self._tasks.append(self.stats_sampler)
         return port
+
+    def _hold_check_interval_ms(self) -> int:
+        config = self.config
+        return CHECK_INTERVAL_MS if config.long_polling_enable else config.short_polling_time_mills
 
     def _on_dispatch(self, request) -> None:
         if request.goes_to_consume_queue:

@@ -4,13 +4,25 @@ A pull that finds nothing is parked here with a callback; the store's dispatch r
 message and every pull parked on that queue below the new end is called back at once, in the
 same turn of the loop as the send that produced the message: the consumer's answer is built and
 written before the producer's. No task or coroutine per held pull: a woken pull costs one call.
+
+A message the pull's filter skips does not wake it, so a queue that grows only by such messages
+would keep the pull (and the group's offset) until its hold ends. As RocketMQ's hold service,
+``keep_checking`` wakes every pull parked below its queue's end every 5 s (long polling; else
+every shortPollingTimeMills): its read then finds nothing matching and answers with the offset
+moved past what it skipped, so a caught-up filtered group commits past them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Callable
+
+log = logging.getLogger(__name__)
+
+# RocketMQ's PullRequestHoldService waits this long between checks when long polling is on.
+CHECK_INTERVAL_MS = 5000
 
 # wake(final): final is True when the pull must be answered now whatever it finds (its time ran
 # out, or the broker stops); False when a message arrived: the pull may park again if its read
@@ -94,6 +106,24 @@ class PullRequestHoldService:
         for parked in woken:  # a woken pull may park again (into the new list): see ``wake``
             parked.timer.cancel()
             parked.wake(False)
+
+    def recheck(self, max_offset: Callable[[str, int], int]) -> None:
+        """Wake every pull parked below its queue's end (``max_offset(topic, queue_id)``), whatever
+        its filter says of the messages there (RocketMQ's checkHoldRequest)."""
+        for topic, queue_id in list(self.waiting):
+            self.notify(topic, queue_id, max_offset(topic, queue_id))
+
+    async def keep_checking(
+        self, interval_ms: Callable[[], int], max_offset: Callable[[str, int], int]
+    ) -> None:
+        """``recheck`` every ``interval_ms()`` (read each time: the setting may change live)."""
+        while True:
+            # At least 100 ms: a shortPollingTimeMills of 0 would otherwise spin the loop.
+            await asyncio.sleep(max(interval_ms(), 100) / 1000)
+            try:
+                self.recheck(max_offset)
+            except Exception:
+                log.exception("checking held pulls failed")
 
     def _expire(self, key: tuple[str, int], parked: _Parked) -> None:
         entries = self.waiting.get(key)

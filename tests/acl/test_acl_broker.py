@@ -26,7 +26,7 @@ from broker.common.request_headers import (
     UpdateGlobalWhiteAddrsConfigRequestHeader,
 )
 from broker.common.topic_config import TRACE_TOPIC
-from broker.local_cluster import ROOT, wait_until, write_conf
+from broker.local_cluster import ROOT, free_port, start_broker, wait_until, write_conf
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.command import create_request
 
@@ -46,6 +46,11 @@ from .acl_cluster import (
 )
 
 NO_PERMISSION = ResponseCode.NO_PERMISSION
+HOME_ADMIN = SessionCredentials("home-admin-key", "home-admin-secret")
+
+
+def _keys(creds: SessionCredentials) -> dict:
+    return {"accessKey": creds.access_key, "secretKey": creds.secret_key}
 
 
 @pytest.fixture(scope="module")
@@ -380,3 +385,47 @@ def test_broker_with_a_bad_acl_file_does_not_start(tmp_path):
         capture_output=True, text=True, timeout=60, cwd=ROOT,
     )  # fmt: skip
     assert proc.returncode == 2 and "cannot read the ACL file" in proc.stderr, proc.stderr
+
+
+def test_without_acl_file_path_the_broker_reads_apaches_place_under_rocketmq_home(tmp_path, monkeypatch):
+    """Issue 32 item 12: an Apache broker.conf with aclEnable=true and no aclFilePath reads
+    $ROCKETMQ_HOME/conf/plain_acl.yml, as Apache's PlainPermissionManager does."""
+    home = tmp_path / "rocketmq-home"
+    (home / "conf").mkdir(parents=True)
+    write_acl(home / "conf" / "plain_acl.yml", {"accounts": [{**_keys(HOME_ADMIN), "admin": True}]})
+    conf = write_conf(
+        tmp_path / "broker.conf",
+        {"brokerName": "broker-home", "storePathRootDir": tmp_path / "store", "aclEnable": "true"},
+    )
+    monkeypatch.setenv("ROCKETMQ_HOME", str(home))
+    broker = start_broker(conf, port=free_port())
+    clients = {name: SyncRemotingClient(creds) for name, creds in (("home", HOME_ADMIN), ("other", ADMIN))}
+    anonymous = SyncRemotingClient()
+    try:
+
+        def max_offset(client):
+            fields = {"topic": TOPIC, "queueId": 0}
+            return client.invoke(broker.addr, create_request(RC.GET_MAX_OFFSET, fields))
+
+        assert max_offset(clients["home"]).ok  # the account of that file
+        _refused(max_offset(clients["other"]), ADMIN.access_key)  # an account it does not hold
+        _refused(max_offset(anonymous))
+    finally:
+        for client in (*clients.values(), anonymous):
+            client.close()
+        assert broker.stop() == 0, "".join(broker.output)
+
+
+def test_acl_file_path_wins_over_rocketmq_home(tmp_path, monkeypatch):
+    from broker.server.config import BrokerConfig
+
+    store = tmp_path / "store"
+    monkeypatch.setenv("ROCKETMQ_HOME", str(tmp_path / "home"))
+    chosen = BrokerConfig.from_properties(
+        {"aclEnable": "true", "aclFilePath": str(tmp_path / "mine.yml"), "storePathRootDir": str(store)}
+    )
+    assert chosen.acl_path() == tmp_path / "mine.yml"
+    default = BrokerConfig.from_properties({"aclEnable": "true", "storePathRootDir": str(store)})
+    assert default.acl_path() == tmp_path / "home" / "conf" / "plain_acl.yml"
+    monkeypatch.delenv("ROCKETMQ_HOME")  # neither: the store's own config directory, as before
+    assert default.acl_path() == store / "config" / "plain_acl.yml"

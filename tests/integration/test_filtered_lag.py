@@ -7,6 +7,7 @@ a caught-up filtered group as caught up, even on queues that hold only messages 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 
@@ -31,7 +32,7 @@ TOPIC = "FilteredLag"
 LAYOUT = ("WoWoo", "oW", "ooo", "oo")
 TAG_SELECTOR = MessageSelector.by_tag("Wanted")
 SQL_SELECTOR = MessageSelector.by_sql("kind = 'wanted' AND size > 2")
-CAUGHT_UP_WITHIN_S = 45  # a pull parked on a caught-up queue answers within 15 s; persists follow
+CAUGHT_UP_WITHIN_S = 45  # a held pull past skipped messages answers within 5 s (re-checked); persists follow
 
 
 cluster = cluster_fixture(ONE_BROKER, {"enablePropertyFilter": "true"}, topics={TOPIC: len(LAYOUT)})
@@ -142,3 +143,92 @@ def test_caught_up_filtered_lite_pull_group_has_no_lag(cluster, wanted, capsys):
         consumer.shutdown()
     assert_caught_up(progress)
     assert sorted(bodies) == sorted(wanted)
+
+
+# -- issue 32 item 11: a held pull whose new messages all fail the filter ------------------------
+HELD_TOPIC = "FilteredWhileHeld"
+CLIENT_HOLD_S = 15  # the SDK's (and Apache's client's) suspendTimeoutMillis
+RAW_HOLD_MS = 60_000  # the raw pull below asks for longer: only a re-check can answer it early
+
+
+def _group_lag(capsys, cluster, group: str, topic: str) -> dict:
+    capsys.readouterr()
+    code = mqadmin(["consumerProgress", "-n", cluster.namesrv_addr, "-g", group, "-t", topic, "--json"])
+    out = capsys.readouterr()
+    return json.loads(out.out) if code == 0 else {"queues": [], "error": out.err}
+
+
+async def _parked_raw_pull(addr: str, offset: int):
+    """A tag-filtered pull held at ``offset`` (the queue's end), and the client it waits on. It
+    is parked once a request sent after it on the same connection is answered (the broker serves
+    a connection's requests in order, and parks a pull in its handler)."""
+    from broker.common.codes import RequestCode
+    from broker.common.pull_sysflag import FLAG_SUBSCRIPTION, FLAG_SUSPEND
+    from broker.common.request_headers import PullMessageRequestHeader
+    from broker.remoting.client import RemotingClient
+    from broker.remoting.command import create_request
+
+    client = RemotingClient()
+    max_offset = create_request(RequestCode.GET_MAX_OFFSET, {"topic": HELD_TOPIC, "queueId": 0})
+    assert int((await client.invoke(addr, max_offset)).field("offset")) == offset
+    header = PullMessageRequestHeader(
+        consumer_group="held-filtered-raw", topic=HELD_TOPIC, queue_id=0, queue_offset=offset,
+        max_msg_nums=32, sys_flag=FLAG_SUSPEND | FLAG_SUBSCRIPTION, commit_offset=-1,
+        suspend_timeout_millis=RAW_HOLD_MS, sub_version=0, subscription="Wanted", expression_type="TAG",
+    )  # fmt: skip
+    pull = asyncio.create_task(client.invoke(addr, create_request(RequestCode.PULL_MESSAGE, header), 90_000))
+    await asyncio.sleep(0)  # the pull is written first
+    max_offset = create_request(RequestCode.GET_MAX_OFFSET, {"topic": HELD_TOPIC, "queueId": 0})
+    assert (await client.invoke(addr, max_offset)).ok
+    assert not pull.done()  # nothing to read yet: held
+    return client, pull
+
+
+async def test_held_pull_whose_new_messages_all_fail_the_filter_moves_on(cluster, capsys):
+    """As Apache's PullRequestHoldService: held pulls are re-checked every 5 s; one whose queue
+    grew by messages its filter skips is answered with the offset moved past them, so a
+    caught-up filtered group shows lag 0 long before its 15-s pull hold ends (it showed 20)."""
+    from broker.common.codes import ResponseCode
+
+    cluster.create_topic(HELD_TOPIC, 1)
+    queue = MessageQueue(HELD_TOPIC, "broker-a", 0)
+    producer = Producer("held-filtered-producer", cluster.namesrv_addr).start()
+    received = ReceivedBodies()
+    consumer = PushConsumer(
+        "held-filtered", cluster.namesrv_addr, consume_from_where=CONSUME_FROM_FIRST_OFFSET,
+        persist_interval_ms=200,
+    )  # fmt: skip
+    consumer.subscribe(HELD_TOPIC, TAG_SELECTOR)
+    consumer.register_message_listener(received.listener)
+    consumer.start()
+    client = None
+    try:
+        first = Message(HELD_TOPIC, b"wanted-0")
+        first.tags = "Wanted"
+        await asyncio.to_thread(producer.send, first, queue=queue)
+        # Delivered: the consumer's next pull (offset 1) is held from about now.
+        await asyncio.to_thread(received.wait_for, lambda got: got == [b"wanted-0"])
+        client, pull = await _parked_raw_pull(cluster.broker_addr, 1)
+        sent_at = time.monotonic()
+        for i in range(20):
+            other = Message(HELD_TOPIC, f"other-{i}".encode())
+            other.tags = "Other"
+            await asyncio.to_thread(producer.send, other, queue=queue)
+        # Answered by the re-check, not by the end of its 60-s hold: the offset moved past all 20.
+        answer = await asyncio.wait_for(pull, CLIENT_HOLD_S)
+        assert (answer.code, answer.field("nextBeginOffset")) == (ResponseCode.PULL_RETRY_IMMEDIATELY, "21")
+        # The SDK consumer's own held pull (15 s, from before the sends) was answered the same
+        # way: it committed past them, and the group is caught up before that hold would end.
+        while True:
+            progress = _group_lag(capsys, cluster, "held-filtered", HELD_TOPIC)
+            rows = [(q["broker_offset"], q["consumer_offset"], q["diff"]) for q in progress["queues"]]
+            if rows == [(21, 21, 0)] or time.monotonic() - sent_at > CLIENT_HOLD_S - 1:
+                break
+            await asyncio.sleep(0.2)
+        assert rows == [(21, 21, 0)], progress
+        assert received.bodies == [b"wanted-0"]  # nothing filtered out was delivered
+    finally:
+        consumer.shutdown()
+        producer.shutdown()
+        if client is not None:
+            await client.close()

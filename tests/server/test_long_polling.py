@@ -188,6 +188,29 @@ async def test_a_message_the_filter_refuses_leaves_the_pull_held(broker):
     assert answers[0].field("nextBeginOffset") == "2"
 
 
+async def test_the_periodic_check_answers_a_pull_whose_new_messages_all_fail_the_filter(broker):
+    """RocketMQ's checkHoldRequest (every 5 s, issue 32 item 11): the held pull is woken whatever
+    the filter said, finds nothing matching and is answered with the offset moved past it."""
+    log: list = []
+    consumer, producer = connect(broker, "consumer", log), connect(broker, "producer", log)
+    consumer.data_received(pull_frame(0, subscription="wanted"))
+    await asyncio.sleep(0)
+    for i in range(3):
+        producer.data_received(send_frame(b"other-%d" % i, tag="other"))
+    await asyncio.sleep(0)
+    assert broker.hold.held_count == 1
+    broker.hold.recheck(broker.store.get_max_offset_in_queue)
+    answers = [cmd for name, cmd in log if name == "consumer"]
+    assert [(a.code, a.field("nextBeginOffset")) for a in answers] == [
+        (ResponseCode.PULL_RETRY_IMMEDIATELY, "3")
+    ]
+    assert broker.hold.held_count == 0
+    consumer.data_received(pull_frame(3, subscription="wanted"))
+    await asyncio.sleep(0)
+    broker.hold.recheck(broker.store.get_max_offset_in_queue)  # at the queue's end: stays held
+    assert broker.hold.held_count == 1
+
+
 async def test_the_hold_service_asks_the_filter_about_the_new_message():
     hold = PullRequestHoldService(asyncio.get_running_loop())
     calls = []
