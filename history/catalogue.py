@@ -102,3 +102,8 @@ def get(metric: str, scope: str) -> Metric:
 def broker_key(broker_name: str, broker_id: int | str) -> str:
     """A broker member's name in history: stable across restarts and address changes."""
     return f"{broker_name}:{broker_id}"
+
+
+def is_master(key: str) -> bool:
+    """Whether a ``broker_key`` names a master (brokerId 0): a slave's puts are its master's."""
+    return key.endswith(":0")

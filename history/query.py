@@ -17,12 +17,14 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
+from itertools import pairwise
 
 from django.conf import settings
 from django.db.models import Avg, Count, Sum
 from django.utils import timezone
 
+from broker.common.topic_config import DLQ_GROUP_TOPIC_PREFIX
 from history import catalogue, clock
 from history.models import Cycle, Point, Rollup, Series
 
@@ -50,6 +52,11 @@ def _series_ids(
     if names is not None:
         qs = qs.filter(name__in=list(names))
     return dict(qs.values_list("id", "name"))
+
+
+def names(metric: str, scope: str, cluster: str | None = None) -> list[str]:
+    """The names the metric has a series for (stored at some time, not only in the newest cycle)."""
+    return sorted(_series_ids(metric, scope, cluster).values())
 
 
 def _epoch(moment: datetime) -> float:
@@ -170,46 +177,110 @@ def _weighted_sum():
     return Sum(F("value_avg") * F("count"), output_field=FloatField())
 
 
-def daily_totals(metric: str, scope: str, days: int, cluster: str | None = None) -> list[tuple[date, float]]:
+def counter_increase(before: float, now: float) -> float:
+    """How much a counter grew between two readings. One that went down restarted (its broker
+    restarted, its topic was recreated): it counted its new value from zero."""
+    return now - before if now >= before else now
+
+
+def day_start(moment: datetime | None = None) -> datetime:
+    """00:00 UTC of the day of ``moment`` (now): where "today" of the overview starts."""
+    moment = (moment or clock.now()).astimezone(UTC)
+    return moment.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def daily_totals(
+    metric: str, scope: str, days: int, cluster: str | None = None, names: Iterable[str] | None = None
+) -> list[tuple[date, float]]:
     """For a counter metric (messages_in/out, a topic's messages): how much it grew on each of the
     last ``days`` days (today included, the console's time zone), summed over every name of the
-    scope, oldest day first, a zero for a day without growth. A counter that went down (its broker
-    restarted) counts its new value as that interval's growth."""
-    entry = catalogue.get(metric, scope)
-    if entry.kind != "counter":
-        raise ValueError(f"{metric!r} of scope {scope!r} is a {entry.kind}, not a counter: no daily totals")
+    scope (or ``names``), oldest day first, a zero for a day without growth. Growth is summed per
+    name (``counter_increase``): a broker that restarted counts from zero, the others go on."""
     tz = timezone.get_current_timezone()
     today = timezone.localtime(clock.now(), tz).date()
     first = today - timedelta(days=max(days, 1) - 1)
     totals = {first + timedelta(days=i): 0.0 for i in range((today - first).days + 1)}
     since = datetime.combine(first, datetime.min.time(), tz)
-    ids = _series_ids(metric, scope, cluster)
-    # One value per 5 minutes is enough for a day's sum: the rollups' last values, then raw points
-    # after them. The previous value before the first day starts the first interval.
-    for sid in ids:
+    for sid in _counter_ids(metric, scope, cluster, names):
         previous: float | None = None
-        for moment, value in _counter_values(sid, since - ROLLUP_STEP):
+        for moment, value in _counter_values(sid, since):
             if previous is not None and moment >= since:
-                grown = value - previous if value >= previous else value
                 day = timezone.localtime(moment, tz).date()
                 if day in totals:
-                    totals[day] += grown
+                    totals[day] += counter_increase(previous, value)
             previous = value
     return sorted(totals.items())
 
 
+def growth_since(
+    metric: str, scope: str, since: datetime, cluster: str | None = None, names: Iterable[str] | None = None
+) -> dict[str, float]:
+    """Each name's counter growth from ``since`` to now (``counter_increase`` between its stored
+    values, the last one before ``since`` included); a name without values after ``since`` is 0."""
+    ids = _counter_ids(metric, scope, cluster, names)
+    return {name: _growth(_counter_values(sid, since), since) for sid, name in ids.items()}
+
+
+def dead_letters_since(
+    since: datetime, groups: Iterable[str], cluster: str | None = None
+) -> dict[str, float]:
+    """Messages written to each group's dead-letter topic since ``since``: the growth of the
+    topic's message counter. A topic first stored after ``since`` counts from zero when its group
+    was stored with no dead letters in the cycle before (the topic was made between the two)."""
+    topics = {DLQ_GROUP_TOPIC_PREFIX + group: group for group in groups}
+    counters = _counter_ids("messages", "topic", cluster, topics)
+    gauges = {name: sid for sid, name in _series_ids("dlq_messages", "group", cluster, groups).items()}
+    grown = dict.fromkeys(topics.values(), 0.0)
+    for sid, topic in counters.items():
+        values = _counter_values(sid, since)
+        if values and values[0][0] >= since and topics[topic] in gauges:
+            stored_before = (
+                Point.objects.filter(series_id=gauges[topics[topic]], taken_at__lt=values[0][0])
+                .order_by("-taken_at")
+                .values_list("taken_at", "value")
+                .first()
+            )
+            if stored_before is not None and stored_before[1] == 0:
+                values.insert(0, stored_before)
+        grown[topics[topic]] = _growth(values, since)
+    return grown
+
+
+def _counter_ids(metric: str, scope: str, cluster: str | None, names: Iterable[str] | None) -> dict[int, str]:
+    entry = catalogue.get(metric, scope)
+    if entry.kind != "counter":
+        raise ValueError(f"{metric!r} of scope {scope!r} is a {entry.kind}, not a counter: no growth")
+    return _series_ids(metric, scope, cluster, names)
+
+
+def _growth(values: list[tuple[datetime, float]], since: datetime) -> float:
+    """The sum of the increases between consecutive values, of the intervals ending at or after
+    ``since`` (an interval's growth belongs to its end)."""
+    grown = 0.0
+    for (_, before), (moment, value) in pairwise(values):
+        if moment >= since:
+            grown += counter_increase(before, value)
+    return grown
+
+
 def _counter_values(series_id: int, since: datetime) -> list[tuple[datetime, float]]:
-    rollups = list(
-        Rollup.objects.filter(series_id=series_id, start__gte=since)
-        .order_by("start")
-        .values_list("start", "value_last")
-    )
-    # A bucket's last value is dated by the bucket's start: it was measured inside the bucket, and a
-    # bucket never straddles midnight, so the growth lands on the right day.
-    values = list(rollups)
-    tail_from = values[-1][0] + ROLLUP_STEP if values else since
-    raw = Point.objects.filter(series_id=series_id, taken_at__gte=tail_from).order_by("taken_at")
-    values.extend(raw.values_list("taken_at", "value"))
+    """A counter's stored values from the last one before ``since`` on, oldest first: its raw
+    points where they are still kept (every cycle: a restart between two cycles is seen), and
+    before them the last value of each 5-minute rollup (a bucket's last value is dated by the
+    bucket's start: it was measured inside the bucket, and a bucket never straddles midnight)."""
+    raw = Point.objects.filter(series_id=series_id)
+    rollups = Rollup.objects.filter(series_id=series_id)
+    first_raw = raw.order_by("taken_at").values_list("taken_at", flat=True).first()
+    if first_raw is not None:  # buckets whose raw points are gone
+        rollups = rollups.filter(start__lte=first_raw - ROLLUP_STEP)
+    values: list[tuple[datetime, float]] = []
+    before = raw.filter(taken_at__lt=since).order_by("-taken_at").values_list("taken_at", "value").first()
+    if before is None:
+        before = rollups.filter(start__lt=since).order_by("-start").values_list("start", "value_last").first()
+    if before is not None:
+        values.append(before)
+    values.extend(rollups.filter(start__gte=since).order_by("start").values_list("start", "value_last"))
+    values.extend(raw.filter(taken_at__gte=since).order_by("taken_at").values_list("taken_at", "value"))
     return values
 
 
