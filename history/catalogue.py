@@ -99,6 +99,18 @@ def get(metric: str, scope: str) -> Metric:
         raise KeyError(f"no metric {metric!r} of scope {scope!r} in the history catalogue") from None
 
 
+def is_counter(metric: str, scope: str) -> bool:
+    """Whether the pair is a stored counter (False for a metric no longer in the catalogue)."""
+    entry = BY_KEY.get((metric, scope))
+    return entry is not None and entry.kind == "counter"
+
+
+def counter_increase(before: float, now: float) -> float:
+    """How much a counter grew between two readings. One that went down restarted (its broker
+    restarted, its topic was recreated): it counted its new value from zero."""
+    return now - before if now >= before else now
+
+
 def broker_key(broker_name: str, broker_id: int | str) -> str:
     """A broker member's name in history: stable across restarts and address changes."""
     return f"{broker_name}:{broker_id}"

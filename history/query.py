@@ -18,10 +18,9 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
-from itertools import pairwise
 
 from django.conf import settings
-from django.db.models import Avg, Count, Sum
+from django.db.models import Avg, Count, QuerySet, Sum
 from django.utils import timezone
 
 from broker.common.topic_config import DLQ_GROUP_TOPIC_PREFIX
@@ -177,12 +176,6 @@ def _weighted_sum():
     return Sum(F("value_avg") * F("count"), output_field=FloatField())
 
 
-def counter_increase(before: float, now: float) -> float:
-    """How much a counter grew between two readings. One that went down restarted (its broker
-    restarted, its topic was recreated): it counted its new value from zero."""
-    return now - before if now >= before else now
-
-
 def day_start(moment: datetime | None = None) -> datetime:
     """00:00 UTC of the day of ``moment`` (now): where "today" of the overview starts."""
     moment = (moment or clock.now()).astimezone(UTC)
@@ -195,93 +188,110 @@ def daily_totals(
     """For a counter metric (messages_in/out, a topic's messages): how much it grew on each of the
     last ``days`` days (today included, the console's time zone), summed over every name of the
     scope (or ``names``), oldest day first, a zero for a day without growth. Growth is summed per
-    name (``counter_increase``): a broker that restarted counts from zero, the others go on."""
+    name (``_increments``): a broker that restarted counts from zero, the others go on."""
     tz = timezone.get_current_timezone()
     today = timezone.localtime(clock.now(), tz).date()
     first = today - timedelta(days=max(days, 1) - 1)
     totals = {first + timedelta(days=i): 0.0 for i in range((today - first).days + 1)}
     since = datetime.combine(first, datetime.min.time(), tz)
     for sid in _counter_ids(metric, scope, cluster, names):
-        previous: float | None = None
-        for moment, value in _counter_values(sid, since):
-            if previous is not None and moment >= since:
-                day = timezone.localtime(moment, tz).date()
-                if day in totals:
-                    totals[day] += counter_increase(previous, value)
-            previous = value
+        for moment, grown in _increments(sid, since):
+            day = timezone.localtime(moment, tz).date()
+            if day in totals:
+                totals[day] += grown
     return sorted(totals.items())
 
 
 def growth_since(
     metric: str, scope: str, since: datetime, cluster: str | None = None, names: Iterable[str] | None = None
 ) -> dict[str, float]:
-    """Each name's counter growth from ``since`` to now (``counter_increase`` between its stored
-    values, the last one before ``since`` included); a name without values after ``since`` is 0."""
+    """Each name's counter growth from ``since`` to now (``_increments``); 0 without any."""
     ids = _counter_ids(metric, scope, cluster, names)
-    return {name: _growth(_counter_values(sid, since), since) for sid, name in ids.items()}
+    return {name: sum(grown for _, grown in _increments(sid, since)) for sid, name in ids.items()}
 
 
 def dead_letters_since(
     since: datetime, groups: Iterable[str], cluster: str | None = None
 ) -> dict[str, float]:
     """Messages written to each group's dead-letter topic since ``since``: the growth of the
-    topic's message counter. A topic first stored after ``since`` counts from zero when its group
-    was stored with no dead letters in the cycle before (the topic was made between the two)."""
+    topic's written count (expiry, which lowers what the topic holds, does not lower it). A topic
+    first stored after ``since`` counts from zero when its group was stored with no dead letters
+    just before (the topic was made between the two)."""
     topics = {DLQ_GROUP_TOPIC_PREFIX + group: group for group in groups}
     counters = _counter_ids("messages", "topic", cluster, topics)
     gauges = {name: sid for sid, name in _series_ids("dlq_messages", "group", cluster, groups).items()}
     grown = dict.fromkeys(topics.values(), 0.0)
     for sid, topic in counters.items():
-        values = _counter_values(sid, since)
-        if values and values[0][0] >= since and topics[topic] in gauges:
-            stored_before = (
-                Point.objects.filter(series_id=gauges[topics[topic]], taken_at__lt=values[0][0])
-                .order_by("-taken_at")
-                .values_list("taken_at", "value")
-                .first()
-            )
-            if stored_before is not None and stored_before[1] == 0:
-                values.insert(0, stored_before)
-        grown[topics[topic]] = _growth(values, since)
+        group = topics[topic]
+        made = _made_since(sid, gauges.get(group), since)
+        grown[group] = made + sum(value for _, value in _increments(sid, since))
     return grown
+
+
+def _made_since(topic_id: int, gauge_id: int | None, since: datetime) -> float:
+    first = _first_value(topic_id)
+    if gauge_id is None or first is None or first[0] < since:
+        return 0.0
+    return first[1] if _value_before(gauge_id, first[0]) == 0 else 0.0
 
 
 def _counter_ids(metric: str, scope: str, cluster: str | None, names: Iterable[str] | None) -> dict[int, str]:
-    entry = catalogue.get(metric, scope)
-    if entry.kind != "counter":
-        raise ValueError(f"{metric!r} of scope {scope!r} is a {entry.kind}, not a counter: no growth")
+    if not catalogue.is_counter(metric, scope):
+        raise ValueError(f"{metric!r} of scope {scope!r} is not a counter: no growth")
     return _series_ids(metric, scope, cluster, names)
 
 
-def _growth(values: list[tuple[datetime, float]], since: datetime) -> float:
-    """The sum of the increases between consecutive values, of the intervals ending at or after
-    ``since`` (an interval's growth belongs to its end)."""
-    grown = 0.0
-    for (_, before), (moment, value) in pairwise(values):
-        if moment >= since:
-            grown += counter_increase(before, value)
-    return grown
-
-
-def _counter_values(series_id: int, since: datetime) -> list[tuple[datetime, float]]:
-    """A counter's stored values from the last one before ``since`` on, oldest first: its raw
-    points where they are still kept (every cycle: a restart between two cycles is seen), and
-    before them the last value of each 5-minute rollup (a bucket's last value is dated by the
-    bucket's start: it was measured inside the bucket, and a bucket never straddles midnight)."""
+def _kept(series_id: int) -> tuple[QuerySet[Point], QuerySet[Rollup]]:
+    """A series' raw points, and the rollups of the buckets before its oldest raw point (whose raw
+    points are gone): each moment once, at the finest resolution kept."""
     raw = Point.objects.filter(series_id=series_id)
     rollups = Rollup.objects.filter(series_id=series_id)
     first_raw = raw.order_by("taken_at").values_list("taken_at", flat=True).first()
-    if first_raw is not None:  # buckets whose raw points are gone
+    if first_raw is not None:
         rollups = rollups.filter(start__lte=first_raw - ROLLUP_STEP)
-    values: list[tuple[datetime, float]] = []
-    before = raw.filter(taken_at__lt=since).order_by("-taken_at").values_list("taken_at", "value").first()
-    if before is None:
-        before = rollups.filter(start__lt=since).order_by("-start").values_list("start", "value_last").first()
-    if before is not None:
-        values.append(before)
-    values.extend(rollups.filter(start__gte=since).order_by("start").values_list("start", "value_last"))
-    values.extend(raw.filter(taken_at__gte=since).order_by("taken_at").values_list("taken_at", "value"))
-    return values
+    return raw, rollups
+
+
+def _value_before(series_id: int, moment: datetime) -> float | None:
+    """The series' last value stored before ``moment`` (a rollup's last, for a bucket ended by then)."""
+    raw, rollups = _kept(series_id)
+    value = raw.filter(taken_at__lt=moment).order_by("-taken_at").values_list("value", flat=True).first()
+    if value is None:
+        earlier = rollups.filter(start__lte=moment - ROLLUP_STEP).order_by("-start")
+        value = earlier.values_list("value_last", flat=True).first()
+    return value
+
+
+def _first_value(series_id: int) -> tuple[datetime, float] | None:
+    """The series' first value kept (a rollup's lowest: a counter's first, barring a restart)."""
+    raw, rollups = _kept(series_id)
+    return (
+        rollups.order_by("start").values_list("start", "value_min").first()
+        or raw.order_by("taken_at").values_list("taken_at", "value").first()
+    )
+
+
+def _increments(series_id: int, since: datetime) -> list[tuple[datetime, float]]:
+    """A counter's growth from ``since`` on, oldest first, each dated by where it was measured:
+    between consecutive raw points where they are kept (a restart between two cycles is seen), a
+    5-minute rollup's ``value_increase`` before them (dated by the bucket's start: a bucket never
+    straddles midnight). The growth from the last value before ``since`` is since's."""
+    raw, rollups = _kept(series_id)
+    previous = _value_before(series_id, since)
+    grown: list[tuple[datetime, float]] = []
+    buckets = rollups.filter(start__gte=since).order_by("start")
+    for start, increase, last in buckets.values_list("start", "value_increase", "value_last"):
+        if increase is None:  # rolled up before rollups kept a counter's growth: the last values'
+            increase = 0.0 if previous is None else catalogue.counter_increase(previous, last)
+        grown.append((start, increase))
+        previous = last
+    for moment, value in (
+        raw.filter(taken_at__gte=since).order_by("taken_at").values_list("taken_at", "value")
+    ):
+        if previous is not None:
+            grown.append((moment, catalogue.counter_increase(previous, value)))
+        previous = value
+    return grown
 
 
 def cycles(cluster: str | None = None, since: datetime | None = None) -> list[Cycle]:

@@ -141,7 +141,7 @@ def _broker_rates(name: str, taken_at: datetime, previous: Previous, figures: di
         if now is None or before is None or taken_at <= before[0]:
             rated = False
             continue
-        grown = query.counter_increase(before[1], now)
+        grown = catalogue.counter_increase(before[1], now)
         figures[(rate, "broker", name)] = round(grown / (taken_at - before[0]).total_seconds(), 3)
     return rated
 

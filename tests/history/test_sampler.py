@@ -12,7 +12,7 @@ from broker.common.message import Message
 from broker.local_cluster import wait_until
 from console import cluster_access
 from history import query, sampler, tasks
-from history.models import Cycle, Rollup
+from history.models import Cycle, Point, Rollup
 from history.signals import sample_stored
 from tests.cluster import CLI, console_preset, make_dead_letters, send, send_pending_transactions, start
 
@@ -127,6 +127,20 @@ def _at(moment: list[datetime], monkeypatch, start: datetime) -> None:
     monkeypatch.setattr(clock, "now", lambda: moment[-1])
 
 
+def _roll_and_prune(settings, keep: timedelta) -> datetime:
+    """Roll up every complete bucket, then prune the raw points older than ``keep`` that are
+    rolled up; the time before which only rollups are left."""
+    from history import clock, retention
+
+    while retention.rollup()[0]:  # bounded steps: as many runs as the history needs
+        pass
+    settings.HISTORY_RAW_DAYS = keep / timedelta(days=1)
+    retention.prune()
+    rolled = min(retention.rolled_until(), clock.now() - keep)
+    assert not Point.objects.filter(taken_at__lt=rolled).exists()
+    return rolled
+
+
 def test_broker_tps_comes_from_counter_differences_and_keeps_a_burst(live, namesrv, monkeypatch):
     """A burst sent within seconds, sampled 30 s apart: the broker and cluster series count it all
     (rate x interval = the messages put), not the brokers' 10 s putTps of the sampling moment."""
@@ -152,11 +166,11 @@ def test_broker_tps_comes_from_counter_differences_and_keeps_a_burst(live, names
     assert quiet[("tps_out", "cluster", CLI.cluster_name)] == 0.0
 
 
-def test_dead_letters_new_today_are_exact_after_rollups(live, namesrv, monkeypatch):
+def test_dead_letters_new_today_are_exact_after_rollups(live, namesrv, monkeypatch, settings):
     """Dead letters arriving at 03:27 between two samples of one 5-minute bucket: "New today" is
-    their number, also once the bucket is rolled up (an average of the bucket is not)."""
+    their number, also once the bucket is rolled up (an average of the bucket is not), and once
+    its raw points are pruned."""
     from console.services.overview import dead_letters
-    from history import retention
 
     cluster, admin, masters = live
     group, dead = "hist-dead-today", 4
@@ -173,20 +187,21 @@ def test_dead_letters_new_today_are_exact_after_rollups(live, namesrv, monkeypat
     sampler.sample(namesrv, admin)
     moment.append(day + timedelta(hours=3, minutes=45))
     sampler.sample(namesrv, admin)
-    while retention.rollup()[0]:  # bounded steps: as many runs as the day needs
-        pass
-    assert Rollup.objects.filter(start=day + timedelta(hours=3, minutes=25)).exists()
     engine = sum(q.max_offset for q in admin.topic_status(f"%DLQ%{group}").queues)
     assert engine == dead
-    rows = {row.group: row for row in dead_letters(admin, namesrv).data}
-    assert (rows[group].today, rows[group].total) == (dead, dead)
-    # Yesterday's dead letters are not today's.
-    assert rows[DEAD_GROUP].today == 0
+    for keep in (timedelta(days=2), timedelta(minutes=10)):  # rolled up; then raw points pruned
+        _roll_and_prune(settings, keep)
+        assert Rollup.objects.filter(start=day + timedelta(hours=3, minutes=25)).exists()
+        rows = {row.group: row for row in dead_letters(admin, namesrv).data}
+        assert (rows[group].today, rows[group].total) == (dead, dead)
+        # Yesterday's dead letters are not today's.
+        assert rows[DEAD_GROUP].today == 0
 
 
-def test_messages_in_today_survive_a_broker_restart(live, namesrv, monkeypatch):
+def test_messages_in_today_survive_a_broker_restart(live, namesrv, monkeypatch, settings):
     """What was written today, across a restart of broker-a between two samples: the history's
-    count (the broker's own counters start again at 0)."""
+    count (the broker's own counters start again at 0); still so once the samples around the
+    restart are only a rollup (the bucket's last value alone would lose the puts before it)."""
     from console.services.overview import broker_health
 
     cluster, admin, _ = live
@@ -207,6 +222,11 @@ def test_messages_in_today_survive_a_broker_restart(live, namesrv, monkeypatch):
     health = broker_health(admin, namesrv)
     assert health.data.in_today == pytest.approx(before + after, abs=CHECKER_COPIES)
     assert health.data.in_today >= before + after
+    moment.append(day + timedelta(minutes=15))
+    sampler.sample(namesrv, admin)  # history stays "now" for the overview
+    assert _roll_and_prune(settings, timedelta(minutes=5)) >= day + timedelta(minutes=5)
+    rolled = broker_health(admin, namesrv).data.in_today
+    assert rolled == pytest.approx(before + after, abs=CHECKER_COPIES) and rolled >= before + after
 
 
 def test_the_task_samples_every_configured_cluster(live, namesrv, settings):
