@@ -242,13 +242,14 @@ def _counter_ids(metric: str, scope: str, cluster: str | None, names: Iterable[s
 
 
 def _kept(series_id: int) -> tuple[QuerySet[Point], QuerySet[Rollup]]:
-    """A series' raw points, and the rollups of the buckets before its oldest raw point (whose raw
-    points are gone): each moment once, at the finest resolution kept."""
-    raw = Point.objects.filter(series_id=series_id)
+    """A series' raw points not rolled up yet (after its newest rollup), and its rollups: each
+    moment once, and a day in 288 rows rather than 2,880 (a rollup's ``value_increase`` is as
+    exact as the raw points it sums)."""
     rollups = Rollup.objects.filter(series_id=series_id)
-    first_raw = raw.order_by("taken_at").values_list("taken_at", flat=True).first()
-    if first_raw is not None:
-        rollups = rollups.filter(start__lte=first_raw - ROLLUP_STEP)
+    raw = Point.objects.filter(series_id=series_id)
+    newest = rollups.order_by("-start").values_list("start", flat=True).first()
+    if newest is not None:
+        raw = raw.filter(taken_at__gte=newest + ROLLUP_STEP)
     return raw, rollups
 
 
@@ -272,10 +273,10 @@ def _first_value(series_id: int) -> tuple[datetime, float] | None:
 
 
 def _increments(series_id: int, since: datetime) -> list[tuple[datetime, float]]:
-    """A counter's growth from ``since`` on, oldest first, each dated by where it was measured:
-    between consecutive raw points where they are kept (a restart between two cycles is seen), a
-    5-minute rollup's ``value_increase`` before them (dated by the bucket's start: a bucket never
-    straddles midnight). The growth from the last value before ``since`` is since's."""
+    """A counter's growth from ``since`` on, oldest first, each dated by where it was measured: a
+    5-minute rollup's ``value_increase`` (dated by the bucket's start: a bucket never straddles
+    midnight), then between consecutive raw points not rolled up yet (a restart between two cycles
+    is seen). The growth from the last value before ``since`` is since's."""
     raw, rollups = _kept(series_id)
     previous = _value_before(series_id, since)
     grown: list[tuple[datetime, float]] = []
