@@ -5,8 +5,9 @@ turn the snapshot into figures of the catalogue, store them as one bulk insert, 
 A broker that does not answer is stored with ``up`` 0 and the seconds since it last answered; so is
 a broker of the previous cycle that the name server no longer lists, or every broker of the
 previous cycle when the name server itself does not answer (a dead cluster must not look like an
-empty, quiet one). Figures the cycle cannot know are left out,
-not stored as zero: a topic's TPS on its first cycle, a group whose stats failed.
+empty, quiet one). Figures the cycle cannot know are left out, not stored as zero: a topic's or a
+broker's TPS on its first cycle (a rate is a counter's growth since the previous cycle), a group
+whose stats failed.
 """
 
 from __future__ import annotations
@@ -112,6 +113,14 @@ def _brokers(
             half = snapshot.half_messages.get(b["broker"])
             if half is not None:
                 figures[("half_messages", "broker", name)] = float(half)
+    _clusters(snapshot, clusters, unrated, figures)
+
+
+def _clusters(
+    snapshot: Snapshot, clusters: dict[str, dict[str, float]], unrated: set[str], figures: dict[Key, float]
+) -> None:
+    """Each RocketMQ cluster's figures: its masters' totals (no TPS when a master has none: a
+    partial sum would read as a drop in traffic), half messages, non-system groups' lag."""
     broker_cluster = {b["broker"]: b["cluster"] for b in snapshot.brokers}
     for cluster_name, totals in clusters.items():
         for metric, value in totals.items():

@@ -3,7 +3,8 @@
 Brokers come from one runtime-info request per broker (cheap, and the page must say *now* whether a
 broker is up). The groups with most lag and the dead letters of today come from the metric history
 (``history.query``) once the sampler has stored points, since reading every group's lag live costs a
-consume-stats request per group; until then they are read live and the page says so. Firing alerts
+consume-stats request per group; until then they are read live and the page says so. Messages in
+and out today come from the history only: the brokers' own day counts restart with the broker. Firing alerts
 are the alerts app's events. A section that cannot be read shows its error; the rest of the page
 still answers.
 """
