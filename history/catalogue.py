@@ -2,8 +2,9 @@
 
 Scopes: ``broker`` (name ``brokerName:brokerId``, see ``broker_key``), ``topic``, ``group`` and
 ``cluster`` (the RocketMQ cluster name). ``kind`` is ``gauge`` (a level: lag, TPS, disk) or
-``counter`` (a running total that only grows until its broker restarts; ``query.daily_totals``
-sums its increases per day). Pages, alert rules and exports name metrics from here only.
+``counter`` (a running total that only grows until its broker restarts; ``counter_increase`` is
+its growth between two readings, which rates, rollups and ``query.daily_totals`` all sum). Pages,
+alert rules and exports name metrics from here only.
 """
 
 from __future__ import annotations
@@ -35,8 +36,18 @@ CATALOGUE: tuple[Metric, ...] = (
         "s",
         "Seconds since the broker last answered the sampler (0 while it answers)",
     ),
-    Metric("tps_in", "broker", "msg/s", "Messages put per second (the broker's 10 s putTps)"),
-    Metric("tps_out", "broker", "msg/s", "Messages read per second (the broker's 10 s getTransferredTps)"),
+    Metric(
+        "tps_in",
+        "broker",
+        "msg/s",
+        "Messages put per second since the previous sample (put counter's growth)",
+    ),
+    Metric(
+        "tps_out",
+        "broker",
+        "msg/s",
+        "Messages read per second since the previous sample (read counter's growth)",
+    ),
     Metric("messages_in", "broker", "msg", "Messages put since the broker started", "counter"),
     Metric("messages_out", "broker", "msg", "Messages read since the broker started", "counter"),
     Metric("disk_ratio", "broker", "ratio", "Used fraction of the commit-log disk (0-1)"),
@@ -91,8 +102,8 @@ CATALOGUE: tuple[Metric, ...] = (
     # -- clusters (RocketMQ cluster name) --------------------------------------------------------
     Metric("brokers_up", "cluster", "count", "Broker members that answered the cycle"),
     Metric("brokers_down", "cluster", "count", "Broker members that did not answer the cycle"),
-    Metric("tps_in", "cluster", "msg/s", "Messages put per second, all masters"),
-    Metric("tps_out", "cluster", "msg/s", "Messages read per second, all masters"),
+    Metric("tps_in", "cluster", "msg/s", "Messages put per second since the previous sample, all masters"),
+    Metric("tps_out", "cluster", "msg/s", "Messages read per second since the previous sample, all masters"),
     Metric("messages_in", "cluster", "msg", "Messages put since start, all masters", "counter"),
     Metric("messages_out", "cluster", "msg", "Messages read since start, all masters", "counter"),
     Metric("lag", "cluster", "msg", "Messages not yet consumed, all non-system groups"),
@@ -111,6 +122,23 @@ def get(metric: str, scope: str) -> Metric:
         raise KeyError(f"no metric {metric!r} of scope {scope!r} in the history catalogue") from None
 
 
+def is_counter(metric: str, scope: str) -> bool:
+    """Whether the pair is a stored counter (False for a metric no longer in the catalogue)."""
+    entry = BY_KEY.get((metric, scope))
+    return entry is not None and entry.kind == "counter"
+
+
+def counter_increase(before: float, now: float) -> float:
+    """How much a counter grew between two readings. One that went down restarted (its broker
+    restarted, its topic was recreated): it counted its new value from zero."""
+    return now - before if now >= before else now
+
+
 def broker_key(broker_name: str, broker_id: int | str) -> str:
     """A broker member's name in history: stable across restarts and address changes."""
     return f"{broker_name}:{broker_id}"
+
+
+def is_master(key: str) -> bool:
+    """Whether a ``broker_key`` names a master (brokerId 0): a slave's puts are its master's."""
+    return key.endswith(":0")

@@ -47,7 +47,7 @@ CHARTS: dict[str, tuple[Chart, ...]] = {
         Chart(
             "broker-tps",
             "Broker TPS history",
-            "Messages put (in) and read (out) per second by each broker, as the history sampler stored them.",
+            "Messages put (in) and read (out) per second by each broker between two history samples.",
             "broker",
             (Line("tps_in", "in"), Line("tps_out", "out")),
             every_member=True,
@@ -65,7 +65,7 @@ CHARTS: dict[str, tuple[Chart, ...]] = {
         Chart(
             "tps",
             "TPS history",
-            "Messages put and read per second.",
+            "Messages put and read per second between two history samples.",
             "broker",
             (Line("tps_in", "in"), Line("tps_out", "out")),
         ),

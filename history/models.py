@@ -2,9 +2,9 @@
 
 A *series* is one metric of one thing (a broker, topic, group or cluster) of one configured cluster;
 its points are stored narrow (series id, time, value) so a cycle of thousands of figures is one bulk
-insert of small rows. Raw points are kept ``HISTORY_RAW_DAYS``; 5-minute rollups (avg/min/max/last)
-``HISTORY_ROLLUP_DAYS``. Indexes fit both SQLite and PostgreSQL: a series' points by time (charts),
-and time alone (retention deletes the oldest first).
+insert of small rows. Raw points are kept ``HISTORY_RAW_DAYS``; 5-minute rollups (avg/min/max/last,
+and a counter's growth) ``HISTORY_ROLLUP_DAYS``. Indexes fit both SQLite and PostgreSQL: a series'
+points by time (charts), and time alone (retention deletes the oldest first).
 """
 
 from __future__ import annotations
@@ -56,6 +56,10 @@ class Rollup(models.Model):
     value_min = models.FloatField()
     value_max = models.FloatField()
     value_last = models.FloatField()
+    # A counter's growth over the bucket, from its value before the bucket (its previous bucket's
+    # last) through each point, a restart counting from zero: what arrived, exactly, even when the
+    # broker restarted inside the bucket. None for a gauge (and rollups made before the column).
+    value_increase = models.FloatField(null=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["series", "start"], name="history_rollup_key")]

@@ -17,12 +17,13 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Avg, Count, Sum
+from django.db.models import Avg, Count, QuerySet, Sum
 from django.utils import timezone
 
+from broker.common.topic_config import DLQ_GROUP_TOPIC_PREFIX
 from history import catalogue, clock
 from history.models import Cycle, Point, Rollup, Series
 
@@ -50,6 +51,11 @@ def _series_ids(
     if names is not None:
         qs = qs.filter(name__in=list(names))
     return dict(qs.values_list("id", "name"))
+
+
+def names(metric: str, scope: str, cluster: str | None = None) -> list[str]:
+    """The names the metric has a series for (stored at some time, not only in the newest cycle)."""
+    return sorted(_series_ids(metric, scope, cluster).values())
 
 
 def _epoch(moment: datetime) -> float:
@@ -170,47 +176,123 @@ def _weighted_sum():
     return Sum(F("value_avg") * F("count"), output_field=FloatField())
 
 
-def daily_totals(metric: str, scope: str, days: int, cluster: str | None = None) -> list[tuple[date, float]]:
+def day_start(moment: datetime | None = None) -> datetime:
+    """00:00 UTC of the day of ``moment`` (now): where "today" of the overview starts."""
+    moment = (moment or clock.now()).astimezone(UTC)
+    return moment.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def daily_totals(
+    metric: str, scope: str, days: int, cluster: str | None = None, names: Iterable[str] | None = None
+) -> list[tuple[date, float]]:
     """For a counter metric (messages_in/out, a topic's messages): how much it grew on each of the
     last ``days`` days (today included, the console's time zone), summed over every name of the
-    scope, oldest day first, a zero for a day without growth. A counter that went down (its broker
-    restarted) counts its new value as that interval's growth."""
-    entry = catalogue.get(metric, scope)
-    if entry.kind != "counter":
-        raise ValueError(f"{metric!r} of scope {scope!r} is a {entry.kind}, not a counter: no daily totals")
+    scope (or ``names``), oldest day first, a zero for a day without growth. Growth is summed per
+    name (``_increments``): a broker that restarted counts from zero, the others go on."""
     tz = timezone.get_current_timezone()
     today = timezone.localtime(clock.now(), tz).date()
     first = today - timedelta(days=max(days, 1) - 1)
     totals = {first + timedelta(days=i): 0.0 for i in range((today - first).days + 1)}
     since = datetime.combine(first, datetime.min.time(), tz)
-    ids = _series_ids(metric, scope, cluster)
-    # One value per 5 minutes is enough for a day's sum: the rollups' last values, then raw points
-    # after them. The previous value before the first day starts the first interval.
-    for sid in ids:
-        previous: float | None = None
-        for moment, value in _counter_values(sid, since - ROLLUP_STEP):
-            if previous is not None and moment >= since:
-                grown = value - previous if value >= previous else value
-                day = timezone.localtime(moment, tz).date()
-                if day in totals:
-                    totals[day] += grown
-            previous = value
+    for sid in _counter_ids(metric, scope, cluster, names):
+        for moment, grown in _increments(sid, since):
+            day = timezone.localtime(moment, tz).date()
+            if day in totals:
+                totals[day] += grown
     return sorted(totals.items())
 
 
-def _counter_values(series_id: int, since: datetime) -> list[tuple[datetime, float]]:
-    rollups = list(
-        Rollup.objects.filter(series_id=series_id, start__gte=since)
-        .order_by("start")
-        .values_list("start", "value_last")
+def growth_since(
+    metric: str, scope: str, since: datetime, cluster: str | None = None, names: Iterable[str] | None = None
+) -> dict[str, float]:
+    """Each name's counter growth from ``since`` to now (``_increments``); 0 without any."""
+    ids = _counter_ids(metric, scope, cluster, names)
+    return {name: sum(grown for _, grown in _increments(sid, since)) for sid, name in ids.items()}
+
+
+def dead_letters_since(
+    since: datetime, groups: Iterable[str], cluster: str | None = None
+) -> dict[str, float]:
+    """Messages written to each group's dead-letter topic since ``since``: the growth of the
+    topic's written count (expiry, which lowers what the topic holds, does not lower it). A topic
+    first stored after ``since`` counts from zero when its group was stored with no dead letters
+    just before (the topic was made between the two)."""
+    topics = {DLQ_GROUP_TOPIC_PREFIX + group: group for group in groups}
+    counters = _counter_ids("messages", "topic", cluster, topics)
+    gauges = {name: sid for sid, name in _series_ids("dlq_messages", "group", cluster, groups).items()}
+    grown = dict.fromkeys(topics.values(), 0.0)
+    for sid, topic in counters.items():
+        group = topics[topic]
+        made = _made_since(sid, gauges.get(group), since)
+        grown[group] = made + sum(value for _, value in _increments(sid, since))
+    return grown
+
+
+def _made_since(topic_id: int, gauge_id: int | None, since: datetime) -> float:
+    first = _first_value(topic_id)
+    if gauge_id is None or first is None or first[0] < since:
+        return 0.0
+    return first[1] if _value_before(gauge_id, first[0]) == 0 else 0.0
+
+
+def _counter_ids(metric: str, scope: str, cluster: str | None, names: Iterable[str] | None) -> dict[int, str]:
+    if not catalogue.is_counter(metric, scope):
+        raise ValueError(f"{metric!r} of scope {scope!r} is not a counter: no growth")
+    return _series_ids(metric, scope, cluster, names)
+
+
+def _kept(series_id: int) -> tuple[QuerySet[Point], QuerySet[Rollup]]:
+    """A series' raw points not rolled up yet (after its newest rollup), and its rollups: each
+    moment once, and a day in 288 rows rather than 2,880 (a rollup's ``value_increase`` is as
+    exact as the raw points it sums)."""
+    rollups = Rollup.objects.filter(series_id=series_id)
+    raw = Point.objects.filter(series_id=series_id)
+    newest = rollups.order_by("-start").values_list("start", flat=True).first()
+    if newest is not None:
+        raw = raw.filter(taken_at__gte=newest + ROLLUP_STEP)
+    return raw, rollups
+
+
+def _value_before(series_id: int, moment: datetime) -> float | None:
+    """The series' last value stored before ``moment`` (a rollup's last, for a bucket ended by then)."""
+    raw, rollups = _kept(series_id)
+    value = raw.filter(taken_at__lt=moment).order_by("-taken_at").values_list("value", flat=True).first()
+    if value is None:
+        earlier = rollups.filter(start__lte=moment - ROLLUP_STEP).order_by("-start")
+        value = earlier.values_list("value_last", flat=True).first()
+    return value
+
+
+def _first_value(series_id: int) -> tuple[datetime, float] | None:
+    """The series' first value kept (a rollup's lowest: a counter's first, barring a restart)."""
+    raw, rollups = _kept(series_id)
+    return (
+        rollups.order_by("start").values_list("start", "value_min").first()
+        or raw.order_by("taken_at").values_list("taken_at", "value").first()
     )
-    # A bucket's last value is dated by the bucket's start: it was measured inside the bucket, and a
-    # bucket never straddles midnight, so the growth lands on the right day.
-    values = list(rollups)
-    tail_from = values[-1][0] + ROLLUP_STEP if values else since
-    raw = Point.objects.filter(series_id=series_id, taken_at__gte=tail_from).order_by("taken_at")
-    values.extend(raw.values_list("taken_at", "value"))
-    return values
+
+
+def _increments(series_id: int, since: datetime) -> list[tuple[datetime, float]]:
+    """A counter's growth from ``since`` on, oldest first, each dated by where it was measured: a
+    5-minute rollup's ``value_increase`` (dated by the bucket's start: a bucket never straddles
+    midnight), then between consecutive raw points not rolled up yet (a restart between two cycles
+    is seen). The growth from the last value before ``since`` is since's."""
+    raw, rollups = _kept(series_id)
+    previous = _value_before(series_id, since)
+    grown: list[tuple[datetime, float]] = []
+    buckets = rollups.filter(start__gte=since).order_by("start")
+    for start, increase, last in buckets.values_list("start", "value_increase", "value_last"):
+        if increase is None:  # rolled up before rollups kept a counter's growth: the last values'
+            increase = 0.0 if previous is None else catalogue.counter_increase(previous, last)
+        grown.append((start, increase))
+        previous = last
+    for moment, value in (
+        raw.filter(taken_at__gte=since).order_by("taken_at").values_list("taken_at", "value")
+    ):
+        if previous is not None:
+            grown.append((moment, catalogue.counter_increase(previous, value)))
+        previous = value
+    return grown
 
 
 def cycles(cluster: str | None = None, since: datetime | None = None) -> list[Cycle]:

@@ -1,8 +1,9 @@
 """Downsampling and retention of metric history, run after each sampling (``tasks``).
 
-``rollup`` turns raw points into 5-minute rollups (count, avg, min, max, last per series), in time
-order from where the last run stopped; a bucket is rolled once it is complete
-(its end is ``grace`` in the past, so a cycle still being stored is not cut in half). ``prune``
+``rollup`` turns raw points into 5-minute rollups (count, avg, min, max, last per series, and a
+counter's growth over the bucket, so sums stay exact), in time order from where the last run
+stopped; a bucket is rolled once it is complete (its end is ``grace`` in the past, so a cycle
+still being stored is not cut in half). ``prune``
 deletes raw points older than ``HISTORY_RAW_DAYS`` (never ones not rolled up yet), rollups older
 than ``HISTORY_ROLLUP_DAYS``, cycles older than the raw points, and series left without data.
 
@@ -20,9 +21,9 @@ from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, Max, OuterRef
+from django.db.models import Exists, Max, OuterRef, Subquery
 
-from history import clock
+from history import catalogue, clock
 from history.models import Cycle, Point, Rollup, Series
 
 BUCKET = timedelta(minutes=5)
@@ -98,20 +99,49 @@ def _roll_range(start: datetime, end: datetime) -> tuple[int, int]:
         chunk_size=5000
     ):
         values[(taken_at.timestamp() // seconds * seconds, series_id)].append(value)
-    rollups = [
-        Rollup(
-            series_id=series_id,
-            start=datetime.fromtimestamp(bucket, UTC),
-            count=len(figures),
-            value_avg=sum(figures) / len(figures),
-            value_min=min(figures),
-            value_max=max(figures),
-            value_last=figures[-1],
+    carried = _counters_before({series_id for _, series_id in values}, start)
+    rollups = []
+    for (bucket, series_id), figures in sorted(values.items()):  # oldest bucket first: carried on
+        increase = None
+        if series_id in carried:
+            increase, carried[series_id] = _increase(carried[series_id], figures)
+        rollups.append(
+            Rollup(
+                series_id=series_id,
+                start=datetime.fromtimestamp(bucket, UTC),
+                count=len(figures),
+                value_avg=sum(figures) / len(figures),
+                value_min=min(figures),
+                value_max=max(figures),
+                value_last=figures[-1],
+                value_increase=increase,
+            )
         )
-        for (bucket, series_id), figures in values.items()
-    ]
     Rollup.objects.bulk_create(rollups, batch_size=1000, ignore_conflicts=True)
     return len({bucket for bucket, _ in values}), len(rollups)
+
+
+def _counters_before(series_ids: set[int], start: datetime) -> dict[int, float | None]:
+    """The counter series among ``series_ids``, each with its last value before ``start`` (its
+    newest rollup's last value: everything before ``start`` is rolled), None when it has none."""
+    kinds = Series.objects.filter(id__in=series_ids).values_list("id", "metric", "scope")
+    counters = [sid for sid, metric, scope in kinds if catalogue.is_counter(metric, scope)]
+    newest = Rollup.objects.filter(series_id=OuterRef("series_id"), start__lt=start).order_by("-start")
+    last = Rollup.objects.filter(
+        series_id__in=counters, start=Subquery(newest.values("start")[:1])
+    ).values_list("series_id", "value_last")
+    return {**dict.fromkeys(counters), **dict(last)}
+
+
+def _increase(before: float | None, figures: list[float]) -> tuple[float, float]:
+    """A counter's growth through ``figures`` from ``before`` (None: from its first figure), and
+    its last figure."""
+    grown = 0.0
+    for value in figures:
+        if before is not None:
+            grown += catalogue.counter_increase(before, value)
+        before = value
+    return grown, figures[-1]
 
 
 def _delete_oldest(model, time_field: str, before: datetime) -> int:

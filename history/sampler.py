@@ -5,8 +5,9 @@ turn the snapshot into figures of the catalogue, store them as one bulk insert, 
 A broker that does not answer is stored with ``up`` 0 and the seconds since it last answered; so is
 a broker of the previous cycle that the name server no longer lists, or every broker of the
 previous cycle when the name server itself does not answer (a dead cluster must not look like an
-empty, quiet one). Figures the cycle cannot know are left out,
-not stored as zero: a topic's TPS on its first cycle, a group whose stats failed.
+empty, quiet one). Figures the cycle cannot know are left out, not stored as zero: a topic's or a
+broker's TPS on its first cycle (a rate is a counter's growth since the previous cycle), a group
+whose stats failed.
 """
 
 from __future__ import annotations
@@ -27,6 +28,12 @@ from history.signals import sample_stored
 log = logging.getLogger(__name__)
 
 Key = tuple[str, str, str]  # (metric, scope, name)
+# The previous cycle's counters a rate is the growth of: {(metric, scope): {name: (taken_at, value)}}.
+Previous = dict[tuple[str, str], dict[str, tuple[datetime, float]]]
+RATED = (("messages", "topic"), ("messages_in", "broker"), ("messages_out", "broker"))
+# A broker's rates are its counters' growth between two cycles: its own putTps is a 10 s window at
+# the sampling moment and misses a burst between samples.
+BROKER_RATES = {"tps_in": "messages_in", "tps_out": "messages_out"}
 INSERT_BATCH = 1000
 # A broker not heard from for this long, and no longer listed by the name server, is forgotten.
 FORGET_AFTER = timedelta(days=1)
@@ -41,7 +48,7 @@ class CycleResult:
 def sample(cluster: str, admin: MQAdmin) -> CycleResult:
     """Sample ``cluster`` (a BROKER_NAMESRV entry) once through ``admin`` and store the figures."""
     taken_at = clock.now()
-    previous_topics = query.latest("messages", "topic", cluster)
+    previous = {key: query.latest(*key, cluster) for key in RATED}
     try:
         snapshot = admin.run(collect(admin.core))
     except MQClientError as exc:
@@ -49,7 +56,7 @@ def sample(cluster: str, admin: MQAdmin) -> CycleResult:
         figures = {}
         snapshot = Snapshot(taken_at.timestamp(), errors=[str(exc)])
     else:
-        figures = figures_of(snapshot, taken_at, previous_topics, cluster)
+        figures = figures_of(snapshot, taken_at, previous, cluster)
     _vanished(cluster, taken_at, figures)
     cycle = Cycle(
         cluster=cluster,
@@ -63,23 +70,21 @@ def sample(cluster: str, admin: MQAdmin) -> CycleResult:
     return CycleResult(cycle, figures)
 
 
-def figures_of(
-    snapshot: Snapshot,
-    taken_at: datetime,
-    previous_topics: dict[str, tuple[datetime, float]],
-    cluster: str,
-) -> dict[Key, float]:
+def figures_of(snapshot: Snapshot, taken_at: datetime, previous: Previous, cluster: str) -> dict[Key, float]:
     figures: dict[Key, float] = {}
-    _brokers(snapshot, taken_at, cluster, figures)
-    _topics(snapshot, taken_at, previous_topics, figures)
+    _brokers(snapshot, taken_at, cluster, figures, previous)
+    _topics(snapshot, taken_at, previous[("messages", "topic")], figures)
     _groups(snapshot, taken_at, cluster, figures)
     for key in figures:
         catalogue.get(key[0], key[1])  # only catalogue metrics are stored
     return figures
 
 
-def _brokers(snapshot: Snapshot, taken_at: datetime, cluster: str, figures: dict[Key, float]) -> None:
+def _brokers(
+    snapshot: Snapshot, taken_at: datetime, cluster: str, figures: dict[Key, float], previous: Previous
+) -> None:
     clusters: dict[str, dict[str, float]] = {}
+    unrated: set[str] = set()  # clusters with a master of no rate this cycle
     for b in snapshot.brokers:
         name = catalogue.broker_key(b["broker"], b["broker_id"])
         totals = clusters.setdefault(
@@ -98,18 +103,30 @@ def _brokers(snapshot: Snapshot, taken_at: datetime, cluster: str, figures: dict
         totals["brokers_up"] += 1
         figures[("last_heard_seconds", "broker", name)] = 0.0
         for metric, value in broker_figures(b["runtime"]).items():
-            if value is not None:
+            if value is not None and metric not in BROKER_RATES:
                 figures[(metric, "broker", name)] = value
+        rated = _broker_rates(name, taken_at, previous, figures)
         if b["broker_id"] == "0":  # a slave's puts are its master's, counted once
             for metric in ("tps_in", "tps_out", "messages_in", "messages_out"):
-                totals[metric] += figures[(metric, "broker", name)]
+                totals[metric] += figures.get((metric, "broker", name), 0.0)
+            if not rated:
+                unrated.add(b["cluster"])
             half = snapshot.half_messages.get(b["broker"])
             if half is not None:
                 figures[("half_messages", "broker", name)] = float(half)
+    _clusters(snapshot, clusters, unrated, figures)
+
+
+def _clusters(
+    snapshot: Snapshot, clusters: dict[str, dict[str, float]], unrated: set[str], figures: dict[Key, float]
+) -> None:
+    """Each RocketMQ cluster's figures: its masters' totals (no TPS when a master has none: a
+    partial sum would read as a drop in traffic), half messages, non-system groups' lag."""
     broker_cluster = {b["broker"]: b["cluster"] for b in snapshot.brokers}
     for cluster_name, totals in clusters.items():
         for metric, value in totals.items():
-            figures[(metric, "cluster", cluster_name)] = value
+            if cluster_name not in unrated or metric not in BROKER_RATES:
+                figures[(metric, "cluster", cluster_name)] = round(value, 3)
         halves = [
             v for broker, v in snapshot.half_messages.items() if broker_cluster.get(broker) == cluster_name
         ]
@@ -121,6 +138,22 @@ def _brokers(snapshot: Snapshot, taken_at: datetime, cluster: str, figures: dict
             continue
         owner = next((broker_cluster[b] for b in g.brokers if b in broker_cluster), first_cluster)
         figures[("lag", "cluster", owner)] += g.lag
+
+
+def _broker_rates(name: str, taken_at: datetime, previous: Previous, figures: dict[Key, float]) -> bool:
+    """The broker's TPS in and out: its counters' growth since the previous cycle (a counter that
+    went down is a restart, its new value the growth) over the seconds between. False when the
+    previous cycle has no counter of the broker (its first cycle, or it did not answer then)."""
+    rated = True
+    for rate, counter in BROKER_RATES.items():
+        now = figures.get((counter, "broker", name))
+        before = previous[(counter, "broker")].get(name)
+        if now is None or before is None or taken_at <= before[0]:
+            rated = False
+            continue
+        grown = catalogue.counter_increase(before[1], now)
+        figures[(rate, "broker", name)] = round(grown / (taken_at - before[0]).total_seconds(), 3)
+    return rated
 
 
 def _last_heard_seconds(cluster: str, name: str, taken_at: datetime) -> float | None:

@@ -26,7 +26,7 @@ from broker.common.system_names import is_system_group
 from broker.common.topic_kinds import NORMAL, topic_kinds
 from console.cluster_access import current_namesrv
 from console.roles import VIEWER, require_role
-from history import charts, query
+from history import catalogue, charts, query
 from history.models import Cycle, Series
 
 log = logging.getLogger(__name__)
@@ -113,8 +113,11 @@ def daily_json(request):
 
 
 def _daily_rows(days: int, cluster: str) -> list[dict]:
-    put = query.daily_totals("messages_in", "cluster", days, cluster=cluster)
-    read = dict(query.daily_totals("messages_out", "cluster", days, cluster=cluster))
+    # Summed per master, not from the cluster's total: when one master restarts its counter starts
+    # again at 0 while the others go on, and only a broker's own counter tells a restart.
+    masters = [name for name in query.names("messages_in", "broker", cluster) if catalogue.is_master(name)]
+    put = query.daily_totals("messages_in", "broker", days, cluster=cluster, names=masters)
+    read = dict(query.daily_totals("messages_out", "broker", days, cluster=cluster, names=masters))
     return [
         {"day": day.isoformat(), "in": round(total), "out": round(read.get(day, 0.0))} for day, total in put
     ]

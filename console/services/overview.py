@@ -3,7 +3,8 @@
 Brokers come from one runtime-info request per broker (cheap, and the page must say *now* whether a
 broker is up). The groups with most lag and the dead letters of today come from the metric history
 (``history.query``) once the sampler has stored points, since reading every group's lag live costs a
-consume-stats request per group; until then they are read live and the page says so. Firing alerts
+consume-stats request per group; until then they are read live and the page says so. Messages in
+and out today come from the history only: the brokers' own day counts restart with the broker. Firing alerts
 are the alerts app's events. A section that cannot be read shows its error; the rest of the page
 still answers.
 """
@@ -16,7 +17,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.utils import timezone
 
 from broker.client.admin import MQAdmin, MQClientError
 from broker.common.system_names import is_system_group
@@ -43,6 +43,10 @@ class Section:
 @dataclass
 class BrokerHealth:
     rows: list = field(default_factory=list)  # BrokerSummary, one per broker member
+    # Messages put and read by the masters since 00:00 UTC, from the metric history (None without a
+    # recent sample: the brokers' own day counts start again at 0 when a broker restarts).
+    in_today: int | None = None
+    out_today: int | None = None
 
     @property
     def up(self) -> int:
@@ -59,14 +63,6 @@ class BrokerHealth:
     @property
     def out_tps(self) -> float:
         return round(sum(r.out_tps for r in self.rows if not r.runtime_error), 2)
-
-    @property
-    def in_today(self) -> int:
-        return sum(r.in_total_today for r in self.rows if r.broker_id == 0)
-
-    @property
-    def out_today(self) -> int:
-        return sum(r.out_total_today for r in self.rows if r.broker_id == 0)
 
     @property
     def max_disk(self) -> float | None:
@@ -101,16 +97,25 @@ def _guarded(read: Callable[..., Section], *args: object) -> Section:
         return Section(error=str(exc))
 
 
-def broker_health(admin: MQAdmin) -> Section:
-    return Section(BrokerHealth(cluster_overview(admin).rows), source="live")
+def broker_health(admin: MQAdmin, cluster: str) -> Section:
+    health = BrokerHealth(cluster_overview(admin).rows)
+    if _fresh_history(cluster, "messages_in", "broker") is not None:
+        from history import catalogue, query
+
+        for metric, attr in (("messages_in", "in_today"), ("messages_out", "out_today")):
+            grown = query.growth_since(metric, "broker", query.day_start(), cluster)
+            setattr(health, attr, round(sum(v for n, v in grown.items() if catalogue.is_master(n))))
+    return Section(health, source="live")
 
 
-def _fresh_history(cluster: str, metric: str) -> dict[str, tuple[datetime, float]] | None:
-    """``history.query.latest`` of the group metric when the sampler stored its newest cycle
-    recently enough to stand for "now" (a few sampling intervals), else None (read live)."""
+def _fresh_history(
+    cluster: str, metric: str, scope: str = "group"
+) -> dict[str, tuple[datetime, float]] | None:
+    """``history.query.latest`` of the metric when the sampler stored its newest cycle recently
+    enough to stand for "now" (a few sampling intervals), else None (read live)."""
     from history import clock, query
 
-    latest = query.latest(metric, "group", cluster)
+    latest = query.latest(metric, scope, cluster)
     if not latest:
         return None
     newest = max(taken_at for taken_at, _ in latest.values())
@@ -154,17 +159,11 @@ def _int(value: float | None) -> int | None:
 def dead_letters(admin: MQAdmin, cluster: str) -> Section:
     stored = _fresh_history(cluster, "dlq_messages")
     if stored is not None:
-        from history import clock, query
+        from history import query
 
-        midnight = timezone.localtime(clock.now()).replace(hour=0, minute=0, second=0, microsecond=0)
-        rows = []
-        for group, (_, total) in stored.items():
-            if total <= 0:
-                continue
-            today = query.series("dlq_messages", "group", group, since=midnight, cluster=cluster)
-            # Growth since the day's first sample (0 when the day has one sample only).
-            grown = max(0.0, total - today[0][1]) if today else 0.0
-            rows.append(DeadLetters(group, total, grown))
+        groups = [group for group, (_, total) in stored.items() if total > 0]
+        today = query.dead_letters_since(query.day_start(), groups, cluster)
+        rows = [DeadLetters(group, stored[group][1], today[group]) for group in groups]
         rows.sort(key=lambda r: (-(r.today or 0), -r.total, r.group))
         return Section(rows, source=_sampled(stored))
     rows = []
@@ -193,7 +192,7 @@ def overview(admin: MQAdmin, cluster: str) -> dict[str, Section]:
     """Every section of the page for the name server ``cluster`` (a ``BROKER_NAMESRV`` entry, the
     history's cluster key), each read on its own so one failure leaves the others shown."""
     return {
-        "brokers": _guarded(broker_health, admin),
+        "brokers": _guarded(broker_health, admin, cluster),
         "lagging": _guarded(lagging_groups, admin, cluster),
         "dead_letters": _guarded(dead_letters, admin, cluster),
         "alerts": firing_alerts(cluster),

@@ -203,8 +203,12 @@ def test_history_page_top_ten_and_days(viewer_client, fake_clock, one_cluster):
     ):
         _raw(one_cluster, "tps_in", "topic", topic, now, 10, value=lambda _: 1000.0)
     _raw(one_cluster, "lag", "group", "CID_RMQ_SYS_TRANS", now, 10, value=lambda _: 1e6)
-    # Two days of a cluster's put counter: 1 message per 5 minutes = 288 a day.
-    _rollups(one_cluster, "messages_in", "cluster", "DefaultCluster", now, 48, last=lambda i: float(i))
+    # Two days of a master's put counter: 1 message per 5 minutes = 288 a day. Its slave's count
+    # is the same messages, not more of them.
+    for member in ("broker-a:0", "broker-a:1"):
+        _rollups(one_cluster, "messages_in", "broker", member, now, 48, last=lambda i: float(i))
+    # The cluster's total is not what the days are summed from (see test_sampler's restart test).
+    _rollups(one_cluster, "messages_in", "cluster", "DefaultCluster", now, 48, last=lambda i: 2.0 * i)
     Cycle.objects.create(cluster=one_cluster, taken_at=now, points=24)
     page = viewer_client.get("/history/")
     assert page.status_code == 200

@@ -57,6 +57,25 @@ def test_rollups_summarise_each_five_minutes(fake_clock, series, settings):
     assert list(Rollup.objects.order_by("id").values_list("series_id", "start", "value_avg")) == before
 
 
+def test_a_counters_rollup_keeps_its_growth_across_a_restart(fake_clock, series, one_cluster):
+    """A broker's put counter restarts inside a bucket: the rollup keeps what was put (from the
+    previous bucket's last value, the new counter from zero), a gauge's has no growth."""
+    counter = Series.objects.create(cluster=one_cluster, metric="messages_in", scope="broker", name="b:0")
+    start = fake_clock.moment
+    readings = [(0, 100.0), (1, 107.0), (5, 110.0), (6, 130.0), (7, 4.0), (8, 9.0)]  # restart at 7
+    Point.objects.bulk_create(Point(series=counter, taken_at=start + STEP * m, value=v) for m, v in readings)
+    Point.objects.bulk_create(Point(series=series[0], taken_at=start + STEP * m, value=1.0) for m in (1, 6))
+    fake_clock.advance(minutes=15)
+    retention.maintain()
+    rolled = dict(Rollup.objects.filter(series=counter).values_list("start", "value_increase"))
+    assert rolled == {start: 7.0, start + retention.BUCKET: 3.0 + 20.0 + 4.0 + 5.0}
+    assert set(Rollup.objects.filter(series=series[0]).values_list("value_increase", flat=True)) == {None}
+    # The day's growth once only rollups are left: 39, not the 9 that the last values (107, then 9
+    # after the restart) tell.
+    Point.objects.all().delete()
+    assert dict(query.daily_totals("messages_in", "broker", days=1))[start.date()] == 39.0
+
+
 def test_days_of_samples_stay_bounded(fake_clock, series, settings):
     settings.HISTORY_RAW_DAYS = 2
     settings.HISTORY_ROLLUP_DAYS = 4
