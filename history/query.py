@@ -23,7 +23,6 @@ from django.conf import settings
 from django.db.models import Avg, Count, QuerySet, Sum
 from django.utils import timezone
 
-from broker.common.topic_config import DLQ_GROUP_TOPIC_PREFIX
 from history import catalogue, clock
 from history.models import Cycle, Point, Rollup, Series
 
@@ -210,31 +209,6 @@ def growth_since(
     return {name: sum(grown for _, grown in _increments(sid, since)) for sid, name in ids.items()}
 
 
-def dead_letters_since(
-    since: datetime, groups: Iterable[str], cluster: str | None = None
-) -> dict[str, float]:
-    """Messages written to each group's dead-letter topic since ``since``: the growth of the
-    topic's written count (expiry, which lowers what the topic holds, does not lower it). A topic
-    first stored after ``since`` counts from zero when its group was stored with no dead letters
-    just before (the topic was made between the two)."""
-    topics = {DLQ_GROUP_TOPIC_PREFIX + group: group for group in groups}
-    counters = _counter_ids("messages", "topic", cluster, topics)
-    gauges = {name: sid for sid, name in _series_ids("dlq_messages", "group", cluster, groups).items()}
-    grown = dict.fromkeys(topics.values(), 0.0)
-    for sid, topic in counters.items():
-        group = topics[topic]
-        made = _made_since(sid, gauges.get(group), since)
-        grown[group] = made + sum(value for _, value in _increments(sid, since))
-    return grown
-
-
-def _made_since(topic_id: int, gauge_id: int | None, since: datetime) -> float:
-    first = _first_value(topic_id)
-    if gauge_id is None or first is None or first[0] < since:
-        return 0.0
-    return first[1] if _value_before(gauge_id, first[0]) == 0 else 0.0
-
-
 def _counter_ids(metric: str, scope: str, cluster: str | None, names: Iterable[str] | None) -> dict[int, str]:
     if not catalogue.is_counter(metric, scope):
         raise ValueError(f"{metric!r} of scope {scope!r} is not a counter: no growth")
@@ -261,15 +235,6 @@ def _value_before(series_id: int, moment: datetime) -> float | None:
         earlier = rollups.filter(start__lte=moment - ROLLUP_STEP).order_by("-start")
         value = earlier.values_list("value_last", flat=True).first()
     return value
-
-
-def _first_value(series_id: int) -> tuple[datetime, float] | None:
-    """The series' first value kept (a rollup's lowest: a counter's first, barring a restart)."""
-    raw, rollups = _kept(series_id)
-    return (
-        rollups.order_by("start").values_list("start", "value_min").first()
-        or raw.order_by("taken_at").values_list("taken_at", "value").first()
-    )
 
 
 def _increments(series_id: int, since: datetime) -> list[tuple[datetime, float]]:

@@ -346,8 +346,11 @@ def send_pending_transactions(namesrv_addr: str, group: str, messages) -> list[s
         producer.shutdown()
 
 
-def make_dead_letters(namesrv_addr: str, topic: str, group: str, count: int, keys: str = "dead"):
-    """Messages a real push consumer fails on with no retries left: the broker dead-letters them."""
+def make_dead_letters(
+    namesrv_addr: str, topic: str, group: str, count: int, keys: str = "dead", already: int = 0
+):
+    """Messages a real push consumer fails on with no retries left: the broker dead-letters them
+    (``already``: the group's dead letters from before, so the wait is for ``already + count``)."""
     from broker.client import ConsumeConcurrentlyStatus, PushConsumer
     from broker.client.admin import MQAdmin, NotFoundError
     from broker.client.consumer_core import CONSUME_FROM_FIRST_OFFSET
@@ -369,7 +372,8 @@ def make_dead_letters(namesrv_addr: str, topic: str, group: str, count: int, key
 
             def dead() -> bool:
                 try:
-                    return sum(q.max_offset for q in admin.topic_status(f"%DLQ%{group}").queues) >= count
+                    queues = admin.topic_status(f"%DLQ%{group}").queues
+                    return sum(q.max_offset for q in queues) >= already + count
                 except NotFoundError:
                     return False
 

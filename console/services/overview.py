@@ -22,6 +22,7 @@ from broker.client.admin import MQAdmin, MQClientError
 from broker.common.system_names import is_system_group
 from broker.common.topic_config import DLQ_GROUP_TOPIC_PREFIX
 from console.services.cluster_queries import cluster_overview, group_rows
+from console.services.dead_letters_today import dead_letters_since
 
 TOP_GROUPS = 10
 MAX_EVENTS = 20
@@ -157,24 +158,29 @@ def _int(value: float | None) -> int | None:
 
 
 def dead_letters(admin: MQAdmin, cluster: str) -> Section:
+    """Groups with dead letters: how many their DLQ holds (from the history once sampled, else
+    live) and how many arrived since 00:00 UTC, always read from the brokers' stores (exact
+    whenever the sampler ran)."""
+    from history import query
+
     stored = _fresh_history(cluster, "dlq_messages")
     if stored is not None:
-        from history import query
-
-        groups = [group for group, (_, total) in stored.items() if total > 0]
-        today = query.dead_letters_since(query.day_start(), groups, cluster)
-        rows = [DeadLetters(group, stored[group][1], today[group]) for group in groups]
-        rows.sort(key=lambda r: (-(r.today or 0), -r.total, r.group))
-        return Section(rows, source=_sampled(stored))
-    rows = []
-    for topic in admin.topic_list():
-        if topic.startswith(DLQ_GROUP_TOPIC_PREFIX):
-            status = admin.topic_status(topic)
-            total = sum(q.max_offset - q.min_offset for q in status.queues)
-            if total:
-                rows.append(DeadLetters(topic[len(DLQ_GROUP_TOPIC_PREFIX) :], total))
-    rows.sort(key=lambda r: (-r.total, r.group))
-    return Section(rows, source="live (growth today needs the history sampler)")
+        totals = {group: total for group, (_, total) in stored.items() if total > 0}
+        source = _sampled(stored) + "; new today from the brokers"
+    else:
+        totals = {}
+        for topic in admin.topic_list():
+            if topic.startswith(DLQ_GROUP_TOPIC_PREFIX):
+                status = admin.topic_status(topic)
+                total = sum(q.max_offset - q.min_offset for q in status.queues)
+                if total:
+                    totals[topic[len(DLQ_GROUP_TOPIC_PREFIX) :]] = total
+        source = "live"
+    groups = sorted(totals, key=lambda g: (-totals[g], g))
+    today = dead_letters_since(admin, groups, query.day_start())
+    rows = [DeadLetters(group, totals[group], today.get(group)) for group in groups]
+    rows.sort(key=lambda r: (-(r.today or 0), -r.total, r.group))
+    return Section(rows, source=source)
 
 
 def firing_alerts(cluster: str) -> Section:
