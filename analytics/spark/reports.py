@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 from broker.common import message_const as const
 from broker.common.delay_levels import DEFAULT_DELAY_LEVELS
 
+from .catalog import HOUR_MS
 from .segment_rows import (
     KIND_DLQ,
     KIND_NORMAL,
@@ -27,7 +28,6 @@ PERCENTILES = (0.5, 0.9, 0.95, 0.99)
 # Upper bounds (inclusive) of histogram buckets; the last bucket is "above the last edge".
 SIZE_BUCKETS = (0, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 65536, 262144, 1048576, 4194304)
 LATENCY_BUCKETS = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 60000, 600000)
-HOUR_MS = 3_600_000
 ALL_TOPICS = "*"
 
 

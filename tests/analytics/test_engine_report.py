@@ -208,3 +208,31 @@ def test_the_sections_agree_with_each_other(engine_report):
     assert sum(r["messages"] for r in sections["size_histogram"]) == sizes["*"]
     assert sum(r["messages"] for r in sections["latency_histogram"]) == sizes["*"]
     assert sections["transactions"] == []
+
+
+def test_the_throughput_chart_spans_the_hours_of_the_data(engine_report):
+    import matplotlib.dates as mdates
+    import matplotlib.pyplot as plt
+
+    from analytics.charts import throughput_figure
+    from analytics.spark.catalog import HOUR_MS
+
+    sections, _ = engine_report
+    rows = sections["throughput"]
+    hours = sorted({r["hour_start_ms"] for r in rows if r["kind"] == "normal"})
+    fig = throughput_figure(rows)
+    try:
+        ax = fig.axes[0]
+        left, right = (round(mdates.num2date(x).timestamp() * 1000) for x in ax.get_xlim())
+        assert (left, right) == (hours[0] - HOUR_MS // 2, hours[-1] + HOUR_MS // 2)
+        ticks = [round(mdates.num2date(x).timestamp() * 1000) for x in ax.get_xticks()]
+        assert ticks == hours  # one tick per hour of data: an axis of hours, not of years
+        lines = ax.get_lines()
+        assert sorted(line.get_label() for line in lines) == [
+            f"{AUDIT} ({USER[AUDIT]})",
+            f"{ORDERS} ({N_ORDERS})",
+        ]
+        styles = {(line.get_marker(), line.get_linestyle(), line.get_markersize()) for line in lines}
+        assert len(styles) == len(lines)  # each series drawn its own way
+    finally:
+        plt.close(fig)
