@@ -37,8 +37,8 @@ def throughput_figure(rows: list[dict]):
     """Messages per hour of the busiest user topics (``throughput`` rows of kind normal).
 
     The x axis spans the hours of the data (half an hour either side), not matplotlib's default
-    of years around a single point; each topic has its own marker and line style, the later ones
-    drawn smaller, so series with equal counts still show one another."""
+    of years around a single point; each topic has its own hollow marker and line style, the later
+    ones smaller, so series with equal counts show as nested outlines instead of hiding each other."""
     series: dict[str, dict[int, int]] = defaultdict(dict)
     for row in rows:
         if row["kind"] == "normal":
@@ -48,11 +48,13 @@ def throughput_figure(rows: list[dict]):
     for i, topic in enumerate(busiest):
         hours = sorted(series[topic])
         ax.plot(mdates.date2num([_utc(h) for h in hours]), [series[topic][h] for h in hours],
-                marker=MARKERS[i], markersize=11 - i, linestyle=LINE_STYLES[i % len(LINE_STYLES)],
+                marker=MARKERS[i], markersize=16 - 1.5 * i, markerfacecolor="none", markeredgewidth=2,
+                linestyle=LINE_STYLES[i % len(LINE_STYLES)],
                 label=f"{topic} ({sum(series[topic].values())})")  # fmt: skip
     ax.set_title("Messages per hour (user topics)")
     ax.set_ylabel("messages")
-    ax.set_ylim(bottom=0)
+    highest = max((n for topic in busiest for n in series[topic].values()), default=0)
+    ax.set_ylim(0, highest * 1.2 or 1)  # room above the top markers
     if busiest:
         ax.legend(fontsize="small")
         _hour_axis(ax, min(min(series[t]) for t in busiest), max(max(series[t]) for t in busiest))
