@@ -5,6 +5,8 @@ the next report starts a new one. Real local sessions; the JVM is a child of thi
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from analytics.models import ReportRun
 from analytics.runner import execute_run
 from analytics.spark.session import report_session, stop_spark
 from broker.local_cluster import wait_until
+from broker.store.archive import SegmentArchiver
 from tests.analytics.workload import WorkloadWriter
 
 JVM_EXIT_S = 60  # generous: the JVM's exit takes a second on a quiet machine
@@ -23,14 +26,11 @@ JVM_EXIT_S = 60  # generous: the JVM's exit takes a second on a quiet machine
 def archive(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("idle-workload")
     WorkloadWriter(root / "store", seed=5).write(messages=60)
-    # (no torn tail needed here: the runs only have to succeed)
-    writer_archive = root / "archive"
-    from broker.store.archive import SegmentArchiver
-
-    archiver = SegmentArchiver(str(writer_archive))
+    # Every segment as it is (no torn tail: these runs only have to succeed).
+    archiver = SegmentArchiver(str(root / "archive"))
     for segment in sorted((root / "store" / "commitlog").iterdir()):
         archiver.archive(segment)
-    return writer_archive
+    return root / "archive"
 
 
 def jvm_children() -> set[int]:
@@ -84,8 +84,18 @@ def test_a_negative_idle_time_is_refused():
 def test_the_worker_releases_spark_after_each_report(transactional_db, no_spark_yet, archive, tmp_path):
     with override_settings(SPARK_MASTER="local[1]", ANALYTICS_SHUFFLE_PARTITIONS=1,
                            ANALYTICS_SPARK_IDLE_SECONDS=0.2, ANALYTICS_REPORTS_DIR=tmp_path):  # fmt: skip
-        for _ in range(2):  # the second report starts Spark again after the first released it
-            run = ReportRun.objects.create(report="throughput", input_uri=str(archive))
-            assert execute_run(run.pk).status == ReportRun.DONE, run.error
-            assert wait_until(lambda: jvm_children() == set(), JVM_EXIT_S, 0.1, "the worker's JVM to exit")
-            assert sum(r.values["messages"] for r in run.report_rows.filter(section="throughput")) > 60
+        run = ReportRun.objects.create(report="throughput", input_uri=str(archive))
+        assert execute_run(run.pk).status == ReportRun.DONE, run.error
+        assert sum(r.values["messages"] for r in run.report_rows.filter(section="throughput")) > 60
+        # (that the next report starts a new session is the first test's last part)
+        assert wait_until(lambda: jvm_children() == set(), JVM_EXIT_S, 0.1, "the worker's JVM to exit")
+
+
+@pytest.mark.parametrize("value", ["soon", "-5", "nan", "inf"])
+def test_a_bad_idle_setting_stops_start_up_saying_which(value, tmp_path):
+    env = {**os.environ, "ANALYTICS_SPARK_IDLE_SECONDS": value, "CONSOLE_VAR_DIR": str(tmp_path),
+           "DJANGO_SETTINGS_MODULE": "console.project.settings"}  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", "import django; django.setup()"], env=env,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode != 0
+    assert f"ANALYTICS_SPARK_IDLE_SECONDS={value!r}: expected a number of seconds, 0 or more" in done.stderr
