@@ -55,14 +55,15 @@ def execute_run(run_id: int) -> ReportRun:
 
 def _run_job(run: ReportRun, output_dir) -> None:
     from .spark.job import ReportRequest, run_report
-    from .spark.session import spark_session
+    from .spark.session import report_session
 
-    spark = spark_session(settings.SPARK_MASTER, settings.ANALYTICS_SHUFFLE_PARTITIONS)
     request = ReportRequest(
         report=run.report, input_uri=run.input_uri, output_dir=str(output_dir),
         start_ms=_ms(run.start_time), end_ms=_ms(run.end_time), topics=list(run.topics or []),
     )  # fmt: skip
-    result = run_report(spark, request, lambda pct, stage: _update(run, progress=pct, stage=stage))
+    with report_session(settings.SPARK_MASTER, settings.ANALYTICS_SHUFFLE_PARTITIONS,
+                        settings.ANALYTICS_SPARK_IDLE_SECONDS) as spark:  # fmt: skip
+        result = run_report(spark, request, lambda pct, stage: _update(run, progress=pct, stage=stage))
     with transaction.atomic():
         run.report_rows.all().delete()
         ReportRow.objects.bulk_create(

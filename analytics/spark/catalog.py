@@ -14,3 +14,6 @@ REPORT_SECTIONS = {
     "all": tuple(s for sections in REPORT_SECTIONS.values() for s in sections),
     **REPORT_SECTIONS,
 }
+
+# The throughput section's bucket, and the hour the chart of it ticks by.
+HOUR_MS = 3_600_000

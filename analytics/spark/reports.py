@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 from broker.common import message_const as const
 from broker.common.delay_levels import DEFAULT_DELAY_LEVELS
 
+from .catalog import HOUR_MS
 from .segment_rows import (
     KIND_DLQ,
     KIND_NORMAL,
@@ -27,7 +28,6 @@ PERCENTILES = (0.5, 0.9, 0.95, 0.99)
 # Upper bounds (inclusive) of histogram buckets; the last bucket is "above the last edge".
 SIZE_BUCKETS = (0, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 65536, 262144, 1048576, 4194304)
 LATENCY_BUCKETS = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 60000, 600000)
-HOUR_MS = 3_600_000
 ALL_TOPICS = "*"
 
 
@@ -135,23 +135,42 @@ def latency_histogram(df: DataFrame) -> DataFrame:
     return _histogram(_latencies(df), "latency_ms", LATENCY_BUCKETS)
 
 
+def send_backs_for_retry(df: DataFrame) -> DataFrame:
+    """One record per send-back that asked for redelivery (a consumer's retry): the broker parks it
+    in ``SCHEDULE_TOPIC_XXXX`` for ``%RETRY%group``, or - with no delay levels - writes it straight
+    to ``%RETRY%group``. A ``%RETRY%`` record the schedule delivered keeps ``REAL_TOPIC`` (as in
+    RocketMQ), so it is the parked record's redelivery, not a second retry."""
+    parked = (F.col("kind") == KIND_SCHEDULE) & F.col("group").isNotNull()
+    straight = (F.col("kind") == KIND_RETRY) & F.col("real_topic").isNull()
+    return df.filter(parked | straight)
+
+
 def retry_dlq(df: DataFrame) -> DataFrame:
-    """Per consumer group: deliveries into ``%RETRY%group`` (retry_messages), distinct messages
-    among them (retried_messages), records in ``%DLQ%group`` (dlq_messages), and the user
-    messages of the topics those came from (source_messages); rates are per source message."""
+    """Per consumer group: send-backs asking for redelivery (retry_messages, see
+    ``send_backs_for_retry``; the delay-level section's retry_messages plus any written straight
+    to ``%RETRY%group``), distinct messages among them (retried_messages), records delivered into
+    ``%RETRY%group`` (redelivered_messages: fewer while retries wait), records in ``%DLQ%group``
+    (dlq_messages), and the user messages of the topics those came from (source_messages, topic
+    named in RETRY_TOPIC); rates are per source message."""
     message_id = F.coalesce(
         F.col("unique_key"),
         F.col("properties")[const.PROPERTY_ORIGIN_MESSAGE_ID],
         F.col("commitlog_offset").cast("string"),
     )
     retries = (
-        df.filter(F.col("kind") == KIND_RETRY)
+        send_backs_for_retry(df)
         .groupBy("group")
         .agg(F.count("*").alias("retry_messages"), F.countDistinct(message_id).alias("retried_messages"))
     )
+    redelivered = (
+        df.filter(F.col("kind") == KIND_RETRY)
+        .groupBy("group")
+        .agg(F.count("*").alias("redelivered_messages"))
+    )
     dead = df.filter(F.col("kind") == KIND_DLQ).groupBy("group").agg(F.count("*").alias("dlq_messages"))
     origins = (
-        df.filter(F.col("kind").isin(KIND_RETRY, KIND_DLQ) & F.col("original_topic").isNotNull())
+        df.filter(F.col("kind").isin(KIND_RETRY, KIND_DLQ, KIND_SCHEDULE) & F.col("group").isNotNull())
+        .filter(F.col("original_topic").isNotNull())
         .select("group", F.col("original_topic").alias("source_topic"))
         .distinct()
     )
@@ -164,7 +183,12 @@ def retry_dlq(df: DataFrame) -> DataFrame:
             F.concat_ws(",", F.sort_array(F.collect_set("source_topic"))).alias("source_topics"),
         )
     )
-    joined = retries.join(dead, "group", "full_outer").join(sources, "group", "left").fillna(0)
+    joined = (
+        retries.join(redelivered, "group", "full_outer")
+        .join(dead, "group", "full_outer")
+        .join(sources, "group", "left")
+        .fillna(0)
+    )
     joined = joined.fillna("", subset=["source_topics"])
 
     def rate(column: str):
@@ -175,6 +199,7 @@ def retry_dlq(df: DataFrame) -> DataFrame:
         "source_topics",
         "source_messages",
         "retry_messages",
+        "redelivered_messages",
         "retried_messages",
         "dlq_messages",
         rate("retried_messages").alias("retry_rate"),
@@ -184,7 +209,8 @@ def retry_dlq(df: DataFrame) -> DataFrame:
 
 def delay_levels(df: DataFrame, levels: str = DEFAULT_DELAY_LEVELS) -> DataFrame:
     """Records written to ``SCHEDULE_TOPIC_XXXX`` per delay level (queue id = level - 1), split
-    into a user's delayed messages and consumer retries waiting for redelivery."""
+    into a user's delayed messages and consumer retries parked for ``%RETRY%group`` (the same
+    records the retry section counts as retry_messages, see ``send_backs_for_retry``)."""
     labels = levels.split()
     label_map = F.create_map(*[x for i, name in enumerate(labels) for x in (F.lit(i + 1), F.lit(name))])
     level = F.coalesce(F.col("delay_level"), F.col("queue_id") + 1)

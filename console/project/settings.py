@@ -26,6 +26,18 @@ def _env_bool(name: str, default: bool) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
+def _non_negative_seconds(name: str, default: str) -> float:
+    """A duration in seconds from the environment; a bad value stops start-up saying which."""
+    text = os.environ.get(name, default)
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise ImproperlyConfigured(f"{name}={text!r}: expected a number of seconds, 0 or more")
+    return value
+
+
 def _secret_key() -> str:
     """An env-provided key, else one generated once per installation and kept in var/.
 
@@ -155,6 +167,9 @@ ANALYTICS_SHUFFLE_PARTITIONS = int(os.environ.get("ANALYTICS_SHUFFLE_PARTITIONS"
 # seconds is shown as failed (its worker stopped) instead of "running" forever.
 ANALYTICS_HEARTBEAT_SECONDS = float(os.environ.get("ANALYTICS_HEARTBEAT_SECONDS", "30"))
 ANALYTICS_ABANDONED_AFTER = float(os.environ.get("ANALYTICS_ABANDONED_AFTER", "120"))
+# A worker stops its Spark session (its ~800 MB JVM, and on a cluster the cores its application
+# holds) once no report has run for this many seconds; the next report starts a new one.
+ANALYTICS_SPARK_IDLE_SECONDS = _non_negative_seconds("ANALYTICS_SPARK_IDLE_SECONDS", "300")
 # Alerts (W15): receivers every rule notifies besides its own (comma separated), and how webhooks
 # are delivered: each POST waits at most TIMEOUT seconds; a failed one is retried after BACKOFF
 # seconds, doubling up to BACKOFF_MAX, and given up after MAX_ATTEMPTS attempts in all. E-mail goes

@@ -8,6 +8,7 @@ import tempfile
 
 import django
 import django.apps
+import pytest
 
 # Before Django reads its settings: a private var dir (secret key, Celery queue, reports).
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.project.settings")
@@ -19,3 +20,13 @@ if _OWN_VAR_DIR:
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 if not django.apps.apps.ready:  # when the run did not configure Django before collecting us
     django.setup()
+
+
+@pytest.fixture(scope="module")
+def spark():
+    """A local Spark session for a module's report runs (start-up costs seconds)."""
+    from analytics.spark.session import spark_session
+
+    session = spark_session("local[2]", shuffle_partitions=2)
+    yield session
+    session.stop()  # before interpreter exit, so py4j does not log into closed streams

@@ -11,7 +11,6 @@ import pytest
 
 from analytics.spark import reports
 from analytics.spark.job import ReportRequest, run_report
-from analytics.spark.session import spark_session
 from broker.common.delay_levels import DEFAULT_DELAY_LEVELS
 from broker.common.topic_config import TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 from tests.analytics.workload import T0, WorkloadWriter, expected
@@ -24,13 +23,6 @@ def workload(tmp_path_factory):
     writer.write()
     archived = writer.archive(root / "archive")
     return writer, root, archived
-
-
-@pytest.fixture(scope="module")
-def spark():
-    session = spark_session("local[2]", shuffle_partitions=2)
-    yield session
-    session.stop()  # before interpreter exit, so py4j does not log into closed streams
 
 
 @pytest.fixture(scope="module")

@@ -352,7 +352,9 @@ def _retry_dlq(stored: list[dict], user: list[dict]) -> dict:
         out[group] = {
             "source_topics": ",".join(sorted(sources)),
             "source_messages": source_messages,
+            # every send-back of the workload is parked and then delivered: both count alike
             "retry_messages": len(retries),
+            "redelivered_messages": len(retries),
             "retried_messages": retried,
             "dlq_messages": len(dead),
             "retry_rate": retried / source_messages,
