@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import yaml
+
 from alerts.defaults import DEFAULT_RULES
 from alerts.models import AlertEvent, AlertRule
+from alerts.prometheus_rules import prometheus_rules, rules_yaml
 from tests.alerts.cycles import play_cycle
 
 GROUP = "g-payments-slow"
@@ -120,3 +123,29 @@ def test_lag_growing_holds_from_the_first_cycle_that_sees_the_growth_until_it_le
         lambda cycle: lag(2900 if cycle % 2 else 2000),
     )
     assert all(states[cycle] == ["resolved"] for cycle in range(62, 110)), states
+
+
+def test_the_exported_prometheus_rules_measure_the_change_as_the_console_rules_do(db, settings):
+    """The rule file says each change-over-window rule as the console measures it. No Prometheus
+    runs here (promtool is not installed), so what the expressions mean is argued in
+    ``alerts.prometheus_rules._change_over``; this checks the text the operator loads."""
+    settings.HISTORY_SAMPLE_SECONDS = 30
+    exported = yaml.safe_load(rules_yaml())
+    expr = {rule["labels"]["kind"]: rule["expr"] for rule in exported["groups"][0]["rules"]}
+    # The lag's net change: its newest scraped figure of the last 10 minutes minus its newest one
+    # before them (range selectors skip the stale markers a scrape without the group leaves).
+    assert expr["lag_growing"] == (
+        "last_over_time(rocketmq_group_lag[10m]) - last_over_time(rocketmq_group_lag[10m] offset 10m) > 1000"
+    )
+    # Dead letters: each 30 s step of the last 5 minutes adds the count's rise since the step
+    # before; a fall (retention removing dead letters) adds nothing, so it hides no arrival.
+    assert expr["dlq_receiving"] == (
+        "sum_over_time(clamp_min(last_over_time(rocketmq_group_dlq_messages[5m])"
+        " - last_over_time(rocketmq_group_dlq_messages[5m] offset 30s), 0)[5m:30s]) > 0"
+    )
+    assert not any("delta(" in text for text in expr.values())
+    # A group pattern scopes every selector of the expression.
+    rule = AlertRule.objects.get(kind="lag_growing")
+    rule.group_pattern = "orders-*"
+    [exported_rule] = prometheus_rules([rule]).rules
+    assert exported_rule["expr"].count('rocketmq_group_lag{group=~"orders-.*"}[10m]') == 2
