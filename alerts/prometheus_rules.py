@@ -137,7 +137,7 @@ def _change_over(series: str, window: str, rises_only: bool = False) -> str:
 
     Rises only (dead letters): PromQL has no "sum of positive changes" of a gauge (``increase``
     takes a fall for a counter reset and adds the whole new value; the DLQ topic's written count
-    ``rocketmq_topic_messages`` is born with the topic, at the first dead letter, so ``increase``
+    ``rocketmq_topic_messages_total`` is born with the topic, at the first dead letter, so ``increase``
     of it misses that first batch). So a subquery steps through the window at the console's
     sampling interval S: each step adds ``max(0, x(t) - x(t - S))`` with ``x`` the newest figure
     of the W before, i.e. what the count rose by since the step before, counted at the first step
