@@ -11,13 +11,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
-from django.db.models import Max, Min
+from django.db.models import Max
 
 from history import query
-from history.models import Cycle, Point, Series
+from history.models import Point, Series
 
 from .kinds import BROKER, GROUP, KINDS
+
+if TYPE_CHECKING:
+    from .models import AlertRule
 
 
 @dataclass(frozen=True)
@@ -46,39 +50,17 @@ class Readings:
 
         return self._cached(("latest", metric, scope), load)
 
-    def change_over(self, metric: str, scope: str, minutes: int) -> dict[str, float]:
-        """Each name's value in the newest cycle minus its value in the oldest cycle of the last
-        ``minutes`` (raw points of those two cycles only; a name absent from either has none)."""
-
-        def load() -> dict[str, float]:
-            since = self.now - timedelta(minutes=minutes)
-            cycles = Cycle.objects.filter(cluster=self.cluster, taken_at__gte=since, taken_at__lte=self.now)
-            bounds = cycles.aggregate(first=Min("taken_at"), last=Max("taken_at"))
-            if bounds["first"] is None or bounds["first"] == bounds["last"]:
-                return {}
-            ids = dict(
-                Series.objects.filter(metric=metric, scope=scope, cluster=self.cluster).values_list(
-                    "id", "name"
-                )
-            )
-            points = Point.objects.filter(
-                series_id__in=list(ids), taken_at__in=[bounds["first"], bounds["last"]]
-            )
-            first: dict[int, float] = {}
-            last: dict[int, float] = {}
-            for series_id, taken_at, value in points.values_list("series_id", "taken_at", "value"):
-                (first if taken_at == bounds["first"] else last)[series_id] = value
-            return {ids[sid]: last[sid] - first[sid] for sid in last if sid in first}
-
-        return self._cached(("change", metric, scope, minutes), load)
-
-    def arrivals_over(self, metric: str, scope: str, minutes: int) -> dict[str, float]:
-        """Each name's growth seen by the cycles of the last ``minutes`` (``now`` back to, not
-        including, ``now - minutes``): a point in the window adds what it grew by since the
-        name's point before it, which may be older than the window or several cycles back when
-        cycles in between lack the name. So growth counts from the first cycle that sees it until
-        that cycle leaves the window, whatever the cycles missing around it. A fall (messages
-        removed) adds nothing. A point whose predecessor is more than a window older has none."""
+    def change_over(
+        self, metric: str, scope: str, minutes: int, rises_only: bool = False
+    ) -> dict[str, float]:
+        """Each name's change seen by the cycles of the last ``minutes`` (``now`` back to, not
+        including, ``now - minutes``): a point in the window adds what the name moved by since its
+        point before it, which may be older than the window or several cycles back when cycles in
+        between lack the name. So a change counts from the first cycle that sees it until that
+        cycle leaves the window, whatever cycles are missing around it, and the sum is the name's
+        last value in the window minus its last value before the window. With ``rises_only`` a
+        fall adds nothing: dead letters that retention removed do not hide new ones. A point whose
+        predecessor is more than a window older, or that has none, adds nothing."""
 
         def load() -> dict[str, float]:
             window = timedelta(minutes=minutes)
@@ -91,16 +73,17 @@ class Readings:
             points = Point.objects.filter(
                 series_id__in=list(ids), taken_at__gt=since - window, taken_at__lte=self.now
             ).order_by("series_id", "taken_at")
-            grown: dict[str, float] = {}
+            moved: dict[str, float] = {}
             before: tuple[int, float] | None = None  # (series, value) of the previous point
             for series_id, taken_at, value in points.values_list("series_id", "taken_at", "value"):
                 if taken_at > since:
-                    rise = value - before[1] if before and before[0] == series_id else 0.0
-                    grown[ids[series_id]] = grown.get(ids[series_id], 0.0) + max(0.0, rise)
+                    step = value - before[1] if before and before[0] == series_id else 0.0
+                    name = ids[series_id]
+                    moved[name] = moved.get(name, 0.0) + (max(0.0, step) if rises_only else step)
                 before = (series_id, value)
-            return grown
+            return moved
 
-        return self._cached(("arrivals", metric, scope, minutes), load)
+        return self._cached(("change", metric, scope, minutes, rises_only), load)
 
     def seconds_since_up(self, horizon: timedelta) -> dict[str, float]:
         """Each broker member seen within ``horizon``: seconds since a cycle last found it up. A
@@ -144,10 +127,12 @@ def _stalled(rule, readings: Readings) -> dict[str, float]:
 # The broker-down rule looks back this far for members it knew: one forgotten longer ago is gone.
 BROKER_MEMORY = timedelta(hours=24)
 
-MEASURES: dict[str, Callable[[object, Readings], dict[str, float]]] = {
+MEASURES: dict[str, Callable[[AlertRule, Readings], dict[str, float]]] = {
     "group_lag": _latest_above("lag", "group"),
     "lag_growing": lambda rule, r: r.change_over("lag", "group", rule.window_minutes),
-    "dlq_receiving": lambda rule, r: r.arrivals_over("dlq_messages", "group", rule.window_minutes),
+    "dlq_receiving": lambda rule, r: r.change_over(
+        "dlq_messages", "group", rule.window_minutes, rises_only=True
+    ),
     "consume_stalled": _stalled,
     "broker_down": lambda rule, r: r.seconds_since_up(BROKER_MEMORY),
     "disk_ratio": _latest_above("disk_ratio", "broker"),

@@ -233,7 +233,10 @@ def test_an_edited_threshold_and_window_change_the_description_and_the_prometheu
     assert "1,000" not in row and "10 min" not in row and "5 min" not in row
     exported = yaml.safe_load(operator.get(reverse("console:export_prometheus_rules")).content)
     [prometheus] = [r for r in exported["groups"][0]["rules"] if r["labels"]["console_rule"] == rule.name]
-    assert prometheus["expr"] == "delta(rocketmq_group_lag[20m]) > 2500" and prometheus["for"] == "3m"
+    lag_change = (
+        "last_over_time(rocketmq_group_lag[20m]) - last_over_time(rocketmq_group_lag[20m] offset 20m)"
+    )
+    assert prometheus["expr"] == f"{lag_change} > 2500" and prometheus["for"] == "3m"
     description = prometheus["annotations"]["description"]
     assert "2,500" in description and "20 min" in description and "3 min" in description
     assert "1,000" not in description and "10 min" not in description
