@@ -219,3 +219,20 @@ def test_a_bad_restart_annotation_is_refused(stack_dir: Path, annotation: str, c
     assert complaint in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
     assert "started" not in result.stdout  # refused before anything starts
+
+
+def test_the_runner_ends_when_nothing_is_left_running(stack_dir: Path) -> None:
+    write_procfile(stack_dir, one_shot("quick", 0), one_shot("other", 2))
+    stack = start_stack(stack_dir)
+    output = OutputLog(stack)
+    try:
+        returncode = stack.wait(timeout=60)
+    finally:
+        if stack.poll() is None:
+            os.killpg(stack.pid, signal.SIGKILL)
+            stack.wait()
+    text = output.text()
+    assert "quick exited by itself (rc=0)" in text, text
+    assert "other exited by itself (rc=2)" in text, text
+    assert "no process left running or waiting to restart, stopping" in text, text
+    assert returncode == 1, text
