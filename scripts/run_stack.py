@@ -157,13 +157,15 @@ class Stack:
         self.processes = processes
         self.stop_timeout = stop_timeout
         self.console = Console([p.name for p in processes])
-        self._stop_requested = threading.Event()
+        self._stop_signal: int | None = None
         # 0 when asked to stop, no process ended by itself and every one stopped cleanly; else 1.
         self.returncode = 0
 
     def request_stop(self, signum: int, _frame: object) -> None:
-        self.console.say("system", f"{signal.Signals(signum).name} received, stopping")
-        self._stop_requested.set()
+        # Only a note, taking no lock: the handler runs in the main thread between any two of its
+        # steps, perhaps while it holds the console's lock (a Ctrl-C right after a line of its
+        # own hung the runner) or an Event's.
+        self._stop_signal = signum
 
     def run(self) -> int:
         signal.signal(signal.SIGINT, self.request_stop)
@@ -172,14 +174,16 @@ class Stack:
             process.start(self.console)
         # A process ending does not end the stack (a broker's death is what make run-ha's
         # failover is about): it is reported, restarted by its policy, and the rest run on.
-        while not self._stop_requested.is_set():
+        while self._stop_signal is None:
             now = time.monotonic()
             for process in self.processes:
                 self._look_after(process, now)
             if not any(p.running or p.waiting for p in self.processes):
                 self.console.say("system", "no process left running or waiting to restart, stopping")
                 break
-            self._stop_requested.wait(_EXIT_POLL_SECONDS)
+            time.sleep(_EXIT_POLL_SECONDS)
+        if self._stop_signal is not None:
+            self.console.say("system", f"{signal.Signals(self._stop_signal).name} received, stopping")
         self._stop_all()
         return self.returncode
 
@@ -198,7 +202,7 @@ class Stack:
         self.returncode = 1  # the stack did not do all its job
         name = process.name
         said = f"{name} exited by itself ({describe_exit(process.reap())}); "
-        if self._stop_requested.is_set():
+        if self._stop_signal is not None:
             self.console.say("system", said + "the stack is stopping")
             return
         if process.restart is None:
