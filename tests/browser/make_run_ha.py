@@ -40,6 +40,7 @@ class MakeRunHa(HaStack):
     runner_log: IO[str] | None = field(default=None, repr=False)
 
     def start(self, processes: tuple[str, ...] = ()) -> MakeRunHa:
+        """Every process of Procfile.ha, as make run-ha starts them (``processes`` is not used)."""
         self.configure()
         self.env["NAMESRV_PORT"] = self.namesrv_addr.rpartition(":")[2]
         self._write_controller_conf()
