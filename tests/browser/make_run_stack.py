@@ -43,6 +43,20 @@ class MakeRunStack(Stack):
         return self.workdir / "var"
 
     def start(self, processes: tuple[str, ...] = PROCESSES) -> MakeRunStack:
+        self.configure()
+        if "web" in processes:
+            self._manage("migrate", "--noinput")  # what `make run` does before honcho
+            self._manage("ensure_admin")
+        for name in processes:
+            self.spawn(name)
+        if "broker" in processes:
+            self.wait_for_log("broker", f"listening on {self.broker_addr}", 60)
+        if "web" in processes:
+            wait_until(self._web_ready, timeout=60, interval=0.2, what="the web process")
+        return self
+
+    def configure(self) -> None:
+        """Free ports, the admin's password and the environment the processes run in."""
         namesrv_port, broker_port, web_port = free_port(), free_port(), free_port()
         self.namesrv_addr = f"127.0.0.1:{namesrv_port}"
         self.broker_addr = f"127.0.0.1:{broker_port}"
@@ -62,16 +76,6 @@ class MakeRunStack(Stack):
         }
         for name in ("DATABASE_URL", "REDIS_URL", "ANALYTICS_ARCHIVE_URI", "SPARK_MASTER"):
             self.env.pop(name, None)
-        if "web" in processes:
-            self._manage("migrate", "--noinput")  # what `make run` does before honcho
-            self._manage("ensure_admin")
-        for name in processes:
-            self.spawn(name)
-        if "broker" in processes:
-            self.wait_for_log("broker", f"listening on {self.broker_addr}", 60)
-        if "web" in processes:
-            wait_until(self._web_ready, timeout=60, interval=0.2, what="the web process")
-        return self
 
     def spawn(self, name: str) -> None:
         """Start the Procfile's line ``name`` (again: a restart appends to its log)."""
