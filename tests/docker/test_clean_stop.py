@@ -3,7 +3,7 @@ the container engine gives it (podman and docker: 10 s, then SIGKILL), even when
 went away first, as in ``podman-compose down`` (which stops every container at once).
 
 Issue 32, 8b: a name server's container that is gone mid-lookup leaves the broker's lookups of its
-name (``namesrv-1``) waiting on the resolver for many seconds (glibc: ``timeout`` × ``attempts``
+name (``namesrv-1``) waiting on the resolver for many seconds (glibc: ``timeout`` x ``attempts``
 per server); the broker stopped cleanly but its process waited for those lookups before exiting,
 and was SIGKILLed. Here a resolver that never answers stands in for the gone name servers: the
 broker runs in a mount namespace of its own whose /etc/resolv.conf names a loopback address where
@@ -109,6 +109,7 @@ def test_broker_stops_within_the_grace_when_its_name_servers_are_gone(resolv_con
     log = broker_b0.log.read_text()
     assert code == 0, f"exit {code} after {took:.1f} s (None: SIGKILLed at {STOP_GRACE_S:g} s)\n{log[-3000:]}"
     assert "broker stopped cleanly" in log
+    print(f"stopped in {took:.1f} s of the {STOP_GRACE_S:g} s grace")
     # The next start finds the store closed cleanly (no crash recovery).
     broker_b0.log.write_text("")
     _start(broker_b0, resolv_conf)
