@@ -29,6 +29,11 @@ while [ $# -gt 0 ]; do
 done
 
 [ "$(id -u)" -eq 0 ] || { echo "$0: run as root (debootstrap needs it)" >&2; exit 1; }
+# Checked before the debootstrap: only *.crt files are copied (update-ca-certificates reads no other).
+if [ -n "$extra_ca_dir" ] && ! compgen -G "$extra_ca_dir/*.crt" >/dev/null; then
+    echo "$0: --extra-ca-dir $extra_ca_dir holds no *.crt file (the proxy's CA certificate, PEM)" >&2
+    exit 2
+fi
 for tool in debootstrap podman tar; do
     command -v "$tool" >/dev/null || { echo "$0: $tool is missing (apt-get install $tool)" >&2; exit 1; }
 done

@@ -134,9 +134,14 @@ class NamesrvRegistration:
             cluster_name=config.broker_cluster_name,
             broker_id=config.broker_id,
         )
-        for addr in self.broker.config.namesrv_addrs:
+
+        async def unregister(addr: str) -> None:
             try:
                 await self.client.invoke(addr, create_request(RequestCode.UNREGISTER_BROKER, header), 2000)
             except RemotingError as exc:
                 log.warning("cannot unregister from name server %s: %s", addr, exc)
+
+        # All at once: name servers that are gone (stopped by the same `compose down`) cost one
+        # connect timeout in all, not one each, of the 10 s a container engine waits.
+        await asyncio.gather(*(unregister(addr) for addr in config.namesrv_addrs))
         await self.client.close()

@@ -20,7 +20,7 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -100,10 +100,12 @@ class LocalService:
     log: Path
     process: subprocess.Popen | None = field(default=None, repr=False)
 
-    def start(self) -> None:
+    def start(self, wrapper: Sequence[str] = ()) -> None:
+        """``wrapper``: a command that runs the entry point as its own process (it must exec it),
+        e.g. ``unshare`` for a namespace of its own."""
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(
-                [str(ENTRYPOINT), *self.command],
+                [*wrapper, str(ENTRYPOINT), *self.command],
                 env=self.env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
