@@ -5,6 +5,10 @@ A rule's condition true on a subject opens a *pending* event; once it has held f
 firing event is *resolved* (a second notification), a pending one is dropped (it never fired, as in
 Prometheus). At most one open event per rule and subject exists (a unique index says so too).
 
+A subject whose figure is unknown this cycle but recent (``alerts.observe``) changes nothing: its
+open event neither fires nor resolves, and none opens. One the rule no longer observes at all has
+no data: its event resolves saying so (``observe.no_data``), as Grafana's "no data" state does.
+
 ``evaluate(now, cluster)`` runs after every sampling cycle (``history.signals.sample_stored``) and
 is what tests call with a fake clock. Its cost: a fixed number of queries (rules, open events,
 silences, one or two reads per distinct metric, bulk writes), whatever the number of groups.
@@ -24,7 +28,7 @@ from history import clock, query
 from . import notify
 from .kinds import KINDS
 from .models import AlertEvent, AlertRule, Notification, Silence
-from .observe import Readings, observe
+from .observe import Readings, no_data, observe
 
 log = logging.getLogger(__name__)
 
@@ -78,11 +82,16 @@ def _evaluate(now: datetime, cluster: str, report: EvaluationReport) -> None:
     for rule in rules:
         for obs in observe(rule, readings):
             report.subjects += 1
-            if obs.value > rule.threshold:
+            key = (rule.pk, subject_key(obs.subject))
+            batch.observed.add(key)
+            if obs.value is None:
+                batch.seen.add(key)  # unknown this cycle: whatever event there is stays as it is
+            elif obs.value > rule.threshold:
                 batch.holds(rule, obs, open_events, now)
     for key, event in open_events.items():
         if key not in batch.seen:
-            batch.clears(event, now)
+            why = "" if key in batch.observed or event.rule is None else no_data(event.rule, readings)
+            batch.clears(event, now, why)
     report.opened, report.dropped = len(batch.created), len(batch.dropped)
     report.fired = sum(kind == Notification.FIRING for _, kind in batch.transitions)
     report.resolved = len(batch.transitions) - report.fired
@@ -102,7 +111,8 @@ class _Batch:
         self.revalued: list[AlertEvent] = []  # ... of them, those whose figure moved
         self.dropped: list[int] = []  # pending events whose condition went before they fired
         self.transitions: list[tuple[AlertEvent, str]] = []
-        self.seen: set[tuple[int | None, str]] = set()
+        self.seen: set[tuple[int | None, str]] = set()  # open events to leave open
+        self.observed: set[tuple[int | None, str]] = set()  # (rule, subject) with a figure, known or not
 
     def holds(self, rule: AlertRule, obs, open_events: dict, now: datetime) -> None:
         key = (rule.id, subject_key(obs.subject))
@@ -123,11 +133,12 @@ class _Batch:
             event.summary = summary_of(rule, obs.subject, obs.value)  # as it was when it fired
             self.transitions.append((event, Notification.FIRING))
 
-    def clears(self, event: AlertEvent, now: datetime) -> None:
+    def clears(self, event: AlertEvent, now: datetime, why: str = "") -> None:
+        """``why``: the resolution when the rule still runs ("" when its condition is false)."""
         if event.state == AlertEvent.PENDING:
             self.dropped.append(event.id)  # it never fired: nobody was told, nothing to resolve
             return
-        reason = "rule deleted" if event.rule is None else "" if event.rule.enabled else "rule disabled"
+        reason = "rule deleted" if event.rule is None else why if event.rule.enabled else "rule disabled"
         _resolve(event, now, reason)
         self.transitions.append((event, Notification.RESOLVED))
 

@@ -1,22 +1,29 @@
 """How each kind of rule is measured on the metric history: one figure per subject (a group, a
 broker) of one cluster at the evaluation's time.
 
-Every read covers all subjects of a metric at once (the newest cycle, or every point of a window),
-and a ``Readings`` object caches them for one evaluation, so the cost of a cycle grows with the
-number of distinct metrics the enabled rules read, not with groups, rules or points.
+A level kind (lag, disk, ...) compares the subject's figure in the newest cycle. A subject that
+cycle lacks (its stats failed, its broker stopped answering, the cycle stored nothing) but whose
+last figure is at most ``STALE_CYCLES`` sampling intervals old is observed as unknown (``None``):
+its event keeps its state, as the overview page takes such history for "now". A subject with no
+figure that recent is not observed at all, so its event ends as "no data".
+
+Every read covers all subjects of a metric at once (the last few cycles, or every point of a
+window), and a ``Readings`` object caches them for one evaluation, so the cost of a cycle grows
+with the number of distinct metrics the enabled rules read, not with groups, rules or points.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from django.conf import settings
 from django.db.models import Max
 
-from history import query
-from history.models import Point, Series
+from console.services.overview import STALE_CYCLES
+from history.models import Cycle, Point, Series
 
 from .kinds import BROKER, GROUP, KINDS
 
@@ -27,7 +34,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Observation:
     subject: dict[str, str]  # {"cluster": ..., "group": ...} or {"cluster": ..., "broker": ...}
-    value: float
+    value: float | None  # None: no figure in the newest cycle, a recent one before (see the module)
 
 
 class Readings:
@@ -44,11 +51,41 @@ class Readings:
             self.queries += 1
         return self._cache[key]
 
-    def latest(self, metric: str, scope: str) -> dict[str, float]:
-        def load() -> dict[str, float]:
-            return {name: value for name, (_, value) in query.latest(metric, scope, self.cluster).items()}
+    @property
+    def stale_after(self) -> timedelta:
+        """How old a subject's last figure may be for its event to keep its state."""
+        return timedelta(seconds=STALE_CYCLES * settings.HISTORY_SAMPLE_SECONDS)
 
-        return self._cached(("latest", metric, scope), load)
+    def newest_cycle(self) -> datetime | None:
+        def load() -> datetime | None:
+            cycles = Cycle.objects.filter(cluster=self.cluster, taken_at__lte=self.now)
+            return cycles.order_by("-taken_at").values_list("taken_at", flat=True).first()
+
+        return self._cached(("newest",), load)
+
+    def level(self, metric: str, scope: str) -> dict[str, float | None]:
+        """Each name's figure in the newest cycle; ``None`` for a name that cycle lacks whose
+        last figure is at most ``stale_after`` old; a name without so recent a figure is absent.
+        One read of at most ``STALE_CYCLES`` + 1 points a name."""
+
+        def load() -> dict[str, float | None]:
+            newest = self.newest_cycle()
+            if newest is None:
+                return {}
+            ids = dict(
+                Series.objects.filter(metric=metric, scope=scope, cluster=self.cluster).values_list(
+                    "id", "name"
+                )
+            )
+            points = Point.objects.filter(
+                series_id__in=list(ids), taken_at__gte=self.now - self.stale_after, taken_at__lte=newest
+            ).order_by("series_id", "taken_at")
+            out: dict[str, float | None] = {}
+            for series_id, taken_at, value in points.values_list("series_id", "taken_at", "value"):
+                out[ids[series_id]] = value if taken_at == newest else None  # the newest point wins
+            return out
+
+        return self._cached(("level", metric, scope), load)
 
     def change_over(
         self, metric: str, scope: str, minutes: int, rises_only: bool = False
@@ -114,32 +151,67 @@ class Readings:
         return self._cached(("since_up", horizon), load)
 
 
-def _latest_above(metric: str, scope: str):
-    return lambda rule, readings: readings.latest(metric, scope)
+# The kinds compared on a subject's newest figure: (metric, scope) each reads.
+LEVELS = {
+    "group_lag": ("lag", "group"),
+    "disk_ratio": ("disk_ratio", "broker"),
+    "replication_bytes": ("replication_lag_bytes", "broker"),
+    "replication_seconds": ("replication_lag_seconds", "broker"),
+    "request_wait": ("request_wait_ms", "broker"),
+    "half_messages": ("half_messages", "broker"),
+}
 
 
-def _stalled(rule, readings: Readings) -> dict[str, float]:
-    # Lag is the figure compared; a group counts only while it consumes nothing (no figure: none).
-    tps = readings.latest("consume_tps", "group")
-    return {name: lag for name, lag in readings.latest("lag", "group").items() if tps.get(name, 0.0) <= 0}
+def _level(metric: str, scope: str):
+    return lambda rule, readings: readings.level(metric, scope)
+
+
+def _stalled(rule, readings: Readings) -> dict[str, float | None]:
+    # Lag is the figure compared; a group counts only while it consumes nothing (no TPS figure at
+    # all: none). Either figure unknown this cycle makes the answer unknown.
+    tps = readings.level("consume_tps", "group")
+    out: dict[str, float | None] = {}
+    for name, lag in readings.level("lag", "group").items():
+        rate = tps.get(name, 0.0)
+        if lag is None or rate is None:
+            out[name] = None
+        elif rate <= 0:
+            out[name] = lag
+    return out
 
 
 # The broker-down rule looks back this far for members it knew: one forgotten longer ago is gone.
 BROKER_MEMORY = timedelta(hours=24)
 
-MEASURES: dict[str, Callable[[AlertRule, Readings], dict[str, float]]] = {
-    "group_lag": _latest_above("lag", "group"),
+
+def no_data(rule: AlertRule, readings: Readings) -> str:
+    """Why a firing event whose subject the rule no longer observes resolves: the subject's last
+    figure is older than what the rule's measure reads back."""
+    if rule.kind == "broker_down":
+        horizon = BROKER_MEMORY
+    elif KINDS[rule.kind].uses_window:
+        horizon = timedelta(minutes=rule.window_minutes)
+    else:
+        horizon = readings.stale_after
+    seconds = int(horizon.total_seconds())
+    span = (
+        f"{seconds} s"
+        if seconds < 120
+        else f"{seconds // 60} min"
+        if seconds < 7200
+        else f"{seconds // 3600} h"
+    )
+    return f"no data: no figure for over {span}"
+
+
+MEASURES: dict[str, Callable[[AlertRule, Readings], Mapping[str, float | None]]] = {
+    **{kind: _level(metric, scope) for kind, (metric, scope) in LEVELS.items()},
     "lag_growing": lambda rule, r: r.change_over("lag", "group", rule.window_minutes),
     "dlq_receiving": lambda rule, r: r.change_over(
         "dlq_messages", "group", rule.window_minutes, rises_only=True
     ),
     "consume_stalled": _stalled,
     "broker_down": lambda rule, r: r.seconds_since_up(BROKER_MEMORY),
-    "disk_ratio": _latest_above("disk_ratio", "broker"),
-    "replication_bytes": _latest_above("replication_lag_bytes", "broker"),
-    "replication_seconds": _latest_above("replication_lag_seconds", "broker"),
-    "request_wait": _latest_above("request_wait_ms", "broker"),
-    "half_messages": _latest_above("half_messages", "broker"),
 }
 assert set(MEASURES) == set(KINDS), "every kind of rule needs a measure"
 

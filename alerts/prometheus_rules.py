@@ -4,7 +4,7 @@ Each rule becomes one alerting rule whose ``expr`` reads the families the consol
 ``/metrics`` (``console.metrics``), with ``for:`` its duration and its severity, name and kind as
 labels. The console measures on its sampled history and Prometheus on its scrapes, so the two agree
 on what a rule means, not to the sample: a change over a window is measured the way the console
-measures it (``_change_over``), not with ``delta``.
+measures it (``change_over``), not with ``delta``.
 
 A rule Prometheus cannot express is written as a comment saying why, never dropped silently: a scope
 over something the families carry no label for (the console's "cluster" is the name server a rule
@@ -117,8 +117,9 @@ def _number(value: float) -> str:
     return repr(int(value)) if float(value).is_integer() else repr(float(value))
 
 
-def _change_over(series: str, window: str, rises_only: bool = False) -> str:
-    """The console's change over a window (``alerts.observe.Readings.change_over``) in PromQL.
+def change_over(series: str, window: str, rises_only: bool = False) -> str:
+    """The console's change over a window (``alerts.observe.Readings.change_over``) in PromQL;
+    the Grafana dashboard's dead-letter panel says its hour with it too.
 
     ``last_over_time(s[W])`` is the newest scraped figure of the last W whatever scrapes in between
     lacked the group: a range selector skips the stale marker a scrape without the series leaves,
@@ -181,11 +182,11 @@ def _expr(rule: AlertRule) -> str:
         if kind == "group_lag":
             return f"rocketmq_group_lag{sel} > {threshold}"
         if kind == "lag_growing":
-            return f"{_change_over(f'rocketmq_group_lag{sel}', window)} > {threshold}"
+            return f"{change_over(f'rocketmq_group_lag{sel}', window)} > {threshold}"
         if kind == "consume_stalled":
             return f"rocketmq_group_lag{sel} > {threshold} and on(group) rocketmq_group_consume_tps{sel} <= 0"
         if kind == "dlq_receiving":
-            arrived = _change_over(f"rocketmq_group_dlq_messages{sel}", window, rises_only=True)
+            arrived = change_over(f"rocketmq_group_dlq_messages{sel}", window, rises_only=True)
             return f"{arrived} > {threshold}"
     raise Unexpressible(f"the kind {kind!r} has no Prometheus expression")
 

@@ -89,3 +89,17 @@ def webhook():
     receiver = WebhookReceiver()
     yield receiver
     receiver.stop()
+
+
+@pytest.fixture
+def eager(settings):
+    """Notifications delivered by the Celery task run in-process (the acceptance test runs a worker)."""
+    from console.project.celery import app as celery_app
+
+    settings.ALERT_WEBHOOK_URLS, settings.ALERT_EMAIL_TO = [], []
+    settings.ALERT_WEBHOOK_BACKOFF_SECONDS = 0.01
+    settings.ALERT_WEBHOOK_TIMEOUT_SECONDS = 5
+    before = celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates
+    celery_app.conf.task_always_eager = celery_app.conf.task_eager_propagates = True
+    yield
+    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = before

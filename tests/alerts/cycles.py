@@ -3,6 +3,8 @@ which sends ``sample_stored`` once committed, so the alert rules are evaluated a
 
 from __future__ import annotations
 
+from alerts.defaults import DEFAULT_RULES
+from alerts.models import AlertRule
 from history import clock
 from history.models import Cycle
 from history.sampler import store
@@ -20,3 +22,11 @@ def play_cycle(capture, figures: dict[tuple[str, str, str], float], cluster: str
 
 def lag(group: str, value: float, consume_tps: float = 0.0) -> dict[tuple[str, str, str], float]:
     return {("lag", "group", group): value, ("consume_tps", "group", group): consume_tps}
+
+
+def the_default_rule(*kinds: str) -> AlertRule:
+    """The default rule of the first kind, the only rules left those of ``kinds`` (so only their
+    events are made)."""
+    names = [next(r["name"] for r in DEFAULT_RULES if r["kind"] == kind) for kind in kinds]
+    AlertRule.objects.exclude(name__in=names).delete()
+    return AlertRule.objects.get(name=names[0])

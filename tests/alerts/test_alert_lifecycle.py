@@ -16,18 +16,6 @@ from console.project.celery import app as celery_app
 from tests.alerts.cycles import CLUSTER, lag, play_cycle
 
 
-@pytest.fixture
-def eager(settings):
-    """Notifications delivered by the Celery task run in-process (the acceptance test runs a worker)."""
-    settings.ALERT_WEBHOOK_URLS, settings.ALERT_EMAIL_TO = [], []
-    settings.ALERT_WEBHOOK_BACKOFF_SECONDS = 0.01
-    settings.ALERT_WEBHOOK_TIMEOUT_SECONDS = 5
-    before = celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates
-    celery_app.conf.task_always_eager = celery_app.conf.task_eager_propagates = True
-    yield
-    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = before
-
-
 def rule(kind="group_lag", threshold=10.0, for_minutes=3, **fields) -> AlertRule:
     fields.setdefault("name", f"{kind} {threshold} {AlertRule.objects.count()}")
     return AlertRule.objects.create(kind=kind, threshold=threshold, for_minutes=for_minutes, **fields)

@@ -10,10 +10,9 @@ from datetime import UTC, datetime, timedelta
 
 import yaml
 
-from alerts.defaults import DEFAULT_RULES
 from alerts.models import AlertEvent, AlertRule
 from alerts.prometheus_rules import prometheus_rules, rules_yaml
-from tests.alerts.cycles import play_cycle
+from tests.alerts.cycles import play_cycle, the_default_rule
 
 GROUP = "g-payments-slow"
 CYCLE = timedelta(seconds=30)
@@ -36,12 +35,6 @@ def lag_figures(cycle: int, missing: tuple[int, ...]) -> dict[tuple[str, str, st
     if cycle in missing:
         return {("lag", "group", "g-other"): 5.0}
     return lag(2000 if cycle >= 41 else 100)
-
-
-def the_default_rule(kind: str) -> AlertRule:
-    spec = next(r for r in DEFAULT_RULES if r["kind"] == kind)
-    AlertRule.objects.exclude(name=spec["name"]).delete()  # only this rule's events
-    return AlertRule.objects.get(name=spec["name"])
 
 
 def timeline(rule: AlertRule) -> list[tuple[str, object, object, object]]:
@@ -128,7 +121,7 @@ def test_lag_growing_holds_from_the_first_cycle_that_sees_the_growth_until_it_le
 def test_the_exported_prometheus_rules_measure_the_change_as_the_console_rules_do(db, settings):
     """The rule file says each change-over-window rule as the console measures it. No Prometheus
     runs here (promtool is not installed), so what the expressions mean is argued in
-    ``alerts.prometheus_rules._change_over``; this checks the text the operator loads."""
+    ``alerts.prometheus_rules.change_over``; this checks the text the operator loads."""
     settings.HISTORY_SAMPLE_SECONDS = 30
     exported = yaml.safe_load(rules_yaml())
     expr = {rule["labels"]["kind"]: rule["expr"] for rule in exported["groups"][0]["rules"]}

@@ -16,8 +16,9 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from alerts.models import AlertRule
 from alerts.prometheus_rules import glob_regex, prometheus_rules, rules_yaml
-from console.export.grafana_dashboard import panel_exprs
+from console.export.grafana_dashboard import dashboard, panel_exprs
 
 pytestmark = pytest.mark.django_db
 
@@ -263,3 +264,26 @@ def test_the_downloads_need_a_console_role(client, viewer_client, live_cluster):
     assert 'href="/export/grafana-dashboard.json"' in html and 'href="/export/prometheus-rules.yml"' in html
     for path in ("/export/", "/export/grafana-dashboard.json", "/export/prometheus-rules.yml"):
         assert client.get(path)["Location"].startswith("/accounts/login/")
+
+
+def test_the_dashboards_dead_letters_panel_counts_arrivals_as_the_alert_rule_does(settings):
+    """The DLQ topic's written count is born with the topic, at the first dead letter, so
+    ``increase`` of it misses that first batch. The panel reads the group's dead-letter gauge
+    (scraped from the group's first scrape on, 0 before any dead letter) and adds its rises step
+    by step at the sampling interval over the hour, as "Dead letters arriving" does over its
+    window (``alerts.prometheus_rules.change_over``): the first batch counts, a fall (retention
+    deleting dead letters) hides no arrival, a missed scrape delays a rise to the next one."""
+    settings.HISTORY_SAMPLE_SECONDS = 30
+    model = json.loads(json.dumps(dashboard()))  # what the download holds
+    [panel] = [p for p in model["panels"] if p["title"] == "Dead letters per hour"]
+    [target] = panel["targets"]
+    gauge = 'rocketmq_group_dlq_messages{group=~"$group"}'
+    assert target["expr"] == (
+        f"sum_over_time(clamp_min(last_over_time({gauge}[1h])"
+        f" - last_over_time({gauge}[1h] offset 30s), 0)[1h:30s])"
+    )
+    assert target["legendFormat"] == "{{group}}"
+    # The alert rule says its window the same way: one expression, two windows.
+    rule = AlertRule.objects.get(kind="dlq_receiving")
+    [exported] = prometheus_rules([rule]).rules
+    assert exported["expr"] == target["expr"].replace('{group=~"$group"}', "").replace("1h", "5m") + " > 0"
