@@ -3,7 +3,7 @@ broker) of one cluster at the evaluation's time.
 
 A level kind (lag, disk, ...) compares the subject's figure in the newest cycle. A subject that
 cycle lacks (its stats failed, its broker stopped answering, the cycle stored nothing) but whose
-last figure is at most ``STALE_CYCLES`` sampling intervals old is observed as unknown (``None``):
+last figure is at most ``history.clock.STALE_CYCLES`` sampling intervals old is observed as unknown (``None``):
 its event keeps its state, as the overview page takes such history for "now". A subject with no
 figure that recent is not observed at all, so its event ends as "no data".
 
@@ -19,10 +19,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from django.conf import settings
 from django.db.models import Max
 
-from console.services.overview import STALE_CYCLES
+from history import clock
 from history.models import Cycle, Point, Series
 
 from .kinds import BROKER, GROUP, KINDS
@@ -54,7 +53,7 @@ class Readings:
     @property
     def stale_after(self) -> timedelta:
         """How old a subject's last figure may be for its event to keep its state."""
-        return timedelta(seconds=STALE_CYCLES * settings.HISTORY_SAMPLE_SECONDS)
+        return clock.stale_after()
 
     def newest_cycle(self) -> datetime | None:
         def load() -> datetime | None:

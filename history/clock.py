@@ -5,9 +5,20 @@ function by name, or a patched clock is not seen."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+
+from django.conf import settings
+
+# A figure older than this many sampling intervals no longer stands for "now": the overview reads
+# live instead, and a level alert whose subject has no newer figure resolves as "no data".
+STALE_CYCLES = 3
 
 
 def now() -> datetime:
     """The current time, timezone-aware (UTC)."""
     return datetime.now(UTC)
+
+
+def stale_after() -> timedelta:
+    """How old the newest figure may be and still stand for "now" (``STALE_CYCLES`` intervals)."""
+    return timedelta(seconds=STALE_CYCLES * settings.HISTORY_SAMPLE_SECONDS)

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
-
-from django.conf import settings
 
 from broker.client.admin import MQAdmin, MQClientError
 from broker.common.system_names import is_system_group
@@ -26,8 +24,6 @@ from console.services.dead_letters_today import dead_letters_since
 
 TOP_GROUPS = 10
 MAX_EVENTS = 20
-# History older than this many sampling intervals no longer stands for "now": the page reads live.
-STALE_CYCLES = 3
 DISK_WARN, DISK_BAD = 0.75, 0.9
 
 
@@ -120,8 +116,7 @@ def _fresh_history(
     if not latest:
         return None
     newest = max(taken_at for taken_at, _ in latest.values())
-    stale_after = timedelta(seconds=STALE_CYCLES * settings.HISTORY_SAMPLE_SECONDS)
-    return latest if clock.now() - newest <= stale_after else None
+    return latest if clock.now() - newest <= clock.stale_after() else None
 
 
 def _sampled(latest: dict[str, tuple[datetime, float]]) -> str:
