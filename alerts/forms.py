@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any, cast
 
 from django import forms
 from django.core.validators import URLValidator, validate_email
@@ -95,8 +96,9 @@ class RuleForm(forms.ModelForm):
             validate_email(address)
         return ", ".join(addresses)
 
-    def clean(self):
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()  # its result is typed Optional: read self.cleaned_data
+        data = self.cleaned_data
         kind = KINDS.get(data.get("kind", ""))
         if kind is None:
             return data
@@ -122,9 +124,11 @@ class SilenceForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["rule"].required = False
-        self.fields["rule"].empty_label = "every rule"
-        self.fields["ends_at"].input_formats = ["%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S"]
+        rule = cast(forms.ModelChoiceField, self.fields["rule"])  # a foreign key's field
+        rule.required = False
+        rule.empty_label = "every rule"
+        ends_at = cast(forms.DateTimeField, self.fields["ends_at"])
+        ends_at.input_formats = ["%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S"]
         for name in SCOPE_LABELS:
             self.fields[f"{name}_pattern"].validators = [validate_pattern]
             self.fields[f"{name}_pattern"].widget.attrs["placeholder"] = "any (glob: * and ?)"

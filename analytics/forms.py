@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from celery.schedules import crontab
 from django import forms
@@ -58,8 +59,9 @@ class RunForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["input_uri"].widget.attrs["placeholder"] = settings.ANALYTICS_ARCHIVE_URI
 
-    def clean(self):
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()  # its result is typed Optional: read self.cleaned_data
+        data = self.cleaned_data
         start, end = data.get("start_time"), data.get("end_time")
         if start and end and start >= end:
             raise forms.ValidationError("the time range is empty: the start must be before the end")
@@ -119,8 +121,9 @@ class ScheduleForm(forms.Form):
                 raise forms.ValidationError(f"invalid crontab: {exc}") from exc
         return raw
 
-    def clean(self):
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()  # its result is typed Optional: read self.cleaned_data
+        data = self.cleaned_data
         if bool(data.get("every")) == bool(data.get("crontab")):
             raise forms.ValidationError("give either an interval (every N periods) or a crontab, not both")
         if data.get("every") and not data.get("period"):

@@ -124,6 +124,7 @@ def fail_abandoned_runs() -> int:
     failed = 0
     for run in ReportRun.objects.filter(silent, status=ReportRun.RUNNING):
         last_sign = run.heartbeat_at or run.started_at  # (runs started before heartbeats existed)
+        assert last_sign is not None  # ``silent`` matches a null heartbeat only with a start
         reason = (
             f"the worker running this report stopped: no heartbeat since "
             f"{last_sign.isoformat(timespec='seconds')} (expected every "

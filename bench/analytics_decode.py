@@ -76,7 +76,7 @@ def generate(store_dir: Path, total_bytes: int, body_size: int, segment_bytes: i
                 for i in range(BATCH)
             ]
             result = store.put_messages(batch)
-            if not result.ok:
+            if not result.ok or result.append is None:
                 raise RuntimeError(f"store refused a batch: {result.status} {result.remark}")
             written += result.append.wrote_bytes
             messages += BATCH

@@ -50,15 +50,16 @@ BODY = b"x" * 1024
 LENGTH = struct.Struct(">i")
 
 
-class CollectingTransport:
+class CollectingTransport(asyncio.Transport):
     """Stands in for a socket: counts what the broker writes, and when it first wrote."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.frames = 0
         self.closing = False
         self.first_write_cpu: float | None = None  # process time; reset by whoever reads it
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes | bytearray | memoryview) -> None:
         if self.first_write_cpu is None:
             self.first_write_cpu = time.process_time()
         pos = 0

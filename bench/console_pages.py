@@ -27,6 +27,7 @@ import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -296,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
                 if args.sampler_cycles
                 else None
             )
-            history = None
+            history: dict[str, Any] | None = None
             if args.history_days:
                 stored = store_history(cluster.namesrv_addr, args.history_days, args.history_raw_hours)
                 history = {"stored": stored, "pages": history_pages(client, topics, groups, args.requests)}

@@ -65,6 +65,7 @@ def _session_cookie(var_dir: Path) -> str:
     session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
     session[HASH_SESSION_KEY] = user.get_session_auth_hash()
     session.create()
+    assert session.session_key is not None  # create() made one
     return session.session_key
 
 

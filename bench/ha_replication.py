@@ -53,7 +53,8 @@ def _sync_sends(cluster, count: int, body: bytes) -> tuple[float, list[float], d
     producer = Producer("BENCH_HA", cluster.namesrv_addr).start()
     try:
         producer.send(Message(TOPIC, body))  # routes and connection ready
-        latencies, statuses = [], {}
+        latencies: list[float] = []
+        statuses: dict[str, int] = {}
         started = time.perf_counter()
         for _ in range(count):
             sent = time.perf_counter()

@@ -143,8 +143,10 @@ class Capture:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
+        assert self.process.stderr is not None  # stderr=PIPE
+        self.stderr = self.process.stderr
         # tcpdump says "listening on lo" once it captures; anything else is why it could not.
-        line = self.process.stderr.readline().decode(errors="replace")
+        line = self.stderr.readline().decode(errors="replace")
         if "listening on" not in line:
             self.process.wait(5)
             raise RuntimeError(f"tcpdump did not start: {line.strip() or self.process.returncode}")
@@ -154,7 +156,7 @@ class Capture:
         time.sleep(CAPTURE_TAIL_S)  # the last packets, still on their way to tcpdump
         self.process.send_signal(signal.SIGINT)  # tcpdump writes out what it holds and exits
         self.process.wait(10)
-        self.process.stderr.close()
+        self.stderr.close()
 
 
 async def measure(name: str, args: argparse.Namespace, capture_dir: Path) -> dict:

@@ -4,6 +4,7 @@ and never reaches the cluster."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from django import forms
 
@@ -73,8 +74,9 @@ class TopicForm(forms.Form):
     def clean_topic(self):
         return check_topic(self.cleaned_data["topic"])
 
-    def clean(self):
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()  # its result is typed Optional: read self.cleaned_data
+        data = self.cleaned_data
         if not data.get("cluster") and not data.get("broker_addr"):
             raise forms.ValidationError("choose a cluster or a broker")
         return data
@@ -95,8 +97,9 @@ class SendMessageForm(forms.Form):
             raise forms.ValidationError("a test message body is at most 4 MiB")
         return body
 
-    def clean(self):
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()  # its result is typed Optional: read self.cleaned_data
+        data = self.cleaned_data
         if data.get("queue_id") is not None and not data.get("broker_name"):
             raise forms.ValidationError("a queue id needs a broker name")
         return data
@@ -118,8 +121,9 @@ class GroupForm(forms.Form):
     def clean_group(self):
         return check_group(self.cleaned_data["group"])
 
-    def clean(self):
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()  # its result is typed Optional: read self.cleaned_data
+        data = self.cleaned_data
         if not data.get("cluster") and not data.get("broker_addr"):
             raise forms.ValidationError("choose a cluster or a broker")
         return data
@@ -140,8 +144,9 @@ class ResetOffsetForm(forms.Form):
     def clean_topic(self):
         return check_topic(self.cleaned_data["topic"])
 
-    def clean(self):
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()  # its result is typed Optional: read self.cleaned_data
+        data = self.cleaned_data
         if data.get("mode") == RESET_TIMESTAMP and not data.get("timestamp"):
             raise forms.ValidationError("resetting to a point in time needs the time")
         return data
@@ -172,8 +177,9 @@ class TopicTimeQueryForm(forms.Form):
     def clean_topic(self):
         return check_topic(self.cleaned_data["topic"])
 
-    def clean(self):
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()  # its result is typed Optional: read self.cleaned_data
+        data = self.cleaned_data
         if data.get("begin") and data.get("end") and data["begin"] > data["end"]:
             raise forms.ValidationError("the beginning is after the end")
         return data
@@ -241,8 +247,9 @@ class AclTargetForm(forms.Form):
     cluster = forms.CharField(max_length=255, required=False, help_text="every broker of this cluster")
     broker_addr = forms.CharField(max_length=255, required=False, help_text="or only this broker")
 
-    def clean(self):
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()  # its result is typed Optional: read self.cleaned_data
+        data = self.cleaned_data
         if not data.get("cluster") and not data.get("broker_addr"):
             raise forms.ValidationError("choose a cluster or a broker")
         return data

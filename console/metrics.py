@@ -32,13 +32,14 @@ class ClusterCollector:
 
     def snapshot(self) -> Snapshot:
         with self._lock:
-            fresh = self._snapshot and time.time() - self._snapshot.taken_at < self.cache_seconds
-            if not fresh:
+            snapshot = self._snapshot
+            if snapshot is None or time.time() - snapshot.taken_at >= self.cache_seconds:
                 try:
-                    self._snapshot = self.admin.run(collect(self.admin.core))
+                    snapshot = self.admin.run(collect(self.admin.core))
                 except MQClientError as exc:
-                    self._snapshot = Snapshot(time.time(), errors=[str(exc)])
-            return self._snapshot
+                    snapshot = Snapshot(time.time(), errors=[str(exc)])
+                self._snapshot = snapshot
+            return snapshot
 
     def collect(self):
         snap = self.snapshot()
@@ -109,20 +110,21 @@ class ClusterCollector:
             if not b["up"]:
                 continue
             figures = broker_figures(b["runtime"])
-            put_tps.add_metric(values, figures["tps_in"])
-            get_tps.add_metric(values, figures["tps_out"])
-            put_total.add_metric(values, figures["messages_in"])
-            get_total.add_metric(values, figures["messages_out"])
-            disk.add_metric(values, figures["disk_ratio"])
-            request_wait.add_metric(values, figures["request_wait_ms"])
-            # Families a broker reports no figure for (None) get no sample, not a made-up zero.
+            # Families a broker reports no figure for (None) get no sample, not a made-up zero
+            # (only the last three can be None: broker_figures reads the others as 0.0 when missing).
             for family, key in (
+                (put_tps, "tps_in"),
+                (get_tps, "tps_out"),
+                (put_total, "messages_in"),
+                (get_total, "messages_out"),
+                (disk, "disk_ratio"),
+                (request_wait, "request_wait_ms"),
                 (writable, "store_writable"),
                 (replication_lag, "replication_lag_bytes"),
                 (replication_lag_seconds, "replication_lag_seconds"),
             ):
-                if figures[key] is not None:
-                    family.add_metric(values, figures[key])
+                if (figure := figures[key]) is not None:
+                    family.add_metric(values, figure)
             if "commitLogDamagedRanges" in b["runtime"]:  # an older broker reports no such figure
                 damaged = damaged_data(b["runtime"])
                 damaged_ranges.add_metric(values, damaged.range_count)

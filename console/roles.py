@@ -12,10 +12,13 @@ A refused request raises ``PermissionDenied`` naming the role needed; the projec
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import wraps
+from typing import Any, Protocol, cast
 
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
+from django.http import HttpResponseBase
 
 VIEWER, OPERATOR, ADMIN = "viewer", "operator", "admin"
 ROLE_ORDER = (VIEWER, OPERATOR, ADMIN)
@@ -118,9 +121,7 @@ def require_role(minimum: str, action: str | None = None):
                 raise PermissionDenied(refusal(request.user, minimum))
             return view(request, *args, **kwargs)
 
-        wrapped.required_role = minimum
-        wrapped.permission = action
-        return wrapped
+        return mark_access(wrapped, minimum, action)
 
     return decorate
 
@@ -145,9 +146,26 @@ def require_login(view):
             return redirect_to_login(request.get_full_path())
         return view(request, *args, **kwargs)
 
-    wrapped.required_role = None
-    wrapped.permission = None
-    return wrapped
+    return mark_access(wrapped, None, None)
+
+
+class AccessMarkedView(Protocol):
+    """A view carrying what it needs: read by the navigation and the URL walk test."""
+
+    required_role: str | None
+    permission: str | None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> HttpResponseBase: ...
+
+
+def mark_access(
+    view: Callable[..., HttpResponseBase], role: str | None, permission: str | None
+) -> AccessMarkedView:
+    """Mark ``view`` with the least role it needs and the action it audits as (None: none)."""
+    marked = cast(AccessMarkedView, view)
+    marked.required_role = role
+    marked.permission = permission
+    return marked
 
 
 def require_permission(action: str):

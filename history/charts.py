@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from history import catalogue, clock, query
 from history.models import Series
@@ -150,7 +151,7 @@ def chart_data(chart: Chart, name: str, window: str, cluster: str) -> dict:
     until = clock.now()
     since = until - WINDOWS[window]
     names = _members(chart, cluster) if chart.every_member else [name]
-    lines = []
+    lines: list[dict[str, Any]] = []
     for member in names:
         for line in chart.lines:
             if len(lines) >= MAX_LINES:

@@ -150,21 +150,21 @@ def top(
         return []
     since = clock.now() - window
     if window <= RAW_WINDOW and since >= raw_horizon():
-        rows = (
+        raw_rows = (
             Point.objects.filter(series_id__in=list(ids), taken_at__gte=since)
             .values("series_id")
             .annotate(avg=Avg("value"))
             .values_list("series_id", "avg")
         )
-        averages = {ids[sid]: float(avg) for sid, avg in rows}
+        averages = {ids[sid]: float(avg) for sid, avg in raw_rows}
     else:
-        rows = (
+        rollup_rows = (
             Rollup.objects.filter(series_id__in=list(ids), start__gte=since)
             .values("series_id")
             .annotate(total=Sum("count"), weighted=_weighted_sum())
             .values_list("series_id", "total", "weighted")
         )
-        averages = {ids[sid]: float(weighted) / total for sid, total, weighted in rows if total}
+        averages = {ids[sid]: float(weighted) / total for sid, total, weighted in rollup_rows if total}
     ranked = sorted(averages.items(), key=lambda item: (-item[1], item[0]))
     return ranked[:n]
 

@@ -13,6 +13,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import TypedDict
 
 from broker.client import (
     CONSUME_FROM_FIRST_OFFSET,
@@ -38,15 +39,23 @@ TOPIC = "BenchTopic"
 # Its own topic: a new group may start at offset 0 on a young queue (as in RocketMQ), and the
 # latency run must only see stamped messages.
 LATENCY_TOPIC = "BenchLatency"
+
+
+class _LiteConsumerOptions(TypedDict):
+    consume_from_where: str
+    instance_name: str
+    auto_commit: bool
+
+
 # The consume run reads the whole topic from the start without committing, in both APIs.
-LITE_CONSUMER_OPTIONS = {
+LITE_CONSUMER_OPTIONS: _LiteConsumerOptions = {
     "consume_from_where": CONSUME_FROM_FIRST_OFFSET,
     "instance_name": "bench-lite",
     "auto_commit": False,
 }
 
 
-def _settle_into(release, failures: list):
+def _settle_into(release, failures: list[BaseException]):
     """A done-callback for a send's future: frees its slot and keeps its error, if any. The
     futures themselves are not kept: thousands of finished futures and results held to the end
     would only grow the process's garbage collections (the peers keep nothing either)."""
@@ -60,10 +69,9 @@ def _settle_into(release, failures: list):
     return settled
 
 
-class OursThreads(Peer):
-    """The blocking API (``Producer``, ``LitePullConsumer``, ``PushConsumer``) from threads."""
-
-    name = "ours-threads"
+class _OursCluster(Peer):
+    """A name server and a broker started here, with the benchmark's topics; each API's peer
+    brings its own producer (``start_producer``, ``stop_producer``)."""
 
     def __init__(
         self,
@@ -96,16 +104,29 @@ class OursThreads(Peer):
         await self.start_producer()
 
     async def start_producer(self) -> None:
-        self.producer = Producer("bench-producer", self.namesrv.addr).start()
+        raise NotImplementedError
 
     async def stop_producer(self) -> None:
-        self.producer.shutdown()
+        raise NotImplementedError
 
     async def teardown(self) -> None:
         await self.stop_producer()
         self.broker.stop()
         self.namesrv.stop()
         shutil.rmtree(self.base, ignore_errors=True)  # a 1 GiB segment per run adds up
+
+
+class OursThreads(_OursCluster):
+    """The blocking API (``Producer``, ``LitePullConsumer``, ``PushConsumer``) from threads."""
+
+    name = "ours-threads"
+    producer: Producer
+
+    async def start_producer(self) -> None:
+        self.producer = Producer("bench-producer", self.namesrv.addr).start()
+
+    async def stop_producer(self) -> None:
+        self.producer.shutdown()
 
     async def sync_send(self, count: int) -> None:
         def run() -> None:
@@ -116,7 +137,7 @@ class OursThreads(Peer):
 
     async def async_send(self, count: int, in_flight: int) -> None:
         def run() -> None:
-            slots, failures = threading.Semaphore(in_flight), []
+            slots, failures = threading.Semaphore(in_flight), list[BaseException]()
             settled = _settle_into(slots.release, failures)
             for _ in range(count):
                 slots.acquire()
@@ -162,6 +183,7 @@ class OursThreads(Peer):
         # The producer learns the topic's route before the clock starts, as the peers' clients
         # hold their channels and streams before they publish.
         instance = self.producer.instance
+        assert instance is not None  # a started producer's
         await asyncio.to_thread(instance.run, instance.route(LATENCY_TOPIC))
         await asyncio.sleep(1)
 
@@ -176,10 +198,11 @@ class OursThreads(Peer):
         return samples
 
 
-class Ours(OursThreads):
+class Ours(_OursCluster):
     """The asyncio API on the benchmark's loop: no thread, no hand-off per message."""
 
     name = "ours"
+    producer: AsyncProducer
 
     async def start_producer(self) -> None:
         self.producer = await AsyncProducer("bench-producer", self.namesrv.addr).start()
@@ -192,7 +215,7 @@ class Ours(OursThreads):
             await self.producer.send(Message(TOPIC, self.body))
 
     async def async_send(self, count: int, in_flight: int) -> None:
-        slots, failures = asyncio.Semaphore(in_flight), []
+        slots, failures = asyncio.Semaphore(in_flight), list[BaseException]()
         settled = _settle_into(slots.release, failures)
         for _ in range(count):
             await slots.acquire()
@@ -229,7 +252,9 @@ class Ours(OursThreads):
         await consumer.start()
         # The producer learns the topic's route before the clock starts, as the peers' clients
         # hold their channels and streams before they publish.
-        await self.producer.producer.instance.route(LATENCY_TOPIC)
+        instance = self.producer.producer.instance
+        assert instance is not None  # a started producer's
+        await instance.route(LATENCY_TOPIC)
         await asyncio.sleep(1)
 
         async def send(body: bytes) -> None:

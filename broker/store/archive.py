@@ -1,4 +1,4 @@
-"""Copies of sealed commit-log segments: the analytics jobs' input (SPEC S7, A1).
+"""Copies of sealed commit-log segments: the analytics jobs' input (features S7, A1: docs/features.md).
 
 Segments keep their names (the offset of their first byte) under ``<archive>/commitlog/`` so a
 reader can order them; ``manifest.jsonl`` records each one's size and sha256. A copy is written

@@ -186,7 +186,7 @@ async def _group_row(
     if failures:
         row.error = str(failures[0])
         return row
-    *per_broker, connection = results
+    *per_broker, connection = [r for r in results if not isinstance(r, BaseException)]  # none failed
     row.consume_tps = round(sum(tps for tps, _ in per_broker), 2)
     row.lag = sum(q.diff for _, rows in per_broker for q in rows)
     row.consumed = sum(q.consumer_offset for _, rows in per_broker for q in rows)

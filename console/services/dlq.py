@@ -213,7 +213,7 @@ def replay(
         by_id[message.msg_id] = message
         listed.append(message)
     for step in plan_replay(group, listed, target):
-        if step.error:
+        if step.error or step.destination is None:  # (no destination: error says why)
             yield ReplayOutcome(step, error=step.error)
             continue
         limiter.wait()

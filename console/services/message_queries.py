@@ -51,7 +51,7 @@ async def _by_time(core: AsyncMQAdmin, topic: str, begin: int, end: int, limit: 
     results = await fan_out(
         [_queue_range(core, addr, topic, qid, begin, end, limit + 1) for _, addr, qid in queues]
     )
-    views = []
+    views: list[dict] = []
     for (broker_name, _, _), messages in zip(queues, results, strict=True):
         if isinstance(messages, BaseException):
             raise messages

@@ -9,6 +9,7 @@ replays (audit records).
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from broker.client.admin import MQAdmin, MQClientError
@@ -97,7 +98,7 @@ def timeline(
     msg_id: str,
     message: MessageExt | None,
     replays: list[TraceEvent],
-    groups: set[str] = frozenset(),
+    groups: AbstractSet[str] = frozenset(),
 ) -> list[TraceEvent]:
     events = [_from_trace(e) for e in query_message_trace(admin, msg_id)]
     if message is not None:

@@ -34,6 +34,12 @@ BUFFER_SIZE = 500
 
 
 class TailConsumer(AsyncJsonWebsocketConsumer):
+    # While paused: the matching messages held (newest BUFFER_SIZE), how many of them fell off the
+    # front, and how many did not match the filter.
+    held: deque[dict]
+    dropped: int
+    skipped_while_paused: int
+
     async def connect(self) -> None:
         user = self.scope.get("user")
         if user is None or not await database_sync_to_async(has_role)(user, VIEWER):
@@ -91,7 +97,7 @@ class TailConsumer(AsyncJsonWebsocketConsumer):
             )
 
     def _clear_held(self) -> None:
-        self.held: deque[dict] = deque(maxlen=BUFFER_SIZE)
+        self.held = deque(maxlen=BUFFER_SIZE)
         self.dropped = 0
         self.skipped_while_paused = 0
 

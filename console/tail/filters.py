@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from broker.common.filter import FilterSyntaxError, compile_sql92
+from broker.common.filter import FilterSyntaxError, SqlExpression, compile_sql92
 
 MAX_EXPRESSION_LENGTH = 2000
 
@@ -21,7 +21,7 @@ class TailFilterError(ValueError):
 @dataclass(frozen=True)
 class TailFilter:
     tags: frozenset[str] | None = None  # None: every tag
-    sql: object | None = None  # a compiled SqlExpression
+    sql: SqlExpression | None = None
     key: str = ""
     source: dict | None = None
 

@@ -81,7 +81,6 @@ class TopicPump:
     task: asyncio.Task | None = None
     _followed: set[MessageQueue] = field(default_factory=set)
     _outbox: list = field(default_factory=list)
-    _wake: asyncio.Event | None = None
     _listed: bool = False  # the route has been read once: later queues are new ones
 
     def start(self) -> None:
@@ -95,8 +94,11 @@ class TopicPump:
     async def _run(self) -> None:
         layer = get_channel_layer()
         reader = await self._started_reader(layer)
-        self._wake = asyncio.Event()
-        helpers = [asyncio.create_task(self._flush_loop(layer)), asyncio.create_task(self._poll_loop(reader))]
+        wake = asyncio.Event()  # the poll loop's word to flush before the interval when the outbox fills
+        helpers = [
+            asyncio.create_task(self._flush_loop(layer, wake)),
+            asyncio.create_task(self._poll_loop(reader, wake)),
+        ]
         try:
             while True:
                 await self._follow_route(reader, layer)
@@ -160,21 +162,21 @@ class TopicPump:
                 await reader.seek(mq, offset)
         return failure
 
-    async def _poll_loop(self, reader: AsyncLitePullConsumer) -> None:
+    async def _poll_loop(self, reader: AsyncLitePullConsumer, wake: asyncio.Event) -> None:
         while True:
             pulled = await reader.poll_with_queues(timeout_s=1.0)
             self._outbox.extend(message_event(message, mq.broker_name) for mq, message in pulled)
             if len(self._outbox) >= self.settings.flush_max_events:
-                self._wake.set()
+                wake.set()
 
-    async def _flush_loop(self, layer) -> None:
+    async def _flush_loop(self, layer, wake: asyncio.Event) -> None:
         group = group_name(self.topic)
         while True:
             try:
-                await asyncio.wait_for(self._wake.wait(), self.settings.flush_interval_s)
+                await asyncio.wait_for(wake.wait(), self.settings.flush_interval_s)
             except TimeoutError:
                 pass
-            self._wake.clear()
+            wake.clear()
             if not self._outbox:
                 continue
             events, self._outbox = self._outbox, []

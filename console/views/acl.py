@@ -104,8 +104,10 @@ def _editing(request, brokers: list[BrokerAcl]) -> dict[str, Any]:
                     "admin": account.admin,
                     "default_topic_perm": account.default_topic_perm,
                     "default_group_perm": account.default_group_perm,
-                    "topic_perms": "\n".join(account.topic_perms),
-                    "group_perms": "\n".join(account.group_perms),
+                    "topic_perms": "\n".join(
+                        account.topic_perms or ()
+                    ),  # None: only an update's "leave as is"
+                    "group_perms": "\n".join(account.group_perms or ()),
                     "broker_addr": row.addr,
                 }
     return {}

@@ -21,7 +21,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 
 from console.cluster_access import admin_for, namesrv_choices
 from console.metrics import collector_for
-from console.roles import VIEWER, has_role, refusal
+from console.roles import VIEWER, has_role, mark_access, refusal
 
 REALM = 'Bearer realm="pyrocket console metrics"'
 
@@ -74,5 +74,4 @@ def metrics(request):
 
 
 # The URL walk test (tests/console/test_security_urls.py) reads what a view needs from this mark.
-metrics.required_role = VIEWER
-metrics.permission = None
+mark_access(metrics, VIEWER, None)
