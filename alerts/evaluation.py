@@ -88,9 +88,9 @@ def _evaluate(now: datetime, cluster: str, report: EvaluationReport) -> None:
                 batch.seen.add(key)  # unknown this cycle: whatever event there is stays as it is
             elif obs.value > rule.threshold:
                 batch.holds(rule, obs, open_events, now)
-    for key, event in open_events.items():
-        if key not in batch.seen:
-            why = "" if key in batch.observed or event.rule is None else no_data(event.rule, readings)
+    for open_key, event in open_events.items():
+        if open_key not in batch.seen:
+            why = "" if open_key in batch.observed or event.rule is None else no_data(event.rule, readings)
             batch.clears(event, now, why)
     report.opened, report.dropped = len(batch.created), len(batch.dropped)
     report.fired = sum(kind == Notification.FIRING for _, kind in batch.transitions)
