@@ -4,9 +4,8 @@ broker) of one cluster at the evaluation's time.
 A level kind (lag, disk, ...) compares the subject's figure in the newest cycle. A subject that
 cycle lacks (its stats failed, its broker stopped answering, the cycle stored nothing) but whose
 last figure is at most ``history.clock.STALE_CYCLES`` sampling intervals old is observed as unknown
-(``None``):
-its event keeps its state, as the overview page takes such history for "now". A subject with no
-figure that recent is not observed at all, so its event ends as "no data".
+(``None``): its event keeps its state, as the overview page takes such history for "now". A
+subject with no figure that recent is not observed at all, so its event ends as "no data".
 
 Every read covers all subjects of a metric at once (the last few cycles, or every point of a
 window), and a ``Readings`` object caches them for one evaluation, so the cost of a cycle grows
