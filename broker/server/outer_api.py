@@ -30,7 +30,7 @@ from broker.common.request_headers import (
 from broker.common.request_headers.base import CommandHeader
 from broker.controller.client import ControllerClient
 from broker.remoting import fastjson
-from broker.remoting.client import RemotingClient
+from broker.remoting.client import DEFAULT_TIMEOUT_MS, RemotingClient
 from broker.remoting.command import RemotingCommand, create_request
 
 from .acl import inner_credentials
@@ -38,7 +38,6 @@ from .acl import inner_credentials
 if TYPE_CHECKING:
     from .config import BrokerConfig
 
-DEFAULT_TIMEOUT_MS = 3000  # RemotingClient's own default, named here for the callers that pass one
 UNREGISTER_TIMEOUT_MS = 2000  # at shutdown: a name server that is down must not hold the stop
 NAME_SERVER = "name server"
 MASTER = "master"
