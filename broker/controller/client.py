@@ -3,7 +3,8 @@
 It finds the leader with CONTROLLER_GET_METADATA_INFO, sends writes and replica reads there and
 follows CONTROLLER_NOT_LEADER to the new leader; heartbeats go to every controller (each keeps
 its own liveness table, so a new leader already knows who is alive). Refusals raise
-:class:`ControllerError` with RocketMQ's code and the controller's reason.
+:class:`ControllerError` with RocketMQ's code and the controller's reason (the one error tree,
+:mod:`broker.common.errors`, holds it; it stays importable from here).
 """
 
 from __future__ import annotations
@@ -12,10 +13,16 @@ import asyncio
 import json
 from dataclasses import dataclass, field
 
-from broker.client.errors import BrokerUnreachableError, MQBrokerError, MQClientError
-from broker.common.codes import RequestCode, ResponseCode, code_name
+from broker.common.codes import RequestCode, ResponseCode
 from broker.common.conf_file import format_properties, parse_properties
 from broker.common.epoch_entries import EpochBodyError, EpochEntryCache
+from broker.common.errors import (
+    BrokerUnreachableError,
+    ControllerError,
+    ControllerUnreachable,
+    MQBrokerError,
+    MQClientError,
+)
 from broker.common.request_headers.base import CommandHeader
 from broker.common.request_headers.controller import (
     AlterSyncStateSetRequestHeader,
@@ -35,23 +42,6 @@ from .state import MAX_REPLICAS_PER_SET
 
 TIMEOUT_MS = 3000
 MAX_BODY_BYTES = 1024 * 1024  # a replica answer names at most 64 replicas
-
-
-class ControllerError(Exception):
-    """A controller's refusal (``code`` is RocketMQ's), or no controller reachable (code None)."""
-
-    def __init__(self, code: int | None, remark: str, address: str | None = None) -> None:
-        super().__init__(f"{code_name(code)}: {remark}" if code is not None else remark)
-        self.code = code
-        self.remark = remark
-        self.address = address  # the controller that answered (None: none did)
-
-
-class ControllerUnreachable(ControllerError):
-    """No controller given could be reached; ``remark`` says why for each."""
-
-    def __init__(self, failures: list[str]) -> None:
-        super().__init__(None, "; ".join(failures))
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,15 +260,17 @@ class ControllerClient:
 
     async def heartbeat(self, header: BrokerHeartbeatRequestHeader) -> int:
         """To every controller at once; how many took it."""
+        return sum(await asyncio.gather(*(self.heartbeat_to(a, header) for a in self.addresses)))
 
-        async def one(address: str) -> bool:
-            try:
-                request = create_request(RequestCode.BROKER_HEARTBEAT, header)
-                return (await self.remoting.invoke(address, request, self.timeout_ms)).ok
-            except RemotingError:
-                return False
-
-        return sum(await asyncio.gather(*(one(a) for a in self.addresses)))
+    async def heartbeat_to(
+        self, address: str, header: BrokerHeartbeatRequestHeader, timeout_ms: int | None = None
+    ) -> bool:
+        """BROKER_HEARTBEAT to one controller; whether it took it (unreachable: False)."""
+        try:
+            request = create_request(RequestCode.BROKER_HEARTBEAT, header)
+            return (await self.remoting.invoke(address, request, timeout_ms or self.timeout_ms)).ok
+        except RemotingError:
+            return False
 
     async def replica_info(self, broker_name: str) -> ReplicaInfo:
         response = self._check(

@@ -1,8 +1,11 @@
 """Failures of the transport itself (as opposed to error responses from a peer)."""
 
+from broker.common.errors import MQError
 
-class RemotingError(Exception):
-    """Base class of transport failures."""
+
+class RemotingError(MQError):
+    """Base class of transport failures: the transport's branch of the one error tree
+    (:mod:`broker.common.errors`)."""
 
 
 class RemotingConnectError(RemotingError):

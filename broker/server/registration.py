@@ -6,15 +6,13 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from broker.common.codes import RequestCode
 from broker.common.crc import crc32
+from broker.common.errors import MQBrokerError, MQError
 from broker.common.request_headers import RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader
 from broker.remoting import fastjson
-from broker.remoting.client import RemotingClient
-from broker.remoting.command import create_request
 from broker.remoting.errors import RemotingError
 
-from .acl import inner_credentials
+from .outer_api import BrokerOuterAPI
 
 if TYPE_CHECKING:
     from .controller import BrokerController
@@ -28,11 +26,7 @@ REGISTERED_WAIT_S = 2.0
 class NamesrvRegistration:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
-        # Signed with the broker's own account (innerAccessKey/innerSecretKey) when it has one.
-        config = broker.config
-        self.client = RemotingClient(
-            inner_credentials(config.inner_access_key, config.inner_secret_key), tls=config.client_tls()
-        )
+        self.outer = BrokerOuterAPI(broker.config)
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._begun = 0  # registrations the loop has begun
@@ -66,13 +60,9 @@ class NamesrvRegistration:
         header = self._header(body)
         for addr in self.broker.config.namesrv_addrs:
             try:
-                response = await self.client.invoke(
-                    addr, create_request(RequestCode.REGISTER_BROKER, header, body)
-                )
-                if not response.ok:
-                    log.warning("name server %s refused the registration: %s", addr, response.remark)
-                else:
-                    self.broker.replication.registered(addr, response)
+                self.broker.replication.registered(addr, await self.outer.register_broker(addr, header, body))
+            except MQBrokerError as exc:
+                log.warning("name server %s refused the registration: %s", addr, exc.remark)
             except RemotingError as exc:
                 log.warning("cannot register with name server %s: %s", addr, exc)
                 reached = False
@@ -137,11 +127,11 @@ class NamesrvRegistration:
 
         async def unregister(addr: str) -> None:
             try:
-                await self.client.invoke(addr, create_request(RequestCode.UNREGISTER_BROKER, header), 2000)
-            except RemotingError as exc:
+                await self.outer.unregister_broker(addr, header)
+            except MQError as exc:  # unreachable or refused: the name server drops us when we go quiet
                 log.warning("cannot unregister from name server %s: %s", addr, exc)
 
         # All at once: name servers that are gone (stopped by the same `compose down`) cost one
         # connect timeout in all, not one each, of the 10 s a container engine waits.
         await asyncio.gather(*(unregister(addr) for addr in config.namesrv_addrs))
-        await self.client.close()
+        await self.outer.close()

@@ -34,22 +34,21 @@ import time
 from functools import partial
 from typing import TYPE_CHECKING
 
-from broker.common.codes import RequestCode, ResponseCode
+from broker.common.codes import ResponseCode
+from broker.common.errors import ControllerError
 from broker.common.request_headers.controller import (
     BrokerHeartbeatRequestHeader,
     NotifyBrokerRoleChangedRequestHeader,
 )
-from broker.controller.client import ControllerClient, ControllerError, ReplicaInfo
-from broker.remoting.client import RemotingClient
-from broker.remoting.command import RemotingCommand, create_request, response_to
-from broker.remoting.errors import RemotingError
+from broker.controller.client import ReplicaInfo
+from broker.remoting.command import RemotingCommand, response_to
 from broker.store.results import PutMessageStatus
 from broker.store.running_flags import NOT_WRITEABLE
 
-from .acl import inner_credentials
 from .broker_identity import IdentityFiles
 from .controller_lease import LEASE_ENDED, ControllerLease, silence_refusal, unless_silenced
 from .in_sync_set import InSyncTracker, SlaveAck
+from .outer_api import BrokerOuterAPI
 
 if TYPE_CHECKING:
     from .controller import BrokerController
@@ -73,10 +72,8 @@ class ReplicasManager:
         config = broker.config
         # Signed as the broker's own name-server registration is (innerAccessKey), over TLS when
         # the broker's clients use it: a controller with aclEnable takes only admin accounts.
-        self._remoting = RemotingClient(
-            inner_credentials(config.inner_access_key, config.inner_secret_key), tls=config.client_tls()
-        )
-        self.client = ControllerClient(config.controller_addrs, self._remoting)
+        self._outer = BrokerOuterAPI(config)
+        self.client = self._outer.controller
         self.identity = IdentityFiles(
             config.broker_identity_path, config.broker_cluster_name, config.broker_name
         )
@@ -123,7 +120,7 @@ class ReplicasManager:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        await self._remoting.close()
+        await self._outer.close()
 
     async def _run(self) -> None:
         attempt = 0
@@ -417,10 +414,7 @@ class ReplicasManager:
         another master)."""
         leading = asyncio.ensure_future(self._still_leads(address)) if address == self.leader else None
         try:
-            request = create_request(RequestCode.BROKER_HEARTBEAT, header)
-            ok = (await self.client.remoting.invoke(address, request, HEARTBEAT_TIMEOUT_MS)).ok
-        except RemotingError:
-            ok = False
+            ok = await self.client.heartbeat_to(address, header, HEARTBEAT_TIMEOUT_MS)
         except BaseException:  # cancelled (stopping): the question goes too
             if leading is not None:
                 leading.cancel()

@@ -25,12 +25,11 @@ from typing import TYPE_CHECKING
 
 from broker.common.codes import RequestCode as RC
 from broker.common.codes import ResponseCode
+from broker.common.errors import MQError
 from broker.common.message_codec import PHYSICAL_OFFSET_POSITION
 from broker.common.request_headers import UpdateConsumerOffsetRequestHeader
 from broker.common.request_headers.namesrv import RegisterBrokerResponseHeader
-from broker.remoting import fastjson
-from broker.remoting.command import RemotingCommand, create_request, response_to
-from broker.remoting.errors import RemotingError
+from broker.remoting.command import RemotingCommand, response_to
 from broker.store.ha.epochs import EpochFile
 from broker.store.ha.master import HAServer
 from broker.store.ha.protocol import parse_host_port
@@ -310,14 +309,11 @@ class BrokerReplication:
         if metadata is None:
             return ""
         try:
-            response = await metadata.client.invoke(
-                master_addr, create_request(RC.GET_BROKER_RUNTIME_INFO), 3000
-            )
-            table = fastjson.loads(response.body).get("table", {}) if response.ok and response.body else {}
+            table = await metadata.outer.get_broker_runtime_info(master_addr)
             if table.get("brokerRole") == SLAVE or not str(table.get("haListenPort", "")).isdigit():
                 return ""  # not master yet: its HA port is not open
             host, _ = parse_host_port(master_addr)
-        except (RemotingError, ValueError, AttributeError) as exc:
+        except (MQError, ValueError, AttributeError) as exc:  # unreachable, refused, a bad answer
             log.debug("cannot ask %s for its HA address: %s", master_addr, exc)
             return ""
         return f"{host}:{table['haListenPort']}"

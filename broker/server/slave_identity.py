@@ -34,21 +34,18 @@ import ipaddress
 import logging
 import re
 import socket
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from broker.common.codes import RequestCode
 from broker.common.conf_file import ConfError, parse_properties
+from broker.common.errors import MQBrokerError, MQError
 from broker.common.hosts import parse_host
 from broker.common.names import shown
 from broker.remoting import fastjson
-from broker.remoting.client import RemotingClient
-from broker.remoting.command import RemotingCommand, create_request
-from broker.remoting.errors import RemotingError
 
-from .acl import inner_credentials
 from .config import BrokerConfig
+from .outer_api import BodyError, BrokerOuterAPI
 
 log = logging.getLogger(__name__)
 
@@ -313,17 +310,16 @@ async def _within(seconds: float, coros: list) -> list:
     ]
 
 
-async def _ask(client: RemotingClient, addr: str, code: int, limit: int) -> bytes:
+async def _ask(request: Awaitable[bytes]) -> bytes:
+    """A body asked through the outer API; whatever went wrong is a ``CheckSkipped`` saying why."""
     try:
-        response: RemotingCommand = await client.invoke(addr, create_request(code), REQUEST_TIMEOUT_MS)
-    except (RemotingError, OSError, TimeoutError) as exc:
+        return await request
+    except MQBrokerError as exc:
+        raise CheckSkipped(f"refused ({exc.code}: {shown(exc.remark or '')})") from None
+    except BodyError as exc:  # too large: the message names the server and the bound
+        raise CheckSkipped(str(exc)) from None
+    except (MQError, OSError, TimeoutError) as exc:
         raise CheckSkipped(f"no answer ({exc})") from None
-    if not response.ok:
-        raise CheckSkipped(f"refused ({response.code}: {shown(response.remark or '')})")
-    body = response.body or b""
-    if len(body) > limit:
-        raise CheckSkipped(f"answered {len(body)} bytes, more than {limit}")
-    return body
 
 
 def _masters_listed(body: bytes) -> list[tuple[str, str, str]]:
@@ -366,10 +362,10 @@ def _ha_address(master_addr: str, settings: dict[str, str]) -> str:
     return address
 
 
-async def _describe(client: RemotingClient, name: str, addr: str, listed_cluster: str) -> MasterRecord:
+async def _describe(outer: BrokerOuterAPI, name: str, addr: str, listed_cluster: str) -> MasterRecord:
     """A master as it describes itself (GET_BROKER_CONFIG): its cluster and HA address."""
     try:
-        body = await _ask(client, addr, RequestCode.GET_BROKER_CONFIG, MAX_CONFIG_BYTES)
+        body = await _ask(outer.get_broker_config(addr, MAX_CONFIG_BYTES, REQUEST_TIMEOUT_MS))
         settings = parse_properties(body.decode("utf-8", errors="replace"))
         ha_addr = _ha_address(addr, settings)
     except CheckSkipped as exc:
@@ -380,12 +376,12 @@ async def _describe(client: RemotingClient, name: str, addr: str, listed_cluster
     return MasterRecord(name, addr, cluster, ha_addr, asked=True)
 
 
-async def _listed_masters(config: BrokerConfig, client: RemotingClient) -> dict[tuple[str, str], str] | None:
+async def _listed_masters(config: BrokerConfig, outer: BrokerOuterAPI) -> dict[tuple[str, str], str] | None:
     """(brokerName, master address) -> cluster, as every name server that answered lists them;
     None when none did."""
     answers = await _within(
         REQUEST_ROUND_S,
-        [_ask(client, ns, RequestCode.GET_BROKER_CLUSTER_INFO, MAX_CLUSTER_INFO_BYTES)
+        [_ask(outer.get_broker_cluster_info(ns, MAX_CLUSTER_INFO_BYTES, REQUEST_TIMEOUT_MS))
          for ns in config.namesrv_addrs],
     )  # fmt: skip
     listed: dict[tuple[str, str], str] = {}
@@ -403,12 +399,12 @@ async def _listed_masters(config: BrokerConfig, client: RemotingClient) -> dict[
 
 
 async def gather_masters(
-    config: BrokerConfig, client: RemotingClient, book: AddressBook
+    config: BrokerConfig, outer: BrokerOuterAPI, book: AddressBook
 ) -> list[MasterRecord] | None:
     """Every master the name servers list; those that may be this slave's (its brokerName's,
     and those on the host of its haMasterAddress) as they describe themselves. None when no
     name server answered."""
-    listed = await _listed_masters(config, client)
+    listed = await _listed_masters(config, outer)
     if listed is None:
         return None
     configured = config.store.ha_master_address
@@ -423,7 +419,7 @@ async def gather_masters(
         log.warning("slave identity check: %d masters may listen at the host of haMasterAddress; "
                     "checking %d", len(asking), MAX_MASTERS_ASKED)  # fmt: skip
         asking = asking[:MAX_MASTERS_ASKED]
-    answers = await _within(REQUEST_ROUND_S, [_describe(client, *key, listed[key]) for key in asking])
+    answers = await _within(REQUEST_ROUND_S, [_describe(outer, *key, listed[key]) for key in asking])
     described = [
         answer if isinstance(answer, MasterRecord) else MasterRecord(*key, listed[key], asked=True)
         for key, answer in zip(asking, answers, strict=True)
@@ -435,14 +431,12 @@ async def gather_masters(
 async def check(config: BrokerConfig) -> Verdict:
     """The verdict on a slave of ``config`` (``refusal`` runs it before the broker serves)."""
     try:
-        client = RemotingClient(
-            inner_credentials(config.inner_access_key, config.inner_secret_key), tls=config.client_tls()
-        )
+        outer = BrokerOuterAPI(config)
     except ConfError as exc:  # bad TLS or ACL settings: the broker's own start reports them
         return Verdict(None, (f"not checked: no client could be made ({exc})",))
     book = AddressBook()
     try:
-        masters = await asyncio.wait_for(gather_masters(config, client, book), CHECK_DEADLINE_S)
+        masters = await asyncio.wait_for(gather_masters(config, outer, book), CHECK_DEADLINE_S)
         if masters is None:
             return Verdict(None, ("not checked: no name server answered",))
         configured = config.store.ha_master_address
@@ -452,7 +446,7 @@ async def check(config: BrokerConfig) -> Verdict:
     except TimeoutError:
         return Verdict(None, (f"not checked: no complete answer within {CHECK_DEADLINE_S:g} s",))
     finally:
-        await client.close()
+        await outer.close()
         book.close()
     return judge(config, masters, book.same)
 

@@ -21,17 +21,13 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from broker.common.codes import RequestCode
+from broker.common.errors import MQBrokerError, MQError
 from broker.common.json_config_file import JAVA_LONG_MAX, JAVA_LONG_MIN, DataVersion
 from broker.common.names import group_problem, topic_problem
 from broker.common.request_headers import UpdateConsumerOffsetRequestHeader
 from broker.common.topic_config import TopicConfig
-from broker.remoting import fastjson
-from broker.remoting.client import RemotingClient
-from broker.remoting.command import create_request
-from broker.remoting.errors import RemotingError
 
-from .acl import inner_credentials
+from .outer_api import BrokerOuterAPI
 from .subscription_manager import SubscriptionGroupConfig
 
 if TYPE_CHECKING:
@@ -50,11 +46,8 @@ class MetadataSyncError(ValueError):
 class SlaveSynchronize:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
-        config = broker.config
         # Signed as the broker's name-server requests are (an admin account where ACL is on).
-        self.client = RemotingClient(
-            inner_credentials(config.inner_access_key, config.inner_secret_key), tls=config.client_tls()
-        )
+        self.outer = BrokerOuterAPI(broker.config)
         self.last_sync_ms = 0
         self.last_error = ""
         # (group, topic, queue id) → offset a client committed here, not yet handed to the master.
@@ -67,7 +60,7 @@ class SlaveSynchronize:
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
-        await self.client.close()
+        await self.outer.close()
 
     async def _loop(self) -> None:
         await asyncio.sleep(FIRST_SYNC_DELAY_S)
@@ -85,16 +78,17 @@ class SlaveSynchronize:
         if not master:
             self.last_error = "no master known yet"
             return False
+        outer = self.outer
         try:
             changed = [
-                self._apply_topics(await self._fetch(master, RequestCode.GET_ALL_TOPIC_CONFIG)),
-                self._apply_groups(await self._fetch(master, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)),
+                self._apply_topics(await outer.get_all_topic_config(master)),
+                self._apply_groups(await outer.get_all_subscription_group_config(master)),
                 self._apply_offsets(await self._hand_back_offsets(master)),
-                self._apply_delay_offsets(await self._fetch(master, RequestCode.GET_ALL_DELAY_OFFSET)),
+                self._apply_delay_offsets(await outer.get_all_delay_offset(master)),
             ]
             for persist in filter(None, changed):
                 await asyncio.to_thread(persist)  # a write and fsync: never on the loop
-        except (RemotingError, MetadataSyncError, LookupError, ValueError, TypeError, AttributeError) as exc:
+        except (MQError, MetadataSyncError, LookupError, ValueError, TypeError, AttributeError) as exc:
             error = f"metadata from the master {master}: {exc}"
             if error != self.last_error:
                 log.warning("%s", error)
@@ -102,15 +96,6 @@ class SlaveSynchronize:
             return False
         self.last_sync_ms, self.last_error = int(time.time() * 1000), ""
         return True
-
-    async def _fetch(self, master: str, code: int) -> dict:
-        response = await self.client.invoke(master, create_request(code))
-        if not response.ok:
-            raise MetadataSyncError(f"request {code} refused: {response.remark}")
-        body = fastjson.loads(response.body) if response.body else {}
-        if not isinstance(body, dict):
-            raise MetadataSyncError(f"request {code} answered no JSON object")
-        return body
 
     # Each _apply_ takes the master's answer into memory and returns what persists it (None when
     # nothing changed); nothing is taken from an answer that fails to parse.
@@ -121,7 +106,7 @@ class SlaveSynchronize:
     async def _hand_back_offsets(self, master: str) -> dict:
         """The master's offsets, after giving it those clients committed here that are further
         than its own (a committed offset only grows while its master is away)."""
-        body = await self._fetch(master, RequestCode.GET_ALL_CONSUMER_OFFSET)
+        body = await self.outer.get_all_consumer_offset(master)
         table = body.setdefault("offsetTable", {})
         if not isinstance(table, dict):
             raise MetadataSyncError("the offset table is no JSON object")
@@ -129,16 +114,15 @@ class SlaveSynchronize:
             queues = table.setdefault(f"{topic}@{group}", {})
             if _java_long(queues.get(str(queue_id), queues.get(queue_id, -1))) < offset:
                 header = UpdateConsumerOffsetRequestHeader(group, topic, queue_id, offset)
-                response = await self.client.invoke(
-                    master, create_request(RequestCode.UPDATE_CONSUMER_OFFSET, header)
-                )
-                if response.ok:
+                try:
+                    await self.outer.update_consumer_offset(master, header)
+                except MQBrokerError as exc:
+                    log.warning("the master refused the offset of %s@%s queue %d: %s",
+                                topic, group, queue_id, exc.remark)  # fmt: skip
+                else:
                     queues[str(queue_id)] = offset
                     log.info("offset %d of %s@%s queue %d, committed here, handed to the master",
                              offset, topic, group, queue_id)  # fmt: skip
-                else:
-                    log.warning("the master refused the offset of %s@%s queue %d: %s",
-                                topic, group, queue_id, response.remark)  # fmt: skip
             if self.client_offsets.get((group, topic, queue_id)) == offset:  # none newer meanwhile
                 del self.client_offsets[(group, topic, queue_id)]
         return body

@@ -8,11 +8,16 @@ from types import SimpleNamespace
 import orjson
 import pytest
 
+import broker.client.errors
 from broker.common.codes import RequestCode, ResponseCode
+from broker.common.errors import ControllerError, MQBrokerError, MQClientError, MQError
+from broker.local_cluster import free_port
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.command import create_request
+from broker.remoting.errors import RemotingError
 from broker.remoting.fastjson import loads as fastjson_loads
 from broker.remoting.tls import ClientTls
+from broker.server.outer_api import BrokerOuterAPI
 from broker.server.registration import NamesrvRegistration
 from tests.cli.fake_server import FakeServer, ok
 from tests.cluster import namesrv_fixture
@@ -251,6 +256,29 @@ async def test_the_broker_sends_its_body_crc_and_an_altered_body_is_refused(name
     # Older brokers send no bodyCrc32 (the register() helper above): nothing is checked.
     unchecked = {k: v for k, v in sent.ext_fields.items() if k != "bodyCrc32"}
     assert client.invoke(namesrv.addr, create_request(RequestCode.REGISTER_BROKER, unchecked, altered)).ok
+
+
+async def test_the_outer_api_raises_a_refusal_and_no_answer_from_the_one_error_tree(namesrv, client):
+    """What BrokerOuterAPI makes of a real name server's refusal (a body altered after its CRC was
+    computed) and of an address nobody listens at: both are MQError, the refusal says who refused."""
+    registration = NamesrvRegistration(stub_broker(namesrv.addr, ["tree"]))
+    header = registration._header(b"the body the CRC was computed over")
+    outer = BrokerOuterAPI(registration.broker.config)
+    try:
+        with pytest.raises(MQBrokerError) as refused:
+            await outer.register_broker(namesrv.addr, header, b"another body")
+        with pytest.raises(RemotingError) as unanswered:
+            await outer.register_broker(f"127.0.0.1:{free_port()}", header, b"")
+    finally:
+        await outer.close()
+        await registration.outer.close()
+    assert refused.value.code == ResponseCode.SYSTEM_ERROR and refused.value.remark.startswith(
+        "crc32 not match"
+    )
+    assert str(refused.value).startswith(f"name server {namesrv.addr} answered SYSTEM_ERROR")
+    assert isinstance(refused.value, MQError) and isinstance(unanswered.value, MQError)
+    assert issubclass(ControllerError, MQError) and MQClientError is broker.client.errors.MQClientError
+    assert route(client, namesrv.addr, "tree").code == ResponseCode.TOPIC_NOT_EXIST  # nothing registered
 
 
 def register_raw(
