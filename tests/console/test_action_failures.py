@@ -74,27 +74,6 @@ def test_topic_delete_of_a_missing_topic_is_a_404_naming_it(operator_client, liv
     assert record.result == "failed" and "no route for topic 'NoSuchTopicToDelete'" in record.detail
 
 
-def test_topic_delete_refused_by_the_brokers_shows_their_reason_and_changes_nothing(operator_client, admin):
-    """The brokers refuse to delete a system topic (TBW102): the operator reads the broker's code
-    and remark, the refusal is audited, and the topic keeps its route on both brokers."""
-    route_before = sorted(
-        (q.broker_name, q.read_queue_nums, q.write_queue_nums, q.perm)
-        for q in admin.topic_route("TBW102").queue_datas
-    )
-    assert len(route_before) == 2
-    response = operator_client.post("/topics/TBW102/delete", follow=True)
-    assert response.redirect_chain == [("/topics/", 302)]
-    page = response.content.decode()
-    assert "answered SYSTEM_ERROR (1): the topic[TBW102] is a system topic" in page
-    record = only_record("topic.delete")
-    assert record.result == "failed" and "the topic[TBW102] is a system topic" in record.detail
-    route_after = sorted(
-        (q.broker_name, q.read_queue_nums, q.write_queue_nums, q.perm)
-        for q in admin.topic_route("TBW102").queue_datas
-    )
-    assert route_after == route_before
-
-
 def test_topic_delete_refused_to_a_viewer_and_a_forged_request_loses_nothing(
     viewer_client, csrf_operator_client, admin, live_cluster
 ):
