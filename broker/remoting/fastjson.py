@@ -179,7 +179,12 @@ def _write(value: Any, out: list[bytes]) -> None:
     elif isinstance(value, set | frozenset):
         _write_array(sorted(value), out)
     else:
-        out.append(orjson.dumps(value))
+        try:
+            out.append(orjson.dumps(value))
+        except TypeError:
+            if not _is_int(value):
+                raise
+            out.append(str(value).encode())  # past 64 bits (as a body sent it): as fastjson's BigInteger
 
 
 def _write_map(entries: list[tuple[bytes, Any]], out: list[bytes]) -> None:

@@ -120,3 +120,4 @@ def test_whole_numbers_past_64_bits_stay_ints():
     }
     assert fastjson.loads(b"{1:1180591620717411303424}") == {"1": 2**70}  # a bare key too
     assert fastjson.loads(b'{"id":"12345678901234567890"}') == {"id": "12345678901234567890"}
+    assert fastjson.dumps({"a": 2**70}) == b'{"a":1180591620717411303424}'  # and written back whole
