@@ -13,7 +13,7 @@ import struct
 import zlib
 from dataclasses import dataclass, field
 
-from broker.common.java_enums import TOPIC_CONFIG, EnumValueError, read_enum_fields
+from broker.common.java_enums import TOPIC_CONFIG, TOPIC_FILTER_TYPE, EnumValueError, read_enum_fields
 from broker.remoting import fastjson
 
 _LENGTH = struct.Struct(">i")
@@ -129,7 +129,7 @@ def topic_config_from_line(line: str) -> dict:
     """One topic of a compressed registration (RocketMQ's ``TopicConfig.encode`` text)."""
     parts = line.split(" ")
     if len(parts) < 5 or not parts[0]:
-        raise RegisterBodyError(f"the topic entry {line!r} does not have its five fields")
+        raise RegisterBodyError(f"the topic entry {_shown(line)} does not have its five fields")
     name, read_nums, write_nums, perm, filter_type = parts[:5]
     try:
         config = {
@@ -140,15 +140,30 @@ def topic_config_from_line(line: str) -> dict:
             "topicFilterType": filter_type,
         }
     except ValueError:
-        raise RegisterBodyError(f"the topic entry {line!r} has a non-numeric queue count or perm") from None
+        raise RegisterBodyError(
+            f"the topic entry {_shown(line)} has a non-numeric queue count or perm"
+        ) from None
     _check_queue_counts(name, config)
+    # TopicConfig.decode reads it with TopicFilterType.valueOf: the exact name, nothing else.
+    problem = TOPIC_FILTER_TYPE.name_problem(filter_type, f"the topic {_shown(name)}: topicFilterType")
+    if problem:
+        raise RegisterBodyError(problem)
     attributes = " ".join(parts[5:]).strip()
-    if attributes:  # RocketMQ 5 appends the topic's attributes as JSON
+    if attributes:  # RocketMQ 5 appends the topic's attributes as JSON (a map of strings)
         try:
-            config["attributes"] = fastjson.loads(attributes)
-        except ValueError:
-            pass  # as RocketMQ: unreadable attributes do not lose the topic
+            read = fastjson.loads(attributes)
+        except ValueError:  # a JsonBodyError too: nested past fastjson's limit
+            read = None
+        # As TopicConfig.decode: attributes that do not read as a map are left out, and the
+        # topic is kept (their text may hold spaces, so a line can split them).
+        if isinstance(read, dict):
+            config["attributes"] = read
     return config
+
+
+def _shown(text: str) -> str:
+    """``text`` quoted for a refusal, cut short: a line of a forged body can be megabytes."""
+    return repr(text if len(text) <= 80 else text[:77] + "...")
 
 
 def _json(raw: bytes, what: str):

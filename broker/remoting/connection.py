@@ -18,11 +18,13 @@ from collections.abc import Awaitable, Callable
 from typing import cast
 
 from broker.common.codes import ResponseCode
+from broker.common.request_headers.base import HeaderError
 
 from .backlog_budget import BacklogBudget, PartialFrames
 from .busy_poll import BusyPoll
 from .command import RPC_ONEWAY, RPC_TYPE_RESPONSE, RemotingCommand, response_to
 from .errors import FrameError, RemotingSendRequestError, RemotingTimeoutError
+from .fastjson import JsonBodyError
 from .frame import DEFAULT_FRAME_MAX_LENGTH, FrameDecoder, encode_frame
 
 log = logging.getLogger(__name__)
@@ -521,6 +523,12 @@ class _CallbackSlot:
 
 
 def failure_response(request: RemotingCommand, exc: Exception) -> RemotingCommand:
-    """SYSTEM_ERROR with the exception, for a handler that failed (logged here)."""
+    """SYSTEM_ERROR with the exception, for a handler that failed (logged here). A request the
+    handler could not read (a body that is no JSON, a header number that does not parse) is the
+    sender's mistake: answered with what is wrong and logged in one line, since a traceback per
+    request would let anyone fill the broker's disk."""
+    if isinstance(exc, JsonBodyError | HeaderError):
+        log.warning("request code %d refused: %s", request.code, exc)
+        return response_to(request, ResponseCode.SYSTEM_ERROR, str(exc))
     log.error("handler for request code %d failed", request.code, exc_info=exc)
     return response_to(request, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")

@@ -8,6 +8,11 @@ objects get the object itself as the key (ConsumeStats, TopicStatsTable, ResetOf
 ``dumps`` writes that dialect; ``loads`` reads it: standard bodies decode directly, unquoted
 numeric keys are quoted for a second attempt, and object keys go through a small parser that
 returns them as tuples of (name, value) pairs, so they stay hashable.
+
+A request's body is untrusted: nesting deeper than fastjson reads (``MAX_DEPTH``, its "array
+level > 512") is refused before it can exhaust Python's stack (orjson stops at 1024 levels on its
+own, the small parser here at ``MAX_DEPTH``), and a whole number too big for 64 bits, which
+orjson would turn into a float, is read as the int it is, so a refusal says the value as sent.
 """
 
 from __future__ import annotations
@@ -21,6 +26,10 @@ import orjson
 # A string literal (kept as it is) or a bare numeric key (quoted): strings are matched whole so
 # that text such as "a,1:b" inside a value is never taken for a key.
 _STRING_OR_BARE_KEY = re.compile(rb'"(?:[^"\\]|\\.)*"|([{,]\s*)(-?\d+)(\s*:)')
+MAX_DEPTH = 512  # fastjson's DefaultJSONParser refuses deeper arrays and objects
+# 19 digits in a row: maybe a number past 64 bits, which orjson reads as a float (rare: a Java
+# long has at most 19 digits, and such a run inside a string only costs a slower second reading).
+_MAYBE_BIG_INT = re.compile(rb"\d{19}")
 
 
 class _ObjectKeyParser:
@@ -37,52 +46,41 @@ class _ObjectKeyParser:
         self.pos = 0
 
     def parse(self) -> Any:
-        value = self._value()
+        value = self._value(0)
         self._skip_ws()
         if self.pos != len(self.text):
             raise ValueError(f"extra data at character {self.pos}")
         return value
 
-    def _value(self) -> Any:
+    def _value(self, depth: int) -> Any:
+        """The value at ``pos``: containers are read here, not in helpers, so that one level of
+        nesting costs one Python frame and ``MAX_DEPTH`` levels fit in the default stack."""
         self._skip_ws()
         if self.pos >= len(self.text):
             raise ValueError("unexpected end of JSON")
         char = self.text[self.pos]
-        if char == "{":
-            return self._object()
-        if char == "[":
-            return self._array()
-        value, self.pos = self._scalar.raw_decode(self.text, self.pos)
-        return value
-
-    def _object(self) -> dict[Any, Any]:
-        result: dict[Any, Any] = {}
+        if char not in "{[":
+            value, self.pos = self._scalar.raw_decode(self.text, self.pos)
+            return value
+        if depth >= MAX_DEPTH:
+            raise JsonBodyError(TOO_DEEP)
         self.pos += 1
-        if self._peek() == "}":
+        closing = "}" if char == "{" else "]"
+        result: Any = {} if char == "{" else []
+        if self._peek() == closing:
             self.pos += 1
             return result
         while True:
-            key = _hashable(self._value())
-            self._expect(":")
-            result[key] = self._value()
+            if char == "{":
+                key = _hashable(self._value(depth + 1))
+                self._expect(":")
+                result[key] = self._value(depth + 1)
+            else:
+                result.append(self._value(depth + 1))
             if self._peek() == ",":
                 self.pos += 1
                 continue
-            self._expect("}")
-            return result
-
-    def _array(self) -> list[Any]:
-        result: list[Any] = []
-        self.pos += 1
-        if self._peek() == "]":
-            self.pos += 1
-            return result
-        while True:
-            result.append(self._value())
-            if self._peek() == ",":
-                self.pos += 1
-                continue
-            self._expect("]")
+            self._expect(closing)
             return result
 
     def _skip_ws(self) -> None:
@@ -108,24 +106,43 @@ def _hashable(value: Any) -> Any:
 
 
 class JsonBodyError(ValueError):
-    """A body that is not JSON, even by fastjson's looser rules."""
+    """A body that is not JSON, even by fastjson's looser rules. Its message is for the sender:
+    the broker answers with it and logs no traceback (the sender's mistake, not the broker's)."""
+
+
+TOO_DEEP = f"the body nests arrays and objects deeper than fastjson reads ({MAX_DEPTH} levels)"
 
 
 def loads(raw: bytes | str):
     if isinstance(raw, str):
         raw = raw.encode()
     try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        pass
+        return _whole_ints(orjson.loads(raw), raw)
+    except orjson.JSONDecodeError as exc:
+        if "depth limit" in str(exc):  # past orjson's 1024 levels: nothing else would read it
+            raise JsonBodyError(TOO_DEEP) from None
+    quoted = _STRING_OR_BARE_KEY.sub(_quote_bare_key, raw)
     try:
-        return orjson.loads(_STRING_OR_BARE_KEY.sub(_quote_bare_key, raw))
+        return _whole_ints(orjson.loads(quoted), quoted)
     except orjson.JSONDecodeError:
         pass
     try:
         return _ObjectKeyParser(raw.decode("utf-8")).parse()
+    except JsonBodyError:
+        raise
     except (ValueError, UnicodeDecodeError) as exc:
         raise JsonBodyError(f"the body is not valid JSON: {exc}") from None
+
+
+def _whole_ints(value: Any, raw: bytes) -> Any:
+    """``value`` as orjson read ``raw``, or, when ``raw`` may hold a number past 64 bits (read as
+    a float), read again by the standard parser, which keeps every whole number an int."""
+    if _MAYBE_BIG_INT.search(raw) is None:
+        return value
+    try:
+        return json.loads(raw)
+    except RecursionError:  # orjson read it, so at most 1024 levels: still past fastjson's 512
+        raise JsonBodyError(TOO_DEEP) from None
 
 
 def _quote_bare_key(match: re.Match) -> bytes:
@@ -162,7 +179,12 @@ def _write(value: Any, out: list[bytes]) -> None:
     elif isinstance(value, set | frozenset):
         _write_array(sorted(value), out)
     else:
-        out.append(orjson.dumps(value))
+        try:
+            out.append(orjson.dumps(value))
+        except TypeError:
+            if not _is_int(value):
+                raise
+            out.append(str(value).encode())  # past 64 bits (as a body sent it): as fastjson's BigInteger
 
 
 def _write_map(entries: list[tuple[bytes, Any]], out: list[bytes]) -> None:

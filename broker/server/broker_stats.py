@@ -63,21 +63,32 @@ class BrokerStats:
         self._miss, self._transferred = CounterSamples(keep), CounterSamples(keep)
         # (topic, group) → messages its committed offsets advanced by, all queues, since it was seen
         self.group_consumed: dict[tuple[str, str], int] = defaultdict(int)
+        # (topic, group, queue id) → the highest offset (within the queue) the group committed
+        self._high_water: dict[tuple[str, str, int], int] = {}
         self._group_samples: dict[tuple[str, str], CounterSamples] = {}
         self._unsampled: set[tuple[str, str]] = set()  # progress since the last sample, first time
         self._samples_taken = 0
         self.daily = DailyTotals(datetime.date.today())
 
-    def on_committed(self, topic: str, group: str, previous: int, offset: int) -> None:
-        """A consumer of ``group`` committed ``offset`` on a queue of ``topic`` that held
-        ``previous`` (-1: none). Only a move forward from a known offset is consumption: a group's
-        first offset says where it starts (the queue's end, for a new group), and one moved back
-        is a reset."""
-        if 0 <= previous < offset:
+    def on_committed(self, topic: str, group: str, queue_id: int, previous: int, offset: int) -> None:
+        """A consumer of ``group`` committed ``offset`` on queue ``queue_id`` of ``topic`` that held
+        ``previous`` (-1: none). Only real progress is consumption: a group's first offset says
+        where it starts (the queue's end, for a new group), one moved back is a reset, and a commit
+        counts only up to the queue's end and from the highest offset the group reached there
+        before, so commits alone (forward and back again, or far past the end) never count more
+        messages than the queue holds."""
+        mark_key = (topic, group, queue_id)
+        reached = min(offset, self.store.get_max_offset_in_queue(topic, queue_id))
+        mark = self._high_water.get(mark_key, -1)
+        # From the offset held too: an operator's reset forward (not a commit) is no consumption.
+        counted_from = max(mark, previous)
+        if previous >= 0 and counted_from < reached:
             key = (topic, group)
             if key not in self.group_consumed:
                 self._unsampled.add(key)
-            self.group_consumed[key] += offset - previous
+            self.group_consumed[key] += reached - counted_from
+        if reached > mark:
+            self._high_water[mark_key] = reached
 
     def sample(self, now_s: float, today: datetime.date | None = None) -> None:
         store = self.store
@@ -107,6 +118,8 @@ class BrokerStats:
             del self.group_consumed[key]
             self._unsampled.discard(key)
             self._group_samples.pop(key, None)
+        for mark_key in [mark_key for mark_key in self._high_water if mark_key[1] == group]:
+            del self._high_water[mark_key]
 
     def runtime_info(self) -> dict[str, str]:
         """RocketMQ's rate entries: three figures (10 s, 1 min, 10 min) joined by spaces, each

@@ -238,7 +238,7 @@ class BrokerController:
         """A consumer's commit (with a pull or on its own): kept, and its progress counted in the
         group's consume TPS. Offsets an operator sets, or a slave copies, are not consumption."""
         previous = self.offsets.commit(group, topic, queue_id, offset)
-        self.stats.on_committed(topic, group, previous, offset)
+        self.stats.on_committed(topic, group, queue_id, previous, offset)
 
     def _sample_stats(self) -> None:
         self.stats.sample(time.monotonic())

@@ -46,6 +46,16 @@ class SubscriptionGroupConfig:
         send's maxReconsumeTimes), else the group's retryMaxTimes."""
         return self.retry_max_times if asked is None or asked < 0 else asked
 
+    def number_problem(self) -> str | None:
+        """A number wider than its Java field (int, or long for brokerId): fastjson refuses it, and
+        kept it would fail every later write of the whole table (checked on requests, not on
+        loading: a table written before is read as it is)."""
+        for attr, bits in _NUMBER_BITS.items():
+            number = getattr(self, attr)
+            if not -(1 << (bits - 1)) <= number < 1 << (bits - 1):
+                return f"{self._NAMES[attr]}={number} does not fit a Java {'int' if bits == 32 else 'long'}"
+        return None
+
     def to_json_dict(self) -> dict:
         return {camel: getattr(self, attr) for attr, camel in self._NAMES.items()}
 
@@ -58,6 +68,15 @@ class SubscriptionGroupConfig:
             if attr in values:
                 values[attr] = int(values[attr])
         return cls(**values)
+
+
+# SubscriptionGroupConfig's number fields and their Java widths
+_NUMBER_BITS = {
+    "retry_queue_nums": 32,
+    "retry_max_times": 32,
+    "broker_id": 64,
+    "which_broker_when_consume_slowly": 64,
+}
 
 
 class SubscriptionGroupManager:

@@ -5,6 +5,7 @@ cluster of 1,000 topics and 300 groups still answers a page in a fraction of a s
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,7 @@ from broker.client.admin import (
     MQBrokerError,
     MQClientError,
     NotFoundError,
+    QueueConsumeProgress,
 )
 from broker.client.admin.topics import broker_summary
 from broker.common.codes import ResponseCode
@@ -123,6 +125,13 @@ class TopicConsumer:
     error: str = ""
 
 
+def consumed_messages(queues: Iterable[QueueConsumeProgress]) -> int:
+    """A group's committed offsets summed, each no further than its queue's end: as Apache's lag,
+    an offset committed past the end (a client may commit any number) counts as the end, so the
+    sum, and the consume TPS read from its growth, never exceeds the messages that exist."""
+    return sum(min(q.consumer_offset, q.broker_offset) for q in queues)
+
+
 async def _topic_consumers(core: AsyncMQAdmin, topic: str) -> list[TopicConsumer]:
     groups = await core.topic_consumed_by(topic)
     progress = await fan_out([core.consumer_progress(g, topic) for g in groups])
@@ -133,7 +142,7 @@ async def _topic_consumers(core: AsyncMQAdmin, topic: str) -> list[TopicConsumer
         elif isinstance(result, BaseException):
             rows.append(TopicConsumer(group, error=str(result)))
         else:
-            consumed = sum(q.consumer_offset for q in result.queues)
+            consumed = consumed_messages(result.queues)
             rows.append(TopicConsumer(group, result.diff_total, result.consume_tps, consumed))
     return rows
 
@@ -189,7 +198,7 @@ async def _group_row(
     *per_broker, connection = [r for r in results if not isinstance(r, BaseException)]  # none failed
     row.consume_tps = round(sum(tps for tps, _ in per_broker), 2)
     row.lag = sum(q.diff for _, rows in per_broker for q in rows)
-    row.consumed = sum(q.consumer_offset for _, rows in per_broker for q in rows)
+    row.consumed = consumed_messages(q for _, rows in per_broker for q in rows)
     if connection is not None:
         row.clients = len(connection.connections)
         row.consume_type, row.message_model = connection.consume_type, connection.message_model

@@ -322,3 +322,24 @@ def test_a_broker_that_stops_answering_is_stored_as_down(live, namesrv):
     )
     later = sampler.sample(namesrv, admin)
     assert later.figures[("up", "broker", "broker-b:0")] == 0.0
+
+
+def test_a_commit_past_the_queues_end_counts_only_the_messages_there(live, namesrv, fake_clock):
+    """Attack finding 5: a group's ``consumed`` (its committed offsets summed) took a commit of
+    2^62 as it came, so the next cycle's consume TPS was 2^62 / 30 s with nothing consumed. As
+    Apache's lag does, an offset past the queue's end counts as the end."""
+    _, admin, masters = live
+    liar = "hist-past-the-end"
+    for addr in masters:
+        admin.create_or_update_subscription_group(addr, liar)
+        for queue_id in range(2):
+            admin.update_consumer_offset(addr, liar, TOPIC, queue_id, 0)
+    fake_clock.moment = datetime.now(UTC) + timedelta(days=3)  # after any other cycle
+    sampler.sample(namesrv, admin)
+    fake_clock.advance(seconds=30)
+    admin.update_consumer_offset(masters[0], liar, TOPIC, 0, 2**62)
+    result = sampler.sample(namesrv, admin)
+    end = admin.max_offset(masters[0], TOPIC, 0)
+    assert admin.query_consumer_offset(masters[0], liar, TOPIC, 0) == 2**62  # kept as committed
+    assert result.figures[("consumed", "group", liar)] == end
+    assert result.figures[("consume_tps", "group", liar)] == pytest.approx(end / 30, abs=1e-3)

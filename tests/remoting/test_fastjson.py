@@ -2,6 +2,7 @@
 
 import math
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -93,3 +94,30 @@ def _same(a, b) -> bool:
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     return a == b and type(a) is type(b)
+
+
+def _arrays(depth: int) -> bytes:
+    return b"[" * depth + b"]" * depth
+
+
+def _object_keyed(depth: int) -> bytes:  # read by the module's own parser, not orjson
+    return b'{{"a":1}:' + _arrays(depth - 1) + b"}"
+
+
+def test_nesting_is_bounded_at_fastjsons_512_levels_without_recursion_errors():
+    """Attack finding 7: past Python's stack the object-key parser raised RecursionError."""
+    assert fastjson.loads(_arrays(512)) and fastjson.loads(_object_keyed(512))
+    for body in (_object_keyed(513), _object_keyed(100_000), _arrays(1025), _arrays(100_000)):
+        with pytest.raises(fastjson.JsonBodyError, match=r"deeper than fastjson reads \(512 levels\)"):
+            fastjson.loads(body)
+
+
+def test_whole_numbers_past_64_bits_stay_ints():
+    assert fastjson.loads(b'{"a":1180591620717411303424,"b":-9223372036854775809,"c":1.5}') == {
+        "a": 2**70,
+        "b": -(2**63) - 1,
+        "c": 1.5,
+    }
+    assert fastjson.loads(b"{1:1180591620717411303424}") == {"1": 2**70}  # a bare key too
+    assert fastjson.loads(b'{"id":"12345678901234567890"}') == {"id": "12345678901234567890"}
+    assert fastjson.dumps({"a": 2**70}) == b'{"a":1180591620717411303424}'  # and written back whole

@@ -21,6 +21,9 @@ class CountingStore:
     def __init__(self) -> None:
         self.put_count = self.get_count = self.get_found_count = self.get_miss_count = 0
 
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        return 10**9  # every queue long enough for the commits below
+
 
 def test_a_rate_needs_as_many_samples_as_its_window():
     samples = CounterSamples(keep=4)
@@ -80,19 +83,19 @@ def test_runtime_info_gives_10s_1min_10min_figures_once_the_broker_ran_that_long
 def test_a_groups_consume_tps_counts_its_committed_progress_over_the_last_minute():
     stats = BrokerStats(CountingStore())
     assert stats.consume_tps("g", "T") == 0.0
-    stats.on_committed("T", "g", -1, 500)  # a first commit (from nothing) is no progress
-    stats.on_committed("Other", "g", -1, 0)
+    stats.on_committed("T", "g", 0, -1, 500)  # a first commit (from nothing) is no progress
+    stats.on_committed("Other", "g", 0, -1, 0)
     for second in range(121):
-        stats.on_committed("T", "g", 500 + 30 * second, 530 + 30 * second)  # 30 a second
-        stats.on_committed("T", "g", 530 + 30 * second, 530 + 30 * second)  # the same again
+        stats.on_committed("T", "g", 0, 500 + 30 * second, 530 + 30 * second)  # 30 a second
+        stats.on_committed("T", "g", 0, 530 + 30 * second, 530 + 30 * second)  # the same again
         if second >= 90:
-            stats.on_committed("Other", "g", 1000 * (second - 90), 1000 * (second - 89))
+            stats.on_committed("Other", "g", 0, 1000 * (second - 90), 1000 * (second - 89))
         stats.sample(float(second))
     assert stats.consume_tps("g", "T") == pytest.approx(30.0)
     # A group's first progress is sampled at once (90 s), then every 10 s: 100 s, 110 s, 120 s.
     assert stats.consume_tps("g", "Other") == pytest.approx(1000.0)
     assert stats.consume_tps("other-group", "T") == 0.0
-    stats.on_committed("T", "g", 5000, 0)  # an offset moved back (a reset) is no progress
+    stats.on_committed("T", "g", 0, 5000, 0)  # an offset moved back (a reset) is no progress
     stats.sample(121.0)
     assert stats.consume_tps("g", "T") == pytest.approx(30.0)
     stats.forget_group("g")
@@ -161,3 +164,41 @@ def commit_frame(offset: int) -> bytes:
 
 def admin_frame(code: int, fields: dict | None = None) -> bytes:
     return encode_frame(create_request(code, fields or {}))
+
+
+async def test_offset_commits_alone_never_count_more_than_the_messages_that_exist(tmp_path):
+    """Attack finding 5: commits of 0 and 1000 in turn on a queue of five messages, then one of
+    Long.MAX, made a consume TPS of thousands (and 4.6e17) with nothing consumed. A commit counts
+    only up to the queue's end and from the highest offset the group already reached there."""
+    log: list = []
+    broker = await start_broker(tmp_path)
+    broker.stats_sampler.cancel()  # sampled by hand below, on a fake clock
+    try:
+        producer, committer, admin = (
+            connect(broker, name, log) for name in ("producer", "committer", "admin")
+        )
+        for i in range(5):
+            producer.data_received(send_frame(b"m%d" % i))
+        await asyncio.sleep(0)
+        committer.data_received(commit_frame(0))  # the group's first offset: no progress yet
+        await committed(broker, 0)
+        broker.stats.sample(100.0)
+        for second in range(1, 11):
+            for offset in (1000, 0):  # forward past the end, back again: a seesaw
+                committer.data_received(commit_frame(offset))
+                await committed(broker, offset)
+            broker.stats.sample(100.0 + second)
+        for offset in (2**63 - 1, 0, 5):  # a jump to Long.MAX, back, then to the end again
+            committer.data_received(commit_frame(offset))
+            await committed(broker, offset)
+        broker.stats.sample(111.0)
+        assert broker.stats.group_consumed[(TOPIC, GROUP)] == 5  # the five messages, once
+        admin.data_received(
+            admin_frame(RequestCode.GET_CONSUME_STATS, {"consumerGroup": GROUP, "topic": TOPIC})
+        )
+        while not log or log[-1][0] != "admin":
+            await asyncio.sleep(0)
+        # Counted at the first commit past the end (101 s), nothing after: the minute's rate is 0.
+        assert fastjson.loads(log[-1][1].body)["consumeTps"] == 0.0
+    finally:
+        await broker.stop()

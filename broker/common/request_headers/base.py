@@ -25,6 +25,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from broker.common.json_config_file import JAVA_LONG_MAX, JAVA_LONG_MIN
+
 H = TypeVar("H", bound="CommandHeader")
 
 _WIRE = "wire_name"
@@ -34,7 +36,8 @@ _MISSING: Any = dataclasses.MISSING
 
 
 class HeaderError(ValueError):
-    """A header that cannot be decoded: a required field missing or a number malformed.
+    """A header that cannot be decoded: a required field missing or a number malformed (or
+    wider than a Java long).
 
     ``field`` is the field's wire name and ``value`` its text (None or empty when missing), so a
     client reading a server's answer can word its own message (the text speaks of a request)."""
@@ -165,11 +168,16 @@ def _decode_lines(i: int, spec: _FieldSpec, name: str, env: dict[str, Any]) -> l
     else:
         bad = f"the request header field {name!r}="
         error = f"HeaderError({bad!r} + repr(raw) + ' is not a number', {name!r}, raw)"
+        # Java reads every number field as an Integer or a Long: anything wider no peer can hold,
+        # and kept it would fail later, in a table's write or a reply's encoding.
+        too_big = f"HeaderError({bad!r} + repr(raw) + ' does not fit a Java long', {name!r}, raw)"
         lines += [
             f"{indent}try:",
             f"{indent}    {out} = int(raw)",
             f"{indent}except ValueError:",
             f"{indent}    raise {error} from None",
+            f"{indent}if not {JAVA_LONG_MIN} <= {out} <= {JAVA_LONG_MAX}:",
+            f"{indent}    raise {too_big}",
         ]
     return lines
 

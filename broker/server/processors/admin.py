@@ -166,6 +166,10 @@ class AdminProcessor:
             config = SubscriptionGroupConfig.from_json_dict(fastjson.loads(request.body))
         except (ValueError, TypeError, AttributeError) as exc:
             return response_to(request, ResponseCode.SYSTEM_ERROR, f"bad subscription group config: {exc}")
+        problem = config.number_problem()
+        if problem:
+            refusal = f"bad subscription group config: {problem}"
+            return response_to(request, ResponseCode.SYSTEM_ERROR, refusal)
         refused = name_refusal(request, groups=(config.group_name,))
         if refused is not None:
             return refused
