@@ -88,10 +88,12 @@ def _evaluate(now: datetime, cluster: str, report: EvaluationReport) -> None:
                 batch.seen.add(key)  # unknown this cycle: whatever event there is stays as it is
             elif obs.value > rule.threshold:
                 batch.holds(rule, obs, open_events, now)
+            else:
+                batch.below[key] = obs.value
     for open_key, event in open_events.items():
         if open_key not in batch.seen:
             why = "" if open_key in batch.observed or event.rule is None else no_data(event.rule, readings)
-            batch.clears(event, now, why)
+            batch.clears(event, now, why, batch.below.get(open_key))
     report.opened, report.dropped = len(batch.created), len(batch.dropped)
     report.fired = sum(kind == Notification.FIRING for _, kind in batch.transitions)
     report.resolved = len(batch.transitions) - report.fired
@@ -113,6 +115,7 @@ class _Batch:
         self.transitions: list[tuple[AlertEvent, str]] = []
         self.seen: set[tuple[int | None, str]] = set()  # open events to leave open
         self.observed: set[tuple[int | None, str]] = set()  # (rule, subject) with a figure, known or not
+        self.below: dict[tuple[int | None, str], float] = {}  # known figures not above the threshold
 
     def holds(self, rule: AlertRule, obs, open_events: dict, now: datetime) -> None:
         key = (rule.id, subject_key(obs.subject))
@@ -123,6 +126,8 @@ class _Batch:
             self.created.append(event)
         else:
             self.still.append(event)
+            # On the object too: a transition of it is written from the object (write()).
+            event.last_evaluated_at = now
             if event.value != obs.value:
                 event.value = obs.value
                 self.revalued.append(event)
@@ -133,12 +138,17 @@ class _Batch:
             event.summary = summary_of(rule, obs.subject, obs.value)  # as it was when it fired
             self.transitions.append((event, Notification.FIRING))
 
-    def clears(self, event: AlertEvent, now: datetime, why: str = "") -> None:
-        """``why``: the resolution when the rule still runs ("" when its condition is false)."""
+    def clears(self, event: AlertEvent, now: datetime, why: str = "", figure: float | None = None) -> None:
+        """``why``: the resolution when the rule still runs ("" when its condition is false, "no
+        data..." when its subject has no figure); ``figure``: the subject's, when it has one."""
         if event.state == AlertEvent.PENDING:
             self.dropped.append(event.id)  # it never fired: nobody was told, nothing to resolve
             return
-        reason = "rule deleted" if event.rule is None else why if event.rule.enabled else "rule disabled"
+        if event.rule is None or not event.rule.enabled:
+            reason = "rule deleted" if event.rule is None else "rule disabled"
+        else:
+            # The figure that resolved it, or none (no data): never the last one above the threshold.
+            reason, event.value = why, figure
         _resolve(event, now, reason)
         self.transitions.append((event, Notification.RESOLVED))
 
@@ -152,7 +162,8 @@ class _Batch:
         new = {id(e) for e in self.created}
         moved = [event for event, _ in self.transitions if id(event) not in new]
         AlertEvent.objects.bulk_update(
-            moved, ["state", "summary", "last_evaluated_at", "firing_at", "resolved_at", "resolution"]
+            moved,
+            ["state", "summary", "value", "last_evaluated_at", "firing_at", "resolved_at", "resolution"],
         )
 
 

@@ -14,7 +14,9 @@ class Kind:
     key: str
     label: str
     subject: str  # GROUP or BROKER: what one event is about
-    threshold_label: str  # what the number compared against is, with its unit
+    # What the number compared against is, with its unit; descriptions say it in parentheses, so
+    # it holds none of its own.
+    threshold_label: str
     uses_window: bool = False  # measured as a change over the rule's window
     unit: str = ""  # "bytes" and "ratio" are shown as such (256 MiB, 85%); others as plain numbers
 
@@ -41,9 +43,9 @@ KINDS: dict[str, Kind] = {
         Kind("group_lag", "Consumer group lag above", GROUP, "messages behind"),
         Kind("lag_growing", "Consumer group lag growing", GROUP, "messages of growth over the window", True),
         Kind("dlq_receiving", "Dead letters arriving", GROUP, "new dead letters over the window", True),
-        Kind("consume_stalled", "Not consuming while lagging", GROUP, "messages behind (with 0 consume TPS)"),
+        Kind("consume_stalled", "Not consuming while lagging", GROUP, "messages behind, with 0 consume TPS"),
         Kind("broker_down", "Broker down or not heard from", BROKER, "seconds since last heard"),
-        Kind("disk_ratio", "Disk usage above", BROKER, "ratio of the store disk used (0 to 1)", unit="ratio"),
+        Kind("disk_ratio", "Disk usage above", BROKER, "ratio of the store disk used, 0 to 1", unit="ratio"),
         Kind(
             "replication_bytes",
             "Replication lag above (bytes)",

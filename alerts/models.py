@@ -110,7 +110,8 @@ class AlertEvent(models.Model):
     topic = models.CharField(max_length=255, blank=True)
     group = models.CharField(max_length=255, blank=True)
     state = models.CharField(max_length=16, choices=STATE_CHOICES, default=PENDING)
-    value = models.FloatField(default=0)  # the last measured figure
+    # The last measured figure; when resolved, the one that resolved it (None: no data did).
+    value = models.FloatField(null=True, default=0)
     threshold = models.FloatField(default=0)  # the rule's, when the event started
     summary = models.CharField(max_length=500, blank=True)
     started_at = models.DateTimeField()  # when the condition was first seen true
@@ -159,7 +160,7 @@ class AlertEvent(models.Model):
 
     @property
     def value_text(self) -> str:
-        return self._format(self.value)
+        return "none" if self.value is None else self._format(self.value)
 
     @property
     def threshold_text(self) -> str:

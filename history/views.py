@@ -23,7 +23,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from broker.common.system_names import is_system_group
-from broker.common.topic_kinds import NORMAL, topic_kinds
+from broker.common.topic_kinds import NORMAL, cluster_system_topics, topic_kinds
 from console.cluster_access import current_namesrv
 from console.roles import VIEWER, require_role
 from history import catalogue, charts, query
@@ -124,12 +124,15 @@ def _daily_rows(days: int, cluster: str) -> list[dict]:
 
 
 def _internal_names(cluster: str) -> frozenset[str]:
-    """Cluster and broker names: every broker registers topics of these names (RocketMQ's own)."""
+    """The topics every broker registers after its cluster and broker names (RocketMQ's own)."""
     names = Series.objects.filter(cluster=cluster, scope__in=("broker", "cluster"))
-    found = set()
+    clusters, brokers = {cluster}, set()
     for scope, name in names.values_list("scope", "name").distinct():
-        found.add(name.rsplit(":", 1)[0] if scope == "broker" else name)
-    return frozenset(found | {f"{name}_REPLY_TOPIC" for name in found})
+        if scope == "broker":
+            brokers.add(name.rsplit(":", 1)[0])
+        else:
+            clusters.add(name)
+    return cluster_system_topics(frozenset(clusters), frozenset(brokers))
 
 
 def _top(metric: str, scope: str, window: timedelta, cluster: str, internal: frozenset[str]):

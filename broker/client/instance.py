@@ -3,8 +3,9 @@
 One asyncio loop runs all network work: by default a loop on a background thread (the blocking
 API), or the application's own running loop (``MQClientInstance.on_running_loop``, the asyncio
 API: no thread, no hand-off per request). Routes from the name servers are cached and refreshed
-every 30 s; heartbeats go to every broker every 30 s; a broker's "consumer ids changed"
-notification triggers a rebalance at once.
+every 30 s, with those of every producer's and consumer's topics that have none now; heartbeats
+go to every broker every 30 s; a broker's "consumer ids changed" notification triggers a
+rebalance at once.
 
 As RocketMQ's MQClientManager, clients share instances: producers and consumers made with the
 same instance name (the process id by default) and name servers use one instance (per running
@@ -389,8 +390,20 @@ class MQClientInstance:
         self.brokers = brokers
         self.master_addrs = {name: data.master_addr for name, data in brokers.items() if data.master_addr}
 
+    def topics_in_use(self) -> list[str]:
+        """The topics whose routes the periodic poll asks for: those cached, and every producer's
+        publish topics and consumer's subscriptions even while the name servers have no route
+        (RocketMQ's updateTopicRouteInfoFromNameServer): a topic whose only broker was gone comes
+        back with it, and so do the heartbeats to that broker."""
+        topics = dict.fromkeys(self.routes)
+        for producer in list(self.producers.values()):
+            topics.update(dict.fromkeys(list(producer.publish_topics)))
+        for consumer in list(self.consumers.values()):
+            topics.update(dict.fromkeys(list(consumer.subscriptions)))
+        return list(topics)
+
     async def refresh_routes(self) -> None:
-        for topic in list(self.routes):
+        for topic in self.topics_in_use():
             await self._fetch_route(topic)
 
     def broker_addr(self, broker_name: str) -> str | None:

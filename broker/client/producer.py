@@ -99,6 +99,9 @@ class Producer:
         self.instance = instance
         self._routes: RouteRefresher | None = None  # of the instance it runs on: _route_refresher
         self._counter = itertools.count(random.randrange(1000))
+        # Every topic it has sent to, route or not: the instance keeps polling their routes (as
+        # RocketMQ's topicPublishInfoTable), so a broker that was gone hears from it again.
+        self.publish_topics: set[str] = set()
 
     # -- life cycle ---------------------------------------------------------------------------
     def start(self) -> Producer:
@@ -398,6 +401,7 @@ class Producer:
         """The topic's writable queues; for a topic without a route, those it would get on the
         brokers that may auto-create it (the default topic's route), which register it."""
         instance = self._instance()
+        self.publish_topics.add(topic)
         await instance.route(topic)
         queues = instance.write_queues.get(topic)
         if queues:

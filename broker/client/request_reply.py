@@ -22,6 +22,7 @@ from broker.common.message import Message, MessageExt
 from broker.common.message_codec import string_to_properties
 from broker.common.request_headers import ReplyMessageRequestHeader
 from broker.common.sysflag import COMPRESSED_FLAG
+from broker.common.topic_config import reply_topic
 from broker.remoting.command import response_to
 
 from .errors import MQClientError
@@ -29,7 +30,6 @@ from .errors import MQClientError
 log = logging.getLogger(__name__)
 
 REPLY_MESSAGE_FLAG = "reply"  # the MSG_TYPE of a reply
-REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"
 CREATE_REPLY_MESSAGE_EXCEPTION = 10007  # RocketMQ's ClientErrorCode
 
 
@@ -51,7 +51,7 @@ def create_reply_message(request: Message, body: bytes) -> Message:
             f"create reply message fail, requestMessage error, property[{const.PROPERTY_CLUSTER}] is null.",
             CREATE_REPLY_MESSAGE_EXCEPTION,
         )
-    reply = Message(f"{cluster}_{REPLY_TOPIC_POSTFIX}", body)
+    reply = Message(reply_topic(cluster), body)
     reply.put_property(const.PROPERTY_MESSAGE_TYPE, REPLY_MESSAGE_FLAG)
     for name in (
         const.PROPERTY_CORRELATION_ID,

@@ -46,6 +46,9 @@ SYSTEM_TOPICS = frozenset(
 )
 
 
+REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"
+
+
 def validate_topic(name: str | None) -> str | None:
     """Why ``name`` is not a legal topic name, or None when it is (broker.common.names)."""
     return topic_problem(name)
@@ -65,6 +68,12 @@ def is_retry_topic(topic: str) -> bool:
 
 def is_dlq_topic(topic: str) -> bool:
     return topic.startswith(DLQ_GROUP_TOPIC_PREFIX)
+
+
+def reply_topic(cluster: str) -> str:
+    """RocketMQ's ``MixAll.getReplyTopic``: where a cluster's replies are stored. Every broker
+    creates its cluster's at start, and it is a system topic (TopicValidator.addSystemTopic)."""
+    return f"{cluster}_{REPLY_TOPIC_POSTFIX}"
 
 
 def is_system_topic(topic: str) -> bool:

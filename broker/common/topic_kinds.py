@@ -18,6 +18,7 @@ from broker.common.topic_config import (
     TRANS_HALF_TOPIC,
     TRANS_OP_HALF_TOPIC,
     is_system_topic,
+    reply_topic,
 )
 
 NORMAL, RETRY, DLQ, SYSTEM, DELAY, FIFO, TRANSACTION = (
@@ -40,6 +41,13 @@ KIND_LABELS = {
     TRANSACTION: "Transaction",
 }
 _TRANSACTION_TOPICS = frozenset({TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC})
+
+
+def cluster_system_topics(clusters: frozenset[str], brokers: frozenset[str]) -> frozenset[str]:
+    """The system topics a name server's brokers register beyond TopicValidator's fixed list: one
+    named after each cluster and broker, and each cluster's reply topic (``<cluster>_REPLY_TOPIC``)
+    (what ``topic_kinds`` takes as ``cluster_and_broker_names``)."""
+    return clusters | brokers | frozenset(reply_topic(cluster) for cluster in clusters)
 
 
 def topic_kinds(

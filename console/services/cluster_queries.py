@@ -24,7 +24,7 @@ from broker.client.admin.topics import broker_summary
 from broker.common.codes import ResponseCode
 from broker.common.system_names import is_system_group
 from broker.common.topic_config import RETRY_GROUP_TOPIC_PREFIX, perm_to_string
-from broker.common.topic_kinds import SYSTEM, topic_kinds
+from broker.common.topic_kinds import SYSTEM, cluster_system_topics, topic_kinds
 from console.services.reading import readable_master_queues
 
 # Enough parallel requests to hide round trips, few enough not to flood a broker's executor.
@@ -86,7 +86,7 @@ async def _topic_rows(core: AsyncMQAdmin) -> list[TopicRow]:
     masters = _masters(info)
     names = await core.topic_list()
     tables = await fan_out([core.all_topic_configs(addr) for _, addr in masters])
-    special = frozenset(info.clusters) | frozenset(info.brokers)
+    special = cluster_system_topics(frozenset(info.clusters), frozenset(info.brokers))
     rows: dict[str, TopicRow] = {}
     for (broker_name, _), table in zip(masters, tables, strict=True):
         if isinstance(table, BaseException):
@@ -111,9 +111,11 @@ def topic_rows(admin: MQAdmin) -> list[TopicRow]:
 
 def is_system_topic_of(admin: MQAdmin, topic: str) -> bool:
     """A topic of the brokers' own (TopicValidator's list, ``rmq_sys_``) or one named after a cluster
-    or broker of this name server, as the topic list's "system" kind says."""
+    or broker of this name server or a cluster's reply topic, as the topic list's "system" kind
+    says."""
     info = admin.cluster_info()
-    return SYSTEM in topic_kinds(topic, False, frozenset(info.clusters) | frozenset(info.brokers))
+    special = cluster_system_topics(frozenset(info.clusters), frozenset(info.brokers))
+    return SYSTEM in topic_kinds(topic, False, special)
 
 
 @dataclass

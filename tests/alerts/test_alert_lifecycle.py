@@ -66,6 +66,23 @@ def test_lag_rule_pending_then_firing_then_resolved_one_notification_each(
     assert states(r) == ["resolved", "pending"]
 
 
+def test_an_event_records_when_it_was_evaluated_and_the_figure_that_resolved_it(
+    no_defaults, eager, fake_clock, django_capture_on_commit_callbacks
+):
+    r = rule(threshold=1500, for_minutes=1)
+    for figure in (1522, 1530, 1522):  # pending, still pending, firing a minute on
+        play_cycle(django_capture_on_commit_callbacks, lag("orders", figure))
+        fake_clock.advance(seconds=30)
+    firing = AlertEvent.objects.get(rule=r)
+    assert firing.state == "firing" and firing.value == 1522
+    assert firing.last_evaluated_at == firing.firing_at == fake_clock() - timedelta(seconds=30)
+    play_cycle(django_capture_on_commit_callbacks, lag("orders", 1400))
+    resolved = AlertEvent.objects.get(rule=r)
+    assert resolved.state == "resolved" and resolved.resolution == ""
+    assert resolved.value == 1400 and resolved.value_text == "1,400"
+    assert resolved.last_evaluated_at == resolved.resolved_at == fake_clock()
+
+
 def test_pending_that_clears_before_its_minutes_is_dropped(
     no_defaults, eager, fake_clock, webhook, django_capture_on_commit_callbacks
 ):

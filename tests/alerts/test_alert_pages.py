@@ -242,6 +242,24 @@ def test_an_edited_threshold_and_window_change_the_description_and_the_prometheu
     assert "1,000" not in description and "10 min" not in description
 
 
+def _deepest_parenthesis(text: str) -> int:
+    depth = deepest = 0
+    for char in text:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def test_exported_descriptions_nest_no_parentheses(operator):
+    """Each kind's threshold wording is said inside one pair of parentheses in a description: it
+    holds none of its own ("messages behind, with 0 consume TPS")."""
+    exported = yaml.safe_load(operator.get(reverse("console:export_prometheus_rules")).content)
+    descriptions = {r["alert"]: r["annotations"]["description"] for r in exported["groups"][0]["rules"]}
+    assert "Consumer not consuming" in {r["labels"]["console_rule"] for r in exported["groups"][0]["rules"]}
+    nested = {name: text for name, text in descriptions.items() if _deepest_parenthesis(text) > 1}
+    assert nested == {}
+
+
 def test_a_default_rule_keeping_its_first_description_gets_the_note_instead(db):
     """Migration 0004: the default rules' first descriptions said their figures; each becomes the
     figure-free note of alerts.defaults, and a description an operator wrote stays."""

@@ -88,6 +88,8 @@ def test_a_group_missing_from_cycles_keeps_its_event_then_resolves_as_no_data(
     assert states[43] == [["resolved"]] * 2
     for rule in (lag_rule, stalled_rule):
         assert timeline(rule) == [("resolved", at(0), at(11), at(43), NO_DATA)]
+        resolved = AlertEvent.objects.get(rule=rule)  # no figure resolved it: none is shown
+        assert resolved.value is None and resolved.value_text == "none"
     sent = told(receiver)  # the two rules' notifications of one cycle in either order
     assert [sorted(sent[:2]), sorted(sent[2:])] == [
         [("consume_stalled", "firing", ""), ("group_lag", "firing", "")],

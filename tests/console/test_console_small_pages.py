@@ -12,6 +12,7 @@ from tests.cluster import CLI_CLUSTER, create_user
 from tests.console.conftest import PASSWORD
 
 pytestmark = pytest.mark.django_db
+REPLY_TOPIC = f"{CLI_CLUSTER}_REPLY_TOPIC"  # every broker of the cluster registers it at start
 
 
 def _nav(html: str) -> str:
@@ -48,7 +49,8 @@ def test_system_topics_offer_no_send_or_delete_and_the_server_refuses_both(opera
     wait_until(lambda: _routed(admin, plain), timeout=10)
     page = operator_client.get("/topics/").content.decode()
     assert "#send-message" in _row(page, plain) and f"/topics/{plain}/delete" in _row(page, plain)
-    for topic in ("TBW102", CLI_CLUSTER, "broker-a"):  # the auto-create key, cluster and broker names
+    # The auto-create key, the cluster and broker names, and the cluster's reply topic.
+    for topic in ("TBW102", CLI_CLUSTER, "broker-a", REPLY_TOPIC):
         row = _row(page, topic)
         assert "#send-message" not in row and f"/topics/{topic}/delete" not in row, topic
         detail = operator_client.get(f"/topics/{topic}/").content.decode()
@@ -59,6 +61,10 @@ def test_system_topics_offer_no_send_or_delete_and_the_server_refuses_both(opera
     sent = operator_client.post("/topics/TBW102/send", {"body": "not for a system topic"})
     assert sent.status_code == 400 and "TBW102 is a system topic" in sent.content.decode()
     assert _stored(admin, "TBW102") == before
+    replies = _stored(admin, REPLY_TOPIC)
+    sent = operator_client.post(f"/topics/{REPLY_TOPIC}/send", {"body": "not for a system topic"})
+    assert sent.status_code == 400 and f"{REPLY_TOPIC} is a system topic" in sent.content.decode()
+    assert _stored(admin, REPLY_TOPIC) == replies
     for topic in ("TBW102", CLI_CLUSTER):
         deleted = operator_client.post(f"/topics/{topic}/delete")
         assert deleted.status_code == 400 and f"{topic} is a system topic" in deleted.content.decode()
@@ -66,6 +72,7 @@ def test_system_topics_offer_no_send_or_delete_and_the_server_refuses_both(opera
     refusals = AuditRecord.objects.filter(result=AuditRecord.RESULT_FAILED).values_list("action", "target")
     assert set(refusals) == {
         ("topic.send", "TBW102"),
+        ("topic.send", REPLY_TOPIC),
         ("topic.delete", "TBW102"),
         ("topic.delete", CLI_CLUSTER),
     }

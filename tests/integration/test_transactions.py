@@ -7,8 +7,11 @@ from collections import Counter
 import pytest
 
 from broker.cli import main
+from broker.client.admin import MQAdmin
+from broker.client.instance import MQClientInstance
 from broker.client.transaction_producer import LocalTransactionState, TransactionProducer
 from broker.common.codes import RequestCode, ResponseCode
+from broker.common.errors import MQError
 from broker.common.message import Message
 from broker.common.message_codec import decode_offset_msg_id
 from broker.common.sysflag import TRANSACTION_COMMIT_TYPE
@@ -154,3 +157,42 @@ def test_operator_commits_a_pending_half_message_once(cluster):
     again = cluster.request(RequestCode.END_TRANSACTION, fields)
     assert again.code == ResponseCode.SYSTEM_ERROR and "already" in again.remark
     assert wait_until(lambda: cluster.max_offsets(TOPIC, 4) == 1)
+
+
+def test_an_idle_producer_registers_again_with_a_broker_that_was_gone(cluster):
+    """While the broker is down the name server has no route of the topic; the producer sends
+    nothing after it returns, yet its periodic route poll finds the broker again, its heartbeat
+    lists it there, and the pending transaction's check reaches it (RocketMQ's client polls every
+    producer's publish topics, with or without a route)."""
+    app = LocalTransactions(on_execute={"pending": UNKNOW}, on_check={"pending": UNKNOW})
+    instance = MQClientInstance(
+        cluster.namesrv_addr, "tx-idle", heartbeat_interval_ms=300, route_interval_ms=300
+    )
+    producer = TransactionProducer("tx-group", cluster.namesrv_addr, app, instance=instance).start()
+    admin = MQAdmin(cluster.namesrv_addr)
+    received = DeliveryCounts()
+    try:
+        producer.send_message_in_transaction(Message(TOPIC, b"pending"))
+        assert wait_until(lambda: app.checks["pending"] >= 1)
+        assert cluster.broker.stop() == 0
+        # A route poll while the broker is gone: the name server answers that the topic has none.
+        assert wait_until(lambda: TOPIC not in instance.routes, timeout=10)
+        app.on_check["pending"] = COMMIT
+        cluster.start_broker()
+        assert wait_until(lambda: listed(admin), timeout=15)
+        consumer = cluster.push_consumer("tx-idle-c", TOPIC, received.listener, "tx-idle-c")
+        try:
+            assert wait_until(lambda: received.seen[b"pending"] == 1, timeout=30)
+        finally:
+            consumer.shutdown()
+    finally:
+        admin.close()
+        producer.shutdown()
+
+
+def listed(admin: MQAdmin) -> bool:
+    """Does the broker list a connection of tx-group (mqadmin producerConnection)?"""
+    try:
+        return bool(admin.producer_connection("tx-group", TOPIC).connections)
+    except MQError:  # no route yet, or the broker knows no such group
+        return False

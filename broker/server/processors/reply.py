@@ -33,18 +33,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"
 PUSH_REPLY_TIMEOUT_MS = 3000
-
-
-def reply_topic(cluster: str) -> str:
-    """RocketMQ's ``MixAll.getReplyTopic``: where a cluster's replies are stored."""
-    return f"{cluster}_{REPLY_TOPIC_POSTFIX}"
 
 
 def ensure_reply_topic(broker: BrokerController) -> None:
     """The broker creates its cluster's reply topic at start (one queue), as RocketMQ's does."""
-    broker.topics.ensure(reply_topic(broker.config.broker_cluster_name), 1, tc.PERM_READ | tc.PERM_WRITE)
+    broker.topics.ensure(tc.reply_topic(broker.config.broker_cluster_name), 1, tc.PERM_READ | tc.PERM_WRITE)
 
 
 class ReplyProcessor:
