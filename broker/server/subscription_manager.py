@@ -109,6 +109,13 @@ class SubscriptionGroupManager:
     def is_full(self) -> bool:
         return len(self.table) >= self.limit()
 
+    def missing_remark(self, group: str) -> str:
+        """SUBSCRIPTION_GROUP_NOT_EXIST's remark for a group ``find`` did not give: RocketMQ's,
+        with the reason when the group could have been created but for the limit."""
+        full = self.auto_create and group not in self.table and self.is_full()
+        reason = f" (not created: the broker holds {len(self.table)} groups, maxSubscriptionGroupCount)"
+        return f"subscription group not exist, {group}{reason if full else ''}"
+
     def update(self, config: SubscriptionGroupConfig) -> None:
         with self.lock:
             self.table[config.group_name] = config
