@@ -105,7 +105,8 @@ class AdminProcessor:
         if topic not in self.broker.topics.table and self.broker.topics.is_full():
             return (
                 f"the topic[{topic}] is not created: the broker holds {self.broker.topics.counted()} "
-                f"topics (retry and DLQ topics not counted), maxTopicCount={self.broker.config.max_topic_count}"
+                f"topics (retry and DLQ topics not counted), "
+                f"maxTopicCount={self.broker.config.max_topic_count}"
             )
         most = self.broker.config.max_topic_queue_nums
         if max(config.read_queue_nums, config.write_queue_nums) > most:
