@@ -57,6 +57,16 @@ def reserve_blocks(fd: int, size: int, start: int = 0) -> None:
     os.posix_fallocate(fd, start, size)
 
 
+def reserve_written(fd: int, size: int, start: int) -> None:
+    """``reserve_blocks``, then zeros written over them: a chunk of a consume queue. The first
+    store through a mapping into a reserved but never written block costs the filesystem an
+    extent conversion under its journal (ext4: 2-20 ms measured under load, on the event loop's
+    dispatch); into a written one, nothing. Chunks are small, so the zeros are cheap."""
+    reserve_blocks(fd, size, start)
+    for pos in range(start, start + size, len(_ZERO_CHUNK)):
+        os.pwrite(fd, _ZERO_CHUNK[: min(len(_ZERO_CHUNK), start + size - pos)], pos)
+
+
 def create_reserved_file(path: Path, size: int, reserve: int | None = None) -> int:
     """Create ``path`` with ``size`` bytes of reserved blocks; return its descriptor (read/write).
     With ``reserve``, only that many from its start get blocks; the rest of ``size`` is a hole.
@@ -69,6 +79,7 @@ def create_reserved_file(path: Path, size: int, reserve: int | None = None) -> i
         free = free_bytes(path.parent)
     except OSError as exc:  # a directory needs a block too
         raise SegmentAllocationError(path, size, 0, exc) from exc
+    reserve_chunked = reserve is not None
     reserve = size if reserve is None else min(reserve, size)
     if free < reserve:
         raise SegmentAllocationError(path, reserve, free)
@@ -78,7 +89,10 @@ def create_reserved_file(path: Path, size: int, reserve: int | None = None) -> i
     except OSError as exc:
         raise SegmentAllocationError(path, size, free, exc) from exc
     try:
-        reserve_blocks(fd, reserve)
+        if reserve_chunked:  # a consume queue: see reserve_written
+            reserve_written(fd, reserve, 0)
+        else:
+            reserve_blocks(fd, reserve)
         if reserve < size:
             os.ftruncate(fd, size)  # its full length, so it can be mapped; no blocks behind
     except OSError as exc:
@@ -223,7 +237,7 @@ class MappedFile:
         chunk = self.reserve_chunk or self.file_size
         target = min(self.file_size, -(-end // chunk) * chunk)
         try:
-            reserve_blocks(self._fd, target - self.reserved, self.reserved)
+            reserve_written(self._fd, target - self.reserved, self.reserved)
         except OSError as exc:
             raise SegmentAllocationError(
                 self.path, target - self.reserved, free_bytes(self.path.parent), exc
