@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,7 @@ from broker.common.names import group_problem, shown
 from .persist_batching import PersistBatching, put_or_undo
 
 log = logging.getLogger(__name__)
+LIMIT_LOG_INTERVAL_S = 10.0
 
 
 @dataclass
@@ -90,6 +92,7 @@ class SubscriptionGroupManager:
         self.limit: Callable[[], int] = lambda: 1 << 62
         self.disk_full: Callable[[], bool] = lambda: False  # see TopicConfigManager.disk_full
         self._writes = PersistBatching(self.persist)  # see deferred_persist()
+        self._logged_at, self._unlogged = -LIMIT_LOG_INTERVAL_S, 0  # see _refused_over_limit()
 
     def load(self) -> None:
         self.table = {}
@@ -108,13 +111,24 @@ class SubscriptionGroupManager:
         config = self.table.get(group)
         if config is None and (self.auto_create if create is None else create):
             if self.is_full():
-                log.warning("group %s not created on first use: %d groups, the limit", group, len(self.table))
+                self._refused_over_limit(group)
                 return None
             if self.disk_full():  # it could not be written: no group that a restart would lose
                 return None
             config = SubscriptionGroupConfig(group)
             self.update(config)
         return config
+
+    def _refused_over_limit(self, group: str) -> None:
+        """Logged at most every 10 s: a flood of made-up names (heartbeats of 256 groups, offset
+        commits) would otherwise write a line each."""
+        self._unlogged += 1
+        now = time.monotonic()
+        if now - self._logged_at < LIMIT_LOG_INTERVAL_S:
+            return
+        log.warning("group %s and %d more not created on first use: %d groups, the limit "
+                    "(maxSubscriptionGroupCount)", group, self._unlogged - 1, len(self.table))  # fmt: skip
+        self._logged_at, self._unlogged = now, 0
 
     def for_reading(self, group: str) -> SubscriptionGroupConfig | None:
         """The group a pull reads as: ``find``'s, or on a full disk, where a group made on first
@@ -127,6 +141,13 @@ class SubscriptionGroupManager:
 
     def is_full(self) -> bool:
         return len(self.table) >= self.limit()
+
+    def missing_remark(self, group: str) -> str:
+        """SUBSCRIPTION_GROUP_NOT_EXIST's remark for a group ``find`` did not give: RocketMQ's,
+        with the reason when the group could have been created but for the limit."""
+        full = self.auto_create and group not in self.table and self.is_full()
+        reason = f" (not created: the broker holds {len(self.table)} groups, maxSubscriptionGroupCount)"
+        return f"subscription group not exist, {group}{reason if full else ''}"
 
     def update(self, config: SubscriptionGroupConfig) -> None:
         with self.lock:

@@ -45,6 +45,7 @@ class TopicConfigManager:
         # be served (and registered with the name servers) until a restart lost it.
         self.disk_full: Callable[[], bool] = lambda: False
         self._writes = PersistBatching(self.persist)  # see deferred_persist()
+        self._counted: tuple[tuple, int] = ((), 0)  # (table state, its counted topics), see counted()
 
     @property
     def data_version(self):
@@ -145,7 +146,17 @@ class TopicConfigManager:
         return config
 
     def is_full(self) -> bool:
-        return len(self.table) >= self.limit()
+        return self.counted() >= self.limit()
+
+    def counted(self) -> int:
+        """Topics counted against maxTopicCount: all but retry and DLQ topics, which the broker
+        makes for its groups (at most two a group, so maxSubscriptionGroupCount bounds them).
+        Recounted only when the table changed: a refused auto-create must stay cheap."""
+        state = (id(self.table), len(self.table), self.data_version.timestamp, self.data_version.counter)
+        if self._counted[0] != state:
+            own = (tc.RETRY_GROUP_TOPIC_PREFIX, tc.DLQ_GROUP_TOPIC_PREFIX)
+            self._counted = (state, sum(not name.startswith(own) for name in list(self.table)))
+        return self._counted[1]
 
     def ensure(self, topic: str, queues: int, perm: int) -> TopicConfig | None:
         """A topic the broker itself needs (retry/DLQ): created on first use; None while the disk

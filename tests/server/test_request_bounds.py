@@ -22,6 +22,7 @@ from broker.common.filter import (
     compile_sql92,
 )
 from broker.common.message import Message
+from broker.common.message_codec import decode_offset_msg_id
 from broker.common.pull_sysflag import FLAG_SUBSCRIPTION
 from broker.remoting import fastjson
 from broker.server.processors.clients import MAX_HEARTBEAT_GROUPS
@@ -208,8 +209,8 @@ def test_the_queue_cap_is_a_live_setting(broker):
 
 
 def test_topic_and_group_counts_are_capped(broker):
-    topics = fastjson.loads(broker.invoke(RC.GET_ALL_TOPIC_CONFIG).body)["topicConfigTable"]
-    with broker.setting("maxTopicCount", len(topics), 20_000):
+    counted = [t for t in topic_table(broker) if not t.startswith(("%RETRY%", "%DLQ%"))]
+    with broker.setting("maxTopicCount", len(counted), 20_000):
         fields = {"topic": "OneTooMany", "readQueueNums": 1, "writeQueueNums": 1, "perm": 6}
         refused = broker.invoke(RC.UPDATE_AND_CREATE_TOPIC, fields)
         assert_refused(refused, ResponseCode.SYSTEM_ERROR, "maxTopicCount=")
@@ -233,3 +234,57 @@ def test_offsets_are_taken_only_for_queues_the_broker_has(broker):
     refused = broker.invoke(RC.UPDATE_CONSUMER_OFFSET, fields)
     assert_refused(refused, ResponseCode.SYSTEM_ERROR, "queueId[2147483647] is illegal")
     assert broker.invoke(RC.UPDATE_CONSUMER_OFFSET, {**fields, "queueId": 0}).ok
+
+
+def topic_table(broker) -> dict:
+    return fastjson.loads(broker.invoke(RC.GET_ALL_TOPIC_CONFIG).body)["topicConfigTable"]
+
+
+def group_table(broker) -> dict:
+    return fastjson.loads(broker.invoke(RC.GET_ALL_SUBSCRIPTIONGROUP_CONFIG).body)["subscriptionGroupTable"]
+
+
+def test_retry_topics_of_a_group_flood_leave_room_for_real_topics(broker):
+    """Attack finding 1: groups made by heartbeats are capped by maxSubscriptionGroupCount, and
+    their retry topics do not use up maxTopicCount (which counts the topics clients create)."""
+    topics, groups = topic_table(broker), group_table(broker)
+    counted = [t for t in topics if not t.startswith(("%RETRY%", "%DLQ%"))]
+    with (
+        broker.setting("autoCreateSubscriptionGroup", "true", "false"),
+        broker.setting("maxTopicCount", len(counted) + 1, 20_000),
+        broker.setting("maxSubscriptionGroupCount", len(groups) + 5, 20_000),
+    ):
+        assert heartbeat_of_groups(broker, 12).ok  # as RocketMQ: groups over the cap just get none
+        made = set(group_table(broker)) - set(groups)
+        retry = {t for t in topic_table(broker) if t.startswith("%RETRY%many-12-")}
+        print(f"12 new groups in a heartbeat: {len(made)} created, {len(retry)} retry topics")
+        assert len(made) == 5 and retry == {f"%RETRY%{g}" for g in made}
+        fields = {"topic": "LegitAfterFlood", "readQueueNums": 1, "writeQueueNums": 1, "perm": 6}
+        created = broker.invoke(RC.UPDATE_AND_CREATE_TOPIC, fields)
+        assert created.ok, created.remark
+        assert_refused(broker.send("AutoAfterFlood"), ResponseCode.TOPIC_NOT_EXIST, "maxTopicCount")
+
+
+def test_a_group_over_the_cap_gets_no_retry_topic_nor_offsets(broker):
+    """Attack findings 2 and 6: a send-back or an offset commit naming a group the broker may
+    not create is refused with the reason, and leaves no retry/DLQ topic, group or offset."""
+    sent = broker.send(TOPIC, b"payload")
+    assert sent.ok, sent.remark
+    offset = decode_offset_msg_id(sent.field("msgId"))[1]
+    groups = group_table(broker)
+    back = {"offset": offset, "delayLevel": -1, "originTopic": TOPIC, "maxReconsumeTimes": 16}
+    commit = {"topic": TOPIC, "queueId": 0, "commitOffset": 1}
+    refused = broker.invoke(RC.UPDATE_CONSUMER_OFFSET, {**commit, "consumerGroup": "ghost-off"})
+    assert_refused(refused, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, "ghost-off")  # as RocketMQ 5
+    with (
+        broker.setting("autoCreateSubscriptionGroup", "true", "false"),
+        broker.setting("maxSubscriptionGroupCount", len(groups), 20_000),
+    ):
+        refused = broker.invoke(RC.CONSUMER_SEND_MSG_BACK, {**back, "group": "ghost-back"})
+        assert_refused(refused, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, "maxSubscriptionGroupCount")
+        refused = broker.invoke(RC.UPDATE_CONSUMER_OFFSET, {**commit, "consumerGroup": "ghost-on"})
+        assert_refused(refused, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, "maxSubscriptionGroupCount")
+    assert not {"%DLQ%ghost-back", "%RETRY%ghost-back"} & set(topic_table(broker))
+    assert set(group_table(broker)) == set(groups)
+    offsets = fastjson.loads(broker.invoke(RC.GET_ALL_CONSUMER_OFFSET).body)["offsetTable"]
+    assert not [key for key in offsets if "ghost" in key]

@@ -21,6 +21,7 @@ from broker.common.json_config_file import JsonConfigFile
 from broker.common.message import MessageExt
 from broker.common.message_codec import decode_message
 from broker.store import mapped_file
+from broker.store.consume_queue import ConsumeQueue
 from broker.store.mapped_file import MappedFileQueue, SegmentAllocationError
 from broker.store.message_store import MessageStore
 from broker.store.results import GetMessageStatus, PutMessageStatus
@@ -232,6 +233,30 @@ def test_a_consume_queue_file_that_cannot_be_allocated_holds_dispatch_until_spac
     after = store.put_message(message(CQ_ENTRIES + 1))
     assert after.ok and after.append.logics_offset == CQ_ENTRIES + 1
     assert bodies(store) == expected_bodies(CQ_ENTRIES + 2)
+
+
+def test_a_consume_queue_chunk_that_cannot_be_reserved_holds_dispatch_until_space_returns(
+    disk, stores, monkeypatch
+):
+    """Consume-queue blocks are reserved a chunk ahead of the write position (a near-empty
+    queue holds one chunk, not a whole file): the next chunk, not the next file, meets the
+    full disk, and it is met before the entry is written through the mapping."""
+    monkeypatch.setattr(ConsumeQueue, "RESERVE_CHUNK", 4096)  # 204.8 entries a chunk
+    store = start_store(stores, disk / "store", mapped_file_size_consume_queue=1024 * 20)
+    for index in range(204):  # the first chunk full but for 16 bytes
+        assert store.put_message(message(index)).ok
+    assert store.wait_for_dispatch(timeout=10)
+    filler = fill(disk)
+    stored = store.put_message(message(204))  # its entry straddles the chunk's end
+    assert stored.ok and stored.append.logics_offset == 204
+    wait_for_flag(store, WRITE_LOGICS_QUEUE_ERROR)
+    assert store.get_max_offset_in_queue(TOPIC, 0) == 204
+    assert store.get_message("g", TOPIC, 0, 200, 32).status is GetMessageStatus.FOUND
+    filler.unlink()
+    assert not store.check_disk()
+    assert not store.reput.stalled and store.running_flags.writeable
+    assert store.put_message(message(205)).ok
+    assert bodies(store) == expected_bodies(206)
 
 
 def test_an_index_file_that_cannot_be_allocated_holds_dispatch_until_space_returns(disk, stores):

@@ -104,8 +104,9 @@ class AdminProcessor:
             return bad_type
         if topic not in self.broker.topics.table and self.broker.topics.is_full():
             return (
-                f"the topic[{topic}] is not created: the broker holds {len(self.broker.topics.table)} "
-                f"topics, maxTopicCount={self.broker.config.max_topic_count}"
+                f"the topic[{topic}] is not created: the broker holds {self.broker.topics.counted()} "
+                f"topics (retry and DLQ topics not counted), "
+                f"maxTopicCount={self.broker.config.max_topic_count}"
             )
         most = self.broker.config.max_topic_queue_nums
         if max(config.read_queue_nums, config.write_queue_nums) > most:

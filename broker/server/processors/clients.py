@@ -265,6 +265,16 @@ class OffsetProcessor:
         full = disk_full_refusal(self.broker.store, request)
         if full is not None:
             return full
+        # As RocketMQ 5, a group the broker does not have takes no offset (else made-up names grow
+        # the offset table and the stats without end); unlike it, one that may be created on first
+        # use is, as a heartbeat would, so the group limit bounds them. Checked last: a commit
+        # refused for its topic or queue creates no group.
+        if self.broker.groups.find(header.consumer_group) is None:
+            return response_to(
+                request,
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                self.broker.groups.missing_remark(header.consumer_group),
+            )
         self.broker.commit_consumer_offset(
             header.consumer_group, header.topic, header.queue_id, header.commit_offset
         )

@@ -304,7 +304,7 @@ class SendProcessor:
         group_config = self.broker.groups.find(group)
         if group_config is None:
             return response_to(
-                request, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}"
+                request, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, self.broker.groups.missing_remark(group)
             )
         max_times = group_config.max_reconsume_times(header.max_reconsume_times)
         if msg.reconsume_times >= max_times:

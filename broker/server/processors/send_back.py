@@ -139,7 +139,7 @@ class SendBackProcessor:
             return disk_full_refusal(self.broker.store, request) or response_to(
                 request,
                 ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                f"subscription group not exist, {header.group}",
+                self.broker.groups.missing_remark(header.group),
             )
         if not tc.is_writeable(self.broker.config.broker_permission):
             return response_to(
