@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import cast
 
 from broker.common.codes import ResponseCode
+from broker.common.request_headers.base import HeaderError
 
 from .backlog_budget import BacklogBudget, PartialFrames
 from .busy_poll import BusyPoll
@@ -521,6 +522,13 @@ class _CallbackSlot:
 
 
 def failure_response(request: RemotingCommand, exc: Exception) -> RemotingCommand:
-    """SYSTEM_ERROR with the exception, for a handler that failed (logged here)."""
+    """SYSTEM_ERROR with the exception, for a handler that failed (logged here).
+
+    A header the handler could not decode is the client's fault, not the broker's: RocketMQ
+    answers it SYSTEM_ERROR with the decoder's reason, and here it is logged in one line, without
+    a traceback. This is the one place a ``HeaderError`` becomes an answer; handlers let it rise."""
+    if isinstance(exc, HeaderError):
+        log.warning("refused request code %d: %s", request.code, exc)
+        return response_to(request, ResponseCode.SYSTEM_ERROR, str(exc))
     log.error("handler for request code %d failed", request.code, exc_info=exc)
     return response_to(request, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
