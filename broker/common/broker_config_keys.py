@@ -33,6 +33,7 @@ from typing import Any
 
 from broker.common.conf_file import ConfError
 from broker.common.delay_levels import parse_delay_levels
+from broker.common.hosts import parse_host_list
 from broker.remoting import limits as net
 from broker.remoting.tls import CLIENT_AUTH_MODES, TLS_MODES
 
@@ -163,12 +164,7 @@ class AddrList:
     """``host:port;host:port`` (namesrvAddr)."""
 
     def parse(self, text: str) -> list[str]:
-        addrs = [a.strip() for a in text.split(";") if a.strip()]
-        for addr in addrs:
-            host, _, port = addr.rpartition(":")
-            if not host or not port.isdigit() or not 0 < int(port) < 65536 or len(addr) > 255:
-                raise ValueError(f"{addr!r} is not host:port")
-        return addrs
+        return parse_host_list(text, "host:port list")
 
     def format(self, value: list[str]) -> str:
         return ";".join(value)
