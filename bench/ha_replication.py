@@ -25,8 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from broker.client import Producer
 from broker.common.codes import RequestCode
 from broker.common.message import Message
-from broker.local_cluster import wait_until
-from tests.cluster import add_slave, start_master_slave
+from broker.local_cluster import add_slave, start_master_slave, wait_until
 
 TOPIC = "bench-ha"
 

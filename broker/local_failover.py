@@ -1,6 +1,6 @@
 """A broker set in RocketMQ 5's controller mode, as real processes, with keyed producer load:
 what the failover loop test (tests/integration/test_failover_loop.py) and the failover bench
-(bench/ha_failover.py) share.
+(bench/ha_failover.py) share; like ``broker.local_cluster``, a launcher, not a test module.
 
 ``ControllerModeSet`` runs one controller (``python -m broker.controller``, or with ``embedded``
 the name server's own, RocketMQ's ``enableControllerInNamesrv``), a name server and two brokers of

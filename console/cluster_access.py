@@ -22,9 +22,8 @@ import threading
 
 from django.conf import settings
 
-from broker.client import Producer, SessionCredentials
+from broker.client import ClientTls, Producer, SessionCredentials, TlsConfigError
 from broker.client.admin import MQAdmin, MQClientError
-from broker.remoting.tls import ClientTls, TlsConfigError
 
 SESSION_KEY = "console_namesrv"
 # Short enough that an unreachable server gives a page in seconds, not a hung browser tab.

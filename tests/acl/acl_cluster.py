@@ -221,17 +221,12 @@ def sdk_round_trip(namesrv_addr: str, credentials: SessionCredentials, tls=None,
 SIGNED_REQUEST_CHECKS = {"aclReplayProtection": "true", "aclRequireTls": "true"}
 
 
-def trusting(certs) -> ClientTls:
-    """TLS to the servers of a cluster whose certificates ``certs`` (tests.tls_certs.TlsFiles) made."""
-    return ClientTls(enable=True, trust_cert_path=certs.ca)
-
-
 def start_signed_tls_cluster(workdir: Path, certs) -> AclCluster:
     """The ACL cluster on permissive TLS ports with ``SIGNED_REQUEST_CHECKS`` on both servers; the
     broker registers over TLS, and ``TOPIC`` exists and is routed."""
     server = {**certs.server_conf("permissive"), **SIGNED_REQUEST_CHECKS}
     broker = {**server, "tls.enable": "true", "tls.client.trustCertPath": certs.ca}
-    running = start_acl_cluster(workdir, broker, server, trusting(certs))
+    running = start_acl_cluster(workdir, broker, server, certs.client_tls())
     try:
         running.create_topic(TOPIC)
     except BaseException:

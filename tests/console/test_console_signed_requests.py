@@ -10,12 +10,6 @@ import pytest
 from broker.client.admin import MQClientError
 from console import cluster_access
 from tests.acl.acl_cluster import ADMIN, TOPIC, start_signed_tls_cluster
-from tests.tls_certs import TlsFiles, make_tls_files
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory) -> TlsFiles:
-    return make_tls_files(tmp_path_factory.mktemp("tls"))
 
 
 @pytest.fixture(scope="module")

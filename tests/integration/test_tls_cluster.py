@@ -25,12 +25,7 @@ from broker.common.message_queue import MessageQueue
 from broker.common.topic_config import TRACE_TOPIC
 from broker.local_cluster import SMALL_STORE, free_port, start_broker, start_namesrv, wait_until, write_conf
 from broker.remoting.tls import TLS_MODES
-from tests.tls_certs import BROKER, TOPIC, TlsFiles, make_tls_files, start_tls_cluster
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory) -> TlsFiles:
-    return make_tls_files(tmp_path_factory.mktemp("tls"))
+from tests.tls_certs import BROKER, TOPIC, start_tls_cluster
 
 
 @pytest.fixture(scope="module", params=TLS_MODES)
@@ -38,10 +33,6 @@ def tls_cluster(request, certs, tmp_path_factory):
     cluster = start_tls_cluster(request.param, certs, tmp_path_factory.mktemp(f"tls-{request.param}"))
     yield request.param, cluster
     cluster.stop()
-
-
-def trusting(certs: TlsFiles) -> ClientTls:
-    return ClientTls(enable=True, trust_cert_path=certs.ca)
 
 
 def send_and_receive(namesrv: str, tls: ClientTls, count: int = 5) -> list[bytes]:
@@ -93,7 +84,7 @@ def test_sdk_sends_and_receives_in_every_mode_that_accepts_it(tls_cluster, certs
     if mode != "enforcing":
         assert len(set(send_and_receive(cluster.namesrv_addr, ClientTls()))) == 5  # plaintext
     if mode != "disabled":
-        assert len(set(send_and_receive(cluster.namesrv_addr, trusting(certs)))) == 5
+        assert len(set(send_and_receive(cluster.namesrv_addr, certs.client_tls()))) == 5
 
 
 def test_push_consumer_over_tls(tls_cluster, certs):
@@ -110,9 +101,9 @@ def test_push_consumer_over_tls(tls_cluster, certs):
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
     consumer = cluster.push_consumer(
-        f"tls-push-{tag}", TOPIC, listener, f"tls-push-{tag}", tls=trusting(certs)
+        f"tls-push-{tag}", TOPIC, listener, f"tls-push-{tag}", tls=certs.client_tls()
     )
-    producer = Producer(f"tls-push-producer-{tag}", cluster.namesrv_addr, tls=trusting(certs)).start()
+    producer = Producer(f"tls-push-producer-{tag}", cluster.namesrv_addr, tls=certs.client_tls()).start()
     try:
         for i in range(5):
             producer.send(Message(TOPIC, f"{tag}-{i}".encode()))
@@ -127,7 +118,7 @@ def test_sdk_that_does_not_fit_the_mode_fails_clearly(tls_cluster, certs):
     mode, cluster = tls_cluster
     if mode == "permissive":
         pytest.skip("permissive accepts both")
-    tls = ClientTls() if mode == "enforcing" else trusting(certs)
+    tls = ClientTls() if mode == "enforcing" else certs.client_tls()
     expected = "accepts TLS connections only" if mode == "enforcing" else "during the TLS handshake"
     producer = Producer(
         f"misfit-{mode}", cluster.namesrv_addr, tls=tls, instance_name=f"misfit-{mode}"
@@ -157,7 +148,7 @@ def test_message_trace_travels_over_tls_too(tls_cluster, certs):
     if mode != "enforcing":
         pytest.skip("plaintext would reach a permissive or disabled cluster anyway")
     before = cluster.max_offsets(TRACE_TOPIC, 1)
-    producer = Producer("tls-traced", cluster.namesrv_addr, tls=trusting(certs), enable_trace=True).start()
+    producer = Producer("tls-traced", cluster.namesrv_addr, tls=certs.client_tls(), enable_trace=True).start()
     try:
         producer.send(Message(TOPIC, b"traced"))
         wait_until(lambda: cluster.max_offsets(TRACE_TOPIC, 1) > before, 30, what="a trace record")

@@ -30,7 +30,7 @@ from tests.scaleout.celery_workers import (
     sender,
     worker_env,
 )
-from tests.scaleout.spark_cluster import SparkStandaloneCluster
+from analytics.spark.standalone import SparkStandaloneCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 RUN_TIMEOUT_S = 420
