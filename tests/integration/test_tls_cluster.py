@@ -12,10 +12,8 @@ import pytest
 
 from broker.cli import main as mqadmin
 from broker.client import (
-    CONSUME_FROM_FIRST_OFFSET,
     ClientTls,
     ConsumeConcurrentlyStatus,
-    LitePullConsumer,
     Producer,
 )
 from broker.client.admin import MQAdmin, NameServerUnreachableError
@@ -25,6 +23,7 @@ from broker.common.message_queue import MessageQueue
 from broker.common.topic_config import TRACE_TOPIC
 from broker.local_cluster import SMALL_STORE, free_port, start_broker, start_namesrv, wait_until, write_conf
 from broker.remoting.tls import TLS_MODES
+from tests.received_messages import round_trip
 from tests.tls_certs import BROKER, TOPIC, start_tls_cluster
 
 
@@ -37,38 +36,10 @@ def tls_cluster(request, certs, tmp_path_factory):
 
 def send_and_receive(namesrv: str, tls: ClientTls, count: int = 5) -> list[bytes]:
     """``count`` messages sent to one queue by a producer and read back by a pull consumer,
-    both connecting with ``tls``."""
+    both connecting with ``tls`` (groups of their own each time)."""
     tag = uuid.uuid4().hex[:8]
-    queue = MessageQueue(TOPIC, BROKER, 0)
-    producer = Producer(f"tls-producer-{tag}", namesrv, tls=tls, instance_name=f"tls-p-{tag}").start()
-    try:
-        bodies = [f"{tag}-{i}".encode() for i in range(count)]
-        start = producer.send(Message(TOPIC, bodies[0]), queue=queue).queue_offset
-        for body in bodies[1:]:
-            producer.send(Message(TOPIC, body), queue=queue)
-    finally:
-        producer.shutdown()
-    consumer = LitePullConsumer(
-        f"tls-consumer-{tag}",
-        namesrv,
-        tls=tls,
-        consume_from_where=CONSUME_FROM_FIRST_OFFSET,
-        instance_name=f"tls-c-{tag}",
-    )
-    consumer.assign([queue])
-    consumer.start()
-    try:
-        consumer.seek(queue, start)
-        got: list[bytes] = []
-
-        def received() -> bool:  # this call's messages (a seek may land after a poll from 0)
-            got.extend(m.body for m in consumer.poll(0.5) if m.body.startswith(tag.encode()))
-            return len(got) >= count
-
-        wait_until(received, 30, what=f"{count} messages")
-        return got
-    finally:
-        consumer.shutdown()
+    groups = (f"tls-producer-{tag}", f"tls-consumer-{tag}")
+    return round_trip(namesrv, MessageQueue(TOPIC, BROKER, 0), groups, count, tls=tls)
 
 
 def run_mqadmin(capsys, *argv: str) -> tuple[int, str, str]:
