@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.analytics_decode import archive, generate, parse_size, spark_decode
 from analytics.spark.standalone import SparkStandaloneCluster
+from bench.analytics_decode import archive, generate, parse_size, spark_decode
 
 
 def decode_figures(archive_root: Path, master: str, archive_bytes: int) -> dict:
