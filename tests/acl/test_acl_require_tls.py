@@ -17,14 +17,12 @@ from broker.common.request_headers import GetRouteInfoRequestHeader
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.command import create_request
 
-from .acl_cluster import ADMIN, TOPIC, USER, sdk_round_trip, start_signed_tls_cluster
+from .acl_cluster import ADMIN, TOPIC, USER, sdk_round_trip
 
 
-@pytest.fixture(scope="module")
-def acl(tmp_path_factory, certs):
-    running = start_signed_tls_cluster(tmp_path_factory.mktemp("acl-tls"), certs)
-    yield running
-    running.stop()
+@pytest.fixture
+def acl(signed_tls_cluster):
+    return signed_tls_cluster
 
 
 def test_a_signed_request_over_plaintext_is_refused(acl):
