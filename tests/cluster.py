@@ -13,8 +13,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
+import yaml
 
 from broker import local_cluster
+from broker.common.acl_signature import SessionCredentials
 from broker.common.codes import RequestCode
 from broker.local_cluster import (
     HA_CLUSTER,
@@ -46,6 +48,7 @@ __all__ = [
     "logged_in_client",
     "make_dead_letters",
     "namesrv_fixture",
+    "plain_acl",
     "route_settles",
     "send",
     "send_pending_transactions",
@@ -178,6 +181,15 @@ def start(
         cluster.stop()
         raise
     return cluster
+
+
+def plain_acl(admin: SessionCredentials, *apps: SessionCredentials, default_perm: str | None = None) -> str:
+    """A ``plain_acl.yml`` text: no white addresses, ``admin`` an admin account, ``apps`` plain
+    ones; with ``default_perm`` (e.g. ``PUB|SUB``) every account's default topic and group perm."""
+    defaults = {"defaultTopicPerm": default_perm, "defaultGroupPerm": default_perm} if default_perm else {}
+    accounts = [{"accessKey": admin.access_key, "secretKey": admin.secret_key, "admin": True, **defaults}]
+    accounts += [{"accessKey": app.access_key, "secretKey": app.secret_key, **defaults} for app in apps]
+    return yaml.safe_dump({"globalWhiteRemoteAddresses": [], "accounts": accounts}, sort_keys=False)
 
 
 def start_with_acl(

@@ -20,24 +20,16 @@ from broker.local_cluster import wait_until
 from broker.remoting.client import SyncRemotingClient
 from broker.store.ha.auth import CHALLENGE, HELLO, HELLO_MAGIC, PROTOCOL_VERSION, HACredentials, sign_in_frame
 from broker.store.ha.protocol import REPORT
-from tests.cluster import HA_CLUSTER, MASTER_SLAVE, Cluster
+from tests.cluster import HA_CLUSTER, MASTER_SLAVE, Cluster, plain_acl
 
 TOPIC = "ha-acl-topic"
 ADMIN_KEY, ADMIN_SECRET = "ha-admin-key", "ha-admin-secret"
 APP_KEY, APP_SECRET = "ha-app-key", "ha-app-secret"
-PLAIN_ACL = f"""
-globalWhiteRemoteAddresses: []
-accounts:
-  - accessKey: {ADMIN_KEY}
-    secretKey: {ADMIN_SECRET}
-    admin: true
-    defaultTopicPerm: PUB|SUB
-    defaultGroupPerm: PUB|SUB
-  - accessKey: {APP_KEY}
-    secretKey: {APP_SECRET}
-    defaultTopicPerm: PUB|SUB
-    defaultGroupPerm: PUB|SUB
-"""
+PLAIN_ACL = plain_acl(
+    SessionCredentials(ADMIN_KEY, ADMIN_SECRET),
+    SessionCredentials(APP_KEY, APP_SECRET),
+    default_perm="PUB|SUB",
+)
 
 
 @pytest.fixture(scope="module")
