@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from broker.common.conf_file import ConfError
+from broker.common.conf_file import ConfError, parse_hours
 from broker.common.delay_levels import parse_delay_levels
 from broker.common.hosts import parse_host_list
 from broker.remoting import limits as net
@@ -178,9 +178,7 @@ class Hours:
     """``deleteWhen``: hours of the day, ``04`` or ``04;16``."""
 
     def parse(self, text: str) -> str:
-        hours = [h.strip() for h in text.replace(",", ";").split(";") if h.strip()]
-        if not hours or any(not h.isdigit() or not 0 <= int(h) <= 23 for h in hours):
-            raise ValueError("must be hours 0-23 separated by ; (e.g. 04 or 04;16)")
+        parse_hours(text)  # the value stays text: the store reads it with the same parse_hours
         return text
 
     def format(self, value: str) -> str:

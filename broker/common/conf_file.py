@@ -77,6 +77,15 @@ def read_keys(
     return [read(conf, key, default) for key, read, default in keys]
 
 
+def parse_hours(text: str) -> set[int]:
+    """``deleteWhen``: hours of the day, ``04`` or ``04;16`` (commas too); a ValueError saying
+    what is expected when there is none or one is not an hour 0-23."""
+    hours = [h.strip() for h in text.replace(",", ";").split(";") if h.strip()]
+    if not hours or any(not h.isdigit() or not 0 <= int(h) <= 23 for h in hours):
+        raise ValueError("must be hours 0-23 separated by ; (e.g. 04 or 04;16)")
+    return {int(h) for h in hours}
+
+
 def get_list(values: Mapping[str, str], key: str) -> list[str]:
     """A ``;``-separated list (namesrvAddr)."""
     return [item.strip() for item in values.get(key, "").split(";") if item.strip()]
