@@ -133,22 +133,27 @@ def python_decode(files: list[Path]) -> dict:
 
 
 def spark_decode(archive_root: Path, master: str) -> dict:
+    """The analytics job's decode on ``master``, timed: the RDD count of rows decoded in the Python
+    workers and the count of the DataFrame every report reads (bench/spark_decode.py times the
+    same on several masters)."""
     from analytics.spark.segment_rows import decode_partition
     from analytics.spark.segments import segments_dataframe, segments_location
     from analytics.spark.session import spark_session
 
     spark = spark_session(master, shuffle_partitions=4)
-    cores = spark.sparkContext.defaultParallelism
-    location = segments_location(str(archive_root))
-    # Warm-up outside the timing: JVM JIT, Python worker processes, the codec zip on the workers.
-    spark.sparkContext.parallelize([], cores).mapPartitions(decode_partition).count()
-    start = time.perf_counter()
-    records = spark.sparkContext.binaryFiles(location).mapPartitions(decode_partition).count()
-    rdd_seconds = time.perf_counter() - start
-    start = time.perf_counter()
-    frame_records = segments_dataframe(spark, str(archive_root)).count()
-    frame_seconds = time.perf_counter() - start
-    spark.stop()
+    try:
+        cores = spark.sparkContext.defaultParallelism
+        location = segments_location(str(archive_root))
+        # Warm-up outside the timing: JVM JIT, Python worker processes, the codec zip on the workers.
+        spark.sparkContext.parallelize([], cores).mapPartitions(decode_partition).count()
+        start = time.perf_counter()
+        records = spark.sparkContext.binaryFiles(location).mapPartitions(decode_partition).count()
+        rdd_seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        frame_records = segments_dataframe(spark, str(archive_root)).count()
+        frame_seconds = time.perf_counter() - start
+    finally:
+        spark.stop()
     return {
         "records": records,
         "rdd_seconds": rdd_seconds,

@@ -2,8 +2,8 @@
 
     python bench/ha_failover.py [--rounds N] [--threads N] [--json]
 
-One controller, a name server and two brokers of one broker set (tests/integration/
-failover_harness.py), producer threads sending keyed messages (retries off). Each round SIGKILLs
+One controller, a name server and two brokers of one broker set (broker/local_failover.py),
+producer threads sending keyed messages (retries off). Each round SIGKILLs
 the master and times two moments from the kill: the controller naming the new master (polled
 every 20 ms) and the first acknowledged send begun after the kill (what an application sees).
 The killed broker is restarted and back in the in-sync set before the next round.
@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from broker.local_cluster import wait_until
-from tests.integration.failover_harness import BROKER_SETTINGS, ControllerModeSet, KeyedLoad, kill_and_wait
+from broker.local_failover import BROKER_SETTINGS, ControllerModeSet, KeyedLoad, kill_and_wait
 
 
 def measure(workdir: Path, rounds: int, threads: int = 2) -> dict:

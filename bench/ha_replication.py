@@ -25,8 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from broker.client import Producer
 from broker.common.codes import RequestCode
 from broker.common.message import Message
-from broker.local_cluster import wait_until
-from tests.cluster import add_slave, start_master_slave
+from broker.local_cluster import LocalCluster, add_slave, start_master_slave, wait_until
 
 TOPIC = "bench-ha"
 
@@ -68,7 +67,9 @@ def _sync_sends(cluster, count: int, body: bytes) -> tuple[float, list[float], d
 
 def _setup(workdir: Path, name: str, role: str | None, with_slave: bool, count: int, body: bytes) -> None:
     settings = {"brokerRole": role} if role else {}
-    cluster = start_master_slave(workdir / name, with_slave=with_slave, master_settings=settings)
+    cluster: LocalCluster = start_master_slave(
+        workdir / name, with_slave=with_slave, master_settings=settings
+    )
     try:
         _create_topic(cluster)
         master = cluster.brokers["broker-ha"].addr
@@ -91,7 +92,7 @@ def _setup(workdir: Path, name: str, role: str | None, with_slave: bool, count: 
 
 
 def _catch_up(workdir: Path, count: int, body: bytes) -> None:
-    cluster = start_master_slave(workdir / "late", with_slave=False)
+    cluster: LocalCluster = start_master_slave(workdir / "late", with_slave=False)
     try:
         _create_topic(cluster)
         producer = Producer("BENCH_HA_BATCH", cluster.namesrv_addr).start()

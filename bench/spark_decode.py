@@ -21,37 +21,20 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.analytics_decode import archive, generate, parse_size
-from tests.scaleout.spark_cluster import SparkStandaloneCluster
+from analytics.spark.standalone import SparkStandaloneCluster
+from bench.analytics_decode import archive, generate, parse_size, spark_decode
 
 
 def decode_figures(archive_root: Path, master: str, archive_bytes: int) -> dict:
-    from analytics.spark.segment_rows import decode_partition
-    from analytics.spark.segments import segments_dataframe, segments_location
-    from analytics.spark.session import spark_session
-
-    spark = spark_session(master, shuffle_partitions=4)
-    try:
-        cores = spark.sparkContext.defaultParallelism
-        location = segments_location(str(archive_root))
-        # Warm-up outside the timing: executors, Python workers, the codec zip on each.
-        spark.sparkContext.parallelize([], cores).mapPartitions(decode_partition).count()
-        start = time.perf_counter()
-        rows = spark.sparkContext.binaryFiles(location).mapPartitions(decode_partition).count()
-        decode_s = time.perf_counter() - start
-        start = time.perf_counter()
-        frame_rows = segments_dataframe(spark, str(archive_root)).count()
-        frame_s = time.perf_counter() - start
-    finally:
-        spark.stop()
-    mb = archive_bytes / 1e6
+    timed = spark_decode(archive_root, master)
+    mb, rows, frame_rows = archive_bytes / 1e6, timed["records"], timed["frame_records"]
+    decode_s, frame_s = timed["rdd_seconds"], timed["frame_seconds"]
     return {
-        "master": master, "cores": cores, "rows": rows, "frame_rows": frame_rows,
+        "master": master, "cores": timed["cores"], "rows": rows, "frame_rows": frame_rows,
         "decode_rows_s": rows / decode_s, "decode_mb_s": mb / decode_s,
         "frame_rows_s": frame_rows / frame_s, "frame_mb_s": mb / frame_s,
     }  # fmt: skip

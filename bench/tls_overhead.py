@@ -23,11 +23,11 @@ import uvloop
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from broker.local_tls import make_tls_files
 from broker.remoting.client import RemotingClient
 from broker.remoting.command import create_request, response_to
 from broker.remoting.server import RemotingServer
 from broker.remoting.tls import ClientTls, ServerTls, TlsMode
-from tests.tls_certs import make_tls_files
 
 ECHO = 1000
 
@@ -63,7 +63,7 @@ async def _request_cost(port: int, tls: ClientTls, count: int, body: bytes, in_f
 
 async def main(requests: int, body_size: int) -> None:
     files = make_tls_files(Path(tempfile.mkdtemp(prefix="tls-bench-")))
-    trusting = ClientTls(enable=True, trust_cert_path=files.ca)
+    trusting = files.client_tls()
     body = b"x" * body_size
     servers = {}
     for mode in (TlsMode.DISABLED, TlsMode.PERMISSIVE):

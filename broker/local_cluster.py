@@ -356,6 +356,51 @@ def celery_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "celery", "-A", "console.project", *args]
 
 
+# A master and its slave (issue 22): small segments so replication crosses several, quick
+# registration and HA heartbeats. ``start_master_slave`` starts the pair; the HA tests and
+# bench/ha_replication.py share it.
+HA_CLUSTER = "HaCluster"
+MASTER_SLAVE_SETTINGS: Mapping[str, object] = {
+    "autoCreateTopicEnable": "true",
+    "autoCreateSubscriptionGroup": "true",
+    **SMALL_STORE,
+    "mappedFileSizeCommitLog": 1048576,
+    "registerBrokerIntervalMillis": 500,
+    "haSendHeartbeatInterval": 1000,
+    "haHousekeepingInterval": 5000,
+}
+C = TypeVar("C", bound=LocalCluster)
+
+
+def add_slave(
+    cluster: LocalCluster, master: str, name: str, settings: Mapping[str, object] | None = None
+) -> EngineProcess:
+    """Start broker ``name`` as brokerId 1, brokerRole SLAVE of ``master`` (same brokerName), its
+    store in ``<workdir>/<name>``; it finds its master through the name server."""
+    slave = {"brokerName": master, "brokerId": 1, "brokerRole": "SLAVE"}
+    return cluster.add_broker(name, {**MASTER_SLAVE_SETTINGS, **slave, **(settings or {})})
+
+
+def start_master_slave(
+    workdir: Path,
+    with_slave: bool = True,
+    master_settings: Mapping[str, object] | None = None,
+    cluster_type: type[C] = LocalCluster,  # type: ignore[assignment]  # C's default
+) -> C:
+    """``MASTER_SLAVE_SETTINGS``: its master ``broker-ha`` (with ``master_settings``, e.g.
+    brokerRole SYNC_MASTER) and, unless told not to, its slave ``broker-ha-s``."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    cluster = cluster_type(workdir, HA_CLUSTER)
+    try:
+        cluster.add_broker("broker-ha", {**MASTER_SLAVE_SETTINGS, **(master_settings or {})})
+        if with_slave:
+            add_slave(cluster, "broker-ha", "broker-ha-s")
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
+
+
 def wait_until(
     predicate: Callable[[], T], timeout: float = 60, interval: float = 0.05, what: str | None = None
 ) -> T:

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import atexit
 import threading
+from collections.abc import Callable
+from typing import TypeVar
 
 from django.conf import settings
 
-from broker.client import Producer, SessionCredentials
+from broker.client import ClientTls, Producer, SessionCredentials, TlsConfigError
 from broker.client.admin import MQAdmin, MQClientError
-from broker.remoting.tls import ClientTls, TlsConfigError
 
 SESSION_KEY = "console_namesrv"
 # Short enough that an unreachable server gives a page in seconds, not a hung browser tab.
@@ -33,6 +34,7 @@ ADMIN_TIMEOUT_SECONDS = 3.0
 PRODUCER_GROUP = "CONSOLE_PRODUCER"
 
 _ClientKey = tuple[str, SessionCredentials | None, ClientTls]
+C = TypeVar("C", MQAdmin, Producer)
 _admins: dict[_ClientKey, MQAdmin] = {}
 _producers: dict[_ClientKey, Producer] = {}
 _lock = threading.Lock()
@@ -98,17 +100,28 @@ def _client_error(exc: Exception) -> MQClientError:
     return MQClientError(f"the console's TLS settings cannot be used: {exc}")
 
 
-def admin_for(addr: str) -> MQAdmin:
+def _cached(
+    cache: dict[_ClientKey, C], addr: str, make: Callable[[str, SessionCredentials | None, ClientTls], C]
+) -> C:
+    """The client of ``cache`` for ``addr`` and today's credentials and TLS settings, made once
+    (a setting changed makes another)."""
     credentials, tls = client_credentials(), client_tls()
     with _lock:
-        admin = _admins.get((addr, credentials, tls))
-        if admin is None:
+        client = cache.get((addr, credentials, tls))
+        if client is None:
             try:
-                admin = MQAdmin(addr, timeout=ADMIN_TIMEOUT_SECONDS, credentials=credentials, tls=tls)
+                client = make(addr, credentials, tls)
             except TlsConfigError as exc:
                 raise _client_error(exc) from None
-            _admins[(addr, credentials, tls)] = admin
-        return admin
+            cache[(addr, credentials, tls)] = client
+        return client
+
+
+def admin_for(addr: str) -> MQAdmin:
+    def make(addr: str, credentials: SessionCredentials | None, tls: ClientTls) -> MQAdmin:
+        return MQAdmin(addr, timeout=ADMIN_TIMEOUT_SECONDS, credentials=credentials, tls=tls)
+
+    return _cached(_admins, addr, make)
 
 
 def admin_of(request) -> MQAdmin:
@@ -117,16 +130,10 @@ def admin_of(request) -> MQAdmin:
 
 
 def producer_for(addr: str) -> Producer:
-    credentials, tls = client_credentials(), client_tls()
-    with _lock:
-        producer = _producers.get((addr, credentials, tls))
-        if producer is None:
-            try:
-                producer = Producer(PRODUCER_GROUP, addr, credentials=credentials, tls=tls).start()
-            except TlsConfigError as exc:
-                raise _client_error(exc) from None
-            _producers[(addr, credentials, tls)] = producer
-        return producer
+    def make(addr: str, credentials: SessionCredentials | None, tls: ClientTls) -> Producer:
+        return Producer(PRODUCER_GROUP, addr, credentials=credentials, tls=tls).start()
+
+    return _cached(_producers, addr, make)
 
 
 def producer_of(request) -> Producer:

@@ -68,7 +68,7 @@ def server_error(request) -> HttpResponse:
 
 def advice_for(error: MQClientError) -> str:
     """One sentence an operator can act on."""
-    if "TLS" in str(error):  # the remoting client's reading of a TLS failure (broker.remoting.tls)
+    if "TLS" in str(error):  # the remoting client's reading of a TLS failure (the SDK's ClientTls)
         return (
             "The console's TLS settings must fit the servers' tls.server.mode: set ROCKETMQ_TLS_ENABLE "
             "and ROCKETMQ_TLS_TRUST_CERT (the CA of their certificates) for servers with TLS, and leave "

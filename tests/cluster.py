@@ -13,9 +13,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
+import yaml
 
+from broker import local_cluster
+from broker.common.acl_signature import SessionCredentials
 from broker.common.codes import RequestCode
-from broker.local_cluster import SMALL_STORE, LocalCluster, start_namesrv, wait_until
+from broker.local_cluster import (
+    HA_CLUSTER,
+    MASTER_SLAVE_SETTINGS,
+    SMALL_STORE,
+    LocalCluster,
+    add_slave,
+    start_namesrv,
+    wait_until,
+)
 
 __all__ = [
     "CLI",
@@ -37,6 +48,7 @@ __all__ = [
     "logged_in_client",
     "make_dead_letters",
     "namesrv_fixture",
+    "plain_acl",
     "route_settles",
     "send",
     "send_pending_transactions",
@@ -103,46 +115,14 @@ OPS = Preset(
 )
 
 
-# A master and its slave (issue 22): small segments so replication crosses several, quick
-# registration and HA heartbeats. ``start_master_slave`` starts the pair.
-HA_CLUSTER = "HaCluster"
-MASTER_SLAVE = Preset(
-    HA_CLUSTER,
-    ("broker-ha",),
-    {
-        **_AUTO_CREATE,
-        **SMALL_STORE,
-        "mappedFileSizeCommitLog": 1048576,
-        "registerBrokerIntervalMillis": 500,
-        "haSendHeartbeatInterval": 1000,
-        "haHousekeepingInterval": 5000,
-    },
-)
-
-
-def add_slave(cluster: LocalCluster, master: str, name: str, settings: Mapping[str, object] | None = None):
-    """Start broker ``name`` as brokerId 1, brokerRole SLAVE of ``master`` (same brokerName), its
-    store in ``<workdir>/<name>``; it finds its master through the name server."""
-    slave = {"brokerName": master, "brokerId": 1, "brokerRole": "SLAVE"}
-    return cluster.add_broker(name, {**MASTER_SLAVE.settings, **slave, **(settings or {})})
+MASTER_SLAVE = Preset(HA_CLUSTER, ("broker-ha",), MASTER_SLAVE_SETTINGS)
 
 
 def start_master_slave(
     workdir: Path, with_slave: bool = True, master_settings: Mapping[str, object] | None = None
 ) -> Cluster:
-    """``MASTER_SLAVE``: its master ``broker-ha`` (with ``master_settings``, e.g. brokerRole
-    SYNC_MASTER) and, unless told not to, its slave ``broker-ha-s``."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    cluster = Cluster(workdir, HA_CLUSTER)
-    try:
-        master = {**MASTER_SLAVE.settings, **(master_settings or {})}
-        cluster.add_broker("broker-ha", master)
-        if with_slave:
-            add_slave(cluster, "broker-ha", "broker-ha-s")
-    except BaseException:
-        cluster.stop()
-        raise
-    return cluster
+    """``broker.local_cluster.start_master_slave`` as a ``Cluster`` (the tests' helpers)."""
+    return local_cluster.start_master_slave(workdir, with_slave, master_settings, Cluster)
 
 
 def console_preset(queue_entries: int = 3000) -> Preset:
@@ -201,6 +181,15 @@ def start(
         cluster.stop()
         raise
     return cluster
+
+
+def plain_acl(admin: SessionCredentials, *apps: SessionCredentials, default_perm: str | None = None) -> str:
+    """A ``plain_acl.yml`` text: no white addresses, ``admin`` an admin account, ``apps`` plain
+    ones; with ``default_perm`` (e.g. ``PUB|SUB``) every account's default topic and group perm."""
+    defaults = {"defaultTopicPerm": default_perm, "defaultGroupPerm": default_perm} if default_perm else {}
+    accounts = [{"accessKey": admin.access_key, "secretKey": admin.secret_key, "admin": True, **defaults}]
+    accounts += [{"accessKey": app.access_key, "secretKey": app.secret_key, **defaults} for app in apps]
+    return yaml.safe_dump({"globalWhiteRemoteAddresses": [], "accounts": accounts}, sort_keys=False)
 
 
 def start_with_acl(

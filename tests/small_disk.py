@@ -12,11 +12,13 @@ import ctypes
 import ctypes.util
 import errno
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
+from broker.local_cluster import LocalCluster
 
 _MNT_DETACH = 2
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
@@ -72,3 +74,36 @@ def fill(directory: Path, leave: int = 0) -> Path:
     finally:
         os.close(fd)
     return filler
+
+
+@contextmanager
+def broker_on_small_disk(
+    workdir: Path,
+    disk_bytes: int,
+    cluster_name: str,
+    broker: str,
+    settings: Mapping[str, object],
+    topics: tuple[str, ...],
+) -> Iterator[LocalCluster]:
+    """A name server and ``broker`` whose store is on a ``disk_bytes`` tmpfs (``cluster.disk``):
+    store files small enough for a few MiB, acked messages never deleted to make room
+    (``cleanFileForciblyEnable=false``), ``settings`` on top; ``topics`` created with one queue."""
+    with small_disk(workdir / "disk", disk_bytes) as disk:
+        (workdir / "cluster").mkdir()
+        local = LocalCluster(workdir / "cluster", cluster_name)
+        try:
+            store = {
+                "storePathRootDir": disk / "store",
+                "mappedFileSizeCommitLog": 256 * 1024,
+                "mappedFileSizeConsumeQueue": 300 * 20,
+                "maxHashSlotNum": 1000,
+                "maxIndexNum": 4000,
+                "cleanFileForciblyEnable": "false",
+            }
+            local.add_broker(broker, {**store, **settings})
+            for topic in topics:
+                local.create_topic(topic, queues=1)
+            local.disk = disk  # type: ignore[attr-defined]
+            yield local
+        finally:
+            local.stop()

@@ -8,7 +8,7 @@ loop (no thread hand-off; ``async def`` listeners are awaited on it).
 
 from broker.common.acl_signature import SessionCredentials
 from broker.common.message_queue import MessageQueue
-from broker.remoting.tls import ClientTls
+from broker.remoting.tls import ClientTls, TlsConfigError
 
 from .allocate import (
     AllocateAveragely,
@@ -68,6 +68,7 @@ __all__ = [
     "RequestTimeoutError",
     "SendResult",
     "SessionCredentials",
+    "TlsConfigError",
     "TransactionListener",
     "TransactionProducer",
     "TransactionSendResult",

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker.common.acl_signature import SessionCredentials
 from broker.common.codes import RequestCode
+from broker.common.hosts import parse_host_list
 from broker.common.message_queue import MessageQueue
 from broker.common.names import group_problem
 from broker.common.route import MASTER_ID, BrokerData, TopicRouteData
@@ -75,7 +76,7 @@ class MQClientInstance:
         clients read the ``tls.*`` system properties; plaintext when unset)."""
         self.credentials = credentials
         self.tls = tls if tls is not None else ClientTls.from_env()
-        self.namesrv_addrs = [a.strip() for a in namesrv_addr.split(";") if a.strip()]
+        self.namesrv_addrs = parse_host_list(namesrv_addr, "name server address list", error=MQClientError)
         if not self.namesrv_addrs:
             raise MQClientError("no name server address given")
         self.client_id = f"{_client_ip()}@{instance_name or os.getpid()}"

@@ -31,8 +31,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from broker.common.conf_file import ConfError
+from broker.common.conf_file import ConfError, parse_hours
 from broker.common.delay_levels import parse_delay_levels
+from broker.common.hosts import parse_host_list
 from broker.remoting import limits as net
 from broker.remoting.tls import CLIENT_AUTH_MODES, TLS_MODES
 
@@ -163,12 +164,7 @@ class AddrList:
     """``host:port;host:port`` (namesrvAddr)."""
 
     def parse(self, text: str) -> list[str]:
-        addrs = [a.strip() for a in text.split(";") if a.strip()]
-        for addr in addrs:
-            host, _, port = addr.rpartition(":")
-            if not host or not port.isdigit() or not 0 < int(port) < 65536 or len(addr) > 255:
-                raise ValueError(f"{addr!r} is not host:port")
-        return addrs
+        return parse_host_list(text, "host:port list")
 
     def format(self, value: list[str]) -> str:
         return ";".join(value)
@@ -182,9 +178,7 @@ class Hours:
     """``deleteWhen``: hours of the day, ``04`` or ``04;16``."""
 
     def parse(self, text: str) -> str:
-        hours = [h.strip() for h in text.replace(",", ";").split(";") if h.strip()]
-        if not hours or any(not h.isdigit() or not 0 <= int(h) <= 23 for h in hours):
-            raise ValueError("must be hours 0-23 separated by ; (e.g. 04 or 04;16)")
+        parse_hours(text)  # the value stays text: the store reads it with the same parse_hours
         return text
 
     def format(self, value: str) -> str:

@@ -7,8 +7,9 @@ them with errors that name the key.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from broker.common.atomic_file import replace_atomically
 
@@ -49,7 +50,7 @@ def load_conf(path: str | Path | None, overrides: dict[str, str] | None = None) 
     return values
 
 
-def get_int(values: dict[str, str], key: str, default: int) -> int:
+def get_int(values: Mapping[str, str], key: str, default: int) -> int:
     raw = values.get(key)
     if raw is None or raw == "":
         return default
@@ -59,7 +60,7 @@ def get_int(values: dict[str, str], key: str, default: int) -> int:
         raise ConfError(f"{key}={raw!r} is not a whole number") from None
 
 
-def get_bool(values: dict[str, str], key: str, default: bool) -> bool:
+def get_bool(values: Mapping[str, str], key: str, default: bool) -> bool:
     raw = values.get(key)
     if raw is None or raw == "":
         return default
@@ -68,7 +69,24 @@ def get_bool(values: dict[str, str], key: str, default: bool) -> bool:
     return raw.lower() == "true"
 
 
-def get_list(values: dict[str, str], key: str) -> list[str]:
+def read_keys(
+    conf: Mapping[str, str], *keys: tuple[str, Callable[[Mapping[str, str], str, Any], Any], Any]
+) -> list[Any]:
+    """Each ``(key, reader, default)`` of ``keys`` read from ``conf`` in order (``get_int``,
+    ``get_bool``): the fields of a settings class, e.g. ``cls(*read_keys(conf, ...))``."""
+    return [read(conf, key, default) for key, read, default in keys]
+
+
+def parse_hours(text: str) -> set[int]:
+    """``deleteWhen``: hours of the day, ``04`` or ``04;16`` (commas too); a ValueError saying
+    what is expected when there is none or one is not an hour 0-23."""
+    hours = [h.strip() for h in text.replace(",", ";").split(";") if h.strip()]
+    if not hours or any(not h.isdigit() or not 0 <= int(h) <= 23 for h in hours):
+        raise ValueError("must be hours 0-23 separated by ; (e.g. 04 or 04;16)")
+    return {int(h) for h in hours}
+
+
+def get_list(values: Mapping[str, str], key: str) -> list[str]:
     """A ``;``-separated list (namesrvAddr)."""
     return [item.strip() for item in values.get(key, "").split(";") if item.strip()]
 

@@ -523,12 +523,15 @@ class _CallbackSlot:
 
 
 def failure_response(request: RemotingCommand, exc: Exception) -> RemotingCommand:
-    """SYSTEM_ERROR with the exception, for a handler that failed (logged here). A request the
-    handler could not read (a body that is no JSON, a header number that does not parse) is the
-    sender's mistake: answered with what is wrong and logged in one line, since a traceback per
-    request would let anyone fill the broker's disk."""
+    """SYSTEM_ERROR with the exception, for a handler that failed (logged here).
+
+    A request the handler could not read (a header it could not decode, a body that is no JSON, a
+    number that does not parse) is the sender's mistake, not the broker's: RocketMQ answers it
+    SYSTEM_ERROR with the decoder's reason, and here it is logged in one line without a traceback,
+    since a traceback per request would let anyone fill the broker's disk. This is the one place a
+    ``HeaderError`` or ``JsonBodyError`` becomes an answer; handlers let them rise."""
     if isinstance(exc, JsonBodyError | HeaderError):
-        log.warning("request code %d refused: %s", request.code, exc)
+        log.warning("refused request code %d: %s", request.code, exc)
         return response_to(request, ResponseCode.SYSTEM_ERROR, str(exc))
     log.error("handler for request code %d failed", request.code, exc_info=exc)
     return response_to(request, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")

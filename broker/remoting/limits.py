@@ -24,7 +24,7 @@ import resource
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from broker.common.conf_file import ConfError, get_int
+from broker.common.conf_file import ConfError, get_int, read_keys
 
 from .frame import DEFAULT_FRAME_MAX_LENGTH
 
@@ -104,13 +104,15 @@ class ConnectionLimits:
     @classmethod
     def from_conf(cls, conf: Mapping[str, str]) -> ConnectionLimits:
         """The limits a ``namesrv.conf`` sets (the broker reads them through its key table)."""
-        values = dict(conf)
         return cls(
-            get_int(values, FRAME_MAX_LENGTH_KEY, DEFAULT_FRAME_MAX_LENGTH),
-            get_int(values, MAX_PARTIAL_FRAME_BYTES_KEY, DEFAULT_MAX_PARTIAL_FRAME_BYTES),
-            get_int(values, CHANNEL_MAX_IDLE_KEY, DEFAULT_CHANNEL_MAX_IDLE_S),
-            get_int(values, MAX_CONNECTIONS_KEY, DEFAULT_MAX_CONNECTIONS),
-            get_int(values, MAX_CONNECTIONS_PER_ADDRESS_KEY, DEFAULT_MAX_CONNECTIONS_PER_ADDRESS),
+            *read_keys(
+                conf,
+                (FRAME_MAX_LENGTH_KEY, get_int, DEFAULT_FRAME_MAX_LENGTH),
+                (MAX_PARTIAL_FRAME_BYTES_KEY, get_int, DEFAULT_MAX_PARTIAL_FRAME_BYTES),
+                (CHANNEL_MAX_IDLE_KEY, get_int, DEFAULT_CHANNEL_MAX_IDLE_S),
+                (MAX_CONNECTIONS_KEY, get_int, DEFAULT_MAX_CONNECTIONS),
+                (MAX_CONNECTIONS_PER_ADDRESS_KEY, get_int, DEFAULT_MAX_CONNECTIONS_PER_ADDRESS),
+            )
         )
 
 

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+from broker.common.conf_file import parse_hours
+
 
 @dataclass(frozen=True)
 class SegmentInfo:
@@ -35,9 +37,10 @@ class RetentionPolicy:
         clean_forcibly: bool = True,
     ) -> None:
         self.reserved_ms = int(file_reserved_time_hours * 3_600_000)
-        self.delete_hours = {int(h) for h in delete_when.replace(",", ";").split(";") if h.strip()}
-        if any(not 0 <= h <= 23 for h in self.delete_hours):
-            raise ValueError(f"deleteWhen={delete_when!r}: hours must be 0-23")
+        try:
+            self.delete_hours = parse_hours(delete_when)
+        except ValueError as exc:
+            raise ValueError(f"deleteWhen={delete_when!r}: {exc}") from None
         self.disk_ratio = disk_max_used_space_ratio
         self.clock = clock
         self.max_per_run = max_per_run

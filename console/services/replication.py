@@ -19,6 +19,7 @@ from django.conf import settings
 
 from broker.client.admin import AsyncMQAdmin, MQAdmin, MQClientError
 from broker.common.epoch_entries import OPEN_END, EpochEntry, EpochEntryCache
+from broker.common.hosts import parse_host_list
 from broker.controller.client import ControllerClient, ControllerError, ControllerMetadata, broker_epoch_cache
 from broker.controller.replicas_info import BrokerReplicas, ReplicaIdentity
 from console.services.cluster_queries import BrokerSet, ClusterOverview, _cluster_overview, fan_out
@@ -29,13 +30,12 @@ from console.services.cluster_queries import BrokerSet, ClusterOverview, _cluste
 CONTROLLER_WAIT_SECONDS = 6.0
 # At most this many epochs of a set's history are shown (the newest); the rest are counted.
 HISTORY_ROWS = 50
-MAX_ADDRESSES = 16  # of one controllerAddr / CONSOLE_CONTROLLER_ADDR list
 
 
-def split_addresses(raw: str) -> list[str]:
-    """RocketMQ's ``host:port;host:port`` list (commas accepted too), bounded."""
-    parts = [a.strip() for a in raw.replace(",", ";").split(";")]
-    return [a for a in parts if a and len(a) <= 255][:MAX_ADDRESSES]
+def split_addresses(raw: str, what: str) -> list[str]:
+    """RocketMQ's ``host:port;host:port`` list (commas accepted too); a bad one is an
+    ``MQClientError`` saying what is wrong with ``what``, which the page shows."""
+    return parse_host_list(raw.replace(",", ";"), what, error=MQClientError)
 
 
 @dataclass
@@ -182,7 +182,7 @@ class ReplicationView:
 
 def configured_controllers() -> ControllerSource | None:
     raw = getattr(settings, "CONSOLE_CONTROLLER_ADDR", "") or ""
-    addresses = split_addresses(raw)
+    addresses = split_addresses(raw, "CONSOLE_CONTROLLER_ADDR")
     return ControllerSource(addresses, "CONSOLE_CONTROLLER_ADDR") if addresses else None
 
 
@@ -206,7 +206,9 @@ async def _ha_facts(core: AsyncMQAdmin, addr: str, need_config: bool) -> BrokerH
             config = await core.broker_config(addr)
             if config.get("enableControllerMode", "false").lower() != "true":
                 return facts
-            facts.controller_addr = ";".join(split_addresses(config.get("controllerAddr", "")))
+            facts.controller_addr = ";".join(
+                split_addresses(config.get("controllerAddr", ""), f"controllerAddr of {addr}")
+            )
         facts.epochs = await broker_epoch_cache(core.remoting, addr)
     except MQClientError as exc:
         facts.error = str(exc)
@@ -231,7 +233,9 @@ def _named_by_brokers(facts: dict[str, BrokerHaFacts]) -> ControllerSource | Non
         return None
     # One controller group per cluster is the normal case; with several, the most named one.
     named, brokers = max(found.items(), key=lambda item: len(item[1]))
-    return ControllerSource(split_addresses(named), f"controllerAddr of broker {', '.join(sorted(brokers))}")
+    return ControllerSource(
+        split_addresses(named, "controllerAddr"), f"controllerAddr of broker {', '.join(sorted(brokers))}"
+    )
 
 
 async def _broker_addrs(core: AsyncMQAdmin) -> list[str]:

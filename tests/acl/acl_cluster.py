@@ -8,7 +8,6 @@ Topics are created with the admin account (an unsigned request is refused).
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,12 +16,14 @@ import yaml
 from broker.common.acl_signature import RequestSigner, SessionCredentials
 from broker.common.codes import RequestCode
 from broker.common.conf_file import load_conf
+from broker.common.message_queue import MessageQueue
 from broker.common.request_headers import CreateTopicRequestHeader, GetRouteInfoRequestHeader
 from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC, TRACE_TOPIC
 from broker.local_cluster import EngineProcess, free_port, start_broker, start_namesrv, wait_until, write_conf
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.command import RemotingCommand, create_request
 from broker.remoting.tls import ClientTls
+from tests.received_messages import round_trip
 
 ADMIN = SessionCredentials("acl-admin-key", "acl-admin-secret")
 USER = SessionCredentials("acl-user-key", "acl-user-secret")
@@ -180,50 +181,12 @@ def start_acl_cluster(
 def sdk_round_trip(namesrv_addr: str, credentials: SessionCredentials, tls=None, count: int = 3) -> None:
     """``count`` messages sent to queue 0 of ``TOPIC`` by a signed producer and read back by a signed
     pull consumer of ``GROUP`` (both with ``tls``, a ``ClientTls``, when given)."""
-    from broker.client import CONSUME_FROM_FIRST_OFFSET, LitePullConsumer, Producer
-    from broker.common.message import Message
-    from broker.common.message_queue import MessageQueue
-
-    tag = uuid.uuid4().hex[:8]
     queue = MessageQueue(TOPIC, "broker-acl", 0)
-    options = {"credentials": credentials, "tls": tls}
-    producer = Producer(PRODUCER_GROUP, namesrv_addr, instance_name=f"acl-p-{tag}", **options).start()
-    try:
-        bodies = [f"{tag}-{i}".encode() for i in range(count)]
-        start = producer.send(Message(TOPIC, bodies[0]), queue=queue).queue_offset
-        for body in bodies[1:]:
-            assert producer.send(Message(TOPIC, body), queue=queue).send_status == "SEND_OK"
-    finally:
-        producer.shutdown()
-    consumer = LitePullConsumer(
-        GROUP,
-        namesrv_addr,
-        consume_from_where=CONSUME_FROM_FIRST_OFFSET,
-        instance_name=f"acl-c-{tag}",
-        **options,
-    )
-    consumer.assign([queue])
-    consumer.start()
-    try:
-        consumer.seek(queue, start)
-        got: list[bytes] = []
-
-        def received() -> bool:
-            got.extend(m.body for m in consumer.poll(0.5) if m.body.startswith(tag.encode()))
-            return len(got) >= count
-
-        wait_until(received, 30, what=f"{count} signed messages")
-    finally:
-        consumer.shutdown()
+    round_trip(namesrv_addr, queue, (PRODUCER_GROUP, GROUP), count, credentials=credentials, tls=tls)
 
 
 # Every protection of signed requests (broker/server/acl/replay.py) on.
 SIGNED_REQUEST_CHECKS = {"aclReplayProtection": "true", "aclRequireTls": "true"}
-
-
-def trusting(certs) -> ClientTls:
-    """TLS to the servers of a cluster whose certificates ``certs`` (tests.tls_certs.TlsFiles) made."""
-    return ClientTls(enable=True, trust_cert_path=certs.ca)
 
 
 def start_signed_tls_cluster(workdir: Path, certs) -> AclCluster:
@@ -231,7 +194,7 @@ def start_signed_tls_cluster(workdir: Path, certs) -> AclCluster:
     broker registers over TLS, and ``TOPIC`` exists and is routed."""
     server = {**certs.server_conf("permissive"), **SIGNED_REQUEST_CHECKS}
     broker = {**server, "tls.enable": "true", "tls.client.trustCertPath": certs.ca}
-    running = start_acl_cluster(workdir, broker, server, trusting(certs))
+    running = start_acl_cluster(workdir, broker, server, certs.client_tls())
     try:
         running.create_topic(TOPIC)
     except BaseException:

@@ -16,21 +16,13 @@ from broker.common.codes import ResponseCode
 from broker.common.request_headers import GetRouteInfoRequestHeader
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.command import create_request
-from tests.tls_certs import TlsFiles, make_tls_files
 
-from .acl_cluster import ADMIN, TOPIC, USER, sdk_round_trip, start_signed_tls_cluster, trusting
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory) -> TlsFiles:
-    return make_tls_files(tmp_path_factory.mktemp("tls"))
+from .acl_cluster import ADMIN, TOPIC, USER, sdk_round_trip
 
 
-@pytest.fixture(scope="module")
-def acl(tmp_path_factory, certs):
-    running = start_signed_tls_cluster(tmp_path_factory.mktemp("acl-tls"), certs)
-    yield running
-    running.stop()
+@pytest.fixture
+def acl(signed_tls_cluster):
+    return signed_tls_cluster
 
 
 def test_a_signed_request_over_plaintext_is_refused(acl):
@@ -65,7 +57,7 @@ def test_the_same_request_over_tls_is_taken_once(acl):
 
 
 def test_the_sdk_works_over_tls(acl, certs):
-    sdk_round_trip(acl.namesrv_addr, USER, tls=trusting(certs))
+    sdk_round_trip(acl.namesrv_addr, USER, tls=certs.client_tls())
 
 
 def test_mqadmin_works_over_tls(acl, certs, capsys):

@@ -22,7 +22,7 @@ from broker.client.errors import MQBrokerError, MQClientError
 from broker.common.codes import ResponseCode
 from broker.common.message import Message
 from broker.local_cluster import wait_until
-from tests.cluster import CLI, start_with_acl
+from tests.cluster import CLI, plain_acl, start_with_acl
 from tests.cluster import CLI_CLUSTER as CLUSTER
 
 ACL_COMMANDS = {
@@ -118,13 +118,7 @@ def test_an_unreachable_broker_fails_with_its_reason(capsys):
 # -- against an ACL-enabled cluster ---------------------------------------------------------------
 
 ADMIN_KEY, ADMIN_SECRET = "cli-admin-key", "cli-admin-secret"
-PLAIN_ACL = f"""
-globalWhiteRemoteAddresses: []
-accounts:
-  - accessKey: {ADMIN_KEY}
-    secretKey: {ADMIN_SECRET}
-    admin: true
-"""
+PLAIN_ACL = plain_acl(SessionCredentials(ADMIN_KEY, ADMIN_SECRET))
 APP_KEY, APP_SECRET = "cli-app-key", "cli-app-secret-1"
 
 

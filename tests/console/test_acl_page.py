@@ -14,7 +14,7 @@ from broker.client import SessionCredentials
 from broker.client.admin import MQAdmin, MQClientError
 from console import cluster_access
 from console.models import AuditRecord
-from tests.cluster import CLI_CLUSTER, console_preset, logged_in_client, start_with_acl
+from tests.cluster import CLI_CLUSTER, console_preset, logged_in_client, plain_acl, start_with_acl
 from tests.console.conftest import PASSWORD
 
 pytestmark = pytest.mark.django_db
@@ -104,13 +104,7 @@ def test_brokers_without_acl_say_acl_is_off_and_how_to_turn_it_on_with_no_forms(
 # -- on an ACL-enabled cluster ------------------------------------------------------------------
 
 ADMIN_KEY, ADMIN_SECRET = "console-admin-key", "console-admin-secret"
-PLAIN_ACL = f"""
-globalWhiteRemoteAddresses: []
-accounts:
-  - accessKey: {ADMIN_KEY}
-    secretKey: {ADMIN_SECRET}
-    admin: true
-"""
+PLAIN_ACL = plain_acl(SessionCredentials(ADMIN_KEY, ADMIN_SECRET))
 acl_admin_client = logged_in_client("acl-ada", "admin", PASSWORD)
 acl_csrf_admin_client = logged_in_client("acl-carla", "admin", PASSWORD, enforce_csrf_checks=True)
 

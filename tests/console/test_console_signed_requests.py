@@ -9,21 +9,13 @@ import pytest
 
 from broker.client.admin import MQClientError
 from console import cluster_access
-from tests.acl.acl_cluster import ADMIN, TOPIC, start_signed_tls_cluster
-from tests.tls_certs import TlsFiles, make_tls_files
+from tests.acl.acl_cluster import ADMIN, TOPIC
 
 
 @pytest.fixture(scope="module")
-def certs(tmp_path_factory) -> TlsFiles:
-    return make_tls_files(tmp_path_factory.mktemp("tls"))
-
-
-@pytest.fixture(scope="module")
-def signed_cluster(tmp_path_factory, certs):
-    running = start_signed_tls_cluster(tmp_path_factory.mktemp("console-signed"), certs)
-    yield running
+def signed_cluster(signed_tls_cluster):
+    yield signed_tls_cluster
     cluster_access.close_all()
-    running.stop()
 
 
 def test_the_consoles_admin_client_works_with_every_check_on(signed_cluster, certs, settings):

@@ -11,14 +11,9 @@ from broker.remoting.tls import TLS_MODES
 from console import cluster_access
 from tests.cluster import logged_in_client
 from tests.console.conftest import PASSWORD
-from tests.tls_certs import BROKER, TlsFiles, make_tls_files, start_tls_cluster
+from tests.tls_certs import BROKER, start_tls_cluster
 
 tls_viewer = logged_in_client("tess", "viewer", PASSWORD)
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory) -> TlsFiles:
-    return make_tls_files(tmp_path_factory.mktemp("tls"))
 
 
 @pytest.fixture(scope="module", params=TLS_MODES)

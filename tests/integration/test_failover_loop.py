@@ -17,7 +17,7 @@ import time
 import pytest
 
 from broker.local_cluster import ROOT, wait_until
-from tests.integration.failover_harness import ControllerModeSet, KeyedLoad, kill_and_wait, summary
+from broker.local_failover import ControllerModeSet, KeyedLoad, kill_and_wait, summary
 
 KILLS = 5
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]

@@ -25,7 +25,7 @@ from broker.common.message import Message
 from broker.common.message_codec import decode_messages
 from broker.common.request_headers import PullMessageRequestHeader
 from broker.local_cluster import LocalCluster, wait_until
-from tests.small_disk import fill, small_disk
+from tests.small_disk import broker_on_small_disk, fill
 
 DISK_BYTES = 6 * 1024 * 1024
 TOPIC = "FullDiskTopic"
@@ -44,32 +44,18 @@ def _not_now_hour() -> str:
 
 @pytest.fixture
 def cluster(tmp_path):
-    with small_disk(tmp_path / "disk", DISK_BYTES) as disk:
-        (tmp_path / "cluster").mkdir()
-        local = LocalCluster(tmp_path / "cluster", "FullDiskCluster")
-        try:
-            local.add_broker(
-                "broker-full",
-                {
-                    "storePathRootDir": disk / "store",
-                    "mappedFileSizeCommitLog": 256 * 1024,
-                    "mappedFileSizeConsumeQueue": 300 * 20,
-                    "maxHashSlotNum": 1000,
-                    "maxIndexNum": 4000,
-                    # Acked messages must survive the full disk: only expired segments may go.
-                    "cleanFileForciblyEnable": "false",
-                    "fileReservedTime": 72,
-                    "deleteWhen": _not_now_hour(),
-                    "flushIntervalCommitLog": 50,
-                    "messageDelayLevel": f"{DELAY_S}s",
-                },
-            )
-            local.create_topic(TOPIC, queues=1)
-            local.create_topic(DELAYED, queues=1)
-            local.disk = disk  # type: ignore[attr-defined]
-            yield local
-        finally:
-            local.stop()
+    settings = {
+        # Acked messages must survive the full disk: only expired segments may go.
+        "fileReservedTime": 72,
+        "deleteWhen": _not_now_hour(),
+        "flushIntervalCommitLog": 50,
+        "messageDelayLevel": f"{DELAY_S}s",
+    }
+    topics = (TOPIC, DELAYED)
+    with broker_on_small_disk(
+        tmp_path, DISK_BYTES, "FullDiskCluster", "broker-full", settings, topics
+    ) as local:
+        yield local
 
 
 def body(number: int) -> bytes:

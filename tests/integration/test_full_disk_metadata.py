@@ -28,34 +28,18 @@ from broker.common.request_headers.pull import (
 from broker.local_cluster import LocalCluster, wait_until
 from broker.remoting import fastjson
 from tests.integration.test_full_disk_broker import REFUSED
-from tests.small_disk import fill, small_disk
+from tests.small_disk import broker_on_small_disk, fill
 
 TOPIC, NEW_TOPIC, NEW_GROUP, GROUP = "MetaDiskTopic", "MetaDiskNewTopic", "MetaDiskNewGroup", "MetaDiskGroup"
 
 
 @pytest.fixture
 def cluster(tmp_path):
-    with small_disk(tmp_path / "disk", 4 * 1024 * 1024) as disk:
-        (tmp_path / "cluster").mkdir()
-        local = LocalCluster(tmp_path / "cluster", "MetaDiskCluster")
-        try:
-            local.add_broker(
-                "broker-meta",
-                {
-                    "storePathRootDir": disk / "store",
-                    "mappedFileSizeCommitLog": 256 * 1024,
-                    "mappedFileSizeConsumeQueue": 300 * 20,
-                    "maxHashSlotNum": 1000,
-                    "maxIndexNum": 4000,
-                    "cleanFileForciblyEnable": "false",
-                    "flushConsumerOffsetInterval": 100,
-                },
-            )
-            local.create_topic(TOPIC, queues=1)
-            local.disk = disk  # type: ignore[attr-defined]
-            yield local
-        finally:
-            local.stop()
+    settings = {"flushConsumerOffsetInterval": 100}
+    with broker_on_small_disk(
+        tmp_path, 4 * 1024 * 1024, "MetaDiskCluster", "broker-meta", settings, (TOPIC,)
+    ) as local:
+        yield local
 
 
 def create_topic(cluster: LocalCluster, topic: str):

@@ -18,36 +18,25 @@ from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message import Message
 from broker.local_cluster import wait_until
 from broker.remoting.client import SyncRemotingClient
-from broker.remoting.tls import ClientTls
 from broker.store.ha.auth import CHALLENGE, HELLO, HELLO_MAGIC, PROTOCOL_VERSION, HACredentials, sign_in_frame
 from broker.store.ha.protocol import REPORT
-from tests.cluster import HA_CLUSTER, MASTER_SLAVE, Cluster
-from tests.tls_certs import make_tls_files
+from tests.cluster import HA_CLUSTER, MASTER_SLAVE, Cluster, plain_acl
 
 TOPIC = "ha-acl-topic"
 ADMIN_KEY, ADMIN_SECRET = "ha-admin-key", "ha-admin-secret"
 APP_KEY, APP_SECRET = "ha-app-key", "ha-app-secret"
-PLAIN_ACL = f"""
-globalWhiteRemoteAddresses: []
-accounts:
-  - accessKey: {ADMIN_KEY}
-    secretKey: {ADMIN_SECRET}
-    admin: true
-    defaultTopicPerm: PUB|SUB
-    defaultGroupPerm: PUB|SUB
-  - accessKey: {APP_KEY}
-    secretKey: {APP_SECRET}
-    defaultTopicPerm: PUB|SUB
-    defaultGroupPerm: PUB|SUB
-"""
+PLAIN_ACL = plain_acl(
+    SessionCredentials(ADMIN_KEY, ADMIN_SECRET),
+    SessionCredentials(APP_KEY, APP_SECRET),
+    default_perm="PUB|SUB",
+)
 
 
 @pytest.fixture(scope="module")
-def secure(tmp_path_factory):
+def secure(tmp_path_factory, certs):
     workdir = tmp_path_factory.mktemp("ha-acl-tls")
-    certs = make_tls_files(workdir / "certs")
     server = certs.server_conf("enforcing")
-    client_tls = ClientTls(enable=True, trust_cert_path=certs.ca)
+    client_tls = certs.client_tls()
     cluster = Cluster(workdir, HA_CLUSTER, namesrv_settings=server, client_tls=client_tls)
     cluster.admin.close()
     cluster.admin = SyncRemotingClient(SessionCredentials(ADMIN_KEY, ADMIN_SECRET), tls=client_tls)
@@ -94,7 +83,7 @@ def test_the_slave_signs_in_with_its_inner_account_over_tls(secure):
         "HA_ACL_PRODUCER",
         cluster.namesrv_addr,
         credentials=SessionCredentials(APP_KEY, APP_SECRET),
-        tls=ClientTls(enable=True, trust_cert_path=certs.ca),
+        tls=certs.client_tls(),
     ).start()
     statuses: Counter[str] = Counter()
     try:

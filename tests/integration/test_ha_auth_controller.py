@@ -19,8 +19,8 @@ import pytest
 from broker.common.acl_signature import SessionCredentials
 from broker.common.codes import RequestCode, ResponseCode
 from broker.local_cluster import wait_until
+from broker.local_failover import TOPIC, ControllerModeSet
 from broker.store.ha.protocol import HANDSHAKE, HANDSHAKE_MAGIC, HANDSHAKE_VERSION
-from tests.integration.failover_harness import TOPIC, ControllerModeSet
 
 SECRET = "the set's HA sign-in secret"
 ADMIN = SessionCredentials("ha-ctl-admin", "ha-ctl-admin-secret")

@@ -24,7 +24,6 @@ from broker.remoting.command import create_request
 from broker.remoting.frame import encode_frame
 from tests.cluster import ONE_BROKER, cluster_fixture
 from tests.integration.test_flood_limits import close_all, eof_count, host_port
-from tests.tls_certs import make_tls_files
 
 OTHER_HOST = "127.0.0.2"
 TOTAL_CAP, PER_ADDRESS_CAP = 40, 10
@@ -99,12 +98,12 @@ RESET = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: close() sends a RST
 
 
 @pytest.fixture(scope="module", params=["plaintext", "permissive", "enforcing"])
-def capped_namesrv(request, tmp_path_factory):
+def capped_namesrv(request, tmp_path_factory, certs):
     """A name server with both caps, its port plaintext or TLS in the given mode."""
     workdir = tmp_path_factory.mktemp(f"cap-{request.param}")
     conf = {"serverMaxConnections": TOTAL_CAP, "serverMaxConnectionsPerAddress": PER_ADDRESS_CAP}
     if request.param != "plaintext":
-        conf.update(make_tls_files(workdir / "certs").server_conf(request.param))
+        conf.update(certs.server_conf(request.param))
     namesrv = start_namesrv(write_conf(workdir / "namesrv.conf", conf))
     yield request.param, namesrv
     assert namesrv.stop() == 0

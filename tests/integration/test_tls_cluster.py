@@ -12,10 +12,8 @@ import pytest
 
 from broker.cli import main as mqadmin
 from broker.client import (
-    CONSUME_FROM_FIRST_OFFSET,
     ClientTls,
     ConsumeConcurrentlyStatus,
-    LitePullConsumer,
     Producer,
 )
 from broker.client.admin import MQAdmin, NameServerUnreachableError
@@ -25,12 +23,8 @@ from broker.common.message_queue import MessageQueue
 from broker.common.topic_config import TRACE_TOPIC
 from broker.local_cluster import SMALL_STORE, free_port, start_broker, start_namesrv, wait_until, write_conf
 from broker.remoting.tls import TLS_MODES
-from tests.tls_certs import BROKER, TOPIC, TlsFiles, make_tls_files, start_tls_cluster
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory) -> TlsFiles:
-    return make_tls_files(tmp_path_factory.mktemp("tls"))
+from tests.received_messages import round_trip
+from tests.tls_certs import BROKER, TOPIC, start_tls_cluster
 
 
 @pytest.fixture(scope="module", params=TLS_MODES)
@@ -40,44 +34,12 @@ def tls_cluster(request, certs, tmp_path_factory):
     cluster.stop()
 
 
-def trusting(certs: TlsFiles) -> ClientTls:
-    return ClientTls(enable=True, trust_cert_path=certs.ca)
-
-
 def send_and_receive(namesrv: str, tls: ClientTls, count: int = 5) -> list[bytes]:
     """``count`` messages sent to one queue by a producer and read back by a pull consumer,
-    both connecting with ``tls``."""
+    both connecting with ``tls`` (groups of their own each time)."""
     tag = uuid.uuid4().hex[:8]
-    queue = MessageQueue(TOPIC, BROKER, 0)
-    producer = Producer(f"tls-producer-{tag}", namesrv, tls=tls, instance_name=f"tls-p-{tag}").start()
-    try:
-        bodies = [f"{tag}-{i}".encode() for i in range(count)]
-        start = producer.send(Message(TOPIC, bodies[0]), queue=queue).queue_offset
-        for body in bodies[1:]:
-            producer.send(Message(TOPIC, body), queue=queue)
-    finally:
-        producer.shutdown()
-    consumer = LitePullConsumer(
-        f"tls-consumer-{tag}",
-        namesrv,
-        tls=tls,
-        consume_from_where=CONSUME_FROM_FIRST_OFFSET,
-        instance_name=f"tls-c-{tag}",
-    )
-    consumer.assign([queue])
-    consumer.start()
-    try:
-        consumer.seek(queue, start)
-        got: list[bytes] = []
-
-        def received() -> bool:  # this call's messages (a seek may land after a poll from 0)
-            got.extend(m.body for m in consumer.poll(0.5) if m.body.startswith(tag.encode()))
-            return len(got) >= count
-
-        wait_until(received, 30, what=f"{count} messages")
-        return got
-    finally:
-        consumer.shutdown()
+    groups = (f"tls-producer-{tag}", f"tls-consumer-{tag}")
+    return round_trip(namesrv, MessageQueue(TOPIC, BROKER, 0), groups, count, tls=tls)
 
 
 def run_mqadmin(capsys, *argv: str) -> tuple[int, str, str]:
@@ -93,7 +55,7 @@ def test_sdk_sends_and_receives_in_every_mode_that_accepts_it(tls_cluster, certs
     if mode != "enforcing":
         assert len(set(send_and_receive(cluster.namesrv_addr, ClientTls()))) == 5  # plaintext
     if mode != "disabled":
-        assert len(set(send_and_receive(cluster.namesrv_addr, trusting(certs)))) == 5
+        assert len(set(send_and_receive(cluster.namesrv_addr, certs.client_tls()))) == 5
 
 
 def test_push_consumer_over_tls(tls_cluster, certs):
@@ -110,9 +72,9 @@ def test_push_consumer_over_tls(tls_cluster, certs):
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
     consumer = cluster.push_consumer(
-        f"tls-push-{tag}", TOPIC, listener, f"tls-push-{tag}", tls=trusting(certs)
+        f"tls-push-{tag}", TOPIC, listener, f"tls-push-{tag}", tls=certs.client_tls()
     )
-    producer = Producer(f"tls-push-producer-{tag}", cluster.namesrv_addr, tls=trusting(certs)).start()
+    producer = Producer(f"tls-push-producer-{tag}", cluster.namesrv_addr, tls=certs.client_tls()).start()
     try:
         for i in range(5):
             producer.send(Message(TOPIC, f"{tag}-{i}".encode()))
@@ -127,7 +89,7 @@ def test_sdk_that_does_not_fit_the_mode_fails_clearly(tls_cluster, certs):
     mode, cluster = tls_cluster
     if mode == "permissive":
         pytest.skip("permissive accepts both")
-    tls = ClientTls() if mode == "enforcing" else trusting(certs)
+    tls = ClientTls() if mode == "enforcing" else certs.client_tls()
     expected = "accepts TLS connections only" if mode == "enforcing" else "during the TLS handshake"
     producer = Producer(
         f"misfit-{mode}", cluster.namesrv_addr, tls=tls, instance_name=f"misfit-{mode}"
@@ -157,7 +119,7 @@ def test_message_trace_travels_over_tls_too(tls_cluster, certs):
     if mode != "enforcing":
         pytest.skip("plaintext would reach a permissive or disabled cluster anyway")
     before = cluster.max_offsets(TRACE_TOPIC, 1)
-    producer = Producer("tls-traced", cluster.namesrv_addr, tls=trusting(certs), enable_trace=True).start()
+    producer = Producer("tls-traced", cluster.namesrv_addr, tls=certs.client_tls(), enable_trace=True).start()
     try:
         producer.send(Message(TOPIC, b"traced"))
         wait_until(lambda: cluster.max_offsets(TRACE_TOPIC, 1) > before, 30, what="a trace record")

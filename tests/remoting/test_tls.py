@@ -11,6 +11,7 @@ import pytest
 import uvloop
 
 from broker.common.codes import ResponseCode
+from broker.local_tls import TlsFiles
 from broker.remoting import tls as tls_module
 from broker.remoting.client import RemotingClient, SyncRemotingClient
 from broker.remoting.command import create_request, response_to
@@ -18,14 +19,8 @@ from broker.remoting.errors import RemotingConnectError, RemotingError
 from broker.remoting.server import RemotingServer
 from broker.remoting.tls import ClientTls, ServerTls, TlsConfigError, TlsMode
 from tests.listener_failures import wait_until_async
-from tests.tls_certs import TlsFiles, make_tls_files
 
 ECHO = 1000
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory) -> TlsFiles:
-    return make_tls_files(tmp_path_factory.mktemp("tls"))
 
 
 def trusted(certs: TlsFiles, **extra) -> ClientTls:

@@ -19,6 +19,7 @@ from django.test import override_settings
 
 from analytics.models import ReportRow, ReportRun
 from analytics.runner import execute_run
+from analytics.spark.standalone import SparkStandaloneCluster
 from analytics.tasks import RUN_REPORT
 from broker.local_cluster import wait_until
 from tests.analytics.workload import WorkloadWriter
@@ -30,7 +31,6 @@ from tests.scaleout.celery_workers import (
     sender,
     worker_env,
 )
-from tests.scaleout.spark_cluster import SparkStandaloneCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 RUN_TIMEOUT_S = 420

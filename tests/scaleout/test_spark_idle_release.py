@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from analytics.spark.session import report_session, stop_spark
+from analytics.spark.standalone import SparkStandaloneCluster
 from broker.local_cluster import wait_until
-from tests.scaleout.spark_cluster import SparkStandaloneCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 RELEASE_TIMEOUT_S = 120  # the master sees the application end a moment after the driver stops

@@ -64,7 +64,7 @@ def test_broker_ip1_is_an_address_not_a_host_name():
         ("brokerPermission", "5", "one of 2, 4, 6"),
         ("autoCreateTopicEnable", "yes", "true or false"),
         ("flushDiskType", "SOMETIMES", "ASYNC_FLUSH, SYNC_FLUSH"),
-        ("namesrvAddr", "nohostport", "is not host:port"),
+        ("namesrvAddr", "nohostport", "has no port (host:port)"),
         ("archiveUri", "s3a://bucket/segments", "only a local directory or file://"),
     ],
 )

@@ -6,6 +6,7 @@ import pytest
 from broker.common.codes import RequestCode as RC
 from broker.common.codes import ResponseCode
 from broker.common.message_codec import create_offset_msg_id, encode_host
+from broker.local_cluster import wait_until
 from broker.remoting import fastjson
 from tests.server.refusals_broker import RefusalBroker, assert_refused
 
@@ -139,3 +140,28 @@ def test_update_broker_config_when_broker_conf_cannot_be_written(broker):
 def test_update_broker_config_refused(broker, body, code, reason):
     assert_refused(broker.invoke(RC.UPDATE_BROKER_CONFIG, body=body), code, reason)
     assert broker.config_value("brokerPermission") == "6"
+
+
+# -- malformed headers ----------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("code", "fields", "field"),
+    [
+        (RC.GET_MAX_OFFSET, {"topic": TOPIC, "queueId": "x1"}, "'queueId'='x1' is not a number"),
+        (RC.SEARCH_OFFSET_BY_TIMESTAMP, {"topic": TOPIC, "queueId": "0"}, "'timestamp'"),
+        (RC.QUERY_CONSUMER_OFFSET, {"topic": TOPIC, "queueId": "0"}, "'consumerGroup'"),
+        (RC.CONSUMER_SEND_MSG_BACK, {"group": "g", "offset": "no"}, "'offset'='no' is not a number"),
+        (RC.END_TRANSACTION, {"producerGroup": "pg"}, "'tranStateTableOffset'"),
+        (RC.GET_EARLIEST_MSG_STORETIME, {"topic": TOPIC}, "'queueId'"),
+    ],
+    ids=["max-offset", "search-offset", "consumer-offset", "send-back", "end-transaction", "earliest-time"],
+)
+def test_a_malformed_header_is_answered_with_its_fault_and_no_traceback(broker, code, fields, field):
+    # As RocketMQ answers a header its decoder rejects: SYSTEM_ERROR, the remark naming the field.
+    # The fault is the client's, so the broker's log says it in a line, without a traceback.
+    output = broker.cluster.broker.output
+    logged = len(output)
+    assert_refused(broker.invoke(code, fields), ResponseCode.SYSTEM_ERROR, field)
+    # The log line naming the field (a traceback's last line) comes through the output pipe later.
+    wait_until(lambda: field in "".join(output[logged:]), 15, what=f"a log line naming {field}")
+    log = "".join(output[logged:])
+    assert "Traceback" not in log and f"code {code}" in log, log

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
-from broker.remoting.tls import ClientTls, ServerTls, TlsAcceptor, TlsMode
+from broker.remoting.tls import ServerTls, TlsAcceptor, TlsMode
 from broker.store.ha.auth import (
     ANSWER,
     CHALLENGE,
@@ -28,7 +28,6 @@ from broker.store.ha.master import HAServer
 from broker.store.ha.protocol import REPORT
 from broker.store.ha.slave import HAClient
 from broker.store.results import PutMessageStatus
-from tests.tls_certs import make_tls_files
 
 from .test_ha_wire import _message, _stores, _until
 
@@ -151,10 +150,9 @@ async def test_a_slave_signs_in_and_replicates_or_says_why_not(tmp_path):
         master.shutdown()
 
 
-async def test_controller_mode_over_tls_enforcing_signs_in_then_handshakes(tmp_path):
+async def test_controller_mode_over_tls_enforcing_signs_in_then_handshakes(tmp_path, certs):
     """The HA port with the broker's TLS settings (enforcing): a controller-mode slave signs in
     and handshakes over TLS and follows; a plaintext reader gets nothing."""
-    certs = make_tls_files(tmp_path / "certs")
     master, slave = _stores(tmp_path)
     loop = asyncio.get_running_loop()
     master.start(dispatch_loop=loop)
@@ -169,7 +167,7 @@ async def test_controller_mode_over_tls_enforcing_signs_in_then_handshakes(tmp_p
         epochs=slave_epochs,
         broker_id=2,
         credentials=HACredentials(SHARED_SECRET_KEY, SECRET, "set-a", 2),
-        ssl_context=ClientTls(enable=True, trust_cert_path=certs.ca).context(),
+        ssl_context=certs.client_tls().context(),
     )
     try:
         for i in range(50):

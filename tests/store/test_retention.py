@@ -111,9 +111,11 @@ def test_policy_never_leaves_a_hole_and_caps_each_pass():
     assert [s.start_offset for s in capped] == [0, 100]
 
 
-def test_policy_rejects_bad_hours():
-    with pytest.raises(ValueError, match="0-23"):
-        RetentionPolicy(72, "25", 75)
+@pytest.mark.parametrize("delete_when", ["25", "04;x", "04;-1", ""])
+def test_policy_rejects_bad_hours(delete_when):
+    # The same reading as the broker's config check of deleteWhen (broker_config_keys.Hours).
+    with pytest.raises(ValueError, match=f"deleteWhen={delete_when!r}: must be hours 0-23"):
+        RetentionPolicy(72, delete_when, 75)
 
 
 def test_archiver_is_idempotent_and_verifies(tmp_path):

@@ -15,6 +15,7 @@ from typing import TypeVar
 
 from broker.client.errors import MQBrokerError, MQClientError, NotFoundError, ServerUnreachableError
 from broker.common.epoch_entries import EpochEntryCache
+from broker.common.hosts import parse_host_list
 from broker.controller.client import (
     ControllerClient,
     ControllerError,
@@ -37,7 +38,7 @@ class ControllerUnreachableError(ServerUnreachableError):
 
 def controller_addresses(text: str) -> list[str]:
     """RocketMQ's ``-a host:port;host:port``."""
-    addresses = [a.strip() for a in (text or "").split(";") if a.strip()]
+    addresses = parse_host_list(text or "", "controller address list", error=MQClientError)
     if not addresses:
         raise MQClientError("no controller address given (-a host:port)")
     return addresses

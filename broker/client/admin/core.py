@@ -24,7 +24,7 @@ from broker.client.errors import (
 )
 from broker.common.acl_signature import SessionCredentials
 from broker.common.codes import RequestCode, ResponseCode
-from broker.common.hosts import HostPort, parse_host
+from broker.common.hosts import HostPort, parse_host, parse_host_list
 from broker.common.request_headers import CommandHeader, GetRouteInfoRequestHeader
 from broker.common.route import ClusterInfo, TopicRouteData
 from broker.common.topic_config import RETRY_GROUP_TOPIC_PREFIX
@@ -55,12 +55,10 @@ class AdminCore:
     ) -> None:
         """``credentials``: sign every request with this ACL account (see ``SessionCredentials``).
         ``tls``: how to connect (default: ``ROCKETMQ_TLS_*`` from the environment)."""
-        if isinstance(namesrv_addr, str):
-            addrs = [a.strip() for a in namesrv_addr.split(";")]
-        else:
-            addrs = [a.strip() for a in namesrv_addr]
+        if not isinstance(namesrv_addr, str):
+            namesrv_addr = ";".join(a.strip() for a in namesrv_addr)
         # An empty list is allowed: commands aimed at one broker address need no name server.
-        self.namesrv_addrs = [a for a in addrs if a]
+        self.namesrv_addrs = parse_host_list(namesrv_addr, "name server address list", error=MQClientError)
         self.timeout = timeout
         self.remoting = RemotingClient(credentials, tls=tls if tls is not None else ClientTls.from_env())
         self.api = ClientAPI(self.remoting)

@@ -24,7 +24,6 @@ from broker.common.request_headers import (
     CreateAccessConfigRequestHeader,
     DeleteAccessConfigRequestHeader,
     GetBrokerAclConfigResponseHeader,
-    HeaderError,
     UpdateGlobalWhiteAddrsConfigRequestHeader,
 )
 from broker.remoting.command import RemotingCommand, response_to
@@ -74,10 +73,7 @@ class AclAdminProcessor:
         refused = self._refusal(request)
         if refused is not None:
             return refused
-        try:
-            header = CreateAccessConfigRequestHeader.from_ext_fields(request.ext_fields)
-        except HeaderError as exc:
-            return response_to(request, ResponseCode.SYSTEM_ERROR, str(exc))
+        header = CreateAccessConfigRequestHeader.from_ext_fields(request.ext_fields)
         async with self._changing:
             return await self._create_or_update(request, header)
 
@@ -112,10 +108,7 @@ class AclAdminProcessor:
         refused = self._refusal(request)
         if refused is not None:
             return refused
-        try:
-            header = DeleteAccessConfigRequestHeader.from_ext_fields(request.ext_fields)
-        except HeaderError as exc:
-            return response_to(request, ResponseCode.SYSTEM_ERROR, str(exc))
+        header = DeleteAccessConfigRequestHeader.from_ext_fields(request.ext_fields)
         acl = self.broker.acl
         assert acl is not None
         async with self._changing:
@@ -133,10 +126,7 @@ class AclAdminProcessor:
         refused = self._refusal(request)
         if refused is not None:
             return refused
-        try:
-            header = UpdateGlobalWhiteAddrsConfigRequestHeader.from_ext_fields(request.ext_fields)
-        except HeaderError as exc:
-            return response_to(request, ResponseCode.SYSTEM_ERROR, str(exc))
+        header = UpdateGlobalWhiteAddrsConfigRequestHeader.from_ext_fields(request.ext_fields)
         acl = self.broker.acl
         assert acl is not None
         addresses = split_addresses(header.global_white_addrs)

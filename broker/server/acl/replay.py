@@ -47,7 +47,7 @@ from broker.common.acl_signature import (
     REQUEST_NONCE,
     REQUEST_TIMESTAMP,
 )
-from broker.common.conf_file import get_bool, get_int
+from broker.common.conf_file import get_bool, get_int, read_keys
 
 from .plain_config import AclConfigError
 
@@ -84,14 +84,17 @@ class SignedRequestPolicy:
     @classmethod
     def from_conf(cls, conf: Mapping[str, str]) -> SignedRequestPolicy:
         """From namesrv.conf or controller.conf (the broker's come through its config schema)."""
-        values = dict(conf)
-        return cls(
-            get_bool(values, REPLAY_PROTECTION_KEY, False),
-            get_int(values, REPLAY_WINDOW_KEY, DEFAULT_WINDOW_S),
-            get_bool(values, REQUIRE_TLS_KEY, False),
-            get_int(values, FUTURE_SKEW_KEY, DEFAULT_FUTURE_SKEW_S),
-            get_int(values, NONCES_PER_ACCOUNT_KEY, NONCE_CAPACITY),
-        ).checked(get_bool(values, "aclEnable", False), values.get("tls.server.mode", "disabled"))
+        policy = cls(
+            *read_keys(
+                conf,
+                (REPLAY_PROTECTION_KEY, get_bool, False),
+                (REPLAY_WINDOW_KEY, get_int, DEFAULT_WINDOW_S),
+                (REQUIRE_TLS_KEY, get_bool, False),
+                (FUTURE_SKEW_KEY, get_int, DEFAULT_FUTURE_SKEW_S),
+                (NONCES_PER_ACCOUNT_KEY, get_int, NONCE_CAPACITY),
+            )
+        )
+        return policy.checked(get_bool(conf, "aclEnable", False), conf.get("tls.server.mode", "disabled"))
 
     def checked(self, acl_enable: bool, tls_server_mode: str) -> SignedRequestPolicy:
         """Raise ``AclConfigError`` for settings that would protect nothing or refuse everything."""

@@ -25,7 +25,6 @@ from broker.common.request_headers import (
     GetConsumeStatsRequestHeader,
     GetProducerConnectionListRequestHeader,
     GetTopicStatsInfoRequestHeader,
-    HeaderError,
     PurgeDamagedCommitLogRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
     ResetOffsetRequestHeader,
@@ -334,10 +333,7 @@ class AdminProcessor:
         """Overwrite quarantined damaged commit-log data (``store.quarantine``): the operator's
         explicit, logged decision that those bytes are gone. The answer's body lists the ranges
         purged, as runtime info's ``commitLogDamagedDetail`` lists them."""
-        try:
-            from_offset = PurgeDamagedCommitLogRequestHeader.from_ext_fields(request.ext_fields).from_offset
-        except HeaderError as exc:
-            return response_to(request, ResponseCode.SYSTEM_ERROR, str(exc))
+        from_offset = PurgeDamagedCommitLogRequestHeader.from_ext_fields(request.ext_fields).from_offset
         store = self.broker.store
         starts = [r.from_offset for r in store.quarantine.open_ranges()]
         if from_offset is not None and from_offset not in starts:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from broker.common import topic_config as tc
 from broker.common.codes import RequestCode, ResponseCode
@@ -36,6 +37,8 @@ from .disk_refusal import disk_full_refusal
 from .name_checks import name_problem, name_refusal
 
 if TYPE_CHECKING:
+    from broker.store.message_store import MessageStore
+
     from ..controller import BrokerController
 
 log = logging.getLogger(__name__)
@@ -280,43 +283,44 @@ class OffsetProcessor:
         )
         return response_to(request)
 
-    async def search_offset(self, conn, request: RemotingCommand) -> RemotingCommand:
-        header = SearchOffsetRequestHeader.from_ext_fields(request.ext_fields)
+    async def queue_position(self, conn, request: RemotingCommand) -> RemotingCommand:
+        """SEARCH_OFFSET_BY_TIMESTAMP, GET_MAX_OFFSET, GET_MIN_OFFSET, GET_EARLIEST_MSG_STORETIME:
+        one queue's position (or time) as the store knows it, each in its own response header."""
+        header_type, lookup, answer_type = QUEUE_POSITION_QUERIES[request.code]
+        header = header_type.from_ext_fields(request.ext_fields)
         refused = name_refusal(request, (header.topic,))
         if refused is not None:
             return refused
-        offset = self.broker.store.get_offset_in_queue_by_time(
-            header.topic, header.queue_id, header.timestamp
-        )
-        return response_to(request, ext_fields=SearchOffsetResponseHeader(offset))
-
-    async def max_offset(self, conn, request: RemotingCommand) -> RemotingCommand:
-        header = GetMaxOffsetRequestHeader.from_ext_fields(request.ext_fields)
-        refused = name_refusal(request, (header.topic,))
-        if refused is not None:
-            return refused
-        offset = self.broker.store.get_max_offset_in_queue(header.topic, header.queue_id)
-        return response_to(request, ext_fields=GetMaxOffsetResponseHeader(offset))
-
-    async def min_offset(self, conn, request: RemotingCommand) -> RemotingCommand:
-        header = GetMinOffsetRequestHeader.from_ext_fields(request.ext_fields)
-        refused = name_refusal(request, (header.topic,))
-        if refused is not None:
-            return refused
-        offset = self.broker.store.get_min_offset_in_queue(header.topic, header.queue_id)
-        return response_to(request, ext_fields=GetMinOffsetResponseHeader(offset))
-
-    async def earliest_time(self, conn, request: RemotingCommand) -> RemotingCommand:
-        header = GetEarliestMsgStoretimeRequestHeader.from_ext_fields(request.ext_fields)
-        refused = name_refusal(request, (header.topic,))
-        if refused is not None:
-            return refused
-        timestamp = self.broker.store.get_earliest_message_time(header.topic, header.queue_id)
-        return response_to(request, ext_fields=GetEarliestMsgStoretimeResponseHeader(timestamp))
+        return response_to(request, ext_fields=answer_type(lookup(self.broker.store, header)))
 
     async def all_consumer_offsets(self, conn, request: RemotingCommand) -> RemotingCommand:
         table = {key: dict(queues) for key, queues in self.broker.offsets.table.items()}
         return response_to(request, body=fastjson.dumps({"offsetTable": table}))
+
+
+# What each queue-position request reads (its header), asks the store, and answers with.
+QUEUE_POSITION_QUERIES: dict[int, tuple[type[Any], Callable[[MessageStore, Any], int], type[Any]]] = {
+    RequestCode.SEARCH_OFFSET_BY_TIMESTAMP: (
+        SearchOffsetRequestHeader,
+        lambda store, h: store.get_offset_in_queue_by_time(h.topic, h.queue_id, h.timestamp),
+        SearchOffsetResponseHeader,
+    ),
+    RequestCode.GET_MAX_OFFSET: (
+        GetMaxOffsetRequestHeader,
+        lambda store, h: store.get_max_offset_in_queue(h.topic, h.queue_id),
+        GetMaxOffsetResponseHeader,
+    ),
+    RequestCode.GET_MIN_OFFSET: (
+        GetMinOffsetRequestHeader,
+        lambda store, h: store.get_min_offset_in_queue(h.topic, h.queue_id),
+        GetMinOffsetResponseHeader,
+    ),
+    RequestCode.GET_EARLIEST_MSG_STORETIME: (
+        GetEarliestMsgStoretimeRequestHeader,
+        lambda store, h: store.get_earliest_message_time(h.topic, h.queue_id),
+        GetEarliestMsgStoretimeResponseHeader,
+    ),
+}
 
 
 @functools.cache

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from broker.common.acl_rules import PUB
 from broker.common.codes import ResponseCode
-from broker.common.request_headers import EndTransactionRequestHeader, HeaderError
+from broker.common.request_headers import EndTransactionRequestHeader
 from broker.common.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE
 from broker.common.topic_config import is_writeable
 from broker.remoting.command import RemotingCommand, response_to
@@ -32,10 +32,7 @@ class EndTransactionProcessor:
         self.broker = broker
 
     async def end_transaction(self, conn, request: RemotingCommand) -> RemotingCommand:
-        try:
-            header = EndTransactionRequestHeader.from_ext_fields(request.ext_fields)
-        except HeaderError as exc:
-            return response_to(request, ResponseCode.SYSTEM_ERROR, str(exc))
+        header = EndTransactionRequestHeader.from_ext_fields(request.ext_fields)
         refused = name_refusal(request, groups=(header.producer_group or None,))
         if refused is not None:
             return refused

@@ -19,7 +19,7 @@ from broker.common.acl_rules import PUB, SUB
 from broker.common.codes import ResponseCode
 from broker.common.message import MessageExt
 from broker.common.names import topic_problem
-from broker.common.request_headers import ConsumerSendMsgBackRequestHeader, HeaderError
+from broker.common.request_headers import ConsumerSendMsgBackRequestHeader
 from broker.remoting.command import RemotingCommand, response_to
 
 from .. import trace_writer
@@ -42,10 +42,7 @@ class SendBackProcessor:
         self.broker = broker
 
     async def send_back(self, conn, request: RemotingCommand) -> RemotingCommand:
-        try:
-            header = ConsumerSendMsgBackRequestHeader.from_ext_fields(request.ext_fields)
-        except HeaderError as exc:
-            return response_to(request, ResponseCode.SYSTEM_ERROR, str(exc))
+        header = ConsumerSendMsgBackRequestHeader.from_ext_fields(request.ext_fields)
         group_config = self._group_or_refusal(request, header)
         if isinstance(group_config, RemotingCommand):
             return group_config

@@ -1,6 +1,6 @@
 """A broker set in RocketMQ 5's controller mode, as real processes, with keyed producer load:
 what the failover loop test (tests/integration/test_failover_loop.py) and the failover bench
-(bench/ha_failover.py) share.
+(bench/ha_failover.py) share; like ``broker.local_cluster``, a launcher, not a test module.
 
 ``ControllerModeSet`` runs one controller (``python -m broker.controller``, or with ``embedded``
 the name server's own, RocketMQ's ``enableControllerInNamesrv``), a name server and two brokers of
@@ -206,9 +206,11 @@ class ControllerModeSet:
                 return None
             return found
 
-        return wait_until(
+        found = wait_until(
             elected, timeout=timeout, interval=interval, what=f"a master above epoch {after_epoch}"
         )
+        assert found is not None  # with ``what``, wait_until raises rather than answer None
+        return found
 
     def runtime(self, name: str) -> dict[str, str]:
         assert self.admin is not None
@@ -224,6 +226,7 @@ class ControllerModeSet:
             return found
 
         found = wait_until(all_in_sync, timeout=timeout, interval=0.1, what="both replicas in sync")
+        assert found is not None  # with ``what``, wait_until raises rather than answer None
         self.wait_for_roles(found[0], timeout)
         return found
 
@@ -456,6 +459,7 @@ def kill_and_wait(replicas: ControllerModeSet, load: KeyedLoad, timeout: float =
         interval=0.02,
         what="an acknowledged send after the failover",
     )
+    assert ack is not None  # with ``what``, wait_until raises rather than answer None
     return FailoverRound(
         master, killed_at, elected, new_info.master_epoch, elected_s, ack.answered - killed_at
     )
