@@ -11,6 +11,7 @@ import pytest
 import broker.client.errors
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.errors import ControllerError, MQBrokerError, MQClientError, MQError
+from broker.common.json_config_file import DataVersion
 from broker.local_cluster import free_port
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.command import create_request
@@ -215,12 +216,14 @@ def stub_broker(namesrv_addr: str, topics: list[str]) -> SimpleNamespace:
     """What NamesrvRegistration reads of a broker: its config and its topic table."""
     config = SimpleNamespace(broker_name="broker-r", broker_addr="127.0.0.1:20931", broker_cluster_name="cr",
                              broker_id=0, namesrv_addrs=[namesrv_addr], ha_server_addr="127.0.0.1:20932",
-                             inner_access_key="", inner_secret_key="", client_tls=ClientTls)  # fmt: skip
+                             inner_access_key="", inner_secret_key="", client_tls=ClientTls,
+                             compressed_register=False)  # fmt: skip
     table = {t: {"topicName": t, "readQueueNums": 4, "writeQueueNums": 4, "perm": 6} for t in topics}
     wrapper = {"topicConfigTable": table, "dataVersion": {"timestamp": 1, "counter": 1}}
     # A master outside controller mode (replicas=None): nothing to learn from the answer.
     replication = SimpleNamespace(registered=lambda namesrv, response: None)
-    return SimpleNamespace(config=config, topics=SimpleNamespace(serialize_wrapper=lambda: wrapper),
+    topics = SimpleNamespace(serialize_wrapper=lambda: wrapper, data_version=DataVersion(1, 1))
+    return SimpleNamespace(config=config, topics=topics,
                            replication=replication, replicas=None)  # fmt: skip
 
 
