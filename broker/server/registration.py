@@ -143,6 +143,7 @@ class NamesrvRegistration:
         waiter = asyncio.get_running_loop().create_future()
         self._wanted += 1
         self._waiting.append((self._wanted, waiter))
+        self._release()  # no name server to wait for (none configured, or none answers)
         self.soon()
         try:
             await asyncio.wait_for(waiter, REGISTERED_WAIT_S)
