@@ -115,7 +115,13 @@ class NamesrvRegistration:
             return self._body
         if self._building is None or self._building[0] != key:
             self._building = (key, asyncio.ensure_future(asyncio.to_thread(self._build, key)))
-        self._body = await asyncio.shield(self._building[1])
+        building = self._building[1]
+        try:
+            self._body = await asyncio.shield(building)
+        except Exception:
+            if self._building is not None and self._building[1] is building:
+                self._building = None  # the next turn builds again rather than keep the failure
+            raise
         return self._body
 
     def _build(self, key: _BodyKey) -> _Body:
