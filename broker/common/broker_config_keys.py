@@ -302,6 +302,7 @@ KEYS: dict[str, ConfigKey] = {
         _key("longPollingEnable", BROKER, Bool(), LIVE, "hold pulls until a message arrives"),
         _key("shortPollingTimeMills", BROKER, Int(0, 60_000), LIVE, f"pull hold without long polling, {_MS}"),
         _key("registerBrokerIntervalMillis", BROKER, Int(100, 60_000), LIVE, f"name-server heartbeat, {_MS}"),
+        _key("compressedRegister", BROKER, Bool(), LIVE, "send registrations zlib-compressed"),
         _key("clientChannelMaxIdleTimeMillis", BROKER, Int(1000), LIVE, f"drop silent clients after, {_MS}"),
         _key(
             "flushConsumerOffsetInterval", BROKER, Int(1), RESTART, f"consumer offsets persisted every, {_MS}"

@@ -11,6 +11,7 @@ import pytest
 import broker.client.errors
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.errors import ControllerError, MQBrokerError, MQClientError, MQError
+from broker.common.json_config_file import DataVersion
 from broker.local_cluster import free_port
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.command import create_request
@@ -211,16 +212,18 @@ def test_bad_compressed_registrations_are_refused_and_register_nothing(namesrv, 
     assert register(client, namesrv.addr, "broker-a", "127.0.0.1:20911", ["still-serving"]).ok
 
 
-def stub_broker(namesrv_addr: str, topics: list[str]) -> SimpleNamespace:
+def stub_broker(namesrv_addr: str, topics: list[str], compressed: bool = False) -> SimpleNamespace:
     """What NamesrvRegistration reads of a broker: its config and its topic table."""
     config = SimpleNamespace(broker_name="broker-r", broker_addr="127.0.0.1:20931", broker_cluster_name="cr",
                              broker_id=0, namesrv_addrs=[namesrv_addr], ha_server_addr="127.0.0.1:20932",
-                             inner_access_key="", inner_secret_key="", client_tls=ClientTls)  # fmt: skip
+                             inner_access_key="", inner_secret_key="", client_tls=ClientTls,
+                             compressed_register=compressed)  # fmt: skip
     table = {t: {"topicName": t, "readQueueNums": 4, "writeQueueNums": 4, "perm": 6} for t in topics}
     wrapper = {"topicConfigTable": table, "dataVersion": {"timestamp": 1, "counter": 1}}
     # A master outside controller mode (replicas=None): nothing to learn from the answer.
     replication = SimpleNamespace(registered=lambda namesrv, response: None)
-    return SimpleNamespace(config=config, topics=SimpleNamespace(serialize_wrapper=lambda: wrapper),
+    topics = SimpleNamespace(serialize_wrapper=lambda: wrapper, data_version=DataVersion(1, 1))
+    return SimpleNamespace(config=config, topics=topics,
                            replication=replication, replicas=None)  # fmt: skip
 
 
@@ -256,6 +259,33 @@ async def test_the_broker_sends_its_body_crc_and_an_altered_body_is_refused(name
     # Older brokers send no bodyCrc32 (the register() helper above): nothing is checked.
     unchecked = {k: v for k, v in sent.ext_fields.items() if k != "bodyCrc32"}
     assert client.invoke(namesrv.addr, create_request(RequestCode.REGISTER_BROKER, unchecked, altered)).ok
+
+
+async def test_a_compressed_registration_of_the_broker_is_routed_as_sent(namesrv, client):
+    """compressedRegister (on by default): the header says so, the body is RocketMQ's zlib form
+    and the real name server routes each topic with the queue counts and permission sent."""
+    catcher = FakeServer()
+    catcher.on(RequestCode.REGISTER_BROKER, lambda ext, body: ok())
+    registration = NamesrvRegistration(stub_broker(catcher.addr, ["zipped-a", "zipped-b"], compressed=True))
+    try:
+        assert await registration.register_all()
+    finally:
+        await registration.outer.close()
+        catcher.close()
+    (sent,) = catcher.received
+    assert sent.ext_fields["compressed"] == "true"
+    assert sent.ext_fields["bodyCrc32"] == str(zlib.crc32(sent.body) & 0x7FFFFFFF)
+    assert client.invoke(
+        namesrv.addr, create_request(RequestCode.REGISTER_BROKER, sent.ext_fields, sent.body)
+    ).ok
+    for topic in ("zipped-a", "zipped-b"):
+        (queues,) = fastjson_loads(route(client, namesrv.addr, topic).body)["queueDatas"]
+        assert (queues["brokerName"], queues["readQueueNums"], queues["writeQueueNums"], queues["perm"]) == (
+            "broker-r",
+            4,
+            4,
+            6,
+        )
 
 
 async def test_the_outer_api_raises_a_refusal_and_no_answer_from_the_one_error_tree(namesrv, client):
