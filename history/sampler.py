@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.db import transaction
 
@@ -48,7 +48,8 @@ class CycleResult:
 def sample(cluster: str, admin: MQAdmin) -> CycleResult:
     """Sample ``cluster`` (a BROKER_NAMESRV entry) once through ``admin`` and store the figures."""
     taken_at = clock.now()
-    previous = {key: query.latest(*key, cluster) for key in RATED}
+    # The counters' last values, from before a gap too (a broker down for a few cycles).
+    previous = {key: query.last_known(*key, taken_at - FORGET_AFTER, cluster) for key in RATED}
     try:
         snapshot = admin.run(collect(admin.core))
     except MQClientError as exc:
@@ -58,6 +59,7 @@ def sample(cluster: str, admin: MQAdmin) -> CycleResult:
     else:
         figures = figures_of(snapshot, taken_at, previous, cluster)
     _vanished(cluster, taken_at, figures)
+    _without_partial_topics(figures)
     cycle = Cycle(
         cluster=cluster,
         taken_at=taken_at,
@@ -105,6 +107,7 @@ def _brokers(
         for metric, value in broker_figures(b["runtime"]).items():
             if value is not None and metric not in BROKER_RATES:
                 figures[(metric, "broker", name)] = value
+        _keep_resumed_counters(name, b["runtime"], previous, figures)
         rated = _broker_rates(name, taken_at, previous, figures)
         if b["broker_id"] == "0":  # a slave's puts are its master's, counted once
             for metric in ("tps_in", "tps_out", "messages_in", "messages_out"):
@@ -138,6 +141,23 @@ def _clusters(
             continue
         owner = next((broker_cluster[b] for b in g.brokers if b in broker_cluster), first_cluster)
         figures[("lag", "cluster", owner)] += g.lag
+
+
+def _keep_resumed_counters(
+    name: str, runtime: dict[str, str], previous: Previous, figures: dict[Key, float]
+) -> None:
+    """A broker's put and get totals go on across restarts (its totals file): one below the
+    previous cycle's while they count from before that cycle is a killed broker's last unsaved
+    second, not a restart from zero. The previous value stands until the counter passes it again
+    (those few counts are lost, not the broker's whole total counted again)."""
+    try:
+        since = datetime.fromtimestamp(int(runtime.get("msgTotalSinceTimestamp", "")) / 1000, UTC)
+    except (ValueError, OverflowError):
+        return  # a broker whose totals restart with it: the "went down = restart" rule stands
+    for counter in BROKER_RATES.values():
+        now, before = figures.get((counter, "broker", name)), previous[(counter, "broker")].get(name)
+        if now is not None and before is not None and now < before[1] and since < before[0]:
+            figures[(counter, "broker", name)] = before[1]
 
 
 def _broker_rates(name: str, taken_at: datetime, previous: Previous, figures: dict[Key, float]) -> bool:
@@ -230,6 +250,18 @@ def _vanished(cluster: str, taken_at: datetime, figures: dict[Key, float]) -> No
         figures[("last_heard_seconds", "broker", name)] = heard
         if cluster_names:
             figures[("brokers_down", "cluster", cluster_names[0])] += 1
+
+
+def _without_partial_topics(figures: dict[Key, float]) -> None:
+    """With a master down, a topic's written count sums only the queues of the masters up: it went
+    down, and comes back up with everything the master ever wrote. Neither is stored; the first
+    rate after the master's return spans the gap, from the count before it."""
+    if not any(
+        v == 0.0 for (m, s, n), v in figures.items() if (m, s) == ("up", "broker") and catalogue.is_master(n)
+    ):
+        return
+    for key in [k for k in figures if k[1] == "topic" and k[0] in ("messages", "tps_in")]:
+        del figures[key]
 
 
 def _series_ids(cluster: str, keys: list[Key]) -> dict[Key, int]:

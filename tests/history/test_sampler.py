@@ -4,6 +4,7 @@ topic TPS from two cycles; a broker that stops answering is stored as down."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -301,7 +302,91 @@ def test_dead_letters_alert_from_the_cycle_that_sees_them_for_its_window(
     ]
 
 
-def test_a_broker_that_stops_answering_is_stored_as_down(live, namesrv):
+def _totals(admin, broker: str) -> dict[str, int]:
+    """The broker's own put/get totals and mornings (brokerStatus), read now."""
+    addr = admin.cluster_info().brokers[broker].broker_addrs[0]
+    info = admin.broker_runtime_info(addr)
+    keys = (
+        "msgPutTotalTodayNow",
+        "msgGetTotalTodayNow",
+        "msgPutTotalTodayMorning",
+        "msgGetTotalTodayMorning",
+    )
+    return {key: int(info[key]) for key in keys}
+
+
+def _back(cluster, admin, name: str) -> None:
+    cluster.wait_for_route(TOPIC)
+    wait_until(lambda: name in admin.cluster_info().brokers, what=f"{name} back")
+
+
+def test_the_brokers_totals_go_on_across_a_clean_stop_and_a_kill(live, namesrv):
+    """brokerStatus's msgPutTotalTodayNow/msgGetTotalTodayNow and the day's count the Cluster page
+    shows (now - morning) are the broker's since its first start, not since its last: a clean stop
+    keeps every count, a kill those the broker saved (once a second) before it."""
+    cluster, admin, _ = live
+    send(cluster.namesrv_addr, TOPIC, 40)
+    before = _totals(admin, "broker-a")
+    assert before["msgPutTotalTodayNow"] > 0
+    cluster.restart_broker("broker-a")
+    _back(cluster, admin, "broker-a")
+    after = _totals(admin, "broker-a")
+    put, morning = after["msgPutTotalTodayNow"], after["msgPutTotalTodayMorning"]
+    assert before["msgPutTotalTodayNow"] <= put <= before["msgPutTotalTodayNow"] + CHECKER_COPIES
+    assert after["msgGetTotalTodayNow"] >= before["msgGetTotalTodayNow"]
+    if morning == before["msgPutTotalTodayMorning"]:  # not across midnight
+        assert put - morning >= before["msgPutTotalTodayNow"] - before["msgPutTotalTodayMorning"]
+    send(cluster.namesrv_addr, TOPIC, 30)
+    now = _totals(admin, "broker-a")["msgPutTotalTodayNow"]
+    saved = cluster.workdir / "broker-a" / "config" / "brokerStats.json"
+    wait_until(lambda: json.loads(saved.read_text())["put_total"] >= now, what="the totals saved")
+    cluster.brokers["broker-a"].kill()
+    cluster.start_broker("broker-a")
+    _back(cluster, admin, "broker-a")
+    assert now <= _totals(admin, "broker-a")["msgPutTotalTodayNow"] <= now + CHECKER_COPIES
+
+
+def test_day_totals_and_tps_span_a_broker_stop_exactly(live, namesrv, monkeypatch):
+    """A burst between a sample and broker-a's stop, a cycle while it is down, a burst after its
+    start: the day's messages in (Overview, History) count both bursts, and the broker's and the
+    topic's TPS points after the restart integrate to what was put since their previous points."""
+    from console.services.overview import broker_health
+
+    cluster, admin, _ = live
+    day = (datetime.now(UTC) + timedelta(days=6)).replace(hour=0, minute=0, second=0, microsecond=0)
+    moment: list[datetime] = []
+    _at(moment, monkeypatch, day + timedelta(seconds=10))
+    sampler.sample(namesrv, admin)
+    start = {b: _totals(admin, b)["msgPutTotalTodayNow"] for b in ("broker-a", "broker-b")}
+    topic_start = sum(q.max_offset for q in admin.topic_status(TOPIC).queues)
+    burst, after = 500, 300
+    send(cluster.namesrv_addr, TOPIC, burst)
+    if cluster.brokers["broker-a"].stop() != 0:
+        raise RuntimeError("broker-a did not stop cleanly")
+    moment.append(day + timedelta(seconds=80))
+    down = sampler.sample(namesrv, admin).figures
+    assert down[("up", "broker", "broker-a:0")] == 0.0
+    cluster.start_broker("broker-a")
+    _back(cluster, admin, "broker-a")
+    send(cluster.namesrv_addr, TOPIC, after)
+    moment.append(day + timedelta(seconds=100))
+    figures = sampler.sample(namesrv, admin).figures
+    end = {b: _totals(admin, b)["msgPutTotalTodayNow"] for b in ("broker-a", "broker-b")}
+    put = sum(end.values()) - sum(start.values())
+    assert burst + after <= put <= burst + after + 2 * CHECKER_COPIES
+    assert broker_health(admin, namesrv).data.in_today >= put  # the module's earlier puts are today too
+    grown = query.growth_since("messages_in", "broker", day + timedelta(seconds=11), namesrv)
+    assert grown["broker-a:0"] + grown["broker-b:0"] == put
+    # broker-a's first point after its restart spans the 90 s since its previous one
+    rate = figures[("tps_in", "broker", "broker-a:0")]  # stored to 3 decimals
+    assert rate * 90 == pytest.approx(end["broker-a"] - start["broker-a"], abs=0.1)
+    topic_end = sum(q.max_offset for q in admin.topic_status(TOPIC).queues)
+    points = query.series("tps_in", "topic", TOPIC, since=day + timedelta(seconds=11), cluster=namesrv)
+    assert points == [(moment[-1], pytest.approx((topic_end - topic_start) / 90, abs=0.001))]
+    assert topic_end - topic_start == burst + after
+
+
+def test_a_broker_that_stops_answering_is_stored_as_down(live, namesrv):  # last: broker-b stays down
     cluster, admin, _ = live
     sampler.sample(namesrv, admin)  # heard once (the test may run alone)
     cluster.brokers["broker-b"].kill()
