@@ -407,3 +407,8 @@ def test_a_broker_that_stops_answering_is_stored_as_down(live, namesrv):  # last
     )
     later = sampler.sample(namesrv, admin)
     assert later.figures[("up", "broker", "broker-b:0")] == 0.0
+    # The Overview's broker tiles count it: down, of two (not "1 / 1" up).
+    from console.services.overview import broker_health
+
+    health = broker_health(admin, namesrv).data
+    assert (health.up, health.total, health.down) == (1, 2, 1)
