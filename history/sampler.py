@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from django.db import transaction
 
@@ -107,8 +107,7 @@ def _brokers(
         for metric, value in broker_figures(b["runtime"]).items():
             if value is not None and metric not in BROKER_RATES:
                 figures[(metric, "broker", name)] = value
-        _keep_resumed_counters(name, b["runtime"], previous, figures)
-        rated = _broker_rates(name, taken_at, previous, figures)
+        rated = _broker_rates(name, taken_at, previous, figures, _counted_seconds(b["runtime"]))
         if b["broker_id"] == "0":  # a slave's puts are its master's, counted once
             for metric in ("tps_in", "tps_out", "messages_in", "messages_out"):
                 totals[metric] += figures.get((metric, "broker", name), 0.0)
@@ -143,27 +142,24 @@ def _clusters(
         figures[("lag", "cluster", owner)] += g.lag
 
 
-def _keep_resumed_counters(
-    name: str, runtime: dict[str, str], previous: Previous, figures: dict[Key, float]
-) -> None:
-    """A broker's put and get totals go on across restarts (its totals file): one below the
-    previous cycle's while they count from before that cycle is a killed broker's last unsaved
-    second, not a restart from zero. The previous value stands until the counter passes it again
-    (those few counts are lost, not the broker's whole total counted again)."""
+def _counted_seconds(runtime: dict[str, str]) -> float | None:
+    """How long the broker's put and get totals have counted (they go on across restarts, from a
+    totals file); None from a broker whose totals restart with it."""
     try:
-        since = datetime.fromtimestamp(int(runtime.get("msgTotalSinceTimestamp", "")) / 1000, UTC)
-    except (ValueError, OverflowError):
-        return  # a broker whose totals restart with it: the "went down = restart" rule stands
-    for counter in BROKER_RATES.values():
-        now, before = figures.get((counter, "broker", name)), previous[(counter, "broker")].get(name)
-        if now is not None and before is not None and now < before[1] and since < before[0]:
-            figures[(counter, "broker", name)] = before[1]
+        return float(runtime.get("msgTotalCountedSeconds", ""))
+    except ValueError:
+        return None
 
 
-def _broker_rates(name: str, taken_at: datetime, previous: Previous, figures: dict[Key, float]) -> bool:
-    """The broker's TPS in and out: its counters' growth since the previous cycle (a counter that
-    went down is a restart, its new value the growth) over the seconds between. False when the
-    previous cycle has no counter of the broker (its first cycle, or it did not answer then)."""
+def _broker_rates(
+    name: str, taken_at: datetime, previous: Previous, figures: dict[Key, float], counted_s: float | None
+) -> bool:
+    """The broker's TPS in and out: its counters' growth since the previous cycle over the seconds
+    between. A counter that went down restarted from zero (a lost totals file; a broker without
+    one): its value is the growth; unless it has counted for longer than the seconds between, when
+    a kill lost the broker's last unsaved second: the previous figure stands until the counter
+    passes it (those counts are lost, not the whole total counted again). False when the previous
+    cycle has no counter of the broker (its first cycle, or it was down then and before)."""
     rated = True
     for rate, counter in BROKER_RATES.items():
         now = figures.get((counter, "broker", name))
@@ -171,8 +167,11 @@ def _broker_rates(name: str, taken_at: datetime, previous: Previous, figures: di
         if now is None or before is None or taken_at <= before[0]:
             rated = False
             continue
+        seconds = (taken_at - before[0]).total_seconds()
         grown = catalogue.counter_increase(before[1], now)
-        figures[(rate, "broker", name)] = round(grown / (taken_at - before[0]).total_seconds(), 3)
+        if now < before[1] and counted_s is not None and counted_s >= seconds:
+            grown, figures[(counter, "broker", name)] = 0.0, before[1]
+        figures[(rate, "broker", name)] = round(grown / seconds, 3)
     return rated
 
 

@@ -156,10 +156,11 @@ class BrokerStats:
             found, miss = self._found.rate(window), self._miss.rate(window)
             totals.append(repr((found or 0.0) + (miss or 0.0)))
         info["getTotalTps"] = " ".join(totals)
-        # Not a RocketMQ figure: when msgPutTotalTodayNow/msgGetTotalTodayNow started counting. A
-        # monitor that sees them go down tells a lost totals file (counting from zero since this
-        # moment) from a killed broker's last unsaved second (counting since long before).
-        info["msgTotalSinceTimestamp"] = str(self.since_ms)
+        # Not a RocketMQ figure: how long msgPutTotalTodayNow/msgGetTotalTodayNow have counted. A
+        # monitor that sees them go down tells a lost totals file (counting from zero for less than
+        # its sampling interval) from a killed broker's last unsaved second (counting for longer).
+        counted_ms = max(0, int(time.time() * 1000) - self.since_ms)
+        info["msgTotalCountedSeconds"] = str(counted_ms // 1000)
         info["msgPutTotalTodayNow"] = str(self.put_total)
         info["msgGetTotalTodayNow"] = str(self.get_total)
         return info | self.daily.runtime_info()

@@ -386,6 +386,55 @@ def test_day_totals_and_tps_span_a_broker_stop_exactly(live, namesrv, monkeypatc
     assert topic_end - topic_start == burst + after
 
 
+def _killed_with_totals(cluster, admin, name: str, edit) -> None:
+    """Kill broker ``name`` once its totals file holds its put total, ``edit`` the file as the kill
+    could have left it, start the broker again."""
+    saved = cluster.workdir / name / "config" / "brokerStats.json"
+    now = _totals(admin, name)["msgPutTotalTodayNow"]
+    wait_until(lambda: json.loads(saved.read_text())["put_total"] >= now, what="the totals saved")
+    cluster.brokers[name].kill()
+    edit(saved)
+    cluster.start_broker(name)
+    _back(cluster, admin, name)
+
+
+def test_a_killed_brokers_lost_second_is_not_counted_as_its_whole_total(live, namesrv, monkeypatch):
+    """A kill can lose the puts of the broker's last second (its totals file is saved once a
+    second): its total then comes back below the history's last figure. The history counts no
+    growth until the total passes that figure again, not the broker's whole total; a lost file
+    (totals from zero since the start) still counts what was put since."""
+    cluster, admin, _ = live
+    day = (datetime.now(UTC) + timedelta(days=8)).replace(hour=0, minute=0, second=0, microsecond=0)
+    moment: list[datetime] = []
+    _at(moment, monkeypatch, day + timedelta(seconds=10))
+    send(cluster.namesrv_addr, TOPIC, 10)
+    first = sampler.sample(namesrv, admin).figures[("messages_in", "broker", "broker-a:0")]
+    lost = 5
+
+    def lose_a_second(saved):
+        totals = json.loads(saved.read_text())
+        saved.write_text(json.dumps(totals | {"put_total": totals["put_total"] - lost}))
+
+    _killed_with_totals(cluster, admin, "broker-a", lose_a_second)
+    # A second later (the broker's totals have counted for longer: they were resumed).
+    moment.append(day + timedelta(seconds=11))
+    figures = sampler.sample(namesrv, admin).figures
+    assert figures[("messages_in", "broker", "broker-a:0")] == first
+    assert figures[("tps_in", "broker", "broker-a:0")] == 0.0
+    before = _totals(admin, "broker-a")["msgPutTotalTodayNow"]
+    assert before < first
+    _killed_with_totals(cluster, admin, "broker-a", lambda saved: saved.unlink())
+    assert _totals(admin, "broker-a")["msgPutTotalTodayNow"] <= CHECKER_COPIES
+    send(cluster.namesrv_addr, TOPIC, 4)  # fewer than broker-a had: its total went down
+    put = _totals(admin, "broker-a")["msgPutTotalTodayNow"]
+    assert put < first
+    # An hour later (its totals have counted for less: from zero, since this start).
+    moment.append(day + timedelta(hours=1, seconds=11))
+    figures = sampler.sample(namesrv, admin).figures
+    assert figures[("messages_in", "broker", "broker-a:0")] == put
+    assert figures[("tps_in", "broker", "broker-a:0")] * 3600 == pytest.approx(put, abs=1)
+
+
 def test_a_broker_that_stops_answering_is_stored_as_down(live, namesrv):  # last: broker-b stays down
     cluster, admin, _ = live
     sampler.sample(namesrv, admin)  # heard once (the test may run alone)
