@@ -98,6 +98,7 @@ class BrokerController:
         saved = running_totals.load(self.totals_file)
         if saved is not None:
             self.stats.resume(saved, running_totals.utc_today())
+        self._totals_unsaved = False
         self.stats_sampler: asyncio.Task | None = None  # once a second (tests stop it, sample by hand)
         self.hold: PullRequestHoldService | None = None
         self.loop_lag: LoopLagMonitor | None = None
@@ -253,7 +254,11 @@ class BrokerController:
         try:
             running_totals.save(self.totals_file, self.stats.totals())
         except OSError as exc:  # the broker goes on; a restart would count from the older file
-            log.warning("put and get totals not saved: %s", exc)
+            if not self._totals_unsaved:  # once, not every second of a full disk
+                log.warning("put and get totals not saved (a restart resumes older ones): %s", exc)
+            self._totals_unsaved = True
+        else:
+            self._totals_unsaved = False
 
     def _on_connection_closed(self, connection) -> None:
         if self.hold is not None:

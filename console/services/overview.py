@@ -42,7 +42,7 @@ class Section:
 class BrokerHealth:
     rows: list = field(default_factory=list)  # BrokerSummary, one per broker member
     # Messages put and read by the masters since 00:00 UTC, from the metric history (None without a
-    # recent sample: the brokers' own day counts start again at 0 when a broker restarts).
+    # recent sample).
     in_today: int | None = None
     out_today: int | None = None
     # Members the name server dropped that the history stores as down (vanished_brokers): a

@@ -196,7 +196,7 @@ def test_dead_letters_new_today_are_the_stores_count_whatever_the_samples(live, 
 
 def test_messages_in_today_survive_a_broker_restart(live, namesrv, monkeypatch, settings):
     """What was written today, across a restart of broker-a between two samples: the history's
-    count (the broker's own counters start again at 0); still so once the samples around the
+    count; still so once the samples around the
     restart are only a rollup (the bucket's last value alone would lose the puts before it)."""
     from console.services.overview import broker_health
 
