@@ -16,11 +16,20 @@ from console import cluster_access
 from history import query, sampler, tasks
 from history.models import Cycle, Point
 from history.signals import sample_stored
-from tests.cluster import CLI, console_preset, make_dead_letters, send, send_pending_transactions, start
+from tests.cluster import (
+    CLI,
+    console_preset,
+    logged_in_client,
+    make_dead_letters,
+    send,
+    send_pending_transactions,
+    start,
+)
 
 pytestmark = pytest.mark.django_db
 
 TOPIC, GROUP, DEAD_GROUP = "HistOrders", "hist-orders", "hist-dead"
+viewer_client = logged_in_client("hist-vera", "viewer", "hist-vera-password")
 SENT = 12
 
 
@@ -435,7 +444,9 @@ def test_a_killed_brokers_lost_second_is_not_counted_as_its_whole_total(live, na
     assert figures[("tps_in", "broker", "broker-a:0")] * 3600 == pytest.approx(put, abs=1)
 
 
-def test_a_broker_that_stops_answering_is_stored_as_down(live, namesrv):  # last: broker-b stays down
+def test_a_broker_that_stops_answering_is_stored_as_down(
+    live, namesrv, viewer_client
+):  # last: broker-b stays down
     cluster, admin, _ = live
     sampler.sample(namesrv, admin)  # heard once (the test may run alone)
     cluster.brokers["broker-b"].kill()
@@ -461,3 +472,6 @@ def test_a_broker_that_stops_answering_is_stored_as_down(live, namesrv):  # last
 
     health = broker_health(admin, namesrv).data
     assert (health.up, health.total, health.down) == (1, 2, 1)
+    html = viewer_client.get("/").content.decode()
+    assert '<div class="tile tile-bad" data-tile="brokers">' in html
+    assert "<b>1 / 2</b><span>brokers up · 1 down</span>" in html
