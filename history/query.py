@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Avg, Count, Max, Q, QuerySet, Sum
+from django.db.models import Avg, Count, Max, QuerySet, Sum
 from django.utils import timezone
 
 from history import catalogue, clock
@@ -150,12 +150,15 @@ def last_known(
         .values("series_id")
         .annotate(at=Max("taken_at"))
     )
-    pairs = Q()
+    # One query a moment: the series missing since one gap share their last cycle (an OR of
+    # thousands of (series, moment) pairs is too deep an expression for SQLite).
+    by_moment: dict[datetime, list[int]] = defaultdict(list)
     for row in newest:
-        pairs |= Q(series_id=row["series_id"], taken_at=row["at"])
-    if pairs:
-        for sid, taken_at, value in Point.objects.filter(pairs).values_list("series_id", "taken_at", "value"):
-            known[missing[sid]] = (taken_at, value)
+        by_moment[row["at"]].append(row["series_id"])
+    for moment, sids in by_moment.items():
+        points = Point.objects.filter(series_id__in=sids, taken_at=moment)
+        for sid, value in points.values_list("series_id", "value"):
+            known[missing[sid]] = (moment, value)
     return known
 
 
