@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Avg, Count, QuerySet, Sum
+from django.db.models import Avg, Count, Max, QuerySet, Sum
 from django.utils import timezone
 
 from history import catalogue, clock
@@ -131,6 +131,35 @@ def latest(metric: str, scope: str, cluster: str | None = None) -> dict[str, tup
         ids[sid]: (taken_at, value)
         for sid, taken_at, value in points.values_list("series_id", "taken_at", "value")
     }
+
+
+def last_known(
+    metric: str, scope: str, since: datetime, cluster: str | None = None
+) -> dict[str, tuple[datetime, float]]:
+    """Each name's newest raw value since ``since``: ``latest``, and for a name the newest cycle
+    has no figure of (a broker that was down, a topic whose count was partial) its value before.
+    A rate across such a gap is the counter's growth over the whole gap: nothing it counted is
+    dropped."""
+    cluster = cluster or default_cluster()
+    known = latest(metric, scope, cluster)
+    missing = {sid: name for sid, name in _series_ids(metric, scope, cluster).items() if name not in known}
+    if not missing:
+        return known
+    newest = (
+        Point.objects.filter(series_id__in=list(missing), taken_at__gte=since)
+        .values("series_id")
+        .annotate(at=Max("taken_at"))
+    )
+    # One query a moment: the series missing since one gap share their last cycle (an OR of
+    # thousands of (series, moment) pairs is too deep an expression for SQLite).
+    by_moment: dict[datetime, list[int]] = defaultdict(list)
+    for row in newest:
+        by_moment[row["at"]].append(row["series_id"])
+    for moment, sids in by_moment.items():
+        points = Point.objects.filter(series_id__in=sids, taken_at=moment)
+        for sid, value in points.values_list("series_id", "value"):
+            known[missing[sid]] = (moment, value)
+    return known
 
 
 def top(

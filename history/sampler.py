@@ -48,7 +48,8 @@ class CycleResult:
 def sample(cluster: str, admin: MQAdmin) -> CycleResult:
     """Sample ``cluster`` (a BROKER_NAMESRV entry) once through ``admin`` and store the figures."""
     taken_at = clock.now()
-    previous = {key: query.latest(*key, cluster) for key in RATED}
+    # The counters' last values, from before a gap too (a broker down for a few cycles).
+    previous = {key: query.last_known(*key, taken_at - FORGET_AFTER, cluster) for key in RATED}
     try:
         snapshot = admin.run(collect(admin.core))
     except MQClientError as exc:
@@ -58,6 +59,7 @@ def sample(cluster: str, admin: MQAdmin) -> CycleResult:
     else:
         figures = figures_of(snapshot, taken_at, previous, cluster)
     _vanished(cluster, taken_at, figures)
+    _without_partial_topics(figures)
     cycle = Cycle(
         cluster=cluster,
         taken_at=taken_at,
@@ -105,7 +107,7 @@ def _brokers(
         for metric, value in broker_figures(b["runtime"]).items():
             if value is not None and metric not in BROKER_RATES:
                 figures[(metric, "broker", name)] = value
-        rated = _broker_rates(name, taken_at, previous, figures)
+        rated = _broker_rates(name, taken_at, previous, figures, _counted_seconds(b["runtime"]))
         if b["broker_id"] == "0":  # a slave's puts are its master's, counted once
             for metric in ("tps_in", "tps_out", "messages_in", "messages_out"):
                 totals[metric] += figures.get((metric, "broker", name), 0.0)
@@ -140,10 +142,24 @@ def _clusters(
         figures[("lag", "cluster", owner)] += g.lag
 
 
-def _broker_rates(name: str, taken_at: datetime, previous: Previous, figures: dict[Key, float]) -> bool:
-    """The broker's TPS in and out: its counters' growth since the previous cycle (a counter that
-    went down is a restart, its new value the growth) over the seconds between. False when the
-    previous cycle has no counter of the broker (its first cycle, or it did not answer then)."""
+def _counted_seconds(runtime: dict[str, str]) -> float | None:
+    """How long the broker's put and get totals have counted (they go on across restarts, from a
+    totals file); None from a broker whose totals restart with it."""
+    try:
+        return float(runtime.get("msgTotalCountedSeconds", ""))
+    except ValueError:
+        return None
+
+
+def _broker_rates(
+    name: str, taken_at: datetime, previous: Previous, figures: dict[Key, float], counted_s: float | None
+) -> bool:
+    """The broker's TPS in and out: its counters' growth since the previous cycle over the seconds
+    between. A counter that went down restarted from zero (a lost totals file; a broker without
+    one): its value is the growth; unless it has counted for longer than the seconds between, when
+    a kill lost the broker's last unsaved second: the previous figure stands until the counter
+    passes it (those counts are lost, not the whole total counted again). False when the previous
+    cycle has no counter of the broker (its first cycle, or it was down then and before)."""
     rated = True
     for rate, counter in BROKER_RATES.items():
         now = figures.get((counter, "broker", name))
@@ -151,8 +167,11 @@ def _broker_rates(name: str, taken_at: datetime, previous: Previous, figures: di
         if now is None or before is None or taken_at <= before[0]:
             rated = False
             continue
+        seconds = (taken_at - before[0]).total_seconds()
         grown = catalogue.counter_increase(before[1], now)
-        figures[(rate, "broker", name)] = round(grown / (taken_at - before[0]).total_seconds(), 3)
+        if now < before[1] and counted_s is not None and counted_s >= seconds:
+            grown, figures[(counter, "broker", name)] = 0.0, before[1]
+        figures[(rate, "broker", name)] = round(grown / seconds, 3)
     return rated
 
 
@@ -230,6 +249,18 @@ def _vanished(cluster: str, taken_at: datetime, figures: dict[Key, float]) -> No
         figures[("last_heard_seconds", "broker", name)] = heard
         if cluster_names:
             figures[("brokers_down", "cluster", cluster_names[0])] += 1
+
+
+def _without_partial_topics(figures: dict[Key, float]) -> None:
+    """With a master down, a topic's written count sums only the queues of the masters up: it went
+    down, and comes back up with everything the master ever wrote. Neither is stored; the first
+    rate after the master's return spans the gap, from the count before it."""
+    if not any(
+        v == 0.0 for (m, s, n), v in figures.items() if (m, s) == ("up", "broker") and catalogue.is_master(n)
+    ):
+        return
+    for key in [k for k in figures if k[1] == "topic" and k[0] in ("messages", "tps_in")]:
+        del figures[key]
 
 
 def _series_ids(cluster: str, keys: list[Key]) -> dict[Key, int]:

@@ -27,10 +27,12 @@ def replace_atomically(
     *,
     mode: int | None = None,
     before_replace: Callable[[], None] | None = None,
+    sync: bool = True,
 ) -> None:
     """Write ``payload`` as ``path``. ``mode``: the file's permission bits; ``before_replace``:
     run once the new content is safe on disk and before it takes the name (e.g. keeping a backup
-    of the old).
+    of the old). ``sync=False`` skips both fsyncs, for a file rewritten every second whose last
+    version a machine crash may lose (still whole: a process kill keeps the page cache).
     The temp file is ``<name>.tmp``: callers serialise their writes to one file. Raises OSError
     with the target unchanged and no temp file left behind."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -41,7 +43,8 @@ def replace_atomically(
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
             handle.flush()
-            os.fsync(handle.fileno())
+            if sync:
+                os.fsync(handle.fileno())
         if mode is not None:
             os.chmod(tmp, mode)
         if before_replace is not None:
@@ -50,4 +53,5 @@ def replace_atomically(
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    fsync_directory(path.parent)
+    if sync:
+        fsync_directory(path.parent)

@@ -8,15 +8,19 @@ runtime-info figures are over the last 10 s, minute and 10 minutes, empty while 
 younger than the window. A group's consume TPS is its committed offsets' progress over the last
 minute (what it consumed, as its consumers report it), sampled every 10 s: pulls say what a
 consumer fetched, not what it finished, and a slow consumer fetches a thousand messages once and
-then works through them for minutes. The put and get totals are also noted at each local midnight
+then works through them for minutes. The put and get totals are also noted at each UTC midnight
 (RocketMQ's BrokerStats: ``msgPutTotalTodayMorning``…), so a day's in and out counts can be told
-(``clusterList -m``).
+(``clusterList -m``). Unlike RocketMQ's, the totals and the mornings go on across restarts
+(``running_totals``): they count from the broker's first start.
 """
 
 from __future__ import annotations
 
 import datetime
+import time
 from collections import defaultdict, deque
+
+from .running_totals import RunningTotals, utc_today
 
 RUNTIME_WINDOWS_S = (10, 60, 600)
 GROUP_SAMPLE_EVERY = 10  # one group sample every 10 store samples (10 s)
@@ -68,7 +72,37 @@ class BrokerStats:
         self._group_samples: dict[tuple[str, str], CounterSamples] = {}
         self._unsampled: set[tuple[str, str]] = set()  # progress since the last sample, first time
         self._samples_taken = 0
-        self.daily = DailyTotals(datetime.date.today())
+        self.daily = DailyTotals(utc_today())
+        # The totals before this start (``resume``): the store's own counters start at 0.
+        self.put_before = self.get_before = 0
+        self.since_ms = int(time.time() * 1000)
+
+    @property
+    def put_total(self) -> int:
+        return self.put_before + self.store.put_count
+
+    @property
+    def get_total(self) -> int:
+        return self.get_before + self.store.get_count
+
+    def resume(self, saved: RunningTotals, today: datetime.date) -> None:
+        """Go on from the totals a previous run saved (before any sample of this run)."""
+        self.put_before, self.get_before, self.since_ms = saved.put_total, saved.get_total, saved.since_ms
+        self.daily.resume(saved, today)
+
+    def totals(self) -> RunningTotals:
+        """What to save for the next start."""
+        daily = self.daily
+        return RunningTotals(
+            self.put_total,
+            self.get_total,
+            self.since_ms,
+            daily.day.isoformat(),
+            daily.put_today_morning,
+            daily.put_yesterday_morning,
+            daily.get_today_morning,
+            daily.get_yesterday_morning,
+        )
 
     def on_committed(self, topic: str, group: str, queue_id: int, previous: int, offset: int) -> None:
         """A consumer of ``group`` committed ``offset`` on queue ``queue_id`` of ``topic`` that held
@@ -92,11 +126,11 @@ class BrokerStats:
 
     def sample(self, now_s: float, today: datetime.date | None = None) -> None:
         store = self.store
-        self.daily.note(today or datetime.date.today(), store.put_count, store.get_count)
-        self._put.add(now_s, store.put_count)
+        self.daily.note(today or utc_today(), self.put_total, self.get_total)
+        self._put.add(now_s, self.put_total)
         self._found.add(now_s, store.get_found_count)
         self._miss.add(now_s, store.get_miss_count)
-        self._transferred.add(now_s, store.get_count)
+        self._transferred.add(now_s, self.get_total)
         # A group's first progress is sampled at once, so its first rate comes 10 s later.
         every_group = self._samples_taken % GROUP_SAMPLE_EVERY == 0
         keys, self._unsampled = list(self.group_consumed) if every_group else self._unsampled, set()
@@ -135,18 +169,47 @@ class BrokerStats:
             found, miss = self._found.rate(window), self._miss.rate(window)
             totals.append(repr((found or 0.0) + (miss or 0.0)))
         info["getTotalTps"] = " ".join(totals)
+        # Not a RocketMQ figure: how long msgPutTotalTodayNow/msgGetTotalTodayNow have counted. A
+        # monitor that sees them go down tells a lost totals file (counting from zero for less than
+        # its sampling interval) from a killed broker's last unsaved second (counting for longer).
+        counted_ms = max(0, int(time.time() * 1000) - self.since_ms)
+        info["msgTotalCountedSeconds"] = str(counted_ms // 1000)
+        info["msgPutTotalTodayNow"] = str(self.put_total)
+        info["msgGetTotalTodayNow"] = str(self.get_total)
         return info | self.daily.runtime_info()
 
 
 class DailyTotals:
-    """The put and get totals as they stood at the start of today and of yesterday (local
-    midnight). Like RocketMQ's, both are 0 until the broker has run through a midnight: today's
-    count is then everything since it started."""
+    """The put and get totals as they stood at the start of today and of yesterday (UTC
+    midnight). Like RocketMQ's, both are 0 until the broker has counted through a midnight: today's
+    count is then everything since it first started."""
 
     def __init__(self, today: datetime.date) -> None:
         self.day = today
         self.put_today_morning = self.put_yesterday_morning = 0
         self.get_today_morning = self.get_yesterday_morning = 0
+
+    def resume(self, saved: RunningTotals, today: datetime.date) -> None:
+        """The mornings a previous run saved: as saved on the same day; from a day before, the
+        saved totals were all counted by this morning (and, from yesterday, its morning is the
+        saved today's)."""
+        day = datetime.date.fromisoformat(saved.day)
+        self.day = today
+        if day == today:
+            self.put_today_morning, self.put_yesterday_morning = (
+                saved.put_today_morning,
+                saved.put_yesterday_morning,
+            )
+            self.get_today_morning, self.get_yesterday_morning = (
+                saved.get_today_morning,
+                saved.get_yesterday_morning,
+            )
+        elif day == today - datetime.timedelta(days=1):
+            self.put_yesterday_morning, self.put_today_morning = saved.put_today_morning, saved.put_total
+            self.get_yesterday_morning, self.get_today_morning = saved.get_today_morning, saved.get_total
+        else:  # nothing was counted yesterday
+            self.put_yesterday_morning = self.put_today_morning = saved.put_total
+            self.get_yesterday_morning = self.get_today_morning = saved.get_total
 
     def note(self, today: datetime.date, put_total: int, get_total: int) -> None:
         """Called with the running totals at each sample: a new day moves the mornings along."""

@@ -16,6 +16,7 @@ from broker.common.json_config_file import ConsumerOffsetTable
 from broker.remoting.server import RemotingServer
 from broker.store.message_store import MessageStore
 
+from . import running_totals
 from .acl import AclFile, install_acl, open_acl_file
 from .acl.admin_processor import AclAdminProcessor
 from .acl.replay import ReplayGuard
@@ -93,6 +94,11 @@ class BrokerController:
         self.transactions = TransactionalMessageService(self)
         self.transaction_checker = TransactionalMessageCheckService(self, self.transactions)
         self.stats = BrokerStats(self.store)
+        self.totals_file = running_totals.totals_file(config_dir)
+        saved = running_totals.load(self.totals_file)
+        if saved is not None:
+            self.stats.resume(saved, running_totals.utc_today())
+        self._totals_unsaved = False
         self.stats_sampler: asyncio.Task | None = None  # once a second (tests stop it, sample by hand)
         self.hold: PullRequestHoldService | None = None
         self.loop_lag: LoopLagMonitor | None = None
@@ -242,6 +248,17 @@ class BrokerController:
 
     def _sample_stats(self) -> None:
         self.stats.sample(time.monotonic())
+        self._save_totals()
+
+    def _save_totals(self) -> None:
+        try:
+            running_totals.save(self.totals_file, self.stats.totals())
+        except OSError as exc:  # the broker goes on; a restart would count from the older file
+            if not self._totals_unsaved:  # once, not every second of a full disk
+                log.warning("put and get totals not saved (a restart resumes older ones): %s", exc)
+            self._totals_unsaved = True
+        else:
+            self._totals_unsaved = False
 
     def _on_connection_closed(self, connection) -> None:
         if self.hold is not None:
@@ -296,8 +313,6 @@ class BrokerController:
                 "brokerVersion": "399",
                 "bootTimestamp": str(self.boot_timestamp),
                 "runtime": f"{(int(time.time() * 1000) - self.boot_timestamp) // 1000} s",
-                "msgPutTotalTodayNow": info.get("putMessageTimesTotal", "0"),
-                "msgGetTotalTodayNow": info.get("getMessageTransferedMsgCount", "0"),
             }
         )
         info.update(self.schedule.runtime_info())
@@ -329,4 +344,6 @@ class BrokerController:
         await self.stop_master_services()
         self.offsets.persist()
         self.topics.persist()
+        self.stats.sample(time.monotonic())  # the mornings, should the stop be the day's first sample
+        self._save_totals()
         self.store.shutdown()

@@ -21,6 +21,7 @@ from broker.common.system_names import is_system_group
 from broker.common.topic_config import DLQ_GROUP_TOPIC_PREFIX
 from console.services.cluster_queries import cluster_overview, group_rows
 from console.services.dead_letters_today import dead_letters_since
+from console.services.vanished_brokers import vanished_brokers
 
 TOP_GROUPS = 10
 MAX_EVENTS = 20
@@ -41,17 +42,24 @@ class Section:
 class BrokerHealth:
     rows: list = field(default_factory=list)  # BrokerSummary, one per broker member
     # Messages put and read by the masters since 00:00 UTC, from the metric history (None without a
-    # recent sample: the brokers' own day counts start again at 0 when a broker restarts).
+    # recent sample).
     in_today: int | None = None
     out_today: int | None = None
+    # Members the name server dropped that the history stores as down (vanished_brokers): a
+    # stopped broker is one down, not one fewer (the only broker stopped reads 0 / 1, not 0 / 0).
+    vanished: int = 0
 
     @property
     def up(self) -> int:
         return sum(1 for r in self.rows if not r.runtime_error)
 
     @property
+    def total(self) -> int:
+        return len(self.rows) + self.vanished
+
+    @property
     def down(self) -> int:
-        return len(self.rows) - self.up
+        return self.total - self.up
 
     @property
     def in_tps(self) -> float:
@@ -95,7 +103,9 @@ def _guarded(read: Callable[..., Section], *args: object) -> Section:
 
 
 def broker_health(admin: MQAdmin, cluster: str) -> Section:
-    health = BrokerHealth(cluster_overview(admin).rows)
+    rows = cluster_overview(admin).rows
+    listed = {(r.broker_name, r.broker_id) for r in rows}
+    health = BrokerHealth(rows, vanished=len(vanished_brokers(cluster, listed)))
     if _fresh_history(cluster, "messages_in", "broker") is not None:
         from history import catalogue, query
 

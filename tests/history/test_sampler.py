@@ -4,6 +4,7 @@ topic TPS from two cycles; a broker that stops answering is stored as down."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -15,11 +16,20 @@ from console import cluster_access
 from history import query, sampler, tasks
 from history.models import Cycle, Point
 from history.signals import sample_stored
-from tests.cluster import CLI, console_preset, make_dead_letters, send, send_pending_transactions, start
+from tests.cluster import (
+    CLI,
+    console_preset,
+    logged_in_client,
+    make_dead_letters,
+    send,
+    send_pending_transactions,
+    start,
+)
 
 pytestmark = pytest.mark.django_db
 
 TOPIC, GROUP, DEAD_GROUP = "HistOrders", "hist-orders", "hist-dead"
+viewer_client = logged_in_client("hist-vera", "viewer", "hist-vera-password")
 SENT = 12
 
 
@@ -195,7 +205,7 @@ def test_dead_letters_new_today_are_the_stores_count_whatever_the_samples(live, 
 
 def test_messages_in_today_survive_a_broker_restart(live, namesrv, monkeypatch, settings):
     """What was written today, across a restart of broker-a between two samples: the history's
-    count (the broker's own counters start again at 0); still so once the samples around the
+    count; still so once the samples around the
     restart are only a rollup (the bucket's last value alone would lose the puts before it)."""
     from console.services.overview import broker_health
 
@@ -301,7 +311,165 @@ def test_dead_letters_alert_from_the_cycle_that_sees_them_for_its_window(
     ]
 
 
-def test_a_broker_that_stops_answering_is_stored_as_down(live, namesrv):
+def _totals(admin, broker: str) -> dict[str, int]:
+    """The broker's own put/get totals and mornings (brokerStatus), read now."""
+    addr = admin.cluster_info().brokers[broker].broker_addrs[0]
+    info = admin.broker_runtime_info(addr)
+    keys = (
+        "msgPutTotalTodayNow",
+        "msgGetTotalTodayNow",
+        "msgPutTotalTodayMorning",
+        "msgGetTotalTodayMorning",
+    )
+    return {key: int(info[key]) for key in keys}
+
+
+def _back(cluster, admin, name: str) -> None:
+    cluster.wait_for_route(TOPIC)
+    wait_until(lambda: name in admin.cluster_info().brokers, what=f"{name} back")
+
+
+def test_the_brokers_totals_go_on_across_a_clean_stop_and_a_kill(live, namesrv):
+    """brokerStatus's msgPutTotalTodayNow/msgGetTotalTodayNow and the day's count the Cluster page
+    shows (now - morning) are the broker's since its first start, not since its last: a clean stop
+    keeps every count, a kill those the broker saved (once a second) before it."""
+    cluster, admin, _ = live
+    send(cluster.namesrv_addr, TOPIC, 40)
+    before = _totals(admin, "broker-a")
+    assert before["msgPutTotalTodayNow"] > 0
+    cluster.restart_broker("broker-a")
+    _back(cluster, admin, "broker-a")
+    after = _totals(admin, "broker-a")
+    put, morning = after["msgPutTotalTodayNow"], after["msgPutTotalTodayMorning"]
+    assert before["msgPutTotalTodayNow"] <= put <= before["msgPutTotalTodayNow"] + CHECKER_COPIES
+    assert after["msgGetTotalTodayNow"] >= before["msgGetTotalTodayNow"]
+    if morning == before["msgPutTotalTodayMorning"]:  # not across midnight
+        assert put - morning >= before["msgPutTotalTodayNow"] - before["msgPutTotalTodayMorning"]
+    send(cluster.namesrv_addr, TOPIC, 30)
+    now = _totals(admin, "broker-a")["msgPutTotalTodayNow"]
+    saved = cluster.workdir / "broker-a" / "config" / "brokerStats.json"
+    wait_until(lambda: json.loads(saved.read_text())["put_total"] >= now, what="the totals saved")
+    cluster.brokers["broker-a"].kill()
+    cluster.start_broker("broker-a")
+    _back(cluster, admin, "broker-a")
+    assert now <= _totals(admin, "broker-a")["msgPutTotalTodayNow"] <= now + CHECKER_COPIES
+
+
+def test_day_totals_and_tps_span_a_broker_stop_exactly(live, namesrv, monkeypatch):
+    """A burst between a sample and broker-a's stop, a cycle while it is down, a burst after its
+    start: the day's messages in (Overview, History) count both bursts, and the broker's and the
+    topic's TPS points after the restart integrate to what was put since their previous points."""
+    from console.services.overview import broker_health
+
+    cluster, admin, _ = live
+    day = (datetime.now(UTC) + timedelta(days=6)).replace(hour=0, minute=0, second=0, microsecond=0)
+    moment: list[datetime] = []
+    _at(moment, monkeypatch, day + timedelta(seconds=10))
+    sampler.sample(namesrv, admin)
+    start = {b: _totals(admin, b)["msgPutTotalTodayNow"] for b in ("broker-a", "broker-b")}
+    topic_start = sum(q.max_offset for q in admin.topic_status(TOPIC).queues)
+    burst, after = 500, 300
+    send(cluster.namesrv_addr, TOPIC, burst)
+    if cluster.brokers["broker-a"].stop() != 0:
+        raise RuntimeError("broker-a did not stop cleanly")
+    moment.append(day + timedelta(seconds=80))
+    down = sampler.sample(namesrv, admin).figures
+    assert down[("up", "broker", "broker-a:0")] == 0.0
+    cluster.start_broker("broker-a")
+    _back(cluster, admin, "broker-a")
+    send(cluster.namesrv_addr, TOPIC, after)
+    moment.append(day + timedelta(seconds=100))
+    figures = sampler.sample(namesrv, admin).figures
+    end = {b: _totals(admin, b)["msgPutTotalTodayNow"] for b in ("broker-a", "broker-b")}
+    put = sum(end.values()) - sum(start.values())
+    assert burst + after <= put <= burst + after + 2 * CHECKER_COPIES
+    assert broker_health(admin, namesrv).data.in_today >= put  # the module's earlier puts are today too
+    grown = query.growth_since("messages_in", "broker", day + timedelta(seconds=11), namesrv)
+    assert grown["broker-a:0"] + grown["broker-b:0"] == put
+    # broker-a's first point after its restart spans the 90 s since its previous one
+    rate = figures[("tps_in", "broker", "broker-a:0")]  # stored to 3 decimals
+    assert rate * 90 == pytest.approx(end["broker-a"] - start["broker-a"], abs=0.1)
+    topic_end = sum(q.max_offset for q in admin.topic_status(TOPIC).queues)
+    points = query.series("tps_in", "topic", TOPIC, since=day + timedelta(seconds=11), cluster=namesrv)
+    assert points == [(moment[-1], pytest.approx((topic_end - topic_start) / 90, abs=0.001))]
+    assert topic_end - topic_start == burst + after
+
+
+def _killed_with_totals(cluster, admin, name: str, edit) -> None:
+    """Kill broker ``name`` once its totals file holds its put total, ``edit`` the file as the kill
+    could have left it, start the broker again."""
+    saved = cluster.workdir / name / "config" / "brokerStats.json"
+    now = _totals(admin, name)["msgPutTotalTodayNow"]
+    wait_until(lambda: json.loads(saved.read_text())["put_total"] >= now, what="the totals saved")
+    cluster.brokers[name].kill()
+    edit(saved)
+    cluster.start_broker(name)
+    _back(cluster, admin, name)
+
+
+def test_a_killed_brokers_lost_second_is_not_counted_as_its_whole_total(live, namesrv, monkeypatch):
+    """A kill can lose the puts of the broker's last second (its totals file is saved once a
+    second): its total then comes back below the history's last figure. The history counts no
+    growth until the total passes that figure again, not the broker's whole total; a lost file
+    (totals from zero since the start) still counts what was put since."""
+    cluster, admin, _ = live
+    day = (datetime.now(UTC) + timedelta(days=8)).replace(hour=0, minute=0, second=0, microsecond=0)
+    moment: list[datetime] = []
+    _at(moment, monkeypatch, day + timedelta(seconds=10))
+    send(cluster.namesrv_addr, TOPIC, 10)
+    first = sampler.sample(namesrv, admin).figures[("messages_in", "broker", "broker-a:0")]
+    lost = 5
+
+    def lose_a_second(saved):
+        totals = json.loads(saved.read_text())
+        saved.write_text(json.dumps(totals | {"put_total": totals["put_total"] - lost}))
+
+    _killed_with_totals(cluster, admin, "broker-a", lose_a_second)
+    # A second later (the broker's totals have counted for longer: they were resumed).
+    moment.append(day + timedelta(seconds=11))
+    figures = sampler.sample(namesrv, admin).figures
+    assert figures[("messages_in", "broker", "broker-a:0")] == first
+    assert figures[("tps_in", "broker", "broker-a:0")] == 0.0
+    before = _totals(admin, "broker-a")["msgPutTotalTodayNow"]
+    assert before < first
+    _killed_with_totals(cluster, admin, "broker-a", lambda saved: saved.unlink())
+    assert _totals(admin, "broker-a")["msgPutTotalTodayNow"] <= CHECKER_COPIES
+    send(cluster.namesrv_addr, TOPIC, 4)  # fewer than broker-a had: its total went down
+    put = _totals(admin, "broker-a")["msgPutTotalTodayNow"]
+    assert put < first
+    # Two minutes later (its totals have counted for less: from zero, since this start).
+    moment.append(day + timedelta(minutes=2, seconds=11))
+    figures = sampler.sample(namesrv, admin).figures
+    assert figures[("messages_in", "broker", "broker-a:0")] == put
+    # the rate is stored to 3 decimals
+    assert figures[("tps_in", "broker", "broker-a:0")] * 120 == pytest.approx(put, abs=0.06)
+
+
+def test_a_commit_past_the_queues_end_counts_only_the_messages_there(live, namesrv, fake_clock):
+    """Attack finding 5: a group's ``consumed`` (its committed offsets summed) took a commit of
+    2^62 as it came, so the next cycle's consume TPS was 2^62 / 30 s with nothing consumed. As
+    Apache's lag does, an offset past the queue's end counts as the end."""
+    _, admin, masters = live
+    liar = "hist-past-the-end"
+    for addr in masters:
+        admin.create_or_update_subscription_group(addr, liar)
+        for queue_id in range(2):
+            admin.update_consumer_offset(addr, liar, TOPIC, queue_id, 0)
+    # An hour back: before the next tests' real-time cycles, so their newest points stay theirs.
+    fake_clock.moment = datetime.now(UTC) - timedelta(hours=1)
+    sampler.sample(namesrv, admin)
+    fake_clock.advance(seconds=30)
+    admin.update_consumer_offset(masters[0], liar, TOPIC, 0, 2**62)
+    result = sampler.sample(namesrv, admin)
+    end = admin.max_offset(masters[0], TOPIC, 0)
+    assert admin.query_consumer_offset(masters[0], liar, TOPIC, 0) == 2**62  # kept as committed
+    assert result.figures[("consumed", "group", liar)] == end
+    assert result.figures[("consume_tps", "group", liar)] == pytest.approx(end / 30, abs=1e-3)
+
+
+def test_a_broker_that_stops_answering_is_stored_as_down(
+    live, namesrv, viewer_client
+):  # last: broker-b stays down
     cluster, admin, _ = live
     sampler.sample(namesrv, admin)  # heard once (the test may run alone)
     cluster.brokers["broker-b"].kill()
@@ -322,24 +490,11 @@ def test_a_broker_that_stops_answering_is_stored_as_down(live, namesrv):
     )
     later = sampler.sample(namesrv, admin)
     assert later.figures[("up", "broker", "broker-b:0")] == 0.0
+    # The Overview's broker tiles count it: down, of two (not "1 / 1" up).
+    from console.services.overview import broker_health
 
-
-def test_a_commit_past_the_queues_end_counts_only_the_messages_there(live, namesrv, fake_clock):
-    """Attack finding 5: a group's ``consumed`` (its committed offsets summed) took a commit of
-    2^62 as it came, so the next cycle's consume TPS was 2^62 / 30 s with nothing consumed. As
-    Apache's lag does, an offset past the queue's end counts as the end."""
-    _, admin, masters = live
-    liar = "hist-past-the-end"
-    for addr in masters:
-        admin.create_or_update_subscription_group(addr, liar)
-        for queue_id in range(2):
-            admin.update_consumer_offset(addr, liar, TOPIC, queue_id, 0)
-    fake_clock.moment = datetime.now(UTC) + timedelta(days=3)  # after any other cycle
-    sampler.sample(namesrv, admin)
-    fake_clock.advance(seconds=30)
-    admin.update_consumer_offset(masters[0], liar, TOPIC, 0, 2**62)
-    result = sampler.sample(namesrv, admin)
-    end = admin.max_offset(masters[0], TOPIC, 0)
-    assert admin.query_consumer_offset(masters[0], liar, TOPIC, 0) == 2**62  # kept as committed
-    assert result.figures[("consumed", "group", liar)] == end
-    assert result.figures[("consume_tps", "group", liar)] == pytest.approx(end / 30, abs=1e-3)
+    health = broker_health(admin, namesrv).data
+    assert (health.up, health.total, health.down) == (1, 2, 1)
+    html = viewer_client.get("/").content.decode()
+    assert '<div class="tile tile-bad" data-tile="brokers">' in html
+    assert "<b>1 / 2</b><span>brokers up · 1 down</span>" in html

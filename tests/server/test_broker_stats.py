@@ -202,3 +202,65 @@ async def test_offset_commits_alone_never_count_more_than_the_messages_that_exis
         assert fastjson.loads(log[-1][1].body)["consumeTps"] == 0.0
     finally:
         await broker.stop()
+
+
+def test_resumed_totals_keep_the_days_counts_across_a_restart(tmp_path):
+    """What a previous run saved (running_totals): the same UTC day resumes its mornings; a file
+    of yesterday makes its totals this morning's and its morning yesterday's; an older one leaves
+    nothing for yesterday."""
+    from broker.server import running_totals
+
+    monday, tuesday, friday = (datetime.date(2026, 11, day) for day in (23, 24, 27))
+    store = CountingStore()
+    first = BrokerStats(store)
+    first.daily.day = monday
+    store.put_count, store.get_count = 100, 40
+    first.sample(1.0, monday)
+    store.put_count, store.get_count = 250, 90
+    first.sample(2.0, tuesday)  # Tuesday morning: 100 in, 40 out
+    store.put_count, store.get_count = 300, 95
+    first.sample(3.0, tuesday)
+    path = running_totals.totals_file(tmp_path)
+    running_totals.save(path, first.totals())
+    saved = running_totals.load(path)
+    assert saved is not None and (saved.put_total, saved.get_total, saved.day) == (300, 95, "2026-11-24")
+
+    def resumed(today: datetime.date) -> dict[str, str]:
+        store.put_count = store.get_count = 0  # a new process: the store counts from 0
+        stats = BrokerStats(store)
+        stats.resume(saved, today)
+        store.put_count, store.get_count = 7, 3
+        stats.sample(1.0, today)
+        info = stats.runtime_info()
+        keys = ("msgPutTotalTodayNow", "msgPutTotalTodayMorning", "msgPutTotalYesterdayMorning")
+        return {k: info[k] for k in (*keys, "msgGetTotalTodayNow", "msgGetTotalTodayMorning")}
+
+    assert resumed(tuesday) == {
+        "msgPutTotalTodayNow": "307",
+        "msgPutTotalTodayMorning": "250",
+        "msgPutTotalYesterdayMorning": "0",
+        "msgGetTotalTodayNow": "98",
+        "msgGetTotalTodayMorning": "90",
+    }
+    wednesday = tuesday + datetime.timedelta(days=1)
+    assert resumed(wednesday) == {
+        "msgPutTotalTodayNow": "307",
+        "msgPutTotalTodayMorning": "300",
+        "msgPutTotalYesterdayMorning": "250",
+        "msgGetTotalTodayNow": "98",
+        "msgGetTotalTodayMorning": "95",
+    }
+    assert resumed(friday)["msgPutTotalYesterdayMorning"] == "300"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"{", b'{"put_total": -1}', b"[1]", b"x" * 5000, b'{"put_total": 1, "get_total": true}'],
+)
+def test_a_totals_file_that_is_not_ours_counts_from_zero(tmp_path, content):
+    from broker.server import running_totals
+
+    path = running_totals.totals_file(tmp_path)
+    path.write_bytes(content)
+    assert running_totals.load(path) is None
+    assert running_totals.load(tmp_path / "absent.json") is None
