@@ -7,6 +7,7 @@ import logging
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.crc import crc32
 from broker.common.names import topic_problem
+from broker.common.register_body import RegisterBodyError, decode_register_body
 from broker.common.request_headers import (
     DeleteKVConfigRequestHeader,
     DeleteTopicFromNamesrvRequestHeader,
@@ -29,7 +30,6 @@ from broker.remoting.command import RemotingCommand, response_to
 from broker.remoting.server import RemotingServer
 
 from .kv_config import ORDER_TOPIC_NAMESPACE, KVConfigManager
-from .register_body import RegisterBodyError, decode_register_body
 from .register_checks import registration_problem
 from .route_info import Registration, RouteInfoManager
 

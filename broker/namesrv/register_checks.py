@@ -21,10 +21,9 @@ import re
 from collections.abc import Iterable
 
 from broker.common.names import topic_problem
+from broker.common.register_body import RegisterBody
 from broker.common.request_headers import RegisterBrokerRequestHeader
 from broker.common.topic_config import PERM_DEFINED, TOPIC_SYS_FLAG_DEFINED
-
-from .register_body import RegisterBody
 
 HOST_MAX_LENGTH = 253
 MAX_FILTER_SERVERS = 64

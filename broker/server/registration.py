@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 from broker.common.crc import crc32
 from broker.common.errors import MQBrokerError, MQError
+from broker.common.register_body import encode_compressed_body
 from broker.common.request_headers import RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader
-from broker.namesrv.register_body import encode_compressed_body
 from broker.remoting import fastjson
 from broker.remoting.errors import RemotingError
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from broker.common.batch_codec import MAX_BATCH_MESSAGES, BatchDecodeError, decode_batch, encode_batch
 from broker.common.message import Message, MessageExt
 from broker.common.message_codec import MessageDecodeError, decode_message, encode_message
-from broker.namesrv.register_body import MAX_INFLATED_BYTES, RegisterBodyError, decode_register_body
+from broker.common.register_body import MAX_INFLATED_BYTES, RegisterBodyError, decode_register_body
 from broker.remoting.command import RemotingCommand
 from broker.remoting.errors import FrameError
 from broker.remoting.frame import FrameDecoder, encode_frame
