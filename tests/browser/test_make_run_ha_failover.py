@@ -21,9 +21,9 @@ from playwright.sync_api import expect
 from broker.client import CONSUME_FROM_FIRST_OFFSET, ConsumeConcurrentlyStatus, PushConsumer
 from broker.client.admin import MQAdmin
 from broker.local_cluster import ROOT, wait_until
+from broker.local_failover import QUEUES, TOPIC, KeyedLoad
 from tests.browser.ha_stack import REPLICAS
 from tests.browser.make_run_ha import MakeRunHa
-from tests.integration.failover_harness import QUEUES, TOPIC, KeyedLoad
 
 pytestmark = pytest.mark.timeout(420)
 
