@@ -140,7 +140,7 @@ def _seconds(value: object) -> float:
 def test_the_celery_worker_has_the_grace_its_warm_shutdown_needs(services):
     """Issue 32, 8b: on `podman-compose down` (every container stopped at once, 2 cores) the
     worker's warm shutdown (stop consuming, let the pool's children finish and exit, join the
-    pool's threads, end the interpreter) took 4.3 to 7.4 s measured, and past the engine's 10 s in
+    pool's threads, end the interpreter) took up to 7.4 s measured, and past the engine's 10 s in
     4 of 10 rounds: it was SIGKILLed with its shutdown half done. Its grace must cover that, and a
     short task (a history sample) still running; the other services stop within the default."""
     worker = services["worker"]
