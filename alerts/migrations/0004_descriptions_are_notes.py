@@ -1,10 +1,10 @@
 """The default rules' descriptions said their thresholds, and went stale when one was edited: the
 condition is now said from the fields (AlertRule.condition_text), and a default rule still holding
-its first description gets the note alerts.defaults gives it instead."""
+its first description gets its note instead (the text alerts.defaults gave it then)."""
 
 from django.db import migrations
 
-# (rule name, description as 0002 made it) -> the note of alerts.defaults.
+# (rule name) -> its description as 0002 made it.
 STALE = {
     "Consumer group lag": "A group is more than 10,000 messages behind for 5 minutes.",
     "Consumer group lag growing": "A group's lag grew by over 1,000 in 10 minutes, for 5 minutes.",
@@ -19,13 +19,26 @@ STALE = {
 }
 
 
-def to_notes(apps, schema_editor):
-    from alerts.defaults import DEFAULT_RULES
+# (rule name) -> its note, as alerts.defaults gave it when this migration was written (a migration
+# keeps its own copy: later edits of the defaults must not change what it does).
+NOTES = {
+    "Consumer group lag": "Consumers do not keep up with the producers.",
+    "Consumer group lag growing": "The group falls further behind: consumers slower than producers.",
+    "Dead letters arriving": "Messages used up their retries: the group's dead-letter queue.",
+    "Consumer not consuming": "Consumers stopped or stuck.",
+    "Broker down": "The broker does not answer the sampler.",
+    "Disk almost full": "The broker refuses writes above diskSpaceWarningLevelRatio (90% by default).",
+    "Replication lag (bytes)": "A slave behind by over haMaxGapNotInSync leaves the in-sync set.",
+    "Replication lag (seconds)": "Measured as the age of the oldest message the slave lacks.",
+    "Requests waiting": "Sends are refused after waitTimeMillsInSendQueue (200 ms by default).",
+    "Transaction half messages piling up": "Transactions left undecided: a check listener may be failing.",
+}
 
+
+def to_notes(apps, schema_editor):
     rule_model = apps.get_model("alerts", "AlertRule")
-    notes = {spec["name"]: spec["description"] for spec in DEFAULT_RULES}
     for name, old in STALE.items():
-        rule_model.objects.filter(name=name, description=old).update(description=notes[name])
+        rule_model.objects.filter(name=name, description=old).update(description=NOTES[name])
 
 
 class Migration(migrations.Migration):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from pathlib import Path
 
@@ -99,6 +100,8 @@ class BrokerController:
         if saved is not None:
             self.stats.resume(saved, running_totals.utc_today())
         self._totals_unsaved = False
+        # One writer of the totals file at a time (the second's thread and the stop's share a .tmp).
+        self._totals_lock = threading.Lock()
         self.stats_sampler: asyncio.Task | None = None  # once a second (tests stop it, sample by hand)
         self.hold: PullRequestHoldService | None = None
         self.loop_lag: LoopLagMonitor | None = None
@@ -150,7 +153,7 @@ class BrokerController:
                 self.hold.keep_checking(self._hold_check_interval_ms, self.store.get_max_offset_in_queue)
             ),
         ]
-        self.stats_sampler = asyncio.create_task(self._every(1000, self._sample_stats))
+        self.stats_sampler = asyncio.create_task(self._sample_stats_every_second())
         self._tasks.append(self.stats_sampler)
         return port
 
@@ -246,13 +249,21 @@ class BrokerController:
         previous = self.offsets.commit(group, topic, queue_id, offset)
         self.stats.on_committed(topic, group, queue_id, previous, offset)
 
-    def _sample_stats(self) -> None:
-        self.stats.sample(time.monotonic())
-        self._save_totals()
+    async def _sample_stats_every_second(self) -> None:
+        """The stats' one-second sample, on the loop; the totals it leaves are written on a
+        thread (a rename can wait on the disk, and every request would wait behind it)."""
+        while True:
+            await asyncio.sleep(1)
+            try:
+                self.stats.sample(time.monotonic())
+                await asyncio.to_thread(self._save_totals, self.stats.totals())
+            except Exception:
+                log.exception("stats sample failed")
 
-    def _save_totals(self) -> None:
+    def _save_totals(self, totals: running_totals.RunningTotals) -> None:
         try:
-            running_totals.save(self.totals_file, self.stats.totals())
+            with self._totals_lock:
+                running_totals.save(self.totals_file, totals)
         except OSError as exc:  # the broker goes on; a restart would count from the older file
             if not self._totals_unsaved:  # once, not every second of a full disk
                 log.warning("put and get totals not saved (a restart resumes older ones): %s", exc)
@@ -345,5 +356,5 @@ class BrokerController:
         self.offsets.persist()
         self.topics.persist()
         self.stats.sample(time.monotonic())  # the mornings, should the stop be the day's first sample
-        self._save_totals()
+        self._save_totals(self.stats.totals())
         self.store.shutdown()

@@ -62,7 +62,9 @@ class NamesrvRegistration:
         self._body: _Body | None = None
         self._building: tuple[_BodyKey, asyncio.Future[_Body]] | None = None
 
-    def _header(self, body: bytes, crc: int | None = None) -> RegisterBrokerRequestHeader:
+    def _header(
+        self, body: bytes, crc: int | None = None, compressed: bool | None = None
+    ) -> RegisterBrokerRequestHeader:
         """As RocketMQ's broker fills it: the body's CRC32 in ``bodyCrc32``, which the name
         server checks (a body altered on the way is refused, not registered)."""
         config = self.broker.config
@@ -72,7 +74,8 @@ class NamesrvRegistration:
             cluster_name=config.broker_cluster_name,
             ha_server_addr=config.ha_server_addr,
             broker_id=config.broker_id,
-            compressed=self.broker.config.compressed_register,
+            # The body's own form: compressedRegister may change while a body is built.
+            compressed=self.broker.config.compressed_register if compressed is None else compressed,
             body_crc32=crc32(body) if crc is None else crc,
         )
 
@@ -94,13 +97,16 @@ class NamesrvRegistration:
         if not self._skipped():
             try:
                 body = await self._encoded()
-                header = self._header(body.body, body.crc)
+                header = self._header(body.body, body.crc, compressed=body.key[2])
                 response = await self.outer.register_broker(server.addr, header, body.body)
                 self.broker.replication.registered(server.addr, response)
             except MQBrokerError as exc:
                 log.warning("name server %s refused the registration: %s", server.addr, exc.remark)
             except RemotingError as exc:
                 log.warning("cannot register with name server %s: %s", server.addr, exc)
+                reached = False
+            except Exception:  # a body that could not be built: this turn failed, the loop goes on
+                log.exception("registration with name server %s failed", server.addr)
                 reached = False
         server.done, server.down = max(server.done, number), not reached
         self._release()
@@ -183,6 +189,7 @@ class NamesrvRegistration:
     async def stop(self) -> None:
         for task in self._tasks:
             task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)  # no registration after the unregister
         self._release(everyone=True)  # no registration is coming: nobody waits for one
         config = self.broker.config
         header = UnRegisterBrokerRequestHeader(
