@@ -266,13 +266,16 @@ class BrokerConfig:
         return policy.checked(self.acl_enable, self.tls_server_mode)
 
     def acl_path(self) -> Path:
-        """The plain_acl.yml in use: ``aclFilePath``; else Apache's default place,
-        ``$ROCKETMQ_HOME/conf/plain_acl.yml``, so an Apache broker.conf moves as it is; else, with
-        no ROCKETMQ_HOME either, the store's config directory's."""
+        """The plain_acl.yml in use: ``aclFilePath``; else the store's config directory's when it
+        exists (a broker that had one keeps it, even where an Apache install sets ROCKETMQ_HOME:
+        its sample file's well-known keys must never replace the broker's own accounts); else
+        Apache's default place, ``$ROCKETMQ_HOME/conf/plain_acl.yml``, so an Apache broker.conf
+        moves as it is; else the store's (a missing file is then the start-up error)."""
         if self.acl_file_path:
             return Path(self.acl_file_path)
+        own = Path(self.store_path_root_dir) / "config" / "plain_acl.yml"
         # Apache's rocketmq.acl.plain.file (a JVM system property) has no counterpart here.
         home = os.environ.get("ROCKETMQ_HOME")
-        if home:
+        if home and not own.exists():
             return Path(home) / "conf" / "plain_acl.yml"
-        return Path(self.store_path_root_dir) / "config" / "plain_acl.yml"
+        return own

@@ -114,6 +114,7 @@ class BrokerController:
         self.acl_replay = ReplayGuard(config.signed_request_policy())  # checked before the file
         if config.acl_enable:
             self.acl = open_acl_file(config.acl_path(), config.acl_reload_interval_millis)
+            log.info("plain ACL from %s", config.acl_path())
         # Master/slave replication (broker/store/ha): the HA port of a master, or a slave's
         # client to its master, and what a slave refuses.
         self.replication = BrokerReplication(self)

@@ -427,5 +427,10 @@ def test_acl_file_path_wins_over_rocketmq_home(tmp_path, monkeypatch):
     assert chosen.acl_path() == tmp_path / "mine.yml"
     default = BrokerConfig.from_properties({"aclEnable": "true", "storePathRootDir": str(store)})
     assert default.acl_path() == tmp_path / "home" / "conf" / "plain_acl.yml"
+    # A broker that has its own file keeps it, even where an Apache install sets ROCKETMQ_HOME (its
+    # sample plain_acl.yml holds well-known keys).
+    (store / "config").mkdir(parents=True)
+    (store / "config" / "plain_acl.yml").write_text("accounts: []\n")
+    assert default.acl_path() == store / "config" / "plain_acl.yml"
     monkeypatch.delenv("ROCKETMQ_HOME")  # neither: the store's own config directory, as before
     assert default.acl_path() == store / "config" / "plain_acl.yml"
