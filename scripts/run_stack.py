@@ -19,8 +19,13 @@ restarted when the Procfile gives it a restart policy in a comment line honcho i
 
 The first restart comes ``delay`` seconds (default 1) after the exit, each further one twice as
 late, and a process that exited ``RESTART_CAP + 1`` times within ``RESTART_WINDOW_SECONDS`` is
-given up: a crash loop is not hidden. The runner ends by itself only when nothing is left running
-or waiting to restart.
+given up: a crash loop is not hidden. A run that lasted ``STACK_START_PERIOD`` seconds (default 30)
+was a good start: the next exit is again the first. The runner ends by itself only when nothing is
+left running or waiting to restart.
+
+SIGHUP stops the stack as SIGINT and SIGTERM do; a second one kills what still runs. Whatever a
+process leaves in its group when it ends is killed. The processes die with the runner, however it
+dies (a parent-death signal), and one runner at a time holds a var dir (a lock file).
 
 Usage: ``python scripts/run_stack.py [Procfile]``
 """
