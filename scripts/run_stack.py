@@ -134,6 +134,51 @@ def die_with(runner_pid: int) -> Callable[[], None] | None:
     return arm
 
 
+# The group keeper: a process of its own that learns each process group as it starts (+pgid) and
+# ends (-pgid), and SIGKILLs those left when its input ends, as it does when the runner dies.
+_KEEPER = """
+import os, signal, sys
+groups = set()
+for line in sys.stdin:
+    (groups.add if line[0] == "+" else groups.discard)(int(line[1:]))
+for pgid in groups:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass
+"""
+
+
+class GroupKeeper:
+    """Kills the stack's process groups when the runner dies, however it dies.
+
+    The parent-death signal reaches each process's group leader only; what a leader started
+    itself (a shell's child, a pool) would live on. The keeper holds the other end of a pipe the
+    kernel closes when the runner dies; the pipe is not inherited by the stack's processes."""
+
+    def __init__(self) -> None:
+        self._popen = subprocess.Popen(
+            [sys.executable, "-c", _KEEPER], stdin=subprocess.PIPE, text=True, start_new_session=True
+        )
+
+    def _send(self, line: str) -> None:
+        assert self._popen.stdin is not None
+        self._popen.stdin.write(line + "\n")
+        self._popen.stdin.flush()
+
+    def watch(self, pgid: int) -> None:
+        self._send(f"+{pgid}")
+
+    def forget(self, pgid: int) -> None:
+        """Before the group's leader is reaped: while its zombie lives, no other group has its id."""
+        self._send(f"-{pgid}")
+
+    def close(self) -> None:
+        assert self._popen.stdin is not None
+        self._popen.stdin.close()
+        self._popen.wait()
+
+
 class Console:
     """Prints every process's lines as ``HH:MM:SS name | line``, one line at a time."""
 
@@ -172,6 +217,7 @@ class StackProcess:
     ended_at: float | None = None  # when its exit was seen (monotonic)
     returncode: int | None = None  # of the run that ended
     reported: bool = False  # its run's exit was handled: the runner looks after it no more
+    keeper: GroupKeeper | None = field(default=None, repr=False)
 
     def start(self, console: Console) -> None:
         # A session of its own: Ctrl-C in the terminal reaches only this launcher, which then
@@ -183,6 +229,8 @@ class StackProcess:
             start_new_session=True,
             preexec_fn=die_with(os.getpid()),  # only prctl and getppid run there, no lock taken
         )
+        if self.keeper is not None:
+            self.keeper.watch(self.popen.pid)
         self.started_at = time.monotonic()
         self.ended_at = self.returncode = None
         self.reported = False
@@ -217,6 +265,8 @@ class StackProcess:
         if os.waitid(os.P_PID, self.popen.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
             return
         self.kill_group()
+        if self.keeper is not None:
+            self.keeper.forget(self.popen.pid)
         self.returncode = self.popen.wait()
         self.ended_at = now
 
@@ -269,7 +319,15 @@ class Stack:
         # runner alone and leaving its processes running.
         for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, self.request_stop)
+        keeper = GroupKeeper()
+        try:
+            return self._run(keeper)
+        finally:
+            keeper.close()
+
+    def _run(self, keeper: GroupKeeper) -> int:
         for process in self.processes:
+            process.keeper = keeper
             process.start(self.console)
         # A process ending does not end the stack (a broker's death is what make run-ha's
         # failover is about): it is reported, restarted by its policy, and the rest run on.

@@ -326,16 +326,19 @@ def test_sighup_stops_the_stack_like_sigterm(stack_dir: Path) -> None:
 
 
 def test_the_processes_die_with_a_killed_runner(stack_dir: Path) -> None:
-    write_procfile(stack_dir, STEADY, "shell: sleep 600")
+    """All of them, with what they started themselves (here a shell's child)."""
+    write_procfile(stack_dir, STEADY, 'shell: sleep 600 & echo "child $!"; wait')
     stack = start_stack(stack_dir)
     output = OutputLog(stack)
-    output.wait_for("shell started", timeout=60)
-    pids = started_pids(output, "steady") + started_pids(output, "shell")
+    output.wait_for("| child ", timeout=60)
+    with output._changed:
+        child = int(next(line for line in output.lines if "| child " in line).rsplit(" ", 1)[1])
+    pids = started_pids(output, "steady") + started_pids(output, "shell") + [child]
     stack.kill()  # SIGKILL: the runner cannot stop anything itself
     stack.wait()
     survivors = [pid for pid in pids if not wait_gone(pid)]
     for pid in survivors:
-        os.killpg(pid, signal.SIGKILL)
+        os.kill(pid, signal.SIGKILL)
     assert survivors == [], output.text()
 
 
