@@ -19,48 +19,69 @@ restarted when the Procfile gives it a restart policy in a comment line honcho i
 
 The first restart comes ``delay`` seconds (default 1) after the exit, each further one twice as
 late, and a process that exited ``RESTART_CAP + 1`` times within ``RESTART_WINDOW_SECONDS`` is
-given up: a crash loop is not hidden. The runner ends by itself only when nothing is left running
-or waiting to restart.
+given up: a crash loop is not hidden. A run that lasted ``STACK_START_PERIOD`` seconds (default 30)
+was a good start: the next exit is again the first. The runner ends by itself only when nothing is
+left running or waiting to restart.
+
+SIGHUP stops the stack as SIGINT and SIGTERM do; a second one kills what still runs. Whatever a
+process leaves in its group when it ends is killed. The processes die with the runner, however it
+dies (a parent-death signal), and one runner at a time holds a var dir (a lock file).
 
 Usage: ``python scripts/run_stack.py [Procfile]``
 """
 
 from __future__ import annotations
 
+import ctypes
+import fcntl
 import os
+import re
 import signal
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from honcho.environ import parse_procfile
+from honcho.environ import PROCFILE_LINE
 
+ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_STOP_TIMEOUT_SECONDS = 60.0
+DEFAULT_START_PERIOD_SECONDS = 30.0  # up this long: a good start, its back-off starts over
 _EXIT_POLL_SECONDS = 0.1
+# How long an exit's report waits for the process's last lines: a child that left its group
+# (setsid) may hold the output pipe for ever, and the main loop must not wait on it.
+_OUTPUT_GRACE_SECONDS = 1.0
 ANNOTATION = "# run_stack:"
+# What was meant as an annotation but is not one (``#run_stack:``, ``# RUN-STACK:``...).
+NEAR_MISS = re.compile(r"#\s*run[\s_-]?stack\s*:", re.IGNORECASE)
+SECONDS = re.compile(r"[0-9]+(\.[0-9]+)?")  # plain decimals only: not 1_0, 1e-300, nan or inf
+MIN_SECONDS = 0.1
+MAX_SECONDS = 3600.0
 DEFAULT_RESTART_DELAY_SECONDS = 1.0
 RESTART_CAP = 5  # restarts within the window; the next exit is given up
 RESTART_WINDOW_SECONDS = 600.0
+LOCK_NAME = "run_stack.lock"
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 def seconds_setting(name: str, raw: str) -> float:
-    """``raw`` as seconds above 0 and at most an hour, or a SystemExit naming ``name``."""
-    try:
-        seconds = float(raw)
-    except ValueError:
-        seconds = -1.0
-    if not 0 < seconds <= 3600:  # also refuses nan and inf
-        raise SystemExit(f"{name}={raw!r}: give seconds between 0 and 3600")
-    return seconds
+    """``raw`` as seconds from 0.1 to an hour, or a SystemExit naming ``name``."""
+    if SECONDS.fullmatch(raw) and MIN_SECONDS <= float(raw) <= MAX_SECONDS:
+        return float(raw)
+    raise SystemExit(f"{name}={raw!r}: give seconds from {MIN_SECONDS:g} to {MAX_SECONDS:g}")
+
+
+def environ_seconds(environ: dict[str, str], name: str, default: float) -> float:
+    raw = environ.get(name, "").strip()
+    return seconds_setting(name, raw) if raw else default
 
 
 def stop_timeout_seconds(environ: dict[str, str]) -> float:
     """The grace period from ``STACK_STOP_TIMEOUT``, refusing what is not a sensible number."""
-    raw = environ.get("STACK_STOP_TIMEOUT", "").strip()
-    return seconds_setting("STACK_STOP_TIMEOUT", raw) if raw else DEFAULT_STOP_TIMEOUT_SECONDS
+    return environ_seconds(environ, "STACK_STOP_TIMEOUT", DEFAULT_STOP_TIMEOUT_SECONDS)
 
 
 def describe_exit(returncode: int) -> str:
@@ -72,6 +93,92 @@ def describe_exit(returncode: int) -> str:
     return f"rc={returncode}"
 
 
+def lock_var_dir(environ: dict[str, str]) -> int:
+    """Hold the var dir's lock for the runner's life, or a SystemExit naming its holder.
+
+    Two stacks on one var dir fight over its ports, and their two Celery beats fire every schedule
+    twice. flock is released by the kernel when the runner dies, however it dies; the descriptor is
+    close-on-exec, so the processes it starts do not keep it."""
+    var_dir = Path(environ.get("CONSOLE_VAR_DIR", ROOT / "var"))  # as console/project/settings.py
+    var_dir.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(var_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(descriptor, 32).decode("ascii", "replace").strip() or "unknown"
+        os.close(descriptor)
+        raise SystemExit(
+            f"{var_dir} is in use by another run_stack.py (pid {holder}): stop that stack first "
+            "or give this one another CONSOLE_VAR_DIR"
+        ) from None
+    os.ftruncate(descriptor, 0)
+    os.write(descriptor, f"{os.getpid()}\n".encode())
+    return descriptor
+
+
+def die_with(runner_pid: int) -> Callable[[], None] | None:
+    """A ``preexec_fn`` that has the kernel SIGKILL the child when the runner dies (Linux only).
+
+    A SIGKILLed runner cannot stop anything itself, and a stack left running without it blocks the
+    next one. The parent-death signal follows the thread that forked the child: the runner forks
+    from its main thread only, which lives as long as it does. It survives the exec."""
+    if not sys.platform.startswith("linux"):
+        return None
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+
+    def arm() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != runner_pid:  # the runner died before the signal was armed
+            os._exit(1)
+
+    return arm
+
+
+# The group keeper: a process of its own that learns each process group as it starts (+pgid) and
+# ends (-pgid), and SIGKILLs those left when its input ends, as it does when the runner dies.
+_KEEPER = """
+import os, signal, sys
+groups = set()
+for line in sys.stdin:
+    (groups.add if line[0] == "+" else groups.discard)(int(line[1:]))
+for pgid in groups:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass
+"""
+
+
+class GroupKeeper:
+    """Kills the stack's process groups when the runner dies, however it dies.
+
+    The parent-death signal reaches each process's group leader only; what a leader started
+    itself (a shell's child, a pool) would live on. The keeper holds the other end of a pipe the
+    kernel closes when the runner dies; the pipe is not inherited by the stack's processes."""
+
+    def __init__(self) -> None:
+        self._popen = subprocess.Popen(
+            [sys.executable, "-c", _KEEPER], stdin=subprocess.PIPE, text=True, start_new_session=True
+        )
+
+    def _send(self, line: str) -> None:
+        assert self._popen.stdin is not None
+        self._popen.stdin.write(line + "\n")
+        self._popen.stdin.flush()
+
+    def watch(self, pgid: int) -> None:
+        self._send(f"+{pgid}")
+
+    def forget(self, pgid: int) -> None:
+        """Before the group's leader is reaped: while its zombie lives, no other group has its id."""
+        self._send(f"-{pgid}")
+
+    def close(self) -> None:
+        assert self._popen.stdin is not None
+        self._popen.stdin.close()
+        self._popen.wait()
+
+
 class Console:
     """Prints every process's lines as ``HH:MM:SS name | line``, one line at a time."""
 
@@ -81,8 +188,11 @@ class Console:
 
     def say(self, name: str, line: str) -> None:
         with self._lock:
-            sys.stdout.write(f"{time.strftime('%H:%M:%S')} {name:<{self._width}} | {line}\n")
-            sys.stdout.flush()
+            try:
+                sys.stdout.write(f"{time.strftime('%H:%M:%S')} {name:<{self._width}} | {line}\n")
+                sys.stdout.flush()
+            except OSError:  # the terminal is gone (SIGHUP): stopping the stack matters more
+                pass
 
 
 @dataclass(frozen=True)
@@ -103,7 +213,11 @@ class StackProcess:
     reader: threading.Thread | None = field(default=None, repr=False)
     restart_at: float | None = None  # monotonic; set while waiting to be restarted
     restarts: list[float] = field(default_factory=list)  # when each restart happened (monotonic)
-    exited_by_itself: bool = False
+    started_at: float = 0.0  # monotonic
+    ended_at: float | None = None  # when its exit was seen (monotonic)
+    returncode: int | None = None  # of the run that ended
+    reported: bool = False  # its run's exit was handled: the runner looks after it no more
+    keeper: GroupKeeper | None = field(default=None, repr=False)
 
     def start(self, console: Console) -> None:
         # A session of its own: Ctrl-C in the terminal reaches only this launcher, which then
@@ -113,7 +227,13 @@ class StackProcess:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=die_with(os.getpid()),  # only prctl and getppid run there, no lock taken
         )
+        if self.keeper is not None:
+            self.keeper.watch(self.popen.pid)
+        self.started_at = time.monotonic()
+        self.ended_at = self.returncode = None
+        self.reported = False
         console.say("system", f"{self.name} started (pid={self.popen.pid})")
         self.reader = threading.Thread(target=self._relay, args=(console,), daemon=True)
         self.reader.start()
@@ -125,14 +245,46 @@ class StackProcess:
 
     @property
     def running(self) -> bool:
-        return self.popen is not None and self.popen.poll() is None
+        """Started, and its exit not yet seen by :meth:`collect`."""
+        return self.popen is not None and self.returncode is None
 
     @property
-    def waiting(self) -> bool:
-        return self.restart_at is not None
+    def active(self) -> bool:
+        """Running, ended but not yet reported, or waiting to be restarted."""
+        return (self.popen is not None and not self.reported) or self.restart_at is not None
+
+    def collect(self, now: float) -> None:
+        """If it ended: kill what is left of its group, then reap it.
+
+        Its background children would otherwise outlive it (one per restart) and hold its output
+        pipe. The group is killed before the leader is reaped: the zombie keeps the group's id
+        from being reused by an unrelated group."""
+        if not self.running:
+            return
+        assert self.popen is not None
+        if os.waitid(os.P_PID, self.popen.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+            return
+        self.kill_group()
+        if self.keeper is not None:
+            self.keeper.forget(self.popen.pid)
+        self.returncode = self.popen.wait()
+        self.ended_at = now
+
+    def finish(self) -> None:
+        """Wait for it to end, then :meth:`collect` it."""
+        if self.running:
+            assert self.popen is not None
+            os.waitid(os.P_PID, self.popen.pid, os.WEXITED | os.WNOWAIT)
+            self.collect(time.monotonic())
+
+    def output_done(self, now: float) -> bool:
+        """Its last lines are relayed, or waited for long enough."""
+        assert self.ended_at is not None
+        reader_done = self.reader is None or not self.reader.is_alive()
+        return reader_done or now - self.ended_at >= _OUTPUT_GRACE_SECONDS
 
     def signal_leader(self, signum: int) -> None:
-        if self.running:
+        if self.running:  # not reaped yet: its pid is still its own
             assert self.popen is not None
             os.kill(self.popen.pid, signum)
 
@@ -143,21 +295,15 @@ class StackProcess:
             except ProcessLookupError:
                 pass
 
-    def reap(self) -> int:
-        """The exit status, once the last lines are relayed."""
-        assert self.popen is not None
-        returncode = self.popen.wait()
-        if self.reader is not None:
-            self.reader.join(timeout=5)
-        return returncode
-
 
 class Stack:
-    def __init__(self, processes: list[StackProcess], stop_timeout: float) -> None:
+    def __init__(self, processes: list[StackProcess], stop_timeout: float, start_period: float) -> None:
         self.processes = processes
         self.stop_timeout = stop_timeout
+        self.start_period = start_period
         self.console = Console([p.name for p in processes])
         self._stop_signal: int | None = None
+        self._signals = 0  # how many stop signals came: the second one forces the stop
         # 0 when asked to stop, no process ended by itself and every one stopped cleanly; else 1.
         self.returncode = 0
 
@@ -166,11 +312,22 @@ class Stack:
         # steps, perhaps while it holds the console's lock (a Ctrl-C right after a line of its
         # own hung the runner) or an Event's.
         self._stop_signal = signum
+        self._signals += 1
 
     def run(self) -> int:
-        signal.signal(signal.SIGINT, self.request_stop)
-        signal.signal(signal.SIGTERM, self.request_stop)
+        # SIGHUP (the terminal closed) stops the stack as Ctrl-C does, rather than killing the
+        # runner alone and leaving its processes running.
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, self.request_stop)
+        keeper = GroupKeeper()
+        try:
+            return self._run(keeper)
+        finally:
+            keeper.close()
+
+    def _run(self, keeper: GroupKeeper) -> int:
         for process in self.processes:
+            process.keeper = keeper
             process.start(self.console)
         # A process ending does not end the stack (a broker's death is what make run-ha's
         # failover is about): it is reported, restarted by its policy, and the rest run on.
@@ -178,7 +335,8 @@ class Stack:
             now = time.monotonic()
             for process in self.processes:
                 self._look_after(process, now)
-            if not any(p.running or p.waiting for p in self.processes):
+            # A process that ended and is not reported yet still counts: its report may restart it.
+            if not any(p.active for p in self.processes):
                 self.console.say("system", "no process left running or waiting to restart, stopping")
                 break
             time.sleep(_EXIT_POLL_SECONDS)
@@ -187,27 +345,34 @@ class Stack:
         self._stop_all()
         return self.returncode
 
-    def _look_after(self, process: StackProcess, now: float) -> None:
+    def _look_after(self, process: StackProcess, now: float, *, stopping: bool = False) -> None:
         if process.restart_at is not None:
-            if now >= process.restart_at:
+            if now >= process.restart_at and not stopping:
                 process.restart_at = None
                 process.restarts.append(now)
                 process.start(self.console)
-        elif process.popen is not None and not process.running and not process.exited_by_itself:
+            return
+        if process.popen is None or process.reported:
+            return
+        process.collect(now)
+        if process.returncode is not None and (stopping or process.output_done(now)):
+            process.reported = True
             self._exited(process, now)
 
     def _exited(self, process: StackProcess, now: float) -> None:
         """Report a process that ended by itself and, by its policy, schedule its restart."""
-        process.exited_by_itself = True
+        assert process.returncode is not None and process.ended_at is not None
         self.returncode = 1  # the stack did not do all its job
         name = process.name
-        said = f"{name} exited by itself ({describe_exit(process.reap())}); "
+        said = f"{name} exited by itself ({describe_exit(process.returncode)}); "
         if self._stop_signal is not None:
             self.console.say("system", said + "the stack is stopping")
             return
         if process.restart is None:
             self.console.say("system", said + "not restarted (no restart policy); the others keep running")
             return
+        if process.ended_at - process.started_at >= self.start_period:
+            process.restarts.clear()  # a good start: only a crash loop backs off and is given up
         process.restarts = [at for at in process.restarts if now - at < RESTART_WINDOW_SECONDS]
         recent = len(process.restarts)
         window = f"{RESTART_WINDOW_SECONDS:g} s"
@@ -217,58 +382,108 @@ class Stack:
             return
         delay = process.restart.next_delay(recent)
         process.restart_at = now + delay
-        process.exited_by_itself = False  # its next run is watched again
         said += f"restarting {name} in {delay:g} s (restart {recent + 1} of {RESTART_CAP} within {window})"
         self.console.say("system", said)
 
     def _stop_all(self) -> None:
         # Only what runs now is stopped; a process that ended by itself is reported, not stopped.
         for process in self.processes:
-            if process.restart_at is None:
-                self._look_after(process, time.monotonic())  # one that ended after the last look
+            self._look_after(process, time.monotonic(), stopping=True)  # ended since the last look
         stopping = [p for p in self.processes if p.running]
         for process in stopping:
             self.console.say("system", f"sending SIGTERM to {process.name}")
             process.signal_leader(signal.SIGTERM)
-        deadline = time.monotonic() + self.stop_timeout
-        while any(p.running for p in stopping) and time.monotonic() < deadline:
-            time.sleep(_EXIT_POLL_SECONDS)
+        self._wait_for(stopping)
         for process in stopping:
             if process.running:
                 self.console.say("system", f"{process.name} still running, sending SIGKILL")
                 process.kill_group()
         for process in stopping:
-            returncode = process.reap()
-            self.console.say("system", f"{process.name} stopped (rc={returncode})")
-            if returncode != 0:
+            process.finish()
+            assert process.returncode is not None
+            self.console.say("system", f"{process.name} stopped ({describe_exit(process.returncode)})")
+            if process.returncode != 0:
                 self.returncode = 1
+        deadline = time.monotonic() + _OUTPUT_GRACE_SECONDS  # their last lines, within bounds
+        for process in self.processes:
+            if process.reader is not None:
+                process.reader.join(timeout=max(0.0, deadline - time.monotonic()))
+
+    def _wait_for(self, stopping: list[StackProcess]) -> None:
+        """Until ``stopping`` ended, the stop timeout passed or another stop signal came."""
+        signals = self._signals
+        deadline = time.monotonic() + self.stop_timeout
+        while time.monotonic() < deadline:
+            for process in stopping:
+                process.collect(time.monotonic())
+            if not any(p.running for p in stopping):
+                return
+            if self._signals != signals:  # as honcho, foreman and docker do: stop now
+                assert self._stop_signal is not None
+                name = signal.Signals(self._stop_signal).name
+                self.console.say("system", f"{name} received again, killing what still runs")
+                return
+            time.sleep(_EXIT_POLL_SECONDS)
 
 
 def read_restart_policies(text: str, procfile: Path, names: list[str]) -> dict[str, RestartPolicy]:
     """The ``# run_stack: restart <name>... [delay=<seconds>]`` lines of a Procfile."""
     policies: dict[str, RestartPolicy] = {}
-    for line in text.splitlines():
-        if not line.strip().startswith(ANNOTATION):
+    for number, line in enumerate(text.splitlines(), start=1):
+        where, stripped = f"{procfile}:{number}", line.strip()
+        if not stripped.startswith(ANNOTATION):
+            if NEAR_MISS.match(stripped):  # silently ignored, it would leave a process unwatched
+                raise SystemExit(f"{where}: {stripped!r}: write it as '{ANNOTATION} restart <name>...'")
             continue
-        words = line.strip()[len(ANNOTATION) :].split()
+        words = stripped[len(ANNOTATION) :].split()
         if not words or words[0] != "restart":
             first = words[0] if words else ""
-            raise SystemExit(f"{procfile}: {line.strip()!r}: {first!r}: the only policy is restart")
-        delay = DEFAULT_RESTART_DELAY_SECONDS
-        listed = []
-        for word in words[1:]:
-            if word.startswith("delay="):
-                delay = seconds_setting("delay", word.removeprefix("delay="))
-            elif word not in names:
-                raise SystemExit(f"{procfile}: {word!r} is not a process of {procfile}")
-            elif word in policies or word in listed:
-                raise SystemExit(f"{procfile}: {word!r} has two restart lines")
-            else:
-                listed.append(word)
-        if not listed:
-            raise SystemExit(f"{procfile}: {line.strip()!r}: restart names no process")
-        policies.update(dict.fromkeys(listed, RestartPolicy(delay)))
+            raise SystemExit(f"{where}: {first!r}: the only policy is restart")
+        listed, delay = restart_words(words[1:], where, procfile, names)
+        for name in listed:
+            if name in policies:
+                raise SystemExit(f"{where}: {name!r} has two restart lines")
+            policies[name] = RestartPolicy(delay)
     return policies
+
+
+def restart_words(words: list[str], where: str, procfile: Path, names: list[str]) -> tuple[list[str], float]:
+    """The processes a restart line names, and its delay."""
+    delay: float | None = None
+    listed: list[str] = []
+    for word in words:
+        if word.startswith("delay="):
+            if delay is not None:
+                raise SystemExit(f"{where}: delay is given twice")
+            try:
+                delay = seconds_setting("delay", word.removeprefix("delay="))
+            except SystemExit as error:
+                raise SystemExit(f"{where}: {error}") from None
+        elif word not in names:
+            raise SystemExit(f"{where}: {word!r} is not a process of {procfile}")
+        elif word in listed:
+            raise SystemExit(f"{where}: {word!r} has two restart lines")
+        else:
+            listed.append(word)
+    if not listed:
+        raise SystemExit(f"{where}: restart names no process")
+    return listed, DEFAULT_RESTART_DELAY_SECONDS if delay is None else delay
+
+
+def read_commands(text: str, procfile: Path) -> dict[str, str]:
+    """Each process's command, read as honcho reads a Procfile, refusing a name given twice
+    (honcho's own parser ends in an AssertionError's traceback)."""
+    commands: dict[str, str] = {}
+    lines: dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = PROCFILE_LINE.match(line)
+        if match is None:
+            continue
+        name, command = match.groups()
+        if name in lines:
+            raise SystemExit(f"{procfile}:{number}: {name!r} is already a process (line {lines[name]})")
+        commands[name], lines[name] = command, number
+    return commands
 
 
 def read_processes(procfile: Path) -> list[StackProcess]:
@@ -276,17 +491,24 @@ def read_processes(procfile: Path) -> list[StackProcess]:
         text = procfile.read_text()
     except OSError as error:
         raise SystemExit(f"{procfile}: {error.strerror}") from None
-    parsed = parse_procfile(text)
-    if not parsed.processes:
+    commands = read_commands(text, procfile)
+    if not commands:
         raise SystemExit(f"{procfile}: no processes")
-    policies = read_restart_policies(text, procfile, list(parsed.processes))
-    return [StackProcess(name, command, policies.get(name)) for name, command in parsed.processes.items()]
+    policies = read_restart_policies(text, procfile, list(commands))
+    return [StackProcess(name, command, policies.get(name)) for name, command in commands.items()]
 
 
 def main(argv: list[str]) -> int:
     procfile = Path(argv[0]) if argv else Path("Procfile")
-    stack = Stack(read_processes(procfile), stop_timeout_seconds(dict(os.environ)))
-    return stack.run()
+    processes = read_processes(procfile)
+    environ = dict(os.environ)
+    stop_timeout = stop_timeout_seconds(environ)
+    start_period = environ_seconds(environ, "STACK_START_PERIOD", DEFAULT_START_PERIOD_SECONDS)
+    lock = lock_var_dir(environ)  # after every check: a refused Procfile takes no lock
+    try:
+        return Stack(processes, stop_timeout, start_period).run()
+    finally:
+        os.close(lock)
 
 
 if __name__ == "__main__":

@@ -428,13 +428,18 @@ class ControllerService:
 
     def _master_lost(self, view: ReplicaView, now: float) -> bool:
         """The set's master stopped heartbeating. A controller that has just become leader
-        gives a master it never heard from one default timeout before judging it."""
+        gives a master it never heard from one heartbeat timeout before judging it: the one the
+        set's live brokers give in their heartbeats (controllerHeartBeatTimeoutMills, theirs to
+        set), else the default. RocketMQ's judges it inactive at once; a grace is kept for a
+        master whose first heartbeat to this controller is on its way."""
         assert view.master_id is not None
         beat = self.liveness.get(view.broker_name, view.master_id)
         if beat is not None:
             return not beat.alive(now)
         since = self._leader_since if self._leader_since is not None else now
-        return now - since > DEFAULT_HEARTBEAT_TIMEOUT_MS / 1000
+        peers = self.liveness.alive_ids(view.broker_name, now).values()
+        grace = max((peer.timeout_s for peer in peers), default=DEFAULT_HEARTBEAT_TIMEOUT_MS / 1000)
+        return now - since > grace
 
     async def scan_once(self) -> None:
         node = self._node()

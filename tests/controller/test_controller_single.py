@@ -25,6 +25,7 @@ from broker.common.request_headers.controller import (
 from broker.controller.client import ControllerClient, ControllerError
 from broker.controller.config import controller_config
 from broker.controller.service import ControllerService
+from broker.controller.state import ReplicaView
 from broker.local_cluster import ROOT, free_port
 from broker.remoting.client import RemotingClient
 from broker.remoting.command import create_request
@@ -382,3 +383,26 @@ async def _leads(client: ControllerClient) -> bool:
     except ControllerError:
         return False
     return True
+
+
+def test_a_new_leader_judges_a_master_it_never_heard_from_by_the_sets_own_timeout(tmp_path):
+    """The controller and the master killed together: the restarted controller, which never heard
+    from the master, waited its built-in 10 s before electing the slave, not the 3 s the set's
+    brokers give in their heartbeats (controllerHeartBeatTimeoutMills; attack on issue 32 item 8).
+    The decision is taken at given instants, so no clock is involved."""
+    conf = {
+        "listenPort": "0",
+        "controllerDLegerPeers": f"n0-127.0.0.1:{free_port()}",
+        "controllerStorePath": str(tmp_path / "store"),
+    }
+    service = ControllerService(controller_config(conf))
+    led_from = 1000.0
+    service._leader_since = led_from
+    service.liveness.beat(NAME, 1, "h:1", timeout_ms=3000, now=led_from + 0.5)  # the slave only
+    view = ReplicaView("c", NAME, 2, "h:2", 1, frozenset({1, 2}), 1, {1: "h:1", 2: "h:2"})
+    assert not service._master_lost(view, led_from + 2.9)
+    assert service._master_lost(view, led_from + 3.1)
+    # No broker of the set heard from: the default timeout still applies (no one to elect anyway).
+    service.liveness.beats.clear()
+    assert not service._master_lost(view, led_from + 9.9)
+    assert service._master_lost(view, led_from + 10.1)
