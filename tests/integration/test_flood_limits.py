@@ -319,7 +319,7 @@ def test_an_offset_no_java_long_holds_is_refused_and_the_offsets_stay_readable(f
     Long.parseLong cannot read)."""
     fields = {"consumerGroup": "offset-group", "topic": TOPIC, "queueId": 0}
     refused = flooded.request(RequestCode.UPDATE_CONSUMER_OFFSET, {**fields, "commitOffset": "9" * 30})
-    assert refused.code == ResponseCode.SYSTEM_ERROR and "is no Java long" in (refused.remark or "")
+    assert refused.code == ResponseCode.SYSTEM_ERROR and "does not fit a Java long" in (refused.remark or "")
     assert flooded.request(RequestCode.UPDATE_CONSUMER_OFFSET, {**fields, "commitOffset": 3}).ok
     assert flooded.request(RequestCode.GET_ALL_CONSUMER_OFFSET).ok
     answer = flooded.request(RequestCode.QUERY_CONSUMER_OFFSET, fields)
