@@ -9,6 +9,7 @@ from broker.local_tls import TlsFiles, make_tls_files
 from broker.process_ties import MARKER, Keeper, reap_leftovers, run_marker
 
 CHECKOUT = Path(__file__).resolve().parents[1]
+_KEEPER = pytest.StashKey[Keeper]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -24,9 +25,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     keeper = config.stash.get(_KEEPER, None)
     if keeper is not None:
         keeper.close()  # a clean end: what a test left running goes too
-
-
-_KEEPER = pytest.StashKey[Keeper]()
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
