@@ -10,7 +10,7 @@ Three parts, used by ``scripts/run_stack.py`` (the product's runner), ``broker/l
   dies (SIGKILL included). Then it SIGKILLs the process groups it was told about and every process
   of this user carrying its run marker: grandchildren, shells' children and browsers included.
 - ``reap_leftovers``: kills the marked processes of an earlier run of the same checkout whose owner
-  is gone (a keeper that was itself killed, or a reboot of the owner pid's life).
+  is gone (its keeper was killed with it, e.g. a whole process tree killed by a CI timeout).
 
 A run marker is ``PYROCKET_TEST_RUN=<checkout>|<owner pid>:<owner start time>`` in a process's
 environment: children inherit it, ``/proc/<pid>/environ`` shows it, and the owner's start time
