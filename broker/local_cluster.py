@@ -25,6 +25,7 @@ from typing import TypeVar
 from broker.common.codes import RequestCode
 from broker.common.request_headers import CommandHeader, CreateTopicRequestHeader, GetRouteInfoRequestHeader
 from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC
+from broker.process_ties import die_with
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.command import RemotingCommand, create_request
 from broker.remoting.tls import ClientTls
@@ -80,6 +81,15 @@ def free_port() -> int:
         return int(port)
 
 
+def _tie_to_launcher() -> Callable[[], None] | None:
+    """The engine dies with its launcher (a parent-death signal), when started from the main
+    thread: the signal follows the forking thread, and a short-lived thread's end would kill an
+    engine still in use. From other threads the run's keeper (broker.process_ties) covers it."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return die_with(os.getpid())
+
+
 class EngineProcess:
     """A child process that prints ``... listening on HOST:PORT`` once it serves."""
 
@@ -92,6 +102,7 @@ class EngineProcess:
             text=True,
             cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"},
+            preexec_fn=_tie_to_launcher(),
         )
         self.output: list[str] = []
         self.addr = self._wait_ready(timeout)

@@ -32,7 +32,6 @@ Usage: ``python scripts/run_stack.py [Procfile]``
 
 from __future__ import annotations
 
-import ctypes
 import fcntl
 import os
 import re
@@ -41,11 +40,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from honcho.environ import PROCFILE_LINE
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: the repo's modules
+from broker.process_ties import Keeper, die_with
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_STOP_TIMEOUT_SECONDS = 60.0
@@ -64,7 +65,6 @@ DEFAULT_RESTART_DELAY_SECONDS = 1.0
 RESTART_CAP = 5  # restarts within the window; the next exit is given up
 RESTART_WINDOW_SECONDS = 600.0
 LOCK_NAME = "run_stack.lock"
-_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 def seconds_setting(name: str, raw: str) -> float:
@@ -116,69 +116,6 @@ def lock_var_dir(environ: dict[str, str]) -> int:
     return descriptor
 
 
-def die_with(runner_pid: int) -> Callable[[], None] | None:
-    """A ``preexec_fn`` that has the kernel SIGKILL the child when the runner dies (Linux only).
-
-    A SIGKILLed runner cannot stop anything itself, and a stack left running without it blocks the
-    next one. The parent-death signal follows the thread that forked the child: the runner forks
-    from its main thread only, which lives as long as it does. It survives the exec."""
-    if not sys.platform.startswith("linux"):
-        return None
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
-
-    def arm() -> None:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != runner_pid:  # the runner died before the signal was armed
-            os._exit(1)
-
-    return arm
-
-
-# The group keeper: a process of its own that learns each process group as it starts (+pgid) and
-# ends (-pgid), and SIGKILLs those left when its input ends, as it does when the runner dies.
-_KEEPER = """
-import os, signal, sys
-groups = set()
-for line in sys.stdin:
-    (groups.add if line[0] == "+" else groups.discard)(int(line[1:]))
-for pgid in groups:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except OSError:
-        pass
-"""
-
-
-class GroupKeeper:
-    """Kills the stack's process groups when the runner dies, however it dies.
-
-    The parent-death signal reaches each process's group leader only; what a leader started
-    itself (a shell's child, a pool) would live on. The keeper holds the other end of a pipe the
-    kernel closes when the runner dies; the pipe is not inherited by the stack's processes."""
-
-    def __init__(self) -> None:
-        self._popen = subprocess.Popen(
-            [sys.executable, "-c", _KEEPER], stdin=subprocess.PIPE, text=True, start_new_session=True
-        )
-
-    def _send(self, line: str) -> None:
-        assert self._popen.stdin is not None
-        self._popen.stdin.write(line + "\n")
-        self._popen.stdin.flush()
-
-    def watch(self, pgid: int) -> None:
-        self._send(f"+{pgid}")
-
-    def forget(self, pgid: int) -> None:
-        """Before the group's leader is reaped: while its zombie lives, no other group has its id."""
-        self._send(f"-{pgid}")
-
-    def close(self) -> None:
-        assert self._popen.stdin is not None
-        self._popen.stdin.close()
-        self._popen.wait()
-
-
 class Console:
     """Prints every process's lines as ``HH:MM:SS name | line``, one line at a time."""
 
@@ -217,7 +154,7 @@ class StackProcess:
     ended_at: float | None = None  # when its exit was seen (monotonic)
     returncode: int | None = None  # of the run that ended
     reported: bool = False  # its run's exit was handled: the runner looks after it no more
-    keeper: GroupKeeper | None = field(default=None, repr=False)
+    keeper: Keeper | None = field(default=None, repr=False)
 
     def start(self, console: Console) -> None:
         # A session of its own: Ctrl-C in the terminal reaches only this launcher, which then
@@ -319,13 +256,13 @@ class Stack:
         # runner alone and leaving its processes running.
         for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, self.request_stop)
-        keeper = GroupKeeper()
+        keeper = Keeper()
         try:
             return self._run(keeper)
         finally:
             keeper.close()
 
-    def _run(self, keeper: GroupKeeper) -> int:
+    def _run(self, keeper: Keeper) -> int:
         for process in self.processes:
             process.keeper = keeper
             process.start(self.console)

@@ -1,8 +1,30 @@
 """Suite-wide pytest configuration."""
 
+import os
+from pathlib import Path
+
 import pytest
 
 from broker.local_tls import TlsFiles, make_tls_files
+from broker.process_ties import MARKER, Keeper, reap_leftovers, run_marker
+
+CHECKOUT = Path(__file__).resolve().parents[1]
+_KEEPER = pytest.StashKey[Keeper]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Every process this run starts dies with it, however it dies: what an earlier killed run of
+    # this checkout left is killed now, and each child inherits this run's marker, which a keeper
+    # process kills once this pytest is gone (its SIGKILL included). Other checkouts are not ours.
+    reap_leftovers(CHECKOUT)
+    os.environ[MARKER] = run_marker(CHECKOUT)
+    config.stash[_KEEPER] = Keeper(os.environ[MARKER])
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    keeper = config.stash.get(_KEEPER, None)
+    if keeper is not None:
+        keeper.close()  # a clean end: what a test left running goes too
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
