@@ -95,13 +95,11 @@ def test_ctrl_c_stops_the_worker_warm(stack_dir: Path) -> None:
     output = OutputLog(stack)
     try:
         output.wait_for(" ready.", timeout=120)
-        stack.send_signal(signal.SIGINT)  # what Ctrl-C in the terminal delivers
-        returncode = stack.wait(timeout=120)
-    finally:
-        if stack.poll() is None:
-            os.killpg(stack.pid, signal.SIGKILL)
-            stack.wait()
-    text = output.text()
+    except BaseException:
+        os.killpg(stack.pid, signal.SIGKILL)
+        stack.wait()
+        raise
+    returncode, text = end_of(stack, output, 120, signal.SIGINT)  # what Ctrl-C in the terminal delivers
     assert "Warm shutdown" in text, text
     assert "worker stopped (rc=0)" in text, text
     # Only the worker's own process was signalled: its pool processes were stopped by it.
@@ -139,6 +137,20 @@ def one_shot(name: str, returncode: int) -> str:
 
 def write_procfile(stack_dir: Path, *lines: str) -> None:
     (stack_dir / "Procfile").write_text("\n".join(lines) + "\n")
+
+
+def end_of(stack: subprocess.Popen[str], output: OutputLog, timeout: float, signum: int | None = None):
+    """Send ``signum`` (when given), wait up to ``timeout`` for the runner to end, kill its group if
+    it has not; its return code and everything it printed."""
+    try:
+        if signum is not None:
+            stack.send_signal(signum)
+        returncode = stack.wait(timeout=timeout)
+    finally:
+        if stack.poll() is None:
+            os.killpg(stack.pid, signal.SIGKILL)
+            stack.wait()
+    return returncode, output.text()
 
 
 def stop_with_ctrl_c(stack: subprocess.Popen[str], output: OutputLog) -> tuple[int, str]:
@@ -243,14 +255,7 @@ def test_a_bad_restart_annotation_is_refused(stack_dir: Path, annotation: str, c
 def test_the_runner_ends_when_nothing_is_left_running(stack_dir: Path) -> None:
     write_procfile(stack_dir, one_shot("quick", 0), one_shot("other", 2))
     stack = start_stack(stack_dir)
-    output = OutputLog(stack)
-    try:
-        returncode = stack.wait(timeout=60)
-    finally:
-        if stack.poll() is None:
-            os.killpg(stack.pid, signal.SIGKILL)
-            stack.wait()
-    text = output.text()
+    returncode, text = end_of(stack, OutputLog(stack), 60)
     assert "quick exited by itself (rc=0)" in text, text
     assert "other exited by itself (rc=2)" in text, text
     assert "no process left running or waiting to restart, stopping" in text, text
@@ -312,14 +317,7 @@ def test_sighup_stops_the_stack_like_sigterm(stack_dir: Path) -> None:
     stack = start_stack(stack_dir)
     output = OutputLog(stack)
     output.wait_for("steady up", timeout=60)
-    try:
-        stack.send_signal(signal.SIGHUP)  # what closing the terminal delivers
-        returncode = stack.wait(timeout=60)
-    finally:
-        if stack.poll() is None:
-            os.killpg(stack.pid, signal.SIGKILL)
-            stack.wait()
-    text = output.text()
+    returncode, text = end_of(stack, output, 60, signal.SIGHUP)  # what closing the terminal delivers
     assert "SIGHUP received, stopping" in text, text
     assert "steady stopped (rc=0)" in text, text
     assert returncode == 0, text
@@ -422,14 +420,7 @@ def test_a_restarted_process_that_exits_at_once_is_seen_before_the_runner_ends(s
     handled: the runner said it restarted it, then ended."""
     write_procfile(stack_dir, "# run_stack: restart bad delay=0.1", "bad: exit 3")
     stack = start_stack(stack_dir)
-    output = OutputLog(stack)
-    try:
-        returncode = stack.wait(timeout=120)
-    finally:
-        if stack.poll() is None:
-            os.killpg(stack.pid, signal.SIGKILL)
-            stack.wait()
-    text = output.text()
+    returncode, text = end_of(stack, OutputLog(stack), 120)
     assert text.count("bad exited by itself (rc=3)") == 6, text
     assert text.count("restarting bad in") == 5, text
     assert "bad exited 6 times within 600 s: not restarted again" in text, text

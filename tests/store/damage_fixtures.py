@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from broker.common.message import MessageExt
@@ -92,3 +93,10 @@ def consume_all(store) -> tuple[dict[int, MessageExt], list[int]]:
             assert result.next_begin_offset > offset or result.status is GetMessageStatus.FOUND, result
             offset = max(result.next_begin_offset, offset + len(result.messages))
     return intact, damaged
+
+
+def copy_image(image: tuple[Path, list[int], int], tmp_path: Path) -> tuple[Path, list[int], int]:
+    """A test's own copy of a module's ``stopped_store`` image (its store, offsets and end), to damage."""
+    store_dir, offsets, end = image
+    shutil.copytree(store_dir, tmp_path / "store")
+    return tmp_path / "store", offsets, end

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import struct
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from broker.common.segment_scan import BLANK_END, segment_end, segment_records
 from broker.store.message_store import MessageStore
 from broker.store.quarantine import PurgeRefused
 from tests.store.conftest import small_config
-from tests.store.damage_fixtures import GEOMETRY, consume_all, hit_by, overwrite, stopped_store
+from tests.store.damage_fixtures import GEOMETRY, consume_all, copy_image, hit_by, overwrite, stopped_store
 
 SEGMENT = GEOMETRY["mapped_file_size_commit_log"]
 SEGMENTS = 5
@@ -37,12 +36,6 @@ SEGMENTS = 5
 def image(tmp_path_factory):
     """A store of five segments stopped cleanly, its messages' offsets and its end."""
     return stopped_store(tmp_path_factory.mktemp("edges") / "store", SEGMENTS)
-
-
-def _copy(image, tmp_path: Path) -> tuple[Path, list[int], int]:
-    store_dir, offsets, end = image
-    shutil.copytree(store_dir, tmp_path / "store")
-    return tmp_path / "store", offsets, end
 
 
 def _open(store_dir: Path) -> MessageStore:
@@ -76,7 +69,7 @@ def test_damage_past_the_flushed_position_followed_by_sound_records_is_quarantin
     """Break 1/2: the checkpoint lagged behind the last segment (SYNC_FLUSH acknowledged it all);
     100 bytes (or 2 KiB of zeros) hit a record there. Before: 374 lost, 0 ranges. After: the hit
     messages only (1, or 2 for the zeros), one range, the log's end unchanged."""
-    store_dir, offsets, end = _copy(image, tmp_path)
+    store_dir, offsets, end = copy_image(image, tmp_path)
     last_base = end // SEGMENT * SEGMENT
     _set_flushed(store_dir, last_base)
     victim = next(i for i, o in enumerate(offsets) if o >= last_base + 100_000)
@@ -98,7 +91,7 @@ def test_damage_past_the_flushed_position_followed_by_sound_records_is_quarantin
 
 def test_a_real_torn_tail_is_still_cut(image, tmp_path):
     """Garbage after the last record with nothing sound after it: the crash cut the last write."""
-    store_dir, offsets, end = _copy(image, tmp_path)
+    store_dir, offsets, end = copy_image(image, tmp_path)
     _set_flushed(store_dir, end // SEGMENT * SEGMENT)
     overwrite(store_dir, offsets[-1] + 200, b"\xab" * 100)
     store = _open(store_dir)
@@ -116,7 +109,7 @@ def test_a_flushed_position_beyond_the_log_is_unknown_not_damage(image, tmp_path
     """Break 6: before, the unwritten tail of the active segment was 1 damaged range (523,997
     bytes) and the log's end jumped to the segment's end. After: no range, same end, a WARNING
     naming the checkpoint file."""
-    store_dir, offsets, end = _copy(image, tmp_path)
+    store_dir, offsets, end = copy_image(image, tmp_path)
     _set_flushed(store_dir, flushed, crash)
     with caplog.at_level(logging.WARNING):
         store = _open(store_dir)
@@ -137,7 +130,7 @@ def test_a_damaged_seal_is_found_at_start_and_sent_to_a_slave_well_formed(image,
     """Break 3: the blank end record of a sealed segment overwritten. Before: no range, and the
     bytes a slave copies ended in garbage (its walk stopped there for ever). After: one range
     from the seal to the segment's end, and the copied segment ends with a blank record."""
-    store_dir, offsets, _end = _copy(image, tmp_path)
+    store_dir, offsets, _end = copy_image(image, tmp_path)
     seal = _seal_of(offsets, 0)
     overwrite(store_dir, seal, b"\xab" * 8)
     store = _open(store_dir)
@@ -155,7 +148,7 @@ def test_a_seal_damaged_while_running_is_found_when_a_slave_is_sent_it(image, tm
     """Break 3, after start-up: the second segment's seal goes bad under a running master. Before:
     the segment's end went to a slave as garbage. After: found when the end is sent, quarantined,
     sent as a blank end record."""
-    store_dir, offsets, _end = _copy(image, tmp_path)
+    store_dir, offsets, _end = copy_image(image, tmp_path)
     store = _open(store_dir)
     try:
         seal = _seal_of(offsets, 1)
@@ -174,7 +167,7 @@ def test_a_short_sealed_segment_is_damage_not_a_refusal_to_start(image, tmp_path
     """Break 7: the second segment cut to half. Before: ValueError, the broker did not start.
     After: the file is given back its size (zeros), the missing half is one range, nothing after
     it is lost."""
-    store_dir, offsets, _end = _copy(image, tmp_path)
+    store_dir, offsets, _end = copy_image(image, tmp_path)
     path = store_dir / "commitlog" / f"{SEGMENT:020d}"
     os.truncate(path, SEGMENT // 2)
     with caplog.at_level(logging.ERROR):
@@ -218,7 +211,7 @@ def test_untrusted_ranges_are_dropped_with_an_error(image, tmp_path, caplog, ent
     """Break 4 and the JSON notes. Before: each range was kept as written (in the attack one to
     2**50 hid 511 of 512 messages and every later send), "abc" crashed the start, garbage JSON
     was ignored silently. After: each dropped with an ERROR naming the file, nothing hidden."""
-    store_dir, offsets, _end = _copy(image, tmp_path)
+    store_dir, offsets, _end = copy_image(image, tmp_path)
     path = _write_ranges(store_dir, entries)
     with caplog.at_level(logging.ERROR):
         store = _open(store_dir)
@@ -235,7 +228,7 @@ def test_overlapping_ranges_keep_the_first_only_and_purge_destroys_no_intact_rec
     """Break 5: [a, b) of real damage and an overlapping forged one. Before: the purge overwrote
     500 intact messages. After: the forged one is dropped at load; the purge overwrites the
     damaged record only."""
-    store_dir, offsets, _end = _copy(image, tmp_path)
+    store_dir, offsets, _end = copy_image(image, tmp_path)
     overwrite(store_dir, offsets[100] + 300, b"\xab" * 10)
     forged = [_entry(offsets[100], offsets[101]), _entry(offsets[100] + 500, offsets[600])]
     _write_ranges(store_dir, forged)
@@ -253,7 +246,7 @@ def test_overlapping_ranges_keep_the_first_only_and_purge_destroys_no_intact_rec
 def test_purge_re_verifies_the_bytes_and_refuses_touching_nothing(image, tmp_path):
     """Break 5: the bytes changed since the range was recorded (restored from a backup): a sound
     record starts in it now. The purge refuses with a remark and writes nothing."""
-    store_dir, offsets, _end = _copy(image, tmp_path)
+    store_dir, offsets, _end = copy_image(image, tmp_path)
     segment = store_dir / "commitlog" / f"{0:020d}"
     original = segment.read_bytes()[offsets[100] : offsets[101]]
     overwrite(store_dir, offsets[100] + 300, b"\xab" * 10)

@@ -16,7 +16,7 @@ from broker.common.message import MessageExt
 from broker.common.message_codec import decode_message
 from broker.store.message_store import MessageStore
 from tests.store.conftest import small_config
-from tests.store.damage_fixtures import GEOMETRY, consume_all, hit_by, overwrite, stopped_store
+from tests.store.damage_fixtures import GEOMETRY, consume_all, copy_image, hit_by, overwrite, stopped_store
 
 SEGMENT = GEOMETRY["mapped_file_size_commit_log"]
 
@@ -24,12 +24,6 @@ SEGMENT = GEOMETRY["mapped_file_size_commit_log"]
 @pytest.fixture(scope="module")
 def image(tmp_path_factory):
     return stopped_store(tmp_path_factory.mktemp("round2") / "store", 3)
-
-
-def _copy(image, tmp_path: Path) -> tuple[Path, list[int], int]:
-    store_dir, offsets, end = image
-    shutil.copytree(store_dir, tmp_path / "store")
-    return tmp_path / "store", offsets, end
 
 
 def _open(store_dir: Path) -> MessageStore:
@@ -45,7 +39,7 @@ def test_a_purge_killed_half_way_leaves_its_filled_ranges_purged(image, tmp_path
     queue entry reported the filler as a damaged range (0-1130 in the attack) and every later
     purge-all was refused. After: it is kept as purged, reads pass over it, purge-all closes the
     other two, nothing open."""
-    store_dir, offsets, end = _copy(image, tmp_path)
+    store_dir, offsets, end = copy_image(image, tmp_path)
     victims = [offsets[100] + 10, offsets[900] + 10, offsets[1500] + 10]
     for at in victims:
         overwrite(store_dir, at)
@@ -74,7 +68,7 @@ def test_a_flushed_position_at_the_end_of_the_last_file_is_garbled(image, tmp_pa
     """Break 4: checkpoint flushed position = end of the last segment file, a crash, the last
     record torn. Before: the torn record and the zero rest of the active segment were one damaged
     range and the log's end jumped to the segment's end. After: the torn record is cut, no range."""
-    store_dir, offsets, end = _copy(image, tmp_path)
+    store_dir, offsets, end = copy_image(image, tmp_path)
     path = store_dir / "checkpoint"
     raw = bytearray(path.read_bytes())
     raw[24:32] = struct.pack(">q", (end // SEGMENT + 1) * SEGMENT)
