@@ -87,15 +87,27 @@ def _identity(bid: int) -> str:
 
 
 def _follower(controllers: ControllerGroup, wire: Wire) -> str:
-    leader = wire.leader()
-    return next(controllers.listen[pid] for pid in controllers.listen if pid != leader)
+    """A follower that knows the current leader. On a starved machine a Raft group may re-elect
+    between two calls, and a follower learns a new leader only from its first heartbeat: wait for
+    a settled view instead of racing it (what the commands print from a follower is under test)."""
+
+    def settled() -> str | None:
+        leader = wire.leader()
+        if leader is None:
+            return None
+        follower = next(controllers.listen[pid] for pid in controllers.listen if pid != leader)
+        shown = mqadmin("getControllerMetaData", "-a", follower)
+        return follower if f"#ControllerLeaderId\t{leader}" in shown.stdout.splitlines() else None
+
+    return wait_until(settled, timeout=30, interval=0.5, what="a follower that knows the leader")
 
 
 def test_get_controller_metadata_names_the_group_and_its_leader(group):
     controllers, wire = group
+    follower = _follower(controllers, wire)
     leader = wire.leader()
     assert leader is not None
-    done = mqadmin("getControllerMetaData", "-a", _follower(controllers, wire))
+    done = mqadmin("getControllerMetaData", "-a", follower)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[:3] == [

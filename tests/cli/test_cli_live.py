@@ -243,10 +243,13 @@ def test_a_slow_consumers_progress_shows_the_tps_of_its_committed_offsets(cluste
                 return ok_json(capsys, "consumerProgress", "-n", n, "-g", group, "-t", topic)["consume_tps"]
 
             reported = eventually(tps)
-            true_rate = (committed() - first) / (time.monotonic() - began)
+            elapsed = time.monotonic() - began
+            true_rate = (committed() - first) / elapsed
         finally:
             consumer.shutdown()
-    assert 0 < true_rate <= 10  # one message per 100 ms at most, on one thread
+    # One message per 100 ms at most, on one thread; the committed offsets trail the work by up to
+    # one persist interval (200 ms), which the first reading may owe to the window.
+    assert 0 < true_rate <= 10 * (elapsed + 0.2) / elapsed
     assert reported == pytest.approx(true_rate, rel=0.5)
 
 
