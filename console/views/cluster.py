@@ -16,18 +16,18 @@ from django.views.decorators.http import require_GET, require_POST
 from broker.client.admin import MQClientError, NotFoundError
 from broker.controller.client import ControllerError
 from broker.controller.state import MAX_BROKER_ID
-from console.audit import audit
-from console.cluster_access import admin_of, current_namesrv
-from console.errors import error_page
 from console.forms import BrokerConfigForm
-from console.models import AuditRecord
-from console.roles import VIEWER, require_permission, require_role
 from console.services.broker_config_rows import config_rows, updatable_keys
 from console.services.damaged_data import damaged_data
 from console.services.replication import SwitchoverRefused, switchover, switchover_plan
 from console.services.replication import replication_view as build_replication_view
 from console.services.vanished_brokers import down_sets, vanished_brokers
 from console.views.common import audited, invalid_form, run_action
+from core.audit import audit
+from core.cluster_access import admin_of, current_namesrv
+from core.errors import error_page
+from core.models import AuditRecord
+from core.roles import VIEWER, require_permission, require_role
 
 SWITCHOVER = "broker.switchover"
 PURGE_DAMAGED = "broker.damaged.purge"
