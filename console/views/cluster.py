@@ -60,24 +60,28 @@ def cluster_page(request):
     return render(request, "console/cluster.html", context)
 
 
-def _broker_name_of(admin, addr: str) -> str:
-    name = admin.cluster_info().broker_name_of(addr)
-    if name is None:
-        namesrv = ";".join(admin.namesrv_addrs)
-        raise NotFoundError(f"no broker at {addr} is registered on name server {namesrv}")
-    return name
+def _broker_member_of(admin, addr: str) -> tuple[str, int]:
+    """The broker name and id of the member listening at ``addr``."""
+    brokers = admin.cluster_info().brokers
+    for data in brokers.values():
+        for broker_id, member_addr in data.broker_addrs.items():
+            if member_addr == addr:
+                return data.broker_name, broker_id
+    namesrv = ";".join(admin.namesrv_addrs)
+    raise NotFoundError(f"no broker at {addr} is registered on name server {namesrv}")
 
 
 @require_GET
 @require_role(VIEWER)
 def broker_page(request, addr: str):
     admin = admin_of(request)
-    broker_name = _broker_name_of(admin, addr)
+    broker_name, broker_id = _broker_member_of(admin, addr)
     state = admin.broker_config_state(addr)
     runtime = admin.broker_runtime_info(addr)
     context = {
         "addr": addr,
         "broker_name": broker_name,
+        "broker_id": broker_id,  # the history's charts of this member (history/_charts.html)
         "runtime": runtime,
         "damaged": damaged_data(runtime),
         "config_rows": config_rows(state.values, state.pending),
