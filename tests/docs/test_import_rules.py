@@ -12,6 +12,7 @@ downward (``BROKER_LAYERS``: each allowed arrow named, with why).
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -178,7 +179,8 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def imports_of(root: Path, path: Path) -> list[Import]:
+@functools.cache  # the tree is parsed once for every test of the module
+def imports_of(root: Path, path: Path) -> tuple[Import, ...]:
     """Every import of the file, at module level, in functions and classes, under any ``if``."""
     name = module_name(root, path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
@@ -208,7 +210,7 @@ def imports_of(root: Path, path: Path) -> list[Import]:
             visit(child, types_only)
 
     visit(ast.parse(path.read_text(encoding="utf-8"), str(path)), False)
-    return found
+    return tuple(found)
 
 
 def rule_broken(source: str, target: str, types_only: bool = False) -> str | None:
@@ -260,6 +262,60 @@ def violations(root: Path) -> list[str]:
                         f"{path.relative_to(root)}:{imported.line}: imports {imported.target}: {why}"
                     )
     return found
+
+
+def _defined_names(path: Path) -> set[str]:
+    """The names a module binds at any level: what ``from it import name`` may take."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+    return names
+
+
+def unresolved(root: Path) -> list[str]:
+    """Imports of the project's own modules that name no module or name in the tree. Python would
+    not always say so: an editable install of another checkout (a worktree sharing a virtualenv)
+    answers an import of a module this tree moved away with that checkout's copy."""
+    modules = {
+        module_name(root, path): path
+        for top in CHECKED
+        if (root / top).is_dir()
+        for path in (root / top).rglob("*.py")
+    }
+    defined: dict[str, set[str]] = {}
+    found = []
+    for path in sorted(modules.values()):
+        for imported in imports_of(root, path):
+            target = imported.target
+            if target.split(".")[0] not in CHECKED or target in modules:
+                continue
+            parent, _, name = target.rpartition(".")
+            if parent in modules:
+                if parent not in defined:
+                    defined[parent] = _defined_names(modules[parent])
+                if name == "*" or name in defined[parent]:
+                    continue
+            found.append(f"{path.relative_to(root)}:{imported.line}: {target} is not in the tree")
+    return found
+
+
+def test_every_import_of_the_projects_own_modules_resolves_in_the_tree():
+    assert unresolved(ROOT) == []
+
+
+def test_an_import_of_a_module_moved_away_is_found(tmp_path):
+    (tmp_path / "console").mkdir()
+    (tmp_path / "console" / "__init__.py").write_text("from .kept import KEPT\n", encoding="utf-8")
+    (tmp_path / "console" / "kept.py").write_text("KEPT = 1\n", encoding="utf-8")
+    (tmp_path / "console" / "user.py").write_text(
+        "from console import KEPT, kept\nfrom console import cluster_access\n", encoding="utf-8"
+    )
+    assert unresolved(tmp_path) == ["console/user.py:2: console.cluster_access is not in the tree"]
 
 
 def test_the_whole_project_keeps_the_import_rules():
