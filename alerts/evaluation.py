@@ -9,7 +9,7 @@ A subject whose figure is unknown this cycle but recent (``alerts.observe``) cha
 open event neither fires nor resolves, and none opens. One the rule no longer observes at all has
 no data: its event resolves saying so (``observe.no_data``), as Grafana's "no data" state does.
 
-``evaluate(now, cluster)`` runs after every sampling cycle (``history.signals.sample_stored``) and
+``evaluate(now, cluster)`` runs after every sampling cycle (``core.signals.sample_stored``) and
 is what tests call with a fake clock. Its cost: a fixed number of queries (rules, open events,
 silences, one or two reads per distinct metric, bulk writes), whatever the number of groups.
 """
@@ -23,12 +23,13 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import transaction
 
-from history import clock, query
+from core import clock, metric_history
+from core.cluster_access import namesrv_choices
 
 from . import notify
 from .kinds import KINDS
 from .models import AlertEvent, AlertRule, Notification, Silence
-from .observe import Readings, no_data, observe
+from .observe import no_data, observe
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ def summary_of(rule: AlertRule, subject: dict[str, str], value: float) -> str:
 
 def evaluate(now: datetime | None = None, cluster: str | None = None) -> EvaluationReport:
     now = now or clock.now()
-    cluster = cluster or query.default_cluster()
+    cluster = cluster or next(iter(namesrv_choices()), "")  # the first name server by default
     report = EvaluationReport(cluster, now)
     with transaction.atomic():
         _evaluate(now, cluster, report)
@@ -77,7 +78,7 @@ def _evaluate(now: datetime, cluster: str, report: EvaluationReport) -> None:
         )
     }
     silences = list(Silence.objects.filter(starts_at__lte=now, ends_at__gt=now))
-    readings = Readings(cluster, now)
+    readings = metric_history.required().readings(cluster, now)
     batch = _Batch()
     for rule in rules:
         for obs in observe(rule, readings):

@@ -21,12 +21,12 @@ from django.views.decorators.http import require_GET, require_POST
 
 from broker.client.admin import AclConfig, AclVersion, AsyncMQAdmin, BrokerOutcome, MQAdmin, MQClientError
 from broker.client.admin.acl import MASK
-from console.audit import audit
-from console.cluster_access import admin_of
 from console.forms import AclAccountForm, AclDeleteForm, GlobalWhiteListForm
-from console.models import AuditRecord
-from console.roles import ADMIN, require_permission, require_role
 from console.views.common import form_errors_text, ms_to_datetime
+from core.audit import audit
+from core.cluster_access import admin_of
+from core.models import AuditRecord
+from core.roles import ADMIN, require_permission, require_role
 
 SAVE, DELETE, WHITE_LIST = "acl.account.save", "acl.account.delete", "acl.white_list.update"
 

@@ -16,18 +16,18 @@ from django.views.decorators.http import require_GET, require_POST
 from broker.client.admin import MQClientError, NotFoundError
 from broker.controller.client import ControllerError
 from broker.controller.state import MAX_BROKER_ID
-from console.audit import audit
-from console.cluster_access import admin_of, current_namesrv
-from console.errors import error_page
 from console.forms import BrokerConfigForm
-from console.models import AuditRecord
-from console.roles import VIEWER, require_permission, require_role
 from console.services.broker_config_rows import config_rows, updatable_keys
 from console.services.damaged_data import damaged_data
 from console.services.replication import SwitchoverRefused, switchover, switchover_plan
 from console.services.replication import replication_view as build_replication_view
 from console.services.vanished_brokers import down_sets, vanished_brokers
 from console.views.common import audited, invalid_form, run_action
+from core.audit import audit
+from core.cluster_access import admin_of, current_namesrv
+from core.errors import error_page
+from core.models import AuditRecord
+from core.roles import VIEWER, require_permission, require_role
 
 SWITCHOVER = "broker.switchover"
 PURGE_DAMAGED = "broker.damaged.purge"
@@ -60,24 +60,28 @@ def cluster_page(request):
     return render(request, "console/cluster.html", context)
 
 
-def _broker_name_of(admin, addr: str) -> str:
-    name = admin.cluster_info().broker_name_of(addr)
-    if name is None:
-        namesrv = ";".join(admin.namesrv_addrs)
-        raise NotFoundError(f"no broker at {addr} is registered on name server {namesrv}")
-    return name
+def _broker_member_of(admin, addr: str) -> tuple[str, int]:
+    """The broker name and id of the member listening at ``addr``."""
+    brokers = admin.cluster_info().brokers
+    for data in brokers.values():
+        for broker_id, member_addr in data.broker_addrs.items():
+            if member_addr == addr:
+                return data.broker_name, broker_id
+    namesrv = ";".join(admin.namesrv_addrs)
+    raise NotFoundError(f"no broker at {addr} is registered on name server {namesrv}")
 
 
 @require_GET
 @require_role(VIEWER)
 def broker_page(request, addr: str):
     admin = admin_of(request)
-    broker_name = _broker_name_of(admin, addr)
+    broker_name, broker_id = _broker_member_of(admin, addr)
     state = admin.broker_config_state(addr)
     runtime = admin.broker_runtime_info(addr)
     context = {
         "addr": addr,
         "broker_name": broker_name,
+        "broker_id": broker_id,  # the history's charts of this member (history/_charts.html)
         "runtime": runtime,
         "damaged": damaged_data(runtime),
         "config_rows": config_rows(state.values, state.pending),

@@ -3,8 +3,8 @@ refusing bad input (``BadRequest``, answered by the project's 400 handler) with 
 form errors as text, times and numbers from forms, message rows and exports.
 
 Views raise, never render, their refusals: ``BadRequest`` for input, ``PermissionDenied`` for a role
-(``console.roles``), ``Http404`` or the admin's ``NotFoundError`` for what does not exist; a cluster
-failure is an ``MQClientError``. ``console.errors`` turns each into its page.
+(``core.roles``), ``Http404`` or the admin's ``NotFoundError`` for what does not exist; a cluster
+failure is an ``MQClientError``. ``core.errors`` turns each into its page.
 """
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ from django.http import HttpResponse
 from broker.client.admin import MQClientError, NotFoundError
 from broker.common.message import MessageExt
 from broker.common.message_view import describe_message
-from console.audit import audit
 from console.message_export import EXPORT_FORMATS, export_response
-from console.models import AuditRecord
+from core.audit import audit
+from core.models import AuditRecord
 
 
 def audited(action: str):
     """For mutating views that raise their refusals: a refusal (bad input, a cluster error) that the
-    view did not audit itself (``console.audit.audit`` notes on the request that it did) is audited
+    view did not audit itself (``core.audit.audit`` notes on the request that it did) is audited
     as failed, with the form's fields, before its page is shown."""
 
     def decorate(view):
@@ -62,7 +62,7 @@ def run_action(
 
     With ``missing_is_404`` an action on something that does not exist is audited as failed and its
     ``NotFoundError`` raised, so the answer is the 404 "Not found" page naming it
-    (``console.errors``), not a redirect to a page about the missing thing."""
+    (``core.errors``), not a redirect to a page about the missing thing."""
     try:
         result = operation()
     except (MQClientError, ValueError) as exc:

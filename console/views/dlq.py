@@ -12,12 +12,8 @@ from django.views.decorators.http import require_GET, require_POST
 from broker.client.admin import MQClientError
 from broker.common.topic_config import DLQ_GROUP_TOPIC_PREFIX, dlq_topic, retry_topic, validate_topic
 from console import replay_audit
-from console.audit import audit
-from console.cluster_access import admin_of, namesrv_of, producer_of
-from console.errors import error_page
 from console.message_body import body_views
-from console.models import AuditRecord, ReplayJob
-from console.roles import VIEWER, require_permission, require_role
+from console.models import ReplayJob
 from console.services import dlq
 from console.tasks import fail_abandoned_jobs, replay_dead_letters
 from console.views.common import (
@@ -27,6 +23,11 @@ from console.views.common import (
     parse_datetime_ms,
     parse_float,
 )
+from core.audit import audit
+from core.cluster_access import admin_of, namesrv_of, producer_of
+from core.errors import error_page
+from core.models import AuditRecord
+from core.roles import VIEWER, require_permission, require_role
 
 MAX_SELECTED = 10_000
 PAGE_SIZE = 100

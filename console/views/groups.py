@@ -10,11 +10,11 @@ from django.views.decorators.http import require_GET, require_POST
 
 from broker.client.admin import NotFoundError
 from broker.common.system_names import is_system_group
-from console.cluster_access import admin_of
 from console.forms import GroupForm, ResetOffsetForm, check_group
-from console.roles import VIEWER, require_permission, require_role
-from console.services.cluster_queries import group_detail, group_index, group_rows, reset_preview
 from console.views.common import form_errors_text, invalid_form, invalid_target, run_action, save_on_masters
+from core.cluster_access import admin_of
+from core.cluster_queries import group_detail, group_index, group_rows, reset_preview
+from core.roles import VIEWER, require_permission, require_role
 
 PAGE_SIZE = 100
 _GROUP_OPTIONS = (

@@ -8,12 +8,12 @@ from django.shortcuts import redirect
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from console.audit import audit
-from console.cluster_access import select_namesrv
 from console.forms import NamesrvSwitchForm
-from console.models import AuditRecord
-from console.roles import VIEWER, require_role
 from console.views.common import invalid_form
+from core.audit import audit
+from core.cluster_access import select_namesrv
+from core.models import AuditRecord
+from core.roles import VIEWER, require_role
 
 
 @require_POST

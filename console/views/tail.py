@@ -16,12 +16,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from broker.common.topic_config import validate_topic
-from console.audit import audit
 from console.models import SavedTailFilter
-from console.roles import VIEWER, require_permission, require_role
 from console.tail.consumer import BUFFER_SIZE
 from console.tail.filters import TailFilterError, compile_filter
 from console.views.common import audited
+from core.audit import audit
+from core.roles import VIEWER, require_permission, require_role
 
 FILTER_FIELDS = ("tags", "sql", "key")
 

@@ -14,14 +14,14 @@ from django.views.decorators.http import require_GET, require_POST
 
 from broker.common.message import Message
 from broker.common.topic_kinds import KIND_LABELS, KINDS
-from console.cluster_access import admin_of, current_namesrv, producer_of
 from console.forms import PERM_CHOICES, SendMessageForm, TopicForm, check_topic
-from console.roles import VIEWER, require_permission, require_role
-from console.services.cluster_queries import is_system_topic_of, topic_consumers, topic_rows
 from console.services.sending import choose_queue, send_message
 from console.services.topic_by_set import topic_by_set
 from console.services.vanished_brokers import down_sets, vanished_brokers
 from console.views.common import invalid_form, invalid_target, run_action, save_on_masters
+from core.cluster_access import admin_of, current_namesrv, producer_of
+from core.cluster_queries import is_system_topic_of, topic_consumers, topic_rows
+from core.roles import VIEWER, require_permission, require_role
 
 PAGE_SIZE = 100
 

@@ -9,12 +9,12 @@ from django.views.decorators.http import require_GET, require_POST
 
 from broker.client.admin import MQClientError
 from broker.common.topic_config import TRANS_HALF_TOPIC
-from console.audit import audit
-from console.cluster_access import admin_of
-from console.models import AuditRecord
-from console.roles import VIEWER, require_permission, require_role
 from console.services import transactions
 from console.views.common import audited, export_messages, message_row
+from core.audit import audit
+from core.cluster_access import admin_of
+from core.models import AuditRecord
+from core.roles import VIEWER, require_permission, require_role
 
 
 @require_GET

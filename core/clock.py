@@ -1,5 +1,5 @@
 """The one time source of metric history: sampling, rollups, retention and queries all ask
-``clock.now()``, so a test can replace it (``monkeypatch.setattr(history.clock, "now", ...)``) and
+``clock.now()``, so a test can replace it (``monkeypatch.setattr(core.clock, "now", ...)``) and
 play days of samples in a second. Call it as ``clock.now()`` (module attribute), never import the
 function by name, or a patched clock is not seen."""
 
@@ -22,3 +22,9 @@ def now() -> datetime:
 def stale_after() -> timedelta:
     """How old the newest figure may be and still stand for "now" (``STALE_CYCLES`` intervals)."""
     return timedelta(seconds=STALE_CYCLES * settings.HISTORY_SAMPLE_SECONDS)
+
+
+def day_start(moment: datetime | None = None) -> datetime:
+    """00:00 UTC of the day of ``moment`` (now): where "today" of the overview and the history starts."""
+    moment = (moment or now()).astimezone(UTC)
+    return moment.replace(hour=0, minute=0, second=0, microsecond=0)
