@@ -38,6 +38,6 @@ async def test_a_malformed_header_from_the_broker_gets_the_one_failure_answer(ca
         await client.close()
         await server.stop()
     assert answer.code == ResponseCode.SYSTEM_ERROR
-    assert "timestamp" in answer.remark and "soon" in answer.remark, answer.remark
+    assert answer.remark is not None and "timestamp" in answer.remark and "soon" in answer.remark
     refused = [r for r in caplog.records if r.getMessage().startswith("refused request code 220")]
     assert len(refused) == 1 and refused[0].exc_info is None
