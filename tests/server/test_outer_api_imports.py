@@ -19,7 +19,7 @@ def _sources(package: str) -> list[Path]:
 def _imported(tree: ast.AST, path: Path) -> set[str]:
     """Every module ``path`` imports, relative imports made absolute."""
     package = ".".join(path.relative_to(BROKER.parent).with_suffix("").parts[:-1])
-    names = set()
+    names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
