@@ -32,6 +32,7 @@ from broker.common import message_const as const
 from broker.common.message import Message, MessageExt
 from broker.local_cluster import ROOT, wait_until
 from tests.cluster import ONE_BROKER, cluster_fixture
+from tests.polling import gathered
 
 SCRIPTS = Path(__file__).parent / "ali_ons"
 NODE = shutil.which("node") or ""  # "": no node, the module is skipped
@@ -319,12 +320,7 @@ def test_ali_ons_producer_to_python_push_and_lite_pull_consumers(cluster):
     pull.start()
     try:
         pulled: list[MessageExt] = []
-
-        def pulled_two() -> bool:
-            pulled.extend(pull.poll(0.5))
-            return len(pulled) >= 2
-
-        wait_until(pulled_two, timeout=30)
+        wait_until(lambda: len(gathered(pulled, pull.poll(0.5))) >= 2, timeout=30)
         assert wait_until(lambda: len(pushed) >= len(specs), timeout=30), pushed
     finally:
         push.shutdown()
