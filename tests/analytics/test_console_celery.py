@@ -190,7 +190,6 @@ def test_a_schedule_created_in_the_console_triggers_a_run(
                          0.5, "beat to start a run")  # fmt: skip
     finally:
         beat.stop()
-    assert run is not None  # wait_until returns only a found run
     assert run.schedule_name == "hourly-throughput" and run.report == "throughput"
     run = wait_finished(run.pk)
     assert run.status == ReportRun.DONE, run.error
