@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import TypeVar, overload
 
 from broker.common.codes import RequestCode
 from broker.common.request_headers import CommandHeader, CreateTopicRequestHeader, GetRouteInfoRequestHeader
@@ -412,6 +412,17 @@ def start_master_slave(
     return cluster
 
 
+# Told ``what`` it waits for, it returns the predicate's answer or raises: never its "no" (None).
+@overload
+def wait_until(predicate: Callable[[], T | None], timeout: float, interval: float, what: str) -> T: ...
+@overload
+def wait_until(
+    predicate: Callable[[], T | None], timeout: float = 60, interval: float = 0.05, *, what: str
+) -> T: ...
+@overload
+def wait_until(
+    predicate: Callable[[], T], timeout: float = 60, interval: float = 0.05, what: None = None
+) -> T: ...
 def wait_until(
     predicate: Callable[[], T], timeout: float = 60, interval: float = 0.05, what: str | None = None
 ) -> T:

@@ -11,6 +11,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any, Literal
 
 import pytest
 import yaml
@@ -65,6 +66,8 @@ OPS_CLUSTER = "OpsCluster"
 OPS_DELAY_LEVELS = "1s 2s 1h"
 CONSUME_QUEUE_ENTRY_BYTES = 20
 _AUTO_CREATE = {"autoCreateTopicEnable": "true", "autoCreateSubscriptionGroup": "true"}
+
+FixtureScope = Literal["session", "package", "module", "class", "function"]  # pytest.fixture's
 
 
 @dataclass(frozen=True)
@@ -138,7 +141,7 @@ class Cluster(LocalCluster):
         total = 0
         for queue_id in range(queues):
             response = self.request(RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": queue_id})
-            total += int(response.field("offset"))
+            total += response.int_field("offset")
         return total
 
     def instance(self, name: str):
@@ -215,7 +218,7 @@ def cluster_fixture(
     preset: Preset,
     settings: Mapping[str, object] | None = None,
     topics: Mapping[str, int] | None = None,
-    scope: str = "module",
+    scope: FixtureScope = "module",
     brokers: tuple[str, ...] | None = None,
 ):
     """A fixture: ``preset`` (plus ``settings``) running with ``topics`` (name: queues) created,
@@ -238,7 +241,7 @@ def cluster_fixture(
     return cluster
 
 
-def namesrv_fixture(conf_text: str | None = None, scope: str = "function"):
+def namesrv_fixture(conf_text: str | None = None, scope: FixtureScope = "function"):
     """A fixture: a name server alone (from a namesrv.conf of ``conf_text``, ``{port}`` replaced by
     a free port), whose clean exit is asserted."""
 
@@ -279,7 +282,7 @@ def small_store_config(**overrides):
     """A ``MessageStoreConfig`` with small files, for tests that run a store in-process."""
     from broker.store.store_config import MessageStoreConfig
 
-    values = {
+    values: dict[str, Any] = {
         "mapped_file_size_commit_log": 8 * 1024 * 1024,
         "mapped_file_size_consume_queue": 6000 * 20,
         "max_hash_slot_num": 20_000,

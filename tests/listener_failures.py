@@ -73,7 +73,7 @@ class ListenerFailures:
                 first.add_note(note)
         raise first
 
-    def wait(self, condition: Callable[[], bool], timeout: float, interval: float = 0.02) -> bool:
+    def wait(self, condition: Callable[[], object], timeout: float, interval: float = 0.02) -> bool:
         """Poll ``condition`` until it holds (True) or ``timeout`` passes (False); a failure
         recorded meanwhile is raised at once."""
         deadline = time.monotonic() + timeout
@@ -86,9 +86,14 @@ class ListenerFailures:
                 return False
             time.sleep(interval)
 
-    async def wait_until_async(self, condition: Callable[[], bool], timeout: float) -> bool:
+    async def wait_until_async(self, condition: Callable[[], object], timeout: float) -> bool:
         """``wait`` for a test running on an event loop: the loop runs on while it polls."""
-        return await wait_until_async(lambda: self.check() or condition(), timeout)
+
+        def checked() -> object:
+            self.check()
+            return condition()
+
+        return await wait_until_async(checked, timeout)
 
     async def wait_async(self, awaitable: Awaitable, timeout: float, interval: float = 0.02):
         """Await ``awaitable`` for at most ``timeout`` seconds (``TimeoutError`` after that); a
@@ -108,13 +113,13 @@ class ListenerFailures:
             task.cancel()
 
 
-async def wait_until_async(condition: Callable[[], bool], timeout: float, interval: float = 0.005) -> bool:
+async def wait_until_async(condition: Callable[[], object], timeout: float, interval: float = 0.005) -> bool:
     """Poll ``condition`` while the running loop goes on, until it holds (True) or ``timeout``
     seconds pass (False): ``harness.wait_until`` for a test on an event loop."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not condition():
         if loop.time() >= deadline:
-            return condition()
+            return bool(condition())
         await asyncio.sleep(interval)
     return True

@@ -76,6 +76,12 @@ def fill(directory: Path, leave: int = 0) -> Path:
     return filler
 
 
+class SmallDiskCluster(LocalCluster):
+    """A cluster whose broker's store is on a small tmpfs."""
+
+    disk: Path  # the tmpfs, mounted for the cluster's life
+
+
 @contextmanager
 def broker_on_small_disk(
     workdir: Path,
@@ -84,13 +90,13 @@ def broker_on_small_disk(
     broker: str,
     settings: Mapping[str, object],
     topics: tuple[str, ...],
-) -> Iterator[LocalCluster]:
+) -> Iterator[SmallDiskCluster]:
     """A name server and ``broker`` whose store is on a ``disk_bytes`` tmpfs (``cluster.disk``):
     store files small enough for a few MiB, acked messages never deleted to make room
     (``cleanFileForciblyEnable=false``), ``settings`` on top; ``topics`` created with one queue."""
     with small_disk(workdir / "disk", disk_bytes) as disk:
         (workdir / "cluster").mkdir()
-        local = LocalCluster(workdir / "cluster", cluster_name)
+        local = SmallDiskCluster(workdir / "cluster", cluster_name)
         try:
             store = {
                 "storePathRootDir": disk / "store",
@@ -103,7 +109,7 @@ def broker_on_small_disk(
             local.add_broker(broker, {**store, **settings})
             for topic in topics:
                 local.create_topic(topic, queues=1)
-            local.disk = disk  # type: ignore[attr-defined]
+            local.disk = disk
             yield local
         finally:
             local.stop()

@@ -14,7 +14,6 @@ from broker.common.request_headers import (
     CommandHeader,
     ConsumeMessageDirectlyResultRequestHeader,
     GetConsumerRunningInfoRequestHeader,
-    HeaderError,
     ResetOffsetRequestHeader,
 )
 from broker.remoting.command import response_to
@@ -45,10 +44,8 @@ def _handler(instance, header_type: type[H], group_of: Callable[[H], str], actio
     the group it names (``group_of``), to ``action(consumer, header, request)``."""
 
     async def handle(conn, request):
-        try:
-            header = header_type.from_ext_fields(request.ext_fields)
-        except HeaderError as exc:
-            return response_to(request, ResponseCode.SYSTEM_ERROR, str(exc))
+        # A header it cannot read rises: failure_response answers it (the one place that does).
+        header = header_type.from_ext_fields(request.ext_fields)
         consumer = instance.consumers.get(group_of(header))
         if consumer is None:
             return response_to(request, ResponseCode.SYSTEM_ERROR, "no consumer of that group in this client")

@@ -38,8 +38,9 @@ def format_properties(values: Mapping[str, object]) -> str:
     return "".join(f"{key}={value}\n" for key, value in values.items())
 
 
-def load_conf(path: str | Path | None, overrides: dict[str, str] | None = None) -> dict[str, str]:
-    """Settings from ``path`` (when given) with ``overrides`` (from the command line) on top."""
+def load_conf(path: str | Path | None, overrides: Mapping[str, object] | None = None) -> dict[str, str]:
+    """Settings from ``path`` (when given) with ``overrides`` (from the command line) on top: each
+    written as text, those that are None (an option not given) left out."""
     values: dict[str, str] = {}
     if path:
         try:

@@ -29,10 +29,10 @@ def main(argv: list[str] | None = None) -> int:
         # each request needs); a bad or missing file is a ConfError.
         acl = namesrv_acl(conf)
         replay = namesrv_replay_guard(conf)
+        service = ControllerService(config)  # its outbound client: TLS files, the inner account
     except ConfError as exc:
         print(f"controller: {exc}", file=sys.stderr)
         return 2
-    service = ControllerService(config)
     if acl is not None:
         install_acl(
             service.server.processors,

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 import secrets
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from broker.common.conf_file import ConfError, get_bool, get_int, get_list
+from broker.remoting.tls import PLAINTEXT, ClientTls, TlsMode
 
 from .raft import Peer
 
@@ -31,6 +32,12 @@ class ControllerConfig:
     raft_password_set: bool = True  # False: a single controller's own random one
     notify_role_changed: bool = True  # notifyBrokerRoleChanged
     process_read_event: bool = False  # isProcessReadEvent: replica reads go through the Raft log
+    # The controller's own account and TLS for what it sends brokers (NOTIFY_BROKER_ROLE_CHANGED),
+    # as a broker's innerAccessKey/innerSecretKey and tls.enable/tls.client.*: a broker with ACL
+    # on drops an unsigned notification.
+    inner_access_key: str = ""
+    inner_secret_key: str = field(default="", repr=False)
+    client_tls: ClientTls = PLAINTEXT
 
 
 def _raft_password(conf: dict[str, str], peers: list[Peer]) -> str:
@@ -85,6 +92,9 @@ def controller_config(conf: dict[str, str]) -> ControllerConfig:
     if scan <= 0 or write_timeout <= 0:
         raise ConfError("scanNotActiveBrokerInterval and controllerWriteTimeoutMillis must be positive")
     store = conf.get("controllerStorePath", str(Path.home() / "DLedgerController"))
+    access_key, secret_key = conf.get("innerAccessKey") or "", conf.get("innerSecretKey") or ""
+    if bool(access_key) != bool(secret_key):
+        raise ConfError("innerAccessKey and innerSecretKey must be set together")
     return ControllerConfig(
         listen_host=host,
         listen_port=port,
@@ -99,6 +109,12 @@ def controller_config(conf: dict[str, str]) -> ControllerConfig:
         raft_password_set=bool(conf.get("controllerRaftPassword")),
         notify_role_changed=get_bool(conf, "notifyBrokerRoleChanged", True),
         process_read_event=get_bool(conf, "isProcessReadEvent", False),
+        inner_access_key=access_key,
+        inner_secret_key=secret_key,
+        # Unset tls.enable: TLS when this process's own port is TLS-only, as the broker's default.
+        client_tls=ClientTls.from_properties(
+            conf, default_enable=conf.get("tls.server.mode") == TlsMode.ENFORCING.value
+        ),
     )
 
 
@@ -141,6 +157,8 @@ def config_properties(config: ControllerConfig) -> dict[str, str]:
         "notifyBrokerRoleChanged": str(config.notify_role_changed).lower(),
         "isProcessReadEvent": str(config.process_read_event).lower(),
         "controllerRaftPassword": MASKED if config.raft_password_set else "",
+        "innerAccessKey": config.inner_access_key,
+        "innerSecretKey": MASKED if config.inner_secret_key else "",
     }
 
 

@@ -34,10 +34,10 @@ from broker.common.request_headers.controller import (
     RegisterBrokerToControllerRequestHeader,
     RegisterBrokerToControllerResponseHeader,
 )
-from broker.remoting.client import RemotingClient
-from broker.remoting.command import RemotingCommand, create_request, response_to
+from broker.remoting.command import RemotingCommand, response_to
 from broker.remoting.connection import RemotingConnection
 from broker.remoting.server import RemotingServer
+from broker.server.outer_api import ControllerOuterAPI
 
 from .config import ControllerConfig, FixedKeyError, config_properties, updated_config
 from .election import DEFAULT_HEARTBEAT_TIMEOUT_MS, STALL_S, Liveness, choose_master
@@ -98,7 +98,8 @@ class ControllerService:
         self._scanner: asyncio.Task | None = None
         self._electing: set[str] = set()
         self._leader_since: float | None = None
-        self._notifier: RemotingClient | None = None  # made at the first notification
+        # Built here: unusable TLS files or a half-set account fail the start, not a notification.
+        self.outer = ControllerOuterAPI(config)
         self._notifications: set[asyncio.Task] = set()
         handlers = {
             RequestCode.BROKER_HEARTBEAT: self._heartbeat,
@@ -138,8 +139,7 @@ class ControllerService:
             self._scanner.cancel()
         for task in list(self._notifications):
             task.cancel()
-        if self._notifier is not None:
-            await self._notifier.close()
+        await self.outer.close()
         if self._owns_server:
             await self.server.stop()
         if self.raft is not None:
@@ -406,18 +406,15 @@ class ControllerService:
         notifyBrokerRoleChanged): brokers that miss it learn the change from GET_REPLICA_INFO."""
         if not self.config.notify_role_changed:
             return
-        if self._notifier is None:
-            self._notifier = RemotingClient()
         header = NotifyBrokerRoleChangedRequestHeader(
             view.master_address or None, view.master_epoch, view.sync_state_set_epoch, view.master_id
         )
         body = sync_state_body(view)
-        notifier = self._notifier
 
         async def tell(address: str) -> None:
             try:
-                request = create_request(RequestCode.NOTIFY_BROKER_ROLE_CHANGED, header, body, oneway=True)
-                await notifier.invoke_oneway(address, request)  # connecting is bounded by the client
+                # Connecting is bounded by the client.
+                await self.outer.notify_broker_role_changed(address, header, body)
             except Exception as exc:  # a broker that is down or unreachable: it will poll
                 log.debug("role-change notification to %s failed: %s", address, exc)
 

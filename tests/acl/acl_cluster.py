@@ -8,7 +8,7 @@ Topics are created with the admin account (an unsigned request is refused).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -84,6 +84,8 @@ class AclCluster:
     admin: SyncRemotingClient
     user: SyncRemotingClient
     anonymous: SyncRemotingClient
+    # Clients of the accounts a test module adds to the ACL file, by the module's name for them.
+    others: dict[str, SyncRemotingClient] = field(default_factory=dict)
 
     @property
     def namesrv_addr(self) -> str:

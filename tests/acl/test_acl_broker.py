@@ -83,7 +83,8 @@ def _refused(response, *phrases):
 # -- the SDK --------------------------------------------------------------------------------------
 def test_sdk_with_credentials_sends_and_consumes(acl):
     producer = Producer(PRODUCER_GROUP, acl.namesrv_addr, credentials=USER, instance_name="acl-p").start()
-    received, got = [], threading.Event()
+    received: list[bytes] = []
+    got = threading.Event()
 
     def listener(msgs, context):
         received.extend(m.body for m in msgs)

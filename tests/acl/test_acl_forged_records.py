@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import struct
 import time
+from dataclasses import dataclass
 
 import orjson
 import pytest
@@ -64,7 +65,7 @@ def acl(tmp_path_factory):
             running.create_topic(topic, queues=1)
         probe = {"topic": TOPIC, "queueId": 0}
         wait_until(lambda: running.request(lax, RC.GET_MAX_OFFSET, probe).ok, timeout=10, what="lax account")
-        running.lax = lax
+        running.others["lax"] = lax
         yield running
     finally:
         lax.close()
@@ -202,17 +203,29 @@ def test_an_ordinary_account_pulls_no_half_or_schedule_topic(acl):
     reads = ((TRANS_HALF_TOPIC, 0, half_body), (SCHEDULE_TOPIC, 7, delayed_body))
     for topic, queue, body in reads:
         admin_pull = (acl, acl.admin, topic, "AclAdminReads", 0, queue)
-        wait_until(lambda b=body, a=admin_pull: b in _pull(*a), timeout=10, what=f"{topic} for the admin")
+
+        def admin_reads(b: bytes = body, a: tuple = admin_pull) -> bool:
+            return b in _pull(*a)
+
+        wait_until(admin_reads, timeout=10, what=f"{topic} for the admin")
         fields = _pull_fields(topic, "AclLaxReads", queue=queue)
-        refused = acl.request(acl.lax, RC.PULL_MESSAGE, fields)
+        refused = acl.request(acl.others["lax"], RC.PULL_MESSAGE, fields)
         assert refused.code == NO_PERMISSION, (topic, refused.code)  # before: 0 with the body
         assert f"topic {topic}" in refused.remark and "admin account" in refused.remark
     fields = _pull_fields(TOPIC, "AclLaxReads")
-    read = acl.request(acl.lax, RC.PULL_MESSAGE, fields)
+    read = acl.request(acl.others["lax"], RC.PULL_MESSAGE, fields)
     assert read.code != NO_PERMISSION, read.remark  # its ordinary topics still read
 
 
 # -- another group's consumer ---------------------------------------------------------------------
+@dataclass
+class Victim:
+    """Another group's consumer: its client id and what it consumed."""
+
+    client_id: str
+    received: list[tuple[str, bytes]]
+
+
 @pytest.fixture(scope="module")
 def victim(acl):
     received: list[tuple[str, bytes]] = []
@@ -229,14 +242,14 @@ def victim(acl):
     try:
         group = {"consumerGroup": VICTIM_GROUP}
         wait_until(lambda: acl.request(acl.admin, RC.GET_CONSUMER_CONNECTION_LIST, group).ok, timeout=20)
-        consumer.received = received
-        yield consumer
+        assert consumer.instance is not None  # started
+        yield Victim(consumer.instance.client_id, received)
     finally:
         consumer.shutdown()
 
 
 def test_a_direct_consume_hands_over_only_a_stored_message(acl, victim):
-    client_id = victim.instance.client_id
+    client_id = victim.client_id
     forged = bytes(encode_message(MessageExt(DENIED, b"FORGED by the lax account")))
     fields = {"consumerGroup": VICTIM_GROUP, "clientId": client_id}
     answer = _direct(acl, fields, forged)
@@ -250,11 +263,13 @@ def test_a_direct_consume_hands_over_only_a_stored_message(acl, victim):
 
 
 def _direct(acl, fields, body):
-    return acl.lax.invoke(acl.broker_addr, create_request(RC.CONSUME_MESSAGE_DIRECTLY, fields, body), 15_000)
+    return acl.others["lax"].invoke(
+        acl.broker_addr, create_request(RC.CONSUME_MESSAGE_DIRECTLY, fields, body), 15_000
+    )
 
 
 def test_a_groups_clients_and_offsets_need_permission_on_the_group(acl, victim):
-    client_id = victim.instance.client_id
+    client_id = victim.client_id
     reads = (
         (RC.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": VICTIM_GROUP}),
         (RC.GET_CONSUMER_RUNNING_INFO, {"consumerGroup": VICTIM_GROUP, "clientId": client_id}),

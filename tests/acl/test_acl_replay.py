@@ -221,7 +221,7 @@ def test_settings_that_protect_nothing_or_refuse_everything_stop_the_start(
     acl_file = tmp_path / "acl.yml"
     acl_file.write_text("accounts: []\n")
     values = {k: v.format(acl=acl_file) for k, v in settings.items()}
-    base = {"listenPort": free_port()}
+    base: dict[str, object] = {"listenPort": free_port()}
     if server == "server":
         base = {"storePathRootDir": tmp_path / "store", "brokerName": "b", "listenPort": free_port()}
     conf = write_conf(tmp_path / "server.conf", {**base, **values})

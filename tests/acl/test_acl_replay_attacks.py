@@ -60,8 +60,9 @@ acl = protected_cluster_fixture("acl-attacks", PROTECTION)
 captured = signed_request
 
 
-def resent(request: RemotingCommand, code: int | None = None, body: bytes | None = None, **fields: str):
-    """``request`` as an attacker rewrites it: ext fields changed or added, code and body changed."""
+def resent(request: RemotingCommand, code: int | None = None, body: bytes | None = None, /, **fields: str):
+    """``request`` as an attacker rewrites it: ext fields changed or added, code and body changed
+    (positional: every keyword is an ext field)."""
     return dataclasses.replace(
         request,
         code=request.code if code is None else code,
@@ -132,7 +133,7 @@ def test_an_altered_body_under_the_same_signature_is_refused(acl):
     )
     send = captured(RC.SEND_MESSAGE, header, b"PAY 1000 EUR to bob", USER)
     assert acl.anonymous.invoke(acl.broker_addr, send).ok
-    again = resent(send, body=b"000 EUR to bob", **carved_nonce(send), zzz="PAY 1")
+    again = resent(send, None, b"000 EUR to bob", **carved_nonce(send), zzz="PAY 1")
     _refused(acl.anonymous.invoke(acl.broker_addr, again), "AclSignatureV2")
 
 

@@ -48,7 +48,7 @@ def acl(tmp_path_factory):
         write_acl(running.acl_path, config)
         running.create_topic(TOPIC)
         running.create_topic(DENIED)
-        running.wide = wide
+        running.others["wide"] = wide
         wait_until(lambda: running.request(wide, RC.GET_MAX_OFFSET, {"topic": TOPIC, "queueId": 0}).ok,
                    timeout=10, what="the wide account loaded")  # fmt: skip
         yield running
@@ -127,7 +127,7 @@ CHECKER_REQUESTS = [
 
 @pytest.mark.parametrize(("code", "fields", "body"), CHECKER_REQUESTS, ids=lambda v: str(v)[:20])
 def test_the_brokers_own_topics_and_groups_need_an_admin_account(acl, code, fields, body):
-    response = acl.request(acl.wide, code, fields, body)
+    response = acl.request(acl.others["wide"], code, fields, body)
     assert response.code == NO_PERMISSION, (response.code, response.remark)
     assert "only an admin account" in (response.remark or "")
 

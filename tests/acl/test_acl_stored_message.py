@@ -55,7 +55,7 @@ def acl(tmp_path_factory):
         for topic in (TOPIC, DENIED):
             running.create_topic(topic, queues=1)
         wait_until(lambda: _max_offset(running, reader, TOPIC).ok, timeout=10, what="the reader account")
-        running.reader = reader
+        running.others["reader"] = reader
         yield running
     finally:
         reader.close()
@@ -170,7 +170,7 @@ def test_query_by_key_finds_no_message_of_a_denied_topic(acl):
 
     def query(topic):
         fields = {"topic": topic, "key": key, "maxNum": 32, "beginTimestamp": 0, "endTimestamp": now + 60_000}
-        return acl.request(acl.reader, RC.QUERY_MESSAGE, fields)
+        return acl.request(acl.others["reader"], RC.QUERY_MESSAGE, fields)
 
     def found(topic) -> list[bytes]:
         answer = query(topic)
@@ -196,6 +196,7 @@ def test_a_denied_message_is_not_handed_to_a_consumer_directly(acl):
     consumer.register_message_listener(listener)
     consumer.start()
     try:
+        assert consumer.instance is not None  # started
         client_id = consumer.instance.client_id
         wait_until(
             lambda: _direct(acl, client_id, TOPIC, b"allowed: direct").ok, timeout=20, what="a direct consume"

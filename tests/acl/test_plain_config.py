@@ -131,29 +131,36 @@ def _reason(request, host="127.0.0.1") -> str | None:
     return None
 
 
+def _refusal(request, host="127.0.0.1") -> str:
+    """Why ``request`` is refused (it must be)."""
+    reason = _reason(request, host)
+    assert reason is not None, "the request was let through"
+    return reason
+
+
 def test_permissions_per_request_code():
     assert _reason(_signed(RC.SEND_MESSAGE, {"topic": "topicB"})) is None
-    assert "no PUB permission on topic topicC" in _reason(_signed(RC.SEND_MESSAGE, {"topic": "topicC"}))
-    assert "no PUB permission on topic topicA" in _reason(_signed(RC.SEND_MESSAGE_V2, {"b": "topicA"}))
-    assert "no PUB permission on topic other" in _reason(_signed(RC.SEND_BATCH_MESSAGE, {"topic": "other"}))
+    assert "no PUB permission on topic topicC" in _refusal(_signed(RC.SEND_MESSAGE, {"topic": "topicC"}))
+    assert "no PUB permission on topic topicA" in _refusal(_signed(RC.SEND_MESSAGE_V2, {"b": "topicA"}))
+    assert "no PUB permission on topic other" in _refusal(_signed(RC.SEND_BATCH_MESSAGE, {"topic": "other"}))
     # A send to a retry topic is its group's SUB (groupB may, groupA is denied).
     assert _reason(_signed(RC.SEND_MESSAGE, {"topic": "%RETRY%groupB"})) is None
-    assert "on group groupA" in _reason(_signed(RC.SEND_MESSAGE, {"topic": "%RETRY%groupA"}))
+    assert "on group groupA" in _refusal(_signed(RC.SEND_MESSAGE, {"topic": "%RETRY%groupA"}))
     pull = {"topic": "topicC", "consumerGroup": "groupB"}
     assert _reason(_signed(RC.PULL_MESSAGE, pull)) is None
-    assert "group groupA" in _reason(_signed(RC.PULL_MESSAGE, {**pull, "consumerGroup": "groupA"}))
+    assert "group groupA" in _refusal(_signed(RC.PULL_MESSAGE, {**pull, "consumerGroup": "groupA"}))
     assert _reason(_signed(RC.PULL_MESSAGE, {**pull, "consumerGroup": "anyOther"})) is None  # default SUB
     back = {"group": "groupB", "originTopic": "topicC"}
-    assert "no PUB permission on topic topicC" in _reason(_signed(RC.CONSUMER_SEND_MSG_BACK, back))
+    assert "no PUB permission on topic topicC" in _refusal(_signed(RC.CONSUMER_SEND_MSG_BACK, back))
     locks = orjson.dumps({"consumerGroup": "groupB", "mqSet": [{"topic": "topicA"}]})
-    assert "no SUB permission on topic topicA" in _reason(_signed(RC.LOCK_BATCH_MQ, {}, body=locks))
+    assert "no SUB permission on topic topicA" in _refusal(_signed(RC.LOCK_BATCH_MQ, {}, body=locks))
     not_json = _signed(RC.HEART_BEAT, {}, body=b"\x00not json")
-    assert "is not JSON" in _reason(not_json)
+    assert "is not JSON" in _refusal(not_json)
 
 
 def test_admin_codes_and_admin_accounts():
     create = {"topic": "x"}
-    assert "needs an admin account" in _reason(_signed(RC.UPDATE_AND_CREATE_TOPIC, create))
+    assert "needs an admin account" in _refusal(_signed(RC.UPDATE_AND_CREATE_TOPIC, create))
     assert _reason(_signed(RC.UPDATE_AND_CREATE_TOPIC, create, ADMIN), host="192.168.1.5") is None
     # An admin without permission entries may use any topic.
     assert _reason(_signed(RC.SEND_MESSAGE, {"topic": "topicA"}, ADMIN)) is None
@@ -162,10 +169,10 @@ def test_admin_codes_and_admin_accounts():
 def test_white_addresses():
     unsigned = RemotingCommand(code=RC.GET_MAX_OFFSET, ext_fields={"topic": "t", "queueId": "0"})
     assert _reason(unsigned, host="10.10.103.7") is None  # global white list: anything goes
-    assert "no AccessKey" in _reason(unsigned)
+    assert "no AccessKey" in _refusal(unsigned)
     with_key = RemotingCommand(code=RC.GET_MAX_OFFSET, ext_fields={"AccessKey": "rocketmq2"})
     assert _reason(with_key, host="192.168.1.9") is None  # the account's white address
-    assert "signature does not match" in _reason(with_key, host="192.168.2.9")
+    assert "signature does not match" in _refusal(with_key, host="192.168.2.9")
 
 
 def test_host_of_connection_addresses():

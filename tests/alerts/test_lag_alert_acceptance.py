@@ -96,8 +96,10 @@ def test_stopped_consumer_pends_fires_notifies_once_and_resolves(
             fake_clock.advance(minutes=minutes)
             sampler.sample(cluster, admin)  # stores the cycle; sample_stored runs the evaluation
 
-        def event() -> AlertEvent | None:
-            return AlertEvent.objects.filter(rule=rule).order_by("-id").first()
+        def event() -> AlertEvent:
+            latest = AlertEvent.objects.filter(rule=rule).order_by("-id").first()
+            assert latest is not None, "the rule has no event yet"
+            return latest
 
         # The group consumes what is sent, then its consumer stops; messages keep coming.
         send(cluster, TOPIC, 6, keys="before")

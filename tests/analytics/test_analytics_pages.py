@@ -61,7 +61,7 @@ def test_the_analytics_page_tells_what_the_archive_holds(operator_client, tmp_pa
 
 def _done_run() -> ReportRun:
     run = ReportRun.objects.create(report="all", input_uri="/a", status=ReportRun.DONE, progress=100)
-    sections = {
+    sections: dict[str, list[dict]] = {
         "throughput": [{"hour_start_ms": HOUR_MS, "topic": "Orders", "kind": "normal", "messages": 7,
                         "bytes": 700}],
         "size": [{"topic": "*", "messages": 7, "min": 100.0, "p50": 100.0, "p90": 100.0, "p95": 100.0,

@@ -261,7 +261,9 @@ def test_viewers_read_but_cannot_start_or_schedule(transactional_db):
     assert not ReportRun.objects.exists()
     with override_settings(LOGIN_URL="/login/"):  # the console's login view lives in another branch
         response = Client().get(reverse("analytics:run_list"))
-    assert response.status_code == 302 and response.url.startswith("/login/")  # anonymous: log in first
+    assert response.status_code == 302 and response["Location"].startswith(
+        "/login/"
+    )  # anonymous: log in first
 
 
 def test_a_run_whose_worker_was_killed_is_shown_failed(operator_client, worker_env, archive, tmp_path):
@@ -279,8 +281,10 @@ def test_a_run_whose_worker_was_killed_is_shown_failed(operator_client, worker_e
 
         def beating():
             fresh = ReportRun.objects.get(pk=run.pk)
-            started = fresh.status == ReportRun.RUNNING and fresh.heartbeat_at
-            return started and fresh.heartbeat_at > fresh.started_at  # the heartbeat thread beat
+            beat, started_at = fresh.heartbeat_at, fresh.started_at
+            if fresh.status != ReportRun.RUNNING or beat is None or started_at is None:
+                return False  # not started yet
+            return beat > started_at  # the heartbeat thread beat
 
         wait_until(beating, 120, 0.5, "the run to start and beat")
     finally:

@@ -48,8 +48,14 @@ def test_the_heartbeat_beats_while_the_block_runs_and_stops_after(transactional_
     # transactional_db: the heartbeat thread has its own connection and must see the row.
     run = a_run(ReportRun.RUNNING, started_at=timezone.now(), heartbeat_at=timezone.now())
     first = run.heartbeat_at
+    assert first is not None
+
+    def beat_again() -> bool:
+        beat = ReportRun.objects.get(pk=run.pk).heartbeat_at
+        return beat is not None and beat > first
+
     with heartbeat(run.pk, 0.05):
-        assert wait_until(lambda: ReportRun.objects.get(pk=run.pk).heartbeat_at > first, timeout=10)
+        assert wait_until(beat_again, timeout=10)
     # Stopped with the block: its thread is gone, so nothing can beat any more.
     beating = [t for t in threading.enumerate() if t.name == f"report-run-{run.pk}-heartbeat"]
     assert beating == []

@@ -133,7 +133,8 @@ def test_time_range_and_topic_filters(workload, spark):
         "throughput", str(root / "archive"), str(root / "filtered"), start, end, ["payments"]
     )
     rows = run_report(spark, request).sections["throughput"]
-    want, kept_halves = {}, set()
+    want: dict[str, int] = {}
+    kept_halves: set[int] = set()
     for r in writer.truth.stored:
         subject = r["properties"].get("RETRY_TOPIC") or r["properties"].get("REAL_TOPIC") or r["topic"]
         in_range = start <= r["store_timestamp"] < end

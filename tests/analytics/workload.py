@@ -12,6 +12,7 @@ import bisect
 import os
 import random
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -97,7 +98,7 @@ class WorkloadWriter:
             reconsume_times=reconsume_times,
         )
         result = self.store.put_message(msg)
-        assert result.ok, result.remark
+        assert result.ok and result.append is not None, result.remark
         record = {
             "topic": topic,
             "body_size": len(body),
@@ -239,7 +240,7 @@ class WorkloadWriter:
     def write(self, messages: int = 900) -> None:
         self.store.start()
         try:
-            sent = {topic: [] for topic in USER_TOPICS}
+            sent: dict[str, list] = {topic: [] for topic in USER_TOPICS}
             outcomes = ["committed"] * 6 + ["rolled_back"] * 4 + ["pending"] * 3 + ["given_up"] * 2
             for i in range(messages):
                 topic = USER_TOPICS[i % 3] if i % 7 else "orders"
@@ -275,7 +276,7 @@ def kind_of(topic: str) -> str:
     return topic_kind(topic)
 
 
-def percentile(sorted_values: list[float], p: float) -> float:
+def percentile(sorted_values: Sequence[float], p: float) -> float:
     """Linear interpolation between closest ranks (Spark's ``percentile``)."""
     position = (len(sorted_values) - 1) * p
     low = int(position)
@@ -301,7 +302,7 @@ def distribution(values_by_topic: dict[str, list[int]]) -> dict[str, dict]:
 
 
 def histogram(values: list[int], edges: tuple[int, ...]) -> dict:
-    counts = Counter()
+    counts: Counter[int | None] = Counter()
     for v in values:
         i = bisect.bisect_left(edges, v)
         counts[edges[i] if i < len(edges) else None] += 1
@@ -315,8 +316,8 @@ def expected(truth: Truth) -> dict:
     for r in user:
         sizes[r["topic"]].append(r["body_size"])
         latencies[r["topic"]].append(r["store_timestamp"] - r["born_timestamp"])
-    throughput = Counter()
-    throughput_bytes = Counter()
+    throughput: Counter[tuple[int, str]] = Counter()
+    throughput_bytes: Counter[tuple[int, str]] = Counter()
     for r in stored:
         hour = r["store_timestamp"] // reports.HOUR_MS * reports.HOUR_MS
         throughput[(hour, r["topic"])] += 1

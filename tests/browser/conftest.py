@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import pytest
 
 from tests.browser.stack import ADMIN_USER, running_stack
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page, Request
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -40,7 +44,7 @@ class BrowserProblems:
         self.expected: list[tuple[int, str]] = []
         self._documents: dict[object, int] = {}  # page -> documents it loaded so far
         self._started_in: dict[object, int] = {}  # request in flight -> its page's document then
-        self._aborted: list[tuple[object, object, int]] = []  # (request, page, document)
+        self._aborted: list[tuple[Request, Page, int]] = []  # (request, page, document)
         self._downloads: set[str] = set()
 
     def expect_status(self, status: int, path: str) -> None:
@@ -179,7 +183,8 @@ def browser(browser_problems):
             browser_problems.watch(page.context)
             return page
 
-        chromium.new_context, chromium.new_page = new_context, new_page
+        # A deliberate patch of the browser's own methods: every context a test opens is watched.
+        chromium.new_context, chromium.new_page = new_context, new_page  # type: ignore[method-assign]
         yield chromium
         chromium.close()
 

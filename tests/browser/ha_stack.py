@@ -46,9 +46,11 @@ class HaStack(MakeRunStack):
                 self.spawn(name)
                 self.wait_for_log(name, f"listening on {self.addrs[name]}", 60)
                 if name == REPLICAS[0]:
-                    wait_until(
-                        lambda n=name: self.master() == n, timeout=60, interval=0.2, what=f"{name} master"
-                    )
+
+                    def is_master(n: str = name) -> bool:
+                        return self.master() == n
+
+                    wait_until(is_master, timeout=60, interval=0.2, what=f"{name} master")
         return self
 
     def _write_controller_conf(self) -> None:

@@ -12,7 +12,9 @@ import subprocess
 import sys
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from broker.client import (
     CONSUME_FROM_FIRST_OFFSET,
@@ -24,6 +26,7 @@ from broker.client.admin import MQAdmin, NotFoundError
 from broker.common.message import Message
 from broker.common.topic_config import DLQ_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC
 from broker.local_cluster import ROOT, wait_until
+from tests.browser.make_run_stack import MakeRunStack
 from tests.cluster import send_pending_transactions
 
 ORDERS, PAYMENTS, AUDIT = "NewcomerOrders", "NewcomerPayments", "NewcomerAudit"
@@ -83,7 +86,7 @@ def steady(read, *, attempts: int = 5):
 
 @dataclass
 class Journey:
-    stack: object
+    stack: MakeRunStack
     admin: MQAdmin
     sent: Counter = field(default_factory=Counter)  # topic -> messages stored (SEND_OK)
     consumed: Counter = field(default_factory=Counter)  # group -> messages its listener took
@@ -128,7 +131,7 @@ class Journey:
 
     def start_consumers(self) -> None:
         namesrv = self.stack.namesrv_addr
-        plans = [
+        plans: list[tuple[str, str, Callable, dict[str, Any]]] = [
             (KEEPING_UP, ORDERS, self.keeping_up, {}),
             (SLOW, PAYMENTS, self.slow, {"consume_threads": 1}),
             (RETRIES, AUDIT, self.retrying, {"max_reconsume_times": MAX_RETRIES}),

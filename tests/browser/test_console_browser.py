@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 
 from broker.client import ConsumeConcurrentlyStatus, PushConsumer
 from broker.client.admin import MQAdmin
-from broker.common.message import Message
+from broker.common.message import Message, MessageExt
 from broker.local_cluster import wait_until
 from tests.browser.stack import ADMIN_USER
 from tests.cluster import OPS, make_dead_letters, send, send_pending_transactions
@@ -147,7 +147,7 @@ def test_04_live_tail_shows_a_message_sent_afterwards(page, stack, shot):
 
 class _Collector:
     def __init__(self) -> None:
-        self.messages = []
+        self.messages: list[MessageExt] = []
         self.lock = threading.Lock()
 
     def __call__(self, messages, context):

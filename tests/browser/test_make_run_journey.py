@@ -204,7 +204,7 @@ def test_newcomer_journey(page, stack):
 def _traffic_from_the_sdk_is_archived_once_its_segment_seals(stack) -> int:
     producer = Producer("JOURNEY_PRODUCER", stack.namesrv_addr).start()
     try:
-        offsets = []
+        offsets: list[int] = []
         # Enough to fill the first 8 MiB segment and roll into the next: it is then sealed.
         while not offsets or max(offsets) < SEGMENT_BYTES:
             message = Message(TOPIC, b"%08d" % len(offsets) + b"x" * (BODY_BYTES - 8))

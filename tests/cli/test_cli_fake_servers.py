@@ -23,7 +23,7 @@ GROUP = "OrderGroup"
 def servers():
     namesrv, broker_a, broker_b = FakeServer(), FakeServer(), FakeServer()
     brokers = {"broker-a": broker_a, "broker-b": broker_b}
-    cluster = {
+    cluster: dict[str, dict] = {
         "brokerAddrTable": {
             name: {"cluster": "DefaultCluster", "brokerName": name, "brokerAddrs": {"0": srv.addr}}
             for name, srv in brokers.items()

@@ -263,6 +263,7 @@ def test_producer_connection_lists_a_live_producer(cluster, capsys, topic):
     producer = Producer("CliLiveProducers", n).start()
     try:
         # The topic's route, as a send would fetch it, without a message the other tests would count.
+        assert producer.instance is not None  # started
         producer.instance.run(producer.instance.route(TOPIC, refresh=True))
         # The SDK's first periodic heartbeat comes 30 s after start; send one now.
         producer.instance.run(producer.instance.send_heartbeats())
@@ -286,6 +287,7 @@ def test_consumer_connection_lists_a_live_consumer(cluster, capsys, topic):
     consumer.subscribe(TOPIC, "TagA || TagB")
     consumer.start()
     try:
+        assert consumer.instance is not None  # started
         consumer.instance.run(consumer.instance.route(TOPIC, refresh=True))
         consumer.instance.run(consumer.instance.send_heartbeats())  # instead of waiting 30 s
 

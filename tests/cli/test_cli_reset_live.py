@@ -89,7 +89,7 @@ def reset(cluster, timestamp: str, force: str) -> dict:
         "-f",
         force,
     )
-    assert code == 0, err
+    assert code == 0 and data is not None, err
     return {(e["broker_name"], e["queue_id"]): e["offset"] for e in data["offsets"]}
 
 

@@ -114,9 +114,10 @@ def test_latency_fault_tolerance_avoids_then_forgives():
 
 
 def test_hash_selector_is_stable_per_key():
-    picks = {hash_selector(QUEUES, None, f"order-{i % 5}") for i in range(100)}
+    msg = Message("T", b"")  # the selector reads only its argument
+    picks = {hash_selector(QUEUES, msg, f"order-{i % 5}") for i in range(100)}
     assert len(picks) <= 5
-    assert hash_selector(QUEUES, None, "order-1") == hash_selector(QUEUES, None, "order-1")
+    assert hash_selector(QUEUES, msg, "order-1") == hash_selector(QUEUES, msg, "order-1")
 
 
 async def test_local_offset_store_persists_with_backup(tmp_path):
@@ -195,6 +196,7 @@ def test_clients_share_an_instance_per_client_id_and_refuse_a_second_client_of_a
     try:
         assert orders.instance is audit.instance  # the default instance name: the process id
         assert elsewhere.instance is not orders.instance
+        assert elsewhere.instance is not None and orders.instance is not None
         assert elsewhere.instance.client_id != orders.instance.client_id
         threads_before = threading.active_count()
         with pytest.raises(MQClientError, match=r"producer group\[orders-producer\] has been created before"):
@@ -202,8 +204,10 @@ def test_clients_share_an_instance_per_client_id_and_refuse_a_second_client_of_a
         assert threading.active_count() == threads_before  # the refused start left no thread
         shared = orders.instance
         orders.shutdown()
+        assert audit.instance is not None and audit.instance.loop_thread is not None
         assert audit.instance.loop_thread.alive  # still serving the other producer
         audit.shutdown()
+        assert shared.loop_thread is not None
         assert not shared.loop_thread.alive  # the last client stopped it
         again = Producer("orders-producer", namesrv).start()  # a new instance for a new client
         assert again.instance is not shared
@@ -218,6 +222,7 @@ def test_asyncio_clients_share_the_instance_of_their_loop():
         other = await AsyncProducer("async-audit", "127.0.0.1:1").start()
         try:
             assert first.producer.instance is other.producer.instance
+            assert first.producer.instance is not None
             assert first.producer.instance.loop is asyncio.get_running_loop()  # no thread of its own
             refused = r"producer group\[async-orders\] has been created before"
             with pytest.raises(MQClientError, match=refused):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from types import SimpleNamespace
+from typing import TYPE_CHECKING, cast
 
 from broker.client import BROADCASTING, ConsumeConcurrentlyStatus
 from broker.client.consume_async import AsyncConsumeService
@@ -15,13 +16,17 @@ from broker.common.message import MessageExt
 from broker.common.message_queue import MessageQueue
 from tests.listener_failures import wait_until_async
 
+if TYPE_CHECKING:
+    from broker.client.instance import MQClientInstance
+
 MQ = MessageQueue("Orders", "broker-a", 0)
 SUCCESS = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
 
 class FakeAPI:
     def __init__(self, refuse: bool) -> None:
-        self.refuse, self.sent_back = refuse, []
+        self.refuse = refuse
+        self.sent_back: list[str] = []
 
     async def send_back(self, addr, header):
         if self.refuse:
@@ -29,12 +34,16 @@ class FakeAPI:
         self.sent_back.append(header.origin_msg_id)
 
 
-def make_consumer(refuse_send_back=False, **options) -> PushConsumer:
+def make_consumer(refuse_send_back=False, **options) -> tuple[PushConsumer, FakeAPI]:
+    """A running consumer whose client instance is a stand-in: consuming uses only its send-back
+    API and broker addresses."""
     consumer = PushConsumer("g", "127.0.0.1:1", retry_delay_s=0.05, **options)
     api = FakeAPI(refuse_send_back)
-    consumer.instance = SimpleNamespace(api=api, broker_addr=lambda name: "127.0.0.1:2")
+    consumer.instance = cast(
+        "MQClientInstance", SimpleNamespace(api=api, broker_addr=lambda name: "127.0.0.1:2")
+    )
     consumer.offsets, consumer.running = OffsetStore(), True
-    return consumer
+    return consumer, api
 
 
 def message(offset: int, topic: str = "Orders", **properties) -> MessageExt:
@@ -60,8 +69,9 @@ async def consume(consumer: PushConsumer, listener, messages) -> ProcessQueue:
 
 
 def test_successes_commit_past_the_last_offset_and_hooks_run():
-    consumer = make_consumer()
-    seen, hooked = [], []
+    consumer, _ = make_consumer()
+    seen: list[int] = []
+    hooked: list[object] = []
     consumer.before_hooks.append(lambda msgs: hooked.append("before"))
     consumer.after_hooks.append(lambda msgs, status: hooked.append(status))
 
@@ -76,7 +86,7 @@ def test_successes_commit_past_the_last_offset_and_hooks_run():
 
 
 def test_failures_are_sent_back_and_committed():
-    consumer = make_consumer()
+    consumer, api = make_consumer()
 
     async def listener(messages, context):
         if messages[0].queue_offset == 1:
@@ -84,12 +94,12 @@ def test_failures_are_sent_back_and_committed():
         return None if messages[0].queue_offset == 2 else SUCCESS
 
     asyncio.run(consume(consumer, listener, [message(i) for i in range(4)]))
-    assert sorted(consumer.instance.api.sent_back) == ["id1", "id2"]
+    assert sorted(api.sent_back) == ["id1", "id2"]
     assert consumer.offsets.read_memory(MQ) == 4
 
 
 def test_a_refused_send_back_pins_the_offset_and_consumes_again_locally():
-    consumer = make_consumer(refuse_send_back=True)
+    consumer, _ = make_consumer(refuse_send_back=True)
     deliveries = []
 
     async def listener(messages, context):
@@ -102,7 +112,7 @@ def test_a_refused_send_back_pins_the_offset_and_consumes_again_locally():
 
 
 def test_broadcasting_drops_failures_and_batches_follow_consume_batch_size():
-    consumer = make_consumer(message_model=BROADCASTING, consume_batch_size=3)
+    consumer, api = make_consumer(message_model=BROADCASTING, consume_batch_size=3)
     sizes = []
 
     async def listener(messages, context):
@@ -111,12 +121,12 @@ def test_broadcasting_drops_failures_and_batches_follow_consume_batch_size():
         return SUCCESS
 
     asyncio.run(consume(consumer, listener, [message(i) for i in range(6)]))
-    assert sizes == [3, 3] and consumer.instance.api.sent_back == []
+    assert sizes == [3, 3] and api.sent_back == []
     assert consumer.offsets.read_memory(MQ) == 6
 
 
 def test_a_retried_message_shows_its_original_topic():
-    consumer = make_consumer()
+    consumer, _ = make_consumer()
     topics = []
 
     async def listener(messages, context):
@@ -129,14 +139,15 @@ def test_a_retried_message_shows_its_original_topic():
 
 
 def test_no_more_listeners_run_at_once_than_the_concurrency_and_none_of_the_rest_is_lost():
-    consumer = make_consumer()
+    consumer, _ = make_consumer()
     running, most_at_once, finished = set(), [0], []
-    release = None
+    release: asyncio.Event | None = None
 
     async def listener(messages, context):
         offset = messages[0].queue_offset
         running.add(offset)
         most_at_once[0] = max(most_at_once[0], len(running))
+        assert release is not None  # made by the scenario before any message
         await release.wait()
         running.discard(offset)
         finished.append(offset)

@@ -59,7 +59,7 @@ def _stored_on(cluster: Cluster, addr: str) -> int:
         response = cluster.request(
             RequestCode.GET_MAX_OFFSET, {"topic": TOPIC, "queueId": queue_id}, addr=addr
         )
-        total += int(response.field("offset"))
+        total += response.int_field("offset")
     return total
 
 
@@ -88,6 +88,7 @@ def _run(tmp_path, name: str, replace_old) -> None:
             assert (
                 producer.send(Message(TOPIC, b"before"), timeout_ms=SEND_TIMEOUT_MS).send_status == "SEND_OK"
             )
+            assert producer.instance is not None  # started
             assert producer.instance.master_addrs[SET] == old.addr
             assert old.stop() == 0
             new_addr = replace_old(cluster, old)

@@ -11,6 +11,7 @@ import pytest
 from broker.client.client_api import ClientAPI
 from broker.client.errors import MQBrokerError
 from broker.common.codes import RequestCode, ResponseCode
+from broker.common.message import MessageExt
 from broker.common.message_codec import encode_host, encode_record, properties_to_string
 from broker.common.request_headers import PullMessageRequestHeader, PullMessageResponseHeader
 from broker.remoting.client import RemotingClient
@@ -22,7 +23,7 @@ HOST = encode_host(("127.0.0.1", 10911))
 HEADER = PullMessageRequestHeader("g", "Orders", 0, 0, 32, 0, 0, 0, 0)
 
 
-def record(i: int) -> bytes:
+def record(i: int) -> bytearray:
     properties = properties_to_string({"KEYS": f"k{i}"}).encode()
     return encode_record(0, 0, 0, 0, HOST, HOST, f"body-{i}".encode(), b"Orders", properties, queue_offset=i)
 
@@ -68,7 +69,7 @@ async def with_broker(scenario) -> None:
 
 
 def test_found_messages_arrive_before_the_puller_resumes():
-    events = []
+    events: list[tuple] = []
 
     async def scenario(broker, api, addr):
         async def puller():
@@ -91,7 +92,7 @@ def test_found_messages_arrive_before_the_puller_resumes():
 
 
 def test_an_answer_after_the_puller_was_cancelled_is_dropped():
-    found = []
+    found: list[list[MessageExt]] = []
 
     async def scenario(broker, api, addr):
         task = asyncio.create_task(api.pull(addr, HEADER, 3000, found.append))
@@ -110,7 +111,7 @@ def test_an_answer_after_the_puller_was_cancelled_is_dropped():
 
 
 def test_a_refused_pull_raises_and_delivers_nothing():
-    found = []
+    found: list[list[MessageExt]] = []
 
     async def scenario(broker, api, addr):
         task = asyncio.create_task(api.pull(addr, HEADER, 3000, found.append))
@@ -130,7 +131,7 @@ def test_a_refused_pull_raises_and_delivers_nothing():
 def test_a_damaged_message_is_checked_on_receipt_and_never_delivered(caplog):
     """A broker (or the path to it) sending a record whose body no longer matches its CRC: the
     SDK reports it and delivers only the intact ones (before: delivered with the wrong bytes)."""
-    found = []
+    found: list[list[MessageExt]] = []
     damaged = bytearray(record(1))
     damaged[damaged.index(b"body-1")] ^= 0x20  # "Body-1", same length: only the CRC tells
 

@@ -1,12 +1,14 @@
 """The SDK's spelled-out send encoder and answer reader are copies of the header classes' own
 (kept for speed on the send path): they must write and read exactly what the classes do."""
 
+from typing import Any
+
 import pytest
 
 from broker.client.client_api import send_answer, send_fields
 from broker.common.request_headers import HeaderError, SendMessageRequestHeader, SendMessageResponseHeader
 
-REQUIRED = {
+REQUIRED: dict[str, Any] = {
     "producer_group": "pg",
     "topic": "T",
     "default_topic": "TBW102",

@@ -63,7 +63,8 @@ def test_queued_sends_start_in_arrival_order_as_room_frees():
 def test_a_queued_send_fails_at_its_timeout_and_frees_those_behind_it():
     async def scenario():
         window = SendWindow(max_messages=10, max_bytes=1000)
-        started, failed = [], []
+        started: list[str] = []
+        failed: list[BaseException] = []
         failures = ListenerFailures()
         window.enter_later(900, 5, lambda: started.append("first"), failures.never("fail of first"))
         window.enter_later(900, 0.05, lambda: started.append("big"), failed.append)
@@ -116,11 +117,17 @@ def test_a_blocking_sender_held_only_by_the_queue_goes_once_the_queue_clears():
     async def scenario() -> None:
         window = SendWindow(max_messages=10, max_bytes=1000)
         assert window.try_enter(600)
-        failed, failures = [], ListenerFailures()
+        failed: list[BaseException] = []
+        failures = ListenerFailures()
         window.enter_later(600, 0.1, failures.never("start of the queued send"), failed.append)  # 1,200 bytes
         found_room = threading.Event()
         # 700 bytes would fit, but nobody overtakes the queue: it waits
-        thread = threading.Thread(target=lambda: (window.reserve(100, 30), found_room.set()))
+
+        def reserve() -> None:
+            window.reserve(100, 30)
+            found_room.set()
+
+        thread = threading.Thread(target=reserve)
         thread.start()
         await asyncio.sleep(0.02)
         assert not found_room.is_set()

@@ -22,7 +22,7 @@ from broker.common.message_id import MessageIdGenerator, unique_id_ip, unique_id
 
 TOPIC_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789%|_-"
 prop_text = st.text(
-    alphabet=st.characters(blacklist_characters="\x01\x02", blacklist_categories=("Cs",)), max_size=20
+    alphabet=st.characters(blacklist_characters="\x01\x02", blacklist_categories=["Cs"]), max_size=20
 )
 hosts = st.one_of(
     st.tuples(st.ip_addresses(v=4).map(str), st.integers(0, 65535)),

@@ -29,12 +29,13 @@ from broker.client import (
     PushConsumer,
 )
 from broker.common import message_const as const
-from broker.common.message import Message
+from broker.common.message import Message, MessageExt
 from broker.local_cluster import ROOT, wait_until
 from tests.cluster import ONE_BROKER, cluster_fixture
+from tests.polling import gathered
 
 SCRIPTS = Path(__file__).parent / "ali_ons"
-NODE = shutil.which("node")
+NODE = shutil.which("node") or ""  # "": no node, the module is skipped
 ALI_ONS = ROOT / "node_modules" / "ali-ons" / "package.json"
 # Every wait is bounded: a script gives up after CONSUME_TIMEOUT_MS, the test a little later.
 CONSUME_TIMEOUT_MS = 25_000
@@ -42,7 +43,7 @@ PROCESS_TIMEOUT_S = 45
 BIG_BODY = ("large body, compressed by its producer " * 200).encode()  # > 4 KiB: zlib + sys flag
 
 pytestmark = pytest.mark.skipif(
-    NODE is None or not ALI_ONS.exists(),
+    not NODE or not ALI_ONS.exists(),
     reason="needs `node` and node_modules/ali-ons (`make setup` installs them)",
 )
 
@@ -93,9 +94,14 @@ class AliOnsConsumer:
         self.stderr: list[str] = []
         self._changed = threading.Condition()
         threading.Thread(target=self._read_stdout, daemon=True).start()
-        threading.Thread(target=lambda: self.stderr.extend(self.proc.stderr), daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None  # piped
+        self.stderr.extend(self.proc.stderr)
 
     def _read_stdout(self) -> None:
+        assert self.proc.stdout is not None  # piped
         for line in self.proc.stdout:
             with self._changed:
                 self.events.append(json.loads(line))
@@ -303,17 +309,18 @@ def test_ali_ons_producer_to_python_push_and_lite_pull_consumers(cluster):
             pushed.extend(messages)
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
-    first = {"consume_from_where": CONSUME_FROM_FIRST_OFFSET}
-    push = PushConsumer("compat_py_push", cluster.namesrv_addr, **first)
+    push = PushConsumer("compat_py_push", cluster.namesrv_addr, consume_from_where=CONSUME_FROM_FIRST_OFFSET)
     push.subscribe(topic, "*")
     push.register_message_listener(listener)
-    pull = LitePullConsumer("compat_py_pull", cluster.namesrv_addr, **first)
+    pull = LitePullConsumer(
+        "compat_py_pull", cluster.namesrv_addr, consume_from_where=CONSUME_FROM_FIRST_OFFSET
+    )
     pull.subscribe(topic, MessageSelector.by_tag("TagA"))
     push.start()
     pull.start()
     try:
-        pulled = []
-        wait_until(lambda: pulled.extend(pull.poll(0.5)) or len(pulled) >= 2, timeout=30)
+        pulled: list[MessageExt] = []
+        wait_until(lambda: len(gathered(pulled, pull.poll(0.5))) >= 2, timeout=30)
         assert wait_until(lambda: len(pushed) >= len(specs), timeout=30), pushed
     finally:
         push.shutdown()
@@ -349,6 +356,7 @@ def test_mqadmin_shows_the_ali_ons_groups_and_zero_lag(cluster, capsys):
         cwd=ROOT,
     )
     consumer = None
+    assert producer.stdin is not None and producer.stdout is not None  # piped
     try:
         producer.stdin.write(
             "".join(json.dumps(spec(topic, "TagA", [f"ops-{i}"], f"ops {i}")) + "\n" for i in range(5))

@@ -6,6 +6,7 @@ registered through ``ControllerClient``, heartbeats while it is marked alive."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -61,7 +62,7 @@ class HandSet:
         self.epochs: dict[int, list[EpochEntry]] = {}
         self.notified: list[dict] = []
         self.beating: set[int] = set()
-        self._beat = None
+        self._beat: concurrent.futures.Future[None] | None = None
         self._in_flight: set[asyncio.Task] = set()
 
     def add(self, bid: int) -> str:

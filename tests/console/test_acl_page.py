@@ -197,6 +197,7 @@ def test_an_admin_deletes_an_account_and_a_missing_one_is_the_brokers_refusal(
     )
     assert "no ACL account for AccessKey" in html.unescape(response.content.decode())
     failed = AuditRecord.objects.filter(action="acl.account.delete").order_by("-id").first()
+    assert failed is not None
     assert failed.result == AuditRecord.RESULT_FAILED and "no ACL account" in failed.detail
 
 

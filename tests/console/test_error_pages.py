@@ -21,7 +21,9 @@ UNKNOWN_HOST_ID = "0A0B0C0D00002A9F00000000DEADBEEF"  # 10.11.12.13:10911, no br
 
 
 def _title(response) -> str:
-    return re.search(rb"<title>(.*?)</title>", response.content, re.S).group(1).decode()
+    title = re.search(rb"<title>(.*?)</title>", response.content, re.S)
+    assert title is not None, "the page has no title"
+    return title.group(1).decode()
 
 
 def _assert_not_found(response, *names: str) -> None:

@@ -229,7 +229,8 @@ def test_the_grafana_dashboard_is_a_dashboard_model_over_real_metrics(viewer_cli
     assert (
         variables["datasource"]["type"] == "datasource" and variables["datasource"]["query"] == "prometheus"
     )
-    ids, cells = set(), set()
+    ids: set[int] = set()
+    cells: set[tuple[int, int]] = set()
     for panel in model["panels"]:
         assert isinstance(panel["id"], int) and panel["id"] not in ids
         ids.add(panel["id"])

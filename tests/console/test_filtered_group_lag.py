@@ -47,7 +47,8 @@ def filtered_group(live_cluster):
                     wanted.add(msg.body)
     finally:
         producer.shutdown()
-    received, arrived = [], threading.Event()
+    received: list[bytes] = []
+    arrived = threading.Event()
 
     def listener(messages, context):
         received.extend(m.body for m in messages)

@@ -86,7 +86,7 @@ def test_consumer_running_info_is_shaped_as_rocketmqs(flow):
     client_id = admin.consumer_connection(GROUP).connections[0].client_id
     info = admin.consumer_running_info(GROUP, client_id)
     assert TOPIC in {subscription["topic"] for subscription in info["subscriptionSet"]}
-    held = {dict(queue)["topic"]: [] for queue in info["mqTable"]}
+    held: dict[str, list[tuple[str, int]]] = {dict(queue)["topic"]: [] for queue in info["mqTable"]}
     for queue, state in info["mqTable"].items():
         held[dict(queue)["topic"]].append((dict(queue)["brokerName"], dict(queue)["queueId"]))
         assert state["commitOffset"] >= 0

@@ -67,7 +67,9 @@ def test_no_template_has_inline_script_or_style():
 
 def test_htmx_is_told_not_to_inject_styles_or_evaluate_code():
     html = Client().get("/accounts/login/").content.decode()
-    config = re.search(r'<meta name="htmx-config" content=\'([^\']*)\'', html).group(1)
+    meta = re.search(r'<meta name="htmx-config" content=\'([^\']*)\'', html)
+    assert meta is not None, "no htmx-config meta"
+    config = meta.group(1)
     assert '"includeIndicatorStyles":false' in config and '"allowEval":false' in config
 
 

@@ -141,7 +141,7 @@ def expected(route: Route, user: str, method: str) -> set[int] | None:
         return None
     if minimum is None:  # the home page: what to do for a user without a role, else the overview
         return {200}
-    return {200, 404} | NEEDS_QUERY.get(route.name, set())
+    return {200, 404} | NEEDS_QUERY.get(route.name or "", set())
 
 
 def _expected_admin(route: Route, user: str, method: str) -> set[int] | None:

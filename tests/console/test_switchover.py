@@ -249,7 +249,7 @@ def test_a_frozen_controller_costs_the_page_a_bounded_wait(page_clients, setting
         began = time.monotonic()
         html = page_clients["viewer"].get("/cluster/").content.decode()
         waited = time.monotonic() - began
-        state = re.search(r"<p class=\"controller-state.*?</p>", html, re.S).group(0)
+        state = _controller_state(html)
         # The first request's own timeout (3 s) or the section's limit (4 s), whichever ends first.
         assert 'data-controller="error"' in state and re.search(r"no (answer|response)", state), state
         assert waited < 20, waited
@@ -277,7 +277,7 @@ def test_three_controllers_with_one_frozen_still_answer_the_page_and_a_switchove
         began = time.monotonic()
         html = page_clients["admin"].get("/cluster/").content.decode()
         waited = time.monotonic() - began
-        state = re.search(r'<p class="controller-state.*?</p>', html, re.S).group(0)
+        state = _controller_state(html)
         assert 'data-controller="ok"' in state, state
         assert f'class="controller-leader">{leader} ({group.listen[leader]})<' in state
         assert f'data-address="{group.listen[follower]}" data-answered="false"' in state
@@ -297,15 +297,24 @@ def test_three_controllers_with_one_frozen_still_answer_the_page_and_a_switchove
 # -- real brokers in controller mode ---------------------------------------------------------------
 
 
+def _controller_state(html: str) -> str:
+    """The page's controller-state paragraph."""
+    found = re.search(r'<p class="controller-state.*?</p>', html, re.S)
+    assert found is not None, "no controller state on the page"
+    return found.group(0)
+
+
+def _controller_id(row: str) -> str:
+    found = re.search(r'data-controller-id="(\d+)"', row)
+    assert found is not None, row
+    return found.group(1)
+
+
 def _rows_of(html: str, name: str) -> dict[str, str]:
     """The set's member rows by controller id."""
     block = _set_block(html, name).split('class="replication"', 1)[1].split("</table>", 1)[0]
     rows = re.findall(r"<tr data-broker-id=.*?</tr>", block, re.S)
-    return {
-        re.search(r'data-controller-id="(\d+)"', row).group(1): row
-        for row in rows
-        if "data-controller-id" in row
-    }
+    return {_controller_id(row): row for row in rows if "data-controller-id" in row}
 
 
 def test_real_controller_mode_brokers_shown_and_switched_over(tmp_path, settings):

@@ -63,7 +63,8 @@ class Seen:
     """What a listener saw of the messages with one key (the others are acknowledged)."""
 
     def __init__(self, key: str) -> None:
-        self.key, self.topics, self.lock = key, [], threading.Lock()
+        self.key, self.lock = key, threading.Lock()
+        self.topics: list[str] = []
 
     def record(self, msgs) -> bool:
         mine = [m for m in msgs if self.key in m.keys]

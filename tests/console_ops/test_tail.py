@@ -72,7 +72,7 @@ async def test_messages_sent_after_start_arrive_filtered(namesrv, viewer, fast_t
         assert (await _until(communicator, lambda m: m["type"] == "filter"))["ok"] is True
         await database_sync_to_async(send)(namesrv, TOPIC, 2, keys="drop", tags="other")
         await database_sync_to_async(send)(namesrv, TOPIC, 1, keys="after", tags="keep")
-        seen = []
+        seen: list[dict] = []
         while not any(e["keys"] == ["after-0"] for e in seen):
             batch = await _until(communicator, lambda m: m["type"] == "messages")
             seen.extend(batch["events"])
@@ -189,7 +189,7 @@ async def test_tailing_a_topic_before_it_exists_shows_its_first_messages(namesrv
         waiting = await _until(communicator, lambda m: m["type"] == "status")
         assert waiting["status"] == "waiting"
         await database_sync_to_async(send)(namesrv, "OpsTailBornLater", 2, keys="first")
-        seen = []
+        seen: list[str] = []
         while len(seen) < 2:
             batch = await _until(communicator, lambda m: m["type"] == "messages" and m["events"])
             seen.extend(e["keys"][0] for e in batch["events"])

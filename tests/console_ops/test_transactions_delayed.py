@@ -87,6 +87,7 @@ def test_operator_commits_and_rolls_back(namesrv, settled_messages, operator_cli
     assert again.status_code == 400
     assert len(admin.query_message_by_key(TX_TOPIC, "settle-commit")) == 1
     refused = AuditRecord.objects.filter(action__startswith="transaction.").order_by("id").last()
+    assert refused is not None
     assert (refused.action, refused.result, refused.parameters["action"]) == (
         "transaction.end",
         "failed",

@@ -14,6 +14,7 @@ import pytest
 
 from broker.common.codes import ResponseCode
 from broker.local_cluster import wait_until
+from broker.remoting.command import RemotingCommand
 from tests.controller.wire import HEARTBEAT_TIMEOUT_MS, ControllerGroup, SimulatedBrokers, Wire
 
 NAME = "broker-a"
@@ -145,14 +146,13 @@ def test_repeated_leader_kills_and_master_failovers(group):
     set_epoch = 1
     failovers = []
     for _ in range(5):
-        altered = wait_until(
-            lambda m=master, e=epoch, s=set_epoch: (
-                (r := brokers.alter_sync_state_set(m, e, [1, 2, 3], s)) is not None and r.ok and r
-            ),
-            timeout=20,
-            what="the in-sync set altered",
-        )
-        set_epoch = int(altered.field("newSyncStateSetEpoch"))
+
+        def altered_set(m: int = master, e: int = epoch, s: int = set_epoch) -> RemotingCommand | None:
+            r = brokers.alter_sync_state_set(m, e, [1, 2, 3], s)
+            return r if r is not None and r.ok else None
+
+        altered = wait_until(altered_set, timeout=20, what="the in-sync set altered")
+        set_epoch = altered.int_field("newSyncStateSetEpoch")
         leader = wait_until(wire.leader, timeout=30, what="a controller leader")
         controllers.kill(leader)
         wait_until(wire.leader, timeout=30, what="a new controller leader")

@@ -22,7 +22,7 @@ from broker.common.codes import ResponseCode
 from broker.common.request_headers.controller import BrokerHeartbeatRequestHeader
 from broker.controller.client import ControllerClient
 from broker.remoting.client import RemotingClient
-from broker.remoting.command import create_request
+from broker.remoting.command import RemotingCommand, create_request
 from tests.controller.embedded import (
     CLUSTER,
     HEARTBEAT_TIMEOUT_MS,
@@ -71,7 +71,7 @@ async def test_a_replayed_master_heartbeat_is_refused_and_failover_is_on_time(tm
 
         brokers.beating.discard(1)  # the master is killed; the attacker keeps replaying its beat
         silent_at = time.monotonic()
-        answers = []
+        answers: list[RemotingCommand] = []
 
         def resent():
             # Verbatim, or (before the fix: taken) with a nonce carved into an added field.

@@ -10,7 +10,9 @@ from broker.controller.state import (
     AlterSyncStateSetEvent,
     ApplyBrokerIdEvent,
     ElectMasterEvent,
+    Event,
     ReplicasState,
+    ReplicaView,
     UpdateBrokerAddressEvent,
 )
 
@@ -25,9 +27,15 @@ def three_replicas() -> ReplicasState:
     return state
 
 
-def elect(state: ReplicasState, bid: int | None, designated: bool = False):
+def view_of(state: ReplicasState) -> ReplicaView:
+    """The set's view, which every test here has made."""
     view = state.view(NAME)
     assert view is not None
+    return view
+
+
+def elect(state: ReplicasState, bid: int | None, designated: bool = False):
+    view = view_of(state)
     return state.apply(ElectMasterEvent(NAME, bid, view.master_epoch, designated))
 
 
@@ -44,7 +52,7 @@ def test_apply_broker_id_is_idempotent_for_the_same_broker_and_refused_for_anoth
     assert again.ok
     other = state.apply(ApplyBrokerIdEvent("c", NAME, 1, "127.0.0.1:9999;2", "127.0.0.1:9999"))
     assert other.code == ResponseCode.CONTROLLER_BROKER_ID_INVALID
-    assert state.view(NAME).replicas[1] == "127.0.0.1:10911"
+    assert view_of(state).replicas[1] == "127.0.0.1:10911"
     assert state.next_broker_id(NAME) == 4
     assert state.next_broker_id("unknown") == 1
     bad = state.apply(ApplyBrokerIdEvent("c", NAME, 0, "x;1", "x:1"))
@@ -54,7 +62,7 @@ def test_apply_broker_id_is_idempotent_for_the_same_broker_and_refused_for_anoth
 def test_register_updates_an_applied_address_only():
     state = three_replicas()
     assert state.apply(UpdateBrokerAddressEvent(NAME, 2, "127.0.0.1:20000")).ok
-    assert state.view(NAME).replicas[2] == "127.0.0.1:20000"
+    assert view_of(state).replicas[2] == "127.0.0.1:20000"
     missing = state.apply(UpdateBrokerAddressEvent(NAME, 9, "127.0.0.1:1"))
     assert missing.code == ResponseCode.CONTROLLER_BROKER_METADATA_NOT_EXIST
 
@@ -70,14 +78,19 @@ def test_election_bumps_epochs_and_resets_the_sync_state_set_to_the_new_master()
     # An election decided against an older epoch is refused when applied (another came first).
     stale = state.apply(ElectMasterEvent(NAME, 2, 0))
     assert stale.code == ResponseCode.CONTROLLER_FENCED_MASTER_EPOCH
-    assert state.view(NAME).master_id == 1
+    assert view_of(state).master_id == 1
 
 
 def test_alter_sync_state_set_fencing():
     state = three_replicas()
     elect(state, 1)
     ok = state.apply(AlterSyncStateSetEvent(NAME, 1, 1, 1, frozenset({1, 2})))
-    assert ok.ok and ok.view.sync_state_set == {1, 2} and ok.view.sync_state_set_epoch == 2
+    assert (
+        ok.ok
+        and ok.view is not None
+        and ok.view.sync_state_set == {1, 2}
+        and ok.view.sync_state_set_epoch == 2
+    )
     # A stale sync-state-set epoch (the master read epoch 1, it is 2 now).
     stale = state.apply(AlterSyncStateSetEvent(NAME, 1, 1, 1, frozenset({1, 2, 3})))
     assert stale.code == ResponseCode.CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH
@@ -92,7 +105,7 @@ def test_alter_sync_state_set_fencing():
     assert lacks_master.code == ResponseCode.CONTROLLER_INVALID_REPLICAS
     unknown = state.apply(AlterSyncStateSetEvent(NAME, 2, 2, 3, frozenset({2, 7})))
     assert unknown.code == ResponseCode.CONTROLLER_INVALID_REPLICAS
-    view = state.view(NAME)
+    view = view_of(state)
     assert (view.master_id, view.master_epoch, view.sync_state_set, view.sync_state_set_epoch) == (
         2,
         2,
@@ -106,11 +119,11 @@ def test_no_eligible_replica_leaves_the_set_without_a_master_and_keeps_the_in_sy
     elect(state, 1)
     state.apply(AlterSyncStateSetEvent(NAME, 1, 1, 1, frozenset({1, 2})))
     # Master 1 and in-sync 2 are dead; 3 is alive but was never in sync: nobody may be master.
-    choice = choose_master(state.view(NAME), alive(3))
+    choice = choose_master(view_of(state), alive(3))
     assert choice.ok and choice.master_id is None
     cleared = elect(state, None)
     assert cleared.ok
-    view = state.view(NAME)
+    view = view_of(state)
     assert view.master_id is None and view.master_epoch == 2  # the old master is fenced
     assert view.sync_state_set == {1, 2}
     # The old master (alive again, in sync) may come back; 3 still may not.
@@ -122,7 +135,7 @@ def test_no_eligible_replica_leaves_the_set_without_a_master_and_keeps_the_in_sy
 def test_unclean_election_only_when_enabled():
     state = three_replicas()
     elect(state, 1)
-    view = state.view(NAME)
+    view = view_of(state)
     assert choose_master(view, alive(3)).master_id is None
     assert choose_master(view, alive(3), elect_unclean=True).master_id == 3
 
@@ -131,7 +144,7 @@ def test_policy_prefers_alive_in_sync_replicas_with_the_freshest_log():
     state = three_replicas()
     elect(state, 1)
     state.apply(AlterSyncStateSetEvent(NAME, 1, 1, 1, frozenset({1, 2, 3})))
-    view = state.view(NAME)
+    view = view_of(state)
     assert choose_master(view, alive(2, 3, offsets={2: 100, 3: 500})).master_id == 3
     assert choose_master(view, alive(2, 3)).master_id == 2  # a tie: the lowest id
     still = choose_master(view, alive(1, 2))
@@ -140,9 +153,9 @@ def test_policy_prefers_alive_in_sync_replicas_with_the_freshest_log():
 
 def test_a_new_set_elects_any_alive_replica_first():
     state = three_replicas()
-    choice = choose_master(state.view(NAME), alive(2, 3))
+    choice = choose_master(view_of(state), alive(2, 3))
     assert choice.ok and choice.master_id == 2
-    none = choose_master(state.view(NAME), {})
+    none = choose_master(view_of(state), {})
     assert none.code == ResponseCode.CONTROLLER_MASTER_NOT_AVAILABLE
 
 
@@ -150,11 +163,11 @@ def test_switchover_rules():
     state = three_replicas()
     elect(state, 1)
     state.apply(AlterSyncStateSetEvent(NAME, 1, 1, 1, frozenset({1, 2})))
-    view = state.view(NAME)
+    view = view_of(state)
     assert choose_master(view, alive(1, 2, 3), designated=2).master_id == 2
     not_in_sync = choose_master(view, alive(1, 2, 3), designated=3)
     assert not_in_sync.code == ResponseCode.CONTROLLER_ELECT_MASTER_FAILED
-    assert "sync state set" in not_in_sync.remark
+    assert "sync state set" in (not_in_sync.remark or "")
     dead = choose_master(view, alive(1, 3), designated=2)
     assert dead.code == ResponseCode.CONTROLLER_BROKER_NOT_ALIVE
     itself = choose_master(view, alive(1, 2), designated=1)
@@ -181,12 +194,13 @@ def test_a_stalled_controller_ages_heartbeats_from_before_its_stall():
     assert not live.alive(NAME, 1, now=13.0)
     live.stalled(3.0, now=13.0)
     assert set(live.alive_ids(NAME, now=13.0)) == {1, 2}
-    assert live.get(NAME, 2).at == 13.0  # capped at now: not alive any longer than it was heard
+    beat = live.get(NAME, 2)
+    assert beat is not None and beat.at == 13.0  # capped at now: not alive any longer than it was heard
     assert not live.alive(NAME, 1, now=14.6)  # and dead a timeout after, as before the stall
 
 
 def test_replaying_the_same_events_gives_the_same_state_and_it_survives_pickling():
-    events = [
+    events: list[Event] = [
         ApplyBrokerIdEvent("c", NAME, 1, "a:1;1", "a:1"),
         ApplyBrokerIdEvent("c", NAME, 2, "a:2;1", "a:2"),
         ElectMasterEvent(NAME, 1, 0),

@@ -201,10 +201,10 @@ def imports_of(root: Path, path: Path) -> tuple[Import, ...]:
                     Import(node.lineno, f"{target}.{alias.name}" if alias.name != "*" else target, types_only)
                 )
         elif isinstance(node, ast.If) and _is_type_checking(node.test):
-            for child in node.body:
-                visit(child, True)
-            for child in node.orelse:
-                visit(child, types_only)
+            for statement in node.body:
+                visit(statement, True)
+            for statement in node.orelse:
+                visit(statement, types_only)
             return
         for child in ast.iter_child_nodes(node):
             visit(child, types_only)

@@ -18,7 +18,8 @@ STEP = timedelta(minutes=1)
 
 def _sample_hours(series: list[Series], start, hours: int, step: timedelta = STEP) -> None:
     """One point per series per ``step``; the value is the minute's index in the day."""
-    points, cycles = [], []
+    points: list[Point] = []
+    cycles: list[Cycle] = []
     for i in range(int(timedelta(hours=hours) / step)):
         moment = start + step * i
         cycles.append(Cycle(cluster=series[0].cluster, taken_at=moment, points=len(series)))
@@ -89,10 +90,13 @@ def test_days_of_samples_stay_bounded(fake_clock, series, settings):
         done = retention.maintain()
         assert done.buckets <= retention.MAX_BUCKETS
     now = fake_clock.moment
-    oldest_raw = Point.objects.order_by("taken_at").first().taken_at
+    oldest = Point.objects.order_by("taken_at").first()
+    assert oldest is not None
+    oldest_raw = oldest.taken_at
     assert oldest_raw >= now - timedelta(days=2) - retention.BUCKET
     assert Point.objects.count() <= SERIES * (2 * 24 * 12 + 10)
-    assert Rollup.objects.order_by("start").first().start >= now - timedelta(days=4)
+    oldest_rollup = Rollup.objects.order_by("start").first()
+    assert oldest_rollup is not None and oldest_rollup.start >= now - timedelta(days=4)
     assert Rollup.objects.count() <= SERIES * 4 * 288
     assert Cycle.objects.filter(taken_at__lt=now - timedelta(days=2)).count() == 0
     # The history still reads across both: a 3-day chart from rollups, the last hour raw.

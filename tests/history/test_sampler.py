@@ -148,7 +148,9 @@ def _roll_and_prune(settings, keep: timedelta) -> datetime:
         pass
     settings.HISTORY_RAW_DAYS = keep / timedelta(days=1)
     retention.prune()
-    rolled = min(retention.rolled_until(), clock.now() - keep)
+    until = retention.rolled_until()
+    assert until is not None  # the rollup above ran
+    rolled = min(until, clock.now() - keep)
     assert not Point.objects.filter(taken_at__lt=rolled).exists()
     return rolled
 

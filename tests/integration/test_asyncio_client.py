@@ -362,6 +362,7 @@ def test_one_process_runs_a_consumer_group_once_per_client_id(cluster):
         # The consumer leaves while the instance goes on serving the producer: its group is
         # unregistered from the broker at once, not when the connection closes or expires.
         first.shutdown()
+        assert producer.instance is not None and producer.instance.loop_thread is not None
         assert producer.instance.loop_thread.alive
         with MQAdmin(cluster.namesrv_addr) as admin, pytest.raises(MQClientError):
             admin.consumer_connection("shared-group")  # no member online

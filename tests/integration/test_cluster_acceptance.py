@@ -17,11 +17,12 @@ from broker.client import (
 )
 from broker.client.admin import MQAdmin
 from broker.common.codes import RequestCode
-from broker.common.message import Message
+from broker.common.message import Message, MessageExt
 from broker.local_cluster import SMALL_STORE_CONF, free_port, start_namesrv, wait_until
 from broker.local_cluster import start_broker as launch_broker
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.command import create_request
+from tests.polling import gathered
 from tests.received_messages import DeliveryCounts
 
 TOPIC = "Acceptance"
@@ -130,7 +131,11 @@ def test_twenty_thousand_messages_clustering_and_broadcasting(cluster, tmp_path)
         f"clustering group got {len(set(clustering.seen) & set(sent))} of 20000"
     )
     for recorder in broadcast:
-        assert wait_until(lambda r=recorder: set(sent) <= set(r.seen), timeout=120)
+
+        def got_all(r: DeliveryCounts = recorder) -> bool:
+            return set(sent) <= set(r.seen)
+
+        assert wait_until(got_all, timeout=120)
     duplicates = {body: n for body, n in clustering.seen.items() if n > 1}
     rebalanced = any(c.rebalance_history[-1][0] > t for c, t in zip(group, settled, strict=True))
     # At-least-once: duplicates may only come from queues changing owner after the split settled.
@@ -194,13 +199,13 @@ def test_lite_pull_consumer_assign_seek_commit(cluster):
     )
     consumer.assign([queue])
     consumer.start()
-    got = []
-    assert wait_until(lambda: got.extend(consumer.poll(0.5)) or len(got) >= 20, timeout=30)
+    got: list[MessageExt] = []
+    assert wait_until(lambda: len(gathered(got, consumer.poll(0.5))) >= 20, timeout=30)
     assert [m.body for m in got] == [b"lite-%d" % i for i in range(20)]
     consumer.commit_sync()
     consumer.seek(queue, 15)
-    again = []
-    assert wait_until(lambda: again.extend(consumer.poll(0.5)) or len(again) >= 5, timeout=30)
+    again: list[MessageExt] = []
+    assert wait_until(lambda: len(gathered(again, consumer.poll(0.5))) >= 5, timeout=30)
     assert [m.body for m in again][:5] == [b"lite-%d" % i for i in range(15, 20)]
     consumer.shutdown()
     producer.shutdown()
@@ -308,7 +313,7 @@ def test_asyncio_consumers(cluster):
         producer.send(Message(TOPIC, body))
 
     async def scenario():
-        seen = set()
+        seen: set[bytes] = set()
         done = asyncio.Event()
         loop_thread = threading.get_ident()
         on_loop = []
@@ -338,7 +343,7 @@ def test_asyncio_consumers(cluster):
         )
         lite.subscribe(TOPIC)
         await lite.start()
-        polled = set()
+        polled: set[bytes] = set()
         deadline = time.monotonic() + 60
         while not set(bodies) <= polled and time.monotonic() < deadline:
             polled.update(m.body for m in await lite.poll(0.5))

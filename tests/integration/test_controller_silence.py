@@ -24,6 +24,7 @@ import pytest
 from broker.common.codes import ResponseCode
 from broker.local_cluster import wait_until
 from broker.remoting.client import SyncRemotingClient
+from broker.remoting.command import RemotingCommand
 from tests.integration.test_controller_mode import (
     HEARTBEAT_TIMEOUT_MS,
     ControllerCluster,
@@ -31,6 +32,7 @@ from tests.integration.test_controller_mode import (
     _send_request,
     _store_max,
 )
+from tests.polling import gathered
 
 ALL_ACK = {"allAckInSyncStateSet": "true", "slaveTimeout": 1000}
 LEASE_S = HEARTBEAT_TIMEOUT_MS * 2 / 3 / 1000
@@ -177,8 +179,8 @@ def test_a_master_alone_in_its_in_sync_set_refuses_writes_while_the_controller_i
         assert _send(stack, "b1", b"alone, the controller up").code == ResponseCode.SUCCESS
         stack.controller.proc.send_signal(signal.SIGSTOP)
         try:
-            answers = []
-            assert wait_until(lambda: answers.append(_send(stack, "b1", b"alone")) or answers[-1].code, 10)
+            answers: list[RemotingCommand] = []
+            assert wait_until(lambda: gathered(answers, [_send(stack, "b1", b"alone")])[-1].code, 10)
             stored = _store_max(stack, "b1")
             refused = _send(stack, "b1", b"alone, refused")
             assert refused.code == ResponseCode.SERVICE_NOT_AVAILABLE, refused.remark
@@ -204,15 +206,16 @@ def test_an_in_sync_slave_gone_silent_while_the_controller_is_down_stops_writes(
         time.sleep(LEASE_S + 0.3)
         assert _send(stack, "b1", b"controller down, slave up").code == ResponseCode.SUCCESS
         slave.send_signal(signal.SIGSTOP)
-        answers = []
+        answers: list[RemotingCommand] = []
         assert wait_until(
             lambda: (
-                answers.append(_send(stack, "b1", b"slave silent"))
-                or answers[-1].code == ResponseCode.SERVICE_NOT_AVAILABLE
+                gathered(answers, [_send(stack, "b1", b"slave silent")])[-1].code
+                == ResponseCode.SERVICE_NOT_AVAILABLE
             ),
             10,
         ), [(a.code, a.remark) for a in answers[-3:]]
-        assert "in-sync slave" in answers[-1].remark and "[2]" in answers[-1].remark, answers[-1].remark
+        last = answers[-1].remark or ""
+        assert "in-sync slave" in last and "[2]" in last, last
         assert ResponseCode.SUCCESS not in [a.code for a in answers[1:]]  # none answered meanwhile
         slave.send_signal(signal.SIGCONT)
         assert wait_until(lambda: _send(stack, "b1", b"slave back").code == ResponseCode.SUCCESS, 10)

@@ -38,12 +38,12 @@ def test_sync_master_killed_five_times_loses_and_duplicates_nothing(tmp_path, em
             replicas.wait_in_sync()
             time.sleep(rng.uniform(0.2, 2.0))  # a random moment under load (the seed is printed)
             done = kill_and_wait(replicas, load)
+
             # Producers resume on their own: every thread has a send acknowledged after the kill.
-            wait_until(
-                lambda at=done.killed_at: load.every_thread_acked_after(at),
-                timeout=60,
-                what="every producer thread acknowledged again",
-            )
+            def acked_again(at: float = done.killed_at) -> bool:
+                return load.every_thread_acked_after(at)
+
+            wait_until(acked_again, timeout=60, what="every producer thread acknowledged again")
             rounds.append(done)
             replicas.restart(done.killed)  # rejoins as slave; wait_in_sync before the next kill
         final_master, info = replicas.wait_in_sync()

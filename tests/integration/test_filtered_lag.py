@@ -170,7 +170,7 @@ async def _parked_raw_pull(addr: str, offset: int):
 
     client = RemotingClient()
     max_offset = create_request(RequestCode.GET_MAX_OFFSET, {"topic": HELD_TOPIC, "queueId": 0})
-    assert int((await client.invoke(addr, max_offset)).field("offset")) == offset
+    assert (await client.invoke(addr, max_offset)).int_field("offset") == offset
     header = PullMessageRequestHeader(
         consumer_group="held-filtered-raw", topic=HELD_TOPIC, queue_id=0, queue_offset=offset,
         max_msg_nums=32, sys_flag=FLAG_SUSPEND | FLAG_SUBSCRIPTION, commit_offset=-1,

@@ -182,7 +182,7 @@ def test_unfinished_frames_from_60_connections_keep_the_broker_small_and_serving
 
 def test_unfinished_frames_from_60_connections_keep_the_name_server_small_and_serving(flooded):
     namesrv_pid = flooded.namesrv.proc.pid
-    lookups = []
+    lookups: list[float] = []
     client = SyncRemotingClient()
     try:
         flood = in_background(lambda: flood_unfinished_frames(flooded.namesrv_addr))

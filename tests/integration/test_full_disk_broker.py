@@ -71,7 +71,7 @@ def broker_refusal(error: MQClientError) -> MQBrokerError:
 
 def produce_until_refused(producer: Producer, first: int, limit: int = 20_000):
     """Send until the broker refuses: (numbers acked, the broker's refusal)."""
-    acked = []
+    acked: list[int] = []
     for number in range(first, first + limit):
         try:
             result = producer.send(Message(TOPIC, body(number)))
@@ -89,7 +89,8 @@ def refused_send(producer: Producer, number: int) -> MQBrokerError:
 
 
 def pull_all(cluster: LocalCluster, topic: str = TOPIC) -> list[bytes]:
-    bodies, offset = [], 0
+    bodies: list[bytes] = []
+    offset = 0
     while True:
         header = PullMessageRequestHeader(
             consumer_group=GROUP,
@@ -151,7 +152,7 @@ def test_a_full_disk_refuses_sends_keeps_serving_and_recovers(cluster):
         assert refusal.response_code in (ResponseCode.SYSTEM_ERROR, ResponseCode.SERVICE_NOT_AVAILABLE)
         refused = refused_send(producer, len(acked))
         assert refused.response_code == ResponseCode.SERVICE_NOT_AVAILABLE
-        assert refused.remark.startswith(REFUSED)
+        assert (refused.remark or "").startswith(REFUSED)
         info = runtime(cluster)
         assert info["diskFull"] == "true" and info["storeWritable"] == "false"
         # Alive (no signal), and serving every acked message to a pull.

@@ -28,7 +28,7 @@ from broker.common.request_headers.pull import (
 )
 from broker.local_cluster import LocalCluster, wait_until
 from tests.integration.test_full_disk_broker import REFUSED
-from tests.small_disk import broker_on_small_disk, fill
+from tests.small_disk import SmallDiskCluster, broker_on_small_disk, fill
 
 TOPIC, NEW_TOPIC, NEW_GROUP, GROUP = "MetaDiskTopic", "MetaDiskNewTopic", "MetaDiskNewGroup", "MetaDiskGroup"
 
@@ -85,7 +85,7 @@ def disk_full(cluster: LocalCluster) -> bool:
     return info["diskFull"] == "true"
 
 
-def offset_on_disk(cluster: LocalCluster) -> int:
+def offset_on_disk(cluster: SmallDiskCluster) -> int:
     """The offset consumerOffset.json holds (-1 for none): what a restart would find."""
     try:
         table = json.loads((cluster.disk / "store/config/consumerOffset.json").read_text())["offsetTable"]

@@ -57,7 +57,7 @@ def secure(tmp_path_factory, certs):
             acl_file = workdir / f"{name}-plain_acl.yml"
             acl_file.write_text(PLAIN_ACL)
             if name == "broker-ha-s":
-                role = {**role, "brokerName": "broker-ha", "brokerId": 1}
+                role = {**role, "brokerName": "broker-ha", "brokerId": "1"}
             cluster.add_broker(name, {**common, **role, "aclFilePath": acl_file})
             if name == "broker-ha":
                 cluster.create_topic(TOPIC, 1)

@@ -167,11 +167,11 @@ def test_a_slave_started_late_catches_up_and_refuses_writes(tmp_path):
                 "queueId": 0, "sysFlag": 0, "bornTimestamp": 0, "flag": 0, "properties": ""}  # fmt: skip
         refused = cluster.request(RequestCode.SEND_MESSAGE, send, b"body", addr=slave)
         assert refused.code == ResponseCode.SERVICE_NOT_AVAILABLE
-        assert "message store is slave mode, so write is not supported" in refused.remark
+        assert "message store is slave mode, so write is not supported" in (refused.remark or "")
         topic = {"topic": "other", "defaultTopic": "TBW102", "readQueueNums": 1, "writeQueueNums": 1,
                  "perm": 6, "topicFilterType": "SINGLE_TAG"}  # fmt: skip
         refused = cluster.request(RequestCode.UPDATE_AND_CREATE_TOPIC, topic, addr=slave)
-        assert refused.code == ResponseCode.SYSTEM_ERROR and "from slave broker" in refused.remark
+        assert refused.code == ResponseCode.SYSTEM_ERROR and "from slave broker" in (refused.remark or "")
         end = {"producerGroup": "g", "tranStateTableOffset": 0, "commitLogOffset": 0, "commitOrRollback": 8,
                "fromTransactionCheck": False, "msgId": "x", "transactionId": "x"}  # fmt: skip
         refused = cluster.request(RequestCode.END_TRANSACTION, end, addr=slave)
@@ -258,7 +258,7 @@ def test_consumers_read_from_the_slave_while_the_master_is_down(tmp_path):
             for queue_id in range(QUEUES):
                 fields = {"consumerGroup": "ha-readers", "topic": TOPIC, "queueId": queue_id}
                 response = cluster.request(RequestCode.QUERY_CONSUMER_OFFSET, fields, addr=addr)
-                total += int(response.field("offset")) if response.ok else 0
+                total += response.int_field("offset") if response.ok else 0
             return total
 
         wait_until(lambda: committed(slave) == 300, timeout=30, what="the offsets kept on the slave")
@@ -373,22 +373,24 @@ def test_a_slave_whose_master_is_unreachable_says_so_and_keeps_serving(tmp_path)
         slave = add_slave(cluster, "broker-away", "broker-ha-s", {"haMasterAddress": closed})
         # A slave whose brokerName has no master (a wrong name): the name server names none.
         orphan = add_slave(cluster, "broker-nobody", "broker-orphan")
-        info = wait_until(
-            lambda: (i := _runtime(cluster, slave.addr))["haConnectFailures"] != "0" and i,
-            timeout=30,
-            what="a failed connection to the master",
-        )
+
+        def failed_to_connect() -> dict[str, str] | None:
+            info = _runtime(cluster, slave.addr)
+            return info if info["haConnectFailures"] != "0" else None
+
+        info = wait_until(failed_to_connect, timeout=30, what="a failed connection to the master")
         assert info["haMasterConnected"] == "false" and info["haMasterAddress"] == closed
         assert f"cannot connect to the master's HA port {closed}" in info["haLastError"]
         slave.keep_draining()
         wait_until(lambda: any("replication from the master stopped" in line for line in slave.output),
                    timeout=30, what="the log line")  # fmt: skip
         assert slave.proc.poll() is None  # still serving
-        orphan_info = wait_until(
-            lambda: "no master HA address yet" in (i := _runtime(cluster, orphan.addr))["haLastError"] and i,
-            timeout=30,
-            what="the orphan slave's reason",
-        )
+
+        def orphan_says_why() -> dict[str, str] | None:
+            info = _runtime(cluster, orphan.addr)
+            return info if "no master HA address yet" in info["haLastError"] else None
+
+        orphan_info = wait_until(orphan_says_why, timeout=30, what="the orphan slave's reason")
         assert orphan_info["masterAddr"] == "" and orphan_info["haMasterConnected"] == "false"
         orphan.keep_draining()
         said = "knows no master for brokerName broker-nobody"

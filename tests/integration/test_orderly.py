@@ -189,6 +189,7 @@ def test_a_message_failing_past_max_reconsume_times_is_sent_back_and_the_queue_m
         nxt = producer.send(Message("PoisonTopic", b"next"))
         assert done.wait(30)
         # An operator's "consume this message directly" reaches the orderly listener too.
+        assert consumer.instance is not None  # started
         direct = {"consumerGroup": "poison-group", "clientId": consumer.instance.client_id,
                   "msgId": nxt.offset_msg_id}  # fmt: skip
         answer = cluster.admin.invoke(
@@ -224,7 +225,7 @@ def test_a_message_failing_past_max_reconsume_times_is_sent_back_and_the_queue_m
 
 def test_broadcasting_orderly_consumers_each_get_everything_in_order(cluster, tmp_path):
     cluster.create_topic("BroadcastOrder", 2)
-    seen = {"b1": defaultdict(list), "b2": defaultdict(list)}
+    seen: dict[str, defaultdict[int, list[int]]] = {"b1": defaultdict(list), "b2": defaultdict(list)}
 
     def listener_for(name):
         def listener(messages, context):
@@ -268,7 +269,8 @@ def test_asyncio_orderly_listener_runs_on_the_callers_loop(cluster):
         producer.shutdown()
 
     async def scenario():
-        seen, loop, all_seen = [], asyncio.get_running_loop(), asyncio.Event()
+        seen: list[int] = []
+        loop, all_seen = asyncio.get_running_loop(), asyncio.Event()
         failures = ListenerFailures()
 
         @failures.watch

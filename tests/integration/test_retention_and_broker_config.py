@@ -72,12 +72,14 @@ class RetentionBroker:
 
     @property
     def addr(self) -> str:
+        assert self.broker is not None  # started
         return self.broker.addr
 
     def start(self) -> None:
         self.broker = start_broker(self.conf, self.namesrv.addr, self.port)
 
     def restart(self) -> None:
+        assert self.broker is not None  # started
         assert self.broker.stop() == 0, "".join(self.broker.output)
         self.start()
 

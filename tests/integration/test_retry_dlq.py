@@ -16,6 +16,7 @@ from broker.common.message import Message
 from broker.local_cluster import wait_until
 from tests.cluster import SEMANTICS, cluster_fixture
 from tests.cluster import SEMANTICS_CLUSTER as CLUSTER
+from tests.polling import gathered
 
 TOPIC = "RetryTopic"
 
@@ -94,8 +95,8 @@ def test_always_failing_message_reaches_the_dlq_after_the_groups_max_reconsume_t
     try:
         msg_id = send(producer, "always-fails-1")
         assert wait_until(lambda: attempts.count(msg_id) >= 3, timeout=40)
-        found = []
-        assert wait_until(lambda: found.extend(_quiet(dead_letters, capsys, cluster, group, msg_id)) or found)
+        found: list[dict] = []
+        assert wait_until(lambda: gathered(found, _quiet(dead_letters, capsys, cluster, group, msg_id)))
     finally:
         consumer.shutdown()
     deliveries = attempts.seen[msg_id]
@@ -117,8 +118,8 @@ def test_always_failing_message_reaches_the_dlq_after_the_groups_max_reconsume_t
     dlq = f"%DLQ%{group}"
     perm = ["-r", "1", "-w", "1", "-p", "6"]
     mqadmin_json(capsys, "updateTopic", "-n", cluster.namesrv_addr, "-c", CLUSTER, "-t", dlq, *perm)
-    listed = []
-    assert wait_until(lambda: listed.extend(_quiet(dlq_listing, capsys, cluster, dlq)) or listed)
+    listed: list[dict] = []
+    assert wait_until(lambda: gathered(listed, _quiet(dlq_listing, capsys, cluster, dlq)))
     assert [(m["msg_id"], m["body"]) for m in listed] == [(msg_id, "always-fails-1")]
 
 
@@ -155,8 +156,8 @@ def test_delay_level_minus_one_dead_letters_at_once(cluster, producer, capsys):
     consumer = cluster.push_consumer(group, TOPIC, attempts.listener, "dlq-c")
     try:
         msg_id = send(producer, "straight-1")
-        found = []
-        assert wait_until(lambda: found.extend(_quiet(dead_letters, capsys, cluster, group, msg_id)) or found)
+        found: list[dict] = []
+        assert wait_until(lambda: gathered(found, _quiet(dead_letters, capsys, cluster, group, msg_id)))
         assert not wait_until(lambda: attempts.count(msg_id) > 1, timeout=2.5)
     finally:
         consumer.shutdown()
@@ -170,8 +171,8 @@ def test_client_max_reconsume_times_overrides_the_group(cluster, producer, capsy
     consumer = cluster.push_consumer(group, TOPIC, attempts.listener, "max1-c", max_reconsume_times=1)
     try:
         msg_id = send(producer, "client-max-1")
-        found = []
-        assert wait_until(lambda: found.extend(_quiet(dead_letters, capsys, cluster, group, msg_id)) or found)
+        found: list[dict] = []
+        assert wait_until(lambda: gathered(found, _quiet(dead_letters, capsys, cluster, group, msg_id)))
     finally:
         consumer.shutdown()
     assert attempts.count(msg_id) == 2

@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -40,7 +41,7 @@ def _ha_addr(cluster: Cluster, name: str) -> str:
     return f"127.0.0.1:{_runtime(cluster, cluster.brokers[name].addr)['haListenPort']}"
 
 
-def _slave_conf(tmp_path, settings: dict) -> object:
+def _slave_conf(tmp_path, settings: dict) -> Path:
     identity = {"brokerClusterName": HA_CLUSTER, "brokerId": 1, "brokerRole": "SLAVE",
                 "storePathRootDir": tmp_path / "slave-store"}  # fmt: skip
     return write_conf(tmp_path / "slave.conf", {**MASTER_SLAVE.settings, **identity, **settings})

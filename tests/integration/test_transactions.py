@@ -17,6 +17,7 @@ from broker.common.message_codec import decode_offset_msg_id
 from broker.common.sysflag import TRANSACTION_COMMIT_TYPE
 from broker.local_cluster import wait_until
 from tests.cluster import SEMANTICS, start
+from tests.polling import gathered
 from tests.received_messages import DeliveryCounts
 
 TOPIC = "TxTopic"
@@ -44,7 +45,7 @@ class LocalTransactions:
     def __init__(self, on_execute: dict, on_check: dict):
         self.on_execute, self.on_check = on_execute, on_check
         self.lock = threading.Lock()
-        self.checks = Counter()
+        self.checks: Counter[str] = Counter()
 
     def execute_local_transaction(self, msg, arg):
         return self.on_execute[msg.body.decode()]
@@ -86,10 +87,8 @@ def test_commit_rollback_and_checked_outcomes(cluster, capsys):
         }
         assert {b: r.local_transaction_state for b, r in results.items()} == app.on_execute
         assert wait_until(lambda: received.seen[b"commit"] == 1 and received.seen[b"checked"] == 1)
-        parked = []
-        assert wait_until(
-            lambda: parked.extend(read_topic(capsys, cluster, "TRANS_CHECK_MAX_TIME_TOPIC")) or parked
-        )
+        parked: list[dict] = []
+        assert wait_until(lambda: gathered(parked, read_topic(capsys, cluster, "TRANS_CHECK_MAX_TIME_TOPIC")))
         # Give a wrong extra delivery or check the time to happen before judging.
         assert not wait_until(
             lambda: received.seen.total() > 2 or app.checks["never"] > CHECK_MAX, timeout=1.5

@@ -1,9 +1,12 @@
 """The name server as a real process, driven with real frames."""
 
+from __future__ import annotations
+
 import struct
 import time
 import zlib
 from types import SimpleNamespace
+from typing import TYPE_CHECKING, cast
 
 import orjson
 import pytest
@@ -22,6 +25,9 @@ from broker.server.outer_api import BrokerOuterAPI
 from broker.server.registration import NamesrvRegistration
 from tests.cli.fake_server import FakeServer, ok
 from tests.cluster import namesrv_fixture
+
+if TYPE_CHECKING:
+    from broker.server.controller import BrokerController
 
 namesrv = namesrv_fixture(
     "listenPort={port}\nscanNotActiveBrokerInterval=200\nbrokerChannelExpiredTime=1500\n"
@@ -212,8 +218,8 @@ def test_bad_compressed_registrations_are_refused_and_register_nothing(namesrv, 
     assert register(client, namesrv.addr, "broker-a", "127.0.0.1:20911", ["still-serving"]).ok
 
 
-def stub_broker(namesrv_addr: str, topics: list[str], compressed: bool = False) -> SimpleNamespace:
-    """What NamesrvRegistration reads of a broker: its config and its topic table."""
+def stub_broker(namesrv_addr: str, topics: list[str], compressed: bool = False) -> BrokerController:
+    """A stand-in for a broker: what NamesrvRegistration reads of one (its config, its topic table)."""
     config = SimpleNamespace(broker_name="broker-r", broker_addr="127.0.0.1:20931", broker_cluster_name="cr",
                              broker_id=0, namesrv_addrs=[namesrv_addr], ha_server_addr="127.0.0.1:20932",
                              inner_access_key="", inner_secret_key="", client_tls=ClientTls,
@@ -222,9 +228,9 @@ def stub_broker(namesrv_addr: str, topics: list[str], compressed: bool = False) 
     wrapper = {"topicConfigTable": table, "dataVersion": {"timestamp": 1, "counter": 1}}
     # A master outside controller mode (replicas=None): nothing to learn from the answer.
     replication = SimpleNamespace(registered=lambda namesrv, response: None)
-    topics = SimpleNamespace(serialize_wrapper=lambda: wrapper, data_version=DataVersion(1, 1))
-    return SimpleNamespace(config=config, topics=topics,
-                           replication=replication, replicas=None)  # fmt: skip
+    topic_table = SimpleNamespace(serialize_wrapper=lambda: wrapper, data_version=DataVersion(1, 1))
+    stand_in = SimpleNamespace(config=config, topics=topic_table, replication=replication, replicas=None)
+    return cast("BrokerController", stand_in)
 
 
 async def test_the_broker_sends_its_body_crc_and_an_altered_body_is_refused(namesrv, client):
@@ -239,6 +245,7 @@ async def test_the_broker_sends_its_body_crc_and_an_altered_body_is_refused(name
     finally:
         catcher.close()
     sent, gone = catcher.received
+    assert sent.body is not None
     assert (sent.code, gone.code) == (RequestCode.REGISTER_BROKER, RequestCode.UNREGISTER_BROKER)
     assert gone.ext_fields == {"brokerName": "broker-r", "brokerAddr": "127.0.0.1:20931", "clusterName": "cr",
                                "brokerId": "0"}  # fmt: skip
@@ -273,6 +280,7 @@ async def test_a_compressed_registration_of_the_broker_is_routed_as_sent(namesrv
         await registration.outer.close()
         catcher.close()
     (sent,) = catcher.received
+    assert sent.body is not None
     assert sent.ext_fields["compressed"] == "true"
     assert sent.ext_fields["bodyCrc32"] == str(zlib.crc32(sent.body) & 0x7FFFFFFF)
     assert client.invoke(
@@ -302,7 +310,7 @@ async def test_the_outer_api_raises_a_refusal_and_no_answer_from_the_one_error_t
     finally:
         await outer.close()
         await registration.outer.close()
-    assert refused.value.code == ResponseCode.SYSTEM_ERROR and refused.value.remark.startswith(
+    assert refused.value.code == ResponseCode.SYSTEM_ERROR and (refused.value.remark or "").startswith(
         "crc32 not match"
     )
     assert str(refused.value).startswith(f"name server {namesrv.addr} answered SYSTEM_ERROR")

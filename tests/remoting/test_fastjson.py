@@ -10,7 +10,7 @@ from broker.common import fastjson
 
 
 def test_null_fields_are_left_out_at_every_depth():
-    route = {
+    route: dict[str, object] = {
         "orderTopicConf": None,
         "queueDatas": [{"brokerName": "broker-a", "perm": 6, "extra": None}],
         "filterServerTable": {},
@@ -59,7 +59,9 @@ def test_loads_never_takes_text_inside_a_string_for_a_key():
     assert fastjson.loads(b'{0:"a,1:b",1:"{2:c"}') == {"0": "a,1:b", "1": "{2:c"}
 
 
-_scalars = st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(max_size=8)
+_scalars: st.SearchStrategy[object] = (
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(max_size=8)
+)
 _scalars |= st.floats(allow_nan=False, allow_infinity=False)
 
 

@@ -21,7 +21,7 @@ class SilentPeer:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.addr = f"127.0.0.1:{self.listener.getsockname()[1]}"
         self.start_reading = threading.Event()
-        self.received: list[str] = []  # the "n" of each frame, in order
+        self.received: list[str | None] = []  # the "n" of each frame, in order
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
 
@@ -52,9 +52,11 @@ async def test_oneway_sends_wait_while_the_peer_reads_nothing_then_all_arrive():
 
     task = asyncio.create_task(sender())
     connection = await client.connection(peer.addr)
-    high_water = connection.transport.get_write_buffer_limits()[1]
+    transport = connection.transport
+    assert transport is not None  # connected
+    high_water = transport.get_write_buffer_limits()[1]
     for _ in range(10_000):  # until the sender meets the full pipe
-        if connection.transport.get_write_buffer_size() > high_water or task.done():
+        if transport.get_write_buffer_size() > high_water or task.done():
             break
         await asyncio.sleep(0.001)
     assert not task.done(), "every send went into memory: nothing held the sender back"
@@ -63,7 +65,7 @@ async def test_oneway_sends_wait_while_the_peer_reads_nothing_then_all_arrive():
         await asyncio.sleep(0)
     assert sent == held_at  # waiting, not sending
     # What the process holds for the peer: the transport's buffer stopped near its high-water mark.
-    assert connection.transport.get_write_buffer_size() <= (COMMANDS_PER_TURN + 2) * largest_frame
+    assert transport.get_write_buffer_size() <= (COMMANDS_PER_TURN + 2) * largest_frame
 
     peer.start_reading.set()
     await asyncio.wait_for(task, 60)

@@ -89,10 +89,14 @@ def test_malformed_frames_raise_frame_error(frame):
         FrameDecoder().feed(frame)
 
 
+class _EchoServer(RemotingServer):
+    slow_requests: list[RemotingCommand]  # requests a slow echo has started on (its "sleep" field)
+
+
 @pytest.fixture
 async def server():
-    srv = RemotingServer("127.0.0.1", 0)
-    srv.slow_requests = []  # requests a slow echo has started on (its "sleep" field)
+    srv = _EchoServer("127.0.0.1", 0)
+    srv.slow_requests = []
 
     async def echo(conn, request):
         if request.field("sleep"):
@@ -131,9 +135,11 @@ async def test_unknown_code_and_handler_failure(server):
     client = RemotingClient()
     addr = f"127.0.0.1:{server.port}"
     unknown = await client.invoke(addr, create_request(9999))
-    assert unknown.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED and "9999 not supported" in unknown.remark
+    assert unknown.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED and "9999 not supported" in (
+        unknown.remark or ""
+    )
     failed = await client.invoke(addr, create_request(1001))
-    assert failed.code == ResponseCode.SYSTEM_ERROR and "kaput" in failed.remark
+    assert failed.code == ResponseCode.SYSTEM_ERROR and "kaput" in (failed.remark or "")
     await client.close()
 
 

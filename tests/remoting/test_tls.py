@@ -141,6 +141,8 @@ async def test_required_client_certificate(certs):
 async def test_silent_and_half_open_connections_are_dropped(certs, monkeypatch):
     monkeypatch.setattr(tls_module, "FIRST_BYTE_TIMEOUT_S", 0.2)
     server = await serving(ServerTls.from_properties(certs.server_conf("permissive")))
+    acceptor = server.tls
+    assert acceptor is not None
     loop = asyncio.get_running_loop()
     try:
         silent = socket.create_connection(("127.0.0.1", server.port))
@@ -150,7 +152,7 @@ async def test_silent_and_half_open_connections_are_dropped(certs, monkeypatch):
         silent.close()
         # A peer that goes away before its first byte leaves nothing behind.
         socket.create_connection(("127.0.0.1", server.port)).close()
-        await wait_until_async(lambda: not server.tls._undecided, 5)
+        await wait_until_async(lambda: not acceptor._undecided, 5)
         assert (await ask(None, server.port)).code == ResponseCode.SUCCESS
     finally:
         await server.stop()
@@ -158,10 +160,12 @@ async def test_silent_and_half_open_connections_are_dropped(certs, monkeypatch):
 
 async def test_stop_drops_undecided_connections(certs):
     server = await serving(ServerTls.from_properties(certs.server_conf("enforcing")))
+    acceptor = server.tls
+    assert acceptor is not None
     waiting = socket.create_connection(("127.0.0.1", server.port))
-    await wait_until_async(lambda: len(server.tls._undecided) == 1, 5)
+    await wait_until_async(lambda: len(acceptor._undecided) == 1, 5)
     await server.stop()
-    assert not server.tls._undecided
+    assert not acceptor._undecided
     waiting.settimeout(5)
     assert waiting.recv(1) == b""
     waiting.close()
@@ -200,16 +204,18 @@ def test_client_settings_from_the_environment(certs):
 
 async def test_silent_connections_beyond_the_bound_are_closed_at_once(certs):
     server = await serving(ServerTls.from_properties(certs.server_conf("permissive")))
-    server.tls.max_undecided = 2
+    acceptor = server.tls
+    assert acceptor is not None
+    acceptor.max_undecided = 2
     loop = asyncio.get_running_loop()
     silent = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(2)]
     try:
-        await wait_until_async(lambda: len(server.tls._undecided) == 2, 5)
+        await wait_until_async(lambda: len(acceptor._undecided) == 2, 5)
         extra = socket.create_connection(("127.0.0.1", server.port))
         extra.setblocking(False)
         assert await asyncio.wait_for(loop.sock_recv(extra, 1), 5) == b""  # closed at once
         extra.close()
-        assert server.tls.dropped == 1 and len(server.tls._undecided) == 2
+        assert acceptor.dropped == 1 and len(acceptor._undecided) == 2
     finally:
         for sock in silent:
             sock.close()

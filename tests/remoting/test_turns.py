@@ -35,7 +35,7 @@ class RecordingTransport:
         pass
 
 
-def answered(transport: RecordingTransport) -> list[str]:
+def answered(transport: RecordingTransport) -> list[str | None]:
     """The ``n`` field of every frame written, in order (answers, or requests this end sent)."""
     decoder = FrameDecoder()
     return [cmd.field("n") for data in transport.writes for cmd in decoder.feed(data)]

@@ -50,5 +50,5 @@ def stored_per_set(cluster: Cluster, topic: str, queues: int) -> Counter:
         for queue_id in range(queues):
             fields = {"topic": topic, "queueId": queue_id}
             response = cluster.request(RequestCode.GET_MAX_OFFSET, fields, addr=process.addr)
-            stored[name] += int(response.field("offset"))
+            stored[name] += response.int_field("offset")
     return stored

@@ -20,12 +20,16 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import dj_database_url
 import psycopg
 
 from broker.local_cluster import celery_command, wait_until
 from tests.browser.stack import PG_URL, REDIS_URL
+
+if TYPE_CHECKING:
+    from celery.events.receiver import EventReceiver
 
 REPO = Path(__file__).resolve().parents[2]
 POSTGRES_ADMIN_URL = PG_URL.format(name="postgres")
@@ -88,7 +92,8 @@ def routed_to(url: str) -> Iterator[str]:
         connections[ALIAS].close()
         del connections.settings[ALIAS]
         with contextlib.suppress(AttributeError):
-            delattr(connections._connections, ALIAS)
+            # django-stubs do not declare the handler's per-thread store of open connections.
+            delattr(connections._connections, ALIAS)  # type: ignore[attr-defined]
 
 
 @contextlib.contextmanager
@@ -172,7 +177,7 @@ class TaskEvents:
 
     broker_url: str
     finished: dict[str, tuple[str, str]] = field(default_factory=dict)  # task id → (hostname, event)
-    _receiver: object = None
+    _receiver: EventReceiver | None = None
     _ready: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 

@@ -180,8 +180,8 @@ def test_a_killed_worker_s_run_is_failed_and_nothing_is_replayed_twice(stack, ar
 
     def beating():
         fresh = ReportRun.objects.get(pk=run.pk)
-        beat = fresh.heartbeat_at
-        return fresh.status == ReportRun.RUNNING and beat and beat > fresh.started_at
+        beat, started_at = fresh.heartbeat_at, fresh.started_at
+        return fresh.status == ReportRun.RUNNING and beat and started_at is not None and beat > started_at
 
     wait_until(beating, TIMEOUT_S, 0.1, "the run to start and beat")
     doomed = wait_until(lambda: next((h for h, w in workers.items() if w.received(report_task)), None), 30,
@@ -255,7 +255,8 @@ def test_a_worker_killed_mid_replay_leaves_its_job_failed_and_nothing_replayed_t
         with override_settings(ANALYTICS_ABANDONED_AFTER=2):
             wait_until(fail_abandoned_jobs, 30, 0.5, "the job failed once its heartbeat was silent for 2 s")
         job.refresh_from_db()
-        assert job.status == ReplayJob.STATUS_FAILED and job.heartbeat_at > job.started_at
+        beat, started_at = job.heartbeat_at, job.started_at
+        assert job.status == ReplayJob.STATUS_FAILED and beat and started_at and beat > started_at
         assert f"the worker replaying this job stopped; {job.sent} of {DEAD_LETTERS} sent" in job.detail
         copies = messages_in(namesrv, GROUPS[group]) - DEAD_LETTERS
         # Copies sent after the last progress save are in the topic but not counted; none twice.

@@ -182,7 +182,7 @@ def test_a_stopped_set_sends_go_to_the_other_and_the_console_says_which(
         after = _send(producer, 40, "after-kill")
         # A send that picked a broker-b queue failed, was retried on broker-a, and broker-b is
         # avoided from then on (the producer's latency fault tolerance).
-        assert not producer.faults.is_available("broker-b")
+        assert producer.faults is not None and not producer.faults.is_available("broker-b")
     finally:
         producer.shutdown()
     assert {r.send_status for r in after} == {"SEND_OK"}
@@ -221,7 +221,8 @@ def test_a_hung_set_costs_one_send_and_its_own_rows_only(stopping_sets, viewer_c
         assert {r.message_queue.broker_name for r in _send(producer, 8, "warm")} == set(SETS)
         wait_until(lambda: len([q for q in consumer.assigned if q.topic == TOPIC]) == 2 * QUEUES, timeout=30)
         hung.send_signal(signal.SIGSTOP)
-        landed, failed = Counter(), []
+        landed: Counter[str] = Counter()
+        failed: list[str] = []
         for i in range(20):
             try:
                 landed[producer.send(Message(TOPIC, f"hung {i}".encode())).message_queue.broker_name] += 1
@@ -231,7 +232,7 @@ def test_a_hung_set_costs_one_send_and_its_own_rows_only(stopping_sets, viewer_c
         # As RocketMQ's producer: a send that waited out its timeout on the hung set has spent its
         # time budget and fails; the latency fault tolerance then keeps every later send off it.
         assert len(failed) <= 1 and landed == {"broker-a": 20 - len(failed)}
-        assert not producer.faults.is_available("broker-b")
+        assert producer.faults is not None and not producer.faults.is_available("broker-b")
 
         cluster_page = viewer_client.get("/cluster/").content.decode()
         row_b = cluster_page.split(f"{sets.brokers['broker-b'].addr}</a>", 1)[1].split("</tr>", 1)[0]

@@ -49,9 +49,18 @@ def context(browser, tier):
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     context.set_default_timeout(20_000)
     problems: list[str] = []
-    context.on("console", lambda m: m.type == "error" and problems.append(f"{m.page.url}: {m.text}"))
+
+    def console_error(m) -> None:
+        if m.type == "error":
+            problems.append(f"{m.page.url}: {m.text}")
+
+    def failed_response(r) -> None:
+        if r.status >= 400:
+            problems.append(f"HTTP {r.status} {r.url}")
+
+    context.on("console", console_error)
     context.on("weberror", lambda e: problems.append(f"uncaught: {e.error}"))
-    context.on("response", lambda r: r.status >= 400 and problems.append(f"HTTP {r.status} {r.url}"))
+    context.on("response", failed_response)
     page = context.new_page()
     page.goto(f"{tier.web_urls[0]}/accounts/login/?next=/ops/jobs/")
     page.fill("input[name=username]", ADMIN_USER)

@@ -526,7 +526,7 @@ def test_pipelined_pulls_wait_while_their_answers_are_not_read(cluster, client):
     assert waiting > 0 and served + waiting == pulls, samples[-5:]
     assert served < pulls // 2  # what the socket's buffers hold, not every answer
 
-    opaques = []
+    opaques: list[int] = []
     decoder = FrameDecoder()
     while len(opaques) < pulls:
         opaques += [answer.opaque for answer in decoder.feed(reader.recv(1 << 20))]

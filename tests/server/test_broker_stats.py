@@ -108,6 +108,7 @@ def test_a_groups_consume_tps_counts_its_committed_progress_over_the_last_minute
 async def test_consume_stats_and_runtime_info_report_the_sampled_rates(tmp_path):
     log: list = []
     broker = await start_broker(tmp_path)
+    assert broker.stats_sampler is not None
     broker.stats_sampler.cancel()  # sampled by hand below, on a fake clock
     try:
         producer, consumer, committer, admin = (
@@ -172,6 +173,7 @@ async def test_offset_commits_alone_never_count_more_than_the_messages_that_exis
     only up to the queue's end and from the highest offset the group already reached there."""
     log: list = []
     broker = await start_broker(tmp_path)
+    assert broker.stats_sampler is not None
     broker.stats_sampler.cancel()  # sampled by hand below, on a fake clock
     try:
         producer, committer, admin = (

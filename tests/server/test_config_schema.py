@@ -18,7 +18,10 @@ from broker.store.store_config import MessageStoreConfig
 
 
 def test_every_key_names_an_attribute_whose_default_it_accepts():
-    defaults = {schema.BROKER: BrokerConfig(), schema.STORE: MessageStoreConfig()}
+    defaults: dict[str, BrokerConfig | MessageStoreConfig] = {
+        schema.BROKER: BrokerConfig(),
+        schema.STORE: MessageStoreConfig(),
+    }
     for name, key in schema.KEYS.items():
         holder = defaults[key.owner]
         assert key.attr in {f.name for f in dataclasses.fields(holder)}, name
@@ -120,6 +123,7 @@ def test_updater_applies_live_keys_to_the_running_objects_and_keeps_restart_keys
     assert broker.store.config.message_delay_level != "1s 2s"
     assert outcome.applied == {"maxMessageSize": "2048"} and updater.pending == {"messageDelayLevel": "1s 2s"}
     assert "needs restart: messageDelayLevel=1s 2s" in outcome.remark()
+    assert broker.config.conf_path is not None
     text = broker.config.conf_path.read_text()
     assert text.startswith("# mine\nbrokerName=x\n") and "maxMessageSize=2048" in text
     # Setting the running value again: nothing is pending any more.
@@ -131,6 +135,7 @@ def test_updater_refuses_before_writing_anything(tmp_path):
     broker = _controller(tmp_path, "brokerName=x\n")
     with pytest.raises(ConfError):
         broker.config_updater.update({"maxMessageSize": "1024", "diskMaxUsedSpaceRatio": "abc"})
+    assert broker.config.conf_path is not None
     assert broker.config.conf_path.read_text() == "brokerName=x\n"
     assert broker.store.config.max_message_size == MessageStoreConfig().max_message_size
 

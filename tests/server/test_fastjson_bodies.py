@@ -341,7 +341,7 @@ def test_an_enum_value_fastjson_cannot_read_refuses_the_heartbeat(cluster, field
             cluster.broker_addr, create_request(RC.HEART_BEAT, body=_consumer_heartbeat(group, **enums))
         )
         assert answer.code == ResponseCode.SYSTEM_ERROR, (answer.code, answer.remark)
-        assert field in answer.remark and said in answer.remark, answer.remark
+        assert field in (answer.remark or "") and said in (answer.remark or ""), answer.remark
         # Nothing of the heartbeat was taken: no member, no retry topic.
         request = create_request(RC.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": group})
         assert cluster.admin.invoke(cluster.broker_addr, request).code == ResponseCode.CONSUMER_NOT_ONLINE

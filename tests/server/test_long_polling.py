@@ -27,7 +27,7 @@ SMALL_STORE = dict(line.split("=", 1) for line in SMALL_STORE_CONF.split())
 # -- the hold service alone ---------------------------------------------------------------------
 async def test_a_message_below_the_new_end_wakes_the_pull_once():
     hold = PullRequestHoldService(asyncio.get_running_loop())
-    calls = []
+    calls: list[bool] = []
     hold.park("t", 0, 5, 60, calls.append)
     hold.notify("t", 0, 5)  # the queue now ends at 5: nothing at offset 5 yet
     hold.notify("t", 1, 9)  # another queue
@@ -40,7 +40,7 @@ async def test_a_message_below_the_new_end_wakes_the_pull_once():
 
 async def test_an_unanswered_pull_expires_once_with_a_final_wake():
     hold = PullRequestHoldService(asyncio.get_running_loop())
-    calls = []
+    calls: list[bool] = []
     hold.park("t", 0, 0, 0.01, calls.append)
     for _ in range(100):
         if calls:
@@ -53,7 +53,7 @@ async def test_an_unanswered_pull_expires_once_with_a_final_wake():
 
 async def test_a_woken_pull_may_park_again_and_stop_answers_everyone():
     hold = PullRequestHoldService(asyncio.get_running_loop())
-    calls = []
+    calls: list[bool] = []
 
     def wake(final: bool) -> None:
         calls.append(final)
@@ -213,7 +213,7 @@ async def test_the_periodic_check_answers_a_pull_whose_new_messages_all_fail_the
 
 async def test_the_hold_service_asks_the_filter_about_the_new_message():
     hold = PullRequestHoldService(asyncio.get_running_loop())
-    calls = []
+    calls: list[bool] = []
     hold.park("t", 0, 0, 60, calls.append, accepts=lambda tags_code: tags_code == 7)
     hold.notify("t", 0, 1, tags_code=3)
     assert calls == [] and hold.held_count == 1

@@ -1,7 +1,8 @@
 """The import rules of the broker's outbound calls (issue 33, part 3), read from the sources with
 ``ast``: the controller package never imports the client SDK (the SDK builds on the controller
-client, not the reverse), and in ``broker/server`` only the outer API builds a RemotingClient,
-so signing and TLS of every outbound connection are set in one place."""
+client, not the reverse), and in ``broker/server`` and the controller's process only the outer API
+builds a RemotingClient, so signing and TLS of every outbound connection are set in one place
+(the controller client's own default, for tools that pass none, is the SDK's side)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ def _sources(package: str) -> list[Path]:
 def _imported(tree: ast.AST, path: Path) -> set[str]:
     """Every module ``path`` imports, relative imports made absolute."""
     package = ".".join(path.relative_to(BROKER.parent).with_suffix("").parts[:-1])
-    names = set()
+    names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
@@ -65,6 +66,15 @@ def test_only_the_outer_api_builds_outbound_clients_in_broker_server():
         if _builds_remoting_client(ast.parse(path.read_text()))
     ]
     assert builders == ["broker/server/outer_api.py"]
+
+
+def test_the_controller_process_sends_through_the_outer_api():
+    builders = [
+        str(path.relative_to(BROKER.parent))
+        for path in _sources("controller")
+        if _builds_remoting_client(ast.parse(path.read_text()))
+    ]
+    assert builders == ["broker/controller/client.py"]
 
 
 def test_the_rules_see_what_they_look_for():

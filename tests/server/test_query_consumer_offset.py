@@ -6,11 +6,15 @@ QUERY_NOT_FOUND so the client applies consumeFromWhere. ali-ons' default CONSUME
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import TYPE_CHECKING, cast
 
 from broker.common.codes import RequestCode, ResponseCode
 from broker.remoting.command import create_request
 from broker.server.config import BrokerConfig
 from broker.server.processors.clients import OffsetProcessor, total_physical_memory
+
+if TYPE_CHECKING:
+    from broker.server.controller import BrokerController
 
 TOPIC, QUEUE = "T", 0
 
@@ -39,7 +43,7 @@ def processor(store: FakeStore, committed: int = -1, ratio: int = 40) -> OffsetP
         offsets=SimpleNamespace(query=lambda group, topic, queue_id: committed),
         config=BrokerConfig(access_message_in_memory_max_ratio=ratio),
     )
-    return OffsetProcessor(broker)
+    return OffsetProcessor(cast("BrokerController", broker))  # a stand-in: the parts offsets read
 
 
 async def query(proc: OffsetProcessor):

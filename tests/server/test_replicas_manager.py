@@ -94,11 +94,13 @@ def test_identity_files_keep_the_applied_id(tmp_path):
     files = IdentityFiles(tmp_path / "brokerIdentity", "C", "b")
     assert files.applied() is None and files.pending() is None
     files.note_pending(3, "127.0.0.1:10911;1700000000000")
-    assert files.pending().register_check_code == "127.0.0.1:10911;1700000000000"
+    pending = files.pending()
+    assert pending is not None and pending.register_check_code == "127.0.0.1:10911;1700000000000"
     files.confirm(3)
     assert (tmp_path / "brokerIdentity").read_text() == "C#b#3"  # RocketMQ's BrokerMetadata format
     assert files.pending() is None
-    assert IdentityFiles(tmp_path / "brokerIdentity", "C", "b").applied().broker_id == 3
+    applied = IdentityFiles(tmp_path / "brokerIdentity", "C", "b").applied()
+    assert applied is not None and applied.broker_id == 3
 
 
 def test_identity_file_of_another_set_or_garbage_is_refused(tmp_path):
@@ -173,7 +175,8 @@ async def test_a_crash_between_asking_and_applying_applies_the_same_id(tmp_path,
     await crashed.client.apply_broker_id("C", "b", 1, "127.0.0.1:10911;1")  # applied, then the crash
     restarted = _manager(tmp_path, "one", controller, 10911)
     assert await restarted._obtain_broker_id() == 1  # the same check code: the same broker retrying
-    assert restarted.identity.pending() is None and restarted.identity.applied().broker_id == 1
+    applied = restarted.identity.applied()
+    assert restarted.identity.pending() is None and applied is not None and applied.broker_id == 1
     other = _manager(tmp_path, "two", controller, 10921)
     other.identity.note_pending(1, "127.0.0.1:10921;2")  # another broker claiming the same id
     with pytest.raises(Exception, match="held by another broker"):
@@ -366,7 +369,7 @@ class _FakeReplication:
     def __init__(self) -> None:
         self.calls: list[tuple] = []
         self.epochs = None
-        self.server = None
+        self.server: _FakeServer | None = None
 
     async def become_master(self, epoch, _replica_wait):
         self.calls.append(("master", epoch))
@@ -444,7 +447,8 @@ class _FakeServer:
     """The HA server as a silent master's send sees it: who is connected, what a send waits for."""
 
     def __init__(self, *reports: SlaveProgress) -> None:
-        self.reports, self.waits = list(reports), []
+        self.reports = list(reports)
+        self.waits: list[tuple[int, object]] = []
 
     def slaves(self):
         return self.reports

@@ -46,6 +46,7 @@ def test_conversion_keeps_the_real_topic_and_clamps_the_level():
     assert msg.properties[const.PROPERTY_REAL_QUEUE_ID] == "2"
     assert msg.properties[const.PROPERTY_DELAY_TIME_LEVEL] == "3"
     back = real_message(msg)
+    assert back is not None
     assert (back.topic, back.queue_id, back.tags) == ("Real", 2, "TagA")
     assert const.PROPERTY_DELAY_TIME_LEVEL not in back.properties
 

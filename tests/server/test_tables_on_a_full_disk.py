@@ -43,7 +43,8 @@ def test_a_topic_the_disk_cannot_take_is_not_kept_in_memory(disk):
     assert topics.update_durably(new_topics[0])
     again = TopicConfigManager(disk / "config", "C", "b", True, 4)
     again.load()
-    assert again.get("Lost0") is not None and again.get("Kept").read_queue_nums == 4
+    kept = again.get("Kept")
+    assert again.get("Lost0") is not None and kept is not None and kept.read_queue_nums == 4
 
 
 def test_a_group_the_disk_cannot_take_is_not_kept_in_memory(disk):

@@ -57,12 +57,26 @@ def bodies(store, topic, queue_id):
     return [decode_message(r) for r in store.get_message("g", topic, queue_id, 0, 100).messages]
 
 
+def found_half(service: TransactionalMessageService, found: EndTransactionRequestHeader) -> MessageExt:
+    """The half message ``found`` names (it must be there)."""
+    half = service.find_half(found)
+    assert isinstance(half, MessageExt), half
+    return half
+
+
+def refusal(service: TransactionalMessageService, refused: EndTransactionRequestHeader) -> str:
+    """Why the half message ``refused`` names cannot be ended (it must not be)."""
+    answer = service.find_half(refused)
+    assert isinstance(answer, str), answer
+    return answer
+
+
 def test_half_message_is_invisible_until_committed_once(broker):
     service = TransactionalMessageService(broker)
     append = put_half(broker.store)
     assert bodies(broker.store, "Orders", 3) == []
     assert service.find_half(header(append, group="other")) == "The producer group wrong"
-    half = service.find_half(header(append))
+    half = found_half(service, header(append))
     assert half.properties[const.PROPERTY_REAL_TOPIC] == "Orders"
     assert asyncio.run(service.commit(half)).ok
     broker.store.wait_for_dispatch()
@@ -71,9 +85,9 @@ def test_half_message_is_invisible_until_committed_once(broker):
     assert final.prepared_transaction_offset == append.wrote_offset
     (op,) = bodies(broker.store, tc.TRANS_OP_HALF_TOPIC, 0)
     assert (op.body, op.tags) == (b"0", hm.REMOVE_TAG)
-    assert "already" in service.find_half(header(append))
+    assert "already" in refusal(service, header(append))
     # A fresh service (a restarted broker) learns the same from the op topic.
-    assert "already" in TransactionalMessageService(broker).find_half(header(append))
+    assert "already" in refusal(TransactionalMessageService(broker), header(append))
 
 
 def test_checker_renews_old_half_messages_then_parks_them_after_check_max(broker):
@@ -81,7 +95,7 @@ def test_checker_renews_old_half_messages_then_parks_them_after_check_max(broker
     checker = TransactionalMessageCheckService(broker, service, clock=lambda: time.time() + 5)
     put_half(broker.store, b"lost")
     resolved = put_half(broker.store, b"resolved")
-    asyncio.run(service.rollback(service.find_half(header(resolved))))
+    asyncio.run(service.rollback(found_half(service, header(resolved))))
 
     for _ in range(broker.config.transaction_check_max + 1):
         asyncio.run(checker.check_round())

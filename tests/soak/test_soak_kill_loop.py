@@ -182,7 +182,9 @@ def read_store(admin: MQAdmin, broker_addr: str) -> dict[str, list[tuple[int, in
         for msg in admin.iter_queue_messages(broker_addr, TOPIC, queue, 0, end):
             assert msg.queue_offset == expected, f"queue {queue}: offset {expected} missing"
             assert zlib.crc32(msg.body) & 0x7FFFFFFF == msg.body_crc, f"queue {queue}@{expected}: bad CRC"
-            found[msg.unique_key].append((queue, msg.queue_offset, msg.body))
+            key = msg.unique_key
+            assert key is not None, f"queue {queue}@{expected}: no unique key"
+            found[key].append((queue, msg.queue_offset, msg.body))
             expected += 1
         assert expected == end, f"queue {queue}: pulled {expected} messages of {end}"
     return found
@@ -213,7 +215,11 @@ def test_kill_loop_under_load_keeps_every_acknowledged_message_exactly_once(tmp_
 
         for kill in range(KILLS):
             target = ledger.acked_count() + SENT_BETWEEN_KILLS
-            assert wait_until(lambda t=target: ledger.acked_count() >= t, timeout=90), (
+
+            def acked_enough(t: int = target) -> bool:
+                return ledger.acked_count() >= t
+
+            assert wait_until(acked_enough, timeout=90), (
                 f"before kill {kill + 1}: only {ledger.acked_count()} sends acknowledged, wanted {target}\n"
                 + "".join(cluster.broker.output[-30:])
             )

@@ -1,3 +1,5 @@
+from typing import Any
+
 import pytest
 
 from broker.store.message_store import MessageStore
@@ -6,7 +8,7 @@ from broker.store.store_config import MessageStoreConfig
 
 def small_config(**overrides) -> MessageStoreConfig:
     """Small segments so tests roll files over; long timers so nothing runs behind their back."""
-    values = {
+    values: dict[str, Any] = {
         "mapped_file_size_commit_log": 256 * 1024,
         "mapped_file_size_consume_queue": 500 * 20,
         "max_hash_slot_num": 4096,

@@ -27,7 +27,7 @@ def main(store_dir: str, start: int) -> None:
         msg = MessageExt(topic="crash", body=(f"message-{i}|" * (1 + i % 40)).encode(), queue_id=i % 3)
         msg.keys = [f"k{i}"]
         result = store.put_message(msg)
-        if not result.ok:
+        if not result.ok or result.append is None:
             print(f"FAIL {i} {result.status}", flush=True)
             return
         out.write(f"{i} {result.append.wrote_offset} {msg.queue_id} {result.append.logics_offset}\n")

@@ -62,7 +62,7 @@ def test_a_restart_archives_segments_sealed_while_nothing_archived_them(tmp_path
         store.start()
         try:
             assert wait_until(lambda: _archived(archive) == sealed, timeout=20), _archived(archive)
-            assert store.archive_service.archive_sealed() == []
+            assert store.archive_service is not None and store.archive_service.archive_sealed() == []
         finally:
             store.shutdown()
     manifest = [orjson.loads(line) for line in (archive / "manifest.jsonl").read_bytes().splitlines()]

@@ -16,6 +16,12 @@ WRITER = Path(__file__).with_name("crash_writer.py")
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _acked(line: str) -> tuple[int, int, int, int]:
+    """A line of the writer: message index, commit-log offset, queue id, queue offset."""
+    index, wrote, queue_id, queue_offset = (int(x) for x in line.split())
+    return index, wrote, queue_id, queue_offset
+
+
 def _run_and_kill(store_dir: Path, start: int, at_least: int) -> list[tuple[int, int, int, int]]:
     proc = subprocess.Popen(
         [sys.executable, str(WRITER), str(store_dir), str(start)],
@@ -24,18 +30,19 @@ def _run_and_kill(store_dir: Path, start: int, at_least: int) -> list[tuple[int,
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
-    acked = []
+    acked: list[tuple[int, int, int, int]] = []
+    assert proc.stdout is not None  # piped
     deadline = time.monotonic() + 60
     try:
         while len(acked) < at_least and time.monotonic() < deadline:
             line = proc.stdout.readline()
             assert line and not line.startswith("FAIL"), f"writer stopped: {line!r}"
-            acked.append(tuple(int(x) for x in line.split()))
+            acked.append(_acked(line))
     finally:
         proc.send_signal(signal.SIGKILL)
         rest = proc.communicate(timeout=30)[0]
     # Lines completed before the kill were acknowledged too.
-    acked += [tuple(int(x) for x in line.split()) for line in rest.splitlines() if line.count(" ") == 3]
+    acked += [_acked(line) for line in rest.splitlines() if line.count(" ") == 3]
     assert len(acked) >= at_least
     return acked
 

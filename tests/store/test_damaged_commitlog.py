@@ -197,9 +197,9 @@ def test_purge_leaves_a_range_every_walker_passes(clean_image, tmp_path):
         recovery.replay(store.commitlog, 0, lambda _v, _p, offset: walked.append(offset))
         # The first range is now one filler record (same size), the second the segment's seal.
         assert set(walked) == set(offsets) - {purged[1].from_offset}
-        filler = decode_message(
-            store.commitlog.read(offsets[100], offsets[101] - offsets[100]), check_crc=True
-        )
+        record = store.commitlog.read(offsets[100], offsets[101] - offsets[100])
+        assert record is not None
+        filler = decode_message(record, check_crc=True)
         assert (filler.topic, filler.commitlog_offset) == (PURGED_TOPIC.decode(), offsets[100])
         assert not visible_to_consumers(filler.sys_flag)
         intact, damaged = consume_all(store)

@@ -92,7 +92,9 @@ def two_topics(tmp_path_factory):
     offsets = []
     for i in range(200):
         msg = MessageExt(topic="A" if i % 2 == 0 else "SECRET", body=f"{i:08d}".encode() * 8, queue_id=0)
-        offsets.append(store.put_message(msg).append.wrote_offset)
+        appended = store.put_message(msg).append
+        assert appended is not None
+        offsets.append(appended.wrote_offset)
     store.wait_for_dispatch()
     store.shutdown()
     return store_dir, offsets

@@ -65,6 +65,7 @@ def test_unflushed_bytes_are_what_was_written_since_the_last_flush(tmp_path):
     assert human_bytes(files.unflushed_bytes) == "4.1 KiB"  # remainHowManyDataToFlush
     files.flush()
     assert files.unflushed_bytes == 0
+    assert files.last_file is not None
     files.last_file.append(b"c" * 10)
     assert files.unflushed_bytes == 10
     files.destroy()

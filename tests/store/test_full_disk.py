@@ -78,7 +78,7 @@ def message(index: int, key: str | None = None) -> MessageExt:
 
 def put_until_refused(store: MessageStore, start: int = 0, limit: int = 5000, keyed: bool = False):
     """Put messages until one is refused: (queue offsets of the acked ones, the refusal)."""
-    acked = []
+    acked: list[int] = []
     for index in range(start, start + limit):
         result = store.put_message(message(index, f"k{index}" if keyed else None))
         if not result.ok:
@@ -93,7 +93,8 @@ def bodies(store: MessageStore, queue_id: int = 0) -> list[bytes]:
     just deleted (the queue's minimum not corrected yet) are passed over, as a consumer passes
     over MESSAGE_WAS_REMOVING."""
     assert store.wait_for_dispatch(timeout=10)
-    found, offset = [], store.get_min_offset_in_queue(TOPIC, queue_id)
+    found: list[bytes] = []
+    offset = store.get_min_offset_in_queue(TOPIC, queue_id)
     while True:
         result = store.get_message("g", TOPIC, queue_id, offset, 32)
         if result.status is GetMessageStatus.MESSAGE_WAS_REMOVING and result.next_begin_offset > offset:
@@ -211,7 +212,7 @@ def test_a_consume_queue_file_that_cannot_be_allocated_holds_dispatch_until_spac
     filler = fill(disk)
     # The commit log still has room reserved: the message is stored and acked…
     stored = store.put_message(message(CQ_ENTRIES))
-    assert stored.ok and stored.append.logics_offset == CQ_ENTRIES
+    assert stored.ok and stored.append is not None and stored.append.logics_offset == CQ_ENTRIES
     # …but its consume-queue entry has no file to go into: dispatch stops there, writes wait.
     wait_for_flag(store, WRITE_LOGICS_QUEUE_ERROR)
     assert store.reput.stalled
@@ -231,7 +232,7 @@ def test_a_consume_queue_file_that_cannot_be_allocated_holds_dispatch_until_spac
     assert not store.check_disk()
     assert not store.reput.stalled and store.running_flags.writeable
     after = store.put_message(message(CQ_ENTRIES + 1))
-    assert after.ok and after.append.logics_offset == CQ_ENTRIES + 1
+    assert after.ok and after.append is not None and after.append.logics_offset == CQ_ENTRIES + 1
     assert bodies(store) == expected_bodies(CQ_ENTRIES + 2)
 
 
@@ -248,7 +249,7 @@ def test_a_consume_queue_chunk_that_cannot_be_reserved_holds_dispatch_until_spac
     assert store.wait_for_dispatch(timeout=10)
     filler = fill(disk)
     stored = store.put_message(message(204))  # its entry straddles the chunk's end
-    assert stored.ok and stored.append.logics_offset == 204
+    assert stored.ok and stored.append is not None and stored.append.logics_offset == 204
     wait_for_flag(store, WRITE_LOGICS_QUEUE_ERROR)
     assert store.get_max_offset_in_queue(TOPIC, 0) == 204
     assert store.get_message("g", TOPIC, 0, 200, 32).status is GetMessageStatus.FOUND
@@ -304,7 +305,7 @@ def test_retention_frees_a_disk_the_store_filled_and_writes_resume(disk, stores)
     removed = store.clean_service.run_once()
     assert removed and not store.check_disk()
     after = store.put_message(message(len(acked)))
-    assert after.ok and after.append.logics_offset == len(acked)
+    assert after.ok and after.append is not None and after.append.logics_offset == len(acked)
     assert store.wait_for_dispatch()  # the new message is readable before the store is read back
     remaining = bodies(store)
     expected = expected_bodies(len(acked) + 1)
@@ -329,7 +330,7 @@ def test_recovery_that_cannot_allocate_starts_read_only_and_dispatches_everythin
     assert not again.check_disk()
     # The next message continues the queue after those still waiting for dispatch at start.
     after = again.put_message(message(3 * CQ_ENTRIES))
-    assert after.ok and after.append.logics_offset == 3 * CQ_ENTRIES
+    assert after.ok and after.append is not None and after.append.logics_offset == 3 * CQ_ENTRIES
     assert bodies(again) == expected_bodies(3 * CQ_ENTRIES + 1)
 
 

@@ -64,8 +64,7 @@ class Broker:
     def set_role(self, role: str) -> None:
         # What the broker's role switch does to the store (broker/server): puts follow the role.
         self.store.config.broker_role = role
-        writability = getattr(self.store, "writability", None)  # the store split into modules, or not yet
-        (writability.update if writability is not None else self.store._update_writable)()
+        self.store.writability.update()
 
     async def become_master(self, epoch: int) -> str:
         if self.client is not None:

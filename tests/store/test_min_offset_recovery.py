@@ -20,9 +20,11 @@ def _at_hour(hour: int) -> float:
 def _first_live_offset(store: MessageStore, topic: str, queue_id: int) -> int:
     """The first logical offset whose commit-log record is still there (read entry by entry)."""
     queue = store.find_consume_queue(topic, queue_id)
+    assert queue is not None
     offset = 0
     while offset < queue.max_offset:
         entry = queue.files.find_file(offset * 20)
+        assert entry is not None
         commitlog_offset = int.from_bytes(entry.view[offset * 20 - entry.file_from_offset :][:8], "big")
         if commitlog_offset >= store.commitlog.min_offset:
             return offset

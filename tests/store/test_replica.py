@@ -104,7 +104,12 @@ def test_truncating_right_after_a_segment_seal_does_not_wait_for_dispatch(pair):
     assert replica.scan_offset == second and slave.wait_for_dispatch(replica.submitted_end, timeout=10)
     cut = master.get_commit_log_offset_in_queue("orders", 0, 10)
     finished = threading.Event()
-    worker = threading.Thread(target=lambda: (replica.truncate(cut), finished.set()))
+
+    def truncate() -> None:
+        replica.truncate(cut)
+        finished.set()
+
+    worker = threading.Thread(target=truncate)
     worker.start()
     assert finished.wait(10), "the cut waited for a dispatch that cannot come"
     worker.join()

@@ -70,7 +70,10 @@ def test_expired_segments_are_archived_then_deleted_and_live_data_stays(tmp_path
         live = store.get_message("g", "r", 0, min_offset, 32)
         assert live.status is GetMessageStatus.FOUND
         assert decode_message(live.messages[0]).body == b"%05d" % min_offset * 100
-        assert store.look_message_by_offset(results[-1].append.wrote_offset).body == b"00599" * 100
+        last = results[-1].append
+        assert last is not None
+        last_message = store.look_message_by_offset(last.wrote_offset)
+        assert last_message is not None and last_message.body == b"00599" * 100
         assert store.clean_service.run_once() == []  # nothing else has expired
     finally:
         store.shutdown()
