@@ -37,10 +37,10 @@ from broker.common.request_headers.controller import (
 from broker.remoting.command import RemotingCommand, response_to
 from broker.remoting.connection import RemotingConnection
 from broker.remoting.server import RemotingServer
-from broker.server.outer_api import ControllerOuterAPI
 
 from .config import ControllerConfig, FixedKeyError, config_properties, updated_config
 from .election import DEFAULT_HEARTBEAT_TIMEOUT_MS, STALL_S, Liveness, choose_master
+from .outer_api import ControllerOuterAPI
 from .raft import Peer, RaftNode
 from .replicas_info import encode_table
 from .state import (

@@ -15,10 +15,8 @@ Each part of the broker that calls out (registration, slave sync, controller mod
 identity check before start) holds its own instance: they start and stop at different times,
 and closing one's connections never cuts another's request.
 
-The controller's own requests to brokers (:class:`ControllerOuterAPI`: NOTIFY_BROKER_ROLE_CHANGED)
-are made here too, the same way: signed with the controller's account and over TLS as its
-controller.conf (or namesrv.conf, with the controller embedded) says, so a broker with ACL on
-takes them.
+The connections are built by :func:`broker.server.acl.outbound.outbound_client`, which the
+controller's own outer API (``broker.controller.outer_api``) shares.
 """
 
 from __future__ import annotations
@@ -34,17 +32,13 @@ from broker.common.request_headers import (
     UpdateConsumerOffsetRequestHeader,
 )
 from broker.common.request_headers.base import CommandHeader
-from broker.common.request_headers.controller import NotifyBrokerRoleChangedRequestHeader
 from broker.controller.client import ControllerClient
-from broker.remoting.client import DEFAULT_TIMEOUT_MS, RemotingClient
+from broker.remoting.client import DEFAULT_TIMEOUT_MS
 from broker.remoting.command import RemotingCommand, create_request
-from broker.remoting.tls import ClientTls
 
-from .acl import inner_credentials
+from .acl.outbound import outbound_client
 
 if TYPE_CHECKING:
-    from broker.controller.config import ControllerConfig
-
     from .config import BrokerConfig
 
 UNREGISTER_TIMEOUT_MS = 2000  # at shutdown: a name server that is down must not hold the stop
@@ -57,19 +51,11 @@ class BodyError(MQClientError):
     """An answer whose body cannot be used (too large, not the JSON object asked for)."""
 
 
-def _outbound_client(access_key: str, secret_key: str, tls: ClientTls) -> RemotingClient:
-    """A process's connections to the others: signed with its inner account when one is set,
-    over TLS when ``tls`` is enabled. Raises ``ConfError`` for unusable TLS or ACL settings."""
-    return RemotingClient(inner_credentials(access_key, secret_key), tls=tls)
-
-
 class BrokerOuterAPI:
     def __init__(self, config: BrokerConfig) -> None:
         """Raises ``ConfError`` for unusable TLS or ACL settings (the broker's start reports them)."""
         self.config = config
-        self.remoting = _outbound_client(
-            config.inner_access_key, config.inner_secret_key, config.client_tls()
-        )
+        self.remoting = outbound_client(config.inner_access_key, config.inner_secret_key, config.client_tls())
         self._controller: ControllerClient | None = None
 
     @property
@@ -159,23 +145,3 @@ class BrokerOuterAPI:
     async def get_broker_config(self, broker: str, limit: int, timeout_ms: int) -> bytes:
         """GET_BROKER_CONFIG's body (properties text), refused as ``BodyError`` past ``limit`` bytes."""
         return await self._bounded_body(broker, RequestCode.GET_BROKER_CONFIG, limit, BROKER, timeout_ms)
-
-
-class ControllerOuterAPI:
-    """What a controller sends to brokers, signed with its innerAccessKey/innerSecretKey and over
-    TLS as its tls.enable/tls.client.* say."""
-
-    def __init__(self, config: ControllerConfig) -> None:
-        """Raises ``ConfError`` for unusable TLS or ACL settings (the controller's start reports them)."""
-        self.remoting = _outbound_client(config.inner_access_key, config.inner_secret_key, config.client_tls)
-
-    async def close(self) -> None:
-        await self.remoting.close()
-
-    async def notify_broker_role_changed(
-        self, broker: str, header: NotifyBrokerRoleChangedRequestHeader, body: bytes
-    ) -> None:
-        """One-way (RocketMQ's notifyBrokerRoleChanged): nothing answers; a broker that is down
-        raises ``RemotingError`` when the connection cannot be made."""
-        request = create_request(RequestCode.NOTIFY_BROKER_ROLE_CHANGED, header, body, oneway=True)
-        await self.remoting.invoke_oneway(broker, request)

@@ -1,8 +1,9 @@
 """The import rules of the broker's outbound calls (issue 33, part 3), read from the sources with
 ``ast``: the controller package never imports the client SDK (the SDK builds on the controller
-client, not the reverse), and in ``broker/server`` and the controller's process only the outer API
-builds a RemotingClient, so signing and TLS of every outbound connection are set in one place
-(the controller client's own default, for tools that pass none, is the SDK's side)."""
+client, not the reverse), and in ``broker/server`` and the controller's process only one module
+builds a RemotingClient (``broker/server/acl/outbound.py``, which both outer APIs call), so signing
+and TLS of every outbound connection are set in one place (the controller client's own default,
+for tools that pass none, is the SDK's side)."""
 
 from __future__ import annotations
 
@@ -59,13 +60,13 @@ def _builds_remoting_client(tree: ast.AST) -> bool:
     return False
 
 
-def test_only_the_outer_api_builds_outbound_clients_in_broker_server():
+def test_only_the_outbound_builder_builds_clients_in_broker_server():
     builders = [
         str(path.relative_to(BROKER.parent))
         for path in _sources("server")
         if _builds_remoting_client(ast.parse(path.read_text()))
     ]
-    assert builders == ["broker/server/outer_api.py"]
+    assert builders == ["broker/server/acl/outbound.py"]
 
 
 def test_the_controller_process_sends_through_the_outer_api():

@@ -15,10 +15,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from broker.common.acl_signature import SessionCredentials
-
 from .acl_file import AclFile
 from .guard import install_acl
+from .outbound import inner_credentials
 from .plain_config import AclConfigError
 
 ACL_FILE_NAME = "plain_acl.yml"
@@ -32,12 +31,3 @@ def open_acl_file(path: str | Path, reload_interval_ms: int) -> AclFile:
     acl = AclFile(path, reload_interval_ms)
     acl.load()
     return acl
-
-
-def inner_credentials(access_key: str, secret_key: str) -> SessionCredentials | None:
-    """The broker's own account (its requests to the name servers), when both keys are set."""
-    if access_key and secret_key:
-        return SessionCredentials(access_key, secret_key)
-    if access_key or secret_key:
-        raise AclConfigError("innerAccessKey and innerSecretKey must be set together")
-    return None
