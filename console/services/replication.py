@@ -251,6 +251,12 @@ async def controller_source(core: AsyncMQAdmin) -> ControllerSource | None:
     return _named_by_brokers(await _all_ha_facts(core, await _broker_addrs(core), need_config=True))
 
 
+def _controller_client(core: AsyncMQAdmin, addresses: list[str]) -> ControllerClient:
+    """The controllers asked over the admin's own connections: signed with the console's account
+    and over TLS as the admin client is (a controller with ACL on refuses unsigned requests)."""
+    return ControllerClient(addresses, core.remoting)
+
+
 async def _probe(client: ControllerClient, addresses: list[str]) -> dict[str, ControllerMetadata | str]:
     """Every controller's GET_METADATA_INFO at once (a frozen one costs one timeout, not one per
     later request): its answer, or why there is none."""
@@ -292,9 +298,9 @@ def _members(source: ControllerSource, probed: dict[str, ControllerMetadata | st
     return members
 
 
-async def _ask_controller(source: ControllerSource) -> ControllerView:
+async def _ask_controller(core: AsyncMQAdmin, source: ControllerSource) -> ControllerView:
     view = ControllerView(source)
-    client = ControllerClient(source.addresses)
+    client = _controller_client(core, source.addresses)
     try:
         async with asyncio.timeout(CONTROLLER_WAIT_SECONDS):
             probed = await _probe(client, source.addresses)
@@ -329,7 +335,7 @@ async def _controller_side(core: AsyncMQAdmin) -> tuple[dict[str, BrokerHaFacts]
     source = configured or _named_by_brokers(facts)
     if source is None:
         return facts, None
-    controller = await _ask_controller(source)
+    controller = await _ask_controller(core, source)
     # A set's history is its master's epoch list: ask the masters only the controller names too.
     others = sorted({r.master_address for r in controller.sets.values() if r.master_address} - set(facts))
     facts.update(await _all_ha_facts(core, others, need_config=False))
@@ -432,7 +438,7 @@ async def _plan(core: AsyncMQAdmin, broker_name: str, broker_id: int) -> Switcho
             "automatic failover is not configured: no broker runs with enableControllerMode and "
             "CONSOLE_CONTROLLER_ADDR is not set, so there is no controller to switch masters"
         )
-    client = ControllerClient(source.addresses)
+    client = _controller_client(core, source.addresses)
     try:
         async with asyncio.timeout(CONTROLLER_WAIT_SECONDS):
             addresses = client.addresses = _leader_first(source, await _probe(client, source.addresses))
@@ -463,8 +469,8 @@ class SwitchoverResult:
     master_epoch: int
 
 
-async def _switchover(plan: SwitchoverPlan) -> SwitchoverResult:
-    client = ControllerClient(plan.addresses)
+async def _switchover(core: AsyncMQAdmin, plan: SwitchoverPlan) -> SwitchoverResult:
+    client = _controller_client(core, plan.addresses)
     try:
         async with asyncio.timeout(CONTROLLER_WAIT_SECONDS * 2):
             info = await client.switchover(plan.replicas.broker_name, plan.target.broker_id)
@@ -478,4 +484,4 @@ async def _switchover(plan: SwitchoverPlan) -> SwitchoverResult:
 def switchover(admin: MQAdmin, plan: SwitchoverPlan) -> SwitchoverResult:
     """Ask the controller leader to make ``plan.target`` the master (CONTROLLER_ELECT_MASTER with
     designateElect); its refusal raises ``ControllerError`` with RocketMQ's code and reason."""
-    return admin.run(_switchover(plan))
+    return admin.run(_switchover(admin.core, plan))
