@@ -24,6 +24,7 @@ VIEWER, OPERATOR, ADMIN = "viewer", "operator", "admin"
 ROLE_ORDER = (VIEWER, OPERATOR, ADMIN)
 
 ACTIONS: dict[str, str] = {
+    "namesrv.switch": VIEWER,
     "topic.save": OPERATOR,
     "topic.delete": OPERATOR,
     "topic.send": OPERATOR,

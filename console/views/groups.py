@@ -8,23 +8,16 @@ from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from broker.client.admin import NotFoundError
 from broker.common.system_names import is_system_group
 from console.cluster_access import admin_of
-from console.forms import GroupForm, ResetOffsetForm, check_group
-from console.roles import VIEWER, require_permission, require_role
+from console.commands import groups, serves
+from console.commands.parsing import form_errors_text
+from console.forms import ResetOffsetForm, check_group
+from console.roles import VIEWER, require_role
 from console.services.cluster_queries import group_detail, group_index, group_rows, reset_preview
-from console.views.common import form_errors_text, invalid_form, invalid_target, run_action, save_on_masters
+from console.views.common import perform
 
 PAGE_SIZE = 100
-_GROUP_OPTIONS = (
-    "retry_max_times",
-    "retry_queue_nums",
-    "consume_enable",
-    "consume_broadcast_enable",
-    "consume_from_min_enable",
-    "consume_message_orderly",
-)
 
 
 @require_GET
@@ -82,54 +75,18 @@ def group_page(request, group: str):
 
 
 @require_POST
-@require_permission("group.save")
+@serves("group.save")
 def group_save(request):
-    form = GroupForm(request.POST)
-    target = request.POST.get("group", "")
-    if not form.is_valid():
-        invalid_form(request, "group.save", target, form)
-    data = form.cleaned_data
-    admin = admin_of(request)
-    options = {name: data[name] for name in _GROUP_OPTIONS}
-    params = {"cluster": data["cluster"], "broker_addr": data["broker_addr"], **options}
-    ok = save_on_masters(
-        request,
-        admin,
-        "group.save",
-        "Consumer group",
-        data,
-        data["group"],
-        params,
-        lambda addr: admin.create_or_update_subscription_group(addr, data["group"], **options),
-    )
-    return redirect("console:group", group=data["group"]) if ok else redirect("console:groups")
+    outcome = perform(request, "group.save", groups.SaveGroup.parse(request.POST))
+    return redirect("console:group", group=outcome.target) if outcome else redirect("console:groups")
 
 
 @require_POST
-@require_permission("group.delete")
+@serves("group.delete")
 def group_delete(request, group: str):
     """Delete the group's config (and its offsets) from every master that has it."""
-    admin = admin_of(request)
-
-    def delete() -> list[str]:
-        detail = group_detail(admin, group)
-        info = admin.cluster_info()
-        addrs = [info.brokers[name].master_addr for name in detail.configs if info.brokers[name].master_addr]
-        if not addrs:
-            raise NotFoundError(f"consumer group {group!r} has no config on any broker (nothing to delete)")
-        for addr in addrs:
-            admin.delete_subscription_group(addr, group, remove_offset=True)
-        return addrs
-
-    ok, _ = run_action(
-        request,
-        "group.delete",
-        group,
-        {},
-        delete,
-        lambda addrs: f"Consumer group {group} deleted from {', '.join(addrs)}",
-    )
-    return redirect("console:groups") if ok else redirect("console:group", group=group)
+    outcome = perform(request, "group.delete", groups.DeleteGroup(group))
+    return redirect("console:groups") if outcome else redirect("console:group", group=group)
 
 
 @require_GET
@@ -159,53 +116,15 @@ def reset_preview_page(request, group: str):
 
 
 @require_POST
-@require_permission("group.reset_offset")
+@serves("group.reset_offset")
 def reset_apply(request, group: str):
-    form = ResetOffsetForm(request.POST)
-    if not form.is_valid():
-        invalid_form(request, "group.reset_offset", group, form)
-    topic, timestamp = form.cleaned_data["topic"], form.target_millis()
-    admin = admin_of(request)
-    params = {"topic": topic, "mode": form.cleaned_data["mode"], "timestamp": timestamp}
-    run_action(
-        request,
-        "group.reset_offset",
-        group,
-        params,
-        lambda: admin.reset_offset_by_time(group, topic, timestamp, force=True),
-        lambda entries: (
-            f"Offsets of {group} on {topic} reset: "
-            + ", ".join(f"{e.broker_name}/{e.queue_id}→{e.offset}" for e in entries)
-        ),
-    )
+    perform(request, "group.reset_offset", groups.ResetOffset.parse(group, request.POST))
     return redirect("console:group", group=group)
 
 
 @require_POST
-@require_permission("group.skip_backlog")
+@serves("group.skip_backlog")
 def skip_backlog(request, group: str):
     """Move every topic of the group to its latest offset: the backlog is skipped, never consumed."""
-    try:
-        check_group(group)
-    except ValidationError as exc:
-        reason = f"Invalid group: {' '.join(exc.messages)}"
-        invalid_target(request, "group.skip_backlog", group, reason)
-    admin = admin_of(request)
-
-    def skip() -> list[str]:
-        progress = admin.consumer_progress(group)
-        topics = sorted({q.topic for q in progress.queues})
-        for topic in topics:
-            admin.reset_offset_by_time(group, topic, -1, force=True)
-        return topics
-
-    run_action(
-        request,
-        "group.skip_backlog",
-        group,
-        {},
-        skip,
-        lambda topics: f"Backlog of {group} skipped on {', '.join(topics)}",
-        missing_is_404=True,
-    )
+    perform(request, "group.skip_backlog", groups.SkipBacklog.parse(group), missing_is_404=True)
     return redirect("console:group", group=group)

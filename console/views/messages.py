@@ -12,10 +12,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from console.cluster_access import admin_of
-from console.forms import IdQueryForm, KeyQueryForm, ResendForm, TopicTimeQueryForm
+from console.commands import messages, serves
+from console.commands.parsing import form_errors_text
+from console.forms import IdQueryForm, KeyQueryForm, TopicTimeQueryForm
 from console.message_body import body_views
 from console.message_export import EXPORT_FORMATS, export_response
-from console.roles import VIEWER, require_permission, require_role
+from console.roles import VIEWER, require_role
 from console.services.message_queries import (
     describe_all,
     message_track,
@@ -23,7 +25,7 @@ from console.services.message_queries import (
     messages_by_key,
     messages_by_time,
 )
-from console.views.common import form_errors_text, invalid_form, run_action
+from console.views.common import perform
 
 MODES = {"time": TopicTimeQueryForm, "key": KeyQueryForm, "id": IdQueryForm}
 DEFAULT_RANGE_MS = 3_600_000
@@ -89,39 +91,10 @@ def message_detail(request, msg_id: str):
 
 
 @require_POST
-@require_permission("message.resend")
+@serves("message.resend")
 def message_resend(request, msg_id: str):
-    """Hand the stored message to one online consumer of a group again (RocketMQ's "resend" in the
-    dashboard): the client runs its listener on it; offsets do not move."""
-    form = ResendForm(request.POST)
-    id_form = IdQueryForm({"msg_id": msg_id})
-    if not id_form.is_valid():
-        invalid_form(request, "message.resend", msg_id, id_form)
-    if not form.is_valid():
-        invalid_form(request, "message.resend", msg_id, form)
-    admin = admin_of(request)
-    offset_id = id_form.cleaned_data["msg_id"]
-    group, client_id = form.cleaned_data["group"], form.cleaned_data["client_id"]
-
-    def resend():
-        topic = admin.view_cluster_message(offset_id).topic
-        result = admin.consume_message_directly(group, client_id, offset_id, topic)
-        if result.get("consumeResult") != "CR_SUCCESS":
-            raise ValueError(
-                f"the consumer answered {result.get('consumeResult')}"
-                + (f": {result['remark']}" if result.get("remark") else "")
-            )
-        return result
-
-    run_action(
-        request,
-        "message.resend",
-        offset_id,
-        {"group": group, "client_id": client_id},
-        resend,
-        lambda r: (
-            f"Message {offset_id} consumed again by {client_id} of {group}: "
-            f"{r.get('consumeResult')} in {r.get('spentTimeMills', 0)} ms"
-        ),
-    )
+    """Hand the stored message to one online consumer of a group again (``console.commands.messages``)."""
+    params = messages.Resend.parse(msg_id, request.POST)
+    perform(request, "message.resend", params)
+    offset_id = params.offset_msg_id if isinstance(params, messages.Resend) else msg_id
     return redirect(reverse("console:message", args=[offset_id]))

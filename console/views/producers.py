@@ -12,7 +12,7 @@ from console.cluster_access import admin_of
 from console.forms import ProducerQueryForm
 from console.roles import VIEWER, require_role
 from console.services.cluster_queries import topic_rows
-from console.views.common import form_errors_text
+from console.commands.parsing import form_errors_text
 
 
 @require_GET

@@ -8,31 +8,23 @@ from django.shortcuts import redirect
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from console.audit import audit
 from console.cluster_access import select_namesrv
-from console.forms import NamesrvSwitchForm
-from console.models import AuditRecord
-from console.roles import VIEWER, require_role
-from console.views.common import invalid_form
+from console.commands import serves, session
+from console.views.common import run
 
 
 @require_POST
-@require_role(VIEWER)
+@serves(session.SWITCH)
 def namesrv_switch(request):
-    """Any console user may look at another configured cluster; only settings list the choices,
-    so the console never connects to an address typed into a form."""
-    form = NamesrvSwitchForm(request.POST)
-    if not form.is_valid():
-        invalid_form(request, "namesrv.switch", "", form)
-    addr = form.cleaned_data["namesrv"]
+    """Any console user may look at another configured cluster (``console.commands.session``)."""
+    params = session.SwitchNamesrv.parse(request.POST)
     try:
-        select_namesrv(request, addr)
+        outcome = run(request, session.SWITCH, params)
     except ValueError as exc:
-        audit(request, "namesrv.switch", addr, {}, AuditRecord.RESULT_FAILED, str(exc))
         raise BadRequest(str(exc)) from None
-    audit(request, "namesrv.switch", addr, {}, AuditRecord.RESULT_OK, "")
-    messages.info(request, f"Now using name server {addr}")
-    target = form.cleaned_data.get("next") or "/"
+    select_namesrv(request, outcome.value)
+    messages.info(request, f"Now using name server {outcome.value}")
+    target = params.next_url or "/"
     if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
         target = "/"
     return redirect(target)

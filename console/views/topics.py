@@ -5,23 +5,22 @@ from __future__ import annotations
 
 import time
 
-from django.core.exceptions import BadRequest, ValidationError
+from django.core.exceptions import BadRequest
 from django.core.paginator import Paginator
 from django.http import JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from broker.common.message import Message
 from broker.common.topic_kinds import KIND_LABELS, KINDS
-from console.cluster_access import admin_of, current_namesrv, producer_of
-from console.forms import PERM_CHOICES, SendMessageForm, TopicForm, check_topic
-from console.roles import VIEWER, require_permission, require_role
+from console.cluster_access import admin_of, current_namesrv
+from console.commands import serves, topics
+from console.forms import PERM_CHOICES, SendMessageForm
+from console.roles import VIEWER, require_role
 from console.services.cluster_queries import is_system_topic_of, topic_consumers, topic_rows
-from console.services.sending import choose_queue, send_message
 from console.services.topic_by_set import topic_by_set
 from console.services.vanished_brokers import down_sets, vanished_brokers
-from console.views.common import invalid_form, invalid_target, run_action, save_on_masters
+from console.views.common import perform
 
 PAGE_SIZE = 100
 
@@ -97,108 +96,28 @@ def _listed_members(admin) -> set[tuple[str, int]]:
 
 
 @require_POST
-@require_permission("topic.save")
+@serves("topic.save")
 def topic_save(request):
     """Create a topic, or update its queue counts / permission: on one broker or every master of a cluster."""
-    form = TopicForm(request.POST)
-    target = request.POST.get("topic", "")
-    if not form.is_valid():
-        invalid_form(request, "topic.save", target, form)
-    data = form.cleaned_data
-    admin = admin_of(request)
-    params = {
-        k: data[k] for k in ("cluster", "broker_addr", "read_queue_nums", "write_queue_nums", "perm", "order")
-    }
-    ok = save_on_masters(
-        request,
-        admin,
-        "topic.save",
-        "Topic",
-        data,
-        data["topic"],
-        params,
-        lambda addr: admin.create_or_update_topic(
-            addr,
-            data["topic"],
-            data["read_queue_nums"],
-            data["write_queue_nums"],
-            data["perm"],
-            data["order"],
-        ),
-    )
-    return redirect("console:topic", topic=data["topic"]) if ok else redirect("console:topics")
+    params = topics.SaveTopic.parse(request.POST)
+    outcome = perform(request, "topic.save", params)
+    return redirect("console:topic", topic=outcome.target) if outcome else redirect("console:topics")
 
 
 @require_POST
-@require_permission("topic.delete")
+@serves("topic.delete")
 def topic_delete(request, topic: str):
-    try:
-        check_topic(topic)
-    except ValidationError as exc:
-        invalid_target(request, "topic.delete", topic, f"Invalid topic: {' '.join(exc.messages)}")
-    admin = admin_of(request)
-    _refuse_system_topic(request, admin, "topic.delete", topic)
-    run_action(
-        request,
-        "topic.delete",
-        topic,
-        {},
-        lambda: admin.delete_topic(topic),
-        lambda addrs: f"Topic {topic} deleted from {', '.join(addrs)} and the name server",
-        missing_is_404=True,
-    )
+    perform(request, "topic.delete", topics.DeleteTopic.parse(topic), missing_is_404=True)
     return redirect("console:topics")
 
 
-def _refuse_system_topic(request, admin, action: str, topic: str) -> None:
-    """The brokers' own topics are theirs to write and keep (schedule, transaction, trace...), as are
-    the cluster- and broker-named ones every broker registers: never from the console."""
-    if is_system_topic_of(admin, topic):
-        invalid_target(
-            request, action, topic, f"{topic} is a system topic: the console neither sends to nor deletes it"
-        )
-
-
 @require_POST
-@require_permission("topic.send")
+@serves("topic.send")
 def topic_send(request, topic: str):
     """Send one test message through the console's SDK producer, as mqadmin sendMessage does."""
-    form = SendMessageForm(request.POST)
-    if not form.is_valid():
-        invalid_form(request, "topic.send", topic, form)
-    data = form.cleaned_data
-    admin = admin_of(request)
-    _refuse_system_topic(request, admin, "topic.send", topic)
-    params = {
-        "tags": data["tags"],
-        "keys": data["keys"],
-        "broker_name": data["broker_name"],
-        "queue_id": data["queue_id"],
-        "body_bytes": len(data["body"].encode("utf-8")),
-    }
-
-    def send():
-        queue = None
-        if data["broker_name"]:
-            queue = choose_queue(admin.topic_route(topic), data["broker_name"], data["queue_id"])
-        message = Message(topic=topic, body=data["body"].encode("utf-8"))
-        message.tags = data["tags"] or None
-        message.keys = data["keys"] or None
-        return send_message(producer_of(request), message, queue)
-
-    ok, result = run_action(
-        request,
-        "topic.send",
-        topic,
-        params,
-        send,
-        lambda r: (
-            f"Sent {r.send_status} to {r.message_queue.broker_name} queue {r.message_queue.queue_id} "
-            f"offset {r.queue_offset}: msgId {r.msg_id}, offsetMsgId {r.offset_msg_id}"
-        ),
-    )
-    if ok:
-        return redirect(reverse("console:message", args=[result.offset_msg_id]) + f"?topic={topic}")
+    outcome = perform(request, "topic.send", topics.SendTestMessage.parse(topic, request.POST))
+    if outcome:
+        return redirect(reverse("console:message", args=[outcome.value.offset_msg_id]) + f"?topic={topic}")
     return redirect("console:topic", topic=topic)
 
 
