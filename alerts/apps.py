@@ -27,6 +27,6 @@ class AlertsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from history.signals import sample_stored
+        from core.signals import sample_stored
 
         sample_stored.connect(evaluate_after_sample, dispatch_uid="alerts.evaluate_after_sample")

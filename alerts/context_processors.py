@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from functools import cached_property
 
-from console.public import VIEWER, has_role
+from core.public import VIEWER, has_role
 
 
 class AlertBadge:

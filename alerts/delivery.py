@@ -19,7 +19,7 @@ from django.conf import settings
 from django.core.mail import send_mail
 from django.urls import reverse
 
-from history import clock
+from core import clock
 
 from . import webhook_target
 from .models import AlertEvent, Notification

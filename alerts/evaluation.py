@@ -9,7 +9,7 @@ A subject whose figure is unknown this cycle but recent (``alerts.observe``) cha
 open event neither fires nor resolves, and none opens. One the rule no longer observes at all has
 no data: its event resolves saying so (``observe.no_data``), as Grafana's "no data" state does.
 
-``evaluate(now, cluster)`` runs after every sampling cycle (``history.signals.sample_stored``) and
+``evaluate(now, cluster)`` runs after every sampling cycle (``core.signals.sample_stored``) and
 is what tests call with a fake clock. Its cost: a fixed number of queries (rules, open events,
 silences, one or two reads per distinct metric, bulk writes), whatever the number of groups.
 """
@@ -23,7 +23,8 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import transaction
 
-from history import clock, query
+from core import clock
+from history import query
 
 from . import notify
 from .kinds import KINDS

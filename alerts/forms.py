@@ -8,7 +8,7 @@ from typing import Any, cast
 from django import forms
 from django.core.validators import URLValidator, validate_email
 
-from history import clock
+from core import clock
 
 from .kinds import KINDS
 from .models import AlertRule, Silence

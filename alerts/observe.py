@@ -3,7 +3,7 @@ broker) of one cluster at the evaluation's time.
 
 A level kind (lag, disk, ...) compares the subject's figure in the newest cycle. A subject that
 cycle lacks (its stats failed, its broker stopped answering, the cycle stored nothing) but whose
-last figure is at most ``history.clock.STALE_CYCLES`` sampling intervals old is observed as unknown
+last figure is at most ``core.clock.STALE_CYCLES`` sampling intervals old is observed as unknown
 (``None``): its event keeps its state, as the overview page takes such history for "now". A
 subject with no figure that recent is not observed at all, so its event ends as "no data".
 
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from django.db.models import Max
 
-from history import clock
+from core import clock
 from history.models import Cycle, Point, Series
 
 from .kinds import BROKER, GROUP, KINDS

@@ -1,6 +1,6 @@
 """Alert pages (W15): events (filter by state and rule, acknowledge), rules (CRUD), silences.
 
-Reading needs the viewer role; every change needs the operator role (``console.roles.ACTIONS``), is
+Reading needs the viewer role; every change needs the operator role (``core.roles.ACTIONS``), is
 refused with a 403 saying so otherwise, and leaves an audit record, refused, failed or done.
 """
 
@@ -14,8 +14,8 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from console.public import VIEWER, AuditRecord, audit, require_permission, require_role
-from history import clock
+from core import clock
+from core.public import VIEWER, AuditRecord, audit, require_permission, require_role
 
 from .evaluation import close_events_of
 from .forms import AcknowledgeForm, RuleForm, SilenceForm

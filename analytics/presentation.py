@@ -1,7 +1,7 @@
 """Report rows as people read them on the run's page (the CSV and Parquet downloads keep the
 raw values): hours as UTC dates, rates as percentages, floats rounded, columns named in words.
 
-Formats follow the rest of the console (``console.project.formatting``: dates in UTC, ratios with
+Formats follow the rest of the console (``core.formatting``: dates in UTC, ratios with
 one decimal and a space before %, figures to two decimals as ``floatformat:2``).
 """
 
@@ -11,7 +11,7 @@ import datetime
 import json
 from dataclasses import dataclass
 
-from console.project.formatting import percent
+from core.formatting import percent
 
 from .models import REPORT_LABELS
 

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
 import traceback
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.conf import settings
-from django.db import connection, transaction
-from django.db.models import Q, QuerySet
+from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
+
+from core.heartbeats import beating, silent_since
 
 from .models import ReportRow, ReportRun
 
@@ -82,37 +83,6 @@ def heartbeat(run_id: int, interval_s: float) -> Iterator[None]:
     running = ReportRun.objects.filter(pk=run_id, status=ReportRun.RUNNING)
     with beating(running, interval_s, f"report-run-{run_id}"):
         yield
-
-
-@contextlib.contextmanager
-def beating(rows: QuerySet, interval_s: float, name: str) -> Iterator[None]:
-    """The heartbeat of any long job kept in a row (a report run, a DLQ replay job): while the
-    block runs, set ``heartbeat_at`` of ``rows`` (the job's row while it is still running) every
-    ``interval_s`` from a thread of its own."""
-    stop = threading.Event()
-
-    def beat() -> None:
-        try:
-            while not stop.wait(interval_s):
-                try:
-                    rows.update(heartbeat_at=timezone.now())
-                except Exception:  # the database is away for a moment: the next beat may pass
-                    log.warning("heartbeat of %s failed", name, exc_info=True)
-        finally:
-            connection.close()  # this thread's own database connection
-
-    thread = threading.Thread(target=beat, name=f"{name}-heartbeat", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
-
-
-def silent_since() -> datetime:
-    """A running job whose last heartbeat is older than this lost its worker (the abandoned rule)."""
-    return timezone.now() - timedelta(seconds=settings.ANALYTICS_ABANDONED_AFTER)
 
 
 def fail_abandoned_runs() -> int:

@@ -16,7 +16,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_celery_beat.models import PeriodicTask
 
-from console.public import VIEWER, AuditRecord, audit, require_permission, require_role
+from core.public import VIEWER, AuditRecord, audit, require_permission, require_role
 
 from . import charts
 from .forms import RunForm, ScheduleForm

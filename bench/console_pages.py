@@ -31,7 +31,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.project.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
 
 
 CLUSTER = "ConsolePagesBench"
@@ -50,7 +50,7 @@ def percentile(samples: list[float], fraction: float) -> float:
 
 def populate(admin, cluster_name: str, topics: int, groups: int) -> tuple[list[str], list[str]]:
     """Topics on both brokers, groups with a config and one committed offset each (requests fanned out)."""
-    from console.services.cluster_queries import fan_out
+    from core.cluster_queries import fan_out
 
     masters = admin.resolve_masters(None, cluster_name)
     topic_names = [f"BenchTopic{i:04d}" for i in range(topics)]
@@ -122,7 +122,7 @@ def store_history(namesrv: str, days: float, raw_hours: float) -> dict[str, floa
 
     from django.conf import settings
 
-    from history import clock
+    from core import clock
     from history.models import Point, Rollup, Series
 
     now = clock.now()
@@ -274,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
             from django.core.management import call_command
             from django.test import Client
 
-            from console.cluster_access import admin_for, close_all
+            from core.cluster_access import admin_for, close_all
 
             call_command("migrate", verbosity=0)
             admin = admin_for(cluster.namesrv_addr)

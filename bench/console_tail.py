@@ -50,7 +50,7 @@ def _percentile(sorted_values: list[float], fraction: float) -> float:
 def _session_cookie(var_dir: Path) -> str:
     """A logged-in session of a viewer, made with Django's own session store (same database)."""
     os.environ["CONSOLE_VAR_DIR"] = str(var_dir)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.project.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
     import django
 
     django.setup()

@@ -358,13 +358,13 @@ def console_web_command(port: int) -> list[str]:
         "127.0.0.1",
         "-p",
         str(port),
-        "console.project.asgi:application",
+        "project.asgi:application",
     ]
 
 
 def celery_command(*args: str) -> list[str]:
-    """``celery -A console.project <args>`` under this interpreter (the Procfile's worker and beat)."""
-    return [sys.executable, "-m", "celery", "-A", "console.project", *args]
+    """``celery -A project <args>`` under this interpreter (the Procfile's worker and beat)."""
+    return [sys.executable, "-m", "celery", "-A", "project", *args]
 
 
 # A master and its slave (issue 22): small segments so replication crosses several, quick

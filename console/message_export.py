@@ -8,7 +8,7 @@ import json
 
 from django.http import HttpResponse
 
-from console.csv_cells import safe_row
+from core.csv_cells import safe_row
 
 EXPORT_FORMATS = ("csv", "json")
 COLUMNS = (
@@ -45,7 +45,7 @@ def export_response(
     views: list[dict], fmt: str, basename: str, extra_columns: tuple[str, ...] = ()
 ) -> HttpResponse:
     """A download of ``views``: CSV with one message per row (properties as JSON; cells that would
-    run as a spreadsheet formula neutralised, see console.csv_cells), or a JSON array.
+    run as a spreadsheet formula neutralised, see core.csv_cells), or a JSON array.
     ``extra_columns`` are what a page adds to each message (a dead letter's origin topic, a delayed
     message's due time), placed after its keys."""
     if fmt not in EXPORT_FORMATS:

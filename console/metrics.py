@@ -1,6 +1,6 @@
 """W10: Prometheus figures of the cluster, collected from the brokers when scraped.
 
-One collection (``console.services.cluster_snapshot``, shared with the metric-history sampler)
+One collection (``core.cluster_snapshot``, shared with the metric-history sampler)
 walks brokers (runtime info), topics (stored messages) and groups (lag, TPS, clients), and is reused for
 ``CONSOLE_METRICS_CACHE_SECONDS`` so several scrapers (or a short scrape interval) do not multiply
 the load on the brokers.
@@ -15,8 +15,8 @@ from django.conf import settings
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from broker.client.admin import MQAdmin, MQClientError
-from console.services.cluster_snapshot import Snapshot, broker_figures, collect
 from console.services.damaged_data import damaged_data
+from core.cluster_snapshot import Snapshot, broker_figures, collect
 
 __all__ = ["ClusterCollector", "Snapshot", "collector_for"]
 

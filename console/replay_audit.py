@@ -8,8 +8,8 @@ request that queues a job, and a refusal (bad input, missing role), are ``dlq.re
 
 from __future__ import annotations
 
-from console.models import AuditRecord
 from console.services import dlq
+from core.models import AuditRecord
 
 REPLAY = "dlq.replay"
 REPLAY_FINISHED = "dlq.replay.finished"

@@ -17,13 +17,15 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from analytics.runner import beating, silent_since
 from broker.client.admin import MQClientError
 from broker.common.topic_config import dlq_topic
-from console import cluster_access, replay_audit
-from console.audit import audit_record
-from console.models import AuditRecord, ReplayJob
+from console import replay_audit
+from console.models import ReplayJob
 from console.services import dlq
+from core import cluster_access
+from core.audit import audit_record
+from core.heartbeats import beating, silent_since
+from core.models import AuditRecord
 
 log = logging.getLogger(__name__)
 MAX_RECORDED_ERRORS = 100

@@ -1,6 +1,6 @@
 """Every page of the console app, in one namespace (``console``): the cluster pages at the root,
 the operations pages (dead letters, replay jobs, delayed messages, transactions, trace, live tail)
-under ``ops/``. Mounted at the site's root by ``console.project.urls``. Every name taken from the
+under ``ops/``. Mounted at the site's root by ``project.urls``. Every name taken from the
 cluster is a ``<name:…>`` parameter (``console.url_names``), so any name a broker holds has a URL."""
 
 from django.urls import path, register_converter

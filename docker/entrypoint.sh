@@ -68,16 +68,16 @@ case "$command" in
     web)
         wait_for_migrations
         exec python -m daphne -b "$BIND_HOST" -p "${CONSOLE_PORT:-8000}" --proxy-headers \
-            console.project.asgi:application "$@" ;;
+            project.asgi:application "$@" ;;
     worker)
         wait_for_migrations
-        exec celery -A console.project worker -l "${LOG_LEVEL:-info}" \
+        exec celery -A project worker -l "${LOG_LEVEL:-info}" \
             --concurrency "${CELERY_CONCURRENCY:-2}" -n "${CELERY_WORKER_NAME:-worker@%h}" "$@" ;;
     beat)
         wait_for_migrations
         # The schedule is in the database (django-celery-beat); the pid file lets the probe
         # see the process.
-        exec celery -A console.project beat -l "${LOG_LEVEL:-info}" \
+        exec celery -A project beat -l "${LOG_LEVEL:-info}" \
             --pidfile "$VAR_DIR/celerybeat.pid" "$@" ;;
     spark-master)
         exec spark-class org.apache.spark.deploy.master.Master --host "${SPARK_HOST:-$(hostname)}" \

@@ -46,8 +46,8 @@ def http(url: str) -> None:
 
 
 def celery_worker(name: str) -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.project.settings")
-    from console.project.celery import app
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
+    from project.celery import app
 
     replies = app.control.ping(destination=[name], timeout=TIMEOUT_S)
     if not any(name in reply for reply in replies):

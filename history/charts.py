@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from history import catalogue, clock, query
+from core import clock
+from history import catalogue, query
 from history.models import Series
 
 WINDOWS: dict[str, timedelta] = {

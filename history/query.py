@@ -23,7 +23,8 @@ from django.conf import settings
 from django.db.models import Avg, Count, Max, QuerySet, Sum
 from django.utils import timezone
 
-from history import catalogue, clock
+from core import clock
+from history import catalogue
 from history.models import Cycle, Point, Rollup, Series
 
 RAW_WINDOW = timedelta(hours=3)

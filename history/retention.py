@@ -23,7 +23,8 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Exists, Max, OuterRef, Subquery
 
-from history import catalogue, clock
+from core import clock
+from history import catalogue
 from history.models import Cycle, Point, Rollup, Series
 
 BUCKET = timedelta(minutes=5)

@@ -19,11 +19,12 @@ from datetime import datetime, timedelta
 from django.db import transaction
 
 from broker.client.admin import MQAdmin, MQClientError
-from console.services.cluster_queries import GroupRow
-from console.services.cluster_snapshot import Snapshot, broker_figures, collect
-from history import catalogue, clock, query
+from core import clock
+from core.cluster_queries import GroupRow
+from core.cluster_snapshot import Snapshot, broker_figures, collect
+from core.signals import sample_stored
+from history import catalogue, query
 from history.models import Cycle, Point, Series
-from history.signals import sample_stored
 
 log = logging.getLogger(__name__)
 

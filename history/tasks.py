@@ -12,7 +12,7 @@ import logging
 
 from celery import shared_task
 
-from console import cluster_access
+from core import cluster_access
 from history import retention, sampler
 
 log = logging.getLogger(__name__)

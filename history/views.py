@@ -24,8 +24,8 @@ from django.views.decorators.http import require_GET
 
 from broker.common.system_names import is_system_group
 from broker.common.topic_kinds import NORMAL, cluster_system_topics, topic_kinds
-from console.cluster_access import current_namesrv
-from console.roles import VIEWER, require_role
+from core.cluster_access import current_namesrv
+from core.roles import VIEWER, require_role
 from history import catalogue, charts, query
 from history.models import Cycle, Series
 

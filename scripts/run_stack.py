@@ -99,7 +99,7 @@ def lock_var_dir(environ: dict[str, str]) -> int:
     Two stacks on one var dir fight over its ports, and their two Celery beats fire every schedule
     twice. flock is released by the kernel when the runner dies, however it dies; the descriptor is
     close-on-exec, so the processes it starts do not keep it."""
-    var_dir = Path(environ.get("CONSOLE_VAR_DIR", ROOT / "var"))  # as console/project/settings.py
+    var_dir = Path(environ.get("CONSOLE_VAR_DIR", ROOT / "var"))  # as project/settings.py
     var_dir.mkdir(parents=True, exist_ok=True)
     descriptor = os.open(var_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     try:

@@ -1,4 +1,4 @@
-"""A fake ``history.clock.now`` for the metric-history and alert tests (alerts read the same
+"""A fake ``core.clock.now`` for the metric-history and alert tests (alerts read the same
 clock), as a pytest fixture both test folders' conftests take from here."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from history import clock
+from core import clock
 
 
 class FakeClock:
-    """``history.clock.now`` under a test's control."""
+    """``core.clock.now`` under a test's control."""
 
     def __init__(self, start: datetime) -> None:
         self.moment = start

@@ -18,7 +18,7 @@ def make_lagging_group(
     stop, then send ``behind`` more; returns the group's lag once the brokers report it."""
     from broker.client import CONSUME_FROM_FIRST_OFFSET, PushConsumer
     from broker.client.push_consumer import ConsumeConcurrentlyStatus
-    from console.services.cluster_queries import group_rows
+    from core.cluster_queries import group_rows
 
     for cluster in admin.cluster_info().clusters:
         for addr in admin.resolve_masters(None, cluster):

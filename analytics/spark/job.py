@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from console.csv_cells import safe_dict
+from core.csv_cells import safe_dict
 
 from . import reports
 from .catalog import REPORT_SECTIONS
@@ -80,7 +80,7 @@ def run_report(spark, request: ReportRequest, progress: Progress = lambda pct, s
 
 def write_csv(path: Path, columns: list[str], rows: list[dict]) -> None:
     """A section's rows as the CSV the console offers for download (cells that would run as a
-    spreadsheet formula neutralised, see console.csv_cells)."""
+    spreadsheet formula neutralised, see core.csv_cells)."""
     with open(path, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns)
         writer.writeheader()

@@ -2,7 +2,7 @@
 only through ``boundary.execute`` — the one permission check and the one audit record — by the
 pages, the htmx fragments and the ``console_command`` management command alike."""
 
-from console.commands.boundary import (
+from core.boundary import (
     COMMANDS,
     FAILURES,
     Actor,

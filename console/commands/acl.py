@@ -11,9 +11,9 @@ from typing import Any
 
 from broker.client.admin import AsyncMQAdmin, BrokerOutcome
 from broker.client.admin.acl import MASK, PlainAccessConfig
-from console.commands.boundary import Actor, Cluster, Invalid, Outcome, Params, command
 from console.commands.parsing import form_refusal
 from console.forms import AclAccountForm, AclDeleteForm, GlobalWhiteListForm
+from core.boundary import Actor, Cluster, Invalid, Outcome, Params, command
 
 SAVE, DELETE, WHITE_LIST = "acl.account.save", "acl.account.delete", "acl.white_list.update"
 WHITE_LIST_TARGET = "globalWhiteRemoteAddresses"

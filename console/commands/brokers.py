@@ -8,10 +8,10 @@ from typing import Any
 
 from broker.common.errors import ControllerError
 from broker.controller.state import MAX_BROKER_ID
-from console.commands.boundary import Actor, Cluster, Invalid, Outcome, Params, Refused, command
 from console.commands.parsing import form_refusal
 from console.forms import BrokerConfigForm
 from console.services.replication import SwitchoverRefused, switchover, switchover_plan
+from core.boundary import Actor, Cluster, Invalid, Outcome, Params, Refused, command
 
 SWITCHOVER = "broker.switchover"
 PURGE_DAMAGED = "broker.damaged.purge"

@@ -9,11 +9,12 @@ from typing import Any
 
 from broker.common.topic_config import dlq_topic, validate_topic
 from console import replay_audit
-from console.commands.boundary import Actor, Cluster, Invalid, Outcome, Params, command
 from console.commands.parsing import parse_datetime_ms, parse_float
-from console.models import AuditRecord, ReplayJob
+from console.models import ReplayJob
 from console.services import dlq
 from console.tasks import replay_dead_letters
+from core.boundary import Actor, Cluster, Invalid, Outcome, Params, command
+from core.models import AuditRecord
 
 MAX_SELECTED = 10_000
 MAX_RATE = 10_000

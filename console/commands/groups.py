@@ -9,11 +9,11 @@ from typing import Any
 from django.core.exceptions import ValidationError
 
 from broker.client.admin import NotFoundError
-from console.commands.boundary import Actor, Cluster, Invalid, Outcome, Params, command
 from console.commands.masters import save_on_masters
 from console.commands.parsing import form_refusal
 from console.forms import GroupForm, ResetOffsetForm, check_group
-from console.services.cluster_queries import group_detail
+from core.boundary import Actor, Cluster, Invalid, Outcome, Params, command
+from core.cluster_queries import group_detail
 
 GROUP_OPTIONS = (
     "retry_max_times",

@@ -8,10 +8,10 @@ from typing import Any
 
 from broker.client.admin import MQClientError
 from broker.common.topic_config import TRANS_HALF_TOPIC
-from console.commands.boundary import Actor, Cluster, Invalid, Outcome, Params, Refused, command
 from console.commands.parsing import form_refusal
 from console.forms import IdQueryForm, ResendForm
 from console.services import transactions
+from core.boundary import Actor, Cluster, Invalid, Outcome, Params, Refused, command
 
 END_TRANSACTION = "transaction.end"
 

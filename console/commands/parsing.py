@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime
 
-from console.commands.boundary import Invalid
+from core.boundary import Invalid
 
 
 def form_errors_text(form) -> str:

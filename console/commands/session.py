@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from console.cluster_access import namesrv_choices
-from console.commands.boundary import Actor, Cluster, Invalid, Outcome, Params, command
 from console.commands.parsing import form_refusal
 from console.forms import NamesrvSwitchForm
+from core.boundary import Actor, Cluster, Invalid, Outcome, Params, command
+from core.cluster_access import namesrv_choices
 
 SWITCH = "namesrv.switch"
 

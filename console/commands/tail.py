@@ -7,9 +7,9 @@ from typing import Any
 
 from django.db import IntegrityError
 
-from console.commands.boundary import Actor, Cluster, Invalid, Outcome, Params, command
 from console.models import SavedTailFilter
 from console.tail.filters import TailFilterError, compile_filter
+from core.boundary import Actor, Cluster, Invalid, Outcome, Params, command
 
 FILTER_FIELDS = ("tags", "sql", "key")
 

@@ -10,12 +10,12 @@ from django.core.exceptions import ValidationError
 
 from broker.client import SendResult
 from broker.common.message import Message
-from console.commands.boundary import Actor, Cluster, Invalid, Outcome, Params, command
 from console.commands.masters import save_on_masters
 from console.commands.parsing import form_refusal
 from console.forms import SendMessageForm, TopicForm, check_topic
-from console.services.cluster_queries import is_system_topic_of
 from console.services.sending import choose_queue, send_message
+from core.boundary import Actor, Cluster, Invalid, Outcome, Params, command
+from core.cluster_queries import is_system_topic_of
 
 
 @dataclass(frozen=True)

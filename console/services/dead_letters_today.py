@@ -17,7 +17,7 @@ from datetime import datetime
 
 from broker.client.admin import AsyncMQAdmin, MQAdmin, MQClientError
 from broker.common.topic_config import DLQ_GROUP_TOPIC_PREFIX
-from console.services.cluster_queries import fan_out
+from core.cluster_queries import fan_out
 
 # The overview reads "New today" for the groups with most dead letters; beyond this many it shows
 # none (each group costs a route lookup and two requests per queue, on every load of the page).

@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from broker.client.admin import AsyncMQAdmin, MQAdmin, MQClientError, NotFoundError
 from broker.common.message import MessageExt
 from broker.common.message_view import describe_message
-from console.services.cluster_queries import fan_out
-from console.services.reading import readable_master_queues
+from core.cluster_queries import fan_out, readable_master_queues
 
 # As RocketMQ's dashboard: a time-range query stops after this many messages (newest kept last).
 TIME_QUERY_LIMIT = 2000

@@ -19,9 +19,9 @@ from typing import Any
 from broker.client.admin import MQAdmin, MQClientError
 from broker.common.system_names import is_system_group
 from broker.common.topic_config import DLQ_GROUP_TOPIC_PREFIX
-from console.services.cluster_queries import cluster_overview, group_rows
 from console.services.dead_letters_today import dead_letters_since
 from console.services.vanished_brokers import vanished_brokers
+from core.cluster_queries import cluster_overview, group_rows
 
 TOP_GROUPS = 10
 MAX_EVENTS = 20
@@ -120,7 +120,8 @@ def _fresh_history(
 ) -> dict[str, tuple[datetime, float]] | None:
     """``history.query.latest`` of the metric when the sampler stored its newest cycle recently
     enough to stand for "now" (a few sampling intervals), else None (read live)."""
-    from history import clock, query
+    from core import clock
+    from history import query
 
     latest = query.latest(metric, scope, cluster)
     if not latest:
@@ -130,7 +131,7 @@ def _fresh_history(
 
 
 def _sampled(latest: dict[str, tuple[datetime, float]]) -> str:
-    from history import clock
+    from core import clock
 
     newest = max(taken_at for taken_at, _ in latest.values())
     return f"history, sampled {int((clock.now() - newest).total_seconds())} s ago"

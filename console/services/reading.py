@@ -7,8 +7,7 @@ from dataclasses import dataclass
 
 from broker.client.admin import MQAdmin, NotFoundError
 from broker.common.message import MessageExt
-from broker.common.message_queue import MessageQueue
-from broker.common.route import TopicRouteData
+from core.cluster_queries import readable_master_queues
 
 
 @dataclass(frozen=True)
@@ -33,17 +32,6 @@ def queue_ranges(admin: MQAdmin, topic: str) -> list[tuple[str, str, int, int, i
         high = admin.max_offset(addr, topic, queue.queue_id)
         ranges.append((queue.broker_name, addr, queue.queue_id, low, high))
     return ranges
-
-
-def readable_master_queues(route: TopicRouteData) -> list[tuple[MessageQueue, str]]:
-    """Every readable queue of the route (``TopicRouteData.readable_queues``) whose broker has a
-    master, with the master's address: the queues the console reads and resets."""
-    found = []
-    for queue in route.readable_queues():
-        broker = route.broker(queue.broker_name)
-        if broker is not None and broker.master_addr:
-            found.append((queue, broker.master_addr))
-    return found
 
 
 def read_topic(

@@ -22,7 +22,7 @@ from broker.common.epoch_entries import OPEN_END, EpochEntry, EpochEntryCache
 from broker.common.hosts import parse_host_list
 from broker.controller.client import ControllerClient, ControllerError, ControllerMetadata, broker_epoch_cache
 from broker.controller.replicas_info import BrokerReplicas, ReplicaIdentity
-from console.services.cluster_queries import BrokerSet, ClusterOverview, _cluster_overview, fan_out
+from core.cluster_queries import BrokerSet, ClusterOverview, _cluster_overview, fan_out
 
 # The whole controller query (every controller's metadata at once, bounded by the client's 3-s
 # timeout, then the leader's sync state): a frozen controller costs the page at most this long,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from broker.client.admin import AsyncMQAdmin, MQAdmin, MQClientError, TopicStatus
 from broker.common.route import TopicRouteData
-from console.services.cluster_queries import TopicConsumer, fan_out, topic_consumers
+from core.cluster_queries import TopicConsumer, fan_out, topic_consumers
 
 
 @dataclass

@@ -21,8 +21,8 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from broker.common.topic_config import validate_topic
-from console import cluster_access
-from console.roles import VIEWER, has_role
+from core import cluster_access
+from core.roles import VIEWER, has_role
 
 from .filters import TailFilter, TailFilterError, compile_filter
 from .pump import group_name, registry

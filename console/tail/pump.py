@@ -30,7 +30,7 @@ from channels.layers import get_channel_layer
 
 from broker.client import BROADCASTING, AsyncLitePullConsumer, MessageQueue
 from broker.common.system_names import TOOLS_CONSUMER_GROUP
-from console.cluster_access import client_credentials, client_tls
+from core.cluster_access import client_credentials, client_tls
 
 from .serialize import message_event
 

@@ -1,4 +1,4 @@
-"""Websocket URL routes of the console (mounted by ``console.project.asgi``)."""
+"""Websocket URL routes of the console (mounted by ``project.asgi``)."""
 
 from django.urls import re_path
 

@@ -20,11 +20,11 @@ from django.views.decorators.http import require_GET, require_POST
 
 from broker.client.admin import AclConfig, AclVersion, AsyncMQAdmin, BrokerOutcome, MQAdmin, MQClientError
 from broker.client.admin.acl import MASK
-from console.cluster_access import admin_of
 from console.commands import acl, serves
 from console.forms import AclAccountForm
-from console.roles import ADMIN, require_role
 from console.views.common import ms_to_datetime, run
+from core.cluster_access import admin_of
+from core.roles import ADMIN, require_role
 
 
 @dataclass

@@ -6,8 +6,8 @@ from django.core.paginator import Paginator
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from console.models import AuditRecord
-from console.roles import VIEWER, require_role
+from core.models import AuditRecord
+from core.roles import VIEWER, require_role
 
 PAGE_SIZE = 50
 

@@ -14,17 +14,17 @@ from django.views.decorators.http import require_GET, require_POST
 
 from broker.client.admin import MQClientError, NotFoundError
 from broker.common.errors import ControllerError
-from console.cluster_access import admin_of, current_namesrv
 from console.commands import Refused, brokers, serves
-from console.errors import error_page
 from console.forms import BrokerConfigForm
-from console.roles import VIEWER, require_permission, require_role
 from console.services.broker_config_rows import config_rows, updatable_keys
 from console.services.damaged_data import damaged_data
 from console.services.replication import SwitchoverRefused, switchover_plan
 from console.services.replication import replication_view as build_replication_view
 from console.services.vanished_brokers import down_sets, vanished_brokers
 from console.views.common import perform, run
+from core.cluster_access import admin_of, current_namesrv
+from core.errors import error_page
+from core.roles import VIEWER, require_permission, require_role
 
 
 @require_GET

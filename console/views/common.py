@@ -2,8 +2,8 @@
 its flash message; form errors as text, times and numbers from forms, message rows and exports.
 
 Views raise, never render, their refusals: ``BadRequest`` for input, ``PermissionDenied`` for a role
-(``console.roles``), ``Http404`` or the admin's ``NotFoundError`` for what does not exist; a cluster
-failure is an ``MQClientError``. ``console.errors`` turns each into its page.
+(``core.roles``), ``Http404`` or the admin's ``NotFoundError`` for what does not exist; a cluster
+failure is an ``MQClientError``. ``core.errors`` turns each into its page.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from django.http import HttpResponse
 from broker.client.admin import NotFoundError
 from broker.common.message import MessageExt
 from broker.common.message_view import describe_message
-from console.cluster_access import current_namesrv
 from console.commands import FAILURES, Actor, Cluster, Outcome, execute
 from console.message_export import EXPORT_FORMATS, export_response
+from core.cluster_access import current_namesrv
 
 
 def cluster_of(request) -> Cluster:
@@ -31,7 +31,7 @@ def cluster_of(request) -> Cluster:
 def run(request, action: str, params: Any) -> Outcome:
     """The command of ``action`` for the request's user on the request's cluster (``execute``, the
     boundary that checks the role and writes the one audit record); its refusals are raised for
-    ``console.errors`` to show."""
+    ``core.errors`` to show."""
     return execute(action, Actor.of_request(request), cluster_of(request), params)
 
 
@@ -40,7 +40,7 @@ def perform(request, action: str, params: Any, *, missing_is_404: bool = False) 
     cannot take becomes an error message (None), not an error page; success flashes the outcome.
 
     With ``missing_is_404`` an action on something that does not exist raises its
-    ``NotFoundError``, so the answer is the 404 "Not found" page naming it (``console.errors``)."""
+    ``NotFoundError``, so the answer is the 404 "Not found" page naming it (``core.errors``)."""
     try:
         outcome = run(request, action, params)
     except FAILURES as exc:

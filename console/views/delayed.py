@@ -7,10 +7,10 @@ from django.http import Http404
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from console.cluster_access import admin_of
-from console.roles import VIEWER, require_role
 from console.services import delayed
 from console.views.common import export_messages, message_row, ms_to_datetime
+from core.cluster_access import admin_of
+from core.roles import VIEWER, require_role
 
 
 @require_GET

@@ -11,16 +11,16 @@ from django.views.decorators.http import require_GET, require_POST
 
 from broker.common.topic_config import DLQ_GROUP_TOPIC_PREFIX, retry_topic
 from console import replay_audit
-from console.cluster_access import admin_of
 from console.commands import dlq as commands
 from console.commands import serves
-from console.errors import error_page
 from console.message_body import body_views
 from console.models import ReplayJob
-from console.roles import VIEWER, require_role
 from console.services import dlq
 from console.tasks import fail_abandoned_jobs
 from console.views.common import export_messages, message_row, run
+from core.cluster_access import admin_of
+from core.errors import error_page
+from core.roles import VIEWER, require_role
 
 PAGE_SIZE = 100
 FILTER_FIELDS = ("key", "tag", "begin", "end")

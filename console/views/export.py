@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET
 
 from alerts.prometheus_rules import rules_yaml
 from console.export.grafana_dashboard import dashboard
-from console.roles import VIEWER, require_role
+from core.roles import VIEWER, require_role
 
 
 @require_GET

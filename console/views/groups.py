@@ -9,13 +9,13 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from broker.common.system_names import is_system_group
-from console.cluster_access import admin_of
 from console.commands import groups, serves
 from console.commands.parsing import form_errors_text
 from console.forms import ResetOffsetForm, check_group
-from console.roles import VIEWER, require_role
-from console.services.cluster_queries import group_detail, group_index, group_rows, reset_preview
 from console.views.common import perform
+from core.cluster_access import admin_of
+from core.cluster_queries import group_detail, group_index, group_rows, reset_preview
+from core.roles import VIEWER, require_role
 
 PAGE_SIZE = 100
 

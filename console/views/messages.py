@@ -11,13 +11,11 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from console.cluster_access import admin_of
 from console.commands import messages, serves
 from console.commands.parsing import form_errors_text
 from console.forms import IdQueryForm, KeyQueryForm, TopicTimeQueryForm
 from console.message_body import body_views
 from console.message_export import EXPORT_FORMATS, export_response
-from console.roles import VIEWER, require_role
 from console.services.message_queries import (
     describe_all,
     message_track,
@@ -26,6 +24,8 @@ from console.services.message_queries import (
     messages_by_time,
 )
 from console.views.common import perform
+from core.cluster_access import admin_of
+from core.roles import VIEWER, require_role
 
 MODES = {"time": TopicTimeQueryForm, "key": KeyQueryForm, "id": IdQueryForm}
 DEFAULT_RANGE_MS = 3_600_000

@@ -19,9 +19,9 @@ from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from console.cluster_access import admin_for, namesrv_choices
 from console.metrics import collector_for
-from console.roles import VIEWER, has_role, mark_access, refusal
+from core.cluster_access import admin_for, namesrv_choices
+from core.roles import VIEWER, has_role, mark_access, refusal
 
 REALM = 'Bearer realm="pyrocket console metrics"'
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from console.cluster_access import admin_of, current_namesrv
-from console.roles import require_login, user_role
 from console.services.overview import overview
+from core.cluster_access import admin_of, current_namesrv
+from core.roles import require_login, user_role
 
 
 @require_GET

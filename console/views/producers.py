@@ -8,11 +8,11 @@ from django.views.decorators.http import require_GET
 
 from broker.client.admin import MQBrokerError
 from broker.common.codes import ResponseCode
-from console.cluster_access import admin_of
-from console.forms import ProducerQueryForm
-from console.roles import VIEWER, require_role
-from console.services.cluster_queries import topic_rows
 from console.commands.parsing import form_errors_text
+from console.forms import ProducerQueryForm
+from core.cluster_access import admin_of
+from core.cluster_queries import topic_rows
+from core.roles import VIEWER, require_role
 
 
 @require_GET

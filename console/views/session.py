@@ -8,9 +8,9 @@ from django.shortcuts import redirect
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from console.cluster_access import select_namesrv
 from console.commands import serves, session
 from console.views.common import run
+from core.cluster_access import select_namesrv
 
 
 @require_POST

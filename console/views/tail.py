@@ -18,9 +18,9 @@ from console.commands import serves
 from console.commands import tail as commands
 from console.commands.tail import FILTER_FIELDS
 from console.models import SavedTailFilter
-from console.roles import VIEWER, require_role
 from console.tail.consumer import BUFFER_SIZE
 from console.views.common import run
+from core.roles import VIEWER, require_role
 
 
 @require_GET

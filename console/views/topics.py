@@ -13,14 +13,14 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from broker.common.topic_kinds import KIND_LABELS, KINDS
-from console.cluster_access import admin_of, current_namesrv
 from console.commands import serves, topics
 from console.forms import PERM_CHOICES, SendMessageForm
-from console.roles import VIEWER, require_role
-from console.services.cluster_queries import is_system_topic_of, topic_consumers, topic_rows
 from console.services.topic_by_set import topic_by_set
 from console.services.vanished_brokers import down_sets, vanished_brokers
 from console.views.common import perform
+from core.cluster_access import admin_of, current_namesrv
+from core.cluster_queries import is_system_topic_of, topic_consumers, topic_rows
+from core.roles import VIEWER, require_role
 
 PAGE_SIZE = 100
 

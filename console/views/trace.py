@@ -10,10 +10,10 @@ from broker.client.admin import NotFoundError
 from broker.common.message_codec import MessageDecodeError, decode_offset_msg_id
 from broker.common.topic_config import validate_topic
 from console import replay_audit
-from console.cluster_access import admin_of
-from console.roles import VIEWER, require_role
 from console.services import trace
 from console.views.common import message_row, ms_to_datetime
+from core.cluster_access import admin_of
+from core.roles import VIEWER, require_role
 
 MAX_MSG_ID_LENGTH = 128  # RocketMQ's ids have 32 to 56 hex digits
 

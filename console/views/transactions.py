@@ -6,12 +6,12 @@ from django.contrib import messages as flash
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from console.cluster_access import admin_of
 from console.commands import messages as commands
 from console.commands import serves
-from console.roles import VIEWER, require_role
 from console.services import transactions
 from console.views.common import export_messages, message_row, run
+from core.cluster_access import admin_of
+from core.roles import VIEWER, require_role
 
 
 @require_GET

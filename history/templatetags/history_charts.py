@@ -10,7 +10,7 @@ from django import template
 from django.urls import reverse
 
 from broker.client.admin import MQClientError
-from console.cluster_access import admin_of
+from core.cluster_access import admin_of
 from history import catalogue, charts
 
 register = template.Library()

@@ -8,7 +8,7 @@ import os
 import shutil
 import tempfile
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.project.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
 _OWN_VAR_DIR = None if "CONSOLE_VAR_DIR" in os.environ else tempfile.mkdtemp(prefix="alerts-var-")
 if _OWN_VAR_DIR:
     os.environ["CONSOLE_VAR_DIR"] = _OWN_VAR_DIR
@@ -94,7 +94,7 @@ def webhook():
 @pytest.fixture
 def eager(settings):
     """Notifications delivered by the Celery task run in-process (the acceptance test runs a worker)."""
-    from console.project.celery import app as celery_app
+    from project.celery import app as celery_app
 
     settings.ALERT_WEBHOOK_URLS, settings.ALERT_EMAIL_TO = [], []
     settings.ALERT_WEBHOOK_BACKOFF_SECONDS = 0.01

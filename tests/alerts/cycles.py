@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from alerts.defaults import DEFAULT_RULES
 from alerts.models import AlertRule
-from history import clock
+from core import clock
 from history.models import Cycle
 from history.sampler import store
 

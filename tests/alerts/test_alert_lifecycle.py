@@ -12,7 +12,7 @@ from django.core import mail
 from alerts import delivery
 from alerts.evaluation import evaluate
 from alerts.models import AlertEvent, AlertRule, Notification, Silence
-from console.project.celery import app as celery_app
+from project.celery import app as celery_app
 from tests.alerts.cycles import CLUSTER, lag, play_cycle
 
 

@@ -12,7 +12,7 @@ from django.test import RequestFactory
 from django.urls import reverse
 
 from alerts.models import AlertEvent, AlertRule, Silence
-from console.models import AuditRecord
+from core.models import AuditRecord
 from tests.cluster import logged_in_client
 
 PASSWORD = "correct horse battery staple 42"

@@ -17,8 +17,8 @@ from django.urls import reverse
 
 from alerts.models import AlertEvent, AlertRule, Notification
 from broker.local_cluster import wait_until
-from console import cluster_access
-from console.models import AuditRecord
+from core import cluster_access
+from core.models import AuditRecord
 from history import sampler
 from tests.alerts.conftest import WebhookReceiver
 from tests.analytics.test_console_celery import REPO, SOLO_WORKER, CeleryProcess, database_url
@@ -48,7 +48,7 @@ def worker(django_db_setup, django_db_blocker, tmp_path_factory):
 
     env = dict(os.environ)
     env.update(
-        DJANGO_SETTINGS_MODULE="console.project.settings",
+        DJANGO_SETTINGS_MODULE="project.settings",
         DATABASE_URL=database_url(connection.settings_dict),
         ALERT_WEBHOOK_BACKOFF_SECONDS="0.5",
         ALERT_WEBHOOK_MAX_ATTEMPTS=str(MAX_ATTEMPTS),
@@ -165,7 +165,7 @@ def test_stopped_consumer_pends_fires_notifies_once_and_resolves(
 
 
 def _lag(admin, group: str) -> int:
-    from console.services.cluster_snapshot import collect
+    from core.cluster_snapshot import collect
 
     snapshot = admin.run(collect(admin.core))
     return sum(g.lag for g in snapshot.groups if g.name == group)

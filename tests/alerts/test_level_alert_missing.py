@@ -1,7 +1,7 @@
 """The rules that compare a subject's newest figure with their threshold (lag, not consuming, disk,
 ...) on cycles stored as the sampler stores them, 30 s apart (fake clock), when some cycles lack
 the subject's figure (its stats failed, the broker stopped answering, a cycle stored nothing): an
-event keeps its state while the last figure is at most STALE_CYCLES (history.clock) sampling
+event keeps its state while the last figure is at most STALE_CYCLES (core.clock) sampling
 intervals old (90 s), neither firing nor resolving on a cycle without a figure, and resolves as
 "no data" after that; so a missing figure makes no second notification. "Broker down" fires on the
 same cycles."""

@@ -1,5 +1,5 @@
 """Analytics tests: Django configured on a throw-away var dir (its SQLite test database is a file,
-see ``console.project.settings``, so the Celery worker processes the tests start can share it)."""
+see ``project.settings``, so the Celery worker processes the tests start can share it)."""
 
 import atexit
 import os
@@ -11,7 +11,7 @@ import django.apps
 import pytest
 
 # Before Django reads its settings: a private var dir (secret key, Celery queue, reports).
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.project.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
 _OWN_VAR_DIR = None if "CONSOLE_VAR_DIR" in os.environ else tempfile.mkdtemp(prefix="analytics-var-")
 if _OWN_VAR_DIR:
     os.environ["CONSOLE_VAR_DIR"] = _OWN_VAR_DIR

@@ -17,7 +17,7 @@ from django_celery_beat.models import PeriodicTask
 from analytics.models import ReportRun
 from analytics.tasks import run_report
 from broker.local_cluster import celery_command, wait_until
-from console.models import AuditRecord
+from core.models import AuditRecord
 from tests.analytics.workload import WorkloadWriter
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,7 +30,7 @@ SOLO_WORKER = ["worker", "-l", "info", "--pool", "solo", "--without-gossip", "--
 
 
 class CeleryProcess:
-    """``celery -A console.project <args>`` with this test's settings; output kept in a log file."""
+    """``celery -A project <args>`` with this test's settings; output kept in a log file."""
 
     def __init__(self, args: list[str], env: dict, log: Path, ready_marker: str) -> None:
         self.log = log
@@ -83,7 +83,7 @@ def worker_env(django_db_setup, django_db_blocker, tmp_path_factory):
 
     env = dict(os.environ)
     env.update(
-        DJANGO_SETTINGS_MODULE="console.project.settings",
+        DJANGO_SETTINGS_MODULE="project.settings",
         DATABASE_URL=database_url(connection.settings_dict),
         SPARK_MASTER="local[2]", ANALYTICS_SHUFFLE_PARTITIONS="2", SPARK_LOCAL_IP="127.0.0.1",
         PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]),

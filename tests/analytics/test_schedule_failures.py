@@ -11,7 +11,7 @@ from django.test import Client
 from django.urls import reverse
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
-from console.models import AuditRecord
+from core.models import AuditRecord
 
 pytestmark = pytest.mark.django_db
 

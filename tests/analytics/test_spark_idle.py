@@ -94,7 +94,7 @@ def test_the_worker_releases_spark_after_each_report(transactional_db, no_spark_
 @pytest.mark.parametrize("value", ["soon", "-5", "nan", "inf"])
 def test_a_bad_idle_setting_stops_start_up_saying_which(value, tmp_path):
     env = {**os.environ, "ANALYTICS_SPARK_IDLE_SECONDS": value, "CONSOLE_VAR_DIR": str(tmp_path),
-           "DJANGO_SETTINGS_MODULE": "console.project.settings"}  # fmt: skip
+           "DJANGO_SETTINGS_MODULE": "project.settings"}  # fmt: skip
     done = subprocess.run([sys.executable, "-c", "import django; django.setup()"], env=env,
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode != 0

@@ -39,7 +39,7 @@ HALF = 5  # transactions that never decide
 WITHIN_S = 120  # retries are delayed by level 1 (1 s) each; the rest is immediate
 
 SAMPLE = """
-from console import cluster_access
+from core import cluster_access
 from history import sampler
 admin = cluster_access.admin_for({namesrv!r})
 try:

@@ -26,8 +26,9 @@ VIEWPORTS = [(1280, 800), (1440, 900)]
 FIRE = """
 from datetime import timedelta
 from alerts.models import AlertEvent, AlertRule
-from console import cluster_access
-from history import clock, sampler
+from core import cluster_access
+from history import sampler
+from core import clock
 
 namesrv, rule, group = {namesrv!r}, {rule!r}, {group!r}
 AlertRule.objects.create(name=rule, kind="group_lag", threshold=0, for_minutes=2, group_pattern=group,

@@ -12,8 +12,8 @@ import yaml
 
 from broker.client import SessionCredentials
 from broker.client.admin import MQAdmin, MQClientError
-from console import cluster_access
-from console.models import AuditRecord
+from core import cluster_access
+from core.models import AuditRecord
 from tests.cluster import CLI_CLUSTER, console_preset, logged_in_client, plain_acl, start_with_acl
 from tests.console.conftest import PASSWORD
 

@@ -11,8 +11,8 @@ from django.contrib.messages import get_messages
 from broker.client.producer import Producer
 from broker.common.message import Message
 from broker.local_cluster import wait_until
-from console import cluster_access
-from console.models import AuditRecord
+from core import cluster_access
+from core.models import AuditRecord
 from tests.cluster import CLI_CLUSTER as CLUSTER
 
 pytestmark = pytest.mark.django_db

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from console.models import AuditRecord
+from core.models import AuditRecord
 
 
 def _row(content: bytes, key: str) -> str:

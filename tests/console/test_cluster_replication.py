@@ -14,9 +14,9 @@ import pytest
 from broker.client import Producer
 from broker.common.message import Message
 from broker.local_cluster import wait_until
-from console import cluster_access
-from console.project.formatting import duration_ms, iec_bytes
-from console.services.cluster_queries import ReplicaMember, _slave_lag_millis
+from core import cluster_access
+from core.cluster_queries import ReplicaMember, _slave_lag_millis
+from core.formatting import duration_ms, iec_bytes
 from tests.cluster import create_user, start_master_slave
 
 pytestmark = [pytest.mark.django_db, pytest.mark.timeout(120)]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from broker.client.admin import MQClientError
-from console import cluster_access
+from core import cluster_access
 from tests.acl.acl_cluster import ADMIN, TOPIC
 
 

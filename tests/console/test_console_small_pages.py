@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from broker.local_cluster import wait_until
-from console.models import AuditRecord
+from core.models import AuditRecord
 from tests.cluster import CLI_CLUSTER, create_user
 from tests.console.conftest import PASSWORD
 

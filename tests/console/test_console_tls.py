@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from broker.remoting.tls import TLS_MODES
-from console import cluster_access
+from core import cluster_access
 from tests.cluster import logged_in_client
 from tests.console.conftest import PASSWORD
 from tests.tls_certs import BROKER, start_tls_cluster

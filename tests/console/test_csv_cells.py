@@ -31,7 +31,7 @@ DANGEROUS = ("=", "+", "-", "@", "\t", "\r")
 
 @pytest.fixture(scope="module")
 def sent(live_cluster):
-    from console.cluster_access import admin_for
+    from core.cluster_access import admin_for
 
     admin = admin_for(live_cluster.namesrv_addr)
     for addr in admin.resolve_masters(None, CLUSTER):

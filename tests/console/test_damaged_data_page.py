@@ -13,8 +13,8 @@ from django.test import Client
 from broker.client.admin import MQAdmin
 from broker.client.producer import Producer
 from broker.common.message import Message
-from console import cluster_access
-from console.models import AuditRecord
+from core import cluster_access
+from core.models import AuditRecord
 from tests.cluster import ONE_BROKER, cluster_fixture, logged_in_client
 from tests.store.damage_fixtures import body_of, overwrite
 

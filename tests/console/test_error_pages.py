@@ -12,7 +12,7 @@ from django.test import Client
 from django.urls import reverse
 
 from broker.common.message import Message
-from console import cluster_access
+from core import cluster_access
 from tests.cluster import console_preset, start
 
 pytestmark = pytest.mark.django_db

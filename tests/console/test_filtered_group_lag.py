@@ -15,7 +15,7 @@ from broker.client.producer import Producer
 from broker.client.push_consumer import ConsumeConcurrentlyStatus, PushConsumer
 from broker.common.message import Message
 from broker.local_cluster import wait_until
-from console.services.cluster_queries import group_rows
+from core.cluster_queries import group_rows
 from tests.cluster import CLI_CLUSTER as CLUSTER
 
 pytestmark = pytest.mark.django_db
@@ -30,7 +30,7 @@ WITHIN_S = 30
 @pytest.fixture(scope="module")
 def filtered_group(live_cluster):
     """The messages of LAYOUT sent, and a consumer subscribed to tag W that received all its own."""
-    from console.cluster_access import admin_for
+    from core.cluster_access import admin_for
 
     admin = admin_for(live_cluster.namesrv_addr)
     for addr in admin.resolve_masters(None, CLUSTER):

@@ -6,7 +6,7 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
-from console.models import AuditRecord
+from core.models import AuditRecord
 from tests.console.conftest import PASSWORD
 
 pytestmark = pytest.mark.django_db

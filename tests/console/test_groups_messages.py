@@ -13,7 +13,7 @@ from broker.client.producer import Producer
 from broker.client.push_consumer import PushConsumer
 from broker.common.message import Message
 from broker.local_cluster import wait_until
-from console.models import AuditRecord
+from core.models import AuditRecord
 from tests.cluster import CLI_CLUSTER as CLUSTER
 from tests.received_messages import ReceivedBodies
 
@@ -25,7 +25,7 @@ TOPIC, GROUP, PRODUCER_GROUP = "ConsoleOrders", "console-group", "console-produc
 @pytest.fixture(scope="module")
 def flow(live_cluster):
     """A topic on both brokers, a producer that sent 4 keyed messages and a consumer that read them."""
-    from console.cluster_access import admin_for
+    from core.cluster_access import admin_for
 
     admin = admin_for(live_cluster.namesrv_addr)
     for addr in admin.resolve_masters(None, CLUSTER):

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from broker.client.admin import MQClientError
-from console.cluster_access import admin_for
+from core.cluster_access import admin_for
 from tests.lagging_group import make_lagging_group
 
 pytestmark = pytest.mark.django_db
@@ -85,7 +85,7 @@ def test_firing_and_pending_alerts_are_listed_firing_first(viewer_client, live_c
 def test_recent_history_stands_for_now_and_gives_dead_letters_of_today(
     viewer_client, live_cluster, monkeypatch
 ):
-    from history import clock
+    from core import clock
     from history.models import Cycle, Point, Series
 
     noon = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0)
@@ -114,7 +114,7 @@ def test_recent_history_stands_for_now_and_gives_dead_letters_of_today(
 
 
 def test_stale_history_is_not_taken_for_now(viewer_client, live_cluster, lagging, monkeypatch):
-    from history import clock
+    from core import clock
     from history.models import Cycle, Point, Series
 
     long_ago = datetime.now(UTC) - timedelta(hours=2)

@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 from django.urls import URLPattern, get_resolver
 
-from console.models import AuditRecord
+from core.models import AuditRecord
 from tests.cluster import CLI_CLUSTER as CLUSTER
 from tests.cluster import route_settles
 

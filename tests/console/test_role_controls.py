@@ -3,7 +3,7 @@ make anyway gets a 403 page in the console layout (a fragment for htmx) that say
 
 A "control" is anything on a page that leads to a view needing more than the viewer role: a form
 or htmx request that posts, or a link to a page only operators may open. Which role a view needs
-is read from the view itself (``console.roles.require_role``), so the check is the server's own.
+is read from the view itself (``core.roles.require_role``), so the check is the server's own.
 """
 
 from __future__ import annotations
@@ -21,10 +21,11 @@ from broker.client import ConsumeConcurrentlyStatus, PushConsumer
 from broker.common.message import Message
 from broker.common.topic_config import dlq_topic
 from broker.local_cluster import wait_until
-from console.models import AuditRecord, SavedTailFilter
-from console.navigation import NAV_ITEMS
-from console.roles import ACTIONS, ADMIN, OPERATOR, ROLE_ORDER, VIEWER, has_role, may
+from console.models import SavedTailFilter
 from console.services import dlq
+from core.models import AuditRecord
+from core.navigation import NAV_ITEMS
+from core.roles import ACTIONS, ADMIN, OPERATOR, ROLE_ORDER, VIEWER, has_role, may
 from tests.cluster import CLI_CLUSTER as CLUSTER
 from tests.cluster import make_dead_letters, send, send_pending_transactions
 
@@ -159,7 +160,7 @@ def test_may_follows_the_role_order(db):
 def scene(live_cluster):
     """Something on every page that has controls: a topic with a message and an online consumer, a
     pending transaction, dead letters (one group's DLQ readable, one's still write-only)."""
-    from console.cluster_access import admin_for
+    from core.cluster_access import admin_for
 
     namesrv = live_cluster.namesrv_addr
     admin = admin_for(namesrv)

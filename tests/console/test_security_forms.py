@@ -146,7 +146,8 @@ def test_the_audit_filters_take_any_text(viewer):
 
 
 def test_a_nul_character_in_any_parameter_is_refused_before_a_view_runs(db):
-    from console.models import AuditRecord, SavedTailFilter
+    from console.models import SavedTailFilter
+    from core.models import AuditRecord
     from tests.cluster import create_user
     from tests.console.conftest import PASSWORD
 

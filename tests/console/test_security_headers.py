@@ -90,7 +90,7 @@ def test_https_settings_redirect_and_mark_cookies_secure(django_user_model):
 
 def _check_deploy(env_overrides: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "CONSOLE_"))}
-    env.update(CONSOLE_VAR_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="console.project.settings")
+    env.update(CONSOLE_VAR_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="project.settings")
     env.update(env_overrides)
     return subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],

@@ -166,7 +166,7 @@ def test_behind_a_proxy_the_forwarded_client_address_is_the_one_locked_out(setti
 def test_a_forwarded_address_is_believed_only_behind_a_trusted_proxy(settings):
     from django.test import RequestFactory
 
-    from console.client_address import client_address
+    from core.client_address import client_address
 
     request = RequestFactory().get("/", REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_FOR="6.6.6.6, 203.0.113.7")
     assert client_address(request) == "10.0.0.1"  # no proxy configured: the header is the client's

@@ -29,9 +29,8 @@ from hypothesis import strategies as st
 import console.views.groups
 import console.views.topics
 from broker.common.json_config_file import ConsumerOffsetTable
-from console import cluster_access
-from console.services import cluster_queries
 from console.url_names import name_to_segment, segment_to_name
+from core import cluster_access, cluster_queries
 from tests.cluster import CLI, create_user, start
 from tests.console.conftest import PASSWORD
 

@@ -2,7 +2,7 @@
 operator and admin (a superuser in the admin group, as ``ensure_admin`` makes it).
 
 The URL resolver is introspected, path parameters filled with sample values, and each answer
-checked against what the view's guard promises (``console.roles``: the ``required_role`` a view
+checked against what the view's guard promises (``core.roles``: the ``required_role`` a view
 carries), Django admin's staff check, or the short list of public pages below. A view added
 without a guard is found here: it is in none of these, and the walk fails naming it.
 """
@@ -18,7 +18,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, resolve
 from django.urls.resolvers import RegexPattern
 
-from console.roles import ADMIN, OPERATOR, ROLE_ORDER, VIEWER
+from core.roles import ADMIN, OPERATOR, ROLE_ORDER, VIEWER
 from tests.console.conftest import PASSWORD
 
 pytestmark = pytest.mark.django_db
@@ -118,7 +118,7 @@ def expected(route: Route, user: str, method: str) -> set[int] | None:
     if route.name in LOGIN_ONLY:
         return {302} if user == ANONYMOUS else ({200} if method == "GET" else None)
     assert hasattr(route.view, "required_role"), (
-        f"{route}: no guard; wrap the view in console.roles.require_role / require_permission "
+        f"{route}: no guard; wrap the view in core.roles.require_role / require_permission "
         "(or list it here as public, with the reason)"
     )
     minimum = route.view.required_role

@@ -20,8 +20,8 @@ import pytest
 from django.test import Client
 
 from broker.local_cluster import free_port, wait_until
-from console import cluster_access
-from console.models import AuditRecord
+from core import cluster_access
+from core.models import AuditRecord
 from tests.cluster import create_user
 from tests.console.conftest import PASSWORD
 from tests.console.controller_sets import running_controller, three_replicas

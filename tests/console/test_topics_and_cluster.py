@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from console.models import AuditRecord
+from core.models import AuditRecord
 from tests.cluster import CLI_CLUSTER as CLUSTER
 from tests.cluster import route_settles
 

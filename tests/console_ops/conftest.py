@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.project.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
 os.environ.setdefault("CONSOLE_VAR_DIR", tempfile.mkdtemp(prefix="console-ops-var-"))
 
 import django
@@ -34,7 +34,7 @@ def cluster(tmp_path_factory):
 
 @pytest.fixture
 def namesrv(cluster, settings):
-    from console import cluster_access
+    from core import cluster_access
 
     settings.BROKER_NAMESRV = cluster
     yield cluster
@@ -43,7 +43,7 @@ def namesrv(cluster, settings):
 
 @pytest.fixture
 def admin(namesrv):
-    from console import cluster_access
+    from core import cluster_access
 
     return cluster_access.admin_for(namesrv)
 
@@ -72,7 +72,7 @@ def operator_client(client, operator):
 
 @pytest.fixture
 def eager_celery():
-    from console.project.celery import app
+    from project.celery import app
 
     app.conf.task_always_eager = True
     yield

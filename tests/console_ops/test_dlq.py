@@ -9,7 +9,8 @@ import pytest
 from django.urls import reverse
 
 from broker.local_cluster import wait_until
-from console.models import AuditRecord, ReplayJob
+from console.models import ReplayJob
+from core.models import AuditRecord
 from tests.cluster import make_dead_letters
 
 pytestmark = pytest.mark.django_db

@@ -8,7 +8,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from console.models import AuditRecord, ReplayJob
+from console.models import ReplayJob
+from core.models import AuditRecord
 from tests.cluster import make_dead_letters
 
 pytestmark = pytest.mark.django_db

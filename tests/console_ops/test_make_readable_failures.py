@@ -9,7 +9,7 @@ from django.test import Client
 from django.urls import reverse
 
 from broker.common.topic_config import PERM_WRITE
-from console.models import AuditRecord
+from core.models import AuditRecord
 from tests.cluster import make_dead_letters
 
 pytestmark = pytest.mark.django_db

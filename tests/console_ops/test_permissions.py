@@ -6,7 +6,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from console.models import AuditRecord, ReplayJob, SavedTailFilter
+from console.models import ReplayJob, SavedTailFilter
+from core.models import AuditRecord
 
 pytestmark = pytest.mark.django_db
 
@@ -24,7 +25,7 @@ def test_viewer_gets_403_and_nothing_changes(viewer_client, name, kwargs, data):
     response = viewer_client.post(reverse(name, kwargs=kwargs), data)
     assert response.status_code == 403
     assert b"operator role" in response.content
-    # The refusal itself is audited (console.roles); nothing else happened.
+    # The refusal itself is audited (core.roles); nothing else happened.
     assert list(AuditRecord.objects.values_list("result", flat=True)) == ["denied"]
     assert not ReplayJob.objects.exists()
     assert not SavedTailFilter.objects.exists()

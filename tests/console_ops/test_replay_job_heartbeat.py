@@ -11,8 +11,9 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from console.models import AuditRecord, ReplayJob
+from console.models import ReplayJob
 from console.tasks import replay_dead_letters
+from core.models import AuditRecord
 
 pytestmark = pytest.mark.django_db
 

@@ -9,8 +9,9 @@ import pytest
 from django.urls import reverse
 
 from broker.local_cluster import free_port
-from console.models import AuditRecord, ReplayJob
-from console.project.celery import app
+from console.models import ReplayJob
+from core.models import AuditRecord
+from project.celery import app
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ from django.urls import reverse
 from broker.client.admin import NotFoundError
 from broker.common.message import Message
 from broker.local_cluster import wait_until
-from console.models import AuditRecord
+from core.models import AuditRecord
 from tests.cluster import send, send_pending_transactions
 
 pytestmark = pytest.mark.django_db

@@ -26,7 +26,7 @@ def _layout_block() -> list[str]:
 
 @dataclass
 class Entry:
-    names: list[str]  # as paths from the root: "broker/common/", "console/errors.py"
+    names: list[str]  # as paths from the root: "broker/common/", "core/errors.py"
     home: str  # the directory the description speaks of: the entry itself, or its parent's
     description: str = ""
 
@@ -100,7 +100,7 @@ def test_every_deeper_entry_the_layout_names_is_where_it_is_shown():
 
 
 # What a description names as a place: a module ("route.py", "acl_*.py") or a directory ("ha/",
-# "console/project/").
+# "project/").
 PLACE = re.compile(r"(?<![\w/.*-])([\w*-]+(?:/[\w*-]+)*(?:\.py|/))(?![\w/])")
 
 

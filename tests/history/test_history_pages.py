@@ -236,7 +236,7 @@ TOPIC, GROUP = "HistoryOrders", "history-orders"
 @pytest.fixture(scope="module")
 def lagging_cluster(tmp_path_factory):
     """A real name server and broker; a group whose committed offsets are 0 on a topic of 6 messages."""
-    from console import cluster_access
+    from core import cluster_access
     from tests.cluster import CLI_CLUSTER, console_preset, send, start
 
     cluster = start(console_preset(), tmp_path_factory.mktemp("history-cluster"), brokers=("broker-a",))
@@ -260,8 +260,8 @@ def lagging_cluster(tmp_path_factory):
 
 def test_real_broker_sampled_lag_shows_on_the_group_page(viewer_client, lagging_cluster, settings):
     from broker.local_cluster import wait_until
-    from console import cluster_access
-    from history import clock, query, sampler
+    from core import clock, cluster_access
+    from history import query, sampler
 
     namesrv = lagging_cluster.namesrv_addr
     settings.BROKER_NAMESRV = namesrv

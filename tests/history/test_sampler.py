@@ -12,10 +12,10 @@ import pytest
 from alerts.models import AlertEvent
 from broker.common.message import Message
 from broker.local_cluster import wait_until
-from console import cluster_access
+from core import cluster_access
+from core.signals import sample_stored
 from history import query, sampler, tasks
 from history.models import Cycle, Point
-from history.signals import sample_stored
 from tests.cluster import (
     CLI,
     console_preset,
@@ -111,7 +111,7 @@ def test_one_cycle_stores_the_engines_figures(live, namesrv, django_capture_on_c
 
 def test_topic_tps_from_two_cycles(live, namesrv, monkeypatch):
     _, admin, _ = live
-    from history import clock
+    from core import clock
 
     # Later than any real cycle of the module, so "the previous cycle" is the one below.
     moment = [datetime.now(UTC) + timedelta(days=1)]
@@ -132,7 +132,7 @@ CHECKER_COPIES = 2
 
 
 def _at(moment: list[datetime], monkeypatch, start: datetime) -> None:
-    from history import clock
+    from core import clock
 
     moment.append(start)
     monkeypatch.setattr(clock, "now", lambda: moment[-1])
@@ -141,7 +141,8 @@ def _at(moment: list[datetime], monkeypatch, start: datetime) -> None:
 def _roll_and_prune(settings, keep: timedelta) -> datetime:
     """Roll up every complete bucket, then prune the raw points older than ``keep`` that are
     rolled up; the time before which only rollups are left."""
-    from history import clock, retention
+    from core import clock
+    from history import retention
 
     while retention.rollup()[0]:  # bounded steps: as many runs as the history needs
         pass

@@ -42,7 +42,7 @@ def postgres_database(prefix: str) -> Iterator[str]:
         conn.execute(f'CREATE DATABASE "{name}"')
     url = admin_url.rsplit("/", 1)[0] + f"/{name}"
     try:
-        env = {**os.environ, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "console.project.settings"}
+        env = {**os.environ, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "project.settings"}
         subprocess.run([sys.executable, "manage.py", "migrate", "--noinput"], cwd=REPO, env=env, check=True,
                        capture_output=True, timeout=300)  # fmt: skip
         yield url
@@ -111,7 +111,7 @@ def redis_database() -> Iterator[str]:
 
 @dataclass
 class CeleryWorker:
-    """``celery -A console.project worker -n <hostname>`` with one task at a time (solo pool: a
+    """``celery -A project worker -n <hostname>`` with one task at a time (solo pool: a
     worker holds only the task it runs, so a killed worker takes no queued task with it)."""
 
     hostname: str
@@ -219,7 +219,7 @@ def sender(broker_url: str):
 def worker_env(database_url: str, redis_url: str, **extra: str) -> dict:
     env = dict(os.environ)
     env.update(
-        DJANGO_SETTINGS_MODULE="console.project.settings", DATABASE_URL=database_url, REDIS_URL=redis_url,
+        DJANGO_SETTINGS_MODULE="project.settings", DATABASE_URL=database_url, REDIS_URL=redis_url,
         SPARK_LOCAL_IP="127.0.0.1", PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]),
         PYTHONUNBUFFERED="1", **extra,
     )  # fmt: skip

@@ -10,7 +10,7 @@ import tempfile
 import django
 import django.apps
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.project.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
 _OWN_VAR_DIR = None if "CONSOLE_VAR_DIR" in os.environ else tempfile.mkdtemp(prefix="scaleout-var-")
 if _OWN_VAR_DIR:
     os.environ["CONSOLE_VAR_DIR"] = _OWN_VAR_DIR

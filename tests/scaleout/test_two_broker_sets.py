@@ -13,7 +13,7 @@ import signal
 import threading
 from collections import Counter
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.project.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
 
 import django
 

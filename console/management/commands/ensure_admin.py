@@ -16,7 +16,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from console.roles import ADMIN
+from core.roles import ADMIN
 
 
 def _generated_password(user) -> str:

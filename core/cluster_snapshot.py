@@ -17,7 +17,7 @@ from typing import Any
 from broker.client.admin import AsyncMQAdmin, TopicStatus, runtime_figure
 from broker.common.system_names import TRANSACTION_CHECK_GROUP
 from broker.common.topic_config import DLQ_GROUP_TOPIC_PREFIX, TRANS_HALF_TOPIC
-from console.services.cluster_queries import GroupRow, _group_rows, _masters, _topic_rows, fan_out
+from core.cluster_queries import GroupRow, _group_rows, _masters, _topic_rows, fan_out
 
 
 @dataclass

@@ -1,11 +1,11 @@
 """Template context every console page needs: navigation, name server, the user's role and what
-it may do (``may``, see ``console.roles.Permissions``)."""
+it may do (``may``, see ``core.roles.Permissions``)."""
 
 from __future__ import annotations
 
-from console.cluster_access import current_namesrv, namesrv_choices
-from console.navigation import nav_links
-from console.roles import Permissions, user_role
+from core.cluster_access import current_namesrv, namesrv_choices
+from core.navigation import nav_links
+from core.roles import Permissions, user_role
 
 
 def console(request) -> dict[str, object]:

@@ -7,7 +7,7 @@ control only under ``{% if may.<action> %}`` (the ``may`` context variable, ``Pe
 button is shown exactly when pressing it is allowed.
 
 A refused request raises ``PermissionDenied`` naming the role needed; the project's 403 handler
-(``console.errors``) shows it in the console layout (a fragment of it for htmx requests).
+(``core.errors``) shows it in the console layout (a fragment of it for htmx requests).
 """
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ def require_permission(action: str):
 
 def _audit_denied(request, view_name: str, minimum: str) -> None:
     # Imported here: roles is imported by models' neighbours at start-up, audit needs the app registry.
-    from console.audit import audit
-    from console.models import AuditRecord
+    from core.audit import audit
+    from core.models import AuditRecord
 
     audit(request, view_name, request.path, {}, AuditRecord.RESULT_DENIED, f"needs the {minimum} role")

@@ -1,6 +1,6 @@
 """The project's URLs: Django's admin, a health probe, login, the analytics, history and alerts
 apps, the console app (at the root), and the error handlers every page shares
-(``console.errors``)."""
+(``core.errors``)."""
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
@@ -39,7 +39,7 @@ urlpatterns = [
     path("", include("console.urls")),
 ]
 
-handler400 = "console.errors.bad_request"
-handler403 = "console.errors.permission_denied"
-handler404 = "console.errors.page_not_found"
-handler500 = "console.errors.server_error"
+handler400 = "core.errors.bad_request"
+handler403 = "core.errors.permission_denied"
+handler404 = "core.errors.page_not_found"
+handler500 = "core.errors.server_error"

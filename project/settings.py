@@ -14,7 +14,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-BASE_DIR = Path(__file__).resolve().parents[2]
+BASE_DIR = Path(__file__).resolve().parents[1]
 VAR_DIR = Path(os.environ.get("CONSOLE_VAR_DIR", BASE_DIR / "var"))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
@@ -71,6 +71,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "django_htmx",
+    "core",
     "console",
     "django_celery_beat",
     "analytics",
@@ -88,15 +89,15 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "console.errors.ClusterErrorMiddleware",
-    "console.request_guard.RefuseNulCharacters",
+    "core.errors.ClusterErrorMiddleware",
+    "core.request_guard.RefuseNulCharacters",
     # Last, as django-axes asks: turns a locked-out login into its lockout page.
     "axes.middleware.AxesMiddleware",
 ]
 
-ROOT_URLCONF = "console.project.urls"
+ROOT_URLCONF = "project.urls"
 WSGI_APPLICATION = None
-ASGI_APPLICATION = "console.project.asgi.application"
+ASGI_APPLICATION = "project.asgi.application"
 
 TEMPLATES = [
     {
@@ -108,10 +109,10 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "console.context_processors.console",
+                "core.context_processors.console",
                 "alerts.context_processors.alerts_badge",
             ],
-            "builtins": ["console.project.formatting"],
+            "builtins": ["core.formatting"],
         },
     },
 ]
@@ -269,9 +270,9 @@ AXES_RESET_ON_SUCCESS = True
 AXES_HTTP_RESPONSE_CODE = 429
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 # Behind a reverse proxy every login would come from the proxy's address: name how many proxies
-# append to X-Forwarded-For so the client's own address is the one counted (console.client_address).
+# append to X-Forwarded-For so the client's own address is the one counted (core.client_address).
 CONSOLE_TRUSTED_PROXY_COUNT = int(os.environ.get("CONSOLE_TRUSTED_PROXY_COUNT", "0"))
-AXES_CLIENT_IP_CALLABLE = "console.client_address.client_address"
+AXES_CLIENT_IP_CALLABLE = "core.client_address.client_address"
 
 # /metrics: a scraper presents this bearer token (Prometheus' authorization.credentials); unset, only
 # a logged-in console user may read it.

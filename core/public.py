@@ -2,12 +2,12 @@
 and its view guard, and the one audit log. Everything else of the console is its own business;
 an app that needs more asks for it here rather than importing the console's modules.
 
-Template filters shared by every app's pages are the project's (``console.project.formatting``).
+Template filters shared by every app's pages are the project's (``core.formatting``).
 """
 
-from console.audit import audit, audit_record
-from console.models import AuditRecord
-from console.roles import ACTIONS, OPERATOR, VIEWER, has_role, may, require_permission, require_role
+from core.audit import audit, audit_record
+from core.models import AuditRecord
+from core.roles import ACTIONS, OPERATOR, VIEWER, has_role, may, require_permission, require_role
 
 __all__ = [
     "ACTIONS",

@@ -5,7 +5,7 @@ acts, from where), the cluster handle and its typed parameters (a dataclass), an
 ``Outcome`` (what the page shows, what the audit record keeps). ``execute`` is the only way to run
 one, from a page, an htmx fragment or a management command alike:
 
-1. the actor's role is checked against ``console.roles.ACTIONS`` — a refusal is recorded "denied"
+1. the actor's role is checked against ``core.roles.ACTIONS`` — a refusal is recorded "denied"
    and raised as ``PermissionDenied``;
 2. input the caller could not parse arrives as an ``Invalid`` instead of parameters, and a command
    refuses input it can only judge against the cluster by raising ``Invalid`` before any side
@@ -33,9 +33,9 @@ from django.core.exceptions import BadRequest, PermissionDenied
 from broker.client import Producer
 from broker.client.admin import MQAdmin, MQClientError
 from broker.common.errors import ControllerError
-from console.audit import audit_record
-from console.models import AuditRecord
-from console.roles import ACTIONS, has_role, mark_access, refusal
+from core.audit import audit_record
+from core.models import AuditRecord
+from core.roles import ACTIONS, has_role, mark_access, refusal
 
 T = TypeVar("T")
 # What a command may fail with after validation: recorded as failed, re-raised for the caller.
@@ -70,13 +70,13 @@ class Cluster:
 
     @cached_property
     def admin(self) -> MQAdmin:
-        from console.cluster_access import admin_for
+        from core.cluster_access import admin_for
 
         return admin_for(self.checked_namesrv())
 
     @cached_property
     def producer(self) -> Producer:
-        from console.cluster_access import producer_for
+        from core.cluster_access import producer_for
 
         return producer_for(self.checked_namesrv())
 
@@ -150,7 +150,7 @@ COMMANDS: dict[str, Command] = {}
 def command(action: str):
     """Register ``function(actor, cluster, params) -> Outcome`` as the command for ``action``."""
     if action not in ACTIONS:
-        raise ValueError(f"{action!r} has no role in console.roles.ACTIONS")
+        raise ValueError(f"{action!r} has no role in core.roles.ACTIONS")
 
     def register(function: Callable[..., Outcome]) -> Callable[..., Outcome]:
         if action in COMMANDS:

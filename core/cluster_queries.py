@@ -22,10 +22,11 @@ from broker.client.admin import (
 )
 from broker.client.admin.topics import broker_summary
 from broker.common.codes import ResponseCode
+from broker.common.message_queue import MessageQueue
+from broker.common.route import TopicRouteData
 from broker.common.system_names import is_system_group
 from broker.common.topic_config import RETRY_GROUP_TOPIC_PREFIX, perm_to_string
 from broker.common.topic_kinds import SYSTEM, cluster_system_topics, topic_kinds
-from console.services.reading import readable_master_queues
 
 # Enough parallel requests to hide round trips, few enough not to flood a broker's executor.
 FAN_OUT_LIMIT = 32
@@ -571,3 +572,14 @@ def cluster_overview(admin: MQAdmin) -> ClusterOverview:
     """Every broker the name server knows, grouped by cluster and by broker set, with the runtime
     figures of each asked all at once."""
     return admin.run(_cluster_overview(admin.core))
+
+
+def readable_master_queues(route: TopicRouteData) -> list[tuple[MessageQueue, str]]:
+    """Every readable queue of the route (``TopicRouteData.readable_queues``) whose broker has a
+    master, with the master's address: the queues the console reads and resets."""
+    found = []
+    for queue in route.readable_queues():
+        broker = route.broker(queue.broker_name)
+        if broker is not None and broker.master_addr:
+            found.append((queue, broker.master_addr))
+    return found

@@ -3,7 +3,7 @@
 Entries whose URL name does not resolve are left out, so a page another app provides (analytics)
 appears in the bar as soon as its URL module is included, and a missing one never shows up as a
 dead link. So is a page the user's role may not open (the role its view asks for, as
-``console.roles.require_role`` marks it): a viewer is not offered the admins' ACL page. Django's
+``core.roles.require_role`` marks it): a viewer is not offered the admins' ACL page. Django's
 admin site lets in staff users only (``is_staff``, whatever their console role), so only they are
 offered it.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from django.urls import NoReverseMatch, resolve, reverse
 
-from console.roles import ROLE_ORDER, VIEWER
+from core.roles import ROLE_ORDER, VIEWER
 
 # (section, label, URL name), in the sidebar's order; the template groups consecutive sections.
 NAV_ITEMS: list[tuple[str, str, str]] = [
@@ -45,7 +45,7 @@ def _may_open(url: str, role: str | None) -> bool:
 
 
 def nav_links(current_path: str, role: str | None = VIEWER, staff: bool = False) -> list[dict[str, object]]:
-    """The sidebar for a user of ``role`` (the console role, ``console.roles.user_role``), ``staff``
+    """The sidebar for a user of ``role`` (the console role, ``core.roles.user_role``), ``staff``
     when Django's admin site lets them in: each link with its ``section`` (the template's
     ``regroup``)."""
     links = []

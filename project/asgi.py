@@ -8,7 +8,7 @@ from channels.security.websocket import AllowedHostsOriginValidator
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.project.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
 
 # Django must be set up before the consumers (and the models they import) are loaded.
 django_asgi_app = get_asgi_application()

@@ -4,7 +4,7 @@ work done outside a request (a Celery job) builds its records with ``audit_recor
 ``audit`` also notes on the request that its action has a record, so that
 ``console.views.common.audited`` does not add a second (failed) one for the same request."""
 
-from console.models import AuditRecord
+from core.models import AuditRecord
 
 
 def audit_record(

@@ -3,7 +3,7 @@ that says what happened and what to do, never a bare server error.
 
 Views raise and let Django answer: ``django.core.exceptions.BadRequest`` (or a
 ``SuspiciousOperation``) is 400, ``PermissionDenied`` 403, ``Http404`` 404, through the handlers
-the root URLconf names (``console.project.urls``). A cluster failure (``MQClientError``) is answered
+the root URLconf names (``project.urls``). A cluster failure (``MQClientError``) is answered
 by ``ClusterErrorMiddleware`` with one mapping: 404 "Not found" when the thing asked for does not
 exist (the error names it), else 503 with the reason — a server that does not answer ("Cluster
 unavailable") or one that refused the request ("Refused by the cluster").
@@ -48,7 +48,7 @@ def bad_request(request, exception=None) -> HttpResponse:
 
 
 def permission_denied(request, exception=None) -> HttpResponse:
-    """handler403: the user's role does not allow the action (``console.roles``) or the CSRF check failed."""
+    """handler403: the user's role does not allow the action (``core.roles``) or the CSRF check failed."""
     reason = _reason(exception, "You may not do this.")
     return error_page(request, 403, "Not allowed", reason, "Nothing was changed.")
 

@@ -1,11 +1,11 @@
 """The Django project: settings, root URLs, the ASGI application and the Celery app.
 
-Its apps are ``console`` (the cluster console) and ``analytics`` (report runs); neither reaches into
-the other's modules: analytics uses the console's public module (``console.public``).
+Its apps are ``core`` (the platform every app shares) and the feature apps ``console``,
+``history``, ``alerts`` and ``analytics``, which import ``core`` and never each other.
 """
 
 # Importing the Celery app here makes @shared_task bind to it whenever Django starts (the settings
 # module lives in this package, so Django imports it first).
-from console.project.celery import app as celery_app
+from project.celery import app as celery_app
 
 __all__ = ["celery_app"]

@@ -8,7 +8,7 @@ once, before any view runs.
 
 from __future__ import annotations
 
-from console.errors import CORRECT_AND_RETRY, error_page
+from core.errors import CORRECT_AND_RETRY, error_page
 
 
 class RefuseNulCharacters:
