@@ -29,4 +29,6 @@ class AlertsConfig(AppConfig):
     def ready(self) -> None:
         from core.signals import sample_stored
 
+        from . import commands  # noqa: F401  (registers the alert commands with core.boundary)
+
         sample_stored.connect(evaluate_after_sample, dispatch_uid="alerts.evaluate_after_sample")

@@ -101,15 +101,24 @@ class Outcome(Generic[T]):
 
 
 class Invalid(BadRequest):
-    """Input refused before any side effect. ``reason`` is recorded as "invalid input: <reason>";
-    ``shown`` is the 400's text (by default the reason)."""
+    """Input refused before any side effect. Recorded as "invalid input: <reason>" (or ``detail``
+    where a page has always recorded its form's own error text); ``shown`` is the 400's text (by
+    default the reason); ``form``, when given, is the bound form a page shows again with its errors."""
 
     def __init__(
-        self, reason: str, *, target: str = "", parameters: dict | None = None, shown: str | None = None
+        self,
+        reason: str,
+        *,
+        target: str = "",
+        parameters: dict | None = None,
+        shown: str | None = None,
+        detail: str | None = None,
+        form: Any = None,
     ) -> None:
         super().__init__(shown if shown is not None else reason)
         self.reason, self.target, self.parameters = reason, target, parameters or {}
-        self.recorded_detail = f"invalid input: {reason}"
+        self.recorded_detail = detail if detail is not None else f"invalid input: {reason}"
+        self.form = form
 
 
 class Refused(Exception):
@@ -130,6 +139,13 @@ class Params:
 
     def audit_parameters(self) -> dict[str, Any]:
         return {}
+
+
+class Missing(Refused):
+    """What the command acts on does not exist (deleted meanwhile?): the page answers 404."""
+
+    def __init__(self, what: str, reason: str) -> None:
+        super().__init__(reason, target=what, parameters={})
 
 
 @dataclass
@@ -199,7 +215,8 @@ def execute(action: str, actor: Actor, cluster: Cluster, params: Any) -> Outcome
 
 def serves(action: str):
     """View decorator linking a view to the command of ``action``: anonymous users go to the login
-    page; the role check and the audit record are ``execute``'s. Marks the view with the role it
+    page; a POST's role check and audit record are ``execute``'s (a GET showing the action's form
+    is refused here, without a record). Marks the view with the role it
     needs (navigation, the URL walk) and its action."""
     role = ACTIONS[action]
 
@@ -208,6 +225,8 @@ def serves(action: str):
         def wrapped(request, *args, **kwargs):
             if not request.user.is_authenticated:
                 return redirect_to_login(request.get_full_path())
+            if request.method != "POST" and not has_role(request.user, role):
+                raise PermissionDenied(refusal(request.user, role))  # the form page: no change, no record
             return view(request, *args, **kwargs)
 
         SERVING_VIEWS.setdefault(action, []).append(f"{view.__module__}.{view.__qualname__}")
