@@ -68,6 +68,13 @@ class Cluster:
     def __init__(self, namesrv: str) -> None:
         self.namesrv = namesrv
 
+    @classmethod
+    def of_request(cls, request) -> Cluster:
+        """The name server the request's session chose (else the first configured)."""
+        from core.cluster_access import current_namesrv
+
+        return cls(current_namesrv(request))
+
     @cached_property
     def admin(self) -> MQAdmin:
         from core.cluster_access import admin_for

@@ -5,7 +5,7 @@ an app that needs more asks for it here rather than importing the console's modu
 Template filters shared by every app's pages are the project's (``core.formatting``).
 """
 
-from core.audit import audit, audit_record
+from core.audit import audit_record
 from core.models import AuditRecord
 from core.roles import ACTIONS, OPERATOR, VIEWER, has_role, may, require_permission, require_role
 
@@ -14,7 +14,6 @@ __all__ = [
     "OPERATOR",
     "VIEWER",
     "AuditRecord",
-    "audit",
     "audit_record",
     "has_role",
     "may",

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from console.commands.parsing import form_refusal
 from console.forms import NamesrvSwitchForm
 from core.boundary import Actor, Cluster, Invalid, Outcome, Params, command
-from core.cluster_access import namesrv_choices
+from core.cluster_access import namesrv_choices, select_namesrv
 
 SWITCH = "namesrv.switch"
 
@@ -32,7 +32,12 @@ class SwitchNamesrv(Params):
 
 
 @command(SWITCH)
-def switch_namesrv(actor: Actor, cluster: Cluster, params: SwitchNamesrv) -> Outcome[str]:
+def switch_namesrv(actor: Actor, cluster: Cluster, params: SwitchNamesrv) -> Outcome[SwitchNamesrv]:
     if params.namesrv not in namesrv_choices():
         raise ValueError(f"{params.namesrv!r} is not one of the configured name servers (BROKER_NAMESRV)")
-    return Outcome(params.namesrv, "", {}, params.namesrv)
+    return Outcome(params.namesrv, "", {}, params)
+
+
+def remember(request, namesrv: str) -> None:
+    """Keep the switched-to name server in the user's session (after ``switch_namesrv`` allowed it)."""
+    select_namesrv(request, namesrv)

@@ -12,17 +12,15 @@ from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from broker.client.admin import MQClientError, NotFoundError
 from broker.common.errors import ControllerError
 from console.commands import Refused, brokers, serves
 from console.forms import BrokerConfigForm
+from console.queries import brokers as queries
 from console.services.broker_config_rows import config_rows, updatable_keys
 from console.services.damaged_data import damaged_data
-from console.services.replication import SwitchoverRefused, switchover_plan
-from console.services.replication import replication_view as build_replication_view
-from console.services.vanished_brokers import down_sets, vanished_brokers
-from console.views.common import perform, run
-from core.cluster_access import admin_of, current_namesrv
+from console.services.replication import SwitchoverRefused
+from console.services.vanished_brokers import down_sets
+from console.views.common import cluster_of, perform, run
 from core.errors import error_page
 from core.roles import VIEWER, require_permission, require_role
 
@@ -30,8 +28,8 @@ from core.roles import VIEWER, require_permission, require_role
 @require_GET
 @require_role(VIEWER)
 def cluster_page(request):
-    admin = admin_of(request)
-    replication = build_replication_view(admin)
+    cluster = cluster_of(request)
+    replication = queries.replication(cluster)
     overview = replication.overview
     if request.headers.get("HX-Target") == "replication":  # the section's own refresh
         return render(request, "console/_replication.html", {"replication": replication})
@@ -40,10 +38,10 @@ def cluster_page(request):
         {"name": name, "brokers": list(members)} for name, members in groupby(rows, key=lambda r: r.cluster)
     ]
     # Members the name server dropped (a stopped broker) are only known to the metric history.
-    vanished = vanished_brokers(current_namesrv(request), {(r.broker_name, r.broker_id) for r in rows})
+    vanished = queries.vanished(cluster, {(r.broker_name, r.broker_id) for r in rows})
     context = {
         "clusters": clusters,
-        "namesrv_addrs": admin.namesrv_addrs,
+        "namesrv_addrs": queries.namesrv_addrs(cluster),
         "broker_count": len({(r.cluster, r.broker_name) for r in rows}),
         "total_in_tps": round(sum(r.in_tps for r in rows), 2),
         "total_out_tps": round(sum(r.out_tps for r in rows), 2),
@@ -54,24 +52,14 @@ def cluster_page(request):
     return render(request, "console/cluster.html", context)
 
 
-def _broker_name_of(admin, addr: str) -> str:
-    name = admin.cluster_info().broker_name_of(addr)
-    if name is None:
-        namesrv = ";".join(admin.namesrv_addrs)
-        raise NotFoundError(f"no broker at {addr} is registered on name server {namesrv}")
-    return name
-
-
 @require_GET
 @require_role(VIEWER)
 def broker_page(request, addr: str):
-    admin = admin_of(request)
-    broker_name = _broker_name_of(admin, addr)
-    state = admin.broker_config_state(addr)
-    runtime = admin.broker_runtime_info(addr)
+    view = queries.broker(cluster_of(request), addr)
+    state, runtime = view.config, view.runtime
     context = {
         "addr": addr,
-        "broker_name": broker_name,
+        "broker_name": view.broker_name,
         "runtime": runtime,
         "damaged": damaged_data(runtime),
         "config_rows": config_rows(state.values, state.pending),
@@ -100,25 +88,14 @@ def broker_damaged_purge(request, addr: str):
 @require_role(VIEWER)
 def broker_tps_sample(request):
     """Running put/get totals per broker master; the page turns consecutive samples into msgs/s."""
-    admin = admin_of(request)
-    counters: dict[str, int] = {}
-    errors = []
-    for data in sorted(admin.cluster_info().brokers.values(), key=lambda b: b.broker_name):
-        if not data.master_addr:
-            continue
-        try:
-            info = admin.broker_runtime_info(data.master_addr)
-        except MQClientError as exc:
-            errors.append(str(exc))
-            continue
-        counters[f"{data.broker_name} put"] = int(info.get("msgPutTotalTodayNow") or 0)
-        counters[f"{data.broker_name} get"] = int(info.get("msgGetTotalTodayNow") or 0)
+    cluster = cluster_of(request)
+    counters, errors = queries.put_get_totals(cluster)
     return JsonResponse(
         {
             "at": int(time.time() * 1000),
             "counters": counters,
             "errors": errors,
-            "namesrv": current_namesrv(request),
+            "namesrv": cluster.namesrv,
         }
     )
 
@@ -139,9 +116,8 @@ def _controller_unavailable(request, exc: ControllerError):
 def switchover_confirm(request, broker_name: str, broker_id: int):
     """The confirmation step: the set as the controller sees it now, the replica to promote, and
     what would make the controller refuse."""
-    admin = admin_of(request)
     try:
-        plan = switchover_plan(admin, broker_name, broker_id)
+        plan = queries.switchover_confirmation(cluster_of(request), broker_name, broker_id)
     except SwitchoverRefused as exc:
         raise Http404(str(exc)) from None
     except ControllerError as exc:

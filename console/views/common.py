@@ -8,24 +8,23 @@ failure is an ``MQClientError``. ``core.errors`` turns each into its page.
 
 from __future__ import annotations
 
-import datetime
 from typing import Any
 
 from django.contrib import messages
 from django.core.exceptions import BadRequest
 from django.http import HttpResponse
 
-from broker.client.admin import NotFoundError
+from broker.common.errors import NotFoundError
 from broker.common.message import MessageExt
 from broker.common.message_view import describe_message
 from console.commands import FAILURES, Actor, Cluster, Outcome, execute
 from console.message_export import EXPORT_FORMATS, export_response
-from core.cluster_access import current_namesrv
+from console.timestamps import ms_to_datetime
 
 
 def cluster_of(request) -> Cluster:
-    """The cluster the request's commands act on: the session's name server."""
-    return Cluster(current_namesrv(request))
+    """The cluster the request's commands and reads act on: the session's name server."""
+    return Cluster.of_request(request)
 
 
 def run(request, action: str, params: Any) -> Outcome:
@@ -50,12 +49,6 @@ def perform(request, action: str, params: Any, *, missing_is_404: bool = False) 
         return None
     messages.success(request, outcome.detail)
     return outcome
-
-
-def ms_to_datetime(ms: int | None) -> datetime.datetime | None:
-    if not ms:
-        return None
-    return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
 
 
 def message_row(message, broker_name: str = "") -> dict:

@@ -9,16 +9,16 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from broker.common.topic_config import DLQ_GROUP_TOPIC_PREFIX, retry_topic
+from broker.common.topic_config import retry_topic
 from console import replay_audit
 from console.commands import dlq as commands
 from console.commands import serves
 from console.message_body import body_views
 from console.models import ReplayJob
+from console.queries import operations as queries
 from console.services import dlq
 from console.tasks import fail_abandoned_jobs
-from console.views.common import export_messages, message_row, run
-from core.cluster_access import admin_of
+from console.views.common import cluster_of, export_messages, message_row, run
 from core.errors import error_page
 from core.roles import VIEWER, require_role
 
@@ -33,13 +33,7 @@ _check_group = commands.check_group
 def dlq_groups(request):
     if wanted := request.GET.get("group", "").strip():  # "Open a group by name"
         return redirect("console:dlq_list", group=_check_group(wanted))
-    admin = admin_of(request)
-    groups = []
-    for topic in admin.topic_list():
-        if topic.startswith(DLQ_GROUP_TOPIC_PREFIX):
-            status = admin.topic_status(topic)
-            count = sum(q.max_offset - q.min_offset for q in status.queues)
-            groups.append({"group": topic[len(DLQ_GROUP_TOPIC_PREFIX) :], "count": count})
+    groups = queries.dead_letter_groups(cluster_of(request))
     return render(request, "console/dlq_groups.html", {"groups": groups})
 
 
@@ -48,10 +42,10 @@ def dlq_groups(request):
 def dlq_list(request, group: str):
     _check_group(group)
     flt = _filter_from(request.GET)
-    write_only = dlq.write_only_brokers(admin_of(request), group)
+    write_only = queries.write_only_brokers(cluster_of(request), group)
     if write_only:
         return render(request, "console/dlq_write_only.html", {"group": group, "brokers": write_only})
-    located = dlq.list_dead_letters(admin_of(request), group, flt)
+    located = queries.dead_letters(cluster_of(request), group, flt)
     page = Paginator(located, PAGE_SIZE).get_page(request.GET.get("page"))
     rows = [
         {**message_row(i.message, i.broker_name), "origin": dlq.original_topic(i.message)}
@@ -88,7 +82,7 @@ def dlq_make_readable(request, group: str):
 @require_role(VIEWER)
 def dlq_export(request, group: str, fmt: str):
     _check_group(group)
-    located = dlq.list_dead_letters(admin_of(request), group, _filter_from(request.GET))
+    located = queries.dead_letters(cluster_of(request), group, _filter_from(request.GET))
     rows = [
         (i.message, i.broker_name, {"origin_topic": dlq.original_topic(i.message) or ""}) for i in located
     ]
@@ -100,7 +94,7 @@ def dlq_export(request, group: str, fmt: str):
 def dlq_message(request, group: str, offset_msg_id: str):
     _check_group(group)
     try:
-        (message,) = dlq.find_dead_letters(admin_of(request), group, [offset_msg_id])
+        (message,) = queries.find_dead_letters(cluster_of(request), group, [offset_msg_id])
     except ValueError as exc:
         raise BadRequest(str(exc)) from None
     context = {
@@ -117,9 +111,9 @@ def dlq_message(request, group: str, offset_msg_id: str):
 def _selected_messages(request, group: str):
     """The dead letters a replay form names: ``scope`` one / selected / all (with the filter)."""
     scope = request.POST.get("scope", "selected")
-    admin = admin_of(request)
+    cluster = cluster_of(request)
     if scope == "all":
-        return scope, [i.message for i in dlq.list_dead_letters(admin, group, _filter_from(request.POST))]
+        return scope, [i.message for i in queries.dead_letters(cluster, group, _filter_from(request.POST))]
     ids = [i for i in request.POST.getlist("ids") if i.strip()]
     if not ids:
         raise BadRequest("select at least one dead letter (or choose to replay all)")
@@ -128,7 +122,7 @@ def _selected_messages(request, group: str):
             f"at most {commands.MAX_SELECTED} messages can be selected; replay all with a filter instead"
         )
     try:
-        return scope, dlq.find_dead_letters(admin, group, ids)
+        return scope, queries.find_dead_letters(cluster, group, ids)
     except ValueError as exc:
         raise BadRequest(str(exc)) from None
 

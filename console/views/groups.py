@@ -12,9 +12,9 @@ from broker.common.system_names import is_system_group
 from console.commands import groups, serves
 from console.commands.parsing import form_errors_text
 from console.forms import ResetOffsetForm, check_group
-from console.views.common import perform
-from core.cluster_access import admin_of
-from core.cluster_queries import group_detail, group_index, group_rows, reset_preview
+from console.queries import groups as queries
+from console.queries import topology
+from console.views.common import cluster_of, perform
 from core.roles import VIEWER, require_role
 
 PAGE_SIZE = 100
@@ -25,18 +25,18 @@ PAGE_SIZE = 100
 def group_list(request):
     """Names are filtered and paged first; lag, clients and TPS are then asked for the groups of
     the page only, so the page costs the same with 30 groups or 3,000."""
-    admin = admin_of(request)
+    cluster = cluster_of(request)
     query = request.GET.get("q", "").strip()
     show_system = request.GET.get("system") == "1"
-    index = group_index(admin)
+    index = queries.index(cluster)
     shown = [
         name
         for name in index.names
         if (show_system or not is_system_group(name)) and (not query or query.lower() in name.lower())
     ]
     page = Paginator(shown, PAGE_SIZE).get_page(request.GET.get("page"))
-    rows = group_rows(admin, index, list(page.object_list))
-    info = admin.cluster_info()
+    rows = queries.rows(cluster, index, list(page.object_list))
+    layout = topology.layout(cluster)
     context = {
         "page": page,
         "rows": rows,
@@ -45,8 +45,8 @@ def group_list(request):
         "show_system": show_system,
         "page_lag": sum(r.lag for r in rows),
         "page_online": sum(1 for r in rows if r.clients),
-        "clusters": sorted(info.clusters),
-        "masters": sorted((b.broker_name, b.master_addr) for b in info.brokers.values() if b.master_addr),
+        "clusters": layout.clusters,
+        "masters": layout.masters,
     }
     partial = request.htmx and not request.htmx.boosted
     return render(request, "console/_group_table.html" if partial else "console/groups.html", context)
@@ -55,9 +55,9 @@ def group_list(request):
 @require_GET
 @require_role(VIEWER)
 def group_page(request, group: str):
-    admin = admin_of(request)
-    detail = group_detail(admin, group)
-    info = admin.cluster_info()
+    cluster = cluster_of(request)
+    detail = queries.detail(cluster, group)
+    layout = topology.layout(cluster)
     config = next(iter(detail.configs.values()), None)
     context = {
         "group": group,
@@ -67,8 +67,8 @@ def group_page(request, group: str):
             (q, detail.queue_clients.get((q.topic, q.broker_name, q.queue_id), ""))
             for q in (detail.progress.queues if detail.progress else [])
         ],
-        "clusters": sorted(info.clusters),
-        "masters": sorted((b.broker_name, b.master_addr) for b in info.brokers.values() if b.master_addr),
+        "clusters": layout.clusters,
+        "masters": layout.masters,
         "reset_form": ResetOffsetForm(),
     }
     return render(request, "console/group_detail.html", context)
@@ -101,7 +101,7 @@ def reset_preview_page(request, group: str):
     if not form.is_valid():
         raise BadRequest(f"Invalid input: {form_errors_text(form)}")
     timestamp = form.target_millis()
-    rows = reset_preview(admin_of(request), group, form.cleaned_data["topic"], timestamp)
+    rows = queries.preview_reset(cluster_of(request), group, form.cleaned_data["topic"], timestamp)
     context = {
         "group": group,
         "topic": form.cleaned_data["topic"],

@@ -8,16 +8,15 @@ from django.views.decorators.http import require_GET, require_POST
 
 from console.commands import messages as commands
 from console.commands import serves
-from console.services import transactions
-from console.views.common import export_messages, message_row, run
-from core.cluster_access import admin_of
+from console.queries import operations as queries
+from console.views.common import cluster_of, export_messages, message_row, run
 from core.roles import VIEWER, require_role
 
 
 @require_GET
 @require_role(VIEWER)
 def pending_transactions(request):
-    pending = transactions.pending_half_messages(admin_of(request))
+    pending = queries.pending_transactions(cluster_of(request))
     rows = [
         {
             **message_row(h.message, h.located.broker_name),
@@ -35,7 +34,7 @@ def pending_transactions(request):
 @require_GET
 @require_role(VIEWER)
 def pending_transactions_export(request, fmt: str):
-    pending = transactions.pending_half_messages(admin_of(request))
+    pending = queries.pending_transactions(cluster_of(request))
     rows = [
         (h.message, h.located.broker_name, {"real_topic": h.real_topic, "producer_group": h.producer_group,
                                             "check_times": h.check_times, "age_seconds": round(h.age_s())})
