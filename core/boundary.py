@@ -25,7 +25,7 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property, wraps
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NoReturn, TypeVar
 
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import BadRequest, PermissionDenied
@@ -196,10 +196,7 @@ def execute(action: str, actor: Actor, cluster: Cluster, params: Any) -> Outcome
         ).save()
 
     if actor.user is None or not has_role(actor.user, entry.role):
-        record(actor.where, {}, AuditRecord.RESULT_DENIED, f"needs the {entry.role} role")
-        raise PermissionDenied(
-            refusal(actor.user, entry.role) if actor.user else f"This needs the {entry.role} role; log in."
-        )
+        deny(action, actor)
     try:
         if isinstance(params, Invalid):
             raise params
@@ -218,6 +215,40 @@ def execute(action: str, actor: Actor, cluster: Cluster, params: Any) -> Outcome
     result = AuditRecord.RESULT_FAILED if outcome.failed else AuditRecord.RESULT_OK
     record(outcome.target, outcome.parameters, result, outcome.detail)
     return outcome
+
+
+def deny(action: str, actor: Actor) -> NoReturn:
+    """Refuse ``action`` to an actor without its role: one "denied" record, then the 403."""
+    role = ACTIONS[action]
+    audit_record(
+        actor.user, action, actor.where, {}, AuditRecord.RESULT_DENIED, f"needs the {role} role",
+        remote_addr=actor.remote_addr,
+    ).save()  # fmt: skip
+    raise PermissionDenied(
+        refusal(actor.user, role) if actor.user else f"This needs the {role} role; log in."
+    )
+
+
+def leads_to(action: str):
+    """View decorator for a page that leads to an action without doing it (a confirmation step):
+    it needs the action's role. A refused request that tries to change something (not a GET) is
+    recorded as a denied attempt at the action, as ``execute`` records one."""
+    role = ACTIONS[action]
+
+    def decorate(view):
+        @wraps(view)
+        def wrapped(request, *args, **kwargs):
+            if not request.user.is_authenticated:
+                return redirect_to_login(request.get_full_path())
+            if not has_role(request.user, role):
+                if request.method not in ("GET", "HEAD"):
+                    deny(action, Actor.of_request(request))
+                raise PermissionDenied(refusal(request.user, role))
+            return view(request, *args, **kwargs)
+
+        return mark_access(wrapped, role, action)
+
+    return decorate
 
 
 def serves(action: str):

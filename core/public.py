@@ -7,7 +7,7 @@ Template filters shared by every app's pages are the project's (``core.formattin
 
 from core.audit import audit_record
 from core.models import AuditRecord
-from core.roles import ACTIONS, OPERATOR, VIEWER, has_role, may, require_permission, require_role
+from core.roles import ACTIONS, OPERATOR, VIEWER, has_role, may, require_role
 
 __all__ = [
     "ACTIONS",
@@ -17,6 +17,5 @@ __all__ = [
     "audit_record",
     "has_role",
     "may",
-    "require_permission",
     "require_role",
 ]

@@ -163,9 +163,3 @@ def mark_access(
     marked.required_role = role
     marked.permission = permission
     return marked
-
-
-def require_permission(action: str):
-    """View decorator for a page leading to an action (a confirmation step): the role ``ACTIONS``
-    names for it. The action itself is a command (``core.boundary``)."""
-    return require_role(ACTIONS[action], action=action)

@@ -21,8 +21,9 @@ from console.services.damaged_data import damaged_data
 from console.services.replication import SwitchoverRefused
 from console.services.vanished_brokers import down_sets
 from console.views.common import cluster_of, perform, run
+from core.boundary import leads_to
 from core.errors import error_page
-from core.roles import VIEWER, require_permission, require_role
+from core.roles import VIEWER, require_role
 
 
 @require_GET
@@ -111,7 +112,7 @@ def _controller_unavailable(request, exc: ControllerError):
     return error_page(request, 503, "Controller unavailable", str(exc), hint)
 
 
-@require_permission(brokers.SWITCHOVER)
+@leads_to(brokers.SWITCHOVER)
 @require_GET
 def switchover_confirm(request, broker_name: str, broker_id: int):
     """The confirmation step: the set as the controller sees it now, the replica to promote, and
