@@ -34,7 +34,7 @@ class Acknowledge(Params):
 
 
 @command("alerts.event.acknowledge")
-def acknowledge(actor: Actor, cluster: Cluster, params: Acknowledge) -> Outcome[AlertEvent]:
+def acknowledge(actor: Actor, cluster: Cluster, params: Acknowledge) -> Outcome:
     event = AlertEvent.objects.select_related("rule").filter(pk=params.event_id).first()
     if event is None:
         raise _missing(f"event {params.event_id}")
@@ -72,7 +72,7 @@ def existing_rule(rule_id: int) -> AlertRule:
 
 
 @command("alerts.rule.save")
-def save_rule(actor: Actor, cluster: Cluster, params: SaveRule) -> Outcome[AlertRule]:
+def save_rule(actor: Actor, cluster: Cluster, params: SaveRule) -> Outcome:
     rule = None if params.rule_id is None else existing_rule(params.rule_id)
     was_enabled = rule.enabled if rule else False  # before validation writes the form into the rule
     form = RuleForm(params.data, instance=rule)
@@ -113,7 +113,7 @@ class CreateSilence(Params):
 
 
 @command("alerts.silence.create")
-def create_silence(actor: Actor, cluster: Cluster, params: CreateSilence) -> Outcome[Silence]:
+def create_silence(actor: Actor, cluster: Cluster, params: CreateSilence) -> Outcome:
     form = SilenceForm(params.data)
     if not form.is_valid():
         errors = form.errors.as_text()
@@ -130,7 +130,7 @@ class ExpireSilence(Params):
 
 
 @command("alerts.silence.expire")
-def expire_silence(actor: Actor, cluster: Cluster, params: ExpireSilence) -> Outcome[Silence]:
+def expire_silence(actor: Actor, cluster: Cluster, params: ExpireSilence) -> Outcome:
     silence = Silence.objects.filter(pk=params.silence_id).first()
     if silence is None:
         raise _missing(f"silence {params.silence_id}")

@@ -49,7 +49,7 @@ class StartRun(Params):
 
 
 @command("analytics.run.start")
-def start_run(actor: Actor, cluster: Cluster, params: StartRun) -> Outcome[ReportRun]:
+def start_run(actor: Actor, cluster: Cluster, params: StartRun) -> Outcome:
     """A run queued for the Celery worker; when the queue is down the run is kept, failed, saying why."""
     form = RunForm(params.data)
     fields = printable(params.data)
@@ -83,7 +83,7 @@ class SaveSchedule(Params):
     data: Any = field(default_factory=dict)
 
 
-def _save_schedule(params: SaveSchedule) -> Outcome[PeriodicTask]:
+def _save_schedule(params: SaveSchedule) -> Outcome:
     task = None if params.schedule_id is None else existing_schedule(params.schedule_id)
     initial = ScheduleForm.initial_from(task) if task else None
     form = ScheduleForm(params.data, instance=task, initial=initial)
@@ -96,12 +96,12 @@ def _save_schedule(params: SaveSchedule) -> Outcome[PeriodicTask]:
 
 
 @command("analytics.schedule.create")
-def create_schedule(actor: Actor, cluster: Cluster, params: SaveSchedule) -> Outcome[PeriodicTask]:
+def create_schedule(actor: Actor, cluster: Cluster, params: SaveSchedule) -> Outcome:
     return _save_schedule(params)
 
 
 @command("analytics.schedule.update")
-def update_schedule(actor: Actor, cluster: Cluster, params: SaveSchedule) -> Outcome[PeriodicTask]:
+def update_schedule(actor: Actor, cluster: Cluster, params: SaveSchedule) -> Outcome:
     return _save_schedule(params)
 
 
@@ -111,7 +111,7 @@ class ScheduleAction(Params):
 
 
 @command("analytics.schedule.toggle")
-def toggle_schedule(actor: Actor, cluster: Cluster, params: ScheduleAction) -> Outcome[PeriodicTask]:
+def toggle_schedule(actor: Actor, cluster: Cluster, params: ScheduleAction) -> Outcome:
     """One action name for the button, refused or done; what it did is the detail."""
     task = existing_schedule(params.schedule_id)
     task.enabled = not task.enabled

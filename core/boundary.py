@@ -25,7 +25,7 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property, wraps
-from typing import Any, Generic, NoReturn, TypeVar
+from typing import Any, NoReturn
 
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import BadRequest, PermissionDenied
@@ -37,7 +37,6 @@ from core.audit import audit_record
 from core.models import AuditRecord
 from core.roles import ACTIONS, has_role, mark_access, refusal
 
-T = TypeVar("T")
 # What a command may fail with after validation: recorded as failed, re-raised for the caller.
 FAILURES = (MQClientError, ControllerError, ValueError)
 
@@ -95,7 +94,7 @@ class Cluster:
 
 
 @dataclass
-class Outcome(Generic[T]):
+class Outcome:
     """What a command did: ``detail`` is the audit record's detail and the page's message;
     ``value`` what else the page shows; ``failed`` a result the command reports rather than raises
     (one broker of several refused)."""
@@ -103,7 +102,7 @@ class Outcome(Generic[T]):
     target: str
     detail: str = ""
     parameters: dict[str, Any] = field(default_factory=dict)
-    value: T | None = None
+    value: Any = None
     failed: bool = False
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from broker.client.admin import AsyncMQAdmin, BrokerOutcome
+from broker.client.admin import AsyncMQAdmin
 from broker.client.admin.acl import MASK, PlainAccessConfig
 from console.commands.parsing import form_refusal
 from console.forms import AclAccountForm, AclDeleteForm, GlobalWhiteListForm
@@ -96,7 +96,7 @@ class UpdateWhiteList(AclChange):
         )
 
 
-def _on_brokers(cluster: Cluster, params: AclChange, request_method, *args) -> Outcome[list[BrokerOutcome]]:
+def _on_brokers(cluster: Cluster, params: AclChange, request_method, *args) -> Outcome:
     """``request_method(admin, addr, *args)`` on the change's brokers; failed if any refused."""
     admin = cluster.admin
     addrs = admin.acl_targets(params.broker_addr or None, params.cluster or None)
@@ -107,17 +107,15 @@ def _on_brokers(cluster: Cluster, params: AclChange, request_method, *args) -> O
 
 
 @command(SAVE)
-def save_account(actor: Actor, cluster: Cluster, params: SaveAccount) -> Outcome[list[BrokerOutcome]]:
+def save_account(actor: Actor, cluster: Cluster, params: SaveAccount) -> Outcome:
     return _on_brokers(cluster, params, AsyncMQAdmin.create_or_update_acl_account, params.account)
 
 
 @command(DELETE)
-def delete_account(actor: Actor, cluster: Cluster, params: DeleteAccount) -> Outcome[list[BrokerOutcome]]:
+def delete_account(actor: Actor, cluster: Cluster, params: DeleteAccount) -> Outcome:
     return _on_brokers(cluster, params, AsyncMQAdmin.delete_acl_account, params.name)
 
 
 @command(WHITE_LIST)
-def update_white_list(
-    actor: Actor, cluster: Cluster, params: UpdateWhiteList
-) -> Outcome[list[BrokerOutcome]]:
+def update_white_list(actor: Actor, cluster: Cluster, params: UpdateWhiteList) -> Outcome:
     return _on_brokers(cluster, params, AsyncMQAdmin.update_global_white_addrs, list(params.addresses))

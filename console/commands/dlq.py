@@ -62,7 +62,7 @@ class MakeReadable(Params):
 
 
 @command("dlq.make_readable")
-def make_readable(actor: Actor, cluster: Cluster, params: MakeReadable) -> Outcome[list[str]]:
+def make_readable(actor: Actor, cluster: Cluster, params: MakeReadable) -> Outcome:
     changed = dlq.make_readable(cluster.admin, params.group)
     return Outcome(params.target, "perm set to 6 (read+write)", {"brokers": changed}, changed)
 
@@ -149,7 +149,7 @@ def replay(actor: Actor, cluster: Cluster, params: Replay) -> Outcome:
     return Outcome(params.target, f"replay job {job.pk} queued", recorded, job)
 
 
-def _replay_one(cluster: Cluster, params: Replay) -> Outcome[dlq.ReplayOutcome]:
+def _replay_one(cluster: Cluster, params: Replay) -> Outcome:
     try:
         messages = dlq.find_dead_letters(cluster.admin, params.group, list(params.message_ids))
     except ValueError as exc:

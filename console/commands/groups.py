@@ -50,7 +50,7 @@ class SaveGroup(Params):
 
 
 @command("group.save")
-def save_group(actor: Actor, cluster: Cluster, params: SaveGroup) -> Outcome[list[str]]:
+def save_group(actor: Actor, cluster: Cluster, params: SaveGroup) -> Outcome:
     admin = cluster.admin
     addrs = save_on_masters(
         admin,
@@ -72,7 +72,7 @@ class DeleteGroup(Params):
 
 
 @command("group.delete")
-def delete_group(actor: Actor, cluster: Cluster, params: DeleteGroup) -> Outcome[list[str]]:
+def delete_group(actor: Actor, cluster: Cluster, params: DeleteGroup) -> Outcome:
     """Delete the group's config (and its offsets) from every master that has it."""
     admin, group = cluster.admin, params.group
     detail = group_detail(admin, group)
@@ -134,7 +134,7 @@ class SkipBacklog(Params):
 
 
 @command("group.skip_backlog")
-def skip_backlog(actor: Actor, cluster: Cluster, params: SkipBacklog) -> Outcome[list[str]]:
+def skip_backlog(actor: Actor, cluster: Cluster, params: SkipBacklog) -> Outcome:
     """Move every topic of the group to its latest offset: the backlog is skipped, never consumed."""
     admin, group = cluster.admin, params.group
     progress = admin.consumer_progress(group)

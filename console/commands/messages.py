@@ -41,7 +41,7 @@ class Resend(Params):
 
 
 @command("message.resend")
-def resend(actor: Actor, cluster: Cluster, params: Resend) -> Outcome[dict]:
+def resend(actor: Actor, cluster: Cluster, params: Resend) -> Outcome:
     """The client runs its listener on the message again; offsets do not move."""
     admin = cluster.admin
     topic = admin.view_cluster_message(params.offset_msg_id).topic
@@ -87,7 +87,12 @@ class EndTransaction(Params):
 
 
 class TransactionEndFailed(Refused):
-    """The broker refused the end of a transaction found pending (the page shows the cluster error)."""
+    """The broker refused the end of a transaction found pending (the page shows ``error``, the
+    cluster's own)."""
+
+    def __init__(self, error: MQClientError, *, target: str, parameters: dict) -> None:
+        super().__init__(str(error), target=target, parameters=parameters)
+        self.error = error
 
 
 @command(END_TRANSACTION)
@@ -110,7 +115,7 @@ def end_transaction(actor: Actor, cluster: Cluster, params: EndTransaction) -> O
     try:
         transactions.end_transaction(cluster.admin, half, commit=params.commit)
     except MQClientError as exc:
-        raise TransactionEndFailed(str(exc), target=target, parameters=recorded) from exc
+        raise TransactionEndFailed(exc, target=target, parameters=recorded) from exc
     shown = (
         f"{params.action.capitalize()} of {half.message.client_msg_id} sent to {half.located.broker_name}."
     )

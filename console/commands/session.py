@@ -32,7 +32,7 @@ class SwitchNamesrv(Params):
 
 
 @command(SWITCH)
-def switch_namesrv(actor: Actor, cluster: Cluster, params: SwitchNamesrv) -> Outcome[SwitchNamesrv]:
+def switch_namesrv(actor: Actor, cluster: Cluster, params: SwitchNamesrv) -> Outcome:
     if params.namesrv not in namesrv_choices():
         raise ValueError(f"{params.namesrv!r} is not one of the configured name servers (BROKER_NAMESRV)")
     return Outcome(params.namesrv, "", {}, params)

@@ -42,7 +42,7 @@ class SaveTailFilter(Params):
 
 
 @command("tail.filter.save")
-def save_tail_filter(actor: Actor, cluster: Cluster, params: SaveTailFilter) -> Outcome[SavedTailFilter]:
+def save_tail_filter(actor: Actor, cluster: Cluster, params: SaveTailFilter) -> Outcome:
     try:
         saved, created = SavedTailFilter.objects.update_or_create(
             user=actor.user, name=params.name, defaults=params.fields
@@ -64,7 +64,7 @@ class DeleteTailFilter(Params):
 
 
 @command("tail.filter.delete")
-def delete_tail_filter(actor: Actor, cluster: Cluster, params: DeleteTailFilter) -> Outcome[bool]:
+def delete_tail_filter(actor: Actor, cluster: Cluster, params: DeleteTailFilter) -> Outcome:
     """Only the actor's own filter: another user's, or none, is a failed record."""
     deleted, _ = SavedTailFilter.objects.filter(user=actor.user, pk=params.filter_id).delete()
     detail = "" if deleted else "no such filter of yours"

@@ -8,7 +8,6 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from broker.client import SendResult
 from broker.common.message import Message
 from console.commands.masters import save_on_masters
 from console.commands.parsing import form_refusal
@@ -46,7 +45,7 @@ class SaveTopic(Params):
 
 
 @command("topic.save")
-def save_topic(actor: Actor, cluster: Cluster, params: SaveTopic) -> Outcome[list[str]]:
+def save_topic(actor: Actor, cluster: Cluster, params: SaveTopic) -> Outcome:
     admin = cluster.admin
     addrs = save_on_masters(
         admin,
@@ -86,7 +85,7 @@ def refuse_system_topic(cluster: Cluster, topic: str) -> None:
 
 
 @command("topic.delete")
-def delete_topic(actor: Actor, cluster: Cluster, params: DeleteTopic) -> Outcome[list[str]]:
+def delete_topic(actor: Actor, cluster: Cluster, params: DeleteTopic) -> Outcome:
     refuse_system_topic(cluster, params.topic)
     addrs = cluster.admin.delete_topic(params.topic)
     detail = f"Topic {params.topic} deleted from {', '.join(addrs)} and the name server"
@@ -126,7 +125,7 @@ class SendTestMessage(Params):
 
 
 @command("topic.send")
-def send_test_message(actor: Actor, cluster: Cluster, params: SendTestMessage) -> Outcome[SendResult]:
+def send_test_message(actor: Actor, cluster: Cluster, params: SendTestMessage) -> Outcome:
     refuse_system_topic(cluster, params.topic)
     queue = None
     if params.broker_name:

@@ -50,6 +50,6 @@ def end_transaction(request):
     try:
         outcome = run(request, commands.END_TRANSACTION, commands.EndTransaction.parse(request.POST))
     except commands.TransactionEndFailed as exc:
-        raise exc.__cause__ from None  # the cluster's refusal, shown as its error page
+        raise exc.error from None  # the cluster's refusal, shown as its error page
     flash.success(request, outcome.value)
     return redirect("console:transactions")
