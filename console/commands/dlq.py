@@ -81,7 +81,7 @@ class Replay(Params):
 
     @classmethod
     def parse(cls, group: str, data) -> Replay | Invalid:
-        fields = {"scope": data.get("scope", "selected"), "target": data.get("target", "")}
+        fields = {k: v for k, v in data.lists() if k != "csrfmiddlewaretoken"}  # every value of each field
         try:
             check_group(group)
             target = replay_target(data)

@@ -3,7 +3,8 @@ the pages: ``manage.py console_command topic.save --user alice --set topic=Order
 cluster=DefaultCluster``. The user named must hold the role the action needs; the action leaves the
 same audit record as from the console, in that user's name (its target on a refusal names this
 command). Fields are the page form's (``--set name=value``, repeatable: ``ids`` may be given more
-than once); names in the URL of the page are fields here too (``topic``, ``group``, ``addr``...).
+than once), a field left out taking the default the page's form shows; names in the URL of the
+page are fields here too (``topic``, ``group``, ``addr``...).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from console.commands import (
     messages,
     topics,
 )
+from console.forms import GroupForm, TopicForm
 from core.cluster_access import namesrv_choices
 
 # How each action's parameters come from the fields (the page form's, plus the URL's names).
@@ -47,13 +49,21 @@ PARSERS: dict[str, Callable[[QueryDict], Any]] = {
 }
 
 
-def fields_of(pairs: list[str]) -> QueryDict:
+# Forms whose fields have defaults the page shows filled in: a field not given takes its default.
+FORMS_WITH_DEFAULTS = {"topic.save": TopicForm, "group.save": GroupForm}
+
+
+def fields_of(action: str, pairs: list[str]) -> QueryDict:
     fields = QueryDict(mutable=True)
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep or not name:
             raise CommandError(f"--set takes name=value, not {pair!r}")
         fields.appendlist(name, value)
+    form = FORMS_WITH_DEFAULTS.get(action)
+    for name, field in form.base_fields.items() if form else ():
+        if name not in fields and field.initial is not None:
+            fields[name] = str(field.initial)
     return fields
 
 
@@ -75,7 +85,7 @@ class Command(BaseCommand):
         namesrv = options["namesrv"] or (choices[0] if choices else "")
         if namesrv not in choices:
             raise CommandError(f"{namesrv!r} is not a configured name server ({', '.join(choices)})")
-        params = PARSERS[action](fields_of(options["fields"]))
+        params = PARSERS[action](fields_of(action, options["fields"]))
         actor = Actor(user, None, f"manage.py console_command {action}")
         try:
             outcome = execute(action, actor, Cluster(namesrv), params)
