@@ -8,15 +8,19 @@ security walk); each view that takes a POST must be linked to a registered comma
 
 from __future__ import annotations
 
+import datetime
 import html
 
 import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
 
 from core.boundary import COMMANDS, SERVING_VIEWS
 from core.models import AuditRecord
 from core.roles import ADMIN, OPERATOR, ROLE_ORDER, VIEWER
+from tests.cluster import CLI_CLUSTER
 from tests.console.conftest import PASSWORD
 from tests.console.test_security_urls import LOGIN_ONLY, PUBLIC, ROUTES, Route
 
@@ -118,3 +122,29 @@ def test_an_empty_form_is_one_record_of_the_action_and_invalid_input_a_400_with_
             elif reason.split(":")[0].split("\n")[0].strip("* ") not in shown:
                 wrong.append(f"{route}: the 400 page does not say why ({reason!r})")
     assert not wrong, "\n".join(wrong)
+
+
+def test_a_done_action_is_one_ok_record_of_the_action(live_cluster):
+    """A done action of each kind: a change to the cluster, to the console's own data, to alerts."""
+    client = _user(ADMIN)
+    ends = (timezone.now() + datetime.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M")
+    topic = {
+        "topic": "WalkDone",
+        "cluster": CLI_CLUSTER,
+        "read_queue_nums": 2,
+        "write_queue_nums": 2,
+        "perm": 6,
+    }
+    done = [
+        (reverse("console:topic_save"), topic, "topic.save"),
+        (
+            reverse("console:save_tail_filter"),
+            {"name": "mine", "topic": "WalkDone", "tags": "a"},
+            "tail.filter.save",
+        ),
+        (reverse("alerts:silence_create"), {"ends_at": ends, "comment": "walk"}, "alerts.silence.create"),
+    ]
+    for url, data, action in done:
+        status, records, content = _records_of(client, url, data)
+        assert status == 302, (url, status, content[:300])
+        assert [(r.action, r.result) for r in records] == [(action, AuditRecord.RESULT_OK)], url

@@ -1,6 +1,7 @@
 """Views parse, call, render: no view module imports the admin client, the SDK or cluster access,
-nor reaches the cluster through the handle it holds (``cluster.admin`` / ``.producer``). Reads go
-through ``console.queries``, actions through ``console.commands`` (checked with ``ast``)."""
+nor reaches the cluster through the handle it holds (``cluster.admin`` / ``.producer``), nor writes
+the audit log. Reads go through ``console.queries``, actions through ``console.commands`` and the
+one boundary that records them (checked with ``ast``)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ VIEW_MODULES = [
     ROOT / "alerts" / "views.py",
     ROOT / "analytics" / "views.py",
 ]
-FORBIDDEN_MODULES = ("broker.client", "core.cluster_access")
+# The admin client and the SDK, cluster access; the audit log is written by core.boundary alone.
+FORBIDDEN_MODULES = ("broker.client", "core.cluster_access", "core.audit")
 FORBIDDEN_NAMES = {
     "admin_of",
     "admin_for",
@@ -74,6 +76,7 @@ def test_no_view_talks_to_the_cluster(path):
     [
         "from broker.client.admin import MQClientError",
         "import broker.client",
+        "from core.audit import audit_record",
         "from core.cluster_access import current_namesrv",
         "from core import cluster_access\nfrom x import admin_of",
         "def view(request):\n    return admin_of(request).topic_list()",
