@@ -27,8 +27,13 @@ class AlertsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from core import exports, overview
         from core.signals import sample_stored
 
         from . import commands  # noqa: F401  (registers the alert commands with core.boundary)
+        from .overview import firing_alerts
+        from .prometheus_rules import rules_yaml
 
         sample_stored.connect(evaluate_after_sample, dispatch_uid="alerts.evaluate_after_sample")
+        overview.register("alerts", firing_alerts)
+        exports.register(exports.PROMETHEUS_RULES, rules_yaml)

@@ -23,13 +23,13 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import transaction
 
-from core import clock
-from history import query
+from core import clock, metric_history
+from core.cluster_access import namesrv_choices
 
 from . import notify
 from .kinds import KINDS
 from .models import AlertEvent, AlertRule, Notification, Silence
-from .observe import Readings, no_data, observe
+from .observe import no_data, observe
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ def summary_of(rule: AlertRule, subject: dict[str, str], value: float) -> str:
 
 def evaluate(now: datetime | None = None, cluster: str | None = None) -> EvaluationReport:
     now = now or clock.now()
-    cluster = cluster or query.default_cluster()
+    cluster = cluster or next(iter(namesrv_choices()), "")  # the first name server by default
     report = EvaluationReport(cluster, now)
     with transaction.atomic():
         _evaluate(now, cluster, report)
@@ -78,7 +78,7 @@ def _evaluate(now: datetime, cluster: str, report: EvaluationReport) -> None:
         )
     }
     silences = list(Silence.objects.filter(starts_at__lte=now, ends_at__gt=now))
-    readings = Readings(cluster, now)
+    readings = metric_history.required().readings(cluster, now)
     batch = _Batch()
     for rule in rules:
         for obs in observe(rule, readings):

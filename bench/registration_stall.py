@@ -38,10 +38,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.peers.base import percentile
 from broker.client import Producer
 from broker.common.codes import RequestCode
+from broker.common.fastjson import loads as fastjson_loads
 from broker.common.message import Message
 from broker.common.topic_config import TopicConfig
 from broker.local_cluster import SMALL_STORE, LocalCluster, free_port, start_cluster, start_namesrv
-from broker.remoting.fastjson import loads as fastjson_loads
 from broker.server.config import BrokerConfig
 from broker.server.controller import BrokerController
 

@@ -22,3 +22,9 @@ def now() -> datetime:
 def stale_after() -> timedelta:
     """How old the newest figure may be and still stand for "now" (``STALE_CYCLES`` intervals)."""
     return timedelta(seconds=STALE_CYCLES * settings.HISTORY_SAMPLE_SECONDS)
+
+
+def day_start(moment: datetime | None = None) -> datetime:
+    """00:00 UTC of the day of ``moment`` (now): where "today" of the overview and the history starts."""
+    moment = (moment or now()).astimezone(UTC)
+    return moment.replace(hour=0, minute=0, second=0, microsecond=0)

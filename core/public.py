@@ -1,8 +1,7 @@
-"""What the project's other apps (analytics) may use of the console app: the one permission table
-and its view guard, and the one audit log. Everything else of the console is its own business;
-an app that needs more asks for it here rather than importing the console's modules.
+"""Roles and the audit log in one import, for a feature app's views (alerts, analytics): the one
+permission table and its view guard, and the one audit log (``core.roles``, ``core.audit``).
 
-Template filters shared by every app's pages are the project's (``core.formatting``).
+Template filters shared by every app's pages are builtins (``core.formatting``).
 """
 
 from core.audit import audit_record

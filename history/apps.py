@@ -11,7 +11,11 @@ class HistoryConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from core import metric_history
+        from history.readings import History
         from history.schedule import ensure_default_schedule
+
+        metric_history.register(History())
 
         # post_migrate comes after every app's migrations, so django_celery_beat's tables exist.
         post_migrate.connect(ensure_default_schedule, sender=self, dispatch_uid="history-default-schedule")

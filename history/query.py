@@ -17,13 +17,14 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 
 from django.conf import settings
 from django.db.models import Avg, Count, Max, QuerySet, Sum
 from django.utils import timezone
 
 from core import clock
+from core.cluster_access import namesrv_choices
 from history import catalogue
 from history.models import Cycle, Point, Rollup, Series
 
@@ -33,9 +34,8 @@ TARGET_POINTS = 300
 
 
 def default_cluster() -> str:
-    raw = getattr(settings, "BROKER_NAMESRV", "") or ""
-    entries = [e.strip() for e in raw.split(",") if e.strip()]
-    return entries[0] if entries else ""
+    """The first configured name server: the cluster a call that names none reads."""
+    return next(iter(namesrv_choices()), "")
 
 
 def raw_horizon() -> datetime:
@@ -203,12 +203,6 @@ def _weighted_sum():
     from django.db.models import F, FloatField
 
     return Sum(F("value_avg") * F("count"), output_field=FloatField())
-
-
-def day_start(moment: datetime | None = None) -> datetime:
-    """00:00 UTC of the day of ``moment`` (now): where "today" of the overview starts."""
-    moment = (moment or clock.now()).astimezone(UTC)
-    return moment.replace(hour=0, minute=0, second=0, microsecond=0)
 
 
 def daily_totals(

@@ -9,6 +9,7 @@ from typing import TypeVar
 
 import orjson
 
+from broker.common import fastjson
 from broker.common.codes import RequestCode as RC
 from broker.common.codes import ResponseCode
 from broker.common.message_codec import decode_intact_messages, properties_to_string, string_to_properties
@@ -38,7 +39,6 @@ from broker.common.request_headers import (
     UpdateConsumerOffsetRequestHeader,
 )
 from broker.common.route import TopicRouteData
-from broker.remoting import fastjson
 from broker.remoting.client import RemotingClient
 from broker.remoting.command import RemotingCommand, create_request
 

@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from broker.common import fastjson
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message_codec import MessageDecodeError, decode_message
 from broker.common.message_queue import MessageQueue
@@ -16,7 +17,6 @@ from broker.common.request_headers import (
     HeaderError,
     ResetOffsetRequestHeader,
 )
-from broker.remoting import fastjson
 from broker.remoting.command import response_to
 
 H = TypeVar("H", bound=CommandHeader)

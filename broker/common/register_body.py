@@ -13,8 +13,8 @@ import struct
 import zlib
 from dataclasses import dataclass, field
 
+from broker.common import fastjson
 from broker.common.java_enums import TOPIC_CONFIG, TOPIC_FILTER_TYPE, EnumValueError, read_enum_fields
-from broker.remoting import fastjson
 
 _LENGTH = struct.Struct(">i")
 # Topics one registration may carry. A broker holds at most maxTopicCount (20,000 by default) plus

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from broker.common import fastjson
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.crc import crc32
 from broker.common.names import topic_problem
@@ -25,7 +26,6 @@ from broker.common.request_headers import (
     WipeWritePermOfBrokerRequestHeader,
     WipeWritePermOfBrokerResponseHeader,
 )
-from broker.remoting import fastjson
 from broker.remoting.command import RemotingCommand, response_to
 from broker.remoting.server import RemotingServer
 

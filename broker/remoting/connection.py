@@ -18,13 +18,13 @@ from collections.abc import Awaitable, Callable
 from typing import cast
 
 from broker.common.codes import ResponseCode
+from broker.common.fastjson import JsonBodyError
 from broker.common.request_headers.base import HeaderError
 
 from .backlog_budget import BacklogBudget, PartialFrames
 from .busy_poll import BusyPoll
 from .command import RPC_ONEWAY, RPC_TYPE_RESPONSE, RemotingCommand, response_to
 from .errors import FrameError, RemotingSendRequestError, RemotingTimeoutError
-from .fastjson import JsonBodyError
 from .frame import DEFAULT_FRAME_MAX_LENGTH, FrameDecoder, encode_frame
 
 log = logging.getLogger(__name__)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from broker.common import fastjson
 from broker.common.codes import RequestCode
 from broker.common.errors import MQBrokerError, MQClientError
 from broker.common.request_headers import (
@@ -29,7 +30,6 @@ from broker.common.request_headers import (
 )
 from broker.common.request_headers.base import CommandHeader
 from broker.controller.client import ControllerClient
-from broker.remoting import fastjson
 from broker.remoting.client import DEFAULT_TIMEOUT_MS, RemotingClient
 from broker.remoting.command import RemotingCommand, create_request
 

@@ -13,11 +13,11 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from broker.common import fastjson
 from broker.common.crc import crc32
 from broker.common.errors import MQBrokerError, MQError
 from broker.common.register_body import encode_compressed_body
 from broker.common.request_headers import RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader
-from broker.remoting import fastjson
 from broker.remoting.errors import RemotingError
 
 from .outer_api import BrokerOuterAPI

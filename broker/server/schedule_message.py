@@ -17,13 +17,13 @@ import logging
 import time
 from pathlib import Path
 
+from broker.common import fastjson
 from broker.common import message_const as const
 from broker.common.json_config_file import DelayOffsetTable
 from broker.common.message import MessageExt
 from broker.common.message_codec import MessageDecodeError, decode_message
 from broker.common.sysflag import visible_to_consumers
 from broker.common.topic_config import SCHEDULE_TOPIC
-from broker.remoting import fastjson
 from broker.remoting.command import RemotingCommand, response_to
 
 log = logging.getLogger(__name__)

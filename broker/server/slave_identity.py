@@ -38,11 +38,11 @@ from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from broker.common import fastjson
 from broker.common.conf_file import ConfError, parse_properties
 from broker.common.errors import MQBrokerError, MQError
 from broker.common.hosts import parse_host
 from broker.common.names import shown
-from broker.remoting import fastjson
 
 from .config import BrokerConfig
 from .outer_api import BodyError, BrokerOuterAPI

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from alerts.prometheus_rules import change_over
+from core.promql import change_over
 
 SCHEMA_VERSION = 39
 DASHBOARD_UID = "pyrocket-console"

@@ -29,6 +29,7 @@ def vanished(cluster: Cluster, listed: set[tuple[str, int]]):
 @dataclass(frozen=True)
 class BrokerView:
     broker_name: str
+    broker_id: int
     config: Any  # the broker's config values and what waits for a restart
     runtime: dict[str, str]
 
@@ -36,11 +37,18 @@ class BrokerView:
 def broker(cluster: Cluster, addr: str) -> BrokerView:
     """``NotFoundError`` for an address no broker registered on the name server has."""
     admin = cluster.admin
-    name = admin.cluster_info().broker_name_of(addr)
-    if name is None:
-        namesrv = ";".join(admin.namesrv_addrs)
-        raise NotFoundError(f"no broker at {addr} is registered on name server {namesrv}")
-    return BrokerView(name, admin.broker_config_state(addr), admin.broker_runtime_info(addr))
+    name, broker_id = _member_at(admin, addr)
+    return BrokerView(name, broker_id, admin.broker_config_state(addr), admin.broker_runtime_info(addr))
+
+
+def _member_at(admin, addr: str) -> tuple[str, int]:
+    """The broker name and id of the member listening at ``addr``."""
+    for data in admin.cluster_info().brokers.values():
+        for broker_id, member_addr in data.broker_addrs.items():
+            if member_addr == addr:
+                return data.broker_name, broker_id
+    namesrv = ";".join(admin.namesrv_addrs)
+    raise NotFoundError(f"no broker at {addr} is registered on name server {namesrv}")
 
 
 def put_get_totals(cluster: Cluster) -> tuple[dict[str, int], list[str]]:

@@ -2,40 +2,31 @@
 
 Brokers come from one runtime-info request per broker (cheap, and the page must say *now* whether a
 broker is up). The groups with most lag and the dead letters of today come from the metric history
-(``history.query``) once the sampler has stored points, since reading every group's lag live costs a
-consume-stats request per group; until then they are read live and the page says so. Messages in
-and out today come from the history only: the brokers' own day counts restart with the broker. Firing alerts
-are the alerts app's events. A section that cannot be read shows its error; the rest of the page
-still answers.
+(``core.metric_history``, kept by the history app) once the sampler has stored points, since
+reading every group's lag live costs a consume-stats request per group; until then they are read
+live and the page says so. Messages in
+and out today come from the history only: the brokers' own day counts restart with the broker.
+These sections are the console's; the page also shows those other apps register
+(``core.overview``: the alerts app's firing events).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
-from broker.client.admin import MQAdmin, MQClientError
+from broker.client.admin import MQAdmin
 from broker.common.system_names import is_system_group
 from broker.common.topic_config import DLQ_GROUP_TOPIC_PREFIX
 from console.services.dead_letters_today import dead_letters_since
 from console.services.vanished_brokers import vanished_brokers
+from core import clock, metric_history
+from core import overview as core_overview
 from core.cluster_queries import cluster_overview, group_rows
+from core.overview import Section
 
 TOP_GROUPS = 10
-MAX_EVENTS = 20
 DISK_WARN, DISK_BAD = 0.75, 0.9
-
-
-@dataclass
-class Section:
-    """One part of the page: its figures, or why it has none."""
-
-    data: Any = None
-    error: str = ""
-    source: str = ""  # where the figures come from, shown beside the section's title
-    count: int | None = None  # of the whole, where ``data`` shows only the first rows
 
 
 @dataclass
@@ -95,35 +86,25 @@ class DeadLetters:
     today: float | None = None  # arrived since midnight (UTC); None without history
 
 
-def _guarded(read: Callable[..., Section], *args: object) -> Section:
-    try:
-        return read(*args)
-    except MQClientError as exc:
-        return Section(error=str(exc))
-
-
 def broker_health(admin: MQAdmin, cluster: str) -> Section:
     rows = cluster_overview(admin).rows
     listed = {(r.broker_name, r.broker_id) for r in rows}
     health = BrokerHealth(rows, vanished=len(vanished_brokers(cluster, listed)))
-    if _fresh_history(cluster, "messages_in", "broker") is not None:
-        from history import catalogue, query
-
+    history = metric_history.registered()
+    if history is not None and _fresh_history(cluster, "messages_in", "broker") is not None:
         for metric, attr in (("messages_in", "in_today"), ("messages_out", "out_today")):
-            grown = query.growth_since(metric, "broker", query.day_start(), cluster)
-            setattr(health, attr, round(sum(v for n, v in grown.items() if catalogue.is_master(n))))
+            grown = history.growth_since(metric, "broker", clock.day_start(), cluster)
+            setattr(health, attr, round(sum(v for n, v in grown.items() if history.is_master(n))))
     return Section(health, source="live")
 
 
 def _fresh_history(
     cluster: str, metric: str, scope: str = "group"
 ) -> dict[str, tuple[datetime, float]] | None:
-    """``history.query.latest`` of the metric when the sampler stored its newest cycle recently
-    enough to stand for "now" (a few sampling intervals), else None (read live)."""
-    from core import clock
-    from history import query
-
-    latest = query.latest(metric, scope, cluster)
+    """The history's ``latest`` of the metric when the sampler stored its newest cycle recently
+    enough to stand for "now" (a few sampling intervals), else None (read live, or no history)."""
+    history = metric_history.registered()
+    latest = history.latest(metric, scope, cluster) if history is not None else None
     if not latest:
         return None
     newest = max(taken_at for taken_at, _ in latest.values())
@@ -131,19 +112,16 @@ def _fresh_history(
 
 
 def _sampled(latest: dict[str, tuple[datetime, float]]) -> str:
-    from core import clock
-
     newest = max(taken_at for taken_at, _ in latest.values())
     return f"history, sampled {int((clock.now() - newest).total_seconds())} s ago"
 
 
 def lagging_groups(admin: MQAdmin, cluster: str) -> Section:
     lags = _fresh_history(cluster, "lag")
-    if lags is not None:
-        from history import query
-
-        tps = query.latest("consume_tps", "group", cluster)
-        clients = query.latest("clients", "group", cluster)
+    history = metric_history.registered()
+    if lags is not None and history is not None:
+        tps = history.latest("consume_tps", "group", cluster)
+        clients = history.latest("clients", "group", cluster)
         ranked = sorted(
             ((v, n) for n, (_, v) in lags.items() if v > 0 and not is_system_group(n)), reverse=True
         )
@@ -167,8 +145,6 @@ def dead_letters(admin: MQAdmin, cluster: str) -> Section:
     """Groups with dead letters: how many their DLQ holds (from the history once sampled, else
     live) and how many arrived since 00:00 UTC, always read from the brokers' stores (exact
     whenever the sampler ran)."""
-    from history import query
-
     stored = _fresh_history(cluster, "dlq_messages")
     if stored is not None:
         totals = {group: total for group, (_, total) in stored.items() if total > 0}
@@ -183,29 +159,20 @@ def dead_letters(admin: MQAdmin, cluster: str) -> Section:
                     totals[topic[len(DLQ_GROUP_TOPIC_PREFIX) :]] = total
         source = "live"
     groups = sorted(totals, key=lambda g: (-totals[g], g))
-    today = dead_letters_since(admin, groups, query.day_start())
+    today = dead_letters_since(admin, groups, clock.day_start())
     rows = [DeadLetters(group, totals[group], today.get(group)) for group in groups]
     rows.sort(key=lambda r: (-(r.today or 0), -r.total, r.group))
     return Section(rows, source=source)
 
 
-def firing_alerts(cluster: str) -> Section:
-    """Open events of the name server's rules (the header's badge counts every name server's)."""
-    from alerts.models import AlertEvent
-
-    open_events = AlertEvent.objects.filter(state__in=AlertEvent.OPEN_STATES, cluster=cluster)
-    # "firing" sorts before "pending"; the newest first within each.
-    events = list(open_events.order_by("state", "-started_at")[:MAX_EVENTS])
-    firing = open_events.filter(state=AlertEvent.FIRING).count()
-    return Section(events, source="alert rules, evaluated after each history sample", count=firing)
+def register_sections() -> None:
+    """The console's sections of the overview (``ConsoleConfig.ready``)."""
+    core_overview.register("brokers", broker_health)
+    core_overview.register("lagging", lagging_groups)
+    core_overview.register("dead_letters", dead_letters)
 
 
 def overview(admin: MQAdmin, cluster: str) -> dict[str, Section]:
     """Every section of the page for the name server ``cluster`` (a ``BROKER_NAMESRV`` entry, the
-    history's cluster key), each read on its own so one failure leaves the others shown."""
-    return {
-        "brokers": _guarded(broker_health, admin, cluster),
-        "lagging": _guarded(lagging_groups, admin, cluster),
-        "dead_letters": _guarded(dead_letters, admin, cluster),
-        "alerts": firing_alerts(cluster),
-    }
+    history's cluster key): the console's and those other apps registered."""
+    return core_overview.sections(admin, cluster)

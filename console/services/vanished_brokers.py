@@ -17,7 +17,7 @@ from datetime import datetime
 
 from django.db import DatabaseError
 
-from history import query
+from core import metric_history
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +46,12 @@ def vanished_brokers(history_cluster: str, listed: Iterable[tuple[str, int]]) ->
     down, less those in ``listed`` ((broker name, id) pairs the name server lists now: a listed one
     that does not answer is shown as unreachable where it is listed)."""
     listed = set(listed)
+    history = metric_history.registered()
+    if history is None:
+        return []
     try:
-        up = query.latest("up", "broker", history_cluster)
-        heard = query.latest("last_heard_seconds", "broker", history_cluster)
+        up = history.latest("up", "broker", history_cluster)
+        heard = history.latest("last_heard_seconds", "broker", history_cluster)
     except DatabaseError as exc:  # the history is an aid here: the page still shows the name server's view
         log.warning("history of %s not readable: %s", history_cluster, exc)
         return []

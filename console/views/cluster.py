@@ -61,6 +61,7 @@ def broker_page(request, addr: str):
     context = {
         "addr": addr,
         "broker_name": view.broker_name,
+        "broker_id": view.broker_id,  # the history's charts of this member (history/_charts.html)
         "runtime": runtime,
         "damaged": damaged_data(runtime),
         "config_rows": config_rows(state.values, state.pending),

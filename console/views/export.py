@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from alerts.prometheus_rules import rules_yaml
 from console.export.grafana_dashboard import dashboard
+from core import exports
 from core.roles import VIEWER, require_role
 
 
@@ -33,6 +33,9 @@ def grafana_dashboard(request):
 @require_GET
 @require_role(VIEWER)
 def prometheus_rules(request):
-    response = HttpResponse(rules_yaml(), content_type="application/yaml; charset=utf-8")
+    rules = exports.document(exports.PROMETHEUS_RULES)
+    if rules is None:
+        raise Http404("no alert rules: the alerts app is not installed")
+    response = HttpResponse(rules, content_type="application/yaml; charset=utf-8")
     response["Content-Disposition"] = 'attachment; filename="pyrocket-alert-rules.yml"'
     return response

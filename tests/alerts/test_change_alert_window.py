@@ -121,7 +121,7 @@ def test_lag_growing_holds_from_the_first_cycle_that_sees_the_growth_until_it_le
 def test_the_exported_prometheus_rules_measure_the_change_as_the_console_rules_do(db, settings):
     """The rule file says each change-over-window rule as the console measures it. No Prometheus
     runs here (promtool is not installed), so what the expressions mean is argued in
-    ``alerts.prometheus_rules.change_over``; this checks the text the operator loads."""
+    ``core.promql.change_over``; this checks the text the operator loads."""
     settings.HISTORY_SAMPLE_SECONDS = 30
     exported = yaml.safe_load(rules_yaml())
     expr = {rule["labels"]["kind"]: rule["expr"] for rule in exported["groups"][0]["rules"]}

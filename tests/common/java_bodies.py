@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from broker.remoting import fastjson
+from broker.common import fastjson
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ django.setup()
 
 import pytest  # noqa: E402
 
-from console import cluster_access  # noqa: E402
+from core import cluster_access  # noqa: E402
 from tests.cluster import console_preset, logged_in_client, start  # noqa: E402
 
 PASSWORD = "correct horse battery staple 42"

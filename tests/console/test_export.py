@@ -271,7 +271,7 @@ def test_the_dashboards_dead_letters_panel_counts_arrivals_as_the_alert_rule_doe
     ``increase`` of it misses that first batch. The panel reads the group's dead-letter gauge
     (scraped from the group's first scrape on, 0 before any dead letter) and adds its rises step
     by step at the sampling interval over the hour, as "Dead letters arriving" does over its
-    window (``alerts.prometheus_rules.change_over``): the first batch counts, a fall (retention
+    window (``core.promql.change_over``): the first batch counts, a fall (retention
     deleting dead letters) hides no arrival, a missed scrape delays a rise to the next one."""
     settings.HISTORY_SAMPLE_SECONDS = 30
     model = json.loads(json.dumps(dashboard()))  # what the download holds

@@ -12,7 +12,7 @@ import pytest
 from alerts.models import AlertEvent
 from broker.common.message import Message
 from broker.local_cluster import wait_until
-from core import cluster_access
+from core import clock, cluster_access
 from core.signals import sample_stored
 from history import query, sampler, tasks
 from history.models import Cycle, Point
@@ -197,7 +197,7 @@ def test_dead_letters_new_today_are_the_stores_count_whatever_the_samples(live, 
     assert engine == first + second
     assert dead_letters_since(admin, [group], between) == {group: second}
     rows = {row.group: row for row in dead_letters(admin, namesrv).data}
-    if query.day_start() <= between:  # not across midnight
+    if clock.day_start() <= between:  # not across midnight
         assert (rows[group].today, rows[group].total) == (engine, engine)
         assert rows[DEAD_GROUP].today == 2  # the module's dead letters, made today as well
     # A group without a DLQ topic in the engine is unknown, not 0.

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from broker.client import Producer
+from broker.common import fastjson
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.epoch_entries import EpochEntryCache
 from broker.common.message import Message
 from broker.common.request_headers import GetRouteInfoRequestHeader
 from broker.local_cluster import SMALL_STORE, free_port, start_controller, wait_until, write_conf
-from broker.remoting import fastjson
 from tests.cluster import Cluster
 
 CLUSTER = "CtlCluster"

@@ -7,12 +7,12 @@ from collections import Counter
 
 from broker.cli import main
 from broker.client import ConsumeConcurrentlyStatus, Producer
+from broker.common import fastjson
 from broker.common import message_const as const
 from broker.common.batch_codec import encode_batch
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.message import Message
 from broker.local_cluster import wait_until
-from broker.remoting import fastjson
 from tests.cluster import SEMANTICS, cluster_fixture
 
 TOPIC = "DelayTopic"

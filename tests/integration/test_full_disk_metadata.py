@@ -18,6 +18,7 @@ import signal
 import pytest
 
 from broker.cli import main as mqadmin_main
+from broker.common import fastjson
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.pull_sysflag import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION
 from broker.common.request_headers import PullMessageRequestHeader
@@ -26,7 +27,6 @@ from broker.common.request_headers.pull import (
     UpdateConsumerOffsetRequestHeader,
 )
 from broker.local_cluster import LocalCluster, wait_until
-from broker.remoting import fastjson
 from tests.integration.test_full_disk_broker import REFUSED
 from tests.small_disk import broker_on_small_disk, fill
 

@@ -19,10 +19,10 @@ import threading
 import pytest
 
 from broker.client import Producer
+from broker.common import fastjson
 from broker.common.codes import RequestCode
 from broker.common.message import Message
 from broker.local_cluster import ROOT, free_port, start_broker, wait_until, write_conf
-from broker.remoting import fastjson
 from broker.server.config import BrokerConfig
 from broker.server.slave_identity import CheckSkipped, MasterRecord, _masters_listed, judge
 from tests.cluster import HA_CLUSTER, MASTER_SLAVE, Cluster, add_slave

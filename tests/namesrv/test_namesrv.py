@@ -11,12 +11,12 @@ import pytest
 import broker.client.errors
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.errors import ControllerError, MQBrokerError, MQClientError, MQError
+from broker.common.fastjson import loads as fastjson_loads
 from broker.common.json_config_file import DataVersion
 from broker.local_cluster import free_port
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.command import create_request
 from broker.remoting.errors import RemotingError
-from broker.remoting.fastjson import loads as fastjson_loads
 from broker.remoting.tls import ClientTls
 from broker.server.outer_api import BrokerOuterAPI
 from broker.server.registration import NamesrvRegistration

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker.remoting import fastjson
+from broker.common import fastjson
 
 
 def test_null_fields_are_left_out_at_every_depth():

@@ -25,7 +25,7 @@ from broker.client import ConsumeConcurrentlyStatus, Producer  # noqa: E402
 from broker.client.admin import MQClientError  # noqa: E402
 from broker.common.message import Message  # noqa: E402
 from broker.local_cluster import wait_until  # noqa: E402
-from console import cluster_access  # noqa: E402
+from core import cluster_access  # noqa: E402
 from tests.cluster import logged_in_client  # noqa: E402
 from tests.scaleout.broker_sets import SETS, start_two_sets, stored_per_set  # noqa: E402
 

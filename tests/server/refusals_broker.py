@@ -11,11 +11,11 @@ import contextlib
 import time
 from pathlib import Path
 
+from broker.common import fastjson
 from broker.common.codes import RequestCode as RC
 from broker.common.codes import ResponseCode
 from broker.common.message_codec import properties_to_string
 from broker.common.request_headers import CommandHeader
-from broker.remoting import fastjson
 from broker.remoting.command import RemotingCommand, create_request
 from tests.cluster import ONE_BROKER, Cluster, start
 

@@ -8,6 +8,7 @@ import time
 import orjson
 import pytest
 
+from broker.common import fastjson
 from broker.common.batch_codec import encode_batch
 from broker.common.codes import RequestCode as RC
 from broker.common.codes import ResponseCode
@@ -17,7 +18,6 @@ from broker.common.pull_sysflag import FLAG_SUBSCRIPTION, FLAG_SUSPEND
 from broker.common.request_headers import PullMessageRequestHeader
 from broker.local_cluster import SMALL_STORE_CONF, free_port, start_namesrv, wait_until
 from broker.local_cluster import start_broker as launch_broker
-from broker.remoting import fastjson
 from broker.remoting.client import RemotingClient, SyncRemotingClient
 from broker.remoting.command import create_request, response_to
 from broker.remoting.connection import MAX_BACKLOG_COMMANDS

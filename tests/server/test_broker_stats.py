@@ -5,10 +5,10 @@ import datetime
 
 import pytest
 
+from broker.common import fastjson
 from broker.common.codes import RequestCode
 from broker.common.message_codec import decode_messages
 from broker.common.request_headers.pull import UpdateConsumerOffsetRequestHeader
-from broker.remoting import fastjson
 from broker.remoting.command import create_request
 from broker.remoting.frame import encode_frame
 from broker.server.broker_stats import BrokerStats, CounterSamples

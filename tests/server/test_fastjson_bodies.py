@@ -97,7 +97,7 @@ def _committed(cluster) -> int:
 
 
 def fastjson_loads(raw: bytes):
-    from broker.remoting import fastjson
+    from broker.common import fastjson
 
     return fastjson.loads(raw)
 

@@ -8,11 +8,11 @@ import time
 
 import pytest
 
+from broker.common import fastjson
 from broker.common.batch_codec import encode_batch
 from broker.common.codes import RequestCode as RC
 from broker.common.codes import ResponseCode
 from broker.common.message import Message
-from broker.remoting import fastjson
 from broker.remoting.command import create_request
 from tests.server.refusals_broker import RefusalBroker, assert_refused
 

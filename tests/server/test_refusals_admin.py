@@ -3,11 +3,11 @@ RocketMQ 4.9's response code and a remark saying what was wrong."""
 
 import pytest
 
+from broker.common import fastjson
 from broker.common.codes import RequestCode as RC
 from broker.common.codes import ResponseCode
 from broker.common.message_codec import create_offset_msg_id, encode_host
 from broker.local_cluster import wait_until
-from broker.remoting import fastjson
 from tests.server.refusals_broker import RefusalBroker, assert_refused
 
 TOPIC = "AdminRefusals"

@@ -5,11 +5,11 @@ import dataclasses
 
 import pytest
 
+from broker.common import fastjson
 from broker.common.codes import RequestCode as RC
 from broker.common.codes import ResponseCode
 from broker.common.pull_sysflag import FLAG_SUBSCRIPTION
 from broker.common.request_headers import PullMessageRequestHeader
-from broker.remoting import fastjson
 from tests.server.refusals_broker import READ, WRITE, RefusalBroker, assert_refused
 
 TOPIC = "ReadRefusals"

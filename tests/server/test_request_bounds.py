@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from broker.common import fastjson
 from broker.common.batch_codec import MAX_BATCH_MESSAGES, encode_batch
 from broker.common.codes import RequestCode as RC
 from broker.common.codes import ResponseCode
@@ -24,7 +25,6 @@ from broker.common.filter import (
 from broker.common.message import Message
 from broker.common.message_codec import decode_offset_msg_id
 from broker.common.pull_sysflag import FLAG_SUBSCRIPTION
-from broker.remoting import fastjson
 from broker.server.processors.clients import MAX_HEARTBEAT_GROUPS
 from tests.server.refusals_broker import RefusalBroker, assert_refused
 

@@ -9,10 +9,10 @@ import time
 from typing import Any
 
 from broker.client.errors import MQClientError
+from broker.common import fastjson
 from broker.common.hosts import HostPort
 from broker.common.message import MessageExt
 from broker.common.message_codec import MessageDecodeError, decode_intact_messages, decode_offset_msg_id
-from broker.remoting import fastjson
 from broker.remoting.command import RemotingCommand
 
 from .results import ClientConnection, ConsumerConnection, QueueConsumeProgress, Subscription

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from broker.common import fastjson
 from broker.common.acl_rules import ANY, PUB, SUB
 from broker.common.codes import RequestCode as RC
 from broker.common.request_headers import HeaderError, decode_send_request
@@ -37,7 +38,6 @@ from broker.common.topic_config import (
     TRACE_TOPIC,
     TRANS_CHECK_MAX_TIME_TOPIC,
 )
-from broker.remoting import fastjson
 from broker.remoting.command import RemotingCommand
 
 from .plain_config import group_resource

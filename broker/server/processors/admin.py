@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
+from broker.common import fastjson
 from broker.common import topic_config as tc
 from broker.common.acl_rules import SUB
 from broker.common.codes import RequestCode, ResponseCode
@@ -30,7 +31,6 @@ from broker.common.request_headers import (
     ResetOffsetRequestHeader,
 )
 from broker.common.topic_config import TopicConfig
-from broker.remoting import fastjson
 from broker.remoting.command import RemotingCommand, create_request, response_to
 from broker.store.quarantine import PurgeRefused
 

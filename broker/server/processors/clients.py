@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from broker.common import fastjson
 from broker.common import topic_config as tc
 from broker.common.codes import RequestCode, ResponseCode
 from broker.common.filter import check_subscription, is_tag_type
@@ -29,7 +30,6 @@ from broker.common.request_headers import (
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
-from broker.remoting import fastjson
 from broker.remoting.command import RemotingCommand, create_request, response_to
 
 from ..client_manager import ClientChannel, now_ms

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from broker.common import fastjson
 from broker.common.codes import ResponseCode
 from broker.common.request_headers import (
     HeaderError,
@@ -11,7 +12,6 @@ from broker.common.request_headers import (
     LockBatchResponseBody,
     UnlockBatchRequestBody,
 )
-from broker.remoting import fastjson
 from broker.remoting.command import RemotingCommand, response_to
 
 from .name_checks import name_problem
