@@ -159,7 +159,6 @@ class Command:
     action: str
     function: Callable[..., Outcome]
     params_type: type
-    views: list[str] = field(default_factory=list)
 
     @property
     def role(self) -> str:
@@ -210,6 +209,10 @@ def execute(action: str, actor: Actor, cluster: Cluster, params: Any) -> Outcome
         raise
     except FAILURES as exc:
         record(params.target, params.audit_parameters(), AuditRecord.RESULT_FAILED, str(exc))
+        raise
+    except Exception as exc:  # a defect: still one record, saying the action did not complete
+        target = params.target if isinstance(params, Params) else ""
+        record(target, {}, AuditRecord.RESULT_FAILED, f"internal error: {type(exc).__name__}: {exc}")
         raise
     result = AuditRecord.RESULT_FAILED if outcome.failed else AuditRecord.RESULT_OK
     record(outcome.target, outcome.parameters, result, outcome.detail)

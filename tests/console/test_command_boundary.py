@@ -17,7 +17,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from core.boundary import COMMANDS, SERVING_VIEWS
+from core.boundary import COMMANDS, SERVING_VIEWS, Actor, Cluster, execute
 from core.models import AuditRecord
 from core.roles import ADMIN, OPERATOR, ROLE_ORDER, VIEWER
 from tests.cluster import CLI_CLUSTER
@@ -148,3 +148,14 @@ def test_a_done_action_is_one_ok_record_of_the_action(live_cluster):
         status, records, content = _records_of(client, url, data)
         assert status == 302, (url, status, content[:300])
         assert [(r.action, r.result) for r in records] == [(action, AuditRecord.RESULT_OK)], url
+
+
+def test_a_defect_in_a_command_still_leaves_one_failed_record():
+    """Parameters of the wrong type (a caller's defect) fail inside the boundary: recorded, raised."""
+    user = User.objects.create_superuser("cmd-defect", password=PASSWORD)
+    actor = Actor(user, "127.0.0.1", "/somewhere")
+    with pytest.raises(TypeError, match="takes SaveTopic"):
+        execute("topic.save", actor, Cluster(""), object())
+    (record,) = AuditRecord.objects.all()
+    assert (record.action, record.result, record.remote_addr) == ("topic.save", "failed", "127.0.0.1")
+    assert record.detail.startswith("internal error: TypeError")
