@@ -1,8 +1,9 @@
-"""What every console view shares: running a command (``console.commands``) for the request, with
-its flash message; form errors as text, times and numbers from forms, message rows and exports.
+"""What every console view shares: the request's cluster handle, running a command
+(``console.commands``, through ``core.boundary``) for the request with its flash message, message
+rows and exports.
 
-Views raise, never render, their refusals: ``BadRequest`` for input, ``PermissionDenied`` for a role
-(``core.roles``), ``Http404`` or the admin's ``NotFoundError`` for what does not exist; a cluster
+Views raise, never render, their refusals: ``BadRequest`` for input (a command's ``Invalid`` is
+one), ``PermissionDenied`` for a role (raised by the boundary), ``Http404`` or the admin's ``NotFoundError`` for what does not exist; a cluster
 failure is an ``MQClientError``. ``core.errors`` turns each into its page.
 """
 
