@@ -4,7 +4,8 @@ rows and exports.
 
 Views raise, never render, their refusals: ``BadRequest`` for input (a command's ``Invalid`` is
 one), ``PermissionDenied`` for a role (raised by the boundary), ``Http404`` or the admin's
-``NotFoundError`` for what does not exist; a cluster failure is an ``MQClientError``. ``core.errors`` turns each into its page.
+``NotFoundError`` for what does not exist; a cluster failure is an ``MQClientError``.
+``core.errors`` turns each into its page.
 """
 
 from __future__ import annotations
