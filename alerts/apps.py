@@ -30,6 +30,7 @@ class AlertsConfig(AppConfig):
         from core import exports, overview
         from core.signals import sample_stored
 
+        from . import commands  # noqa: F401  (registers the alert commands with core.boundary)
         from .overview import firing_alerts
         from .prometheus_rules import rules_yaml
 

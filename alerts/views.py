@@ -6,18 +6,16 @@ refused with a 403 saying so otherwise, and leaves an audit record, refused, fai
 
 from __future__ import annotations
 
-from typing import NoReturn
-
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from core import clock
-from core.public import VIEWER, AuditRecord, audit, require_permission, require_role
+from core.boundary import Actor, Cluster, Invalid, Missing, Outcome, execute, serves
+from core.public import VIEWER, require_role
 
-from .evaluation import close_events_of
+from . import commands
 from .forms import AcknowledgeForm, RuleForm, SilenceForm
 from .kinds import KINDS
 from .models import AlertEvent, AlertRule, Silence
@@ -30,6 +28,7 @@ STATE_FILTERS = {
     "all": None,
 }
 EVENTS_PER_PAGE = 50
+NO_CLUSTER = Cluster("")  # alert commands change the console's database only
 
 
 # -- events ---------------------------------------------------------------------------------------
@@ -82,36 +81,16 @@ def _event_context(event: AlertEvent, form: AcknowledgeForm) -> dict:
     }
 
 
-@require_permission("alerts.event.acknowledge")
+@serves("alerts.event.acknowledge")
 @require_POST
 def event_acknowledge(request, event_id: int):
-    event = AlertEvent.objects.select_related("rule").filter(pk=event_id).first()
-    if event is None:
-        _not_found(request, "alerts.event.acknowledge", f"event {event_id}")
-    form = AcknowledgeForm(request.POST)
-    target = f"event {event.pk} ({event.rule_name}: {event.subject_text})"
-    if not form.is_valid() or event.acknowledged:
-        detail = (
-            form.errors.as_text()
-            if not event.acknowledged
-            else f"already acknowledged by {event.acknowledged_by}"
-        )
-        audit(
-            request,
-            "alerts.event.acknowledge",
-            target,
-            _printable(request.POST),
-            AuditRecord.RESULT_FAILED,
-            detail,
-        )
-        if event.acknowledged:
-            form.add_error(None, detail)
+    params = commands.Acknowledge(event_id, request.POST)
+    try:
+        outcome = _run(request, "alerts.event.acknowledge", params)
+    except Invalid as exc:
+        event, form = exc.form
         return render(request, "alerts/event_detail.html", _event_context(event, form), status=400)
-    event.acknowledged_at, event.acknowledged_by = clock.now(), request.user.get_username()
-    event.ack_note = form.cleaned_data["note"]
-    event.save(update_fields=["acknowledged_at", "acknowledged_by", "ack_note"])
-    audit(request, "alerts.event.acknowledge", target, {"note": event.ack_note})
-    return redirect("alerts:event_detail", event_id=event.pk)
+    return redirect("alerts:event_detail", event_id=outcome.value.pk)
 
 
 # -- rules ----------------------------------------------------------------------------------------
@@ -129,56 +108,36 @@ def rule_list(request):
     return render(request, "alerts/rules.html", {"rows": rows, "kinds": KINDS})
 
 
-@require_permission("alerts.rule.save")
+@serves("alerts.rule.save")
 @require_http_methods(["GET", "POST"])
 def rule_create(request):
     return _rule_form(request, None)
 
 
-@require_permission("alerts.rule.save")
+@serves("alerts.rule.save")
 @require_http_methods(["GET", "POST"])
 def rule_edit(request, rule_id: int):
-    rule = AlertRule.objects.filter(pk=rule_id).first()
-    if rule is None:
-        _not_found(request, "alerts.rule.save", f"rule {rule_id}")
-    return _rule_form(request, rule)
+    return _rule_form(request, rule_id)
 
 
-def _rule_form(request, rule: AlertRule | None) -> HttpResponse:
-    was_enabled = rule.enabled if rule else False  # before validation writes the form into the rule
-    form = RuleForm(request.POST or None, instance=rule)
-    context = {"form": form, "rule": rule, "kinds": KINDS.values()}
+def _rule_form(request, rule_id: int | None) -> HttpResponse:
     if request.method != "POST":
+        rule = None if rule_id is None else _found(lambda: commands.existing_rule(rule_id))
+        context = {"form": RuleForm(instance=rule), "rule": rule, "kinds": KINDS.values()}
         return render(request, "alerts/rule_form.html", context)
-    target = rule.name if rule else request.POST.get("name", "")[:100]
-    if not form.is_valid():
-        audit(request, "alerts.rule.save", target, _printable(request.POST), AuditRecord.RESULT_FAILED,
-              form.errors.as_text())  # fmt: skip
+    try:
+        _run(request, "alerts.rule.save", commands.SaveRule(rule_id, request.POST))
+    except Invalid as exc:
+        rule = exc.form.instance if rule_id is not None else None
+        context = {"form": exc.form, "rule": rule, "kinds": KINDS.values()}
         return render(request, "alerts/rule_form.html", context, status=400)
-    with transaction.atomic():
-        saved = form.save(commit=False)
-        saved.updated_by = request.user.get_username()
-        saved.save()
-        if was_enabled and not saved.enabled:
-            close_events_of(saved, "rule disabled")
-    changes = (
-        {name: request.POST.get(name, "") for name in form.changed_data} if rule else _printable(request.POST)
-    )
-    audit(request, "alerts.rule.save", saved.name, changes, detail="created" if rule is None else "updated")
     return redirect("alerts:rules")
 
 
-@require_permission("alerts.rule.delete")
+@serves("alerts.rule.delete")
 @require_POST
 def rule_delete(request, rule_id: int):
-    rule = AlertRule.objects.filter(pk=rule_id).first()
-    if rule is None:
-        _not_found(request, "alerts.rule.delete", f"rule {rule_id}")
-    name = rule.name
-    with transaction.atomic():
-        close_events_of(rule, "rule deleted")
-        rule.delete()
-    audit(request, "alerts.rule.delete", name)
+    _run(request, "alerts.rule.delete", commands.DeleteRule(rule_id))
     return redirect("alerts:rules")
 
 
@@ -199,21 +158,16 @@ def silence_list(request):
     )
 
 
-@require_permission("alerts.silence.create")
+@serves("alerts.silence.create")
 @require_http_methods(["GET", "POST"])
 def silence_create(request):
-    initial = _silence_initial(request.GET.get("event", ""))
-    form = SilenceForm(request.POST or None, initial=initial)
     if request.method != "POST":
+        form = SilenceForm(initial=_silence_initial(request.GET.get("event", "")))
         return render(request, "alerts/silence_form.html", {"form": form})
-    if not form.is_valid():
-        audit(request, "alerts.silence.create", "", _printable(request.POST), AuditRecord.RESULT_FAILED,
-              form.errors.as_text())  # fmt: skip
-        return render(request, "alerts/silence_form.html", {"form": form}, status=400)
-    silence = form.save(commit=False)
-    silence.starts_at, silence.created_by = clock.now(), request.user.get_username()
-    silence.save()
-    audit(request, "alerts.silence.create", str(silence), _printable(request.POST))
+    try:
+        _run(request, "alerts.silence.create", commands.CreateSilence(request.POST))
+    except Invalid as exc:
+        return render(request, "alerts/silence_form.html", {"form": exc.form}, status=400)
     return redirect("alerts:silences")
 
 
@@ -231,25 +185,21 @@ def _silence_initial(event_id: str) -> dict:
     return initial
 
 
-@require_permission("alerts.silence.expire")
+@serves("alerts.silence.expire")
 @require_POST
 def silence_expire(request, silence_id: int):
-    silence = Silence.objects.filter(pk=silence_id).first()
-    if silence is None:
-        _not_found(request, "alerts.silence.expire", f"silence {silence_id}")
-    now = clock.now()
-    if silence.ends_at > now:
-        silence.ends_at = max(now, silence.starts_at)
-        silence.save(update_fields=["ends_at"])
-    audit(request, "alerts.silence.expire", str(silence))
+    _run(request, "alerts.silence.expire", commands.ExpireSilence(silence_id))
     return redirect("alerts:silences")
 
 
-def _not_found(request, action: str, what: str) -> NoReturn:
-    reason = f"{what} does not exist (deleted meanwhile?)"
-    audit(request, action, what, result=AuditRecord.RESULT_FAILED, detail=reason)
-    raise Http404(reason)
+def _run(request, action: str, params) -> Outcome:
+    """The command of ``action`` (``alerts.commands``) through the one boundary; a missing event,
+    rule or silence is the 404 page naming it."""
+    return _found(lambda: execute(action, Actor.of_request(request), NO_CLUSTER, params))
 
 
-def _printable(post) -> dict:
-    return {key: value[:500] for key, value in post.items() if key != "csrfmiddlewaretoken"}
+def _found(call):
+    try:
+        return call()
+    except Missing as exc:
+        raise Http404(exc.reason) from None

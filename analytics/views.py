@@ -7,26 +7,24 @@ schedule needs the operator role, and each such action leaves an audit record.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import NoReturn
 
 from django.conf import settings
 from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_celery_beat.models import PeriodicTask
 
-from core.public import VIEWER, AuditRecord, audit, require_permission, require_role
+from core.boundary import Actor, Cluster, Invalid, Missing, Outcome, execute, serves
+from core.public import VIEWER, require_role
 
-from . import charts
+from . import charts, commands
 from .forms import RunForm, ScheduleForm
 from .models import ReportRun
 from .presentation import SECTION_TITLES, schedule_summary, section_table
 from .runner import fail_abandoned_runs
 from .spark import archive_input
 from .spark.catalog import REPORT_SECTIONS
-from .tasks import RUN_SCHEDULED_REPORT, run_report
 
+NO_CLUSTER = Cluster("")  # report commands change the console's database only
 DOWNLOAD_FORMATS = {"csv": "text/csv", "parquet": "application/vnd.apache.parquet"}
 
 
@@ -49,43 +47,21 @@ def _archive_context() -> dict:
     }
 
 
-@require_permission("analytics.run.start")
+@serves("analytics.run.start")
 @require_http_methods(["GET", "POST"])
 def run_start(request):
-    form = RunForm(request.POST or None)
-    if request.method == "POST":
-        if not form.is_valid():
-            audit(request, "analytics.run.start", parameters=_printable(request.POST),
-                  result=AuditRecord.RESULT_FAILED, detail=form.errors.as_text())  # fmt: skip
-            context = {"form": form, **_archive_context()}
-            return render(request, "analytics/run_form.html", context, status=400)
-        data = form.cleaned_data
-        try:
-            archive_input.require_segments(data["input_uri"])
-        except archive_input.NoArchivedSegments as exc:
-            # Refused before a worker spends a Spark session on an input that holds nothing.
-            audit(request, "analytics.run.start", parameters=_printable(request.POST),
-                  result=AuditRecord.RESULT_FAILED, detail=str(exc))  # fmt: skip
-            context = {"form": form, "empty_input": data["input_uri"], **_archive_context()}
-            return render(request, "analytics/run_form.html", context, status=400)
-        run = ReportRun.objects.create(
-            report=data["report"], start_time=data["start_time"], end_time=data["end_time"],
-            topics=data["topics"], input_uri=data["input_uri"], requested_by=request.user.get_username(),
-        )  # fmt: skip
-        try:
-            result = run_report.delay(run.pk)
-        except Exception as exc:  # the Celery transport is down: the run cannot start, say why
-            reason = f"could not queue the report task: {type(exc).__name__}: {exc}"
-            ReportRun.objects.filter(pk=run.pk).update(
-                status=ReportRun.FAILED, stage="failed", error=reason, finished_at=timezone.now()
-            )
-            audit(request, "analytics.run.start", target=f"run {run.pk}", parameters=_printable(request.POST),
-                  result=AuditRecord.RESULT_FAILED, detail=reason)  # fmt: skip
-            return redirect("analytics:run_detail", run_id=run.pk)
-        ReportRun.objects.filter(pk=run.pk).update(celery_task_id=result.id or "")
-        audit(request, "analytics.run.start", target=f"run {run.pk}", parameters=_printable(request.POST))
-        return redirect("analytics:run_detail", run_id=run.pk)
-    return render(request, "analytics/run_form.html", {"form": form, **_archive_context()})
+    if request.method != "POST":
+        return render(request, "analytics/run_form.html", {"form": RunForm(), **_archive_context()})
+    try:
+        outcome = _run(request, "analytics.run.start", commands.StartRun(request.POST))
+    except commands.EmptyInput as exc:
+        context = {"form": exc.form, "empty_input": exc.form.cleaned_data["input_uri"], **_archive_context()}
+        return render(request, "analytics/run_form.html", context, status=400)
+    except Invalid as exc:
+        return render(
+            request, "analytics/run_form.html", {"form": exc.form, **_archive_context()}, status=400
+        )
+    return redirect("analytics:run_detail", run_id=outcome.value.pk)
 
 
 @require_role(VIEWER)
@@ -143,86 +119,67 @@ def run_download(request, run_id: int, section: str, fmt: str):
 
 
 # -- schedules ----------------------------------------------------------------------------------
-def _schedules():
-    return PeriodicTask.objects.filter(task=RUN_SCHEDULED_REPORT).select_related("interval", "crontab")
-
-
 @require_role(VIEWER)
 @require_GET
 def schedule_list(request):
     return render(
         request,
         "analytics/schedule_list.html",
-        {"schedules": [(task, schedule_summary(task.kwargs)) for task in _schedules().order_by("name")]},
+        {
+            "schedules": [
+                (task, schedule_summary(task.kwargs)) for task in commands.schedules().order_by("name")
+            ]
+        },
     )
 
 
-@require_permission("analytics.schedule.create")
+@serves("analytics.schedule.create")
 @require_http_methods(["GET", "POST"])
 def schedule_create(request):
     return _schedule_form(request, None, "analytics.schedule.create")
 
 
-@require_permission("analytics.schedule.update")
+@serves("analytics.schedule.update")
 @require_http_methods(["GET", "POST"])
 def schedule_edit(request, schedule_id: int):
-    task = _schedules().filter(pk=schedule_id).first()
-    if task is None:
-        _schedule_not_found(request, "analytics.schedule.update", schedule_id)
-    return _schedule_form(request, task, "analytics.schedule.update")
+    return _schedule_form(request, schedule_id, "analytics.schedule.update")
 
 
-def _schedule_form(request, task: PeriodicTask | None, action: str) -> HttpResponse:
-    initial = ScheduleForm.initial_from(task) if task else None
-    form = ScheduleForm(request.POST or None, instance=task, initial=initial)
-    if request.method == "POST":
-        if not form.is_valid():
-            audit(request, action, target=task.name if task else "", parameters=_printable(request.POST),
-                  result=AuditRecord.RESULT_FAILED, detail=form.errors.as_text())  # fmt: skip
-            return render(request, "analytics/schedule_form.html", {"form": form, "task": task}, status=400)
-        saved = form.save()
-        audit(request, action, target=saved.name, parameters=_printable(request.POST))
-        return redirect("analytics:schedule_list")
-    return render(request, "analytics/schedule_form.html", {"form": form, "task": task})
+def _schedule_form(request, schedule_id: int | None, action: str) -> HttpResponse:
+    if request.method != "POST":
+        task = None if schedule_id is None else _found(lambda: commands.existing_schedule(schedule_id))
+        form = ScheduleForm(instance=task, initial=ScheduleForm.initial_from(task) if task else None)
+        return render(request, "analytics/schedule_form.html", {"form": form, "task": task})
+    try:
+        _run(request, action, commands.SaveSchedule(schedule_id, request.POST))
+    except Invalid as exc:
+        task = exc.form.instance if schedule_id is not None else None
+        return render(request, "analytics/schedule_form.html", {"form": exc.form, "task": task}, status=400)
+    return redirect("analytics:schedule_list")
 
 
-@require_permission("analytics.schedule.toggle")
+@serves("analytics.schedule.toggle")
 @require_POST
 def schedule_toggle(request, schedule_id: int):
-    task = _schedules().filter(pk=schedule_id).first()
-    if task is None:
-        _schedule_not_found(request, "analytics.schedule.toggle", schedule_id)
-    task.enabled = not task.enabled
-    task.save(update_fields=["enabled"])
-    # One action name for the button, refused or done; what it did is the detail.
-    audit(
-        request,
-        "analytics.schedule.toggle",
-        target=task.name,
-        detail="enabled" if task.enabled else "disabled",
-    )
+    _run(request, "analytics.schedule.toggle", commands.ScheduleAction(schedule_id))
     return redirect("analytics:schedule_list")
 
 
-@require_permission("analytics.schedule.delete")
+@serves("analytics.schedule.delete")
 @require_POST
 def schedule_delete(request, schedule_id: int):
-    task = _schedules().filter(pk=schedule_id).first()
-    if task is None:
-        _schedule_not_found(request, "analytics.schedule.delete", schedule_id)
-    name = task.name
-    task.delete()
-    audit(request, "analytics.schedule.delete", target=name)
+    _run(request, "analytics.schedule.delete", commands.ScheduleAction(schedule_id))
     return redirect("analytics:schedule_list")
 
 
-def _schedule_not_found(request, action: str, schedule_id: int) -> NoReturn:
-    """A 404 that names the missing schedule, audited as failed: a stale page's button, or a
-    periodic task that is not a report schedule."""
-    reason = f"report schedule {schedule_id} does not exist (deleted, or not a report schedule)"
-    audit(request, action, target=f"schedule {schedule_id}", result=AuditRecord.RESULT_FAILED, detail=reason)
-    raise Http404(reason)
+def _run(request, action: str, params) -> Outcome:
+    """The command of ``action`` (``analytics.commands``) through the one boundary; a missing
+    schedule is the 404 page naming it."""
+    return _found(lambda: execute(action, Actor.of_request(request), NO_CLUSTER, params))
 
 
-def _printable(post) -> dict:
-    return {key: value for key, value in post.items() if key != "csrfmiddlewaretoken"}
+def _found(call):
+    try:
+        return call()
+    except Missing as exc:
+        raise Http404(exc.reason) from None

@@ -9,3 +9,5 @@ class ConsoleConfig(AppConfig):
         from console.services.overview import register_sections
 
         register_sections()
+        # Registers every command with the boundary, for the pages and the management commands alike.
+        from console.commands import registry  # noqa: F401

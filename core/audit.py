@@ -1,8 +1,6 @@
-"""Writing audit records: every mutating console action calls ``audit`` once it knows its result;
-work done outside a request (a Celery job) builds its records with ``audit_record``.
-
-``audit`` also notes on the request that its action has a record, so that
-``console.views.common.audited`` does not add a second (failed) one for the same request."""
+"""Building audit records: every operator action gets its one record from the command boundary
+(``core.boundary.execute``); work done outside a request (a Celery job) builds its own with
+``audit_record``."""
 
 from core.models import AuditRecord
 
@@ -29,21 +27,3 @@ def audit_record(
         detail=detail,
         remote_addr=remote_addr or None,
     )
-
-
-def audit(
-    request,
-    action: str,
-    target: str = "",
-    parameters: dict | None = None,
-    result: str = AuditRecord.RESULT_OK,
-    detail: str = "",
-) -> AuditRecord:
-    user = request.user if request.user.is_authenticated else None
-    remote_addr = request.META.get("REMOTE_ADDR")
-    record = audit_record(
-        user, action, target, parameters, result, detail, nobody="anonymous", remote_addr=remote_addr
-    )
-    record.save()
-    request.console_audited = True
-    return record

@@ -4,19 +4,17 @@ permission table and its view guard, and the one audit log (``core.roles``, ``co
 Template filters shared by every app's pages are builtins (``core.formatting``).
 """
 
-from core.audit import audit, audit_record
+from core.audit import audit_record
 from core.models import AuditRecord
-from core.roles import ACTIONS, OPERATOR, VIEWER, has_role, may, require_permission, require_role
+from core.roles import ACTIONS, OPERATOR, VIEWER, has_role, may, require_role
 
 __all__ = [
     "ACTIONS",
     "OPERATOR",
     "VIEWER",
     "AuditRecord",
-    "audit",
     "audit_record",
     "has_role",
     "may",
-    "require_permission",
     "require_role",
 ]

@@ -2,7 +2,8 @@
 
 Superusers count as admin. Every mutating action of the console has one entry in ``ACTIONS``
 (its audit name → the least role that may do it), and ``may(user, action)`` is the one answer to
-"may this user do X": views are wrapped in ``require_permission(action)``, and templates show a
+"may this user do X": ``core.boundary.execute`` asks it before every command (the views serving
+an action are wrapped in ``core.boundary.serves(action)``), and templates show a
 control only under ``{% if may.<action> %}`` (the ``may`` context variable, ``Permissions``), so a
 button is shown exactly when pressing it is allowed.
 
@@ -24,6 +25,7 @@ VIEWER, OPERATOR, ADMIN = "viewer", "operator", "admin"
 ROLE_ORDER = (VIEWER, OPERATOR, ADMIN)
 
 ACTIONS: dict[str, str] = {
+    "namesrv.switch": VIEWER,
     "topic.save": OPERATOR,
     "topic.delete": OPERATOR,
     "topic.send": OPERATOR,
@@ -102,11 +104,8 @@ class Permissions:
 
 
 def require_role(minimum: str, action: str | None = None):
-    """View decorator: anonymous users go to the login page, others without the role get a 403.
-
-    A refused POST is audited as "denied" under ``action`` (the name the view audits its own
-    result with, so one filter on the audit page shows both), else under the view's name.
-    """
+    """View decorator for pages that read: anonymous users go to the login page, others without
+    the role get a 403. Reading writes no audit record; actions are ``core.boundary``'s."""
     if minimum not in ROLE_ORDER:
         raise ValueError(f"unknown role {minimum!r}")
 
@@ -116,8 +115,6 @@ def require_role(minimum: str, action: str | None = None):
             if not request.user.is_authenticated:
                 return redirect_to_login(request.get_full_path())
             if not has_role(request.user, minimum):
-                if request.method == "POST":
-                    _audit_denied(request, action or view.__name__, minimum)
                 raise PermissionDenied(refusal(request.user, minimum))
             return view(request, *args, **kwargs)
 
@@ -166,17 +163,3 @@ def mark_access(
     marked.required_role = role
     marked.permission = permission
     return marked
-
-
-def require_permission(action: str):
-    """View decorator for a mutating action: the role ``ACTIONS`` names for it, refusals audited
-    under the action's own name."""
-    return require_role(ACTIONS[action], action=action)
-
-
-def _audit_denied(request, view_name: str, minimum: str) -> None:
-    # Imported here: roles is imported by models' neighbours at start-up, audit needs the app registry.
-    from core.audit import audit
-    from core.models import AuditRecord
-
-    audit(request, view_name, request.path, {}, AuditRecord.RESULT_DENIED, f"needs the {minimum} role")

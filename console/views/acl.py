@@ -10,86 +10,21 @@ it on and offers no form the brokers would refuse.
 
 from __future__ import annotations
 
-import asyncio
-from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any
 
 from django.contrib import messages
-from django.core.exceptions import BadRequest
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from broker.client.admin import AclConfig, AclVersion, AsyncMQAdmin, BrokerOutcome, MQAdmin, MQClientError
-from broker.client.admin.acl import MASK
-from console.forms import AclAccountForm, AclDeleteForm, GlobalWhiteListForm
-from console.views.common import form_errors_text, ms_to_datetime
-from core.audit import audit
-from core.cluster_access import admin_of
-from core.models import AuditRecord
-from core.roles import ADMIN, require_permission, require_role
-
-SAVE, DELETE, WHITE_LIST = "acl.account.save", "acl.account.delete", "acl.white_list.update"
+from broker.common.errors import MQClientError
+from console.commands import acl, serves
+from console.forms import AclAccountForm
+from console.queries import acl as queries
+from console.views.common import cluster_of, run
+from core.roles import ADMIN, require_role
 
 
-@dataclass
-class BrokerAcl:
-    """What the page shows of one broker."""
-
-    cluster: str
-    broker_name: str
-    broker_id: int
-    addr: str
-    version: AclVersion | None = None
-    config: AclConfig | None = None
-    error: str | None = None
-    acl_off: bool = False  # the broker runs with aclEnable=false
-
-    @property
-    def role(self) -> str:
-        return "master" if self.broker_id == 0 else f"slave {self.broker_id}"
-
-    @property
-    def updated(self):
-        return ms_to_datetime(self.version.timestamp) if self.version else None
-
-    @property
-    def accounts(self) -> list[dict[str, Any]]:
-        return [account.masked() for account in self.config.accounts] if self.config else []
-
-
-def _brokers(admin: MQAdmin) -> list[BrokerAcl]:
-    info = admin.cluster_info()
-    rows = [
-        BrokerAcl(cluster, data.broker_name, broker_id, addr)
-        for cluster in sorted(info.clusters)
-        for data in sorted(info.brokers_of(cluster), key=lambda b: b.broker_name)
-        for broker_id, addr in sorted(data.broker_addrs.items())
-    ]
-    addrs = [row.addr for row in rows]
-
-    async def ask_all() -> tuple[list[BrokerOutcome], list[BrokerOutcome], list[BrokerOutcome]]:
-        # Every question to every broker at once: a broker that does not answer costs one timeout.
-        return await asyncio.gather(
-            admin.core.each_broker(addrs, AsyncMQAdmin.acl_version),
-            admin.core.each_broker(addrs, AsyncMQAdmin.acl_config),
-            admin.core.each_broker(addrs, AsyncMQAdmin.broker_config),
-        )
-
-    versions, configs, settings = admin.run(ask_all())
-    for row, version, config, setting in zip(rows, versions, configs, settings, strict=True):
-        row.version, row.config = version.result, config.result
-        row.acl_off = config.result is None and _acl_disabled(setting.result)
-        # The config's refusal says most; one of the two. ACL off is no error: the broker was set so.
-        row.error = None if row.acl_off else (config.error or version.error)
-    return rows
-
-
-def _acl_disabled(broker_config: dict[str, str] | None) -> bool:
-    """The broker's own config says it runs without ACL (RocketMQ's default is off)."""
-    return broker_config is not None and broker_config.get("aclEnable", "false").strip().lower() != "true"
-
-
-def _editing(request, brokers: list[BrokerAcl]) -> dict[str, Any]:
+def _editing(request, brokers: list[queries.BrokerAcl]) -> dict[str, Any]:
     """Initial values of the account form: the account ``?edit=<accessKey>`` of ``?broker=<addr>``
     (its secret key never leaves the broker: an update leaves the field empty to keep it)."""
     access_key, addr = request.GET.get("edit", ""), request.GET.get("broker", "")
@@ -116,8 +51,7 @@ def _editing(request, brokers: list[BrokerAcl]) -> dict[str, Any]:
 @require_GET
 @require_role(ADMIN)
 def acl_page(request):
-    admin = admin_of(request)
-    brokers = _brokers(admin)
+    brokers = queries.brokers(cluster_of(request))
     editing = _editing(request, brokers)
     white_list_of = next((b for b in brokers if b.config is not None), None)
     context = {
@@ -131,7 +65,7 @@ def acl_page(request):
         if white_list_of and white_list_of.config
         else "",
         "white_list_source": white_list_of.addr if white_list_of else "",
-        "mask": MASK,
+        "mask": acl.MASK,
     }
     template = (
         "console/_acl_brokers.html" if request.htmx and not request.htmx.boosted else "console/acl.html"
@@ -142,92 +76,36 @@ def acl_page(request):
 # -- changes --------------------------------------------------------------------------------------
 
 
-def _parameters(form) -> dict[str, Any]:
-    """What the audit record keeps of a form: every field but the secret key, whose presence only
-    is noted."""
-    data = form.data
-    fields = {k: data.get(k) for k in data if k not in ("csrfmiddlewaretoken", "secret_key")}
-    if "secret_key" in data:
-        fields["secret_key"] = MASK if data.get("secret_key") else ""
-    return fields
-
-
-def _refuse(request, action: str, target: str, form) -> NoReturn:
-    """A rejected form: audited as failed (without the secret), answered 400 naming each field."""
-    reason = form_errors_text(form)
-    audit(
-        request,
-        action,
-        target[:128],
-        _parameters(form),
-        AuditRecord.RESULT_FAILED,
-        f"invalid input: {reason}",
-    )
-    raise BadRequest(f"Invalid input: {reason}")
-
-
-def _apply(request, action: str, target: str, form, request_method, *args) -> None:
-    """``request_method(admin, addr, *args)`` on the form's brokers; one audit record with every
-    broker's outcome, and a flash message saying which brokers changed and which did not."""
-    admin = admin_of(request)
-    data = form.cleaned_data
+def _apply(request, action: str, params) -> None:
+    """Run the ACL command; flash which brokers changed and which did not."""
     try:
-        addrs = admin.acl_targets(data["broker_addr"] or None, data["cluster"] or None)
-        outcomes = admin.each_broker(addrs, request_method, *args)
+        outcome = run(request, action, params)
     except MQClientError as exc:
-        audit(request, action, target, _parameters(form), AuditRecord.RESULT_FAILED, str(exc))
-        messages.error(request, f"{action} {target} failed: {exc}")
+        messages.error(request, f"{action} {params.target} failed: {exc}")
         return
-    done = [o.addr for o in outcomes if not o.error]
-    failed = [o for o in outcomes if o.error]
-    detail = _outcome_text(outcomes)
-    result = AuditRecord.RESULT_FAILED if failed else AuditRecord.RESULT_OK
-    audit(request, action, target, _parameters(form), result, detail)
+    done = [o.addr for o in outcome.value if not o.error]
     if done:
-        messages.success(request, f"{action} {target}: done on {', '.join(done)}")
-    for outcome in failed:
-        messages.error(request, f"{action} {target} failed on {outcome.addr}: {outcome.error}")
-
-
-def _outcome_text(outcomes: list[BrokerOutcome]) -> str:
-    return "; ".join(f"{o.addr}: {'failed: ' + o.error if o.error else 'ok'}" for o in outcomes)
+        messages.success(request, f"{action} {outcome.target}: done on {', '.join(done)}")
+    for failed in (o for o in outcome.value if o.error):
+        messages.error(request, f"{action} {outcome.target} failed on {failed.addr}: {failed.error}")
 
 
 @require_POST
-@require_permission(SAVE)
+@serves(acl.SAVE)
 def acl_account_save(request):
-    form = AclAccountForm(request.POST)
-    if not form.is_valid():
-        _refuse(request, SAVE, request.POST.get("access_key", ""), form)
-    account = form.account()
-    _apply(request, SAVE, account.access_key, form, AsyncMQAdmin.create_or_update_acl_account, account)
+    _apply(request, acl.SAVE, acl.SaveAccount.parse(request.POST))
     return redirect("console:acl")
 
 
 @require_POST
-@require_permission(DELETE)
+@serves(acl.DELETE)
 def acl_account_delete(request):
-    form = AclDeleteForm(request.POST)
-    if not form.is_valid():
-        _refuse(request, DELETE, request.POST.get("access_key", ""), form)
-    access_key = form.cleaned_data["access_key"]
-    _apply(request, DELETE, access_key, form, AsyncMQAdmin.delete_acl_account, access_key)
+    _apply(request, acl.DELETE, acl.DeleteAccount.parse(request.POST))
     return redirect("console:acl")
 
 
 @require_POST
-@require_permission(WHITE_LIST)
+@serves(acl.WHITE_LIST)
 def acl_white_list_update(request):
-    form = GlobalWhiteListForm(request.POST)
-    target = "globalWhiteRemoteAddresses"
-    if not form.is_valid():
-        _refuse(request, WHITE_LIST, target, form)
-    _apply(
-        request,
-        WHITE_LIST,
-        target,
-        form,
-        AsyncMQAdmin.update_global_white_addrs,
-        form.cleaned_data["addresses"],
-    )
+    _apply(request, acl.WHITE_LIST, acl.UpdateWhiteList.parse(request.POST))
     return redirect("console:acl")

@@ -7,16 +7,17 @@ from django.http import Http404
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from console.queries import operations as queries
 from console.services import delayed
-from console.views.common import export_messages, message_row, ms_to_datetime
-from core.cluster_access import admin_of
+from console.timestamps import ms_to_datetime
+from console.views.common import cluster_of, export_messages, message_row
 from core.roles import VIEWER, require_role
 
 
 @require_GET
 @require_role(VIEWER)
 def delayed_levels(request):
-    brokers = delayed.delay_status(admin_of(request))
+    brokers = queries.delay_levels(cluster_of(request))
     now = delayed.now_ms()
     context = {
         "brokers": [
@@ -47,14 +48,13 @@ def delayed_levels(request):
 
 
 def _pending(request, broker_name: str, level: int):
-    info = admin_of(request).cluster_info()
-    data = info.brokers.get(broker_name)
-    if data is None or not data.master_addr:
-        raise Http404(f"broker {broker_name!r} is not in the cluster (or has no master)")
     try:
-        return delayed.pending_of_level(admin_of(request), broker_name, data.master_addr, level)
+        found = queries.pending_of_level(cluster_of(request), broker_name, level)
     except ValueError as exc:
         raise BadRequest(str(exc)) from None
+    if found is None:
+        raise Http404(f"broker {broker_name!r} is not in the cluster (or has no master)")
+    return found
 
 
 @require_GET

@@ -8,23 +8,16 @@ from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from broker.client.admin import NotFoundError
 from broker.common.system_names import is_system_group
-from console.forms import GroupForm, ResetOffsetForm, check_group
-from console.views.common import form_errors_text, invalid_form, invalid_target, run_action, save_on_masters
-from core.cluster_access import admin_of
-from core.cluster_queries import group_detail, group_index, group_rows, reset_preview
-from core.roles import VIEWER, require_permission, require_role
+from console.commands import groups, serves
+from console.commands.parsing import form_errors_text
+from console.forms import ResetOffsetForm, check_group
+from console.queries import groups as queries
+from console.queries import topology
+from console.views.common import cluster_of, perform
+from core.roles import VIEWER, require_role
 
 PAGE_SIZE = 100
-_GROUP_OPTIONS = (
-    "retry_max_times",
-    "retry_queue_nums",
-    "consume_enable",
-    "consume_broadcast_enable",
-    "consume_from_min_enable",
-    "consume_message_orderly",
-)
 
 
 @require_GET
@@ -32,18 +25,18 @@ _GROUP_OPTIONS = (
 def group_list(request):
     """Names are filtered and paged first; lag, clients and TPS are then asked for the groups of
     the page only, so the page costs the same with 30 groups or 3,000."""
-    admin = admin_of(request)
+    cluster = cluster_of(request)
     query = request.GET.get("q", "").strip()
     show_system = request.GET.get("system") == "1"
-    index = group_index(admin)
+    index = queries.index(cluster)
     shown = [
         name
         for name in index.names
         if (show_system or not is_system_group(name)) and (not query or query.lower() in name.lower())
     ]
     page = Paginator(shown, PAGE_SIZE).get_page(request.GET.get("page"))
-    rows = group_rows(admin, index, list(page.object_list))
-    info = admin.cluster_info()
+    rows = queries.rows(cluster, index, list(page.object_list))
+    layout = topology.layout(cluster)
     context = {
         "page": page,
         "rows": rows,
@@ -52,8 +45,8 @@ def group_list(request):
         "show_system": show_system,
         "page_lag": sum(r.lag for r in rows),
         "page_online": sum(1 for r in rows if r.clients),
-        "clusters": sorted(info.clusters),
-        "masters": sorted((b.broker_name, b.master_addr) for b in info.brokers.values() if b.master_addr),
+        "clusters": layout.clusters,
+        "masters": layout.masters,
     }
     partial = request.htmx and not request.htmx.boosted
     return render(request, "console/_group_table.html" if partial else "console/groups.html", context)
@@ -62,9 +55,9 @@ def group_list(request):
 @require_GET
 @require_role(VIEWER)
 def group_page(request, group: str):
-    admin = admin_of(request)
-    detail = group_detail(admin, group)
-    info = admin.cluster_info()
+    cluster = cluster_of(request)
+    detail = queries.detail(cluster, group)
+    layout = topology.layout(cluster)
     config = next(iter(detail.configs.values()), None)
     context = {
         "group": group,
@@ -74,62 +67,26 @@ def group_page(request, group: str):
             (q, detail.queue_clients.get((q.topic, q.broker_name, q.queue_id), ""))
             for q in (detail.progress.queues if detail.progress else [])
         ],
-        "clusters": sorted(info.clusters),
-        "masters": sorted((b.broker_name, b.master_addr) for b in info.brokers.values() if b.master_addr),
+        "clusters": layout.clusters,
+        "masters": layout.masters,
         "reset_form": ResetOffsetForm(),
     }
     return render(request, "console/group_detail.html", context)
 
 
 @require_POST
-@require_permission("group.save")
+@serves("group.save")
 def group_save(request):
-    form = GroupForm(request.POST)
-    target = request.POST.get("group", "")
-    if not form.is_valid():
-        invalid_form(request, "group.save", target, form)
-    data = form.cleaned_data
-    admin = admin_of(request)
-    options = {name: data[name] for name in _GROUP_OPTIONS}
-    params = {"cluster": data["cluster"], "broker_addr": data["broker_addr"], **options}
-    ok = save_on_masters(
-        request,
-        admin,
-        "group.save",
-        "Consumer group",
-        data,
-        data["group"],
-        params,
-        lambda addr: admin.create_or_update_subscription_group(addr, data["group"], **options),
-    )
-    return redirect("console:group", group=data["group"]) if ok else redirect("console:groups")
+    outcome = perform(request, "group.save", groups.SaveGroup.parse(request.POST))
+    return redirect("console:group", group=outcome.target) if outcome else redirect("console:groups")
 
 
 @require_POST
-@require_permission("group.delete")
+@serves("group.delete")
 def group_delete(request, group: str):
     """Delete the group's config (and its offsets) from every master that has it."""
-    admin = admin_of(request)
-
-    def delete() -> list[str]:
-        detail = group_detail(admin, group)
-        info = admin.cluster_info()
-        addrs = [info.brokers[name].master_addr for name in detail.configs if info.brokers[name].master_addr]
-        if not addrs:
-            raise NotFoundError(f"consumer group {group!r} has no config on any broker (nothing to delete)")
-        for addr in addrs:
-            admin.delete_subscription_group(addr, group, remove_offset=True)
-        return addrs
-
-    ok, _ = run_action(
-        request,
-        "group.delete",
-        group,
-        {},
-        delete,
-        lambda addrs: f"Consumer group {group} deleted from {', '.join(addrs)}",
-    )
-    return redirect("console:groups") if ok else redirect("console:group", group=group)
+    outcome = perform(request, "group.delete", groups.DeleteGroup(group))
+    return redirect("console:groups") if outcome else redirect("console:group", group=group)
 
 
 @require_GET
@@ -144,7 +101,7 @@ def reset_preview_page(request, group: str):
     if not form.is_valid():
         raise BadRequest(f"Invalid input: {form_errors_text(form)}")
     timestamp = form.target_millis()
-    rows = reset_preview(admin_of(request), group, form.cleaned_data["topic"], timestamp)
+    rows = queries.preview_reset(cluster_of(request), group, form.cleaned_data["topic"], timestamp)
     context = {
         "group": group,
         "topic": form.cleaned_data["topic"],
@@ -159,53 +116,15 @@ def reset_preview_page(request, group: str):
 
 
 @require_POST
-@require_permission("group.reset_offset")
+@serves("group.reset_offset")
 def reset_apply(request, group: str):
-    form = ResetOffsetForm(request.POST)
-    if not form.is_valid():
-        invalid_form(request, "group.reset_offset", group, form)
-    topic, timestamp = form.cleaned_data["topic"], form.target_millis()
-    admin = admin_of(request)
-    params = {"topic": topic, "mode": form.cleaned_data["mode"], "timestamp": timestamp}
-    run_action(
-        request,
-        "group.reset_offset",
-        group,
-        params,
-        lambda: admin.reset_offset_by_time(group, topic, timestamp, force=True),
-        lambda entries: (
-            f"Offsets of {group} on {topic} reset: "
-            + ", ".join(f"{e.broker_name}/{e.queue_id}→{e.offset}" for e in entries)
-        ),
-    )
+    perform(request, "group.reset_offset", groups.ResetOffset.parse(group, request.POST))
     return redirect("console:group", group=group)
 
 
 @require_POST
-@require_permission("group.skip_backlog")
+@serves("group.skip_backlog")
 def skip_backlog(request, group: str):
     """Move every topic of the group to its latest offset: the backlog is skipped, never consumed."""
-    try:
-        check_group(group)
-    except ValidationError as exc:
-        reason = f"Invalid group: {' '.join(exc.messages)}"
-        invalid_target(request, "group.skip_backlog", group, reason)
-    admin = admin_of(request)
-
-    def skip() -> list[str]:
-        progress = admin.consumer_progress(group)
-        topics = sorted({q.topic for q in progress.queues})
-        for topic in topics:
-            admin.reset_offset_by_time(group, topic, -1, force=True)
-        return topics
-
-    run_action(
-        request,
-        "group.skip_backlog",
-        group,
-        {},
-        skip,
-        lambda topics: f"Backlog of {group} skipped on {', '.join(topics)}",
-        missing_is_404=True,
-    )
+    perform(request, "group.skip_backlog", groups.SkipBacklog.parse(group), missing_is_404=True)
     return redirect("console:group", group=group)

@@ -3,42 +3,23 @@ per-group consumption, resend to one consumer (consume-message-directly)."""
 
 from __future__ import annotations
 
-import time
-
 from django.core.exceptions import BadRequest
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from console.forms import IdQueryForm, KeyQueryForm, ResendForm, TopicTimeQueryForm
+from console.commands import messages, serves
+from console.commands.parsing import form_errors_text
+from console.forms import IdQueryForm, KeyQueryForm, TopicTimeQueryForm
 from console.message_body import body_views
 from console.message_export import EXPORT_FORMATS, export_response
-from console.services.message_queries import (
-    describe_all,
-    message_track,
-    messages_by_id,
-    messages_by_key,
-    messages_by_time,
-)
-from console.views.common import form_errors_text, invalid_form, run_action
-from core.cluster_access import admin_of
-from core.roles import VIEWER, require_permission, require_role
+from console.queries import messages as queries
+from console.views.common import cluster_of, perform
+from core.roles import VIEWER, require_role
 
 MODES = {"time": TopicTimeQueryForm, "key": KeyQueryForm, "id": IdQueryForm}
-DEFAULT_RANGE_MS = 3_600_000
 PAGE_SIZE = 100
-
-
-def _run_query(admin, mode: str, data: dict):
-    if mode == "time":
-        now = int(time.time() * 1000)
-        end = int(data["end"].timestamp() * 1000) if data.get("end") else now
-        begin = int(data["begin"].timestamp() * 1000) if data.get("begin") else end - DEFAULT_RANGE_MS
-        return messages_by_time(admin, data["topic"], begin, end)
-    if mode == "key":
-        return messages_by_key(admin, data["topic"], data["key"])
-    return messages_by_id(admin, data.get("topic", ""), data["msg_id"])
 
 
 @require_GET
@@ -56,7 +37,7 @@ def message_search(request):
     if searched:
         if not form.is_valid():
             raise BadRequest(f"Invalid query: {form_errors_text(form)}")
-        result = _run_query(admin_of(request), mode, form.cleaned_data)
+        result = queries.search(cluster_of(request), mode, form.cleaned_data)
         if export:
             name = form.cleaned_data.get("topic") or form.cleaned_data.get("msg_id") or "messages"
             return export_response(result.views, export, f"{name}-{mode}")
@@ -75,13 +56,11 @@ def message_detail(request, msg_id: str):
     form = IdQueryForm({"msg_id": msg_id, "topic": request.GET.get("topic", "")})
     if not form.is_valid():
         raise BadRequest(f"Invalid message id: {form_errors_text(form)}")
-    admin = admin_of(request)
-    message = admin.view_cluster_message(form.cleaned_data["msg_id"])
-    [view] = describe_all(admin, [message])
-    tracks = message_track(admin, message)
+    detail = queries.message_detail(cluster_of(request), form.cleaned_data["msg_id"])
+    tracks = detail.tracks
     context = {
-        "m": view,
-        "body": body_views(message.body),
+        "m": detail.view,
+        "body": body_views(detail.message.body),
         "tracks": tracks,
         "resend_targets": [(t.group, c) for t in tracks for c in t.clients],
     }
@@ -89,39 +68,10 @@ def message_detail(request, msg_id: str):
 
 
 @require_POST
-@require_permission("message.resend")
+@serves("message.resend")
 def message_resend(request, msg_id: str):
-    """Hand the stored message to one online consumer of a group again (RocketMQ's "resend" in the
-    dashboard): the client runs its listener on it; offsets do not move."""
-    form = ResendForm(request.POST)
-    id_form = IdQueryForm({"msg_id": msg_id})
-    if not id_form.is_valid():
-        invalid_form(request, "message.resend", msg_id, id_form)
-    if not form.is_valid():
-        invalid_form(request, "message.resend", msg_id, form)
-    admin = admin_of(request)
-    offset_id = id_form.cleaned_data["msg_id"]
-    group, client_id = form.cleaned_data["group"], form.cleaned_data["client_id"]
-
-    def resend():
-        topic = admin.view_cluster_message(offset_id).topic
-        result = admin.consume_message_directly(group, client_id, offset_id, topic)
-        if result.get("consumeResult") != "CR_SUCCESS":
-            raise ValueError(
-                f"the consumer answered {result.get('consumeResult')}"
-                + (f": {result['remark']}" if result.get("remark") else "")
-            )
-        return result
-
-    run_action(
-        request,
-        "message.resend",
-        offset_id,
-        {"group": group, "client_id": client_id},
-        resend,
-        lambda r: (
-            f"Message {offset_id} consumed again by {client_id} of {group}: "
-            f"{r.get('consumeResult')} in {r.get('spentTimeMills', 0)} ms"
-        ),
-    )
+    """Hand the stored message to one online consumer of a group again (``console.commands.messages``)."""
+    params = messages.Resend.parse(msg_id, request.POST)
+    perform(request, "message.resend", params)
+    offset_id = params.offset_msg_id if isinstance(params, messages.Resend) else msg_id
     return redirect(reverse("console:message", args=[offset_id]))

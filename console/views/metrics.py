@@ -19,8 +19,7 @@ from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from console.metrics import collector_for
-from core.cluster_access import admin_for, namesrv_choices
+from console.queries import topology
 from core.roles import VIEWER, has_role, mark_access, refusal
 
 REALM = 'Bearer realm="pyrocket console metrics"'
@@ -60,7 +59,7 @@ def metrics(request):
             )
         if not has_role(request.user, VIEWER):
             raise PermissionDenied(refusal(request.user, VIEWER))
-    choices = namesrv_choices()
+    choices = topology.configured_namesrvs()
     namesrv = request.GET.get("namesrv") or (choices[0] if choices else "")
     if namesrv not in choices:
         return HttpResponse(
@@ -69,7 +68,7 @@ def metrics(request):
             content_type="text/plain",
         )
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(collector_for(admin_for(namesrv), namesrv))
+    registry.register(topology.metrics_collector(namesrv))
     return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from console.services.overview import overview
-from core.cluster_access import admin_of, current_namesrv
+from console.queries import topology
+from console.views.common import cluster_of
 from core.roles import require_login, user_role
 
 
@@ -18,5 +18,5 @@ def home(request):
     page they may see, saying whom to ask."""
     if user_role(request.user) is None:
         return render(request, "console/no_role.html")
-    sections = overview(admin_of(request), current_namesrv(request))
+    sections = topology.overview_sections(cluster_of(request))
     return render(request, "console/overview.html", {"sections": sections})

@@ -6,19 +6,17 @@ from django.core.exceptions import BadRequest
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from broker.client.admin import MQBrokerError
-from broker.common.codes import ResponseCode
+from console.commands.parsing import form_errors_text
 from console.forms import ProducerQueryForm
-from console.views.common import form_errors_text
-from core.cluster_access import admin_of
-from core.cluster_queries import topic_rows
+from console.queries import messages as queries
+from console.views.common import cluster_of
 from core.roles import VIEWER, require_role
 
 
 @require_GET
 @require_role(VIEWER)
 def producer_page(request):
-    admin = admin_of(request)
+    cluster = cluster_of(request)
     searched = "topic" in request.GET or "group" in request.GET
     form = ProducerQueryForm(request.GET if searched else None)
     context = {
@@ -26,17 +24,11 @@ def producer_page(request):
         "searched": searched,
         "connection": None,
         "missing": "",
-        "topics": [t.name for t in topic_rows(admin) if "normal" in t.kinds or "fifo" in t.kinds],
+        "topics": queries.sendable_topics(cluster),
     }
     if searched:
         if not form.is_valid():
             raise BadRequest(f"Invalid query: {form_errors_text(form)}")
-        try:
-            context["connection"] = admin.producer_connection(
-                form.cleaned_data["group"], form.cleaned_data["topic"]
-            )
-        except MQBrokerError as exc:
-            if exc.code != ResponseCode.SYSTEM_ERROR:  # RocketMQ: "the producer group not exist"
-                raise
-            context["missing"] = exc.remark or str(exc)
+        group, topic = form.cleaned_data["group"], form.cleaned_data["topic"]
+        context["connection"], context["missing"] = queries.producer_connection(cluster, group, topic)
     return render(request, "console/producers.html", context)

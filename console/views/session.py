@@ -8,31 +8,22 @@ from django.shortcuts import redirect
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from console.forms import NamesrvSwitchForm
-from console.views.common import invalid_form
-from core.audit import audit
-from core.cluster_access import select_namesrv
-from core.models import AuditRecord
-from core.roles import VIEWER, require_role
+from console.commands import serves, session
+from console.views.common import run
 
 
 @require_POST
-@require_role(VIEWER)
+@serves(session.SWITCH)
 def namesrv_switch(request):
-    """Any console user may look at another configured cluster; only settings list the choices,
-    so the console never connects to an address typed into a form."""
-    form = NamesrvSwitchForm(request.POST)
-    if not form.is_valid():
-        invalid_form(request, "namesrv.switch", "", form)
-    addr = form.cleaned_data["namesrv"]
+    """Any console user may look at another configured cluster (``console.commands.session``)."""
     try:
-        select_namesrv(request, addr)
+        outcome = run(request, session.SWITCH, session.SwitchNamesrv.parse(request.POST))
     except ValueError as exc:
-        audit(request, "namesrv.switch", addr, {}, AuditRecord.RESULT_FAILED, str(exc))
         raise BadRequest(str(exc)) from None
-    audit(request, "namesrv.switch", addr, {}, AuditRecord.RESULT_OK, "")
-    messages.info(request, f"Now using name server {addr}")
-    target = form.cleaned_data.get("next") or "/"
+    chosen = outcome.value
+    session.remember(request, chosen.namesrv)
+    messages.info(request, f"Now using name server {chosen.namesrv}")
+    target = chosen.next_url or "/"
     if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
         target = "/"
     return redirect(target)

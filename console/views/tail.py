@@ -9,21 +9,18 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from django.core.exceptions import BadRequest
-from django.db import IntegrityError
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from broker.common.topic_config import validate_topic
+from console.commands import serves
+from console.commands import tail as commands
+from console.commands.tail import FILTER_FIELDS
 from console.models import SavedTailFilter
 from console.tail.consumer import BUFFER_SIZE
-from console.tail.filters import TailFilterError, compile_filter
-from console.views.common import audited
-from core.audit import audit
-from core.roles import VIEWER, require_permission, require_role
-
-FILTER_FIELDS = ("tags", "sql", "key")
+from console.views.common import run
+from core.roles import VIEWER, require_role
 
 
 @require_GET
@@ -43,44 +40,21 @@ def tail_page(request):
 
 
 @require_POST
-@require_permission("tail.filter.save")
-@audited("tail.filter.save")
+@serves("tail.filter.save")
 def save_tail_filter(request):
-    name = (request.POST.get("name") or "").strip()
-    if not name or len(name) > 80:
-        raise BadRequest("give the filter a name of 1 to 80 characters")
-    fields = {k: (request.POST.get(k) or "").strip() for k in ("topic", *FILTER_FIELDS)}
-    try:
-        compile_filter(fields["tags"], fields["sql"], fields["key"])
-    except TailFilterError as exc:
-        raise BadRequest(str(exc)) from None
-    try:
-        saved, created = SavedTailFilter.objects.update_or_create(
-            user=request.user, name=name, defaults=fields
-        )
-    except IntegrityError as exc:
-        raise BadRequest(f"cannot save the filter: {exc}") from None
-    audit(request, "tail.filter.save", name, fields, detail="created" if created else "updated")
+    outcome = run(request, "tail.filter.save", commands.SaveTailFilter.parse(request.POST))
+    fields = outcome.parameters
     if request.htmx:
-        context = {"name": saved.name, "created": created, "topic": fields["topic"]}
+        context = {"name": outcome.target, "created": outcome.detail == "created", "topic": fields["topic"]}
         context["saved"] = _saved_filters(request.user, fields["topic"])
         return render(request, "console/_tail_filter_saved.html", context)
     return redirect(tail_url(fields["topic"], fields))
 
 
 @require_POST
-@require_permission("tail.filter.delete")
+@serves("tail.filter.delete")
 def delete_tail_filter(request, filter_id: int):
-    deleted, _ = SavedTailFilter.objects.filter(user=request.user, pk=filter_id).delete()
-    result = "ok" if deleted else "failed"
-    audit(
-        request,
-        "tail.filter.delete",
-        str(filter_id),
-        {},
-        result,
-        "" if deleted else "no such filter of yours",
-    )
+    run(request, "tail.filter.delete", commands.DeleteTailFilter(filter_id))
     topic = (request.POST.get("topic") or "").strip()
     topic = "" if validate_topic(topic) else topic
     if request.htmx:

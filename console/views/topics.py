@@ -5,23 +5,20 @@ from __future__ import annotations
 
 import time
 
-from django.core.exceptions import BadRequest, ValidationError
+from django.core.exceptions import BadRequest
 from django.core.paginator import Paginator
 from django.http import JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from broker.common.message import Message
 from broker.common.topic_kinds import KIND_LABELS, KINDS
-from console.forms import PERM_CHOICES, SendMessageForm, TopicForm, check_topic
-from console.services.sending import choose_queue, send_message
-from console.services.topic_by_set import topic_by_set
-from console.services.vanished_brokers import down_sets, vanished_brokers
-from console.views.common import invalid_form, invalid_target, run_action, save_on_masters
-from core.cluster_access import admin_of, current_namesrv, producer_of
-from core.cluster_queries import is_system_topic_of, topic_consumers, topic_rows
-from core.roles import VIEWER, require_permission, require_role
+from console.commands import serves, topics
+from console.forms import PERM_CHOICES, SendMessageForm
+from console.queries import topics as queries
+from console.queries import topology
+from console.views.common import cluster_of, perform
+from core.roles import VIEWER, require_role
 
 PAGE_SIZE = 100
 
@@ -29,26 +26,26 @@ PAGE_SIZE = 100
 @require_GET
 @require_role(VIEWER)
 def topic_list(request):
-    admin = admin_of(request)
+    cluster = cluster_of(request)
     kind = request.GET.get("kind", "")
     if kind and kind not in KINDS:
         raise BadRequest(f"unknown topic kind {kind!r}; use one of {', '.join(KINDS)}")
     query = request.GET.get("q", "").strip()
-    rows = topic_rows(admin)
+    rows = queries.all_topics(cluster)
     counts = {k: sum(1 for r in rows if k in r.kinds) for k in KINDS}
     shown = [
         r for r in rows if (not kind or kind in r.kinds) and (not query or query.lower() in r.name.lower())
     ]
     page = Paginator(shown, PAGE_SIZE).get_page(request.GET.get("page"))
-    info = admin.cluster_info()
+    layout = topology.layout(cluster)
     context = {
         "page": page,
         "total": len(rows),
         "kind": kind,
         "query": query,
         "kinds": [(k, KIND_LABELS[k], counts[k]) for k in KINDS],
-        "clusters": sorted(info.clusters),
-        "masters": sorted((b.broker_name, b.master_addr) for b in info.brokers.values() if b.master_addr),
+        "clusters": layout.clusters,
+        "masters": layout.masters,
         "perm_choices": PERM_CHOICES,
     }
     template = (
@@ -60,9 +57,8 @@ def topic_list(request):
 @require_GET
 @require_role(VIEWER)
 def topic_detail(request, topic: str):
-    admin = admin_of(request)
-    route = admin.topic_route(topic)
-    by_set = topic_by_set(admin, topic, route)  # a set that does not answer costs its rows only
+    detail = queries.topic_detail(cluster_of(request), topic)
+    route, by_set = detail.route, detail.by_set
     status = by_set.status
     queue_data = route.queue_datas[0] if route.queue_datas else None
     context = {
@@ -74,7 +70,7 @@ def topic_detail(request, topic: str):
         "consumers_error": by_set.consumers_error,
         "unreachable": by_set.unreachable,
         "send_form": SendMessageForm(),
-        "system": is_system_topic_of(admin, topic),
+        "system": detail.system,
         "perm_choices": PERM_CHOICES,
         "current": {
             "read_queue_nums": queue_data.read_queue_nums if queue_data else 8,
@@ -84,121 +80,34 @@ def topic_detail(request, topic: str):
         },
         "masters": [(b.broker_name, b.master_addr) for b in route.broker_datas if b.master_addr],
         "clusters": sorted({b.cluster for b in route.broker_datas}),
-        # Sets the name server dropped are missing from the route: say so rather than let a
-        # topic that lost half its queues look whole.
-        "down_sets": down_sets(vanished_brokers(current_namesrv(request), _listed_members(admin))),
+        "down_sets": detail.down_sets,
     }
     return render(request, "console/topic_detail.html", context)
 
 
-def _listed_members(admin) -> set[tuple[str, int]]:
-    brokers = admin.cluster_info().brokers.values()
-    return {(data.broker_name, broker_id) for data in brokers for broker_id in data.broker_addrs}
-
-
 @require_POST
-@require_permission("topic.save")
+@serves("topic.save")
 def topic_save(request):
     """Create a topic, or update its queue counts / permission: on one broker or every master of a cluster."""
-    form = TopicForm(request.POST)
-    target = request.POST.get("topic", "")
-    if not form.is_valid():
-        invalid_form(request, "topic.save", target, form)
-    data = form.cleaned_data
-    admin = admin_of(request)
-    params = {
-        k: data[k] for k in ("cluster", "broker_addr", "read_queue_nums", "write_queue_nums", "perm", "order")
-    }
-    ok = save_on_masters(
-        request,
-        admin,
-        "topic.save",
-        "Topic",
-        data,
-        data["topic"],
-        params,
-        lambda addr: admin.create_or_update_topic(
-            addr,
-            data["topic"],
-            data["read_queue_nums"],
-            data["write_queue_nums"],
-            data["perm"],
-            data["order"],
-        ),
-    )
-    return redirect("console:topic", topic=data["topic"]) if ok else redirect("console:topics")
+    params = topics.SaveTopic.parse(request.POST)
+    outcome = perform(request, "topic.save", params)
+    return redirect("console:topic", topic=outcome.target) if outcome else redirect("console:topics")
 
 
 @require_POST
-@require_permission("topic.delete")
+@serves("topic.delete")
 def topic_delete(request, topic: str):
-    try:
-        check_topic(topic)
-    except ValidationError as exc:
-        invalid_target(request, "topic.delete", topic, f"Invalid topic: {' '.join(exc.messages)}")
-    admin = admin_of(request)
-    _refuse_system_topic(request, admin, "topic.delete", topic)
-    run_action(
-        request,
-        "topic.delete",
-        topic,
-        {},
-        lambda: admin.delete_topic(topic),
-        lambda addrs: f"Topic {topic} deleted from {', '.join(addrs)} and the name server",
-        missing_is_404=True,
-    )
+    perform(request, "topic.delete", topics.DeleteTopic.parse(topic), missing_is_404=True)
     return redirect("console:topics")
 
 
-def _refuse_system_topic(request, admin, action: str, topic: str) -> None:
-    """The brokers' own topics are theirs to write and keep (schedule, transaction, trace...), as are
-    the cluster- and broker-named ones every broker registers: never from the console."""
-    if is_system_topic_of(admin, topic):
-        invalid_target(
-            request, action, topic, f"{topic} is a system topic: the console neither sends to nor deletes it"
-        )
-
-
 @require_POST
-@require_permission("topic.send")
+@serves("topic.send")
 def topic_send(request, topic: str):
     """Send one test message through the console's SDK producer, as mqadmin sendMessage does."""
-    form = SendMessageForm(request.POST)
-    if not form.is_valid():
-        invalid_form(request, "topic.send", topic, form)
-    data = form.cleaned_data
-    admin = admin_of(request)
-    _refuse_system_topic(request, admin, "topic.send", topic)
-    params = {
-        "tags": data["tags"],
-        "keys": data["keys"],
-        "broker_name": data["broker_name"],
-        "queue_id": data["queue_id"],
-        "body_bytes": len(data["body"].encode("utf-8")),
-    }
-
-    def send():
-        queue = None
-        if data["broker_name"]:
-            queue = choose_queue(admin.topic_route(topic), data["broker_name"], data["queue_id"])
-        message = Message(topic=topic, body=data["body"].encode("utf-8"))
-        message.tags = data["tags"] or None
-        message.keys = data["keys"] or None
-        return send_message(producer_of(request), message, queue)
-
-    ok, result = run_action(
-        request,
-        "topic.send",
-        topic,
-        params,
-        send,
-        lambda r: (
-            f"Sent {r.send_status} to {r.message_queue.broker_name} queue {r.message_queue.queue_id} "
-            f"offset {r.queue_offset}: msgId {r.msg_id}, offsetMsgId {r.offset_msg_id}"
-        ),
-    )
-    if ok:
-        return redirect(reverse("console:message", args=[result.offset_msg_id]) + f"?topic={topic}")
+    outcome = perform(request, "topic.send", topics.SendTestMessage.parse(topic, request.POST))
+    if outcome:
+        return redirect(reverse("console:message", args=[outcome.value.offset_msg_id]) + f"?topic={topic}")
     return redirect("console:topic", topic=topic)
 
 
@@ -206,10 +115,5 @@ def topic_send(request, topic: str):
 @require_role(VIEWER)
 def topic_tps_sample(request, topic: str):
     """Running totals: messages stored in the topic and consumed by each group (the page derives rates)."""
-    admin = admin_of(request)
-    status = admin.topic_status(topic)
-    counters = {"produced": sum(q.max_offset for q in status.queues)}
-    for consumer in topic_consumers(admin, topic):
-        if not consumer.error:
-            counters[f"consumed by {consumer.group}"] = consumer.consumed
+    counters = queries.topic_counters(cluster_of(request), topic)
     return JsonResponse({"at": int(time.time() * 1000), "counters": counters})

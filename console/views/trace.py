@@ -6,29 +6,15 @@ from django.core.exceptions import BadRequest
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from broker.client.admin import NotFoundError
-from broker.common.message_codec import MessageDecodeError, decode_offset_msg_id
 from broker.common.topic_config import validate_topic
 from console import replay_audit
+from console.queries import messages as queries
 from console.services import trace
-from console.views.common import message_row, ms_to_datetime
-from core.cluster_access import admin_of
+from console.timestamps import ms_to_datetime
+from console.views.common import cluster_of, message_row
 from core.roles import VIEWER, require_role
 
 MAX_MSG_ID_LENGTH = 128  # RocketMQ's ids have 32 to 56 hex digits
-
-
-def _find_message(admin, msg_id: str, topic: str):
-    """The message itself, or None when the cluster holds no such message (an unreachable cluster
-    is not "not found": its error propagates and becomes a 503 page). Without a topic only an
-    offsetMsgId can be looked up; a client msgId is then found in the trace topic alone."""
-    try:
-        if topic:
-            return admin.query_message_by_id(topic, msg_id)[0]
-        decode_offset_msg_id(msg_id)
-        return admin.view_cluster_message(msg_id)
-    except (NotFoundError, MessageDecodeError):
-        return None
 
 
 def _replay_events(msg_id: str) -> list[trace.TraceEvent]:
@@ -56,9 +42,10 @@ def message_trace(request):
             raise BadRequest(f"a message id has at most {MAX_MSG_ID_LENGTH} characters")
         if topic and validate_topic(topic):
             raise BadRequest(validate_topic(topic))
-        message = _find_message(admin_of(request), msg_id, topic)
+        cluster = cluster_of(request)
+        message = queries.find_message(cluster, msg_id, topic)
         lookup_id = message.client_msg_id if message is not None else msg_id
-        events = trace.timeline(admin_of(request), lookup_id, message, _replay_events(lookup_id))
+        events = queries.timeline(cluster, lookup_id, message, _replay_events(lookup_id))
         context.update(
             message=message_row(message) if message is not None else None,
             events=[{"at": ms_to_datetime(e.timestamp), "event": e} for e in events],

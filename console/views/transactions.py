@@ -3,24 +3,20 @@
 from __future__ import annotations
 
 from django.contrib import messages as flash
-from django.core.exceptions import BadRequest
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from broker.client.admin import MQClientError
-from broker.common.topic_config import TRANS_HALF_TOPIC
-from console.services import transactions
-from console.views.common import audited, export_messages, message_row
-from core.audit import audit
-from core.cluster_access import admin_of
-from core.models import AuditRecord
-from core.roles import VIEWER, require_permission, require_role
+from console.commands import messages as commands
+from console.commands import serves
+from console.queries import operations as queries
+from console.views.common import cluster_of, export_messages, message_row, run
+from core.roles import VIEWER, require_role
 
 
 @require_GET
 @require_role(VIEWER)
 def pending_transactions(request):
-    pending = transactions.pending_half_messages(admin_of(request))
+    pending = queries.pending_transactions(cluster_of(request))
     rows = [
         {
             **message_row(h.message, h.located.broker_name),
@@ -38,7 +34,7 @@ def pending_transactions(request):
 @require_GET
 @require_role(VIEWER)
 def pending_transactions_export(request, fmt: str):
-    pending = transactions.pending_half_messages(admin_of(request))
+    pending = queries.pending_transactions(cluster_of(request))
     rows = [
         (h.message, h.located.broker_name, {"real_topic": h.real_topic, "producer_group": h.producer_group,
                                             "check_times": h.check_times, "age_seconds": round(h.age_s())})
@@ -49,40 +45,11 @@ def pending_transactions_export(request, fmt: str):
 
 
 @require_POST
-@require_permission("transaction.end")
-@audited("transaction.end")
+@serves(commands.END_TRANSACTION)
 def end_transaction(request):
-    offset_msg_id = (request.POST.get("offset_msg_id") or "").strip()
-    action = request.POST.get("action")
-    if action not in ("commit", "rollback"):
-        raise BadRequest("action must be commit or rollback")
-    if not offset_msg_id:
-        raise BadRequest("name the half message (offset_msg_id)")
-    admin = admin_of(request)
-    # One action name whatever happens (refused by role, bad input, done): the decision is a parameter.
     try:
-        half = transactions.find_pending(admin, offset_msg_id)
-    except ValueError as exc:
-        audit(
-            request, "transaction.end", offset_msg_id, {"action": action}, AuditRecord.RESULT_FAILED, str(exc)
-        )
-        raise BadRequest(str(exc)) from None
-    params = {
-        "action": action,
-        "producerGroup": half.producer_group,
-        "topic": half.real_topic,
-        "msgId": half.message.client_msg_id,
-        "broker": half.located.broker_name,
-        "halfOffset": half.message.queue_offset,
-    }
-    target = f"{TRANS_HALF_TOPIC}:{offset_msg_id}"
-    try:
-        transactions.end_transaction(admin, half, commit=action == "commit")
-    except MQClientError as exc:
-        audit(request, "transaction.end", target, params, AuditRecord.RESULT_FAILED, str(exc))
-        raise
-    audit(request, "transaction.end", target, params)
-    flash.success(
-        request, f"{action.capitalize()} of {half.message.client_msg_id} sent to {half.located.broker_name}."
-    )
+        outcome = run(request, commands.END_TRANSACTION, commands.EndTransaction.parse(request.POST))
+    except commands.TransactionEndFailed as exc:
+        raise exc.error from None  # the cluster's refusal, shown as its error page
+    flash.success(request, outcome.value)
     return redirect("console:transactions")

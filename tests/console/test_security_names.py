@@ -26,8 +26,8 @@ from django.urls import Resolver404, URLPattern, URLResolver, get_resolver, reso
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import console.views.groups
-import console.views.topics
+import console.queries.groups
+import console.queries.topics
 from broker.common.json_config_file import ConsumerOffsetTable
 from console.url_names import name_to_segment, segment_to_name
 from core import cluster_access, cluster_queries
@@ -105,7 +105,7 @@ def test_the_group_list_shows_every_odd_name_with_a_link_back_to_it(client, monk
         index = cluster_queries.group_index(admin)  # the real broker's answer, plus a peer's odd names
         return dataclasses.replace(index, names=sorted({*index.names, *ODD_NAMES}))
 
-    monkeypatch.setattr(console.views.groups, "group_index", with_odd_names)
+    monkeypatch.setattr(console.queries.groups, "group_index", with_odd_names)
     response = client.get("/groups/", {"q": ""})
     assert response.status_code == 200, response.content[:300]
     html = response.content.decode()
@@ -130,7 +130,7 @@ def test_the_topic_page_lists_odd_consumers_with_links_back_to_them(client, monk
         extra = [cluster_queries.TopicConsumer(n, error="refused") for n in ODD_NAMES if n not in known]
         return consumers + extra
 
-    monkeypatch.setattr(console.views.topics, "topic_consumers", with_odd_names)
+    monkeypatch.setattr(console.queries.topics, "topic_consumers", with_odd_names)
     response = client.get(reverse("console:topic", args=[TOPIC]))
     assert response.status_code == 200, response.content[:300]
     html = response.content.decode()

@@ -118,7 +118,7 @@ def expected(route: Route, user: str, method: str) -> set[int] | None:
     if route.name in LOGIN_ONLY:
         return {302} if user == ANONYMOUS else ({200} if method == "GET" else None)
     assert hasattr(route.view, "required_role"), (
-        f"{route}: no guard; wrap the view in core.roles.require_role / require_permission "
+        f"{route}: no guard; wrap the view in core.roles.require_role / core.boundary.serves "
         "(or list it here as public, with the reason)"
     )
     minimum = route.view.required_role
