@@ -135,7 +135,7 @@ def test_a_done_action_is_one_ok_record_of_the_action(live_cluster):
         "write_queue_nums": 2,
         "perm": 6,
     }
-    done = [
+    done: list[tuple[str, dict[str, object], str]] = [
         (reverse("console:topic_save"), topic, "topic.save"),
         (
             reverse("console:save_tail_filter"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group, User
@@ -52,7 +53,7 @@ class Route:
     namespace: str
     name: str | None
     url: str
-    view: object
+    view: Any  # the resolved view function, with what its decorators attached (command_action…)
 
     @property
     def methods(self) -> set[str]:

@@ -41,7 +41,8 @@ def violations(source: str) -> list[str]:
             found += [f"{node.lineno}: imports {a.name}" for a in node.names if a.name in FORBIDDEN_NAMES]
         else:
             modules = []
-        found += [f"{node.lineno}: imports {m}" for m in modules if m.startswith(FORBIDDEN_MODULES)]
+        line = getattr(node, "lineno", 0)
+        found += [f"{line}: imports {m}" for m in modules if m.startswith(FORBIDDEN_MODULES)]
         if isinstance(node, ast.Name) and node.id in FORBIDDEN_NAMES:
             found.append(f"{node.lineno}: uses {node.id}")
         if isinstance(node, ast.Attribute) and node.attr in CLUSTER_CLIENTS and _is_cluster(node.value):
