@@ -44,12 +44,16 @@ def worker(django_db_setup, django_db_blocker, tmp_path_factory):
     """A real Celery worker on the test database; short backoff so a retry comes within a second."""
     import os
 
+    from django.conf import settings
     from django.db import connection
 
     env = dict(os.environ)
     env.update(
         DJANGO_SETTINGS_MODULE="project.settings",
         DATABASE_URL=database_url(connection.settings_dict),
+        # The var dir this process's settings were made with (its Celery queue folder), not the
+        # environment's: another conftest may have set Django up before tests/alerts set its own.
+        CONSOLE_VAR_DIR=str(settings.VAR_DIR),
         ALERT_WEBHOOK_BACKOFF_SECONDS="0.5",
         ALERT_WEBHOOK_MAX_ATTEMPTS=str(MAX_ATTEMPTS),
         ALERT_WEBHOOK_TIMEOUT_SECONDS="5",
