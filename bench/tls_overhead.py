@@ -23,11 +23,12 @@ import uvloop
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from broker.common.tls_modes import TlsMode
 from broker.local_tls import make_tls_files
 from broker.remoting.client import RemotingClient
 from broker.remoting.command import create_request, response_to
 from broker.remoting.server import RemotingServer
-from broker.remoting.tls import ClientTls, ServerTls, TlsMode
+from broker.remoting.tls import ClientTls, ServerTls
 
 ECHO = 1000
 

@@ -31,11 +31,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from broker.common import connection_limits as net
 from broker.common.conf_file import ConfError, parse_hours
 from broker.common.delay_levels import parse_delay_levels
 from broker.common.hosts import parse_host_list
-from broker.remoting import limits as net
-from broker.remoting.tls import CLIENT_AUTH_MODES, TLS_MODES
+from broker.common.tls_modes import CLIENT_AUTH_MODES, TLS_MODES
 
 BROKER, STORE = "broker", "store"
 JAVA_INT_MAX = 2**31 - 1
@@ -324,7 +324,7 @@ KEYS: dict[str, ConfigKey] = {
         _key("storeReplyMessageEnable", BROKER, Bool(), LIVE, "store replies as well as pushing them"),
         _key("traceTopicEnable", BROKER, Bool(), RESTART, "create the trace topic at start"),
         _key("busyPollWindowMicros", BROKER, Int(0, 1_000_000), RESTART, "poll sockets after a read, µs"),
-        # network limits of the remoting port (broker/remoting/limits.py; namesrv.conf has the same)
+        # network limits of the remoting port (broker/common/connection_limits.py; namesrv.conf has the same)
         _key(
             net.FRAME_MAX_LENGTH_KEY,
             BROKER,

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from broker.common.conf_file import ConfError, get_bool, get_int, get_list
-from broker.remoting.tls import PLAINTEXT, ClientTls, TlsMode
+from broker.common.tls_modes import TlsMode
+from broker.remoting.tls import PLAINTEXT, ClientTls
 
 from .raft import Peer
 

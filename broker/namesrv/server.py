@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 
 class NamesrvController:
     def __init__(self, conf: dict[str, str]) -> None:
-        from broker.remoting.limits import ConnectionLimits
+        from broker.common.connection_limits import ConnectionLimits
         from broker.remoting.server import RemotingServer
         from broker.remoting.tls import ServerTls
 

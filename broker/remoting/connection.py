@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import cast
 
 from broker.common.codes import ResponseCode
+from broker.common.connection_limits import DEFAULT_FRAME_MAX_LENGTH
 from broker.common.fastjson import JsonBodyError
 from broker.common.request_headers.base import HeaderError
 
@@ -25,7 +26,7 @@ from .backlog_budget import BacklogBudget, PartialFrames
 from .busy_poll import BusyPoll
 from .command import RPC_ONEWAY, RPC_TYPE_RESPONSE, RemotingCommand, response_to
 from .errors import FrameError, RemotingSendRequestError, RemotingTimeoutError
-from .frame import DEFAULT_FRAME_MAX_LENGTH, FrameDecoder, encode_frame
+from .frame import FrameDecoder, encode_frame
 
 log = logging.getLogger(__name__)
 COMMANDS_PER_TURN = 16  # see RemotingConnection._take_turn

@@ -14,6 +14,7 @@ import struct
 import orjson
 
 from broker.common.codes import LanguageCode
+from broker.common.connection_limits import DEFAULT_FRAME_MAX_LENGTH
 
 from .command import SERIALIZE_JSON, SERIALIZE_ROCKETMQ, RemotingCommand
 from .errors import FrameError
@@ -22,9 +23,6 @@ LENGTHS = struct.Struct(">ii")
 BINARY_FIXED = struct.Struct(">hbhii")
 INT = struct.Struct(">i")
 SHORT = struct.Struct(">h")
-# RocketMQ's frameMaxLength (its NettyDecoder's LengthFieldBasedFrameDecoder): a frame counts its
-# 4-byte length field as well, so the length it declares may be at most this minus 4.
-DEFAULT_FRAME_MAX_LENGTH = 16 * 1024 * 1024
 LENGTH_FIELD = 4
 JAVA_INT_MIN, JAVA_INT_MAX = -(2**31), 2**31 - 1
 _LANGUAGE_NAMES = {code.name: int(code) for code in LanguageCode}

@@ -1,12 +1,16 @@
-"""A server's guards on its connections: the idle sweep and the refusal of connections over the caps,
-in all and per client address (the limits themselves are in limits.py)."""
+"""A server's guards on its connections: the idle sweep, the refusal of connections over the caps,
+in all and per client address, and the process's descriptor limit raised to hold the cap (the
+limits themselves are in broker/common/connection_limits.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import resource
 from collections import Counter
 from collections.abc import Callable, Iterable
+
+from broker.common.connection_limits import MAX_CONNECTIONS_KEY
 
 from .connection import RemotingConnection
 
@@ -18,6 +22,9 @@ SWEEPS_PER_IDLE_PERIOD = 4
 MAX_SWEEP_INTERVAL_S = 5.0
 MIN_SWEEP_INTERVAL_S = 0.1
 REFUSAL_LOG_INTERVAL_S = 10.0  # refusals over the cap are logged at most this often
+# Descriptors kept beyond the connections: store files, the name-server and broker-to-broker
+# connections, logs.
+SPARE_DESCRIPTORS = 512
 
 
 class IdleSweep:
@@ -133,3 +140,27 @@ class ConnectionCap:
 class _Refused(asyncio.Protocol):
     def connection_made(self, transport) -> None:
         transport.close()
+
+
+def ensure_descriptors(connections: int) -> None:
+    """Raise the process's soft descriptor limit (as far as its hard limit allows) to hold
+    ``connections`` plus spare ones; say so in the log when it cannot."""
+    wanted = connections + SPARE_DESCRIPTORS
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY and soft < wanted:
+            new_soft = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (new_soft, hard))
+            soft = new_soft
+    except (OSError, ValueError) as exc:
+        log.warning("cannot raise the open-files limit to %d: %s", wanted, exc)
+        return
+    if soft < wanted:
+        log.warning(
+            "the open-files limit (%d) is below %s=%d plus %d spare: connections may fail to be "
+            "accepted before the cap refuses them",
+            soft,
+            MAX_CONNECTIONS_KEY,
+            connections,
+            SPARE_DESCRIPTORS,
+        )

@@ -7,12 +7,13 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 
+from broker.common.connection_limits import ConnectionLimits
+
 from .backlog_budget import BacklogBudget, PartialFrames
 from .busy_poll import BusyPoll
 from .command import RemotingCommand
 from .connection import Handler, ProcessorTable, RemotingConnection
-from .guards import ConnectionCap, IdleSweep
-from .limits import ConnectionLimits, ensure_descriptors
+from .guards import ConnectionCap, IdleSweep, ensure_descriptors
 from .tls import ServerTls, TlsAcceptor
 
 log = logging.getLogger(__name__)

@@ -2,11 +2,12 @@
 
 Servers (name server, broker) read ``tls.server.*`` from their conf file; ``tls.server.mode`` is
 RocketMQ's ``disabled`` (plaintext only: the port is served exactly as without TLS), ``permissive``
-(plaintext and TLS on the same port) or ``enforcing`` (TLS only). In the last two a new connection
-is told apart by its first byte, as RocketMQ's TlsModeHandler does: 0x16 opens a TLS handshake
-record; anything else is a remoting frame (whose 4-byte length could only start with 0x16 for a
-frame of 352 MiB or more, far over any frame limit). The byte is peeked, not read, so the TLS
-layer sees the whole handshake.
+(plaintext and TLS on the same port) or ``enforcing`` (TLS only), names kept with the broker.conf
+key table's vocabulary in broker/common/tls_modes.py. In the last two a new connection is told
+apart by its first byte, as RocketMQ's TlsModeHandler does: 0x16 opens a TLS handshake record;
+anything else is a remoting frame (whose 4-byte length could only start with 0x16 for a frame of
+352 MiB or more, far over any frame limit). The byte is peeked, not read, so the TLS layer sees
+the whole handshake.
 
 Clients read ``tls.enable`` and ``tls.client.*`` (the SDK, ``mqadmin`` and the console from the
 environment, the broker from ``broker.conf``). Unlike RocketMQ, whose ``tls.test.mode.enable``
@@ -18,7 +19,6 @@ name (the host or IP address it connects to) unless ``tls.test.mode.enable=true`
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 import os
 import socket
@@ -29,6 +29,7 @@ from typing import Protocol
 
 from broker.common.codes import ResponseCode
 from broker.common.conf_file import ConfError
+from broker.common.tls_modes import CLIENT_AUTH_MODES, DEFAULT_TLS_MODE, TLS_MODES, ClientAuth, TlsMode
 
 from .command import RemotingCommand, response_to
 from .errors import FrameError
@@ -49,24 +50,6 @@ REFUSED_FRAME_MAX = 64 * 1024
 DEFAULT_MAX_UNDECIDED = 10_000
 DROP_LOG_INTERVAL_S = 10.0
 
-
-class TlsMode(enum.StrEnum):
-    DISABLED = "disabled"
-    PERMISSIVE = "permissive"
-    ENFORCING = "enforcing"
-
-
-class ClientAuth(enum.StrEnum):
-    """``tls.server.need.client.auth``: whether a server asks clients for a certificate."""
-
-    NONE = "none"
-    OPTIONAL = "optional"
-    REQUIRE = "require"
-
-
-TLS_MODES = tuple(mode.value for mode in TlsMode)
-CLIENT_AUTH_MODES = tuple(auth.value for auth in ClientAuth)
-DEFAULT_TLS_MODE = TlsMode.DISABLED  # RocketMQ's is permissive: see ServerTls
 
 # The client settings' environment variables (RocketMQ's clients read Java system properties;
 # a shell cannot export names with dots): tls.enable, tls.test.mode.enable, tls.client.*.

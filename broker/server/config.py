@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from broker.common import connection_limits as net
 from broker.common.broker_config_keys import JAVA_INT_MAX, SECRET_KEYS, SECRET_MASK
 from broker.common.conf_file import ConfError, load_conf
-from broker.remoting import limits as net
-from broker.remoting.tls import ClientAuth, ClientTls, ServerTls, TlsMode
+from broker.common.tls_modes import ClientAuth, TlsMode
+from broker.remoting.tls import ClientTls, ServerTls
 from broker.store.ha.roles import role_problem
 from broker.store.store_config import MessageStoreConfig
 
@@ -76,7 +77,7 @@ class BrokerConfig:
     # Keep polling for this long after a read instead of sleeping (broker/remoting/busy_poll.py):
     # waking a sleeping broker costs more than serving a message. 0 turns it off.
     busy_poll_window_micros: int = 250
-    # Network limits of the remoting port (broker/remoting/limits.py: the same keys in namesrv.conf).
+    # Network limits of the remoting port (broker/common/connection_limits.py: the same keys in namesrv.conf).
     frame_max_length: int = net.DEFAULT_FRAME_MAX_LENGTH
     server_max_partial_frame_bytes: int = net.DEFAULT_MAX_PARTIAL_FRAME_BYTES
     server_channel_max_idle_time_seconds: int = net.DEFAULT_CHANNEL_MAX_IDLE_S

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from broker.common.conf_file import ConfError, write_properties
-from broker.remoting.limits import LIMIT_KEYS, ConnectionLimits
+from broker.common.connection_limits import LIMIT_KEYS, ConnectionLimits
 
 from . import config_schema as schema
 

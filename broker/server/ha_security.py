@@ -27,7 +27,8 @@ import ssl
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from broker.remoting.tls import TlsAcceptor, TlsMode
+from broker.common.tls_modes import TlsMode
+from broker.remoting.tls import TlsAcceptor
 from broker.store.ha.auth import SHARED_SECRET_KEY, HAAuthPolicy, HACredentials
 from broker.store.ha.roles import MASTER_ID
 

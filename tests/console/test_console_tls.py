@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from broker.remoting.tls import TLS_MODES
+from broker.common.tls_modes import TLS_MODES
 from core import cluster_access
 from tests.cluster import logged_in_client
 from tests.console.conftest import PASSWORD

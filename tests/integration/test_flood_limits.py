@@ -23,13 +23,14 @@ import pytest
 
 from broker.client import Producer
 from broker.common.codes import RequestCode, ResponseCode
+from broker.common.connection_limits import DEFAULT_FRAME_MAX_LENGTH
 from broker.common.message import Message
 from broker.common.request_headers import GetRouteInfoRequestHeader
 from broker.local_cluster import start_namesrv, wait_until, write_conf
 from broker.remoting.client import SyncRemotingClient
 from broker.remoting.command import create_request
 from broker.remoting.errors import RemotingError
-from broker.remoting.frame import DEFAULT_FRAME_MAX_LENGTH, FrameDecoder
+from broker.remoting.frame import FrameDecoder
 from tests.cluster import ONE_BROKER, cluster_fixture
 
 TOPIC = "FloodTopic"

@@ -20,9 +20,9 @@ from broker.client.admin import MQAdmin, NameServerUnreachableError
 from broker.client.errors import MQClientError
 from broker.common.message import Message
 from broker.common.message_queue import MessageQueue
+from broker.common.tls_modes import TLS_MODES
 from broker.common.topic_config import TRACE_TOPIC
 from broker.local_cluster import SMALL_STORE, free_port, start_broker, start_namesrv, wait_until, write_conf
-from broker.remoting.tls import TLS_MODES
 from tests.received_messages import round_trip
 from tests.tls_certs import BROKER, TOPIC, start_tls_cluster
 

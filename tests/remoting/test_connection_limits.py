@@ -1,6 +1,7 @@
-"""Network limits of a remoting server (broker/remoting/limits.py), on an in-process server and
-raw loopback sockets: the frame length checked from the prefix, unfinished frames bounded over
-all connections, idle connections closed, the connection cap, and malformed header values answered.
+"""Network limits of a remoting server (broker/common/connection_limits.py, enforced in
+broker/remoting/), on an in-process server and raw loopback sockets: the frame length checked
+from the prefix, unfinished frames bounded over all connections, idle connections closed, the
+connection cap, and malformed header values answered.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ import pytest
 
 from broker.common.codes import ResponseCode
 from broker.common.conf_file import ConfError
+from broker.common.connection_limits import DEFAULT_FRAME_MAX_LENGTH, ConnectionLimits
 from broker.remoting.client import RemotingClient
 from broker.remoting.command import RemotingCommand, create_request, response_to
-from broker.remoting.frame import DEFAULT_FRAME_MAX_LENGTH, FrameDecoder
-from broker.remoting.limits import ConnectionLimits
+from broker.remoting.frame import FrameDecoder
 from broker.remoting.server import RemotingServer
 from tests.listener_failures import wait_until_async
 

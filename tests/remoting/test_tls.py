@@ -11,13 +11,14 @@ import pytest
 import uvloop
 
 from broker.common.codes import ResponseCode
+from broker.common.tls_modes import TlsMode
 from broker.local_tls import TlsFiles
 from broker.remoting import tls as tls_module
 from broker.remoting.client import RemotingClient, SyncRemotingClient
 from broker.remoting.command import create_request, response_to
 from broker.remoting.errors import RemotingConnectError, RemotingError
 from broker.remoting.server import RemotingServer
-from broker.remoting.tls import ClientTls, ServerTls, TlsConfigError, TlsMode
+from broker.remoting.tls import ClientTls, ServerTls, TlsConfigError
 from tests.listener_failures import wait_until_async
 
 ECHO = 1000

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import asyncio
 
-from broker.remoting.tls import ServerTls, TlsAcceptor, TlsMode
+from broker.common.tls_modes import TlsMode
+from broker.remoting.tls import ServerTls, TlsAcceptor
 from broker.store.ha.auth import (
     ANSWER,
     CHALLENGE,

@@ -1,4 +1,7 @@
-"""What one remoting server (a broker's or a name server's port) lets its peers hold.
+"""What one remoting server (a broker's or a name server's port) lets its peers hold: the keys,
+their bounds and defaults, and ``ConnectionLimits``, the values one server runs with. Vocabulary
+shared by the remoting layer, which enforces them (``broker/remoting/guards.py``,
+``backlog_budget.py``, the frame decoder), and the ``broker.conf`` key table, which checks them.
 
 The same keys, with the same meaning, in ``broker.conf`` and ``namesrv.conf`` (read at start):
 
@@ -19,16 +22,14 @@ The same keys, with the same meaning, in ``broker.conf`` and ``namesrv.conf`` (r
 
 from __future__ import annotations
 
-import logging
-import resource
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from broker.common.conf_file import ConfError, get_int, read_keys
 
-from .frame import DEFAULT_FRAME_MAX_LENGTH
-
-log = logging.getLogger(__name__)
+# RocketMQ's frameMaxLength (its NettyDecoder's LengthFieldBasedFrameDecoder): a frame counts its
+# 4-byte length field as well, so the length it declares may be at most this minus 4.
+DEFAULT_FRAME_MAX_LENGTH = 16 * 1024 * 1024
 
 FRAME_MAX_LENGTH_KEY = "frameMaxLength"
 MAX_PARTIAL_FRAME_BYTES_KEY = "serverMaxPartialFrameBytes"
@@ -54,9 +55,9 @@ DEFAULT_MAX_PARTIAL_FRAME_BYTES = 128 * 1024 * 1024
 DEFAULT_CHANNEL_MAX_IDLE_S = 120  # RocketMQ's serverChannelMaxIdleTimeSeconds
 # Each connection is a file descriptor and some kilobytes of buffers; 4096 covers thousands of
 # client processes (a RocketMQ client keeps one connection per broker and one to a name server)
-# and fits the process's descriptors once the soft limit is raised at start (see
-# ``ensure_descriptors``), so a flood of connections is refused here instead of the accept loop
-# failing with "too many open files" for everyone.
+# and fits the process's descriptors once the soft limit is raised at start (``ensure_descriptors``
+# in broker/remoting/guards.py), so a flood of connections is refused here instead of the accept
+# loop failing with "too many open files" for everyone.
 DEFAULT_MAX_CONNECTIONS = 4096
 MAX_MAX_CONNECTIONS = 1_000_000
 # A quarter of the default cap: one address (an app host, or every process of a one-machine
@@ -64,9 +65,6 @@ MAX_MAX_CONNECTIONS = 1_000_000
 # or two connections each) keeps ~1,000 connections, and three other hosts still get in when one
 # floods. An operator who raises serverMaxConnections for a few big hosts raises this as well.
 DEFAULT_MAX_CONNECTIONS_PER_ADDRESS = 1024
-# Descriptors kept beyond the connections: store files, the name-server and broker-to-broker
-# connections, logs.
-SPARE_DESCRIPTORS = 512
 
 
 @dataclass(frozen=True)
@@ -113,28 +111,4 @@ class ConnectionLimits:
                 (MAX_CONNECTIONS_KEY, get_int, DEFAULT_MAX_CONNECTIONS),
                 (MAX_CONNECTIONS_PER_ADDRESS_KEY, get_int, DEFAULT_MAX_CONNECTIONS_PER_ADDRESS),
             )
-        )
-
-
-def ensure_descriptors(connections: int) -> None:
-    """Raise the process's soft descriptor limit (as far as its hard limit allows) to hold
-    ``connections`` plus spare ones; say so in the log when it cannot."""
-    wanted = connections + SPARE_DESCRIPTORS
-    try:
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        if soft != resource.RLIM_INFINITY and soft < wanted:
-            new_soft = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
-            resource.setrlimit(resource.RLIMIT_NOFILE, (new_soft, hard))
-            soft = new_soft
-    except (OSError, ValueError) as exc:
-        log.warning("cannot raise the open-files limit to %d: %s", wanted, exc)
-        return
-    if soft < wanted:
-        log.warning(
-            "the open-files limit (%d) is below %s=%d plus %d spare: connections may fail to be "
-            "accepted before the cap refuses them",
-            soft,
-            MAX_CONNECTIONS_KEY,
-            connections,
-            SPARE_DESCRIPTORS,
         )
