@@ -19,7 +19,7 @@ from core.boundary import COMMANDS
 from core.command_line import PARSERS
 from core.management.commands.console_command import Command
 from core.models import AuditRecord
-from core.roles import OPERATOR, VIEWER
+from core.roles import ADMIN, OPERATOR, VIEWER
 from tests.cluster import CLI_CLUSTER as CLUSTER
 
 pytestmark = pytest.mark.django_db
@@ -29,6 +29,10 @@ def _user(name: str, role: str) -> User:
     user = User.objects.create_user(name, password="unused-in-this-test-42")
     user.groups.add(Group.objects.get_or_create(name=role)[0])
     return user
+
+
+def _nobody() -> User:
+    return User.objects.create_user("no-role", password="unused-in-this-test-42")
 
 
 def _run(*args: str) -> str:
@@ -96,8 +100,9 @@ def _exit(capsys, *args: str) -> tuple[int, str]:
 def test_every_registered_command_has_a_command_line_form_and_help_lists_each():
     assert set(PARSERS) == set(COMMANDS) and len(COMMANDS) >= 30
     shown = Command().create_parser("manage.py", "console_command").format_help()
-    listed = {line.split()[0] for line in shown.splitlines() if line.startswith("  ") and " (" in line}
-    assert listed >= set(COMMANDS)
+    actions = shown.split("actions (role needed: fields):\n", 1)[1].splitlines()
+    listed = {line.split()[0]: line.split()[1] for line in actions if not line.startswith("      ")}
+    assert listed == {action: f"({entry.role}):" for action, entry in COMMANDS.items()}
     assert "  alerts.rule.delete (operator): rule_id" in shown
     assert "  acl.white_list.update (admin): cluster, broker_addr, addresses" in shown
 
@@ -194,6 +199,26 @@ def test_a_user_without_the_role_exits_non_zero_with_the_reason_and_one_denied_r
     (record,) = AuditRecord.objects.all()
     assert (record.action, record.result, record.username) == ("alerts.rule.delete", "denied", "val")
     assert record.target == "manage.py console_command alerts.rule.delete"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_action_refuses_a_user_below_its_role_with_one_denied_record(capsys):
+    """Walks every registered command, as the URL walk does the pages: refused before its input or
+    the cluster is looked at."""
+    below = {VIEWER: None, OPERATOR: VIEWER, ADMIN: OPERATOR}
+    users = {role: _user(f"below-{role}", role) if role else _nobody() for role in (None, VIEWER, OPERATOR)}
+    wrong = []
+    for action, entry in sorted(COMMANDS.items()):
+        user = users[below[entry.role]]
+        status, err = _exit(capsys, action, "--user", user.username)
+        records = [(r.action, r.result, r.username) for r in AuditRecord.objects.filter(action=action)]
+        if (
+            status != 1
+            or f"needs the {entry.role} role" not in err
+            or records != [(action, "denied", user.username)]
+        ):
+            wrong.append(f"{action}: exit {status}, {err.strip()!r}, records {records}")
+    assert not wrong, "\n".join(wrong)
 
 
 @pytest.mark.django_db(transaction=True)
