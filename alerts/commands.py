@@ -12,6 +12,7 @@ from django.db import transaction
 
 from core import clock
 from core.boundary import Actor, Cluster, Invalid, Missing, Outcome, Params, command
+from core.command_line import by_id, form_fields, register
 
 from .evaluation import close_events_of
 from .forms import AcknowledgeForm, RuleForm, SilenceForm
@@ -139,3 +140,20 @@ def expire_silence(actor: Actor, cluster: Cluster, params: ExpireSilence) -> Out
         silence.ends_at = max(now, silence.starts_at)
         silence.save(update_fields=["ends_at"])
     return Outcome(str(silence), "", {}, silence)
+
+
+# The command-line forms (``manage.py console_command``): the ids the pages take from their URLs
+# are fields; the rest are the page forms' fields, judged by the forms inside the commands.
+register(
+    "alerts.event.acknowledge",
+    by_id("event_id", Acknowledge),
+    ("event_id", *form_fields(AcknowledgeForm)),
+)
+register(
+    "alerts.rule.save",
+    by_id("rule_id", SaveRule, optional=True),
+    ("rule_id", *form_fields(RuleForm)),
+)
+register("alerts.rule.delete", by_id("rule_id", lambda pk, _: DeleteRule(pk)), ("rule_id",))
+register("alerts.silence.create", CreateSilence, form_fields(SilenceForm))
+register("alerts.silence.expire", by_id("silence_id", lambda pk, _: ExpireSilence(pk)), ("silence_id",))

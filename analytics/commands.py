@@ -11,6 +11,7 @@ from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
 from core.boundary import Actor, Cluster, Invalid, Missing, Outcome, Params, command
+from core.command_line import by_id, form_fields, register
 
 from .forms import RunForm, ScheduleForm
 from .models import ReportRun
@@ -125,3 +126,22 @@ def delete_schedule(actor: Actor, cluster: Cluster, params: ScheduleAction) -> O
     name = task.name
     task.delete()
     return Outcome(name)
+
+
+# The command-line forms (``manage.py console_command``): the id the schedule pages take from their
+# URLs is a field; the rest are the page forms' fields, judged by the forms inside the commands (a
+# field left out of a new run or schedule takes the value its page shows filled in).
+register("analytics.run.start", StartRun, form_fields(RunForm), defaults=RunForm)
+register(
+    "analytics.schedule.create",
+    lambda f: SaveSchedule(None, f),
+    form_fields(ScheduleForm),
+    defaults=ScheduleForm,
+)
+register(
+    "analytics.schedule.update",
+    by_id("schedule_id", SaveSchedule),
+    ("schedule_id", *form_fields(ScheduleForm)),
+)
+for action in ("analytics.schedule.toggle", "analytics.schedule.delete"):
+    register(action, by_id("schedule_id", lambda pk, _: ScheduleAction(pk)), ("schedule_id",))

@@ -6,15 +6,24 @@ without its secret; refusals for other roles and bad input; a broker without ACL
 from __future__ import annotations
 
 import html
+from io import StringIO
 
 import pytest
 import yaml
+from django.core.management import CommandError, call_command
 
 from broker.client import SessionCredentials
 from broker.client.admin import MQAdmin, MQClientError
 from core import cluster_access
 from core.models import AuditRecord
-from tests.cluster import CLI_CLUSTER, console_preset, logged_in_client, plain_acl, start_with_acl
+from tests.cluster import (
+    CLI_CLUSTER,
+    console_preset,
+    create_user,
+    logged_in_client,
+    plain_acl,
+    start_with_acl,
+)
 from tests.console.conftest import PASSWORD
 
 pytestmark = pytest.mark.django_db
@@ -39,8 +48,6 @@ def test_other_roles_get_403_on_the_page_and_every_change(request, client_name):
 
 
 def test_a_user_without_a_role_gets_403(client, django_user_model):
-    from tests.cluster import create_user
-
     client.force_login(create_user("nobody", None, "a long password 123"))
     assert client.get("/acl/").status_code == 403
 
@@ -211,6 +218,38 @@ def test_an_admin_replaces_the_global_white_list(signed, acl_cluster, acl_admin_
     assert "10.10.103.*" in acl_admin_client.get("/acl/").content.decode()
     acl_admin_client.post("/acl/white-list", {"addresses": "", "cluster": CLI_CLUSTER})
     assert signed.acl_config(acl_cluster.broker_addr).global_white_addrs == []
+
+
+def test_an_admin_saves_and_deletes_an_account_from_the_command_line(signed, acl_cluster):
+    """``manage.py console_command`` parses the page's form: the same change, the same one record."""
+    create_user("acl-cli-ada", "admin", PASSWORD)
+    fields = {
+        "access_key": "cli-app-key",
+        "secret_key": SECRET,
+        "default_topic_perm": "DENY",
+        "default_group_perm": "SUB",
+        "topic_perms": "CliOrders=PUB",
+        "cluster": CLI_CLUSTER,
+    }
+    sets = [arg for name, value in fields.items() for arg in ("--set", f"{name}={value}")]
+    out = StringIO()
+    call_command("console_command", "acl.account.save", "--user", "acl-cli-ada", *sets, stdout=out)
+    for addr in signed.acl_targets(None, CLI_CLUSTER):
+        account = _accounts(signed, addr)["cli-app-key"]
+        assert account.secret_key == SECRET and account.topic_perms == ["CliOrders=PUB"]
+    record = AuditRecord.objects.get(action="acl.account.save")
+    assert (record.result, record.target, record.username) == ("ok", "cli-app-key", "acl-cli-ada")
+    assert record.parameters["secret_key"] == "******" and SECRET not in out.getvalue()
+    assert out.getvalue().strip() == record.detail and record.detail.count(": ok") == 2
+
+    delete = ["acl.account.delete", "--user", "acl-cli-ada", "--set", "access_key=cli-app-key"]
+    call_command("console_command", *delete, "--set", f"cluster={CLI_CLUSTER}", stdout=StringIO())
+    assert all("cli-app-key" not in _accounts(signed, a) for a in signed.acl_targets(None, CLI_CLUSTER))
+    addr = acl_cluster.broker_addr
+    with pytest.raises(CommandError, match=r"acl\.account\.delete failed: .*no ACL account for AccessKey"):
+        call_command("console_command", *delete, "--set", f"broker_addr={addr}", stdout=StringIO())
+    results = [r.result for r in AuditRecord.objects.filter(action="acl.account.delete").order_by("id")]
+    assert results == ["ok", "failed"]
 
 
 def test_a_post_without_the_csrf_token_changes_nothing(signed, acl_cluster, acl_csrf_admin_client):
