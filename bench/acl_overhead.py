@@ -27,6 +27,9 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from broker.acl import install_acl, open_acl_file
+from broker.acl.replay import ReplayGuard, SignedRequestPolicy
+from broker.acl.validator import check_request
 from broker.client.client_api import send_request
 from broker.common.acl_signature import RequestSigner, SessionCredentials
 from broker.common.codes import RequestCode
@@ -34,9 +37,6 @@ from broker.common.request_headers import SendMessageRequestHeader
 from broker.remoting.client import RemotingClient
 from broker.remoting.command import response_to
 from broker.remoting.server import RemotingServer
-from broker.server.acl import install_acl, open_acl_file
-from broker.server.acl.replay import ReplayGuard, SignedRequestPolicy
-from broker.server.acl.validator import check_request
 
 CREDS = SessionCredentials("bench-access-key", "bench-secret-key")
 ACL = {

@@ -17,7 +17,7 @@ the broker turns it into its ``AclConfigError`` (the file and the account are na
 the admin client into its ``AclInputError``.
 
 The account itself has two models, built on these rules: the broker's ``Account``
-(``broker.server.acl.plain_config``) is a complete, checked account with what a request check
+(``broker.acl.plain_config``) is a complete, checked account with what a request check
 needs derived from it (permission bits per resource, the compiled address pattern, the secret's
 HMAC key); the admin client's ``PlainAccessConfig`` is what a tool sends or lists, where a field
 left ``None`` keeps the broker's value (an update need not name every field) and a listed secret

@@ -15,7 +15,7 @@ covers them too: ``AclRequestCode`` (the request code, which RocketMQ leaves out
 captured request could be replayed under another code), ``AclTimestamp`` (milliseconds since the
 epoch) and ``AclNonce`` (random, never reused). RocketMQ's servers ignore ext fields their headers do
 not name, and sign over every field present, so Apache servers still verify these requests; the
-project's servers check the fields (``broker.server.acl.replay``). Apache's clients cannot send
+project's servers check the fields (``broker.acl.replay``). Apache's clients cannot send
 them: their requests stay open to replay, which is what ``aclReplayProtection`` refuses.
 
 The classic content is ambiguous: values joined without names or lengths can be re-split into

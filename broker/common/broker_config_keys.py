@@ -352,7 +352,7 @@ KEYS: dict[str, ConfigKey] = {
             RESTART,
             "connections from one client address at most",
         ),
-        # plain ACL (broker/server/acl): RocketMQ's aclEnable; the rest are this broker's keys
+        # plain ACL (broker/acl): RocketMQ's aclEnable; the rest are this broker's keys
         _key("aclEnable", BROKER, Bool(), RESTART, "check every request against plain_acl.yml"),
         _key(
             "aclFilePath",

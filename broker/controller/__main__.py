@@ -6,10 +6,10 @@ import argparse
 import logging
 import sys
 
+from broker.acl import install_acl
+from broker.acl.namesrv import namesrv_acl, namesrv_replay_guard
 from broker.common.conf_file import ConfError, load_conf
 from broker.common.service_runner import run, serve_until_signalled
-from broker.server.acl import install_acl
-from broker.server.acl.namesrv import namesrv_acl, namesrv_replay_guard
 
 from .access import CONTROLLER_ADMIN_CODES, CONTROLLER_OPEN_READS
 from .config import controller_config

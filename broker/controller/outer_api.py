@@ -1,16 +1,16 @@
 """Every request the controller sends to brokers (RocketMQ's notifyBrokerRoleChanged): signed with
 the controller's innerAccessKey/innerSecretKey and over TLS as its controller.conf (or namesrv.conf,
 with the controller embedded) says, through the same connection builder as the broker's outer API
-(:mod:`broker.server.acl.outbound`), so a broker with ACL on takes them."""
+(:mod:`broker.acl.outbound`), so a broker with ACL on takes them."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from broker.acl.outbound import outbound_client
 from broker.common.codes import RequestCode
 from broker.common.request_headers.controller import NotifyBrokerRoleChangedRequestHeader
 from broker.remoting.command import create_request
-from broker.server.acl.outbound import outbound_client
 
 if TYPE_CHECKING:
     from .config import ControllerConfig

@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from broker.acl import install_acl
+from broker.acl.namesrv import OPEN_READS, namesrv_acl, namesrv_replay_guard
+from broker.acl.resources import ADMIN_CODES
 from broker.common.conf_file import ConfError, get_bool, get_int, load_conf
 from broker.common.service_runner import run, serve_until_signalled
-from broker.server.acl import install_acl
-from broker.server.acl.namesrv import OPEN_READS, namesrv_acl, namesrv_replay_guard
-from broker.server.acl.resources import ADMIN_CODES
 
 from .kv_config import KVConfigManager
 from .processor import NamesrvProcessor
@@ -46,7 +46,7 @@ class NamesrvController:
         )
         NamesrvProcessor(self.routes, self.kv).register_all(self.server)
         self.embedded_controller = _embedded_controller(conf, self.server)
-        # Plain ACL (broker/server/acl/namesrv.py): a bad or missing file is a ConfError here.
+        # Plain ACL (broker/acl/namesrv.py): a bad or missing file is a ConfError here.
         # Installed after the controller's processors so that they are checked too.
         self.acl = namesrv_acl(conf)
         replay = namesrv_replay_guard(conf)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from broker.acl.replay import SignedRequestPolicy
 from broker.common import connection_limits as net
 from broker.common.broker_config_keys import JAVA_INT_MAX, SECRET_KEYS, SECRET_MASK
 from broker.common.conf_file import ConfError, load_conf
@@ -22,7 +23,6 @@ from broker.store.ha.roles import role_problem
 from broker.store.store_config import MessageStoreConfig
 
 from . import config_schema as schema
-from .acl.replay import SignedRequestPolicy
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ class BrokerConfig:
     server_channel_max_idle_time_seconds: int = net.DEFAULT_CHANNEL_MAX_IDLE_S
     server_max_connections: int = net.DEFAULT_MAX_CONNECTIONS
     server_max_connections_per_address: int = net.DEFAULT_MAX_CONNECTIONS_PER_ADDRESS
-    # Plain ACL (broker/server/acl): off by default; the file defaults to
+    # Plain ACL (broker/acl): off by default; the file defaults to
     # $ROCKETMQ_HOME/conf/plain_acl.yml (Apache's), else <storePathRootDir>/config/plain_acl.yml
     # (acl_path); the inner keys sign the broker's own requests to
     # the name servers (an admin account there when the name servers have ACL on).
@@ -92,7 +92,7 @@ class BrokerConfig:
     acl_reload_interval_millis: int = 1000
     inner_access_key: str = ""
     inner_secret_key: str = ""
-    # Signed requests (broker/server/acl/replay.py): replays refused, TLS required; off by default
+    # Signed requests (broker/acl/replay.py): replays refused, TLS required; off by default
     # because Apache's clients can meet neither.
     acl_replay_protection: bool = False
     acl_replay_window_seconds: int = 120

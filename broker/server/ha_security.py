@@ -33,7 +33,8 @@ from broker.store.ha.auth import SHARED_SECRET_KEY, HAAuthPolicy, HACredentials
 from broker.store.ha.roles import MASTER_ID
 
 if TYPE_CHECKING:
-    from .acl import AclFile
+    from broker.acl import AclFile
+
     from .config import BrokerConfig
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ Each part of the broker that calls out (registration, slave sync, controller mod
 identity check before start) holds its own instance: they start and stop at different times,
 and closing one's connections never cuts another's request.
 
-The connections are built by :func:`broker.server.acl.outbound.outbound_client`, which the
+The connections are built by :func:`broker.acl.outbound.outbound_client`, which the
 controller's own outer API (``broker.controller.outer_api``) shares.
 """
 
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from broker.acl.outbound import outbound_client
 from broker.common import fastjson
 from broker.common.codes import RequestCode
 from broker.common.errors import MQBrokerError, MQClientError
@@ -35,8 +36,6 @@ from broker.common.request_headers.base import CommandHeader
 from broker.controller.client import ControllerClient
 from broker.remoting.client import DEFAULT_TIMEOUT_MS
 from broker.remoting.command import RemotingCommand, create_request
-
-from .acl.outbound import outbound_client
 
 if TYPE_CHECKING:
     from .config import BrokerConfig

@@ -187,7 +187,7 @@ def sdk_round_trip(namesrv_addr: str, credentials: SessionCredentials, tls=None,
     round_trip(namesrv_addr, queue, (PRODUCER_GROUP, GROUP), count, credentials=credentials, tls=tls)
 
 
-# Every protection of signed requests (broker/server/acl/replay.py) on.
+# Every protection of signed requests (broker/acl/replay.py) on.
 SIGNED_REQUEST_CHECKS = {"aclReplayProtection": "true", "aclRequireTls": "true"}
 
 

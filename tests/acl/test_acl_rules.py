@@ -8,6 +8,8 @@ import json
 
 import pytest
 
+from broker.acl import plain_config
+from broker.acl.plain_config import AclConfigError, parse_acl_yaml
 from broker.client.admin.acl import (
     AclInputError,
     PlainAccessConfig,
@@ -18,8 +20,6 @@ from broker.client.admin.acl import (
 )
 from broker.common import acl_rules
 from broker.common.broker_config_keys import SECRET_MASK
-from broker.server.acl import plain_config
-from broker.server.acl.plain_config import AclConfigError, parse_acl_yaml
 
 GOOD_SECRET = "12345678"
 

@@ -8,13 +8,13 @@ import os
 import orjson
 import pytest
 
+from broker.acl.acl_file import AclFile
+from broker.acl.plain_config import AclConfigError, parse_acl_yaml
+from broker.acl.validator import AclRefusal, check_request, host_of
 from broker.common.acl_rules import split_addresses
 from broker.common.acl_signature import SessionCredentials, sign_fields
 from broker.common.codes import RequestCode as RC
 from broker.remoting.command import RemotingCommand
-from broker.server.acl.acl_file import AclFile
-from broker.server.acl.plain_config import AclConfigError, parse_acl_yaml
-from broker.server.acl.validator import AclRefusal, check_request, host_of
 
 GOOD = """
 globalWhiteRemoteAddresses:

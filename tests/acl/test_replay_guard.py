@@ -1,4 +1,4 @@
-"""The replay checks of signed requests in isolation (broker/server/acl/replay.py): the window on
+"""The replay checks of signed requests in isolation (broker/acl/replay.py): the window on
 both sides of the server's clock, nonces forgotten once outside it, and a full nonce cache that
 narrows the window instead of growing or letting a replay in. The same checks against real
 processes: test_acl_replay.py."""
@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+from broker.acl.replay import NO_REPLAY_PROTECTION, NonceCache, ReplayGuard, SignedRequestPolicy
 from broker.common.acl_signature import REQUEST_CODE, REQUEST_NONCE, REQUEST_TIMESTAMP
 from broker.common.conf_file import ConfError
-from broker.server.acl.replay import NO_REPLAY_PROTECTION, NonceCache, ReplayGuard, SignedRequestPolicy
 
 NOW_S = 1_800_000_000.0
 NOW_MS = int(NOW_S * 1000)

@@ -11,6 +11,7 @@ import time
 import pytest
 import yaml
 
+from broker.acl import install_acl, open_acl_file
 from broker.common.acl_signature import ACCESS_KEY
 from broker.common.codes import RequestCode
 from broker.common.conf_file import ConfError
@@ -25,7 +26,6 @@ from broker.local_cluster import free_port
 from broker.remoting.client import RemotingClient
 from broker.remoting.command import RemotingCommand, create_request
 from broker.remoting.server import RemotingServer
-from broker.server.acl import install_acl, open_acl_file
 
 NAME = "broker-signed"
 ACCESS, SECRET = "controller-admin-key", "controller-admin-secret"
@@ -115,7 +115,7 @@ async def test_a_broker_requiring_signatures_takes_the_signed_notification(tmp_p
 
 async def test_an_unsigned_notification_is_dropped_by_that_broker(tmp_path, caplog):
     """The same controller without an account: the broker's ACL refuses what it sends."""
-    caplog.set_level(logging.INFO, logger="broker.server.acl.guard")
+    caplog.set_level(logging.INFO, logger="broker.acl.guard")
     notified: asyncio.Queue = asyncio.Queue()
     broker = await _broker_with_acl(tmp_path, notified)
     service = ControllerService(controller_config(_controller_conf(tmp_path)))

@@ -86,10 +86,10 @@ BROKER_LAYERS = (
     ),
     Layer(
         "acl",
-        ("broker.server.acl",),
+        ("broker.acl",),
         ("common", "remoting"),
-        "the plain ACL every server installs (kept in broker/server/, the broker's is the first); its "
-        "processors are typed with the BrokerController they serve",
+        "the plain ACL every server installs (broker, name server, controller) and how a server signs "
+        "its outbound connections; its processors are typed with the BrokerController they serve",
         types_from=("server",),
     ),
     Layer(
@@ -346,10 +346,10 @@ PLANTED = [
     ("broker/common/planted.py", "from broker.remoting.tls import ServerTls\n", "'common'"),
     ("broker/remoting/planted.py", "from ..store import commitlog\n", "'remoting'"),
     ("broker/client/planted.py", "from broker.server import config\n", "'client'"),
-    ("broker/server/acl/planted.py", "from ..controller import BrokerController\n", "'acl'"),
+    ("broker/acl/planted.py", "from broker.server.controller import BrokerController\n", "'acl'"),
     (
-        "broker/server/acl/planted.py",
-        TYPES_ONLY + "    from ..controller import BrokerController\n",
+        "broker/acl/planted.py",
+        TYPES_ONLY + "    from broker.server.controller import BrokerController\n",
         None,
     ),
     ("bench/planted.py", "from tests.cluster import live_cluster\n", "bench imports no tests"),

@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
+from broker.acl import AclFile
 from broker.common.broker_config_keys import ConfigValueError
-from broker.server.acl import AclFile
 from broker.server.config import BrokerConfig
 from broker.server.ha_security import master_policy, slave_credentials, warn_if_open
 from broker.store.ha.auth import SHARED_SECRET_KEY

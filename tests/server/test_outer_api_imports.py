@@ -1,7 +1,7 @@
 """The import rules of the broker's outbound calls (issue 33, part 3), read from the sources with
 ``ast``: the controller package never imports the client SDK (the SDK builds on the controller
 client, not the reverse), and in ``broker/server`` and the controller's process only one module
-builds a RemotingClient (``broker/server/acl/outbound.py``, which both outer APIs call), so signing
+builds a RemotingClient (``broker/acl/outbound.py``, which both outer APIs call), so signing
 and TLS of every outbound connection are set in one place (the controller client's own default,
 for tools that pass none, is the SDK's side)."""
 
@@ -60,13 +60,13 @@ def _builds_remoting_client(tree: ast.AST) -> bool:
     return False
 
 
-def test_only_the_outbound_builder_builds_clients_in_broker_server():
+def test_only_the_outbound_builder_builds_clients_in_the_broker_and_its_acl():
     builders = [
         str(path.relative_to(BROKER.parent))
-        for path in _sources("server")
+        for path in _sources("server") + _sources("acl")
         if _builds_remoting_client(ast.parse(path.read_text()))
     ]
-    assert builders == ["broker/server/acl/outbound.py"]
+    assert builders == ["broker/acl/outbound.py"]
 
 
 def test_the_controller_process_sends_through_the_outer_api():

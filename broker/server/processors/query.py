@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from broker.acl.stored import may_read, stored_message_refusal
 from broker.common.acl_rules import SUB
 from broker.common.codes import ResponseCode
 from broker.common.message_codec import decode_message, encode_message
@@ -18,7 +19,6 @@ from broker.common.request_headers import (
 )
 from broker.remoting.command import RemotingCommand, response_to
 
-from ..acl.stored import may_read, stored_message_refusal
 from .name_checks import name_refusal
 
 if TYPE_CHECKING:

@@ -31,7 +31,7 @@ from .resources import Needs, topic_needs
 from .validator import AclRefusal, check_stored_resources
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from broker.server.controller import BrokerController
 
 log = logging.getLogger(__name__)
 

@@ -32,7 +32,7 @@ from broker.remoting.connection import Handler
 from .plain_config import AclConfig, AclConfigError, build_config, check_account
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from broker.server.controller import BrokerController
 
 
 class AclAdminProcessor:
