@@ -6,7 +6,10 @@
 - ``acl_file``: the file in use, hot-reloaded, written atomically;
 - ``resources``: which topics/groups each request code needs, and the admin-only codes;
 - ``validator``: the check of one request; ``guard``: the check put in front of the handlers;
-- ``admin_processor``: the broker's ACL admin requests (codes 50-54).
+- ``outbound``: how a server signs and secures its connections to the others.
+
+The broker's own uses of it live in ``broker/server``: ``acl_admin`` (its ACL admin requests,
+codes 50-54) and ``acl_stored`` (the checks of stored messages).
 
 Signatures are computed in ``broker.common.acl_signature``, shared with the clients.
 """

@@ -11,7 +11,6 @@ from pathlib import Path
 
 from broker import __version__
 from broker.acl import AclFile, install_acl, open_acl_file
-from broker.acl.admin_processor import AclAdminProcessor
 from broker.acl.replay import ReplayGuard
 from broker.common import topic_config as tc
 from broker.common.codes import RequestCode as RC
@@ -21,6 +20,7 @@ from broker.remoting.server import RemotingServer
 from broker.store.message_store import MessageStore
 
 from . import running_totals
+from .acl_admin import AclAdminProcessor
 from .broker_stats import BrokerStats
 from .client_manager import ConsumerManager, ProducerManager
 from .config import BrokerConfig

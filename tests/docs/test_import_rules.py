@@ -51,8 +51,6 @@ class Layer:
     modules: tuple[str, ...]  # the modules (and their submodules) of the layer
     may_import: tuple[str, ...]  # the layers it may import (itself always)
     why: str
-    # Layers it may name in annotations only (imports under ``if TYPE_CHECKING``), never at run time.
-    types_from: tuple[str, ...] = ()
 
 
 # From the bottom up. A module belongs to the layer with the longest matching prefix.
@@ -89,8 +87,7 @@ BROKER_LAYERS = (
         ("broker.acl",),
         ("common", "remoting"),
         "the plain ACL every server installs (broker, name server, controller) and how a server signs "
-        "its outbound connections; its processors are typed with the BrokerController they serve",
-        types_from=("server",),
+        "its outbound connections",
     ),
     Layer(
         "server",
@@ -168,25 +165,19 @@ def module_name(root: Path, path: Path) -> str:
 class Import:
     line: int
     target: str  # ``from a.b import c`` gives "a.b.c": ``c`` may be a module (the rules match prefixes)
-    types_only: bool  # under ``if TYPE_CHECKING``
-
-
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
 
 
 @functools.cache  # the tree is parsed once for every test of the module
 def imports_of(root: Path, path: Path) -> tuple[Import, ...]:
-    """Every import of the file, at module level, in functions and classes, under any ``if``."""
+    """Every import of the file, at module level, in functions and classes, under any ``if``
+    (``if TYPE_CHECKING`` too: a name in an annotation is an arrow like any other)."""
     name = module_name(root, path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: list[Import] = []
 
-    def visit(node: ast.AST, types_only: bool) -> None:
+    def visit(node: ast.AST) -> None:
         if isinstance(node, ast.Import):
-            found.extend(Import(node.lineno, alias.name, types_only) for alias in node.names)
+            found.extend(Import(node.lineno, alias.name) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 parts = package.split(".") if package else []
@@ -195,28 +186,20 @@ def imports_of(root: Path, path: Path) -> tuple[Import, ...]:
             else:
                 target = node.module or ""
             for alias in node.names:
-                found.append(
-                    Import(node.lineno, f"{target}.{alias.name}" if alias.name != "*" else target, types_only)
-                )
-        elif isinstance(node, ast.If) and _is_type_checking(node.test):
-            for statement in node.body:
-                visit(statement, True)
-            for statement in node.orelse:
-                visit(statement, types_only)
-            return
+                found.append(Import(node.lineno, f"{target}.{alias.name}" if alias.name != "*" else target))
         for child in ast.iter_child_nodes(node):
-            visit(child, types_only)
+            visit(child)
 
-    visit(ast.parse(path.read_text(encoding="utf-8"), str(path)), False)
+    visit(ast.parse(path.read_text(encoding="utf-8"), str(path)))
     return tuple(found)
 
 
-def rule_broken(source: str, target: str, types_only: bool = False) -> str | None:
+def rule_broken(source: str, target: str) -> str | None:
     """Why ``source`` may not import ``target`` (both dotted module names), or None."""
     top, target_top = source.split(".")[0], target.split(".")[0]
     if target_top not in OWN or target_top == top:
         if top == "broker" and target_top == "broker":
-            return _broker_rule(source, target, types_only)
+            return _broker_rule(source, target)
         if top == "broker" and target_top == "django":
             return "the engine imports no Django"
         return None
@@ -237,11 +220,9 @@ def rule_broken(source: str, target: str, types_only: bool = False) -> str | Non
     return None  # project, tests, bench, scripts, docker: anything but tests (above)
 
 
-def _broker_rule(source: str, target: str, types_only: bool) -> str | None:
+def _broker_rule(source: str, target: str) -> str | None:
     here, there = broker_layer(source), broker_layer(target)
     if there.name == here.name or there.name in here.may_import:
-        return None
-    if types_only and there.name in here.types_from:
         return None
     return f"broker layer {here.name!r} may import only {', '.join(here.may_import) or 'nothing else'}"
 
@@ -252,7 +233,7 @@ def violations(root: Path) -> list[str]:
         for path in sorted((root / top).rglob("*.py")) if (root / top).is_dir() else ():
             source = module_name(root, path)
             for imported in imports_of(root, path):
-                why = rule_broken(source, imported.target, imported.types_only)
+                why = rule_broken(source, imported.target)
                 if why:
                     found.append(
                         f"{path.relative_to(root)}:{imported.line}: imports {imported.target}: {why}"
@@ -321,7 +302,7 @@ def test_the_whole_project_keeps_the_import_rules():
 def test_every_engine_module_has_a_layer_and_every_named_arrow_a_layer_it_reaches():
     names = {layer.name for layer in BROKER_LAYERS}
     for layer in BROKER_LAYERS:
-        assert set(layer.may_import) | set(layer.types_from) <= names, layer.name
+        assert set(layer.may_import) <= names, layer.name
     for path in (ROOT / "broker").rglob("*.py"):
         broker_layer(module_name(ROOT, path))  # raises for a module no layer holds
 
@@ -350,7 +331,7 @@ PLANTED = [
     (
         "broker/acl/planted.py",
         TYPES_ONLY + "    from broker.server.controller import BrokerController\n",
-        None,
+        "'acl'",  # names in annotations are arrows too
     ),
     ("bench/planted.py", "from tests.cluster import live_cluster\n", "bench imports no tests"),
     (

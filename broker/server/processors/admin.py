@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from broker.acl.stored import stored_message_refusal
 from broker.common import fastjson
 from broker.common import topic_config as tc
 from broker.common.acl_rules import SUB
@@ -35,6 +34,7 @@ from broker.common.topic_config import TopicConfig
 from broker.remoting.command import RemotingCommand, create_request, response_to
 from broker.store.quarantine import PurgeRefused
 
+from ..acl_stored import stored_message_refusal
 from ..config_schema import FixedConfigKeyError
 from ..subscription_manager import SubscriptionGroupConfig
 from .disk_refusal import disk_full_refusal, not_written

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from broker.acl.stored import stored_message_refusal
 from broker.common.acl_rules import PUB
 from broker.common.codes import ResponseCode
 from broker.common.request_headers import EndTransactionRequestHeader
@@ -18,6 +17,7 @@ from broker.common.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE,
 from broker.common.topic_config import is_writeable
 from broker.remoting.command import RemotingCommand, response_to
 
+from ..acl_stored import stored_message_refusal
 from .name_checks import name_refusal
 from .send import put_status_code
 

@@ -1,6 +1,6 @@
 """QUERY_MESSAGE (by key in a time range) and VIEW_MESSAGE_BY_ID (by commit-log offset).
 
-With ACL on, each message is checked against the topic it belongs to (``acl.stored``): a query
+With ACL on, each message is checked against the topic it belongs to (``acl_stored``): a query
 leaves out what the account may not read, a view of it is refused.
 """
 
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from broker.acl.stored import may_read, stored_message_refusal
 from broker.common.acl_rules import SUB
 from broker.common.codes import ResponseCode
 from broker.common.message_codec import decode_message, encode_message
@@ -19,6 +18,7 @@ from broker.common.request_headers import (
 )
 from broker.remoting.command import RemotingCommand, response_to
 
+from ..acl_stored import may_read, stored_message_refusal
 from .name_checks import name_refusal
 
 if TYPE_CHECKING:

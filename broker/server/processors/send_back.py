@@ -13,7 +13,6 @@ import logging
 import random
 from typing import TYPE_CHECKING
 
-from broker.acl.stored import stored_message_refusal
 from broker.common import message_const as const
 from broker.common import topic_config as tc
 from broker.common.acl_rules import PUB, SUB
@@ -24,6 +23,7 @@ from broker.common.request_headers import ConsumerSendMsgBackRequestHeader
 from broker.remoting.command import RemotingCommand, response_to
 
 from .. import trace_writer
+from ..acl_stored import stored_message_refusal
 from ..schedule_message import to_schedule_message
 from .disk_refusal import disk_full_refusal, not_created
 from .name_checks import name_refusal

@@ -18,6 +18,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from broker.acl.guard import peer_host
+from broker.acl.resources import Needs, topic_needs
+from broker.acl.validator import AclRefusal, check_stored_resources
 from broker.common import message_const as const
 from broker.common import topic_config as tc
 from broker.common.acl_rules import SUB
@@ -26,12 +29,8 @@ from broker.common.message import MessageExt
 from broker.remoting.command import RemotingCommand, response_to
 from broker.remoting.connection import RemotingConnection
 
-from .guard import peer_host
-from .resources import Needs, topic_needs
-from .validator import AclRefusal, check_stored_resources
-
 if TYPE_CHECKING:
-    from broker.server.controller import BrokerController
+    from .controller import BrokerController
 
 log = logging.getLogger(__name__)
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from broker.acl.plain_config import AclConfig, AclConfigError, build_config, check_account
 from broker.common.acl_rules import MAX_WHITE_ADDRS, split_addresses, split_entries
 from broker.common.codes import RequestCode as RC
 from broker.common.codes import ResponseCode
@@ -29,10 +30,8 @@ from broker.common.request_headers import (
 from broker.remoting.command import RemotingCommand, response_to
 from broker.remoting.connection import Handler
 
-from .plain_config import AclConfig, AclConfigError, build_config, check_account
-
 if TYPE_CHECKING:
-    from broker.server.controller import BrokerController
+    from .controller import BrokerController
 
 
 class AclAdminProcessor:
