@@ -9,8 +9,8 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import Group, User
-from django.test import Client, override_settings
 from django.db.backends.base.operations import BaseDatabaseOperations
+from django.test import Client, override_settings
 from django.urls import reverse
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask

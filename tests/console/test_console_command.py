@@ -241,7 +241,7 @@ def test_invalid_input_exits_non_zero_with_the_reason_and_one_failed_record(caps
 
 def test_an_unknown_or_repeated_field_is_refused_without_a_record(live_cluster):
     _user("uma", OPERATOR)
-    with pytest.raises(CommandError, match="tail.filter.save has no field 'bogus'.*name, topic, tags"):
+    with pytest.raises(CommandError, match=r"tail\.filter\.save has no field 'bogus'.*name, topic, tags"):
         _run("tail.filter.save", "--user", "uma", "--set", "name=f", "--set", "bogus=1")
     with pytest.raises(CommandError, match="topic is given twice"):
         _run("topic.delete", "--user", "uma", "--set", "topic=CC1", "--set", "topic=CC2")
@@ -259,6 +259,6 @@ def test_an_unknown_user_exits_non_zero_with_a_clear_reason(capsys):
     status, err = _exit(capsys, "topic.delete", "--user", "nosuchuser", "--set", "topic=T")
     assert status == 1 and "Traceback" not in err
     assert err.strip() == (
-        "CommandError: there is no active console user 'nosuchuser': name one who can log in to the console"
+        "CommandError: no active user 'nosuchuser': name a console user who can log in"
     )
     assert not AuditRecord.objects.exists()
