@@ -82,5 +82,6 @@ def delete_tail_filter(actor: Actor, cluster: Cluster, params: DeleteTailFilter)
     """Only the actor's own filter: another user's, or none, is ``Missing`` (the page's 404)."""
     deleted, _ = SavedTailFilter.objects.filter(user=actor.user, pk=params.filter_id).delete()
     if not deleted:
-        raise Missing(params.target, f"You have no saved filter {params.filter_id} (no such filter of yours).")
+        reason = f"You have no saved filter {params.filter_id} (no such filter of yours)."
+        raise Missing(params.target, reason)
     return Outcome(params.target, "", {}, True)

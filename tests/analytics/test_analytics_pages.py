@@ -124,7 +124,7 @@ def _schedule_refused(client, fields: dict, reason: str) -> None:
     response = client.post(reverse("analytics:schedule_create"), {**SCHEDULE, **fields})
     assert response.status_code == 400, response.status_code
     assert reason in response.content.decode(), response.content.decode()[-2000:]
-    assert not PeriodicTask.objects.exists()
+    assert not PeriodicTask.objects.filter(name=SCHEDULE["name"]).exists()
 
 
 def test_schedule_values_beyond_their_bounds_are_refused(operator_client):
@@ -140,7 +140,7 @@ def test_schedule_values_beyond_their_bounds_are_refused(operator_client):
     _schedule_refused(operator_client, {"crontab": f"0 3 * {month} *"}, "the month field is longer than 64")
     ok = operator_client.post(reverse("analytics:schedule_create"), {**SCHEDULE, "every": "60",
                                                                     "period": "seconds"})  # fmt: skip
-    assert ok.status_code == 302 and PeriodicTask.objects.get().interval.every == 60
+    assert ok.status_code == 302 and PeriodicTask.objects.get(name="nightly").interval.every == 60
 
 
 def test_schedule_form_bounds_fit_the_columns_on_postgresql(db):

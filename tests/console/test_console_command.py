@@ -133,7 +133,7 @@ def test_an_operator_saves_edits_and_deletes_an_alert_rule_each_audited():
     assert records == [
         ("alerts.rule.save", "ok", "Cli lag", "created"),
         ("alerts.rule.save", "ok", "Cli lag", "updated"),
-        ("alerts.rule.delete", "ok", "Cli lag", ""),
+        ("alerts.rule.delete", "ok", "Cli lag", f"deleted rule 'Cli lag' (id {rule.pk})"),
     ]
     edited = AuditRecord.objects.filter(action="alerts.rule.save").order_by("id")[1]
     assert edited.parameters == {"threshold": "900"}
@@ -258,7 +258,5 @@ def test_a_field_a_page_sends_many_times_may_repeat():
 def test_an_unknown_user_exits_non_zero_with_a_clear_reason(capsys):
     status, err = _exit(capsys, "topic.delete", "--user", "nosuchuser", "--set", "topic=T")
     assert status == 1 and "Traceback" not in err
-    assert err.strip() == (
-        "CommandError: no active user 'nosuchuser': name a console user who can log in"
-    )
+    assert err.strip() == ("CommandError: no active user 'nosuchuser': name a console user who can log in")
     assert not AuditRecord.objects.exists()

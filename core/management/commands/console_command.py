@@ -56,9 +56,7 @@ class Command(BaseCommand):
         action = options["action"]
         user = get_user_model().objects.filter(username=options["user"], is_active=True).first()
         if user is None:
-            raise CommandError(
-                f"no active user {options['user']!r}: name a console user who can log in"
-            )
+            raise CommandError(f"no active user {options['user']!r}: name a console user who can log in")
         choices = namesrv_choices()
         namesrv = options["namesrv"] or (choices[0] if choices else "")
         if options["namesrv"] and namesrv not in choices:
