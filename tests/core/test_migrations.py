@@ -1,6 +1,7 @@
 """The audit log's move from the console app to core keeps existing databases: one migrated at the
-old head (console 0004, before core existed) migrates forward with its rows and permissions, and a
-fresh database migrates to the same schema. Each case runs in a process of its own against a SQLite
+old head (console 0004, before core existed) migrates forward with its rows and permissions, a
+fresh database migrates to the same schema, and the rollback the README describes gives the
+records back to the console app. Each case runs in a process of its own against a SQLite
 file (``DATABASE_URL``), as ``manage.py migrate`` would on an operator's installation."""
 
 from __future__ import annotations
