@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import IntegrityError
+from django.db import IntegrityError, models
 
 from broker.common.topic_config import validate_topic
 from console.models import SavedTailFilter
@@ -19,7 +19,8 @@ def _too_long(fields: dict[str, str]) -> str | None:
     """Why a value does not fit its column (PostgreSQL refuses it, SQLite would keep it), or None:
     the limits are the model's own."""
     for name, value in fields.items():
-        limit = SavedTailFilter._meta.get_field(name).max_length
+        column = SavedTailFilter._meta.get_field(name)
+        limit = column.max_length if isinstance(column, models.Field) else None
         if limit is not None and len(value) > limit:
             return f"the {name} is longer than {limit} characters"
     return None

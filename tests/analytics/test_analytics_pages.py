@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django import forms
 from django.contrib.auth.models import Group, User
 from django.db.backends.base.operations import BaseDatabaseOperations
 from django.test import Client, override_settings
@@ -145,10 +146,12 @@ def test_schedule_values_beyond_their_bounds_are_refused(operator_client):
 
 def test_schedule_form_bounds_fit_the_columns_on_postgresql(db):
     """Checked here on SQLite, for PostgreSQL: each bounded field of the form fits its column."""
-    form = ScheduleForm.base_fields
-    assert form["name"].max_length == PeriodicTask._meta.get_field("name").max_length
+    name, every, window = (ScheduleForm.base_fields[f] for f in ("name", "every", "window_hours"))
+    assert isinstance(name, forms.CharField) and isinstance(every, forms.IntegerField)
+    assert name.max_length == PeriodicTask._meta.get_field("name").max_length
     low, high = BaseDatabaseOperations.integer_field_ranges["IntegerField"]  # PostgreSQL's integer
-    assert low <= form["every"].min_value and form["every"].max_value <= high
-    assert form["window_hours"].max_value == MAX_WINDOW_HOURS
+    assert every.min_value is not None and every.max_value is not None
+    assert low <= every.min_value and every.max_value <= high
+    assert isinstance(window, forms.IntegerField) and window.max_value == MAX_WINDOW_HOURS
     now = timezone.now()
     assert now - timedelta(hours=MAX_WINDOW_HOURS) < now  # a run of the widest window can start
