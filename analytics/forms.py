@@ -69,21 +69,37 @@ class RunForm(forms.Form):
         return data
 
 
+# What a schedule can hold and run. A run covers at most ten years back (``now - window`` must stay
+# a date: a window of 10**8 hours overflowed every run); an interval runs a Spark job at most every
+# minute and at least once a year. The crontab's fields are stored in columns of these lengths.
+MAX_WINDOW_HOURS = 87_600
+PERIOD_SECONDS = {IntervalSchedule.SECONDS: 1, IntervalSchedule.MINUTES: 60, IntervalSchedule.HOURS: 3600,
+                  IntervalSchedule.DAYS: 86_400}  # fmt: skip
+MIN_INTERVAL_SECONDS, MAX_INTERVAL_SECONDS = 60, 366 * 86_400
+CRONTAB_COLUMNS = (("minute", "minute"), ("hour", "hour"), ("day-of-month", "day_of_month"),
+                   ("month", "month_of_year"), ("day-of-week", "day_of_week"))  # fmt: skip
+
 PERIODS = [(p, p) for p in (IntervalSchedule.SECONDS, IntervalSchedule.MINUTES, IntervalSchedule.HOURS,
                              IntervalSchedule.DAYS)]  # fmt: skip
 
 
 class ScheduleForm(forms.Form):
-    name = forms.CharField(max_length=200)
+    name = forms.CharField(max_length=PeriodicTask._meta.get_field("name").max_length)
     report = forms.ChoiceField(choices=REPORT_CHOICES, initial="all")
     topics = TopicsField()
     window_hours = forms.IntegerField(
         min_value=0,
+        max_value=MAX_WINDOW_HOURS,
         initial=24,
         label="Window (hours)",
-        help_text="each run covers the last N hours; 0 = everything",
+        help_text=f"each run covers the last N hours, at most {MAX_WINDOW_HOURS} (ten years); 0 = everything",
     )
-    every = forms.IntegerField(min_value=1, required=False, help_text="run every N periods …")
+    every = forms.IntegerField(
+        min_value=1,
+        max_value=MAX_INTERVAL_SECONDS,
+        required=False,
+        help_text="run every N periods, from a minute to a year …",
+    )
     period = forms.ChoiceField(choices=PERIODS, initial=IntervalSchedule.HOURS, required=False)
     crontab = forms.CharField(
         required=False,
@@ -113,6 +129,10 @@ class ScheduleForm(forms.Form):
         if raw and len(raw.split()) != 5:
             raise forms.ValidationError("a crontab has 5 fields: minute hour day-of-month month day-of-week")
         if raw:
+            for (label, column), value in zip(CRONTAB_COLUMNS, raw.split(), strict=True):
+                limit = CrontabSchedule._meta.get_field(column).max_length
+                if len(value) > limit:
+                    raise forms.ValidationError(f"the {label} field is longer than {limit} characters")
             minute, hour, day_of_month, month, day_of_week = raw.split()
             try:  # celery's own parser: what it accepts is what beat will run
                 crontab(minute=minute, hour=hour, day_of_month=day_of_month, month_of_year=month,
@@ -128,6 +148,12 @@ class ScheduleForm(forms.Form):
             raise forms.ValidationError("give either an interval (every N periods) or a crontab, not both")
         if data.get("every") and not data.get("period"):
             raise forms.ValidationError("choose the interval's period")
+        if data.get("every") and data.get("period"):
+            seconds = data["every"] * PERIOD_SECONDS[data["period"]]
+            if seconds < MIN_INTERVAL_SECONDS:
+                raise forms.ValidationError("the interval must be at least a minute")
+            if seconds > MAX_INTERVAL_SECONDS:
+                raise forms.ValidationError("the interval must be at most a year (366 days)")
         return data
 
     def save(self) -> PeriodicTask:

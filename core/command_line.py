@@ -30,8 +30,9 @@ FieldParser = Callable[[QueryDict], Any]
 @dataclass(frozen=True)
 class CommandLine:
     parse: FieldParser
-    fields: tuple[str, ...]  # the field names ``--help`` lists
+    fields: tuple[str, ...]  # the field names ``--help`` lists, the only ones taken
     defaults: PageForm | None  # a form whose initial values fill the fields left out
+    repeatable: tuple[str, ...] = ()  # fields a page posts many times (checkboxes): given as often
 
 
 PARSERS: dict[str, CommandLine] = {}
@@ -43,13 +44,17 @@ def register(
     fields: Iterable[str],
     *,
     defaults: PageForm | None = None,
+    repeatable: Iterable[str] = (),
 ) -> None:
     """Give ``action`` its command-line form. ``defaults``: a form whose fields the page shows
     filled in (a new topic's 8 queues...), so a field not given takes the value the page would
-    have sent."""
+    have sent. ``repeatable``: the fields that may be given more than once (a page's checkboxes)."""
     if action in PARSERS:
         raise ValueError(f"{action!r} has a command-line form already")
-    PARSERS[action] = CommandLine(parse, tuple(dict.fromkeys(fields)), defaults)
+    names = tuple(dict.fromkeys(fields))
+    if not set(repeatable) <= set(names):
+        raise ValueError(f"{action!r}: repeatable fields must be among its fields")
+    PARSERS[action] = CommandLine(parse, names, defaults, tuple(repeatable))
 
 
 def form_fields(form: PageForm) -> tuple[str, ...]:
@@ -81,16 +86,22 @@ def by_id(name: str, make: Callable[[Any, QueryDict], Any], *, optional: bool = 
 
 
 def fields_of(action: str, pairs: Iterable[str]) -> QueryDict:
-    """``--set name=value`` pairs as the fields a page posts (a name may come more than once), the
-    fields of the action's ``defaults`` form not given taking their initial values. A pair without
-    ``=`` is a ``ValueError``."""
+    """``--set name=value`` pairs as the fields a page posts, the fields of the action's
+    ``defaults`` form not given taking their initial values. A pair without ``=``, a name the
+    action does not take (a typo would otherwise be dropped) or a name given twice that is not
+    ``repeatable`` (which value was meant?) is a ``ValueError``."""
+    line = PARSERS[action]
     fields = QueryDict(mutable=True)
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep or not name:
             raise ValueError(f"--set takes name=value, not {pair!r}")
+        if name not in line.fields:
+            raise ValueError(f"{action} has no field {name!r}; its fields: {', '.join(line.fields)}")
+        if name in fields and name not in line.repeatable:
+            raise ValueError(f"{name} is given twice: give each field of {action} once")
         fields.appendlist(name, value)
-    form = PARSERS[action].defaults
+    form = line.defaults
     for name, field in form.base_fields.items() if form else ():
         if name not in fields and field.initial is not None:
             fields[name] = str(field.initial)

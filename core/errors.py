@@ -8,6 +8,10 @@ by ``ClusterErrorMiddleware`` with one mapping: 404 "Not found" when the thing a
 exist (the error names it), else 503 with the reason — a server that does not answer ("Cluster
 unavailable") or one that refused the request ("Refused by the cluster").
 
+Refusals before any view runs answer the same way: a failed CSRF check (``csrf_failure``, the
+``CSRF_FAILURE_VIEW``) is 403 with what to do, and a method a URL does not take is 405 naming the
+methods it does (``MethodNotAllowedMiddleware``: Django's own 405 has an empty body).
+
 Each answer is the full page, a fragment for htmx requests (which the page swaps in where the
 answer was meant to go), or JSON for clients that ask for it.
 """
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.urls import Resolver404
 
 from broker.client.admin import (
     BrokerUnreachableError,
@@ -48,14 +53,27 @@ def bad_request(request, exception=None) -> HttpResponse:
 
 
 def permission_denied(request, exception=None) -> HttpResponse:
-    """handler403: the user's role does not allow the action (``core.roles``) or the CSRF check failed."""
+    """handler403: the user's role does not allow the action (``core.roles``)."""
     reason = _reason(exception, "You may not do this.")
     return error_page(request, 403, "Not allowed", reason, "Nothing was changed.")
 
 
+def csrf_failure(request, reason: str = "") -> HttpResponse:
+    """CSRF_FAILURE_VIEW: a form posted without the token of this session (a page left open across a
+    log-in, cookies blocked, or a post from another site). Django's reason says which check failed."""
+    message = f"The form's security token (CSRF) was missing or wrong: {reason or 'no reason given'}."
+    hint = (
+        "Nothing was changed. If you sent this form from the console, reload the page and send it "
+        "again; the console needs its cookies."
+    )
+    return error_page(request, 403, "Not allowed", message, hint)
+
+
 def page_not_found(request, exception=None) -> HttpResponse:
-    """handler404: a page, or a thing a page names, that does not exist."""
-    reason = _reason(exception, f"There is no page at {request.path}.")
+    """handler404: a page, or a thing a page names, that does not exist. A URL no pattern matches
+    is named by its path only: the resolver's message lists every pattern of the console."""
+    default = f"There is no page at {request.path}."
+    reason = default if isinstance(exception, Resolver404) else _reason(exception, default)
     hint = "Check the name; the lists of the console show what exists."
     return error_page(request, 404, "Not found", reason, hint)
 
@@ -123,3 +141,23 @@ class ClusterErrorMiddleware:
         if not isinstance(exception, MQClientError):
             return None
         return cluster_error_page(request, exception)
+
+
+class MethodNotAllowedMiddleware:
+    """Gives Django's empty 405 (``require_POST`` and its kin) the console's page, with the methods
+    the URL takes (its ``Allow`` header kept)."""
+
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if response.status_code != 405 or response.content:
+            return response
+        allowed = response.get("Allow", "")
+        methods = " or ".join(m.strip() for m in allowed.split(",") if m.strip()) or "other methods"
+        message = f"{request.path} takes {methods} only, not {request.method}."
+        hint = "Use the page's buttons and forms: they send what the console expects."
+        page = error_page(request, 405, "Method not allowed", message, hint)
+        page["Allow"] = allowed
+        return page

@@ -89,6 +89,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "core.errors.MethodNotAllowedMiddleware",
     "core.errors.ClusterErrorMiddleware",
     "core.request_guard.RefuseNulCharacters",
     # Last, as django-axes asks: turns a locked-out login into its lockout page.
@@ -96,6 +97,7 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "project.urls"
+CSRF_FAILURE_VIEW = "core.errors.csrf_failure"  # the console's 403 page, with what to do
 WSGI_APPLICATION = None
 ASGI_APPLICATION = "project.asgi.application"
 

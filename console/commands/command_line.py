@@ -66,6 +66,7 @@ register(
     "dlq.replay",
     lambda f: dlq.Replay.parse(f.get("group", ""), f),
     ("group", "target", "scope", "ids", "rate", *DEAD_LETTER_FILTER),
+    repeatable=("ids",),
 )
 register("tail.filter.save", tail.SaveTailFilter.parse, ("name", "topic", *tail.FILTER_FIELDS))
 register("tail.filter.delete", by_id("filter_id", lambda pk, _: tail.DeleteTailFilter(pk)), ("filter_id",))

@@ -5,13 +5,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import IntegrityError
+from django.db import IntegrityError, models
 
+from broker.common.topic_config import validate_topic
 from console.models import SavedTailFilter
 from console.tail.filters import TailFilterError, compile_filter
-from core.boundary import Actor, Cluster, Invalid, Outcome, Params, command
+from core.boundary import Actor, Cluster, Invalid, Missing, Outcome, Params, command
 
 FILTER_FIELDS = ("tags", "sql", "key")
+
+
+def _too_long(fields: dict[str, str]) -> str | None:
+    """Why a value does not fit its column (PostgreSQL refuses it, SQLite would keep it), or None:
+    the limits are the model's own."""
+    for name, value in fields.items():
+        column = SavedTailFilter._meta.get_field(name)
+        limit = column.max_length if isinstance(column, models.Field) else None
+        if limit is not None and len(value) > limit:
+            return f"the {name} is longer than {limit} characters"
+    return None
 
 
 @dataclass(frozen=True)
@@ -23,10 +35,13 @@ class SaveTailFilter(Params):
     def parse(cls, data) -> SaveTailFilter | Invalid:
         name = (data.get("name") or "").strip()
         fields = {k: (data.get(k) or "").strip() for k in ("topic", *FILTER_FIELDS)}
-        if not name or len(name) > 80:
-            return Invalid(
-                "give the filter a name of 1 to 80 characters", target=name[:80], parameters=fields
-            )
+        if not name:
+            return Invalid("give the filter a name", target="", parameters=fields)
+        reason = _too_long({"name": name, **fields})
+        if reason:
+            return Invalid(reason, target=name[:80], parameters={k: v[:255] for k, v in fields.items()})
+        if fields["topic"] and validate_topic(fields["topic"]):  # empty: every topic
+            return Invalid(f"topic: {validate_topic(fields['topic'])}", target=name, parameters=fields)
         try:
             compile_filter(fields["tags"], fields["sql"], fields["key"])
         except TailFilterError as exc:
@@ -65,7 +80,9 @@ class DeleteTailFilter(Params):
 
 @command("tail.filter.delete")
 def delete_tail_filter(actor: Actor, cluster: Cluster, params: DeleteTailFilter) -> Outcome:
-    """Only the actor's own filter: another user's, or none, is a failed record."""
+    """Only the actor's own filter: another user's, or none, is ``Missing`` (the page's 404)."""
     deleted, _ = SavedTailFilter.objects.filter(user=actor.user, pk=params.filter_id).delete()
-    detail = "" if deleted else "no such filter of yours"
-    return Outcome(params.target, detail, {}, bool(deleted), failed=not deleted)
+    if not deleted:
+        reason = f"You have no saved filter {params.filter_id} (no such filter of yours)."
+        raise Missing(params.target, reason)
+    return Outcome(params.target, "", {}, True)

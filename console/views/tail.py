@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
+from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -20,6 +21,7 @@ from console.commands.tail import FILTER_FIELDS
 from console.models import SavedTailFilter
 from console.tail.consumer import BUFFER_SIZE
 from console.views.common import run
+from core.boundary import Missing
 from core.roles import VIEWER, require_role
 
 
@@ -54,7 +56,10 @@ def save_tail_filter(request):
 @require_POST
 @serves("tail.filter.delete")
 def delete_tail_filter(request, filter_id: int):
-    run(request, "tail.filter.delete", commands.DeleteTailFilter(filter_id))
+    try:
+        run(request, "tail.filter.delete", commands.DeleteTailFilter(filter_id))
+    except Missing as exc:  # another user's filter, or one deleted meanwhile
+        raise Http404(exc.reason) from None
     topic = (request.POST.get("topic") or "").strip()
     topic = "" if validate_topic(topic) else topic
     if request.htmx:

@@ -5,12 +5,18 @@ forms laid out with labels."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django import forms
 from django.contrib.auth.models import Group, User
+from django.db.backends.base.operations import BaseDatabaseOperations
 from django.test import Client, override_settings
 from django.urls import reverse
+from django.utils import timezone
+from django_celery_beat.models import PeriodicTask
 
-from analytics.forms import RunForm
+from analytics.forms import MAX_WINDOW_HOURS, RunForm, ScheduleForm
 from analytics.models import ReportRow, ReportRun
 from analytics.spark.segments import segments_location
 
@@ -110,3 +116,42 @@ def test_the_time_pickers_values_are_read_as_utc(db):
     assert form.is_valid(), form.errors
     start, end = form.cleaned_data["start_time"], form.cleaned_data["end_time"]
     assert (start.isoformat(), end.isoformat()) == ("2026-11-23T08:00:00+00:00", "2026-11-23T09:30:00+00:00")
+
+
+SCHEDULE = {"name": "nightly", "report": "all", "topics": "", "window_hours": "24", "enabled": "on"}
+
+
+def _schedule_refused(client, fields: dict, reason: str) -> None:
+    response = client.post(reverse("analytics:schedule_create"), {**SCHEDULE, **fields})
+    assert response.status_code == 400, response.status_code
+    assert reason in response.content.decode(), response.content.decode()[-2000:]
+    assert not PeriodicTask.objects.filter(name=SCHEDULE["name"]).exists()
+
+
+def test_schedule_values_beyond_their_bounds_are_refused(operator_client):
+    """What a schedule can hold and run: an interval of a minute to a year, a window of at most ten
+    years; numbers a column cannot hold (99999999999 on PostgreSQL's integer) are refused the same."""
+    interval = {"period": "hours", "crontab": ""}
+    _schedule_refused(operator_client, {**interval, "every": "99999999999"}, "less than or equal to")
+    _schedule_refused(operator_client, {**interval, "every": "8785"}, "at most a year (366 days)")
+    _schedule_refused(operator_client, {"every": "1", "period": "seconds"}, "at least a minute")
+    _schedule_refused(operator_client, {**interval, "every": "1", "window_hours": "100000000"},
+                      "less than or equal to 87600")  # fmt: skip
+    month = ",".join(["1"] * 40)  # 79 characters, which celery reads; the column holds 64
+    _schedule_refused(operator_client, {"crontab": f"0 3 * {month} *"}, "the month field is longer than 64")
+    ok = operator_client.post(reverse("analytics:schedule_create"), {**SCHEDULE, "every": "60",
+                                                                    "period": "seconds"})  # fmt: skip
+    assert ok.status_code == 302 and PeriodicTask.objects.get(name="nightly").interval.every == 60
+
+
+def test_schedule_form_bounds_fit_the_columns_on_postgresql(db):
+    """Checked here on SQLite, for PostgreSQL: each bounded field of the form fits its column."""
+    name, every, window = (ScheduleForm.base_fields[f] for f in ("name", "every", "window_hours"))
+    assert isinstance(name, forms.CharField) and isinstance(every, forms.IntegerField)
+    assert name.max_length == PeriodicTask._meta.get_field("name").max_length
+    low, high = BaseDatabaseOperations.integer_field_ranges["IntegerField"]  # PostgreSQL's integer
+    assert every.min_value is not None and every.max_value is not None
+    assert low <= every.min_value and every.max_value <= high
+    assert isinstance(window, forms.IntegerField) and window.max_value == MAX_WINDOW_HOURS
+    now = timezone.now()
+    assert now - timedelta(hours=MAX_WINDOW_HOURS) < now  # a run of the widest window can start

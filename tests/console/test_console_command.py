@@ -133,7 +133,7 @@ def test_an_operator_saves_edits_and_deletes_an_alert_rule_each_audited():
     assert records == [
         ("alerts.rule.save", "ok", "Cli lag", "created"),
         ("alerts.rule.save", "ok", "Cli lag", "updated"),
-        ("alerts.rule.delete", "ok", "Cli lag", ""),
+        ("alerts.rule.delete", "ok", "Cli lag", f"deleted rule 'Cli lag' (id {rule.pk})"),
     ]
     edited = AuditRecord.objects.filter(action="alerts.rule.save").order_by("id")[1]
     assert edited.parameters == {"threshold": "900"}
@@ -237,3 +237,26 @@ def test_invalid_input_exits_non_zero_with_the_reason_and_one_failed_record(caps
     )
     assert records[1][:2] == ("analytics.schedule.create", "failed") and "window_hours" in records[1][2]
     assert len(records) == 2 and not PeriodicTask.objects.filter(name="negative").exists()
+
+
+def test_an_unknown_or_repeated_field_is_refused_without_a_record(live_cluster):
+    _user("uma", OPERATOR)
+    with pytest.raises(CommandError, match=r"tail\.filter\.save has no field 'bogus'.*name, topic, tags"):
+        _run("tail.filter.save", "--user", "uma", "--set", "name=f", "--set", "bogus=1")
+    with pytest.raises(CommandError, match="topic is given twice"):
+        _run("topic.delete", "--user", "uma", "--set", "topic=CC1", "--set", "topic=CC2")
+    assert not AuditRecord.objects.exists() and not SavedTailFilter.objects.exists()
+
+
+def test_a_field_a_page_sends_many_times_may_repeat():
+    """dlq.replay's ``ids`` (the page's checkboxes) is the one field given more than once."""
+    assert [action for action, line in PARSERS.items() if line.repeatable] == ["dlq.replay"]
+    assert PARSERS["dlq.replay"].repeatable == ("ids",)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_unknown_user_exits_non_zero_with_a_clear_reason(capsys):
+    status, err = _exit(capsys, "topic.delete", "--user", "nosuchuser", "--set", "topic=T")
+    assert status == 1 and "Traceback" not in err
+    assert err.strip() == ("CommandError: no active user 'nosuchuser': name a console user who can log in")
+    assert not AuditRecord.objects.exists()

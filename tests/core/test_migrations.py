@@ -1,12 +1,14 @@
 """The audit log's move from the console app to core keeps existing databases: one migrated at the
-old head (console 0004, before core existed) migrates forward with its rows and permissions, and a
-fresh database migrates to the same schema. Each case runs in a process of its own against a SQLite
+old head (console 0004, before core existed) migrates forward with its rows and permissions, a
+fresh database migrates to the same schema, and the rollback the README describes gives the
+records back to the console app. Each case runs in a process of its own against a SQLite
 file (``DATABASE_URL``), as ``manage.py migrate`` would on an operator's installation."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -64,6 +66,7 @@ print(json.dumps({
 
 FRESH = """
 import json
+import re
 import django
 django.setup()
 from django.core.management import call_command
@@ -109,3 +112,42 @@ def test_a_fresh_database_migrates_to_the_same_table(tmp_path):
     assert fresh["row"] == ["ops", "topic.save"]
     assert fresh["table"] == "console_auditrecord"
     assert fresh["tables"] == ["console_auditrecord"]
+
+
+ROLLBACK = """
+import json, sys
+import django
+django.setup()
+from django.core.management import call_command
+from django.db import connection
+
+call_command("migrate", verbosity=0)
+from core.models import AuditRecord
+AuditRecord.objects.create(username="ops", action="topic.save", result="ok")
+for step in json.loads(sys.argv[1]):
+    call_command("migrate", *step, verbosity=0)
+with connection.cursor() as cursor:
+    cursor.execute("select app_label from django_content_type where model = 'auditrecord'")
+    content_type = [row[0] for row in cursor.fetchall()]
+    cursor.execute("select username from console_auditrecord")
+    rows = [row[0] for row in cursor.fetchall()]
+    cursor.execute("select app, name from django_migrations where app in ('core', 'console')")
+    applied = sorted(f"{app} {name[:4]}" for app, name in cursor.fetchall())
+print(json.dumps({"content_type": content_type, "rows": rows, "applied": applied}))
+"""
+
+
+def _readme_rollback_steps() -> list[list[str]]:
+    """The ``manage.py migrate`` commands of the README's paragraph on rolling back, in its order."""
+    readme = (ROOT / "README.md").read_text()
+    paragraph = readme.split("**Upgrading and rolling back.**", 1)[1].split("\n\n", 1)[0]
+    return [s.split() for s in re.findall(r"`manage\.py migrate ([a-z]+ [a-z0-9]+)`", paragraph)]
+
+
+def test_the_rollback_the_readme_describes_gives_the_audit_log_back_to_the_console(tmp_path):
+    steps = _readme_rollback_steps()
+    assert steps == [["core", "zero"], ["console", "0004"]]
+    rolled_back = _run(ROLLBACK, tmp_path, json.dumps(steps))
+    assert rolled_back["content_type"] == ["console"]  # where the older release looks
+    assert rolled_back["rows"] == ["ops"]  # the table and its rows stay
+    assert [m for m in rolled_back["applied"] if m.startswith("core") or m.endswith("0005")] == []

@@ -4,7 +4,7 @@ cluster=DefaultCluster``. Every registered command (``core.boundary.COMMANDS``: 
 alerts' and the reports') has its command-line form (``core.command_line``), so this is a complete
 second surface. The user named must hold the role the action needs; the action leaves the same audit
 record as from the page, in that user's name (its target on a refusal names this command). Fields
-are the page form's (``--set name=value``, repeatable: ``ids`` may be given more than once), plus
+are the page form's (``--set name=value``, each once, but ``ids`` may be given more than once), plus
 the names in the URL of the page (``topic``, ``group``, ``addr``, ``rule_id``...); ``--help`` lists
 each action's. A refusal or failure exits non-zero with its reason on stderr.
 """
@@ -56,7 +56,7 @@ class Command(BaseCommand):
         action = options["action"]
         user = get_user_model().objects.filter(username=options["user"], is_active=True).first()
         if user is None:
-            raise CommandError(f"no active user {options['user']!r}")
+            raise CommandError(f"no active user {options['user']!r}: name a console user who can log in")
         choices = namesrv_choices()
         namesrv = options["namesrv"] or (choices[0] if choices else "")
         if options["namesrv"] and namesrv not in choices:
