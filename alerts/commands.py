@@ -105,7 +105,7 @@ def delete_rule(actor: Actor, cluster: Cluster, params: DeleteRule) -> Outcome:
     with transaction.atomic():
         close_events_of(rule, "rule deleted")
         rule.delete()
-    return Outcome(name)
+    return Outcome(name, f"Rule {name!r} (id {params.rule_id}) deleted")
 
 
 @dataclass(frozen=True)

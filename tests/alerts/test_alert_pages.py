@@ -113,7 +113,7 @@ def test_operator_creates_edits_disables_and_deletes_a_rule(operator, fake_clock
     assert [(r.action, r.target, r.result, r.detail) for r in records] == [
         ("alerts.rule.save", "Orders lag", "ok", "created"),
         ("alerts.rule.save", "Orders lag", "ok", "updated"),
-        ("alerts.rule.delete", "Orders lag", "ok", ""),
+        ("alerts.rule.delete", "Orders lag", "ok", f"Rule 'Orders lag' (id {rule.pk}) deleted"),
     ]
     assert records[1].parameters == {"threshold": "800", "enabled": ""}
 

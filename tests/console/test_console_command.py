@@ -133,7 +133,7 @@ def test_an_operator_saves_edits_and_deletes_an_alert_rule_each_audited():
     assert records == [
         ("alerts.rule.save", "ok", "Cli lag", "created"),
         ("alerts.rule.save", "ok", "Cli lag", "updated"),
-        ("alerts.rule.delete", "ok", "Cli lag", ""),
+        ("alerts.rule.delete", "ok", "Cli lag", f"Rule 'Cli lag' (id {rule.pk}) deleted"),
     ]
     edited = AuditRecord.objects.filter(action="alerts.rule.save").order_by("id")[1]
     assert edited.parameters == {"threshold": "900"}
