@@ -63,7 +63,9 @@ class Actor:
 
 class Cluster:
     """The cluster a command acts on: the name server chosen, its admin client and producer (the
-    console's shared ones, made on first use)."""
+    console's shared ones, made on first use). A broker address from a command's input is taken
+    only through ``registered_broker`` / ``broker_targets``: the cluster is what that name server
+    lists, never an address given from outside it."""
 
     def __init__(self, namesrv: str) -> None:
         self.namesrv = namesrv

@@ -6,13 +6,16 @@ with) and any other service are refused with a 400 and one failed record, and no
 
 from __future__ import annotations
 
+import re
 import socket
 
 import pytest
 from django.core.management import CommandError, call_command
 
 from broker.client.admin import MQAdmin
+from broker.common.route import BrokerData, ClusterInfo
 from broker.local_cluster import SMALL_STORE, LocalCluster
+from core.boundary import Cluster, Invalid, Params
 from core.models import AuditRecord
 from tests.cluster import CLI_CLUSTER
 
@@ -150,3 +153,29 @@ def test_a_registered_master_is_still_accepted(operator_client, live_cluster, ad
     (record,) = AuditRecord.objects.all()
     assert record.result == AuditRecord.RESULT_OK and record.detail.endswith(live_cluster.broker_addr)
     assert CLI_CLUSTER in admin.cluster_info().clusters
+
+
+class _Info:
+    """The cluster info of a name server listing one master and its slave (IPv6 registered bare)."""
+
+    def cluster_info(self) -> ClusterInfo:
+        members = {0: "127.0.0.1:10911", 1: "::1:10921"}
+        return ClusterInfo({"broker-a": BrokerData("C", "broker-a", members)}, {"C": ["broker-a"]})
+
+
+def _listing_cluster() -> Cluster:
+    cluster = Cluster("127.0.0.1:9876")
+    cluster.__dict__["admin"] = _Info()  # the cached admin: no name server needed
+    return cluster
+
+
+def test_a_slave_is_refused_where_a_master_is_needed_and_hosts_compare_by_value():
+    cluster, params = _listing_cluster(), Params()
+    assert cluster.registered_broker("[::1]:10921", params, master=False) == "::1:10921"
+    assert cluster.broker_targets(params, "127.0.0.1:10911", "", masters=True) == ["127.0.0.1:10911"]
+    with pytest.raises(Invalid, match="is broker id 1 of broker-a, not its master"):
+        cluster.broker_targets(params, "[::1]:10921", "", masters=True)
+    with pytest.raises(Invalid, match=re.escape("no broker at '127.0.0.1:10912' is registered")):
+        cluster.registered_broker("127.0.0.1:10912", params, master=False)
+    with pytest.raises(Invalid, match="no broker at 'not an address' is registered"):
+        cluster.registered_broker("not an address", params, master=False)
