@@ -147,8 +147,15 @@ class ResetOffsetForm(forms.Form):
     def clean(self) -> dict[str, Any]:
         super().clean()  # its result is typed Optional: read self.cleaned_data
         data = self.cleaned_data
-        if data.get("mode") == RESET_TIMESTAMP and not data.get("timestamp"):
-            raise forms.ValidationError("resetting to a point in time needs the time")
+        if data.get("mode") == RESET_TIMESTAMP:
+            if not data.get("timestamp"):
+                raise forms.ValidationError("resetting to a point in time needs the time")
+            # resetOffsetByTime reads a negative time as "latest": a time before 1970 would skip
+            # the backlog it was meant to replay.
+            if data["timestamp"].timestamp() < 0:
+                raise forms.ValidationError(
+                    "the time must be 1970-01-01T00:00 UTC or later (store times start there)"
+                )
         return data
 
     def target_millis(self) -> int:

@@ -33,6 +33,7 @@ from django.core.exceptions import BadRequest, PermissionDenied
 from broker.client import Producer
 from broker.client.admin import MQAdmin, MQClientError
 from broker.common.errors import ControllerError
+from broker.common.hosts import parse_host
 from core.audit import audit_record
 from core.models import AuditRecord
 from core.roles import ACTIONS, has_role, mark_access, refusal
@@ -62,7 +63,9 @@ class Actor:
 
 class Cluster:
     """The cluster a command acts on: the name server chosen, its admin client and producer (the
-    console's shared ones, made on first use)."""
+    console's shared ones, made on first use). A broker address from a command's input is taken
+    only through ``registered_broker`` / ``broker_targets``: the cluster is what that name server
+    lists, never an address given from outside it."""
 
     def __init__(self, namesrv: str) -> None:
         self.namesrv = namesrv
@@ -86,11 +89,48 @@ class Cluster:
 
         return producer_for(self.checked_namesrv())
 
+    def registered_broker(self, addr: str, params: Params, *, master: bool) -> str:
+        """The address, as the chosen name server lists it, of the broker ``addr`` names — a master
+        when ``master``. A command asks this before it sends anything to an address its input
+        gave: an address outside the cluster (another cluster's broker, any other service) is
+        refused as ``Invalid`` without a connection to it, so neither a write nor a port probe
+        reaches it."""
+        wanted = _host_of(addr)
+        for data in self.admin.cluster_info().brokers.values():
+            for broker_id, member in sorted(data.broker_addrs.items()):
+                if member != addr and (wanted is None or _host_of(member) != wanted):
+                    continue
+                if master and member != data.master_addr:
+                    reason = f"{addr} is broker id {broker_id} of {data.broker_name}, not its master"
+                    raise Invalid(reason, target=params.target, parameters=params.audit_parameters())
+                return member
+        reason = f"no broker at {addr[:64]!r} is registered on name server {self.namesrv}"
+        raise Invalid(reason, target=params.target, parameters=params.audit_parameters())
+
+    def broker_targets(
+        self, params: Params, broker_addr: str, cluster_name: str, *, masters: bool
+    ) -> list[str]:
+        """Where a change goes: the registered broker ``broker_addr`` names (``registered_broker``),
+        else every master (``masters``) or every member of the cluster ``cluster_name``."""
+        if broker_addr:
+            return [self.registered_broker(broker_addr, params, master=masters)]
+        if masters:
+            return self.admin.resolve_masters(None, cluster_name or None)
+        return self.admin.resolve_all_addrs(None, cluster_name or None)
+
     def checked_namesrv(self) -> str:
         """The name server; an ``MQClientError`` (a page saying so) when none is configured."""
         if not self.namesrv:
             raise MQClientError("no name server configured: set BROKER_NAMESRV")
         return self.namesrv
+
+
+def _host_of(addr: str):
+    """``addr`` as (ip, port), so an IPv6 host matches with or without brackets; None if it is none."""
+    try:
+        return parse_host(addr)
+    except ValueError:
+        return None
 
 
 @dataclass

@@ -99,7 +99,8 @@ class UpdateWhiteList(AclChange):
 def _on_brokers(cluster: Cluster, params: AclChange, request_method, *args) -> Outcome:
     """``request_method(admin, addr, *args)`` on the change's brokers; failed if any refused."""
     admin = cluster.admin
-    addrs = admin.acl_targets(params.broker_addr or None, params.cluster or None)
+    # Slaves too: a slave enforces the ACL on the reads it serves (``acl_targets``).
+    addrs = cluster.broker_targets(params, params.broker_addr, params.cluster, masters=False)
     outcomes = admin.each_broker(addrs, request_method, *args)
     detail = "; ".join(f"{o.addr}: {'failed: ' + o.error if o.error else 'ok'}" for o in outcomes)
     failed = any(o.error for o in outcomes)

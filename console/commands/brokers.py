@@ -40,7 +40,8 @@ class UpdateBrokerConfig(Params):
 
 @command("broker.config.update")
 def update_broker_config(actor: Actor, cluster: Cluster, params: UpdateBrokerConfig) -> Outcome:
-    remark = cluster.admin.update_broker_config(params.addr, {params.key: params.value})
+    addr = cluster.registered_broker(params.addr, params, master=False)
+    remark = cluster.admin.update_broker_config(addr, {params.key: params.value})
     # The broker's own words: applied now, or written and needing a restart.
     detail = f"Broker {params.addr}: {remark or f'{params.key} set to {params.value}'}"
     return Outcome(params.addr, detail, params.audit_parameters(), remark)
@@ -76,7 +77,8 @@ class PurgeDamaged(Params):
 def purge_damaged(actor: Actor, cluster: Cluster, params: PurgeDamaged) -> Outcome:
     """Delete one quarantined range of damaged commit-log data (the broker's purge request). The
     messages whose bytes lay there are gone for good."""
-    purged = cluster.admin.purge_damaged_commit_log(params.addr, params.start)
+    addr = cluster.registered_broker(params.addr, params, master=False)
+    purged = cluster.admin.purge_damaged_commit_log(addr, params.start)
     done = "; ".join(
         f"{r.to_offset - r.from_offset} bytes from offset {r.from_offset} to {r.to_offset}" for r in purged
     )

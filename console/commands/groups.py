@@ -53,9 +53,10 @@ class SaveGroup(Params):
 def save_group(actor: Actor, cluster: Cluster, params: SaveGroup) -> Outcome:
     admin = cluster.admin
     addrs = save_on_masters(
-        admin,
+        cluster,
+        params,
         broker_addr=params.broker_addr,
-        cluster=params.cluster,
+        cluster_name=params.cluster,
         save_one=lambda addr: admin.create_or_update_subscription_group(addr, params.group, **params.options),
     )
     detail = f"Consumer group {params.group} saved on {', '.join(addrs)}"
@@ -109,6 +110,10 @@ class ResetOffset(Params):
 
 @command("group.reset_offset")
 def reset_offset(actor: Actor, cluster: Cluster, params: ResetOffset) -> Outcome:
+    """Move the group's offsets on ``topic``. A group no broker knows (no config, no offsets, no
+    consumer) is refused with ``NotFoundError``: the brokers would otherwise take the offsets and
+    make the group up (a typo'd name reported "ok")."""
+    group_detail(cluster.admin, params.group)
     entries = cluster.admin.reset_offset_by_time(params.group, params.topic, params.timestamp, force=True)
     detail = f"Offsets of {params.group} on {params.topic} reset: " + ", ".join(
         f"{e.broker_name}/{e.queue_id}→{e.offset}" for e in entries

@@ -5,14 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from broker.client.admin import MQAdmin
+from core.boundary import Cluster, Params
 
 
 def save_on_masters(
-    admin: MQAdmin, *, broker_addr: str, cluster: str, save_one: Callable[[str], Any]
+    cluster: Cluster, params: Params, *, broker_addr: str, cluster_name: str, save_one: Callable[[str], Any]
 ) -> list[str]:
-    """``save_one(addr)`` on ``broker_addr``, or on every master of ``cluster``; the addresses."""
-    addrs = admin.resolve_masters(broker_addr or None, cluster or None)
+    """``save_one(addr)`` on the master ``broker_addr`` names (one the chosen name server lists),
+    or on every master of ``cluster_name``; the addresses."""
+    addrs = cluster.broker_targets(params, broker_addr, cluster_name, masters=True)
     for addr in addrs:
         save_one(addr)
     return addrs

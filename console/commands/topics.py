@@ -9,6 +9,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 
 from broker.common.message import Message
+from broker.common.topic_config import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 from console.commands.masters import save_on_masters
 from console.commands.parsing import form_refusal
 from console.forms import SendMessageForm, TopicForm, check_topic
@@ -46,11 +47,13 @@ class SaveTopic(Params):
 
 @command("topic.save")
 def save_topic(actor: Actor, cluster: Cluster, params: SaveTopic) -> Outcome:
+    refuse_broker_made_topic(params.topic)
     admin = cluster.admin
     addrs = save_on_masters(
-        admin,
+        cluster,
+        params,
         broker_addr=params.broker_addr,
-        cluster=params.cluster,
+        cluster_name=params.cluster,
         save_one=lambda addr: admin.create_or_update_topic(
             addr, params.topic, params.read_queue_nums, params.write_queue_nums, params.perm, params.order
         ),
@@ -81,6 +84,15 @@ def refuse_system_topic(cluster: Cluster, topic: str) -> None:
     the cluster- and broker-named ones every broker registers: never from the console."""
     if is_system_topic_of(cluster.admin, topic):
         reason = f"{topic} is a system topic: the console neither sends to nor deletes it"
+        raise Invalid(reason, target=topic)
+
+
+def refuse_broker_made_topic(topic: str) -> None:
+    """A group's retry and dead-letter topics are the brokers' to create and fill (a message
+    the group failed to consume): a message written there by hand would pass for a real retry
+    or dead letter. ``dlq.make_readable`` is the one change the console makes to a DLQ topic."""
+    if topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)):
+        reason = f"{topic} is a retry or dead-letter topic: only the brokers create and write it"
         raise Invalid(reason, target=topic)
 
 
@@ -126,6 +138,7 @@ class SendTestMessage(Params):
 
 @command("topic.send")
 def send_test_message(actor: Actor, cluster: Cluster, params: SendTestMessage) -> Outcome:
+    refuse_broker_made_topic(params.topic)
     refuse_system_topic(cluster, params.topic)
     queue = None
     if params.broker_name:

@@ -118,7 +118,7 @@ def reset_preview_page(request, group: str):
 @require_POST
 @serves("group.reset_offset")
 def reset_apply(request, group: str):
-    perform(request, "group.reset_offset", groups.ResetOffset.parse(group, request.POST))
+    perform(request, "group.reset_offset", groups.ResetOffset.parse(group, request.POST), missing_is_404=True)
     return redirect("console:group", group=group)
 
 

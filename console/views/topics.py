@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from django.core.exceptions import BadRequest
+from django.core.exceptions import BadRequest, ValidationError
 from django.core.paginator import Paginator
 from django.http import JsonResponse
 from django.shortcuts import redirect, render
@@ -14,13 +14,22 @@ from django.views.decorators.http import require_GET, require_POST
 
 from broker.common.topic_kinds import KIND_LABELS, KINDS
 from console.commands import serves, topics
-from console.forms import PERM_CHOICES, SendMessageForm
+from console.forms import PERM_CHOICES, SendMessageForm, check_topic
 from console.queries import topics as queries
 from console.queries import topology
 from console.views.common import cluster_of, perform
 from core.roles import VIEWER, require_role
 
 PAGE_SIZE = 100
+
+
+def _named_topic(topic: str) -> str:
+    """The URL's topic when it is a topic name: anything else is the caller's mistake (a 400
+    naming it), not a refusal by the cluster (the 503 asking the brokers would give)."""
+    try:
+        return check_topic(topic)
+    except ValidationError as exc:
+        raise BadRequest(f"Invalid topic: {' '.join(exc.messages)}") from None
 
 
 @require_GET
@@ -57,6 +66,7 @@ def topic_list(request):
 @require_GET
 @require_role(VIEWER)
 def topic_detail(request, topic: str):
+    topic = _named_topic(topic)
     detail = queries.topic_detail(cluster_of(request), topic)
     route, by_set = detail.route, detail.by_set
     status = by_set.status
@@ -115,5 +125,5 @@ def topic_send(request, topic: str):
 @require_role(VIEWER)
 def topic_tps_sample(request, topic: str):
     """Running totals: messages stored in the topic and consumed by each group (the page derives rates)."""
-    counters = queries.topic_counters(cluster_of(request), topic)
+    counters = queries.topic_counters(cluster_of(request), _named_topic(topic))
     return JsonResponse({"at": int(time.time() * 1000), "counters": counters})

@@ -83,3 +83,24 @@ def _routed(admin, topic: str) -> bool:
         return bool(admin.topic_route(topic).queue_datas)
     except Exception:  # no route yet
         return False
+
+
+def test_retry_and_dead_letter_topics_are_the_brokers_to_make_and_write(operator_client, admin):
+    """A message sent by hand to %DLQ%G or %RETRY%G would pass for a real dead letter or retry, and
+    a topic.save would make such a topic up: both refused (400) before anything is sent."""
+    for topic in ("%DLQ%SmallPagesG", "%RETRY%SmallPagesG"):
+        saved = operator_client.post(
+            "/topics/save",
+            {"topic": topic, "cluster": CLI_CLUSTER, "read_queue_nums": 1, "write_queue_nums": 1, "perm": 6},
+        )
+        assert saved.status_code == 400
+        assert "is a retry or dead-letter topic" in saved.content.decode()
+        sent = operator_client.post(f"/topics/{topic}/send", {"body": "a fake dead letter"})
+        assert sent.status_code == 400
+        assert not _routed(admin, topic)
+    refusals = AuditRecord.objects.filter(result=AuditRecord.RESULT_FAILED).values_list("action", "target")
+    assert sorted(refusals) == sorted(
+        (action, topic)
+        for action in ("topic.save", "topic.send")
+        for topic in ("%DLQ%SmallPagesG", "%RETRY%SmallPagesG")
+    )

@@ -102,6 +102,12 @@ def test_unknown_group_is_404(viewer_client, flow):
 def test_reset_preview_then_apply_then_skip_backlog(operator_client, flow):
     idle = "console-idle"
     admin = flow["admin"]
+    # A group no broker knows is refused: resetting it would make it up.
+    unknown = operator_client.post(f"/groups/{idle}/reset/apply", {"topic": TOPIC, "mode": "earliest"})
+    assert unknown.status_code == 404 and b"is not configured on any broker" in unknown.content
+    assert operator_client.get(f"/groups/{idle}/").status_code == 404
+    made = {"group": idle, "cluster": CLUSTER, "retry_max_times": 1, "retry_queue_nums": 1}
+    assert operator_client.post("/groups/save", made).status_code == 302
     assert (
         operator_client.post(f"/groups/{idle}/reset/apply", {"topic": TOPIC, "mode": "earliest"}).status_code
         == 302
@@ -130,12 +136,26 @@ def test_reset_preview_then_apply_then_skip_backlog(operator_client, flow):
     )
     assert admin.consumer_progress(idle, TOPIC).diff_total == 4
     results = set(AuditRecord.objects.filter(target=idle).values_list("action", "result"))
-    assert results == {("group.reset_offset", "ok"), ("group.skip_backlog", "ok")}
+    assert results == {
+        ("group.reset_offset", "failed"),
+        ("group.save", "ok"),
+        ("group.reset_offset", "ok"),
+        ("group.skip_backlog", "ok"),
+    }
 
 
 def test_reset_input_errors(operator_client, viewer_client, flow):
     missing_time = operator_client.post(f"/groups/{GROUP}/reset/apply", {"topic": TOPIC, "mode": "timestamp"})
     assert missing_time.status_code == 400 and b"needs the time" in missing_time.content
+    # A time before 1970 is negative, which resetOffsetByTime reads as "latest": refused.
+    for before_1970 in ("1969-12-31T23:59", "0001-01-01T00:00"):
+        form = {"topic": TOPIC, "mode": "timestamp", "timestamp": before_1970}
+        preview = viewer_client.get(f"/groups/{GROUP}/reset/preview", form)
+        assert preview.status_code == 400 and b"1970-01-01T00:00 UTC or later" in preview.content
+        applied = operator_client.post(f"/groups/{GROUP}/reset/apply", form)
+        assert applied.status_code == 400 and b"1970-01-01T00:00 UTC or later" in applied.content
+    refused = AuditRecord.objects.filter(action="group.reset_offset", result=AuditRecord.RESULT_FAILED)
+    assert refused.count() == 3  # the missing time and the two before 1970, one record each
     bad_mode = viewer_client.get(f"/groups/{GROUP}/reset/preview", {"topic": TOPIC, "mode": "sideways"})
     assert bad_mode.status_code == 400
     unknown_topic = viewer_client.get(

@@ -173,6 +173,13 @@ def test_unknown_topic_detail_is_404(viewer_client, live_cluster):
     assert page.status_code == 404 and b"no route for topic" in page.content
 
 
+def test_a_topic_url_that_names_no_topic_is_a_400_not_a_cluster_refusal(viewer_client, live_cluster):
+    for path in ("/topics/a%20b/", "/topics/a%20b/tps.json"):
+        page = viewer_client.get(path)
+        assert page.status_code == 400, path
+        assert b"Invalid topic" in page.content and b"Refused by the cluster" not in page.content
+
+
 def test_topic_tps_sample_counts_produced_messages(operator_client, viewer_client, admin):
     _save_topic(operator_client, "ConsoleTps")
     assert route_settles(admin, "ConsoleTps", {("broker-a", 4, 6), ("broker-b", 4, 6)})
