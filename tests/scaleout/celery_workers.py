@@ -98,7 +98,7 @@ def redis_database() -> Iterator[str]:
     queues, results and events of the block's workers."""
     import redis
 
-    from tests.scaleout.web_tier import claim_empty_redis_db
+    from tests.browser.stack import claim_empty_redis_db
 
     url = REDIS_URL.format(db=claim_empty_redis_db())
     client = redis.Redis.from_url(url)
