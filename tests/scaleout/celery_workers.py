@@ -185,7 +185,7 @@ class TaskEvents:
     def _receive(self) -> None:
         from celery import Celery
 
-        app = Celery(broker=self.broker_url)
+        app = Celery(broker=self.broker_url, set_as_current=False)
 
         def on_finished(event):
             self.finished[event["uuid"]] = (event["hostname"], event["type"])
@@ -213,7 +213,8 @@ def sender(broker_url: str):
     """A Celery app that only sends tasks by name to ``broker_url`` (the workers' Redis)."""
     from celery import Celery
 
-    return Celery("scaleout-sender", broker=broker_url, backend=broker_url)
+    # Not the current app: shared tasks of later tests in this process would send through it.
+    return Celery("scaleout-sender", broker=broker_url, backend=broker_url, set_as_current=False)
 
 
 def worker_env(database_url: str, redis_url: str, **extra: str) -> dict:
