@@ -8,6 +8,12 @@ STAMP := $(VENV)/.installed
 # The console's front-end libraries (package.json) from the npm registry, copied to static/vendor/.
 VENDOR_STAMP := static/vendor/.installed
 export PATH := $(CURDIR)/$(BIN):$(PATH)
+# make test's parallel pytest processes (pytest-xdist): most of a test's time is spent waiting on
+# the processes it starts (brokers, consoles, JVMs), so more processes than cores pay off. Each
+# module runs whole on one process (--dist loadfile), where its module-scoped cluster lives; the
+# longest modules are handed out first (tests/conftest.py), in place of xdist's by-count order.
+# PYTEST_ARGS="-n 0" runs in this process alone.
+TEST_WORKERS ?= 3
 
 .PHONY: run run-ha test test-slow lint bench bench-store bench-broker setup clean
 
@@ -39,7 +45,7 @@ test: $(STAMP) $(VENDOR_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not slow" -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -m slow $(PYTEST_ARGS)

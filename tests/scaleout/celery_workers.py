@@ -103,7 +103,7 @@ def redis_database() -> Iterator[str]:
     queues, results and events of the block's workers."""
     import redis
 
-    from tests.scaleout.web_tier import claim_empty_redis_db
+    from tests.browser.stack import claim_empty_redis_db
 
     url = REDIS_URL.format(db=claim_empty_redis_db())
     client = redis.Redis.from_url(url)
@@ -190,7 +190,7 @@ class TaskEvents:
     def _receive(self) -> None:
         from celery import Celery
 
-        app = Celery(broker=self.broker_url)
+        app = Celery(broker=self.broker_url, set_as_current=False)
 
         def on_finished(event):
             self.finished[event["uuid"]] = (event["hostname"], event["type"])
@@ -218,7 +218,8 @@ def sender(broker_url: str):
     """A Celery app that only sends tasks by name to ``broker_url`` (the workers' Redis)."""
     from celery import Celery
 
-    return Celery("scaleout-sender", broker=broker_url, backend=broker_url)
+    # Not the current app: shared tasks of later tests in this process would send through it.
+    return Celery("scaleout-sender", broker=broker_url, backend=broker_url, set_as_current=False)
 
 
 def worker_env(database_url: str, redis_url: str, **extra: str) -> dict:

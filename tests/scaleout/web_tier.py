@@ -3,9 +3,7 @@ channel layer and one PostgreSQL database, a Celery worker on the same Redis, a 
 broker, all on loopback; started and stopped as one stack.
 
 The stack is the browser tests' ``Stack`` (same environment, migrate, first admin, logs) with a
-second web process. Its Redis database is one nobody uses when the stack starts (an empty one), so
-the Celery queue is this stack's alone: a worker of another stack sharing the database would take
-this stack's jobs and fail them against its own PostgreSQL database. It is emptied at the end.
+second web process, on a Redis database of its own (``claim_empty_redis_db``), emptied at the end.
 """
 
 from __future__ import annotations
@@ -18,36 +16,14 @@ from functools import partial
 from pathlib import Path
 
 from broker.local_cluster import ROOT, celery_command, console_web_command, free_port, wait_until
-from tests.browser.stack import PG_URL, REDIS_URL, Stack, _pg_execute
+from tests.browser.stack import PG_URL, REDIS_URL, Stack, _pg_execute, claim_empty_redis_db
 from tests.cluster import OPS, start
-
-REDIS_DATABASES = 16  # Redis' default `databases`
-
-
-def _redis(db: int):
-    import redis
-
-    return redis.Redis.from_url(REDIS_URL.format(db=db), socket_timeout=5)
-
-
-def claim_empty_redis_db() -> int:
-    """An empty Redis database, marked taken (a key the stack deletes with the rest at the end)."""
-    for db in secrets.SystemRandom().sample(range(1, REDIS_DATABASES), REDIS_DATABASES - 1):
-        client = _redis(db)
-        try:
-            # SET NX on an empty database: two stacks starting at once cannot both claim it.
-            if client.dbsize() == 0 and client.set("scaleout:web-tier:claimed", "1", nx=True):
-                return db
-        finally:
-            client.close()
-    raise RuntimeError("no empty Redis database to run the web tier on")
 
 
 @dataclass
 class WebTier(Stack):
     backend: str = "two-web-processes"
     web_urls: list[str] = field(default_factory=list)
-    redis_db: int | None = None
 
     def start(self) -> WebTier:
         cluster = start(OPS, self.workdir, brokers=("broker-ops",))
@@ -96,17 +72,6 @@ class WebTier(Stack):
                 return response.status == 200
         except OSError:
             return False
-
-    def stop(self) -> None:
-        try:
-            super().stop()  # processes, engines, then the database
-        finally:
-            if self.redis_db is not None:
-                client = _redis(self.redis_db)
-                try:
-                    client.flushdb()
-                finally:
-                    client.close()
 
 
 def start_web_tier(workdir: Path) -> WebTier:
