@@ -70,12 +70,13 @@ class RunForm(forms.Form):
 
 
 # What a schedule can hold and run. A run covers at most ten years back (``now - window`` must stay
-# a date: a window of 10**8 hours overflowed every run); an interval runs a Spark job at most every
-# minute and at least once a year. The crontab's fields are stored in columns of these lengths.
+# a date: a window of 10**8 hours overflowed every run); an interval runs a Spark job at least once a
+# year and at most every ANALYTICS_MIN_INTERVAL_SECONDS (a minute unless set lower). The crontab's
+# fields are stored in columns of these lengths.
 MAX_WINDOW_HOURS = 87_600
 PERIOD_SECONDS = {IntervalSchedule.SECONDS: 1, IntervalSchedule.MINUTES: 60, IntervalSchedule.HOURS: 3600,
                   IntervalSchedule.DAYS: 86_400}  # fmt: skip
-MIN_INTERVAL_SECONDS, MAX_INTERVAL_SECONDS = 60, 366 * 86_400
+MAX_INTERVAL_SECONDS = 366 * 86_400
 CRONTAB_COLUMNS = (("minute", "minute"), ("hour", "hour"), ("day-of-month", "day_of_month"),
                    ("month", "month_of_year"), ("day-of-week", "day_of_week"))  # fmt: skip
 
@@ -150,8 +151,9 @@ class ScheduleForm(forms.Form):
             raise forms.ValidationError("choose the interval's period")
         if data.get("every") and data.get("period"):
             seconds = data["every"] * PERIOD_SECONDS[data["period"]]
-            if seconds < MIN_INTERVAL_SECONDS:
-                raise forms.ValidationError("the interval must be at least a minute")
+            shortest = settings.ANALYTICS_MIN_INTERVAL_SECONDS
+            if seconds < shortest:
+                raise forms.ValidationError(f"the interval must be at least {shortest} seconds")
             if seconds > MAX_INTERVAL_SECONDS:
                 raise forms.ValidationError("the interval must be at most a year (366 days)")
         return data

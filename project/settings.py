@@ -173,6 +173,8 @@ ANALYTICS_ABANDONED_AFTER = float(os.environ.get("ANALYTICS_ABANDONED_AFTER", "1
 # A worker stops its Spark session (its ~800 MB JVM, and on a cluster the cores its application
 # holds) once no report has run for this many seconds; the next report starts a new one.
 ANALYTICS_SPARK_IDLE_SECONDS = _non_negative_seconds("ANALYTICS_SPARK_IDLE_SECONDS", "300")
+# The shortest interval a report schedule may have (each run is a Spark job).
+ANALYTICS_MIN_INTERVAL_SECONDS = int(os.environ.get("ANALYTICS_MIN_INTERVAL_SECONDS", "60"))
 # Alerts (W15): receivers every rule notifies besides its own (comma separated), and how webhooks
 # are delivered: each POST waits at most TIMEOUT seconds; a failed one is retried after BACKOFF
 # seconds, doubling up to BACKOFF_MAX, and given up after MAX_ATTEMPTS attempts in all. E-mail goes

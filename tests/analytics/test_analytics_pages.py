@@ -134,7 +134,7 @@ def test_schedule_values_beyond_their_bounds_are_refused(operator_client):
     interval = {"period": "hours", "crontab": ""}
     _schedule_refused(operator_client, {**interval, "every": "99999999999"}, "less than or equal to")
     _schedule_refused(operator_client, {**interval, "every": "8785"}, "at most a year (366 days)")
-    _schedule_refused(operator_client, {"every": "1", "period": "seconds"}, "at least a minute")
+    _schedule_refused(operator_client, {"every": "59", "period": "seconds"}, "at least 60 seconds")
     _schedule_refused(operator_client, {**interval, "every": "1", "window_hours": "100000000"},
                       "less than or equal to 87600")  # fmt: skip
     month = ",".join(["1"] * 40)  # 79 characters, which celery reads; the column holds 64

@@ -171,9 +171,10 @@ def test_a_failed_run_shows_its_reason(operator_client, worker, tmp_path):
 
 
 def test_a_schedule_created_in_the_console_triggers_a_run(
-    operator_client, worker, worker_env, archive, tmp_path
+    operator_client, worker, worker_env, archive, tmp_path, settings
 ):
     archive_dir, _ = archive
+    settings.ANALYTICS_MIN_INTERVAL_SECONDS = 1  # a schedule that fires within the test
     form = {
         "name": "hourly-throughput", "report": "throughput", "window_hours": "0", "every": "2",
         "period": "seconds", "input_uri": str(archive_dir), "enabled": "on",
