@@ -60,7 +60,9 @@ def _builds_remoting_client(tree: ast.AST) -> bool:
     return False
 
 
-def test_only_the_outbound_builder_builds_clients_in_the_broker_and_its_acl():
+def test_only_the_outer_api_builds_outbound_clients_in_broker_server():
+    """The outer APIs' one connection builder (broker/acl/outbound.py) is the only place in the
+    broker and its ACL that makes a RemotingClient."""
     builders = [
         str(path.relative_to(BROKER.parent))
         for path in _sources("server") + _sources("acl")
