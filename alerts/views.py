@@ -7,12 +7,12 @@ refused with a 403 saying so otherwise, and leaves an audit record, refused, fai
 from __future__ import annotations
 
 from django.core.paginator import Paginator
-from django.http import Http404, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from core import clock
-from core.boundary import Actor, Cluster, Invalid, Missing, Outcome, execute, serves
+from core.boundary import Invalid, found, run_local, serves
 from core.public import VIEWER, require_role
 
 from . import commands
@@ -28,7 +28,6 @@ STATE_FILTERS = {
     "all": None,
 }
 EVENTS_PER_PAGE = 50
-NO_CLUSTER = Cluster("")  # alert commands change the console's database only
 
 
 # -- events ---------------------------------------------------------------------------------------
@@ -86,7 +85,7 @@ def _event_context(event: AlertEvent, form: AcknowledgeForm) -> dict:
 def event_acknowledge(request, event_id: int):
     params = commands.Acknowledge(event_id, request.POST)
     try:
-        outcome = _run(request, "alerts.event.acknowledge", params)
+        outcome = run_local(request, "alerts.event.acknowledge", params)
     except Invalid as exc:
         event, form = exc.form
         return render(request, "alerts/event_detail.html", _event_context(event, form), status=400)
@@ -122,11 +121,11 @@ def rule_edit(request, rule_id: int):
 
 def _rule_form(request, rule_id: int | None) -> HttpResponse:
     if request.method != "POST":
-        rule = None if rule_id is None else _found(lambda: commands.existing_rule(rule_id))
+        rule = None if rule_id is None else found(lambda: commands.existing_rule(rule_id))
         context = {"form": RuleForm(instance=rule), "rule": rule, "kinds": KINDS.values()}
         return render(request, "alerts/rule_form.html", context)
     try:
-        _run(request, "alerts.rule.save", commands.SaveRule(rule_id, request.POST))
+        run_local(request, "alerts.rule.save", commands.SaveRule(rule_id, request.POST))
     except Invalid as exc:
         rule = exc.form.instance if rule_id is not None else None
         context = {"form": exc.form, "rule": rule, "kinds": KINDS.values()}
@@ -137,7 +136,7 @@ def _rule_form(request, rule_id: int | None) -> HttpResponse:
 @serves("alerts.rule.delete")
 @require_POST
 def rule_delete(request, rule_id: int):
-    _run(request, "alerts.rule.delete", commands.DeleteRule(rule_id))
+    run_local(request, "alerts.rule.delete", commands.DeleteRule(rule_id))
     return redirect("alerts:rules")
 
 
@@ -165,7 +164,7 @@ def silence_create(request):
         form = SilenceForm(initial=_silence_initial(request.GET.get("event", "")))
         return render(request, "alerts/silence_form.html", {"form": form})
     try:
-        _run(request, "alerts.silence.create", commands.CreateSilence(request.POST))
+        run_local(request, "alerts.silence.create", commands.CreateSilence(request.POST))
     except Invalid as exc:
         return render(request, "alerts/silence_form.html", {"form": exc.form}, status=400)
     return redirect("alerts:silences")
@@ -188,18 +187,5 @@ def _silence_initial(event_id: str) -> dict:
 @serves("alerts.silence.expire")
 @require_POST
 def silence_expire(request, silence_id: int):
-    _run(request, "alerts.silence.expire", commands.ExpireSilence(silence_id))
+    run_local(request, "alerts.silence.expire", commands.ExpireSilence(silence_id))
     return redirect("alerts:silences")
-
-
-def _run(request, action: str, params) -> Outcome:
-    """The command of ``action`` (``alerts.commands``) through the one boundary; a missing event,
-    rule or silence is the 404 page naming it."""
-    return _found(lambda: execute(action, Actor.of_request(request), NO_CLUSTER, params))
-
-
-def _found(call):
-    try:
-        return call()
-    except Missing as exc:
-        raise Http404(exc.reason) from None

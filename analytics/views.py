@@ -13,7 +13,7 @@ from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from core.boundary import Actor, Cluster, Invalid, Missing, Outcome, execute, serves
+from core.boundary import Invalid, found, run_local, serves
 from core.public import VIEWER, require_role
 
 from . import charts, commands
@@ -24,7 +24,6 @@ from .runner import fail_abandoned_runs
 from .spark import archive_input
 from .spark.catalog import REPORT_SECTIONS
 
-NO_CLUSTER = Cluster("")  # report commands change the console's database only
 DOWNLOAD_FORMATS = {"csv": "text/csv", "parquet": "application/vnd.apache.parquet"}
 
 
@@ -53,7 +52,7 @@ def run_start(request):
     if request.method != "POST":
         return render(request, "analytics/run_form.html", {"form": RunForm(), **_archive_context()})
     try:
-        outcome = _run(request, "analytics.run.start", commands.StartRun(request.POST))
+        outcome = run_local(request, "analytics.run.start", commands.StartRun(request.POST))
     except commands.EmptyInput as exc:
         context = {"form": exc.form, "empty_input": exc.form.cleaned_data["input_uri"], **_archive_context()}
         return render(request, "analytics/run_form.html", context, status=400)
@@ -147,11 +146,11 @@ def schedule_edit(request, schedule_id: int):
 
 def _schedule_form(request, schedule_id: int | None, action: str) -> HttpResponse:
     if request.method != "POST":
-        task = None if schedule_id is None else _found(lambda: commands.existing_schedule(schedule_id))
+        task = None if schedule_id is None else found(lambda: commands.existing_schedule(schedule_id))
         form = ScheduleForm(instance=task, initial=ScheduleForm.initial_from(task) if task else None)
         return render(request, "analytics/schedule_form.html", {"form": form, "task": task})
     try:
-        _run(request, action, commands.SaveSchedule(schedule_id, request.POST))
+        run_local(request, action, commands.SaveSchedule(schedule_id, request.POST))
     except Invalid as exc:
         task = exc.form.instance if schedule_id is not None else None
         return render(request, "analytics/schedule_form.html", {"form": exc.form, "task": task}, status=400)
@@ -161,25 +160,12 @@ def _schedule_form(request, schedule_id: int | None, action: str) -> HttpRespons
 @serves("analytics.schedule.toggle")
 @require_POST
 def schedule_toggle(request, schedule_id: int):
-    _run(request, "analytics.schedule.toggle", commands.ScheduleAction(schedule_id))
+    run_local(request, "analytics.schedule.toggle", commands.ScheduleAction(schedule_id))
     return redirect("analytics:schedule_list")
 
 
 @serves("analytics.schedule.delete")
 @require_POST
 def schedule_delete(request, schedule_id: int):
-    _run(request, "analytics.schedule.delete", commands.ScheduleAction(schedule_id))
+    run_local(request, "analytics.schedule.delete", commands.ScheduleAction(schedule_id))
     return redirect("analytics:schedule_list")
-
-
-def _run(request, action: str, params) -> Outcome:
-    """The command of ``action`` (``analytics.commands``) through the one boundary; a missing
-    schedule is the 404 page naming it."""
-    return _found(lambda: execute(action, Actor.of_request(request), NO_CLUSTER, params))
-
-
-def _found(call):
-    try:
-        return call()
-    except Missing as exc:
-        raise Http404(exc.reason) from None

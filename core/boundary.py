@@ -25,10 +25,11 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property, wraps
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import BadRequest, PermissionDenied
+from django.http import Http404
 
 from broker.client import Producer
 from broker.client.admin import MQAdmin, MQClientError
@@ -39,6 +40,8 @@ from core.models import AuditRecord
 from core.roles import ACTIONS, has_role, mark_access, refusal
 
 # What a command may fail with after validation: recorded as failed, re-raised for the caller.
+T = TypeVar("T")
+
 FAILURES = (MQClientError, ControllerError, ValueError)
 
 
@@ -257,6 +260,23 @@ def execute(action: str, actor: Actor, cluster: Cluster, params: Any) -> Outcome
     result = AuditRecord.RESULT_FAILED if outcome.failed else AuditRecord.RESULT_OK
     record(outcome.target, outcome.parameters, result, outcome.detail)
     return outcome
+
+
+NO_CLUSTER = Cluster("")  # for commands that change the console's own database only
+
+
+def found(call: Callable[[], T]) -> T:
+    """``call()``'s answer; a ``Missing`` it raises is the 404 page naming what is missing."""
+    try:
+        return call()
+    except Missing as exc:
+        raise Http404(exc.reason) from None
+
+
+def run_local(request, action: str, params: Any) -> Outcome:
+    """A view's run of a command that needs no cluster (alerts, reports) through the boundary; a
+    missing event, rule, silence or schedule is the 404 page naming it."""
+    return found(lambda: execute(action, Actor.of_request(request), NO_CLUSTER, params))
 
 
 def deny(action: str, actor: Actor) -> NoReturn:
