@@ -21,6 +21,7 @@ from tests.browser.stack import Stack
 
 # Processes of `make run` a test needs (beat only fires schedules).
 PROCESSES = ("namesrv", "broker", "web", "worker")
+STOP_TIMEOUT_S = 90  # SIGTERM to exit: a bound on a hang (a clean stop on a loaded machine took over 30 s)
 
 
 def procfile_commands(path: Path = ROOT / "Procfile") -> dict[str, str]:
@@ -96,7 +97,7 @@ class MakeRunStack(Stack):
             if entry[0] == name:
                 _, process, log = entry
                 process.send_signal(signal.SIGTERM)
-                status = process.wait(30)
+                status = process.wait(STOP_TIMEOUT_S)
                 log.close()
                 self.processes.remove(entry)
                 return status
