@@ -43,7 +43,12 @@ class PeriodicFlushService:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=10)
-        self._flush()
+        # A failed last flush (a full disk) must not stop the store's shutdown half-way: the store
+        # flushes once more itself and, if that fails too, leaves the abort file for recovery.
+        try:
+            self._flush()
+        except OSError:
+            log.exception("flush at shutdown failed")
 
 
 class GroupCommitService:

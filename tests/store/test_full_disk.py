@@ -297,6 +297,23 @@ def test_a_restart_on_a_full_disk_serves_reads_and_takes_writes_once_space_retur
     assert bodies(again) == expected_bodies(len(acked) + 1)
 
 
+def test_a_shutdown_whose_checkpoint_the_full_disk_cannot_take_still_closes_the_store(disk, stores):
+    """CI once failed here: the timer flusher's last flush raised ENOSPC out of the store's
+    shutdown, which then never closed its files. The store must shut down all the way and leave
+    the abort file, so that the next start recovers as after a crash and loses nothing."""
+    store = start_store(stores, disk / "store")
+    acked, _ = put_until_refused(store)
+    store.checkpoint.path.unlink(missing_ok=True)  # not written yet: its page needs the space
+    filler = fill(disk)
+    store.shutdown()
+    assert not store.writability.running
+    assert store.abort_file.exists()
+    filler.unlink()
+    again = start_store(stores, disk / "store")
+    assert not again.last_exit_ok
+    assert bodies(again) == expected_bodies(len(acked))
+
+
 def test_retention_frees_a_disk_the_store_filled_and_writes_resume(disk, stores):
     store = start_store(stores, disk / "store")
     acked, _ = put_until_refused(store)
