@@ -53,6 +53,28 @@ def _ephemeral_low() -> int:
 
 _EPHEMERAL_LOW = _ephemeral_low()
 _handed_out: set[int] = set()
+# Set by a launcher that runs several launchers side by side (the test suite's parallel processes,
+# tests/conftest.py): "LOW-HIGH", the ports this one and its children may hand out. Without it two
+# processes could hand out the same port between one's probe and its server's bind.
+PORT_RANGE_VARIABLE = "PYROCKET_FREE_PORT_RANGE"
+
+
+def free_port_range() -> tuple[int, int]:
+    """The ports ``free_port`` draws from: below the kernel's ephemeral range, or the slice of it
+    given in ``PYROCKET_FREE_PORT_RANGE``."""
+    low, high = max(1024, min(_EPHEMERAL_LOW, 65536) - 12_000), max(1025, _EPHEMERAL_LOW)
+    given = os.environ.get(PORT_RANGE_VARIABLE, "")
+    if given:
+        first, _, last = given.partition("-")
+        low, high = int(first), int(last)
+    return low, high
+
+
+def port_slice(index: int, count: int) -> str:
+    """The ``PYROCKET_FREE_PORT_RANGE`` value of the ``index``-th of ``count`` launchers."""
+    low, high = free_port_range()
+    width = (high - low) // count
+    return f"{low + index * width}-{low + (index + 1) * width}"
 
 
 def free_port() -> int:
@@ -61,11 +83,12 @@ def free_port() -> int:
     A port from ``bind(0)`` comes from the ephemeral range that outgoing connections also draw
     from: between this probe and the server's own bind, a client's connection could take it
     ("address already in use", seen in CI). Ports below that range are only ever taken by
-    listeners. A port is handed out once per process, so two servers never get the same one.
+    listeners. A port is handed out once per process, so two servers never get the same one; side
+    by side launchers each draw from their own slice (``PYROCKET_FREE_PORT_RANGE``).
     """
-    low = max(1024, min(_EPHEMERAL_LOW, 65536) - 12_000)
+    low, high = free_port_range()
     for _ in range(200):
-        port = random.randrange(low, max(low + 1, _EPHEMERAL_LOW))
+        port = random.randrange(low, high)
         if port in _handed_out:
             continue
         with socket.socket() as probe:

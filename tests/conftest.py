@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from broker.local_cluster import PORT_RANGE_VARIABLE, port_slice
 from broker.local_tls import TlsFiles, make_tls_files
 from broker.process_ties import MARKER, Keeper, reap_leftovers, run_marker
 
@@ -19,6 +20,9 @@ def pytest_configure(config: pytest.Config) -> None:
     reap_leftovers(CHECKOUT)
     os.environ[MARKER] = run_marker(CHECKOUT)
     config.stash[_KEEPER] = Keeper(os.environ[MARKER])
+    worker = getattr(config, "workerinput", None)
+    if worker is not None:  # a parallel process: its servers' ports are its own (and its children's)
+        os.environ[PORT_RANGE_VARIABLE] = port_slice(int(worker["workerid"][2:]), int(worker["workercount"]))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

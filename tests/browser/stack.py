@@ -1,9 +1,7 @@
 """The console stack as ``make run`` starts it (name server, broker, daphne web, Celery worker), on
 free ports in a temp dir, on embedded defaults or on PostgreSQL + Redis.
 
-On Redis a stack takes a database nobody uses when it starts (an empty one), so the Celery queue is
-that stack's alone: a worker of another stack sharing the database (a parallel test process's) would
-take this stack's jobs and fail them against its own PostgreSQL database. It is emptied at the end."""
+On Redis a stack claims a database of its own (tests.redis_claims), released at the end."""
 
 from __future__ import annotations
 
@@ -21,31 +19,11 @@ from pathlib import Path
 
 from broker.local_cluster import ROOT, celery_command, console_web_command, free_port, wait_until
 from tests.cluster import OPS, start
+from tests.redis_claims import REDIS_URL, claim_redis_db, release_redis_db
 
 PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 PG_URL = "postgresql://postgres@127.0.0.1:5432/{name}"
-REDIS_URL = "redis://127.0.0.1:6379/{db}"
 ADMIN_USER = "admin"
-REDIS_DATABASES = 16  # Redis' default `databases`
-
-
-def _redis(db: int):
-    import redis
-
-    return redis.Redis.from_url(REDIS_URL.format(db=db), socket_timeout=5)
-
-
-def claim_empty_redis_db() -> int:
-    """An empty Redis database, marked taken (a key the stack deletes with the rest at the end)."""
-    for db in secrets.SystemRandom().sample(range(1, REDIS_DATABASES), REDIS_DATABASES - 1):
-        client = _redis(db)
-        try:
-            # SET NX on an empty database: two stacks starting at once cannot both claim it.
-            if client.dbsize() == 0 and client.set("tests:stack:claimed", "1", nx=True):
-                return db
-        finally:
-            client.close()
-    raise RuntimeError("no empty Redis database for the stack")
 
 
 @dataclass
@@ -83,7 +61,7 @@ class Stack:
             self.database = f"console_browser_{secrets.token_hex(4)}"
             _pg_execute(f'CREATE DATABASE "{self.database}"')
             self.env["DATABASE_URL"] = PG_URL.format(name=self.database)
-            self.redis_db = claim_empty_redis_db()
+            self.redis_db = claim_redis_db()
             self.env["REDIS_URL"] = REDIS_URL.format(db=self.redis_db)
         self._manage("migrate", "--noinput")
         self._manage("ensure_admin")
@@ -138,11 +116,7 @@ class Stack:
             self._stop_processes_and_database()
         finally:
             if self.redis_db is not None:
-                client = _redis(self.redis_db)
-                try:
-                    client.flushdb()
-                finally:
-                    client.close()
+                release_redis_db(self.redis_db)
 
     def _stop_processes_and_database(self) -> None:
         for _, process, _log in self.processes:

@@ -21,12 +21,12 @@ import pytest
 
 from broker.local_cluster import wait_until
 from tests.docker.compose_local import LocalService, LocalStack, load_compose
+from tests.redis_claims import REDIS_URL, claim_redis_db, release_redis_db
 
 pytestmark = pytest.mark.slow
 
 PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 PG_URL = "postgresql://postgres@127.0.0.1:5432/{name}"
-REDIS_URL = "redis://127.0.0.1:6379/{db}"
 HEALTHY_WITHIN_S = 180
 
 
@@ -48,9 +48,8 @@ def stack(tmp_path_factory):
     )
     database = f"compose_local_{secrets.token_hex(4)}"
     _pg_execute(f'CREATE DATABASE "{database}"')
-    local = LocalStack(
-        compose, workdir, PG_URL.format(name=database), REDIS_URL.format(db=8 + secrets.randbelow(8))
-    )
+    redis_db = claim_redis_db()
+    local = LocalStack(compose, workdir, PG_URL.format(name=database), REDIS_URL.format(db=redis_db))
     services: dict[str, LocalService] = {}
     started = time.monotonic()
     try:
@@ -66,6 +65,7 @@ def stack(tmp_path_factory):
         for service in reversed(list(services.values())):
             service.stop()
         _pg_execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+        release_redis_db(redis_db)
 
 
 def test_bootstrap_migrates_and_prints_how_to_log_in(stack):

@@ -26,7 +26,8 @@ import dj_database_url
 import psycopg
 
 from broker.local_cluster import celery_command, wait_until
-from tests.browser.stack import PG_URL, REDIS_URL
+from tests.browser.stack import PG_URL
+from tests.redis_claims import REDIS_URL, claim_redis_db, release_redis_db
 
 if TYPE_CHECKING:
     from celery.events.receiver import EventReceiver
@@ -98,20 +99,14 @@ def routed_to(url: str) -> Iterator[str]:
 
 @contextlib.contextmanager
 def redis_database() -> Iterator[str]:
-    """``redis://…/<db>`` of an empty Redis database claimed for the block (as the web-tier stack
-    claims its own, so tests running at once never share one), flushed afterwards: the Celery
-    queues, results and events of the block's workers."""
-    import redis
-
-    from tests.browser.stack import claim_empty_redis_db
-
-    url = REDIS_URL.format(db=claim_empty_redis_db())
-    client = redis.Redis.from_url(url)
+    """``redis://…/<db>`` of a Redis database claimed for the block (as the web-tier stack claims
+    its own, so tests running at once never share one), released afterwards: the Celery queues,
+    results and events of the block's workers."""
+    db = claim_redis_db()
     try:
-        yield url
+        yield REDIS_URL.format(db=db)
     finally:
-        client.flushdb()
-        client.close()
+        release_redis_db(db)
 
 
 @dataclass

@@ -3,7 +3,7 @@ channel layer and one PostgreSQL database, a Celery worker on the same Redis, a 
 broker, all on loopback; started and stopped as one stack.
 
 The stack is the browser tests' ``Stack`` (same environment, migrate, first admin, logs) with a
-second web process, on a Redis database of its own (``claim_empty_redis_db``), emptied at the end.
+second web process, on a Redis database of its own (``tests.redis_claims``), released at the end.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from functools import partial
 from pathlib import Path
 
 from broker.local_cluster import ROOT, celery_command, console_web_command, free_port, wait_until
-from tests.browser.stack import PG_URL, REDIS_URL, Stack, _pg_execute, claim_empty_redis_db
+from tests.browser.stack import PG_URL, Stack, _pg_execute
 from tests.cluster import OPS, start
+from tests.redis_claims import REDIS_URL, claim_redis_db
 
 
 @dataclass
@@ -32,7 +33,7 @@ class WebTier(Stack):
         self.password = secrets.token_urlsafe(12)
         self.database = f"scaleout_web_{secrets.token_hex(4)}"
         _pg_execute(f'CREATE DATABASE "{self.database}"')
-        self.redis_db = claim_empty_redis_db()
+        self.redis_db = claim_redis_db()
         self.env = {
             **self._base_env(),
             "DATABASE_URL": PG_URL.format(name=self.database),
