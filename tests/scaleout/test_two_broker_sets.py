@@ -115,11 +115,13 @@ def test_consumers_rebalance_over_both_sets(sets, viewer_client, console_on):
 
         def shared_out():
             # The topic's queues (each member also holds its share of the group's retry topic).
+            # Rebalancing settles member by member, as in RocketMQ: for a moment the first member
+            # may still hold a queue the second already took, so wait for the settled split.
             owned = [{mq for mq in c.assigned if mq.topic == TOPIC} for c in consumers]
-            return owned if all(owned) and len(owned[0] | owned[1]) == 2 * QUEUES else None
+            settled = len(owned[0] | owned[1]) == 2 * QUEUES and not owned[0] & owned[1]
+            return owned if settled and all(owned) else None
 
-        owned = wait_until(shared_out, timeout=30, what="both consumers owning the 8 queues between them")
-        assert not owned[0] & owned[1], "a queue is consumed by both members"
+        owned = wait_until(shared_out, timeout=60, what="both consumers owning the 8 queues between them")
         brokers_of = [{mq.broker_name for mq in queues} for queues in owned]
         print(f"queues per consumer: {[sorted((q.broker_name, q.queue_id) for q in o) for o in owned]}")
         # Each member holds half (RocketMQ's averaging strategy over the sorted queues: here one

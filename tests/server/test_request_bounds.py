@@ -30,9 +30,11 @@ from tests.server.refusals_broker import RefusalBroker, assert_refused
 
 TOPIC, GROUP = "BoundsTopic", "bounds-group"
 # Generous: on a quiet machine the peak after all these requests is ~20 ms, but a loaded one runs
-# the same work several times slower (169 ms seen with seven test runs sharing two cores); before
-# the bounds these requests held the loop 1,150-7,700 ms. LOOP_LAG_BOUND_MS tightens it.
-BOUND_MS = int(os.environ.get("LOOP_LAG_BOUND_MS", "400"))
+# the same work several times slower and a starved process's timer fires late by itself (169 ms
+# seen with seven test runs sharing two cores; over 400 ms once with the parallel suite beside
+# JVMs); before the bounds these requests held the loop 1,150-7,700 ms on a quiet machine, so the
+# bound stays under every one of them. LOOP_LAG_BOUND_MS tightens it.
+BOUND_MS = int(os.environ.get("LOOP_LAG_BOUND_MS", "1000"))
 
 
 @pytest.fixture(scope="module")
