@@ -116,8 +116,15 @@ def expected_bodies(count: int) -> list[bytes]:
 
 
 def test_filling_the_disk_refuses_puts_cleanly_and_keeps_every_acked_message(disk, stores):
-    store = start_store(stores, disk / "store")
-    acked, refusal = put_until_refused(store)
+    # The queue's one file and its first reserved chunk hold every entry this disk's log can take,
+    # all taken before the log fills the disk: here only the commit log meets the full disk. (With
+    # small queue files, a dispatch that lags the puts on a loaded machine meets it first and holds
+    # its entries until space returns: the tests below.)
+    store = start_store(stores, disk / "store", mapped_file_size_consume_queue=4096 * 20)
+    assert store.put_message(message(0)).ok
+    assert store.wait_for_dispatch(timeout=10)
+    acked, refusal = put_until_refused(store, start=1)
+    acked = [0, *acked]
     # The put that needed a segment the disk has no room for: nothing of it was written.
     assert refusal.status is PutMessageStatus.CREATE_MAPPED_FILE_FAILED
     assert refusal.remark.startswith("create mapped file failed, server is busy or broken. (")
