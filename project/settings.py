@@ -158,6 +158,13 @@ if not REDIS_URL:
         "control_folder": str(CELERY_DATA_DIR / "control"),
     }
 CELERY_TASK_TRACK_STARTED = True
+# A worker takes a task only when it has a free slot: a report runs for minutes, and a replay or an
+# alert check prefetched behind it would wait for it while another worker sat idle. (Celery's
+# default reserves four tasks per slot.) Holding none ahead is only possible on Redis; the
+# filesystem transport of the embedded default runs one worker, so one ahead costs nothing there.
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+if REDIS_URL:
+    CELERY_WORKER_DISABLE_PREFETCH = True
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = os.environ.get("TZ", "UTC")
 

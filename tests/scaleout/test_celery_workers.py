@@ -133,7 +133,8 @@ def test_report_runs_and_replays_are_shared_by_both_workers(stack, archive):
     runs = [ReportRun.objects.create(report="throughput", input_uri=str(archive)) for _ in range(2)]
     # report, replay, report, replay, replay, replay: a solo worker holds only the task it runs, so
     # the first report takes one worker and the first replay the other, which then takes the second
-    # report; the remaining replays go to whichever is free first.
+    # report; the remaining replays go to whichever is free first (project.settings: a worker takes
+    # a task only when it has a free slot).
     report_tasks = {send(RUN_REPORT, args=[runs[0].pk]).id: runs[0]}
     replay_tasks = {send(REPLAY, args=[jobs[0].pk]).id: jobs[0]}
     report_tasks[send(RUN_REPORT, args=[runs[1].pk]).id] = runs[1]
