@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TypeVar, overload
 
+from broker.common import fastjson
 from broker.common.codes import RequestCode
 from broker.common.request_headers import CommandHeader, CreateTopicRequestHeader, GetRouteInfoRequestHeader
 from broker.common.topic_config import AUTO_CREATE_TOPIC_KEY_TOPIC
@@ -335,15 +336,19 @@ class LocalCluster:
         if wait_for_route:
             self.wait_for_route(topic)
 
-    def wait_for_route(self, topic: str, timeout: float = 15) -> None:
-        # A broker re-registers with the name server a moment after a topic is created.
+    def wait_for_route(self, topic: str, timeout: float = 15, broker_sets: int = 1) -> None:
+        """Until the name server routes ``topic`` to at least ``broker_sets`` broker sets.
+
+        A broker re-registers with the name server a moment after a topic is created, each on its
+        own: a client routed before the last one has registered sends to the others only."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             lookup = create_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic))
-            if self.admin.invoke(self.namesrv_addr, lookup).ok:
+            answer = self.admin.invoke(self.namesrv_addr, lookup)
+            if answer.ok and len(fastjson.loads(answer.body or b"{}").get("queueDatas", ())) >= broker_sets:
                 return
             time.sleep(0.05)
-        raise RuntimeError(f"no route of {topic} after {timeout} s")
+        raise RuntimeError(f"no route of {topic} to {broker_sets} broker set(s) after {timeout} s")
 
     def stop(self) -> None:
         self.admin.close()

@@ -42,7 +42,7 @@ def live(tmp_path_factory):
         for addr in masters:
             admin.create_or_update_topic(addr, TOPIC, 2, 2)
             admin.create_or_update_subscription_group(addr, GROUP)
-        cluster.wait_for_route(TOPIC)
+        cluster.wait_for_route(TOPIC, broker_sets=len(masters))
         send(cluster.namesrv_addr, TOPIC, SENT)
         # The group has consumed one message of every queue: its lag is the rest.
         for addr in masters:
@@ -222,7 +222,7 @@ def test_messages_in_today_survive_a_broker_restart(live, namesrv, monkeypatch, 
     moment.append(day + timedelta(seconds=10))
     sampler.sample(namesrv, admin)
     cluster.restart_broker("broker-a")
-    cluster.wait_for_route(TOPIC)
+    cluster.wait_for_route(TOPIC, broker_sets=2)  # broker-a and broker-b
     wait_until(lambda: len(admin.resolve_masters(None, CLI.cluster_name)) == 2, what="broker-a back")
     send(cluster.namesrv_addr, TOPIC, after)
     moment.append(day + timedelta(seconds=40))
@@ -328,7 +328,7 @@ def _totals(admin, broker: str) -> dict[str, int]:
 
 
 def _back(cluster, admin, name: str) -> None:
-    cluster.wait_for_route(TOPIC)
+    cluster.wait_for_route(TOPIC, broker_sets=2)  # broker-a and broker-b
     wait_until(lambda: name in admin.cluster_info().brokers, what=f"{name} back")
 
 
