@@ -6,10 +6,13 @@ Plain parameters in, plain rows out: the Celery task (``analytics.runner``) owns
 from __future__ import annotations
 
 import csv
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import pyarrow
+import pyarrow.parquet
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from core.csv_cells import safe_dict
 
@@ -71,7 +74,7 @@ def run_report(spark, request: ReportRequest, progress: Progress = lambda pct, s
             frame = SECTION_BUILDERS[name](source)
             rows = [row.asDict() for row in frame.collect()]
             result.sections[name] = rows
-            result.files[name] = write_section(spark, frame.schema, rows, output, name)
+            result.files[name] = write_section(frame.schema, rows, output, name)
             progress(30 + 65 * done // len(sections), f"computed {name}")
     finally:
         records.unpersist()
@@ -87,18 +90,14 @@ def write_csv(path: Path, columns: list[str], rows: list[dict]) -> None:
         writer.writerows(safe_dict(row) for row in rows)
 
 
-def write_section(spark, schema, rows: list[dict], output: Path, name: str) -> dict[str, str]:
-    """``<name>.csv`` (written here, on the driver) and ``<name>.parquet`` (one file, by Spark)."""
+def write_section(schema, rows: list[dict], output: Path, name: str) -> dict[str, str]:
+    """``<name>.csv`` and ``<name>.parquet``, both written here on the driver from the collected
+    rows: a Spark job per section to write a few hundred rows (the cluster's round trip, its
+    scheduling, a temp directory to move the part file out of) cost more than the section took to
+    compute. The Parquet columns are the section's Spark types, as Spark would have written them."""
     csv_path = output / f"{name}.csv"
     write_csv(csv_path, schema.fieldNames(), rows)
-    parquet_dir = output / f".{name}.parquet.d"
-    frame = spark.createDataFrame([tuple(r[f] for f in schema.fieldNames()) for r in rows], schema)
-    frame.coalesce(1).write.mode("overwrite").parquet(parquet_dir.resolve().as_uri())
-    parts = sorted(parquet_dir.glob("part-*.parquet"))
-    files = {"csv": str(csv_path)}
-    if parts:
-        parquet_path = output / f"{name}.parquet"
-        shutil.move(str(parts[0]), parquet_path)
-        files["parquet"] = str(parquet_path)
-    shutil.rmtree(parquet_dir, ignore_errors=True)
-    return files
+    parquet_path = output / f"{name}.parquet"
+    table = pyarrow.Table.from_pylist(rows, schema=to_arrow_schema(schema))
+    pyarrow.parquet.write_table(table, parquet_path)
+    return {"csv": str(csv_path), "parquet": str(parquet_path)}
