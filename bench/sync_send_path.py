@@ -1,6 +1,6 @@
 """Instructions per synchronous send, in the producer's process and in the broker's.
 
-    python bench/sync_send_path.py [--api asyncio|blocking] [--loop asyncio|uvloop]
+    python bench/sync_send_path.py [--api asyncio|blocking] [--loop uvloop|asyncio]
         [--messages N] [--warm-up N] [--client-callgrind] [--broker-callgrind]
         [--busy-poll MICROS] [--strace] [--profile]
 
@@ -35,6 +35,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -64,8 +65,21 @@ def _start(args: list[str], prefix: list[str]) -> tuple[subprocess.Popen, str]:
     for line in proc.stdout:
         match = _LISTENING.search(line)
         if match:
+            # Read on, so a chatty process never blocks on a full pipe.
+            threading.Thread(target=proc.stdout.read, daemon=True).start()
             return proc, f"127.0.0.1:{match.group(2)}"
+    proc.kill()
+    proc.wait()
     raise RuntimeError(f"{args} did not start")
+
+
+def _stop(proc: subprocess.Popen, timeout: float) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _callgrind(pid: int, on: bool) -> None:
@@ -161,7 +175,10 @@ def main(argv: list[str] | None = None) -> int:
         help="run this process under callgrind, count its instructions",
     )
     parser.add_argument(
-        "--loop", choices=("asyncio", "uvloop"), default="asyncio", help="this process's loop"
+        "--loop",
+        choices=("uvloop", "asyncio"),
+        default="uvloop",
+        help="the asyncio API's loop (bench/broker.py's)",
     )
     parser.add_argument("--profile", action="store_true", help="cProfile this process's measured sends")
     parser.add_argument(
@@ -173,6 +190,26 @@ def main(argv: list[str] | None = None) -> int:
 
     base = Path(tempfile.mkdtemp(prefix="sync-send-path-"))
     namesrv, namesrv_addr = _start(["-m", "broker.namesrv", "--listen-port", str(_free_port())], [])
+    try:
+        counting = _measure(args, base, namesrv_addr)
+    finally:
+        _stop(namesrv, 30)
+    print(f"{args.api}: {args.messages} sends in {counting.seconds:.2f} s")
+    if counting.profiler is not None:
+        pstats.Stats(counting.profiler).sort_stats("tottime").print_stats(40)
+    if args.broker_callgrind:
+        (out,) = glob.glob(f"{base}/cg.broker.*")
+        print(f"broker instructions per send: {_total(out) / args.messages:,.0f}")
+    if args.strace:
+        for name in ("client", "broker"):
+            print(f"-- {name} system calls")
+            print((base / f"strace.{name}").read_text())
+    shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+def _measure(args: argparse.Namespace, base: Path, namesrv_addr: str) -> _Counting:
+    """A broker started, the sends made and counted, the broker stopped."""
     conf = base / "broker.conf"
     conf.write_text(
         f"brokerName=sync-send-path\nlistenPort={_free_port()}\nnamesrvAddr={namesrv_addr}\n"
@@ -204,22 +241,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             _blocking_sends(namesrv_addr, args.warm_up, args.messages, counting)
     finally:
-        broker.send_signal(signal.SIGTERM)
-        broker.wait(120)
-        namesrv.send_signal(signal.SIGTERM)
-        namesrv.wait(30)
-    print(f"{args.api}: {args.messages} sends in {counting.seconds:.2f} s")
-    if counting.profiler is not None:
-        pstats.Stats(counting.profiler).sort_stats("tottime").print_stats(40)
-    if args.broker_callgrind:
-        (out,) = glob.glob(f"{base}/cg.broker.*")
-        print(f"broker instructions per send: {_total(out) / args.messages:,.0f}")
-    if args.strace:
-        for name in ("client", "broker"):
-            print(f"-- {name} system calls")
-            print((base / f"strace.{name}").read_text())
-    shutil.rmtree(base, ignore_errors=True)
-    return 0
+        _stop(broker, 120)  # (under callgrind it writes its counts as it exits)
+    return counting
 
 
 def _rerun_under_callgrind(args: argparse.Namespace, argv: list[str]) -> int:
