@@ -9,6 +9,8 @@ from collections.abc import Callable
 # Latency thresholds (ms) and how long a broker that hit them is avoided (RocketMQ's defaults).
 LATENCY_MAX = (50, 100, 550, 1000, 2000, 3000, 15000)
 NOT_AVAILABLE_MS = (0, 0, 30000, 60000, 120000, 180000, 600000)
+# Below the first threshold with a pause, a broker is avoided for no time at all.
+_FIRST_PAUSED = next(t for t, p in zip(LATENCY_MAX, NOT_AVAILABLE_MS, strict=True) if p)
 
 
 class LatencyFaultTolerance:
@@ -17,6 +19,9 @@ class LatencyFaultTolerance:
         self.unavailable_until: dict[str, float] = {}
 
     def update(self, broker_name: str, latency_ms: float, isolation: bool) -> None:
+        if not isolation and latency_ms < _FIRST_PAUSED:  # every answered send: keep it short
+            self.unavailable_until[broker_name] = self.clock()
+            return
         latency = 30_000 if isolation else latency_ms
         duration = 0
         for threshold, pause in zip(reversed(LATENCY_MAX), reversed(NOT_AVAILABLE_MS), strict=True):

@@ -14,6 +14,7 @@ import concurrent.futures
 import itertools
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -154,9 +155,9 @@ class Producer:
     ) -> SendResult:
         instance = self._instance()
         instance.check_not_in_loop()
-        future = _running_future()
-        instance.call_soon(self._start_send, msg, queue, selector, arg, timeout_ms, _settler(future))
-        return future.result()
+        answer = _Answer()
+        instance.call_soon(self._start_send, msg, queue, selector, arg, timeout_ms, answer.settle)
+        return answer.wait()
 
     def send_async(
         self,
@@ -472,6 +473,37 @@ def _running_future() -> concurrent.futures.Future:
     future: concurrent.futures.Future = concurrent.futures.Future()
     future.set_running_or_notify_cancel()
     return future
+
+
+class _Answer:
+    """The answer a blocking ``send`` waits for, settled once by the loop thread: one lock held
+    until then. A ``concurrent.futures.Future`` does the same with a condition, a waiter lock
+    made per wait and a callback list: measured with bench/sync_send_path.py (callgrind, both
+    threads), about 39,000 instructions more per send, a fifth of the producer's whole cost."""
+
+    __slots__ = ("_error", "_result", "_settled", "_unset")
+
+    def __init__(self) -> None:
+        self._unset = threading.Lock()
+        self._unset.acquire()
+        self._settled = False
+        self._result: SendResult | None = None
+        self._error: BaseException | None = None
+
+    def settle(self, result, error) -> None:
+        """On the loop thread; the first call counts (as ``_settler``'s)."""
+        if self._settled:
+            return
+        self._settled = True
+        self._result, self._error = result, error
+        self._unset.release()
+
+    def wait(self) -> SendResult:
+        self._unset.acquire()
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None  # settled with one or the other
+        return self._result
 
 
 def _settler(future, window: SendWindow | None = None, size: int = 0):

@@ -113,6 +113,18 @@ def test_latency_fault_tolerance_avoids_then_forgives():
     assert not faults.is_available("down")
 
 
+def test_a_fast_answer_forgives_a_broker_at_once_and_the_first_pause_starts_at_550_ms():
+    clock = {"now": 100.0}
+    faults = LatencyFaultTolerance(clock=lambda: clock["now"])
+    faults.update("b", 0, isolation=True)
+    faults.update("b", 549, isolation=False)  # the fast path: no pause
+    assert faults.is_available("b")
+    faults.update("b", 550, isolation=False)
+    assert not faults.is_available("b")
+    clock["now"] += 29.9
+    assert not faults.is_available("b")
+
+
 def test_hash_selector_is_stable_per_key():
     msg = Message("T", b"")  # the selector reads only its argument
     picks = {hash_selector(QUEUES, msg, f"order-{i % 5}") for i in range(100)}
