@@ -139,8 +139,12 @@ class PushConsumer(ConsumerCore):
     def shutdown(self) -> None:
         if self.orderly is not None:
             self.orderly.shutdown()
-        self._shutdown_core()
+        # Consumption in flight ends before the queues are let go, so what the listener finished
+        # is in the offsets committed then; batches not started are cancelled and stay below the
+        # committed offset, for the queue's next owner. (Dropped first, a queue discarded the
+        # offsets of batches that ended after it: each of their messages consumed twice.)
         self.pool.shutdown(wait=True, cancel_futures=True)
+        self._shutdown_core()
         self._release_trace()
 
     async def _drain(self) -> None:
@@ -171,7 +175,11 @@ class PushConsumer(ConsumerCore):
         if self.async_service is not None:
             return self.async_service.on_messages(mq, queue, messages)
         for start in range(0, len(messages), self.consume_batch_size):
-            self.pool.submit(self._consume, mq, queue, messages[start : start + self.consume_batch_size])
+            try:
+                self.pool.submit(self._consume, mq, queue, messages[start : start + self.consume_batch_size])
+            except RuntimeError:  # shutting down: the rest stays unconsumed, below the commit
+                return None
+        return None
 
     def on_queue_dropped(self, mq: MessageQueue) -> None:
         if self.orderly is not None:
