@@ -8,12 +8,10 @@ STAMP := $(VENV)/.installed
 # The console's front-end libraries (package.json) from the npm registry, copied to static/vendor/.
 VENDOR_STAMP := static/vendor/.installed
 export PATH := $(CURDIR)/$(BIN):$(PATH)
-# make test's pytest processes (pytest-xdist). 0, the default: one process. TEST_WORKERS=3 runs
-# the suite on three processes (13-19 min instead of ~22 here; most of a test's time is waiting on
-# the processes it starts), each module whole on one (--dist loadfile), the longest modules handed
-# out first (tests/conftest.py) — but on 2 cores a few tests still race there (README), so CI
-# runs one process until they are fixed.
-TEST_WORKERS ?= 0
+# make test's pytest processes (pytest-xdist): three, each module whole on one (--dist loadfile),
+# the longest modules handed out first (tests/conftest.py); most of a test's time is waiting on the
+# processes it starts, so three beat two cores' worth. TEST_WORKERS=0: one process (README).
+TEST_WORKERS ?= 3
 
 .PHONY: run run-ha test test-slow lint bench bench-store bench-broker setup clean
 
