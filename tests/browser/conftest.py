@@ -9,13 +9,14 @@ status of 400 or more. A test that means to provoke a 4xx says so first, with
 from __future__ import annotations
 
 import re
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import pytest
 
-from tests.browser.stack import ADMIN_USER, running_stack
+from tests.browser.stack import ADMIN_USER, Stack, running_stack
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page, Request
@@ -153,10 +154,52 @@ def _settle(item) -> None:
                 page.evaluate("0")
 
 
+class SharedStacks:
+    """The console stacks of one pytest process, one per backend, started when a module first asks
+    for it and stopped at the end of the session: a stack takes 15-50 s to start, and the modules
+    that use one keep to objects (topics, groups, rules, users) of their own names, so they share it.
+
+    A shared stack's logged-in sessions (``sessions``) are shared with it: its users exist once."""
+
+    def __init__(self, tmp_path_factory: pytest.TempPathFactory) -> None:
+        self._tmp = tmp_path_factory
+        self._running = ExitStack()
+        self._stacks: dict[str, Stack] = {}
+        self._failed: dict[str, BaseException] = {}
+        self._cookies: dict[str, dict[str, list]] = {}
+
+    def get(self, backend: str) -> Stack:
+        if backend in self._failed:  # one failed start per backend, not one per module
+            raise RuntimeError(f"the shared {backend} stack did not start") from self._failed[backend]
+        if backend not in self._stacks:
+            try:
+                workdir = self._tmp.mktemp(f"stack-{backend}")
+                self._stacks[backend] = self._running.enter_context(running_stack(workdir, backend))
+            except BaseException as failure:
+                self._failed[backend] = failure
+                raise
+            self._cookies[backend] = {}
+        return self._stacks[backend]
+
+    def cookies_of(self, stack) -> dict[str, list] | None:
+        """The shared session cookies (by role) of ``stack`` if it is one of these, else None."""
+        return next((self._cookies[b] for b, s in self._stacks.items() if s is stack), None)
+
+    def stop(self) -> None:
+        self._running.close()
+
+
+@pytest.fixture(scope="session")
+def shared_stacks(tmp_path_factory):
+    stacks = SharedStacks(tmp_path_factory)
+    yield stacks
+    stacks.stop()
+
+
 @pytest.fixture(scope="module", params=["embedded", "postgres-redis"])
-def stack(request, tmp_path_factory):
-    with running_stack(tmp_path_factory.mktemp(f"stack-{request.param}"), request.param) as running:
-        yield running
+def stack(request, shared_stacks):
+    """The process's stack on each backend (module-scoped so a module's tests run per backend)."""
+    return shared_stacks.get(request.param)
 
 
 @pytest.fixture(scope="module")
@@ -201,12 +244,14 @@ def page(browser, stack):
 
 
 @pytest.fixture(scope="module")
-def sessions(browser, stack):
+def sessions(browser, stack, shared_stacks):
     """``sessions(role)``: the cookies of a session logged in (through the login form, once per
-    stack) as a user of that role; "admin" is the stack's first admin."""
+    stack) as a user of that role; "admin" is the stack's first admin. On a shared stack they serve
+    every module (its users browser-<role> are made once); nothing logs these sessions out."""
     from playwright.sync_api import expect
 
-    cookies: dict[str, list] = {}
+    shared = shared_stacks.cookies_of(stack)
+    cookies: dict[str, list] = {} if shared is None else shared
 
     def session_of(role: str) -> list:
         if role not in cookies:

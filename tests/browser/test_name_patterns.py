@@ -2,7 +2,7 @@
 accepts (it compiles them with the ``v`` flag, where an unescaped ``|`` in a class is an error and
 the check is silently off), and the topic and group inputs refuse a name the broker would refuse.
 
-The browser only: one embedded stack is enough.
+The browser only: the embedded stack is enough.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import pytest
 from playwright.sync_api import expect
 
 from broker.common.topic_config import validate_topic
-from tests.browser.stack import running_stack
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -20,9 +19,9 @@ BAD_NAMES = ["bad name", "naïve", "semi;colon", "slash/name"]
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    with running_stack(tmp_path_factory.mktemp("stack-patterns"), "embedded") as running:
-        yield running
+def stack(shared_stacks):
+    """The process's embedded stack (the forms only: nothing here is created or changed)."""
+    return shared_stacks.get("embedded")
 
 
 def _compiles_with_v_flag(page) -> list[str]:

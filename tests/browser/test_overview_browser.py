@@ -107,9 +107,15 @@ def test_overview_shows_the_firing_alert_and_the_lagging_group(page, log_in, sta
     firing = page.locator('#firing-alerts tr[data-alert-state="firing"]', has_text=RULE)
     expect(firing).to_have_count(1)
     expect(firing).to_contain_text(f"group {GROUP}")
-    expect(page.locator("#firing-alerts tr[data-alert-state]")).to_have_count(2)  # + "not consuming", pending
-    expect(page.locator('[data-tile="alerts"] b')).to_have_text("1")
-    expect(page.locator(".alerts-badge.firing [data-alerts-firing]")).to_have_text("1")
+    ours = page.locator("#firing-alerts tr[data-alert-state]", has_text=f"group {GROUP}")
+    expect(ours).to_have_count(2)
+    expect(ours.filter(has_text="Consumer not consuming")).to_have_attribute("data-alert-state", "pending")
+    # The stack is shared with other modules, whose groups the sampler may alert on too: the tile and
+    # the badge count the firing alerts the table lists (firing first, up to 20), not the pending one.
+    firing_rows = page.locator('#firing-alerts tr[data-alert-state="firing"]').count()
+    assert 1 <= firing_rows < 20
+    expect(page.locator('[data-tile="alerts"] b')).to_have_text(str(firing_rows))
+    expect(page.locator(".alerts-badge.firing [data-alerts-firing]")).to_have_text(str(firing_rows))
     row = page.locator(f'#lagging-groups tr[data-group="{GROUP}"]')
     expect(row).to_be_visible()
     expect(row.locator("td.num").first).to_have_text(str(firing_lag_alert))

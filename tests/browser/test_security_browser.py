@@ -16,7 +16,6 @@ from playwright.sync_api import expect
 
 from broker.client.admin import MQAdmin
 from broker.local_cluster import wait_until
-from tests.browser.stack import running_stack
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -50,10 +49,11 @@ PAGES = [
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    """One stack on the embedded defaults (the policy does not depend on the backend)."""
-    with running_stack(tmp_path_factory.mktemp("stack-security"), "embedded") as running:
-        yield running
+def stack(shared_stacks):
+    """The process's stack on the embedded defaults (the policy does not depend on the backend). It
+    changes no setting the other modules see: the lockout holds one user name from one address
+    (AXES_LOCKOUT_PARAMETERS), its users and its topic are its own."""
+    return shared_stacks.get("embedded")
 
 
 def _violations(page) -> list[str]:
