@@ -107,7 +107,8 @@ class StoreWriter:
 
     def _append_for_flush(self, batch: list[MessageExt]) -> tuple[PutMessageResult, int | None]:
         """Append; with SYNC_FLUSH also return the offset the caller must see flushed."""
-        result = _check_batch(batch) or self._append(batch)
+        # A single message (the usual put) is no batch to check: no call.
+        result = (_check_batch(batch) if len(batch) != 1 else None) or self._append(batch)
         append = result.append
         if not (result.ok and self.group_commit is not None and batch[0].wait_store_msg_ok) or append is None:
             return result, None
