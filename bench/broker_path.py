@@ -11,6 +11,14 @@ the response is written (a sync producer); "pipelined" feeds 64 frames at once (
 send, both answers); "send to pull answer" only the part between reading the send and writing the
 consumer's answer: the broker's share of end-to-end latency. The figures are process CPU
 microseconds per message: steady on a busy machine, unlike rates.
+
+    python bench/broker_path.py --instructions [--messages N]
+
+counts instructions instead (callgrind: this file again under valgrind, one process per path,
+counting the measured round only) and prints them next to the baseline recorded in
+broker_path_baseline.json, flagging any path that costs more than its tolerance above it. The
+counts vary by about 1.5 % from run to run (the loop's timers run by the clock, and callgrind
+slows the clock's share down), not with the machine's load.
 """
 
 from __future__ import annotations
@@ -19,8 +27,10 @@ import argparse
 import asyncio
 import cProfile
 import functools
+import json
 import os
 import pstats
+import re
 import shutil
 import struct
 import subprocess
@@ -48,6 +58,14 @@ TOPIC = "PathBench"
 GROUP = "PathBenchGroup"
 BODY = b"x" * 1024
 LENGTH = struct.Struct(">i")
+BASELINE = Path(__file__).with_name("broker_path_baseline.json")
+PATHS = (
+    "send_one_per_turn_us",
+    "send_pipelined_us",
+    "send_v2_pipelined_us",
+    "send_to_held_pull_us",
+    "send_to_pull_answer_us",
+)
 
 
 class CollectingTransport(asyncio.Transport):
@@ -177,12 +195,8 @@ async def run(args) -> dict:
     profiler = cProfile.Profile() if args.profile else None
     broker.groups.find(GROUP, create=True)
     try:
-        for name, v2, per_turn in (
-            ("send_one_per_turn_us", False, 1),
-            ("send_pipelined_us", False, 64),
-            ("send_v2_pipelined_us", True, 64),
-            ("send_to_held_pull_us", False, 0),
-            ("send_to_pull_answer_us", False, -1),
+        for name, v2, per_turn in zip(
+            PATHS, (False, False, True, False, False), (1, 64, 64, 0, -1), strict=True
         ):
             if args.only and name != args.only:
                 continue
@@ -213,6 +227,48 @@ async def run(args) -> dict:
     return figures
 
 
+def count_instructions(name: str, messages: int) -> int:
+    """Instructions per message of one path: this file under callgrind, counting one round.
+    Hash randomisation and busy polling are off: both make the count vary between runs."""
+    with tempfile.TemporaryDirectory(prefix="bench-path-cg-") as tmp:
+        done = subprocess.run(
+            ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={tmp}/out",
+             sys.executable, __file__, "--only", name, "--messages", str(messages), "--rounds", "1",
+             "--callgrind", "--conf", "busyPollWindowMicros=0"],
+            env={**os.environ, "PYTHONHASHSEED": "0"}, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+    collected = re.search(r"Collected : (\d+)", done.stderr)
+    if done.returncode or collected is None:
+        raise RuntimeError(f"callgrind run of {name} failed: {done.stderr[-2000:]}")
+    return int(collected.group(1)) // messages
+
+
+def compare_with_baseline(counts: dict[str, int], baseline: dict) -> list[str]:
+    """Lines of counts next to the baseline's; the paths above it by more than its tolerance
+    are flagged (and listed by ``regressions``)."""
+    tolerance = baseline["tolerance"]
+    reference = baseline["instructions_per_message"]
+    lines = [f"{'instructions per message':28s}{baseline['tree']:>10s}{'now':>10s}{'change':>9s}"]
+    for name, count in counts.items():
+        base = reference.get(name)
+        if base is None:
+            lines.append(f"{name:28s}{'-':>10s}{count:10,d}")
+            continue
+        change = count / base - 1
+        flag = f"  REGRESSION: over +{tolerance:.0%}" if change > tolerance else ""
+        lines.append(f"{name:28s}{base:10,d}{count:10,d}{change:+9.1%}{flag}")
+    return lines
+
+
+def regressions(counts: dict[str, int], baseline: dict) -> list[str]:
+    reference = baseline["instructions_per_message"]
+    return [
+        name
+        for name, count in counts.items()
+        if name in reference and count > reference[name] * (1 + baseline["tolerance"])
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=10000)
@@ -225,7 +281,25 @@ def main(argv: list[str] | None = None) -> int:
         help="under valgrind --tool=callgrind --instr-atstart=no: instructions of the measured rounds",
     )
     parser.add_argument("--profile", help="profile one of the runs (e.g. send_pipelined_us)")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count each path's instructions under callgrind, next to broker_path_baseline.json's",
+    )
     args = parser.parse_args(argv)
+    if args.instructions:
+        if shutil.which("valgrind") is None:
+            print("instructions per message: skipped (no valgrind; Debian: apt-get install valgrind)")
+            return 0
+        baseline = json.loads(BASELINE.read_text())
+        messages = min(args.messages, 2000)  # ~40 s a path under callgrind
+        counts = {
+            name.removesuffix("_us"): count_instructions(name, messages)
+            for name in PATHS
+            if args.only in (None, name)
+        }
+        print("\n".join(compare_with_baseline(counts, baseline)))
+        return 1 if regressions(counts, baseline) else 0
     import uvloop
 
     figures = uvloop.run(run(args))

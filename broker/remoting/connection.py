@@ -307,7 +307,8 @@ class RemotingConnection(asyncio.Protocol):
 
     # -- requests from the peer ---------------------------------------------------------------
     def _serve(self, request: RemotingCommand) -> None:
-        handler = self.processors.find(request.code)
+        processors = self.processors
+        handler = processors.handlers.get(request.code, processors.default)  # ``find``, inline: every request
         if handler is None:
             self._reply(request, response_to(request, ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
                                               f" request type {request.code} not supported"))  # fmt: skip
