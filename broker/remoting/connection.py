@@ -242,7 +242,7 @@ class RemotingConnection(asyncio.Protocol):
             for _ in range(min(len(backlog), COMMANDS_PER_TURN)):
                 cmd = backlog.popleft()
                 served += 1
-                if cmd.is_response:
+                if cmd.flag & RPC_TYPE_RESPONSE:  # ``is_response``, inline: every command
                     slot = self.pending.pop(cmd.opaque, None)
                     if slot is not None:
                         slot.set_result(cmd)

@@ -110,7 +110,9 @@ class StoreWriter:
         # A single message (the usual put) is no batch to check: no call.
         result = (_check_batch(batch) if len(batch) != 1 else None) or self._append(batch)
         append = result.append
-        if not (result.ok and self.group_commit is not None and batch[0].wait_store_msg_ok) or append is None:
+        # ``result.ok`` spelled out: once per put.
+        ok = result.status is PutMessageStatus.PUT_OK
+        if not (ok and self.group_commit is not None and batch[0].wait_store_msg_ok) or append is None:
             return result, None
         return result, append.wrote_offset + append.wrote_bytes
 
