@@ -15,10 +15,10 @@ microseconds per message: steady on a busy machine, unlike rates.
     python bench/broker_path.py --instructions [--messages N]
 
 counts instructions instead (callgrind: this file again under valgrind, one process per path,
-counting the measured round only) and prints them next to the baseline recorded in
-broker_path_baseline.json, flagging any path that costs more than its tolerance above it. The
-counts vary by about 1.5 % from run to run (the loop's timers run by the clock, and callgrind
-slows the clock's share down), not with the machine's load.
+counting the measured round only, less what an idle broker's clock-driven work costs over as
+many seconds: see ``net_instructions``) and prints them next to the trees recorded in
+broker_path_baseline.json (933369f's, then the newest), flagging (and exiting 1 on) any path
+costing more than the file's tolerance above the newest record.
 """
 
 from __future__ import annotations
@@ -180,6 +180,15 @@ async def feed_to_held_pulls(
     return total / len(frames) * 1e6
 
 
+def instrument(callgrind: bool, switch: str) -> float:
+    """Turn callgrind's counting on or off (when under it); when it switched (the middle of the
+    call: callgrind_control takes a while to reach the process)."""
+    before = time.monotonic()
+    if callgrind:
+        subprocess.run(["callgrind_control", "-i", switch, str(os.getpid())], check=True)
+    return (before + time.monotonic()) / 2
+
+
 async def run(args) -> dict:
     root = Path(tempfile.mkdtemp(prefix="bench-path-"))
     settings = {"listenPort": "0", "storePathRootDir": str(root), "mappedFileSizeCommitLog": str(256 << 20)}
@@ -195,10 +204,16 @@ async def run(args) -> dict:
     profiler = cProfile.Profile() if args.profile else None
     broker.groups.find(GROUP, create=True)
     try:
+        if args.idle:  # what the broker's clock-driven work costs while nothing arrives
+            await asyncio.sleep(3)  # past the start's own work, as the paths are (their warm-up)
+            started = instrument(args.callgrind, "on")
+            await asyncio.sleep(args.idle)
+            if args.callgrind:
+                print(f"callgrind_window_s idle {instrument(True, 'off') - started:.3f}")
         for name, v2, per_turn in zip(
             PATHS, (False, False, True, False, False), (1, 64, 64, 0, -1), strict=True
         ):
-            if args.only and name != args.only:
+            if (args.only and name != args.only) or args.idle:
                 continue
             frames = send_frames(args.messages, v2, queue_id=0 if per_turn <= 0 else None)
             if per_turn > 0:
@@ -212,11 +227,10 @@ async def run(args) -> dict:
                 profiler.enable()
             # The least of several rounds: what the code costs, with less of whatever else
             # the machine was doing.
-            if args.callgrind:  # count instructions of the measured rounds only
-                subprocess.run(["callgrind_control", "-i", "on", str(os.getpid())], check=True)
+            started = instrument(args.callgrind, "on")  # count instructions of the measured rounds only
             figures[name] = min([await feed(frames) for _ in range(args.rounds)])
             if args.callgrind:
-                subprocess.run(["callgrind_control", "-i", "off", str(os.getpid())], check=True)
+                print(f"callgrind_window_s {name} {instrument(True, 'off') - started:.3f}")
             if profiler and name == args.profile:
                 profiler.disable()
     finally:
@@ -227,45 +241,58 @@ async def run(args) -> dict:
     return figures
 
 
-def count_instructions(name: str, messages: int) -> int:
-    """Instructions per message of one path: this file under callgrind, counting one round.
-    Hash randomisation and busy polling are off: both make the count vary between runs."""
+def callgrind_run(*args: str) -> tuple[int, float]:
+    """This file under callgrind with ``args``: the instructions counted, and for how many
+    seconds counting was on. Hash randomisation and busy polling are off: both make the count
+    vary between runs."""
     with tempfile.TemporaryDirectory(prefix="bench-path-cg-") as tmp:
         done = subprocess.run(
             ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={tmp}/out",
-             sys.executable, __file__, "--only", name, "--messages", str(messages), "--rounds", "1",
-             "--callgrind", "--conf", "busyPollWindowMicros=0"],
+             sys.executable, __file__, *args, "--callgrind", "--conf", "busyPollWindowMicros=0"],
             env={**os.environ, "PYTHONHASHSEED": "0"}, capture_output=True, text=True, check=False,
         )  # fmt: skip
     collected = re.search(r"Collected : (\d+)", done.stderr)
-    if done.returncode or collected is None:
-        raise RuntimeError(f"callgrind run of {name} failed: {done.stderr[-2000:]}")
-    return int(collected.group(1)) // messages
+    window = re.search(r"callgrind_window_s \S+ ([\d.]+)", done.stdout)
+    if done.returncode or collected is None or window is None:
+        raise RuntimeError(f"callgrind run {args} failed: {done.stderr[-2000:]}")
+    return int(collected.group(1)), float(window.group(1))
+
+
+def net_instructions(collected: int, window_s: float, idle_per_s: float, messages: int) -> int:
+    """Instructions per message of a path, without the broker's clock-driven work (timers of the
+    delay levels, the loop-lag probe, the stats sampler, flush threads: ~4 M instructions a
+    second here). Under callgrind a message takes ~50 times its usual time, so that work would
+    otherwise add some 30 k instructions a message, more or less with the machine's load."""
+    return round((collected - idle_per_s * window_s) / messages)
 
 
 def compare_with_baseline(counts: dict[str, int], baseline: dict) -> list[str]:
-    """Lines of counts next to the baseline's; the paths above it by more than its tolerance
-    are flagged (and listed by ``regressions``)."""
+    """Lines of counts next to every recorded tree's (``baseline["recorded"]``, oldest first);
+    a path above the newest record by more than the tolerance is flagged (see ``regressions``)."""
+    recorded = baseline["recorded"]
     tolerance = baseline["tolerance"]
-    reference = baseline["instructions_per_message"]
-    lines = [f"{'instructions per message':28s}{baseline['tree']:>10s}{'now':>10s}{'change':>9s}"]
+    header = "".join(f"{entry['tree']:>12s}" for entry in recorded)
+    lines = [f"{'instructions per message':28s}{header}{'now':>10s}{'vs ' + recorded[-1]['tree']:>14s}"]
     for name, count in counts.items():
-        base = reference.get(name)
-        if base is None:
-            lines.append(f"{name:28s}{'-':>10s}{count:10,d}")
-            continue
-        change = count / base - 1
-        flag = f"  REGRESSION: over +{tolerance:.0%}" if change > tolerance else ""
-        lines.append(f"{name:28s}{base:10,d}{count:10,d}{change:+9.1%}{flag}")
+        figures = [entry["instructions_per_message"].get(name) for entry in recorded]
+        shown = "".join(f"{'-':>12s}" if figure is None else f"{figure:12,d}" for figure in figures)
+        line = f"{name:28s}{shown}{count:10,d}"
+        if figures[-1] is not None:
+            change = count / figures[-1] - 1
+            line += f"{change:+14.1%}"
+            if change > tolerance:
+                line += f"  REGRESSION: over +{tolerance:.0%}"
+        lines.append(line)
     return lines
 
 
 def regressions(counts: dict[str, int], baseline: dict) -> list[str]:
-    reference = baseline["instructions_per_message"]
+    """The paths costing more than the tolerance above the newest recorded tree."""
+    newest = baseline["recorded"][-1]["instructions_per_message"]
     return [
         name
         for name, count in counts.items()
-        if name in reference and count > reference[name] * (1 + baseline["tolerance"])
+        if name in newest and count > newest[name] * (1 + baseline["tolerance"])
     ]
 
 
@@ -281,6 +308,7 @@ def main(argv: list[str] | None = None) -> int:
         help="under valgrind --tool=callgrind --instr-atstart=no: instructions of the measured rounds",
     )
     parser.add_argument("--profile", help="profile one of the runs (e.g. send_pipelined_us)")
+    parser.add_argument("--idle", type=float, help="only start the broker and wait this many seconds")
     parser.add_argument(
         "--instructions",
         action="store_true",
@@ -292,12 +320,17 @@ def main(argv: list[str] | None = None) -> int:
             print("instructions per message: skipped (no valgrind; Debian: apt-get install valgrind)")
             return 0
         baseline = json.loads(BASELINE.read_text())
-        messages = min(args.messages, 2000)  # ~40 s a path under callgrind
-        counts = {
-            name.removesuffix("_us"): count_instructions(name, messages)
-            for name in PATHS
-            if args.only in (None, name)
-        }
+        messages = min(args.messages, 2000)  # ~1 minute a path under callgrind
+        idle, idle_window = callgrind_run("--idle", "20")
+        counts = {}
+        for name in PATHS:
+            if args.only in (None, name):
+                collected, window = callgrind_run(
+                    "--only", name, "--messages", str(messages), "--rounds", "1"
+                )
+                counts[name.removesuffix("_us")] = net_instructions(
+                    collected, window, idle / idle_window, messages
+                )
         print("\n".join(compare_with_baseline(counts, baseline)))
         return 1 if regressions(counts, baseline) else 0
     import uvloop
