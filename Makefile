@@ -63,6 +63,7 @@ bench-store: $(STAMP)
 bench-broker: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[bench]"
 	$(BIN)/python bench/broker.py $(BENCH_ARGS)
+	$(BIN)/python bench/broker_path.py --instructions
 
 bench: bench-store bench-broker
 

@@ -11,6 +11,14 @@ the response is written (a sync producer); "pipelined" feeds 64 frames at once (
 send, both answers); "send to pull answer" only the part between reading the send and writing the
 consumer's answer: the broker's share of end-to-end latency. The figures are process CPU
 microseconds per message: steady on a busy machine, unlike rates.
+
+    python bench/broker_path.py --instructions [--messages N]
+
+counts instructions instead (callgrind: this file again under valgrind, one process per path,
+counting the measured round only, less what an idle broker's clock-driven work costs over as
+many seconds: see ``net_instructions``) and prints them next to the trees recorded in
+broker_path_baseline.json (933369f's, then the newest), flagging (and exiting 1 on) any path
+costing more than the file's tolerance above the newest record.
 """
 
 from __future__ import annotations
@@ -19,8 +27,10 @@ import argparse
 import asyncio
 import cProfile
 import functools
+import json
 import os
 import pstats
+import re
 import shutil
 import struct
 import subprocess
@@ -48,6 +58,14 @@ TOPIC = "PathBench"
 GROUP = "PathBenchGroup"
 BODY = b"x" * 1024
 LENGTH = struct.Struct(">i")
+BASELINE = Path(__file__).with_name("broker_path_baseline.json")
+PATHS = (
+    "send_one_per_turn_us",
+    "send_pipelined_us",
+    "send_v2_pipelined_us",
+    "send_to_held_pull_us",
+    "send_to_pull_answer_us",
+)
 
 
 class CollectingTransport(asyncio.Transport):
@@ -162,6 +180,15 @@ async def feed_to_held_pulls(
     return total / len(frames) * 1e6
 
 
+def instrument(callgrind: bool, switch: str) -> float:
+    """Turn callgrind's counting on or off (when under it); when it switched (the middle of the
+    call: callgrind_control takes a while to reach the process)."""
+    before = time.monotonic()
+    if callgrind:
+        subprocess.run(["callgrind_control", "-i", switch, str(os.getpid())], check=True)
+    return (before + time.monotonic()) / 2
+
+
 async def run(args) -> dict:
     root = Path(tempfile.mkdtemp(prefix="bench-path-"))
     settings = {"listenPort": "0", "storePathRootDir": str(root), "mappedFileSizeCommitLog": str(256 << 20)}
@@ -177,14 +204,16 @@ async def run(args) -> dict:
     profiler = cProfile.Profile() if args.profile else None
     broker.groups.find(GROUP, create=True)
     try:
-        for name, v2, per_turn in (
-            ("send_one_per_turn_us", False, 1),
-            ("send_pipelined_us", False, 64),
-            ("send_v2_pipelined_us", True, 64),
-            ("send_to_held_pull_us", False, 0),
-            ("send_to_pull_answer_us", False, -1),
+        if args.idle:  # what the broker's clock-driven work costs while nothing arrives
+            await asyncio.sleep(3)  # past the start's own work, as the paths are (their warm-up)
+            started = instrument(args.callgrind, "on")
+            await asyncio.sleep(args.idle)
+            if args.callgrind:
+                print(f"callgrind_window_s idle {instrument(True, 'off') - started:.3f}")
+        for name, v2, per_turn in zip(
+            PATHS, (False, False, True, False, False), (1, 64, 64, 0, -1), strict=True
         ):
-            if args.only and name != args.only:
+            if (args.only and name != args.only) or args.idle:
                 continue
             frames = send_frames(args.messages, v2, queue_id=0 if per_turn <= 0 else None)
             if per_turn > 0:
@@ -198,11 +227,10 @@ async def run(args) -> dict:
                 profiler.enable()
             # The least of several rounds: what the code costs, with less of whatever else
             # the machine was doing.
-            if args.callgrind:  # count instructions of the measured rounds only
-                subprocess.run(["callgrind_control", "-i", "on", str(os.getpid())], check=True)
+            started = instrument(args.callgrind, "on")  # count instructions of the measured rounds only
             figures[name] = min([await feed(frames) for _ in range(args.rounds)])
             if args.callgrind:
-                subprocess.run(["callgrind_control", "-i", "off", str(os.getpid())], check=True)
+                print(f"callgrind_window_s {name} {instrument(True, 'off') - started:.3f}")
             if profiler and name == args.profile:
                 profiler.disable()
     finally:
@@ -211,6 +239,61 @@ async def run(args) -> dict:
     if profiler:
         pstats.Stats(profiler).sort_stats("tottime").print_stats(35)
     return figures
+
+
+def callgrind_run(*args: str) -> tuple[int, float]:
+    """This file under callgrind with ``args``: the instructions counted, and for how many
+    seconds counting was on. Hash randomisation and busy polling are off: both make the count
+    vary between runs."""
+    with tempfile.TemporaryDirectory(prefix="bench-path-cg-") as tmp:
+        done = subprocess.run(
+            ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={tmp}/out",
+             sys.executable, __file__, *args, "--callgrind", "--conf", "busyPollWindowMicros=0"],
+            env={**os.environ, "PYTHONHASHSEED": "0"}, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+    collected = re.search(r"Collected : (\d+)", done.stderr)
+    window = re.search(r"callgrind_window_s \S+ ([\d.]+)", done.stdout)
+    if done.returncode or collected is None or window is None:
+        raise RuntimeError(f"callgrind run {args} failed: {done.stderr[-2000:]}")
+    return int(collected.group(1)), float(window.group(1))
+
+
+def net_instructions(collected: int, window_s: float, idle_per_s: float, messages: int) -> int:
+    """Instructions per message of a path, without the broker's clock-driven work (timers of the
+    delay levels, the loop-lag probe, the stats sampler, flush threads: ~4 M instructions a
+    second here). Under callgrind a message takes ~50 times its usual time, so that work would
+    otherwise add some 30 k instructions a message, more or less with the machine's load."""
+    return round((collected - idle_per_s * window_s) / messages)
+
+
+def compare_with_baseline(counts: dict[str, int], baseline: dict) -> list[str]:
+    """Lines of counts next to every recorded tree's (``baseline["recorded"]``, oldest first);
+    a path above the newest record by more than the tolerance is flagged (see ``regressions``)."""
+    recorded = baseline["recorded"]
+    tolerance = baseline["tolerance"]
+    header = "".join(f"{entry['tree']:>12s}" for entry in recorded)
+    lines = [f"{'instructions per message':28s}{header}{'now':>10s}{'vs ' + recorded[-1]['tree']:>14s}"]
+    for name, count in counts.items():
+        figures = [entry["instructions_per_message"].get(name) for entry in recorded]
+        shown = "".join(f"{'-':>12s}" if figure is None else f"{figure:12,d}" for figure in figures)
+        line = f"{name:28s}{shown}{count:10,d}"
+        if figures[-1] is not None:
+            change = count / figures[-1] - 1
+            line += f"{change:+14.1%}"
+            if change > tolerance:
+                line += f"  REGRESSION: over +{tolerance:.0%}"
+        lines.append(line)
+    return lines
+
+
+def regressions(counts: dict[str, int], baseline: dict) -> list[str]:
+    """The paths costing more than the tolerance above the newest recorded tree."""
+    newest = baseline["recorded"][-1]["instructions_per_message"]
+    return [
+        name
+        for name, count in counts.items()
+        if name in newest and count > newest[name] * (1 + baseline["tolerance"])
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -225,7 +308,31 @@ def main(argv: list[str] | None = None) -> int:
         help="under valgrind --tool=callgrind --instr-atstart=no: instructions of the measured rounds",
     )
     parser.add_argument("--profile", help="profile one of the runs (e.g. send_pipelined_us)")
+    parser.add_argument("--idle", type=float, help="only start the broker and wait this many seconds")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count each path's instructions under callgrind, next to broker_path_baseline.json's",
+    )
     args = parser.parse_args(argv)
+    if args.instructions:
+        if shutil.which("valgrind") is None:
+            print("instructions per message: skipped (no valgrind; Debian: apt-get install valgrind)")
+            return 0
+        baseline = json.loads(BASELINE.read_text())
+        messages = min(args.messages, 2000)  # ~1 minute a path under callgrind
+        idle, idle_window = callgrind_run("--idle", "20")
+        counts = {}
+        for name in PATHS:
+            if args.only in (None, name):
+                collected, window = callgrind_run(
+                    "--only", name, "--messages", str(messages), "--rounds", "1"
+                )
+                counts[name.removesuffix("_us")] = net_instructions(
+                    collected, window, idle / idle_window, messages
+                )
+        print("\n".join(compare_with_baseline(counts, baseline)))
+        return 1 if regressions(counts, baseline) else 0
     import uvloop
 
     figures = uvloop.run(run(args))

@@ -16,12 +16,13 @@ SERIALIZE_JSON = 0
 SERIALIZE_ROCKETMQ = 1
 
 _opaque_counter = itertools.count(1)
+_LANGUAGE = LanguageCode.PYTHON  # what this side writes as its language
 
 
 @dataclass(slots=True)
 class RemotingCommand:
     code: int
-    language: int = LanguageCode.PYTHON
+    language: int = _LANGUAGE
     version: int = PROTOCOL_VERSION
     opaque: int = 0
     flag: int = 0
@@ -108,12 +109,8 @@ def response_to(
     fields, or with ``ext_fields`` as they are (values made text) where the broker relays a
     header it did not write (a client's answer to a forwarded request)."""
     fields = ext_fields.to_ext_fields() if isinstance(ext_fields, CommandHeader) else _stringify(ext_fields)
+    # Positional, in the field order: a keyword call costs more, once per answer.
     return RemotingCommand(
-        code=int(code),
-        opaque=request.opaque,
-        flag=RPC_TYPE_RESPONSE,
-        remark=remark,
-        ext_fields=fields,
-        body=body,
-        serialize_type=request.serialize_type,
-    )
+        int(code), _LANGUAGE, PROTOCOL_VERSION, request.opaque, RPC_TYPE_RESPONSE, remark, fields, body,
+        request.serialize_type,
+    )  # fmt: skip

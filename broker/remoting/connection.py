@@ -242,7 +242,7 @@ class RemotingConnection(asyncio.Protocol):
             for _ in range(min(len(backlog), COMMANDS_PER_TURN)):
                 cmd = backlog.popleft()
                 served += 1
-                if cmd.is_response:
+                if cmd.flag & RPC_TYPE_RESPONSE:  # ``is_response``, inline: every command
                     slot = self.pending.pop(cmd.opaque, None)
                     if slot is not None:
                         slot.set_result(cmd)
@@ -307,7 +307,8 @@ class RemotingConnection(asyncio.Protocol):
 
     # -- requests from the peer ---------------------------------------------------------------
     def _serve(self, request: RemotingCommand) -> None:
-        handler = self.processors.find(request.code)
+        processors = self.processors
+        handler = processors.handlers.get(request.code, processors.default)  # ``find``, inline: every request
         if handler is None:
             self._reply(request, response_to(request, ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
                                               f" request type {request.code} not supported"))  # fmt: skip

@@ -163,9 +163,12 @@ class BrokerController:
         return CHECK_INTERVAL_MS if config.long_polling_enable else config.short_polling_time_mills
 
     def _on_dispatch(self, request) -> None:
-        if request.goes_to_consume_queue:
-            assert self.hold is not None  # listening from start(), after the hold service is made
-            self.hold.notify_from_thread(
+        hold = self.hold
+        assert hold is not None  # listening from start(), after the hold service is made
+        # No pull held anywhere (the usual dispatch of a busy producer): nothing to look up.
+        # notify_from_thread reads the same table, so this changes no outcome.
+        if hold.waiting and request.goes_to_consume_queue:
+            hold.notify_from_thread(
                 request.topic, request.queue_id, request.queue_offset + 1, request.tags_code
             )
 

@@ -95,6 +95,7 @@ class ReputService:
         self._cond = threading.Condition()
         self._stopped = False
         self.dispatched_offset = 0  # commit-log offset up to which everything is dispatched
+        self._offset_waiters = 0  # callers of wait_dispatched: what a drain must notify
         self.listeners: list[Callable[[DispatchRequest], None]] = []
         self._thread = threading.Thread(target=self._run, name="ReputMessageService", daemon=True)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -179,7 +180,13 @@ class ReputService:
         if self._on_loop_thread():  # the loop cannot wait for itself: dispatch now instead
             self._drain(self._queue)
         with self._cond:
-            return self._cond.wait_for(lambda: self.dispatched_offset >= offset or self._stopped, timeout)
+            # Counted under the lock, before the offset is first read: a drain that moves the
+            # offset after that read sees the count and notifies.
+            self._offset_waiters += 1
+            try:
+                return self._cond.wait_for(lambda: self.dispatched_offset >= offset or self._stopped, timeout)
+            finally:
+                self._offset_waiters -= 1
 
     @property
     def behind(self) -> int:
@@ -216,8 +223,9 @@ class ReputService:
             except Exception:
                 log.exception("indexing the message at %d failed", request.commitlog_offset)
             self.dispatched_offset = request.commitlog_offset + request.size
-        with self._cond:
-            self._cond.notify_all()
+        if self._offset_waiters:  # nobody waits for an offset (the usual drain): no lock, no call
+            with self._cond:
+                self._cond.notify_all()
 
     @staticmethod
     def _notify(listeners, request: DispatchRequest) -> None:

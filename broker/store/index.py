@@ -85,7 +85,7 @@ class IndexFile:
         return self.index_count >= self.index_num
 
     def put(self, key_hash: int, phy_offset: int, store_ts: int) -> bool:
-        if self.is_full:
+        if self.index_count >= self.index_num:  # ``is_full``, inline: once per indexed key
             return False
         slot_pos = HEADER.size + (key_hash % self.slot_num) * SLOT.size
         previous = SLOT.unpack_from(self._map, slot_pos)[0]

@@ -422,8 +422,12 @@ class MappedFileQueue:
 
     @property
     def max_offset(self) -> int:
-        last = self.last_file
-        return last.end_offset if last else 0
+        # ``last_file`` and its ``end_offset``, inline: every pull reads a queue's end a few times.
+        files = self.files
+        if not files:
+            return 0
+        last = files[-1]
+        return last.file_from_offset + last.wrote_position
 
     @property
     def unflushed_bytes(self) -> int:

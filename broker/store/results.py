@@ -8,7 +8,15 @@ from dataclasses import dataclass, field
 from broker.common.message_codec import create_offset_msg_id
 
 
-class PutMessageStatus(enum.Enum):
+class _Status(enum.Enum):
+    """A status hashes by identity (members are singletons, compared by identity): Enum's own
+    ``__hash__`` is a Python call, paid by every dict lookup keyed by a status (the send and
+    pull answers map each put's and get's status to a response code)."""
+
+    __hash__ = object.__hash__
+
+
+class PutMessageStatus(_Status):
     PUT_OK = "PUT_OK"
     FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
     FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"  # SYNC_MASTER: no slave confirmed in time (stored)
@@ -83,7 +91,7 @@ class PutMessageResult:
         return self.status is PutMessageStatus.PUT_OK
 
 
-class GetMessageStatus(enum.Enum):
+class GetMessageStatus(_Status):
     FOUND = "FOUND"
     NO_MATCHED_MESSAGE = "NO_MATCHED_MESSAGE"
     MESSAGE_WAS_REMOVING = "MESSAGE_WAS_REMOVING"

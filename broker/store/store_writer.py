@@ -18,7 +18,7 @@ from broker.common.message_codec import (
     host_sys_flags,
     properties_to_string,
 )
-from broker.common.names import topic_problem
+from broker.common.names import KNOWN_LEGAL_TOPICS, topic_problem
 from broker.common.sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
 from broker.common.topic_config import SCHEDULE_TOPIC
 
@@ -107,9 +107,12 @@ class StoreWriter:
 
     def _append_for_flush(self, batch: list[MessageExt]) -> tuple[PutMessageResult, int | None]:
         """Append; with SYNC_FLUSH also return the offset the caller must see flushed."""
-        result = _check_batch(batch) or self._append(batch)
+        # A single message (the usual put) is no batch to check: no call.
+        result = (_check_batch(batch) if len(batch) != 1 else None) or self._append(batch)
         append = result.append
-        if not (result.ok and self.group_commit is not None and batch[0].wait_store_msg_ok) or append is None:
+        # ``result.ok`` spelled out: once per put.
+        ok = result.status is PutMessageStatus.PUT_OK
+        if not (ok and self.group_commit is not None and batch[0].wait_store_msg_ok) or append is None:
             return result, None
         return result, append.wrote_offset + append.wrote_bytes
 
@@ -155,9 +158,11 @@ class StoreWriter:
     def _encode(self, msg: MessageExt) -> PendingRecord | PutMessageResult:
         """Validate and encode one message outside the commit-log lock (the hot path: keep lean)."""
         topic = msg.topic
-        reason = topic_problem(topic)  # one set lookup for a name seen before
-        if reason:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=reason)
+        # A name seen before: one set lookup, no call (the type first: any object may be put here).
+        if type(topic) is not str or topic not in KNOWN_LEGAL_TOPICS:
+            reason = topic_problem(topic)
+            if reason:
+                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=reason)
         props = msg.properties
         properties = properties_to_string(props).encode() if props else b""
         if len(properties) > self._properties_limit:
