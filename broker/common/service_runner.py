@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import gc
 import logging
 import os
@@ -23,6 +24,9 @@ async def serve_until_signalled(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stopped.set)
+    # `kill -USR1 <pid>`: every thread's stack on stderr (the process goes on), as jstack gives a
+    # Java broker's: what an operator, or a harness whose stop timed out, needs to see a hang.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     print(await start(), flush=True)
     # What start-up built (modules, classes, tables, the store's files) lives as long as the
     # process: kept out of the collector, a full collection walks only what came after — about

@@ -97,7 +97,15 @@ class MakeRunStack(Stack):
             if entry[0] == name:
                 _, process, log = entry
                 process.send_signal(signal.SIGTERM)
-                status = process.wait(STOP_TIMEOUT_S)
+                try:
+                    status = process.wait(STOP_TIMEOUT_S)
+                except subprocess.TimeoutExpired:  # its threads' stacks (service_runner) in the failure
+                    process.send_signal(signal.SIGUSR1)
+                    time.sleep(2)
+                    raise AssertionError(
+                        f"{name} did not stop within {STOP_TIMEOUT_S} s of SIGTERM; its log ends:\n"
+                        + self.log(name)[-6000:]
+                    ) from None
                 log.close()
                 self.processes.remove(entry)
                 return status
