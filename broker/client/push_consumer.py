@@ -42,6 +42,8 @@ class ProcessQueue:
     def __init__(self) -> None:
         self.in_flight: dict[int, object] = {}
         self.max_seen = -1
+        # The last pull answer's next offset: everything below it was delivered or filtered out.
+        self.pulled_to = 0
         self.lock = threading.Lock()
         self.dropped = False
 
@@ -52,10 +54,18 @@ class ProcessQueue:
                 self.max_seen = max(self.max_seen, msg.queue_offset)
 
     def remove(self, offset: int) -> int:
-        """Forget a consumed message; return the offset to commit (smallest in flight)."""
+        """Forget a consumed message; return the offset to commit: the smallest in flight, or,
+        with none left, the last answer's next offset (past the messages the filter skipped)."""
         with self.lock:
             self.in_flight.pop(offset, None)
-            return min(self.in_flight) if self.in_flight else self.max_seen + 1
+            return min(self.in_flight) if self.in_flight else max(self.max_seen + 1, self.pulled_to)
+
+    def pulled(self, next_offset: int) -> bool:
+        """Note a pull answer's next offset; True when nothing is in flight (it may be committed
+        now; otherwise the last message consumed commits it)."""
+        with self.lock:
+            self.pulled_to = max(self.pulled_to, next_offset)
+            return not self.in_flight
 
     def __len__(self) -> int:
         return len(self.in_flight)
@@ -179,6 +189,17 @@ class PushConsumer(ConsumerCore):
                 self.pool.submit(self._consume, mq, queue, messages[start : start + self.consume_batch_size])
             except RuntimeError:  # shutting down: the rest stays unconsumed, below the commit
                 return None
+        return None
+
+    def _correct_offset(self, mq: MessageQueue, next_offset: int) -> None:
+        """RocketMQ commits past skipped messages only on an answer that finds the queue drained
+        (so a caught-up filtered group showed lag until its next pull's 15-s hold ended); here the
+        queue keeps the answer's offset and its last consumed message commits it."""
+        queue = self.process_queues.get(mq) if self.orderly is None else None
+        if queue is None:
+            return super()._correct_offset(mq, next_offset)
+        if queue.pulled(next_offset):
+            self.offsets.update(mq, next_offset, increase_only=True)
         return None
 
     def on_queue_dropped(self, mq: MessageQueue) -> None:
