@@ -131,10 +131,11 @@ def test_report_runs_and_replays_are_shared_by_both_workers(stack, archive):
     jobs = [replay_job(namesrv, group, rate=8) for group in groups]
     # The smallest report kind (one section besides the inputs); its Spark run is still ~10x a replay.
     runs = [ReportRun.objects.create(report="throughput", input_uri=str(archive)) for _ in range(2)]
-    # report, replay, report, replay, replay, replay: a solo worker holds only the task it runs, so
-    # the first report takes one worker and the first replay the other, which then takes the second
-    # report; the remaining replays go to whichever is free first (project.settings: a worker takes
-    # a task only when it has a free slot).
+    # report, replay, report, replay, replay, replay: a solo worker holds only the task it runs
+    # (project.settings: a worker takes a task only when it has a free slot), so the first report
+    # takes one worker and the first replay the other, which then takes the second report: the
+    # reports always run on both. The remaining replays go to whichever is free first — which one
+    # depends on how long each cold JVM took (a loaded run once gave all four replays to one).
     report_tasks = {send(RUN_REPORT, args=[runs[0].pk]).id: runs[0]}
     replay_tasks = {send(REPLAY, args=[jobs[0].pk]).id: jobs[0]}
     report_tasks[send(RUN_REPORT, args=[runs[1].pk]).id] = runs[1]
@@ -151,7 +152,7 @@ def test_report_runs_and_replays_are_shared_by_both_workers(stack, archive):
     reports_by = Counter(ran_by[task] for task in report_tasks)
     replays_by = Counter(ran_by[task] for task in replay_tasks)
     print("reports per worker:", dict(reports_by), "replays per worker:", dict(replays_by))
-    assert set(reports_by) == set(HOSTS) and set(replays_by) == set(HOSTS)
+    assert set(reports_by) == set(HOSTS) and set(replays_by) <= set(HOSTS)
     for group in groups:
         assert_replayed_once(namesrv, group)
 
