@@ -66,16 +66,24 @@ def free_port_range() -> tuple[int, int]:
     low, high = max(1024, min(_EPHEMERAL_LOW, 65536) - 12_000), max(1025, _EPHEMERAL_LOW)
     given = os.environ.get(PORT_RANGE_VARIABLE, "")
     if given:
-        first, _, last = given.partition("-")
+        first, _, rest = given.partition("-")
+        last, _, owner = rest.partition("@")
         low, high = int(first), int(last)
+        # The launcher that was given the slice draws from its lower half, the processes it starts
+        # (a bench script's own cluster) from the upper: each keeps its own handed-out set, and
+        # two sets drawing from one range gave a port to two servers ("address already in use").
+        if owner:
+            middle = (low + high) // 2
+            low, high = (low, middle) if int(owner) == os.getpid() else (middle, high)
     return low, high
 
 
 def port_slice(index: int, count: int) -> str:
-    """The ``PYROCKET_FREE_PORT_RANGE`` value of the ``index``-th of ``count`` launchers."""
+    """The ``PYROCKET_FREE_PORT_RANGE`` value of the ``index``-th of ``count`` launchers, this
+    process being the one that draws from it (its children draw from the slice's upper half)."""
     low, high = free_port_range()
     width = (high - low) // count
-    return f"{low + index * width}-{low + (index + 1) * width}"
+    return f"{low + index * width}-{low + (index + 1) * width}@{os.getpid()}"
 
 
 def free_port() -> int:

@@ -16,12 +16,18 @@ from tests.redis_claims import CLAIM_KEY, DATABASES, _redis, claim_redis_db, rel
 def test_port_slices_of_parallel_processes_do_not_overlap_and_free_port_keeps_to_its_own(monkeypatch):
     monkeypatch.delenv(PORT_RANGE_VARIABLE, raising=False)
     whole_low, whole_high = free_port_range()
-    slices = [tuple(map(int, port_slice(index, 3).split("-"))) for index in range(3)]
+    slices = [tuple(map(int, port_slice(index, 3).partition("@")[0].split("-"))) for index in range(3)]
     assert slices[0][0] == whole_low and slices[-1][1] <= whole_high
     assert all(left[1] <= right[0] for left, right in itertools.pairwise(slices))
     low, high = slices[1]
     monkeypatch.setenv(PORT_RANGE_VARIABLE, f"{low}-{high}")
     assert all(low <= free_port() < high for _ in range(50))
+    # The slice's owner draws from its lower half; a process it starts, from the upper half.
+    middle = (low + high) // 2
+    monkeypatch.setenv(PORT_RANGE_VARIABLE, f"{low}-{high}@{os.getpid()}")
+    assert free_port_range() == (low, middle)
+    monkeypatch.setenv(PORT_RANGE_VARIABLE, f"{low}-{high}@{os.getpid() + 1}")
+    assert free_port_range() == (middle, high)
 
 
 def test_this_parallel_process_draws_from_its_own_slice(monkeypatch):
